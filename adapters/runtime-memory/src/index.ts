@@ -1,0 +1,2 @@
+export * from './memory-runtime.js';
+export * from './manual-clock.js';

@@ -1,0 +1,261 @@
+import {
+  KubeletError,
+  Labels,
+  Tokens,
+  sleep,
+  systemClock,
+  type Clock,
+  type ContainerDetails,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ContainerSummary,
+  type ErrorCode,
+  type ListOptions,
+  type Registry,
+} from '@kubelet-ts/core';
+
+export type RuntimeOperation = 'list' | 'inspect' | 'create' | 'start' | 'stop' | 'remove' | 'pull' | 'hasImage';
+
+/** One recorded call. `target` is the container id, image or name the call was about. */
+export interface RuntimeCall {
+  readonly op: RuntimeOperation;
+  readonly target?: string;
+  readonly time: number;
+}
+
+/** Decides, per call, whether it fails. Return an error to fail the call, `undefined` to let it run. */
+export type Fault = (call: RuntimeCall) => Error | undefined;
+
+export interface MemoryRuntimeOptions {
+  readonly clock?: Clock;
+  /** Images present from the start. */
+  readonly images?: readonly string[];
+  /**
+   * Which images `pull` can fetch: `'any'` (default) or a list. Anything else is `NotFound`, as an
+   * engine with no registry would answer.
+   */
+  readonly pullable?: 'any' | readonly string[];
+  /** Milliseconds each pull takes on the clock. Default 0. */
+  readonly pullLatencyMs?: number;
+}
+
+interface Record_ {
+  summary: Mutable<ContainerSummary>;
+  readonly spec: ContainerSpec;
+  /** Set by `hangOnStop`: the container ignores the stop signal and is killed at the timeout. */
+  ignoresStop: boolean;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+const ADAPTER = 'memory';
+
+/**
+ * A complete `ContainerRuntime` held in memory: for embedding the agent where no engine exists,
+ * and for fast, deterministic tests of everything above the runtime. Containers can be made to
+ * exit or crash, every call is logged, and faults and latency can be injected per operation.
+ */
+export class MemoryRuntime implements ContainerRuntime {
+  readonly name = ADAPTER;
+  readonly clock: Clock;
+  /** Every call in order, faulted ones included. */
+  readonly calls: RuntimeCall[] = [];
+
+  private readonly containers = new Map<string, Record_>();
+  private readonly images: Set<string>;
+  private readonly pullable: 'any' | ReadonlySet<string>;
+  private readonly pullLatencyMs: number;
+  private readonly pulls = new Map<string, Promise<void>>();
+  private readonly faults = new Map<RuntimeOperation, Fault>();
+  private readonly latency = new Map<RuntimeOperation, number>();
+  private nextId = 1;
+
+  constructor(options: MemoryRuntimeOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.images = new Set(options.images ?? []);
+    this.pullable = options.pullable === undefined || options.pullable === 'any' ? 'any' : new Set(options.pullable);
+    this.pullLatencyMs = options.pullLatencyMs ?? 0;
+  }
+
+  // ---- the contract -------------------------------------------------------------------------
+
+  async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
+    await this.enter('list');
+    const out: ContainerSummary[] = [];
+    for (const r of this.containers.values()) {
+      if (options.includeForeign === true || r.spec.labels[Labels.manifestId] !== undefined) out.push({ ...r.summary });
+    }
+    return out;
+  }
+
+  async inspect(id: string): Promise<ContainerDetails> {
+    await this.enter('inspect', id);
+    const r = this.get(id);
+    return { ...r.summary, spec: r.spec, raw: { Id: r.summary.id, Name: r.summary.name, State: { ...r.summary }, Config: r.spec } };
+  }
+
+  async create(spec: ContainerSpec): Promise<ContainerSummary> {
+    await this.enter('create', spec.name);
+    for (const r of this.containers.values()) {
+      if (r.summary.name === spec.name) throw new KubeletError('Conflict', `container name ${spec.name} is already in use by ${r.summary.id}`, { adapter: ADAPTER });
+    }
+    if (!this.images.has(spec.image)) throw new KubeletError('NotFound', `no such image: ${spec.image}`, { adapter: ADAPTER });
+    const id = (this.nextId++).toString(16).padStart(12, '0');
+    const summary: Mutable<ContainerSummary> = {
+      id,
+      name: spec.name,
+      image: spec.image,
+      labels: { ...spec.labels },
+      state: 'created',
+      createdAt: this.clock.now(),
+    };
+    this.containers.set(id, { summary, spec, ignoresStop: false });
+    return { ...summary };
+  }
+
+  async start(id: string): Promise<void> {
+    await this.enter('start', id);
+    const r = this.get(id);
+    if (r.summary.state === 'running') return;
+    const clash = this.portClash(r);
+    if (clash !== undefined) {
+      throw new KubeletError('Conflict', `cannot start ${r.summary.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
+    }
+    r.summary = { ...r.summary, state: 'running', startedAt: this.clock.now() };
+    delete r.summary.finishedAt;
+    delete r.summary.exitCode;
+  }
+
+  async stop(id: string, timeoutSeconds: number): Promise<void> {
+    await this.enter('stop', id);
+    const r = this.get(id);
+    if (r.summary.state !== 'running') return;
+    if (r.ignoresStop) {
+      await sleep(this.clock, timeoutSeconds * 1000);
+      if (r.summary.state === 'running') this.finish(r, 137);
+      return;
+    }
+    this.finish(r, 0);
+  }
+
+  async remove(id: string, options: { readonly force?: boolean } = {}): Promise<void> {
+    await this.enter('remove', id);
+    const r = this.containers.get(id);
+    if (r === undefined) return;
+    if (r.summary.state === 'running' && options.force !== true) {
+      throw new KubeletError('Conflict', `cannot remove running container ${r.summary.name}; stop it first or force`, { adapter: ADAPTER });
+    }
+    this.containers.delete(id);
+  }
+
+  async pull(image: string): Promise<void> {
+    await this.enter('pull', image);
+    const pending = this.pulls.get(image);
+    if (pending !== undefined) return pending;
+    const transfer = (async () => {
+      if (this.pullLatencyMs > 0) await sleep(this.clock, this.pullLatencyMs);
+      if (this.pullable !== 'any' && !this.pullable.has(image)) {
+        throw new KubeletError('NotFound', `pull ${image}: repository does not exist or no registry is reachable`, { adapter: ADAPTER });
+      }
+      this.images.add(image);
+    })().finally(() => this.pulls.delete(image));
+    this.pulls.set(image, transfer);
+    return transfer;
+  }
+
+  async hasImage(image: string): Promise<boolean> {
+    await this.enter('hasImage', image);
+    return this.images.has(image);
+  }
+
+  // ---- controls for tests and embedders --------------------------------------------------------
+
+  /** Makes a running container exit on its own with `exitCode` (a crash when non-zero). */
+  exit(id: string, exitCode = 0): void {
+    const r = this.get(id);
+    if (r.summary.state === 'running') this.finish(r, exitCode);
+  }
+
+  /** The container ignores stop signals and is killed only when the stop timeout runs out. */
+  hangOnStop(id: string): void {
+    this.get(id).ignoresStop = true;
+  }
+
+  /** Adds an image as if it had been built locally. */
+  addImage(image: string): void {
+    this.images.add(image);
+  }
+
+  /** Every call to `op` consults `fault` first; `undefined` clears it. */
+  setFault(op: RuntimeOperation, fault: Fault | undefined): void {
+    if (fault === undefined) this.faults.delete(op);
+    else this.faults.set(op, fault);
+  }
+
+  /** The next `times` calls to `op` fail with `code`. */
+  failNext(op: RuntimeOperation, code: ErrorCode = 'Unavailable', times = 1): void {
+    let left = times;
+    this.setFault(op, (call) => {
+      if (left <= 0) return undefined;
+      left -= 1;
+      if (left === 0) this.faults.delete(op);
+      return new KubeletError(code, `injected ${code} fault on ${call.op}${call.target === undefined ? '' : ` ${call.target}`}`, { adapter: ADAPTER });
+    });
+  }
+
+  /** Every call to `op` takes `ms` on the clock before it acts. */
+  setLatency(op: RuntimeOperation, ms: number): void {
+    this.latency.set(op, ms);
+  }
+
+  /** Calls made so far to `op` (all operations when omitted). */
+  callCount(op?: RuntimeOperation): number {
+    return op === undefined ? this.calls.length : this.calls.filter((c) => c.op === op).length;
+  }
+
+  /** A synchronous view of every container, foreign ones included. */
+  snapshot(): ContainerSummary[] {
+    return [...this.containers.values()].map((r) => ({ ...r.summary }));
+  }
+
+  // ---- internals ------------------------------------------------------------------------------
+
+  private async enter(op: RuntimeOperation, target?: string): Promise<void> {
+    const call: RuntimeCall = target === undefined ? { op, time: this.clock.now() } : { op, target, time: this.clock.now() };
+    this.calls.push(call);
+    const delay = this.latency.get(op) ?? 0;
+    if (delay > 0) await sleep(this.clock, delay);
+    const error = this.faults.get(op)?.(call);
+    if (error !== undefined) throw error;
+  }
+
+  private get(id: string): Record_ {
+    const r = this.containers.get(id);
+    if (r === undefined) throw new KubeletError('NotFound', `no such container: ${id}`, { adapter: ADAPTER });
+    return r;
+  }
+
+  private finish(r: Record_, exitCode: number): void {
+    r.summary = { ...r.summary, state: 'exited', finishedAt: this.clock.now(), exitCode };
+  }
+
+  private portClash(r: Record_): string | undefined {
+    const wanted = new Set(r.spec.ports.filter((p) => p.hostPort !== undefined).map((p) => `${p.hostPort}/${p.protocol}`));
+    if (wanted.size === 0) return undefined;
+    for (const other of this.containers.values()) {
+      if (other === r || other.summary.state !== 'running') continue;
+      for (const p of other.spec.ports) {
+        const key = `${p.hostPort}/${p.protocol}`;
+        if (p.hostPort !== undefined && wanted.has(key)) return key;
+      }
+    }
+    return undefined;
+  }
+}
+
+/** Registers a `MemoryRuntime` as the agent's runtime and returns it. */
+export function registerMemoryRuntime(registry: Registry, options: MemoryRuntimeOptions = {}): MemoryRuntime {
+  const runtime = new MemoryRuntime(options);
+  registry.register(Tokens.Runtime, { useValue: runtime });
+  return runtime;
+}

@@ -1,0 +1,215 @@
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, extname, join, resolve } from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import {
+  KubeletError,
+  Tokens,
+  canonicalJson,
+  parseManifests,
+  rejectionError,
+  retainLastGood,
+  type ContainerManifest,
+  type ManifestSource,
+  type Registry,
+  type SourceSink,
+} from '@kubelet-ts/core';
+
+export interface FileManifestSourceOptions {
+  /** A manifest file, or a directory whose `.yaml`, `.yml` and `.json` files are manifests. */
+  readonly path: string;
+  /** Re-list this often even without a watch event, so a missed event heals. Default 20 s. */
+  readonly checkFrequencyMs?: number;
+  /** Wait this long after a watch event before reading, so a burst of events is one read. Default 50 ms. */
+  readonly debounceMs?: number;
+  /** Default `file`. */
+  readonly name?: string;
+}
+
+const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+const ADAPTER = 'file';
+
+/**
+ * Only plain manifest files count: a dotfile, an editor's swap or backup copy (`.web.yaml.swp`,
+ * `web.yaml~`, `web.yaml.bak`) or anything in a subdirectory must never override `web.yaml`.
+ */
+export function isManifestFileName(name: string): boolean {
+  return !name.startsWith('.') && EXTENSIONS.has(extname(name).toLowerCase());
+}
+
+interface FileState {
+  /** The manifests in force from this file: its last good content, manifest by manifest. */
+  manifests: readonly ContainerManifest[];
+  /** What was last reported about this file, so a periodic re-list does not repeat it. */
+  reported: string;
+}
+
+/**
+ * The `--config` source. Watch events only trigger a re-read; the directory itself is the truth,
+ * which is what makes rename-saves, missed events and late `unlink`s harmless.
+ */
+export class FileManifestSource implements ManifestSource {
+  readonly name: string;
+  private readonly path: string;
+  private readonly checkFrequencyMs: number;
+  private readonly debounceMs: number;
+  private readonly files = new Map<string, FileState>();
+  /** Problems listing the path itself; the last good set stays in force meanwhile. */
+  private readonly listing: FileState = { manifests: [], reported: '' };
+  private sink: SourceSink | undefined;
+  private watcher: FSWatcher | undefined;
+  private debounce: NodeJS.Timeout | undefined;
+  private ticker: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
+  private rescan = false;
+  private delivered: string | undefined;
+  private conflicts = '';
+  private closed = false;
+
+  constructor(options: FileManifestSourceOptions) {
+    this.path = resolve(options.path);
+    this.checkFrequencyMs = options.checkFrequencyMs ?? 20_000;
+    this.debounceMs = options.debounceMs ?? 50;
+    this.name = options.name ?? ADAPTER;
+  }
+
+  async start(sink: SourceSink): Promise<void> {
+    this.sink = sink;
+    this.closed = false;
+    this.watcher = watch(this.path, {
+      ignoreInitial: true,
+      depth: 0,
+      ignored: (path, stats) => path !== this.path && (stats?.isDirectory() === true || !isManifestFileName(basename(path))),
+    });
+    this.watcher.on('all', () => this.schedule());
+    this.watcher.on('error', (error) => sink.error(new KubeletError('Unavailable', `watching ${this.path}: ${String(error)}`, { adapter: ADAPTER, cause: error })));
+    await this.scan();
+    this.ticker = setInterval(() => this.schedule(0), this.checkFrequencyMs);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.debounce);
+    clearInterval(this.ticker);
+    await this.watcher?.close();
+    this.watcher = undefined;
+    await this.scanning;
+  }
+
+  /** Reads now (or after the current read), for callers that know the files changed. */
+  refresh(): Promise<void> {
+    return this.scan();
+  }
+
+  private schedule(delay = this.debounceMs): void {
+    if (this.closed) return;
+    clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => void this.scan(), delay);
+  }
+
+  /** One read at a time; a request during a read makes exactly one more read after it. */
+  private scan(): Promise<void> {
+    if (this.scanning !== undefined) {
+      this.rescan = true;
+      return this.scanning;
+    }
+    this.scanning = (async () => {
+      do {
+        this.rescan = false;
+        await this.readAll();
+      } while (this.rescan && !this.closed);
+    })().finally(() => {
+      this.scanning = undefined;
+    });
+    return this.scanning;
+  }
+
+  private async readAll(): Promise<void> {
+    let paths: string[];
+    try {
+      paths = await this.list();
+    } catch (error) {
+      this.reportFile(this.listing, new KubeletError('Unavailable', `cannot read ${this.path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
+      return;
+    }
+    this.listing.reported = '';
+    for (const known of this.files.keys()) if (!paths.includes(known)) this.files.delete(known);
+    for (const path of paths) await this.readFile(path);
+    if (this.closed) return;
+    this.deliver(paths);
+  }
+
+  private async list(): Promise<string[]> {
+    let info;
+    try {
+      info = await stat(this.path);
+    } catch (error) {
+      // A missing path is "nothing to run", not an error loop: the directory may come later.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    if (!info.isDirectory()) return [this.path];
+    const entries = await readdir(this.path, { withFileTypes: true });
+    return entries
+      .filter((e) => (e.isFile() || e.isSymbolicLink()) && isManifestFileName(e.name))
+      .map((e) => join(this.path, e.name))
+      .sort();
+  }
+
+  private async readFile(path: string): Promise<void> {
+    const state = this.files.get(path) ?? { manifests: [], reported: '' };
+    this.files.set(path, state);
+    let text: string;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'EISDIR') {
+        this.files.delete(path); // gone between list and read: the next event re-reads
+        return;
+      }
+      this.reportFile(state, new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
+      return;
+    }
+    const parsed = parseManifests(text, path);
+    state.manifests = retainLastGood(parsed, state.manifests);
+    const problems = parsed.unreadable !== undefined ? [parsed.unreadable] : parsed.rejected.map((r) => rejectionError(r, ADAPTER));
+    this.reportFile(state, ...problems);
+  }
+
+  private reportFile(state: FileState, ...errors: KubeletError[]): void {
+    const text = errors.map((e) => e.message).join('\n');
+    if (text === state.reported) return;
+    state.reported = text;
+    for (const e of errors) this.sink?.error(e);
+  }
+
+  /** Unions the files in path order; a manifest id given by two files is taken from the first. */
+  private deliver(paths: readonly string[]): void {
+    const byId = new Map<string, { manifest: ContainerManifest; path: string }>();
+    const conflicts: string[] = [];
+    for (const path of paths) {
+      for (const manifest of this.files.get(path)?.manifests ?? []) {
+        const first = byId.get(manifest.id);
+        if (first === undefined) byId.set(manifest.id, { manifest, path });
+        else conflicts.push(`manifest id "${manifest.id}" in ${path} is also in ${first.path}; using ${first.path}`);
+      }
+    }
+    const conflictText = conflicts.join('\n');
+    if (conflictText !== this.conflicts) {
+      this.conflicts = conflictText;
+      for (const c of conflicts) this.sink?.error(new KubeletError('Conflict', c, { adapter: ADAPTER }));
+    }
+    const manifests = [...byId.values()].map((e) => e.manifest);
+    const fingerprint = canonicalJson(manifests);
+    if (fingerprint === this.delivered) return;
+    this.delivered = fingerprint;
+    this.sink?.update(manifests);
+  }
+}
+
+/** Registers a file source (`--config`) and returns it. */
+export function registerFileSource(registry: Registry, options: FileManifestSourceOptions): FileManifestSource {
+  const source = new FileManifestSource(options);
+  registry.register(Tokens.Source, { useValue: source });
+  return source;
+}

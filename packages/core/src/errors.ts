@@ -1,0 +1,54 @@
+/**
+ * Behavioural error codes. Callers branch on `code`, never on message text.
+ *
+ * - `InvalidManifest`: input that can never succeed as given; carries field errors.
+ * - `NotFound`: the named container, image or key does not exist.
+ * - `Conflict`: the operation clashes with current state (name taken, container running).
+ * - `Unavailable`: the backend could not be reached; retrying later may succeed.
+ * - `Timeout`: the backend did not answer in time; retrying later may succeed.
+ * - `Internal`: anything else (a bug, or a backend answer we do not understand).
+ */
+export type ErrorCode = 'InvalidManifest' | 'NotFound' | 'Conflict' | 'Unavailable' | 'Timeout' | 'Internal';
+
+/** One problem in a manifest, located by its field path (`containers[1].ports[0].hostPort`). */
+export interface FieldError {
+  readonly path: string;
+  readonly message: string;
+}
+
+export interface KubeletErrorOptions {
+  /** Which adapter or component raised it (`docker`, `file`, `memory`, …). */
+  readonly adapter?: string;
+  readonly cause?: unknown;
+  readonly fieldErrors?: readonly FieldError[];
+}
+
+export class KubeletError extends Error {
+  override readonly name = 'KubeletError';
+  readonly code: ErrorCode;
+  readonly adapter: string | undefined;
+  readonly fieldErrors: readonly FieldError[];
+
+  constructor(code: ErrorCode, message: string, options: KubeletErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.adapter = options.adapter;
+    this.fieldErrors = options.fieldErrors ?? [];
+  }
+}
+
+export function isKubeletError(error: unknown, code?: ErrorCode): error is KubeletError {
+  return error instanceof KubeletError && (code === undefined || error.code === code);
+}
+
+/** Formats field errors the way every surface prints them: `path: message; path: message`. */
+export function formatFieldErrors(errors: readonly FieldError[]): string {
+  return errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; ');
+}
+
+/** Wraps anything thrown into a KubeletError, keeping it as the cause. */
+export function toKubeletError(error: unknown, adapter?: string): KubeletError {
+  if (error instanceof KubeletError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new KubeletError('Internal', message, { adapter, cause: error });
+}

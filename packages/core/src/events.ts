@@ -1,0 +1,28 @@
+export type KubeletEventType =
+  | 'ContainerCreated'
+  | 'ContainerStarted'
+  | 'ContainerStopped'
+  | 'ContainerRemoved'
+  | 'ContainerFailed'
+  | 'ImagePulled'
+  | 'ImagePullFailed'
+  | 'ManifestRejected'
+  | 'ManifestConflict'
+  | 'SourceError'
+  | 'SourceRestarted';
+
+export interface KubeletEvent {
+  readonly type: KubeletEventType;
+  /** Milliseconds since the epoch, from the agent's clock. */
+  readonly time: number;
+  readonly podId?: string;
+  readonly container?: string;
+  readonly source?: string;
+  readonly reason?: string;
+  readonly message: string;
+}
+
+/** Where the agent records what it did. `emit` must not throw; an async sink handles its own errors. */
+export interface EventSink {
+  emit(event: KubeletEvent): void;
+}

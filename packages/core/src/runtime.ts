@@ -1,0 +1,92 @@
+import type { Protocol } from './manifest.js';
+
+export type ContainerState = 'created' | 'running' | 'exited';
+
+/** What the agent asks a runtime to create: the manifest container, already mapped to runtime terms. */
+export interface ContainerSpec {
+  /** The container's name on the runtime (see `buildContainerName`). */
+  readonly name: string;
+  /** The manifest (pod) this container belongs to; runtimes use it to group pod resources. */
+  readonly podId: string;
+  readonly image: string;
+  readonly command?: readonly string[];
+  readonly workingDir?: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly ports: readonly PortBinding[];
+  readonly mounts: readonly Mount[];
+  readonly memory?: number;
+  readonly cpuShares?: number;
+  /** Labels stored with the container and returned by `list` and `inspect` unchanged. */
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+export interface PortBinding {
+  readonly containerPort: number;
+  readonly hostPort?: number;
+  readonly protocol: Protocol;
+}
+
+/** A mount of a pod volume; the runtime decides where the volume lives on the host. */
+export interface Mount {
+  readonly volume: string;
+  readonly containerPath: string;
+  readonly readOnly: boolean;
+}
+
+/** A container as `list` sees it. Times are milliseconds since the epoch. */
+export interface ContainerSummary {
+  readonly id: string;
+  readonly name: string;
+  readonly image: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly state: ContainerState;
+  readonly createdAt: number;
+  readonly startedAt?: number;
+  readonly finishedAt?: number;
+  readonly exitCode?: number;
+}
+
+/** `inspect` adds the spec the container was made from and the runtime's own record of it. */
+export interface ContainerDetails extends ContainerSummary {
+  readonly spec: ContainerSpec;
+  /** The runtime's native inspect data, for display (`GET /containerInfo`); never interpreted. */
+  readonly raw: unknown;
+}
+
+export interface ListOptions {
+  /** Include containers without the agent's labels. Default false: foreign containers are invisible. */
+  readonly includeForeign?: boolean;
+}
+
+/**
+ * The five calls of the 2014 agent plus the two a real engine needs (pull, remove), in domain
+ * types only. Every implementation runs `runtimeContract` from `@kubelet-ts/conformance`.
+ *
+ * The contract:
+ * - `list` returns every container carrying the `io.kubelet-ts.manifest-id` label, in any state,
+ *   and nothing else unless `includeForeign` is set. One call per sync pass.
+ * - `inspect`, `start`, `stop` of an unknown id reject with `NotFound`.
+ * - `create` of a name already taken rejects with `Conflict`; an image the runtime does not have
+ *   rejects with `NotFound` (pull first). It never starts the container.
+ * - `start` of a running container succeeds and changes nothing. A start that fails leaves the
+ *   container `exited` (or `created`) and rejects.
+ * - `stop` asks the container to end, waits up to `timeoutSeconds`, then kills it. Stopping a
+ *   container that is not running succeeds.
+ * - `remove` of a running container rejects with `Conflict` unless `force`; removing an id that is
+ *   already gone succeeds.
+ * - `pull` of an image it cannot get rejects with `NotFound`; an unreachable registry or engine
+ *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer.
+ * - Any call may reject with `Unavailable` when the runtime cannot be reached.
+ */
+export interface ContainerRuntime {
+  /** Short name used in logs and errors (`docker`, `memory`). */
+  readonly name: string;
+  list(options?: ListOptions): Promise<ContainerSummary[]>;
+  inspect(id: string): Promise<ContainerDetails>;
+  create(spec: ContainerSpec): Promise<ContainerSummary>;
+  start(id: string): Promise<void>;
+  stop(id: string, timeoutSeconds: number): Promise<void>;
+  remove(id: string, options?: { readonly force?: boolean }): Promise<void>;
+  pull(image: string): Promise<void>;
+  hasImage(image: string): Promise<boolean>;
+}

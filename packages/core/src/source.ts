@@ -1,0 +1,32 @@
+import type { ContainerManifest } from './manifest.js';
+
+/** Where a source reports. Each `update` replaces everything the source said before (SET semantics). */
+export interface SourceSink {
+  /** The complete current set of this source's manifests, all valid. */
+  update(manifests: readonly ContainerManifest[]): void;
+  /**
+   * A problem the source hit (an invalid file, an unreachable backend). The source's last good set
+   * stays in force. With `fatal`, the source has stopped working and its supervisor closes it and
+   * starts it again after a back-off.
+   */
+  error(error: Error, options?: { readonly fatal?: boolean }): void;
+}
+
+/**
+ * A named origin of manifests (a file, a URL, an etcd key, the agent's own server).
+ *
+ * The contract:
+ * - `start` begins delivering to `sink`; it resolves once the source is running (it need not have
+ *   delivered yet). If it rejects, the supervisor calls `close` and tries again after a back-off.
+ * - The first `update` marks the source as "seen": until every source has been seen, the agent
+ *   stops nothing. A source with nothing to run delivers an empty set rather than staying silent.
+ * - A backend that fails is reported through `error`, never by delivering an empty set.
+ * - `close` stops every timer, watcher, socket and client; it is idempotent, and no `sink` call
+ *   happens after it resolves.
+ */
+export interface ManifestSource {
+  /** Unique among the agent's sources (`file`, `http`, `etcd`, `server`, or the embedder's own). */
+  readonly name: string;
+  start(sink: SourceSink): Promise<void>;
+  close(): Promise<void>;
+}

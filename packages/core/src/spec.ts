@@ -1,0 +1,76 @@
+import { createHash } from 'node:crypto';
+import type { Container, ContainerManifest } from './manifest.js';
+import { Labels, buildContainerName } from './naming.js';
+import type { ContainerSpec } from './runtime.js';
+
+/**
+ * Bump only when the meaning of a field changes. Adding an optional field must not change the
+ * hash of a container that does not use it: an agent upgrade would otherwise restart every
+ * container on the host (a known kubelet failure), which is why absent fields are left out of the
+ * hashed form rather than filled with defaults.
+ */
+export const SPEC_HASH_VERSION = 1;
+
+/** A stable, versioned hash of what we apply for one container of one manifest. */
+export function specHash(manifest: ContainerManifest, container: Container): string {
+  // Validated manifests are immutable and each container object belongs to one manifest, so the
+  // hash can be remembered per object: a no-op pass over 10,000 pods must not hash 20,000 specs.
+  const known = hashes.get(container);
+  if (known !== undefined) return known;
+  const mounted = new Set(container.volumeMounts.map((m) => m.name));
+  const hashed = {
+    container,
+    volumes: manifest.volumes.filter((v) => mounted.has(v.name)),
+  };
+  const digest = createHash('sha256').update(canonicalJson(hashed)).digest('hex').slice(0, 16);
+  const hash = `v${SPEC_HASH_VERSION}-${digest}`;
+  hashes.set(container, hash);
+  return hash;
+}
+
+const hashes = new WeakMap<Container, string>();
+
+/** JSON with sorted keys, without undefined values or empty lists, so equal specs hash equally. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined && !(Array.isArray(v) && v.length === 0))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export interface SpecContext {
+  /** The agent's hostname, written into the node label. */
+  readonly node: string;
+  readonly source: string;
+}
+
+/** Maps one manifest container onto what the runtime creates, labels included. */
+export function buildContainerSpec(manifest: ContainerManifest, container: Container, context: SpecContext): ContainerSpec {
+  return {
+    name: buildContainerName(manifest.id, container.name),
+    podId: manifest.id,
+    image: container.image,
+    ...(container.command === undefined ? {} : { command: container.command }),
+    ...(container.workingDir === undefined ? {} : { workingDir: container.workingDir }),
+    env: Object.fromEntries(container.env.map((e) => [e.name, e.value])),
+    ports: container.ports.map((p) => ({
+      containerPort: p.containerPort,
+      ...(p.hostPort === undefined ? {} : { hostPort: p.hostPort }),
+      protocol: p.protocol,
+    })),
+    mounts: container.volumeMounts.map((m) => ({ volume: m.name, containerPath: m.mountPath, readOnly: m.readOnly })),
+    ...(container.memory === undefined ? {} : { memory: container.memory }),
+    ...(container.cpu === undefined ? {} : { cpuShares: container.cpu }),
+    labels: {
+      [Labels.manifestId]: manifest.id,
+      [Labels.containerName]: container.name,
+      [Labels.specHash]: specHash(manifest, container),
+      [Labels.source]: context.source,
+      [Labels.node]: context.node,
+    },
+  };
+}

@@ -1,0 +1,249 @@
+import type { FieldError } from './errors.js';
+import type { Container, ContainerManifest, EnvVar, Port, Protocol, Volume, VolumeMount } from './manifest.js';
+
+export type ValidationResult =
+  | { readonly ok: true; readonly manifest: ContainerManifest }
+  | { readonly ok: false; readonly errors: readonly FieldError[]; readonly id?: string };
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+// Docker's reference grammar is looser than this, but no valid reference contains whitespace or
+// control characters, and rejecting them here gives a field error instead of an engine error later.
+const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
+const MAX_STRING = 4096;
+
+const MANIFEST_FIELDS = new Set(['version', 'id', 'volumes', 'containers']);
+const CONTAINER_FIELDS = new Set([
+  'name', 'image', 'command', 'workingDir', 'ports', 'env', 'memory', 'cpu', 'volumeMounts',
+]);
+const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'protocol']);
+const ENV_FIELDS = new Set(['name', 'value']);
+const MOUNT_FIELDS = new Set(['name', 'mountPath', 'readOnly']);
+const VOLUME_FIELDS = new Set(['name']);
+
+/**
+ * Validates one decoded manifest and normalises it (protocol upper-cased, defaults made explicit
+ * where the runtime needs them). Every problem is reported with its field path; a manifest is
+ * valid as a whole or rejected as a whole.
+ */
+export function validateManifest(input: unknown): ValidationResult {
+  const v = new Walker();
+  const manifest = v.manifest(input);
+  if (v.errors.length > 0 || manifest === undefined) {
+    const id = isRecord(input) && typeof input['id'] === 'string' ? input['id'] : undefined;
+    return id === undefined ? { ok: false, errors: v.errors } : { ok: false, errors: v.errors, id };
+  }
+  return { ok: true, manifest };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function join(path: string, key: string | number): string {
+  if (typeof key === 'number') return `${path}[${key}]`;
+  return path === '' ? key : `${path}.${key}`;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
+}
+
+class Walker {
+  readonly errors: FieldError[] = [];
+
+  private fail(path: string, message: string): undefined {
+    this.errors.push({ path, message });
+    return undefined;
+  }
+
+  private record(value: unknown, path: string, allowed: Set<string>): Record<string, unknown> | undefined {
+    if (!isRecord(value)) return this.fail(path, `must be an object, got ${describe(value)}`);
+    for (const key of Object.keys(value)) {
+      if (!allowed.has(key)) this.fail(join(path, key), 'unknown field');
+    }
+    return value;
+  }
+
+  private list(value: unknown, path: string): unknown[] | undefined {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value)) return this.fail(path, `must be a list, got ${describe(value)}`);
+    return value;
+  }
+
+  private string(value: unknown, path: string, required: boolean): string | undefined {
+    if (value === undefined || value === null) return required ? this.fail(path, 'is required') : undefined;
+    if (typeof value !== 'string') return this.fail(path, `must be a string, got ${describe(value)}`);
+    if (required && value === '') return this.fail(path, 'is required');
+    if (value.length > MAX_STRING) return this.fail(path, `must be at most ${MAX_STRING} characters`);
+    return value;
+  }
+
+  private dnsLabel(value: unknown, path: string, required: boolean): string | undefined {
+    const s = this.string(value, path, required);
+    if (s === undefined) return undefined;
+    if (s.length > 63 || !DNS_LABEL.test(s)) {
+      return this.fail(path, `must be a DNS label (lower-case letters, digits and '-', at most 63), got ${JSON.stringify(s.slice(0, 70))}`);
+    }
+    return s;
+  }
+
+  private integer(value: unknown, path: string, min: number, max: number): number | undefined {
+    if (typeof value !== 'number' || !Number.isInteger(value)) {
+      return this.fail(path, `must be an integer, got ${describe(value)}`);
+    }
+    if (value < min || value > max) return this.fail(path, `must be ${min}-${max}, got ${value}`);
+    return value;
+  }
+
+  manifest(input: unknown): ContainerManifest | undefined {
+    const m = this.record(input, '', MANIFEST_FIELDS);
+    if (m === undefined) return undefined;
+    if (m['version'] !== undefined && m['version'] !== 'v1beta1') {
+      this.fail('version', `must be "v1beta1", got ${describe(m['version'])}`);
+    }
+    const id = this.dnsLabel(m['id'], 'id', true);
+    const volumes = this.volumes(m['volumes']);
+    const declared = new Set(volumes.map((vol) => vol.name));
+
+    const rawContainers = this.list(m['containers'], 'containers') ?? [];
+    if (Array.isArray(m['containers']) && rawContainers.length === 0) this.fail('containers', 'must list at least one container');
+    if (m['containers'] === undefined || m['containers'] === null) this.fail('containers', 'is required');
+    const containers: Container[] = [];
+    const names = new Map<string, number>();
+    const hostPorts = new Map<string, string>();
+    rawContainers.forEach((raw, i) => {
+      const path = `containers[${i}]`;
+      const c = this.container(raw, path, declared);
+      if (c === undefined) return;
+      const first = names.get(c.name);
+      if (first !== undefined) this.fail(`${path}.name`, `duplicate container name "${c.name}" (also containers[${first}])`);
+      else names.set(c.name, i);
+      // The containers of a manifest share one host, so a host port may be claimed once per protocol.
+      c.ports.forEach((p, j) => {
+        if (p.hostPort === undefined) return;
+        const key = `${p.hostPort}/${p.protocol}`;
+        const owner = hostPorts.get(key);
+        const here = `${path}.ports[${j}].hostPort`;
+        if (owner !== undefined) this.fail(here, `host port ${key} is already used by ${owner}`);
+        else hostPorts.set(key, here);
+      });
+      containers.push(c);
+    });
+    if (id === undefined || this.errors.length > 0) return undefined;
+    return { version: 'v1beta1', id, volumes, containers };
+  }
+
+  private volumes(input: unknown): Volume[] {
+    const out: Volume[] = [];
+    const seen = new Set<string>();
+    (this.list(input, 'volumes') ?? []).forEach((raw, i) => {
+      const path = `volumes[${i}]`;
+      const v = this.record(raw, path, VOLUME_FIELDS);
+      if (v === undefined) return;
+      const name = this.dnsLabel(v['name'], `${path}.name`, true);
+      if (name === undefined) return;
+      if (seen.has(name)) this.fail(`${path}.name`, `duplicate volume name "${name}"`);
+      seen.add(name);
+      out.push({ name });
+    });
+    return out;
+  }
+
+  private container(input: unknown, path: string, volumes: Set<string>): Container | undefined {
+    const c = this.record(input, path, CONTAINER_FIELDS);
+    if (c === undefined) return undefined;
+    const before = this.errors.length;
+    const name = this.dnsLabel(c['name'], `${path}.name`, true);
+    const image = this.string(c['image'], `${path}.image`, true);
+    if (image !== undefined && !IMAGE.test(image)) this.fail(`${path}.image`, `is not a valid image reference: ${JSON.stringify(image.slice(0, 70))}`);
+    const command = this.command(c['command'], `${path}.command`);
+    const workingDir = this.string(c['workingDir'], `${path}.workingDir`, false);
+    if (workingDir !== undefined && workingDir !== '' && !workingDir.startsWith('/')) this.fail(`${path}.workingDir`, 'must be an absolute path');
+    const ports = (this.list(c['ports'], `${path}.ports`) ?? []).map((p, i) => this.port(p, `${path}.ports[${i}]`));
+    const env = this.env(c['env'], `${path}.env`);
+    const memory = c['memory'] == null ? undefined : this.integer(c['memory'], `${path}.memory`, 0, Number.MAX_SAFE_INTEGER);
+    const cpu = c['cpu'] == null ? undefined : this.integer(c['cpu'], `${path}.cpu`, 0, 262144);
+    const mounts = (this.list(c['volumeMounts'], `${path}.volumeMounts`) ?? []).map((m, i) =>
+      this.mount(m, `${path}.volumeMounts[${i}]`, volumes),
+    );
+    if (this.errors.length > before || name === undefined || image === undefined) return undefined;
+    return {
+      name,
+      image,
+      ...(command === undefined ? {} : { command }),
+      ...(workingDir === undefined || workingDir === '' ? {} : { workingDir }),
+      ports: ports as Port[],
+      env,
+      ...(memory === undefined || memory === 0 ? {} : { memory }),
+      ...(cpu === undefined || cpu === 0 ? {} : { cpu }),
+      volumeMounts: mounts as VolumeMount[],
+    };
+  }
+
+  private command(input: unknown, path: string): string[] | undefined {
+    if (input === undefined || input === null) return undefined;
+    const list = this.list(input, path);
+    if (list === undefined) return undefined;
+    const out = list.map((arg, i) => this.string(arg, `${path}[${i}]`, false) ?? '');
+    return out.length === 0 ? undefined : out;
+  }
+
+  private port(input: unknown, path: string): Port | undefined {
+    const p = this.record(input, path, PORT_FIELDS);
+    if (p === undefined) return undefined;
+    const name = p['name'] == null || p['name'] === '' ? undefined : this.dnsLabel(p['name'], `${path}.name`, false);
+    const containerPort = this.integer(p['containerPort'] ?? null, `${path}.containerPort`, 1, 65535);
+    const hostPort = p['hostPort'] == null ? undefined : this.integer(p['hostPort'], `${path}.hostPort`, 0, 65535);
+    const protocol = this.protocol(p['protocol'], `${path}.protocol`);
+    if (containerPort === undefined || protocol === undefined) return undefined;
+    return {
+      ...(name === undefined ? {} : { name }),
+      containerPort,
+      ...(hostPort === undefined || hostPort === 0 ? {} : { hostPort }),
+      protocol,
+    };
+  }
+
+  private protocol(input: unknown, path: string): Protocol | undefined {
+    if (input === undefined || input === null || input === '') return 'TCP';
+    // The 2014 examples spelled protocols in lower case; both spellings mean the same thing.
+    if (input === 'TCP' || input === 'tcp') return 'TCP';
+    if (input === 'UDP' || input === 'udp') return 'UDP';
+    return this.fail(path, `must be TCP or UDP, got ${describe(input)}`);
+  }
+
+  private env(input: unknown, path: string): EnvVar[] {
+    const out: EnvVar[] = [];
+    (this.list(input, path) ?? []).forEach((raw, i) => {
+      const here = `${path}[${i}]`;
+      const e = this.record(raw, here, ENV_FIELDS);
+      if (e === undefined) return;
+      const name = this.string(e['name'], `${here}.name`, true);
+      if (name !== undefined && !ENV_NAME.test(name)) this.fail(`${here}.name`, `must be a C identifier, got ${JSON.stringify(name.slice(0, 70))}`);
+      // Numbers and booleans are what a YAML author meant as text (`value: 8080`); keep them as text.
+      const rawValue = e['value'];
+      const value = typeof rawValue === 'number' || typeof rawValue === 'boolean' ? String(rawValue) : this.string(rawValue, `${here}.value`, false) ?? '';
+      if (name !== undefined) out.push({ name, value });
+    });
+    return out;
+  }
+
+  private mount(input: unknown, path: string, volumes: Set<string>): VolumeMount | undefined {
+    const m = this.record(input, path, MOUNT_FIELDS);
+    if (m === undefined) return undefined;
+    const name = this.dnsLabel(m['name'], `${path}.name`, true);
+    if (name !== undefined && !volumes.has(name)) this.fail(`${path}.name`, `names no declared volume ("${name}" is not in volumes)`);
+    const mountPath = this.string(m['mountPath'], `${path}.mountPath`, true);
+    if (mountPath !== undefined && !mountPath.startsWith('/')) this.fail(`${path}.mountPath`, 'must be an absolute path');
+    let readOnly = false;
+    if (m['readOnly'] != null) {
+      if (typeof m['readOnly'] === 'boolean') readOnly = m['readOnly'];
+      else this.fail(`${path}.readOnly`, `must be true or false, got ${describe(m['readOnly'])}`);
+    }
+    if (name === undefined || mountPath === undefined) return undefined;
+    return { name, mountPath, readOnly };
+  }
+}

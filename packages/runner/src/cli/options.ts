@@ -1,0 +1,46 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { parseDuration } from '../duration.js';
+
+export interface CliOptions {
+  readonly config?: string;
+  readonly hostnameOverride?: string;
+  readonly runtime: 'memory' | 'auto';
+  readonly syncFrequency: number;
+  readonly fileCheckFrequency: number;
+  readonly logLevel: string;
+  readonly logFormat?: 'json' | 'pretty';
+}
+
+function duration(value: string): number {
+  try {
+    return parseDuration(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
+export function buildProgram(): Command {
+  return new Command('kubelet-ts')
+    .description('Keeps the containers on this host equal to what its manifest sources ask for.')
+    .addOption(new Option('--config <path>', 'a manifest file, or a directory of .yaml/.yml/.json manifests'))
+    .addOption(new Option('--hostname-override <name>', "this host's name (labels what the agent creates)"))
+    .addOption(
+      new Option('--runtime <kind>', 'container runtime: memory, or auto (the best available; says which)').choices(['memory', 'auto']).default('auto'),
+    )
+    .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
+    .addOption(new Option('--file-check-frequency <duration>', 're-list --config this often, besides watching it').argParser(duration).default(20_000, '20s'))
+    .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
+    .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))
+    .showHelpAfterError()
+    .exitOverride();
+}
+
+/** The 2014 agent spelled flags with underscores (`--manifest_url`); both spellings are accepted. */
+export function normaliseFlagSpelling(argv: readonly string[]): string[] {
+  return argv.map((arg) => {
+    if (!arg.startsWith('--')) return arg;
+    const eq = arg.indexOf('=');
+    const flag = eq === -1 ? arg : arg.slice(0, eq);
+    return flag.replaceAll('_', '-') + (eq === -1 ? '' : arg.slice(eq));
+  });
+}

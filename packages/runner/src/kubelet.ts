@@ -1,0 +1,275 @@
+import { EventEmitter } from 'node:events';
+import { hostname as osHostname } from 'node:os';
+import {
+  plan,
+  silentLogger,
+  systemClock,
+  toKubeletError,
+  type Clock,
+  type ContainerManifest,
+  type ContainerRuntime,
+  type EventSink,
+  type KubeletError,
+  type KubeletEvent,
+  type Logger,
+  type ManifestSource,
+  type TimerHandle,
+} from '@kubelet-ts/core';
+import { PlanExecutor } from './executor.js';
+import { LogEventSink } from './log-event-sink.js';
+import { SourceMux, type DesiredState } from './mux.js';
+import { SourceSupervisor } from './supervisor.js';
+
+export interface KubeletOptions {
+  readonly runtime: ContainerRuntime;
+  /** In priority order: when two give the same manifest id, the earlier source's manifest runs. */
+  readonly sources: readonly ManifestSource[];
+  /** Default: events are written to the logger. */
+  readonly events?: EventSink;
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** This host's name; labels every container so agents sharing an engine keep apart. Default: the OS's. */
+  readonly hostname?: string;
+  /** A pass runs after every change and at least this often. Default 10 s. */
+  readonly syncFrequencyMs?: number;
+  /** Seconds a container gets to stop before it is killed. Default 30, the kubelet's grace period. */
+  readonly stopTimeoutSeconds?: number;
+  /** Pods acted on at once within a pass. Default 8. */
+  readonly concurrency?: number;
+  /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
+  readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
+}
+
+export interface PassResult {
+  readonly startedAt: number;
+  readonly durationMs: number;
+  /** Pods desired by the union of all sources. */
+  readonly desired: number;
+  readonly actions: number;
+  readonly failures: number;
+  /** Removals withheld because not every source has delivered yet. */
+  readonly held: number;
+  /** Set when the pass could not run at all (the runtime could not list). */
+  readonly error?: KubeletError;
+}
+
+export interface SourceStatus {
+  readonly name: string;
+  readonly seen: boolean;
+  readonly manifests: number;
+  readonly lastError?: string;
+}
+
+export interface KubeletStatus {
+  readonly hostname: string;
+  readonly sources: readonly SourceStatus[];
+  readonly passes: number;
+  readonly lastPass?: PassResult;
+}
+
+type KubeletEvents = { pass: [PassResult] };
+
+/**
+ * The agent: sources → mux (latest set per source) → desired state → planner → executor → events.
+ * One pass at a time; a change during a pass makes exactly one more pass after it.
+ */
+export class Kubelet extends EventEmitter<KubeletEvents> {
+  readonly hostname: string;
+  private readonly runtime: ContainerRuntime;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly events: EventSink;
+  private readonly syncFrequencyMs: number;
+  private readonly mux: SourceMux;
+  private readonly supervisors: SourceSupervisor[];
+  private readonly executor: PlanExecutor;
+  private readonly sourceErrors = new Map<string, string>();
+  private conflictText = '';
+  private timer: TimerHandle | undefined;
+  private loop: Promise<void> | undefined;
+  private pending = false;
+  private waiters: Array<(result: PassResult) => void> = [];
+  private passes = 0;
+  private lastPass: PassResult | undefined;
+  private state: 'new' | 'running' | 'closed' = 'new';
+
+  constructor(options: KubeletOptions) {
+    super();
+    this.runtime = options.runtime;
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger;
+    this.events = options.events ?? new LogEventSink(this.logger);
+    this.hostname = (options.hostname ?? osHostname()).toLowerCase();
+    this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
+    this.mux = new SourceMux(options.sources.map((s) => s.name));
+    this.executor = new PlanExecutor({
+      runtime: this.runtime,
+      events: this.events,
+      clock: this.clock,
+      stopTimeoutSeconds: options.stopTimeoutSeconds ?? 30,
+      concurrency: options.concurrency ?? 8,
+    });
+    this.supervisors = options.sources.map(
+      (source) =>
+        new SourceSupervisor(
+          source,
+          {
+            update: (manifests) => this.onUpdate(source.name, manifests),
+            error: (error) => this.onSourceError(source.name, error),
+            restarting: (error, delayMs) => {
+              this.sourceErrors.set(source.name, error.message);
+              this.emitEvent({ type: 'SourceRestarted', source: source.name, reason: error.code, message: `source crashed (${error.message}); restarting in ${delayMs} ms` });
+            },
+          },
+          { clock: this.clock, initialBackoffMs: options.sourceBackoff?.initialMs, maxBackoffMs: options.sourceBackoff?.maxMs },
+        ),
+    );
+  }
+
+  /** Starts every source and the sync loop. Resolves once each source has had its first start. */
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`kubelet cannot start: it is ${this.state}`);
+    this.state = 'running';
+    this.logger.info({ hostname: this.hostname, runtime: this.runtime.name, sources: this.supervisors.map((s) => s.source.name) }, 'kubelet starting');
+    for (const s of this.supervisors) s.start();
+    await Promise.all(this.supervisors.map((s) => s.started));
+    this.requestSync();
+  }
+
+  /** Stops watching and syncing and closes every source. Containers are left running. */
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    await Promise.all(this.supervisors.map((s) => s.close()));
+    await this.loop;
+    this.logger.info({ passes: this.passes }, 'kubelet stopped');
+  }
+
+  /** Runs a pass (after the one in progress, if any) and resolves with its result. */
+  sync(): Promise<PassResult> {
+    return new Promise((resolve) => {
+      this.waiters.push(resolve);
+      this.requestSync();
+    });
+  }
+
+  desired(): DesiredState {
+    return this.mux.desired();
+  }
+
+  status(): KubeletStatus {
+    const desired = this.mux.desired();
+    const unseen = new Set(this.mux.unseen());
+    return {
+      hostname: this.hostname,
+      sources: this.supervisors.map(({ source }) => {
+        const lastError = this.sourceErrors.get(source.name);
+        return {
+          name: source.name,
+          seen: !unseen.has(source.name),
+          manifests: desired.pods.filter((p) => p.source === source.name).length,
+          ...(lastError === undefined ? {} : { lastError }),
+        };
+      }),
+      passes: this.passes,
+      ...(this.lastPass === undefined ? {} : { lastPass: this.lastPass }),
+    };
+  }
+
+  private onUpdate(source: string, manifests: readonly ContainerManifest[]): void {
+    this.sourceErrors.delete(source);
+    if (!this.mux.update(source, manifests) && this.passes > 0) return;
+    this.logger.debug({ source, manifests: manifests.length }, 'source update');
+    this.reportConflicts();
+    this.requestSync();
+  }
+
+  private onSourceError(source: string, error: KubeletError): void {
+    this.sourceErrors.set(source, error.message);
+    const type: KubeletEvent['type'] =
+      error.code === 'InvalidManifest' ? 'ManifestRejected' : error.code === 'Conflict' ? 'ManifestConflict' : 'SourceError';
+    this.emitEvent({ type, source, reason: error.code, message: error.message });
+  }
+
+  private reportConflicts(): void {
+    const { conflicts } = this.mux.desired();
+    const text = conflicts.map((c) => `${c.podId}:${c.winner}:${c.loser}`).join(',');
+    if (text === this.conflictText) return;
+    this.conflictText = text;
+    for (const c of conflicts) {
+      this.emitEvent({
+        type: 'ManifestConflict',
+        podId: c.podId,
+        source: c.loser,
+        reason: 'Conflict',
+        message: `manifest id "${c.podId}" is given by sources ${c.winner} and ${c.loser}; running the one from ${c.winner}`,
+      });
+    }
+  }
+
+  private requestSync(): void {
+    if (this.state !== 'running') {
+      this.flushWaiters();
+      return;
+    }
+    if (this.loop !== undefined) {
+      this.pending = true;
+      return;
+    }
+    this.loop = this.runLoop().finally(() => {
+      this.loop = undefined;
+    });
+  }
+
+  private async runLoop(): Promise<void> {
+    do {
+      this.pending = false;
+      if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+      const waiters = this.waiters;
+      this.waiters = [];
+      const result = await this.pass();
+      for (const resolve of waiters) resolve(result);
+      this.emit('pass', result);
+    } while (this.pending && this.state === 'running');
+    if (this.state === 'running') this.timer = this.clock.setTimeout(() => this.requestSync(), this.syncFrequencyMs);
+    else this.flushWaiters();
+  }
+
+  private async pass(): Promise<PassResult> {
+    const startedAt = this.clock.now();
+    const desired = this.mux.desired();
+    const base = { startedAt, desired: desired.pods.length };
+    let result: PassResult;
+    try {
+      const actual = await this.runtime.list();
+      const p = plan({ desired: desired.pods, actual, node: this.hostname, allowRemovals: this.mux.allSeen() });
+      const executed = await this.executor.execute(p);
+      result = { ...base, durationMs: this.clock.now() - startedAt, ...executed, held: p.held };
+      if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');
+    } catch (error) {
+      const e = toKubeletError(error, this.runtime.name);
+      this.logger.error({ code: e.code, err: e }, `sync pass failed: ${e.message}`);
+      result = { ...base, durationMs: this.clock.now() - startedAt, actions: 0, failures: 0, held: 0, error: e };
+    }
+    this.passes += 1;
+    this.lastPass = result;
+    return result;
+  }
+
+  private flushWaiters(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    const result: PassResult = this.lastPass ?? { startedAt: this.clock.now(), durationMs: 0, desired: 0, actions: 0, failures: 0, held: 0 };
+    for (const resolve of waiters) resolve(result);
+  }
+
+  private emitEvent(event: Omit<KubeletEvent, 'time'>): void {
+    this.events.emit({ ...event, time: this.clock.now() });
+  }
+}
+
+/** The plain-function door: an agent from its parts, without DI. Call `start()` on it. */
+export function createKubelet(options: KubeletOptions): Kubelet {
+  return new Kubelet(options);
+}
