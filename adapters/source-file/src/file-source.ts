@@ -27,6 +27,8 @@ export interface FileManifestSourceOptions {
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 const ADAPTER = 'file';
+/** Longer than chokidar's 50 ms throttle of repeated `change` events for one file. */
+const SETTLE_MS = 120;
 
 /**
  * Only plain manifest files count: a dotfile, an editor's swap or backup copy (`.web.yaml.swp`,
@@ -58,6 +60,7 @@ export class FileManifestSource implements ManifestSource {
   private sink: SourceSink | undefined;
   private watcher: FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
+  private settle: NodeJS.Timeout | undefined;
   private ticker: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
   private rescan = false;
@@ -80,7 +83,7 @@ export class FileManifestSource implements ManifestSource {
       depth: 0,
       ignored: (path, stats) => path !== this.path && (stats?.isDirectory() === true || !isManifestFileName(basename(path))),
     });
-    this.watcher.on('all', () => this.schedule());
+    this.watcher.on('all', () => this.onWatchEvent());
     this.watcher.on('error', (error) => sink.error(new KubeletError('Unavailable', `watching ${this.path}: ${String(error)}`, { adapter: ADAPTER, cause: error })));
     await this.scan();
     this.ticker = setInterval(() => this.schedule(0), this.checkFrequencyMs);
@@ -89,6 +92,7 @@ export class FileManifestSource implements ManifestSource {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.debounce);
+    clearTimeout(this.settle);
     clearInterval(this.ticker);
     await this.watcher?.close();
     this.watcher = undefined;
@@ -104,6 +108,17 @@ export class FileManifestSource implements ManifestSource {
     if (this.closed) return;
     clearTimeout(this.debounce);
     this.debounce = setTimeout(() => void this.scan(), delay);
+  }
+
+  /**
+   * A watch event: read soon, and once more after chokidar's 50 ms per-file `change` throttle has
+   * passed, because a second write inside that window (a rename-save right after an edit) raises
+   * no event of its own.
+   */
+  private onWatchEvent(): void {
+    this.schedule();
+    clearTimeout(this.settle);
+    if (!this.closed) this.settle = setTimeout(() => void this.scan(), this.debounceMs + SETTLE_MS);
   }
 
   /** One read at a time; a request during a read makes exactly one more read after it. */

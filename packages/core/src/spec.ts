@@ -20,7 +20,9 @@ export function specHash(manifest: ContainerManifest, container: Container): str
   const mounted = new Set(container.volumeMounts.map((m) => m.name));
   const hashed = {
     container,
-    volumes: manifest.volumes.filter((v) => mounted.has(v.name)),
+    // Only what this container mounts, in name order: reordering or adding other volumes in the
+    // manifest changes nothing for this container.
+    volumes: [...mounted].sort(),
   };
   const digest = createHash('sha256').update(canonicalJson(hashed)).digest('hex').slice(0, 16);
   const hash = `v${SPEC_HASH_VERSION}-${digest}`;

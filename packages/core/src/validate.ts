@@ -48,7 +48,8 @@ function join(path: string, key: string | number): string {
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value)?.slice(0, 40)}`;
+  if (value === undefined) return 'nothing';
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value).slice(0, 40)}`;
 }
 
 class Walker {
@@ -101,7 +102,7 @@ class Walker {
   manifest(input: unknown): ContainerManifest | undefined {
     const m = this.record(input, '', MANIFEST_FIELDS);
     if (m === undefined) return undefined;
-    if (m['version'] !== undefined && m['version'] !== 'v1beta1') {
+    if (m['version'] != null && m['version'] !== 'v1beta1') {
       this.fail('version', `must be "v1beta1", got ${describe(m['version'])}`);
     }
     const id = this.dnsLabel(m['id'], 'id', true);

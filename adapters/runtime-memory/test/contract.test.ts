@@ -1,0 +1,7 @@
+import { runtimeContract } from '@kubelet-ts/conformance';
+import { MemoryRuntime } from '../src/index.js';
+
+runtimeContract('memory', () => new MemoryRuntime({ images: ['busybox:1.36'], pullable: [] }), {
+  image: 'busybox:1.36',
+  command: ['sleep', '3600'],
+});

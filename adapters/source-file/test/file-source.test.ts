@@ -1,0 +1,165 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ContainerManifest, KubeletError } from '@kubelet-ts/core';
+import { FileManifestSource, isManifestFileName } from '../src/index.js';
+
+const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
+
+/** A sink that records what a source said, and waits for what a test expects. */
+class RecordingSink {
+  readonly updates: (readonly ContainerManifest[])[] = [];
+  readonly errors: KubeletError[] = [];
+  update(manifests: readonly ContainerManifest[]) {
+    this.updates.push(manifests);
+  }
+  error(error: Error) {
+    this.errors.push(error as KubeletError);
+  }
+  get ids(): string[] {
+    return (this.updates.at(-1) ?? []).map((m) => m.id).sort();
+  }
+  image(id: string): string | undefined {
+    return this.updates.at(-1)?.find((m) => m.id === id)?.containers[0]?.image;
+  }
+  async until(check: () => boolean, what: string, ms = 5000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ids=${this.ids.join(',')} errors=${this.errors.map((e) => e.message).join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+describe('FileManifestSource', () => {
+  let dir: string;
+  let source: FileManifestSource | undefined;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-file-'));
+  });
+
+  afterEach(async () => {
+    await source?.close();
+    source = undefined;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const start = async (path = dir, checkFrequencyMs = 60_000) => {
+    const sink = new RecordingSink();
+    source = new FileManifestSource({ path, checkFrequencyMs, debounceMs: 20 });
+    await source.start(sink);
+    return sink;
+  };
+
+  it('delivers every manifest of a directory at start, including lists in one file', async () => {
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    await writeFile(join(dir, 'b.json'), JSON.stringify([{ id: 'b', containers: [{ name: 'main', image: 'app:1' }] }, { id: 'c', containers: [{ name: 'main', image: 'app:1' }] }]));
+    const sink = await start();
+    expect(sink.updates).toHaveLength(1);
+    expect(sink.ids).toEqual(['a', 'b', 'c']);
+  });
+
+  it('ignores dotfiles, backup and swap files, other extensions and subdirectories', async () => {
+    await writeFile(join(dir, 'web.yaml'), manifest('web', 'app:new'));
+    await writeFile(join(dir, 'web.yaml.bak'), manifest('web', 'app:stale'));
+    await writeFile(join(dir, 'web.yaml~'), manifest('web', 'app:stale'));
+    await writeFile(join(dir, '.web.yaml.swp'), manifest('web', 'app:stale'));
+    await writeFile(join(dir, '.hidden.yaml'), manifest('hidden'));
+    await writeFile(join(dir, 'notes.txt'), manifest('notes'));
+    await mkdir(join(dir, 'sub'));
+    await writeFile(join(dir, 'sub', 'deep.yaml'), manifest('deep'));
+    const sink = await start();
+    expect(sink.ids).toEqual(['web']);
+    expect(sink.image('web')).toBe('app:new');
+    expect(['web.yaml', 'a.yml', 'b.JSON'].every(isManifestFileName)).toBe(true);
+    expect(['.a.yaml', 'a.yaml.bak', 'a.yaml~', 'a.swp', '#a.yaml#'].some(isManifestFileName)).toBe(false);
+  });
+
+  it('follows edits, new files, deletions and rename-saves through the watcher', async () => {
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    const sink = await start();
+    await writeFile(join(dir, 'b.yaml'), manifest('b'));
+    await sink.until(() => sink.ids.join() === 'a,b', 'b added');
+    await writeFile(join(dir, 'a.yaml'), manifest('a', 'app:2'));
+    await sink.until(() => sink.image('a') === 'app:2', 'a edited');
+    // An editor that saves by writing a temp file and renaming it over the original.
+    await writeFile(join(dir, '.a.yaml.tmp'), manifest('a', 'app:3'));
+    await rename(join(dir, '.a.yaml.tmp'), join(dir, 'a.yaml'));
+    await sink.until(() => sink.image('a') === 'app:3', 'a rename-saved');
+    await rm(join(dir, 'b.yaml'));
+    await sink.until(() => sink.ids.join() === 'a', 'b deleted');
+    expect(sink.updates.every((u) => u.some((m) => m.id === 'a'))).toBe(true); // a never vanished
+  });
+
+  it('reports an invalid file with its path and fields, and keeps the other files', async () => {
+    await writeFile(join(dir, 'good.yaml'), manifest('good'));
+    await writeFile(join(dir, 'bad.yaml'), 'id: bad\ncontainers:\n  - name: main\n    image: app:1\n    ports:\n      - containerPort: 80\n        hostPort: 70000\n');
+    const sink = await start();
+    expect(sink.ids).toEqual(['good']);
+    expect(sink.errors).toHaveLength(1);
+    expect(sink.errors[0]?.code).toBe('InvalidManifest');
+    expect(sink.errors[0]?.message).toContain(join(dir, 'bad.yaml'));
+    expect(sink.errors[0]?.message).toContain('containers[0].ports[0].hostPort: must be 0-65535');
+  });
+
+  it('keeps the last good version of a file that turns invalid or is truncated mid-write', async () => {
+    await writeFile(join(dir, 'a.yaml'), manifest('a', 'app:1'));
+    const sink = await start();
+    await writeFile(join(dir, 'a.yaml'), 'version: v1beta1\nid: a\ncontainers:\n  - name: main\n    image: [');
+    await sink.until(() => sink.errors.length === 1, 'syntax error reported');
+    await writeFile(join(dir, 'a.yaml'), manifest('a', 'app:1').replace('main', 'Main'));
+    await sink.until(() => sink.errors.length === 2, 'field error reported');
+    expect(sink.errors[1]?.message).toContain('containers[0].name');
+    expect(sink.ids).toEqual(['a']);
+    expect(sink.image('a')).toBe('app:1');
+    await writeFile(join(dir, 'a.yaml'), manifest('a', 'app:2'));
+    await sink.until(() => sink.image('a') === 'app:2', 'a fixed');
+  });
+
+  it('resolves two files with the same manifest id by path order and reports it', async () => {
+    await writeFile(join(dir, '10-web.yaml'), manifest('web', 'app:first'));
+    await writeFile(join(dir, '20-web.yaml'), manifest('web', 'app:second'));
+    const sink = await start();
+    expect(sink.image('web')).toBe('app:first');
+    expect(sink.errors.map((e) => e.code)).toEqual(['Conflict']);
+    expect(sink.errors[0]?.message).toContain('20-web.yaml');
+  });
+
+  it('treats a missing path as an empty set, and picks it up when it appears', async () => {
+    const missing = join(dir, 'later');
+    const sink = await start(missing, 100);
+    expect(sink.updates).toEqual([[]]);
+    expect(sink.errors).toEqual([]);
+    await mkdir(missing);
+    await writeFile(join(missing, 'x.yaml'), manifest('x'));
+    await sink.until(() => sink.ids.join() === 'x', 'x after the directory appeared');
+    expect(sink.errors).toEqual([]);
+  });
+
+  it('watches a single file path', async () => {
+    const file = join(dir, 'only.yaml');
+    await writeFile(file, manifest('only', 'app:1'));
+    const sink = await start(file);
+    expect(sink.ids).toEqual(['only']);
+    await writeFile(file, manifest('only', 'app:2'));
+    await sink.until(() => sink.image('only') === 'app:2', 'single file edited');
+  });
+
+  it('does not re-deliver an unchanged set on the periodic re-list', async () => {
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    const sink = await start(dir, 30);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(sink.updates).toHaveLength(1);
+  });
+
+  it('says nothing after close', async () => {
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    const sink = await start();
+    await source?.close();
+    await writeFile(join(dir, 'b.yaml'), manifest('b'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(sink.updates).toHaveLength(1);
+  });
+});

@@ -1,0 +1,138 @@
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { KubeletError, Labels, buildContainerName, type ContainerRuntime, type ContainerSpec, type ErrorCode } from '@kubelet-ts/core';
+
+export interface RuntimeContractOptions {
+  /** An image the runtime has (or can pull) whose `command` keeps running until stopped. */
+  readonly image: string;
+  /** A command that runs until it is signalled, e.g. `['sleep', '3600']`. */
+  readonly command: readonly string[];
+  /** An image that exists nowhere. Default `kubelet-ts.invalid/missing:none`. */
+  readonly missingImage?: string;
+}
+
+/**
+ * The `ContainerRuntime` contract as one suite. An adapter's contract test is:
+ *
+ *     runtimeContract('docker', () => new DockerRuntime(...), { image, command });
+ */
+export function runtimeContract(name: string, makeRuntime: () => ContainerRuntime | Promise<ContainerRuntime>, options: RuntimeContractOptions): void {
+  describe(`ContainerRuntime contract: ${name}`, () => {
+    let runtime: ContainerRuntime;
+    const created: string[] = [];
+    const missingImage = options.missingImage ?? 'kubelet-ts.invalid/missing:none';
+
+    beforeAll(async () => {
+      runtime = await makeRuntime();
+    });
+
+    afterEach(async () => {
+      for (const id of created.splice(0)) await runtime.remove(id, { force: true });
+    });
+
+    const spec = (podId: string, container: string, labels?: Record<string, string>): ContainerSpec => ({
+      name: buildContainerName(podId, container),
+      podId,
+      image: options.image,
+      command: options.command,
+      env: { CONTRACT: 'yes' },
+      ports: [],
+      mounts: [],
+      labels: labels ?? {
+        [Labels.manifestId]: podId,
+        [Labels.containerName]: container,
+        [Labels.specHash]: 'v1-contract',
+        [Labels.source]: 'contract',
+        [Labels.node]: 'contract-node',
+      },
+    });
+
+    const create = async (s: ContainerSpec) => {
+      const c = await runtime.create(s);
+      created.push(c.id);
+      return c;
+    };
+
+    const expectCode = async (call: Promise<unknown>, ...codes: ErrorCode[]) => {
+      const error = await call.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(KubeletError);
+      expect(codes).toContain((error as KubeletError).code);
+    };
+
+    it('creates a container that is not started, with its labels round-tripped', async () => {
+      const s = spec('contract-a', 'main');
+      const c = await create(s);
+      expect(c.name).toBe(s.name);
+      expect(c.state).toBe('created');
+      const listed = (await runtime.list()).find((x) => x.id === c.id);
+      expect(listed?.labels).toMatchObject(s.labels);
+      expect(listed?.state).toBe('created');
+      const details = await runtime.inspect(c.id);
+      expect(details.labels).toMatchObject(s.labels);
+      expect(details.image).toBe(options.image);
+    });
+
+    it('starts, and a second start of a running container changes nothing', async () => {
+      const c = await create(spec('contract-b', 'main'));
+      await runtime.start(c.id);
+      const first = await runtime.inspect(c.id);
+      expect(first.state).toBe('running');
+      await runtime.start(c.id);
+      const second = await runtime.inspect(c.id);
+      expect(second.state).toBe('running');
+      expect(second.startedAt).toBe(first.startedAt);
+    });
+
+    it('stops within the timeout, and stopping a stopped container succeeds', async () => {
+      const c = await create(spec('contract-c', 'main'));
+      await runtime.start(c.id);
+      await runtime.stop(c.id, 2);
+      const stopped = await runtime.inspect(c.id);
+      expect(stopped.state).toBe('exited');
+      expect(typeof stopped.exitCode).toBe('number');
+      await runtime.stop(c.id, 2);
+      expect((await runtime.inspect(c.id)).state).toBe('exited');
+    });
+
+    it('refuses to remove a running container unless forced; removing a gone one succeeds', async () => {
+      const c = await runtime.create(spec('contract-d', 'main'));
+      await runtime.start(c.id);
+      await expectCode(runtime.remove(c.id), 'Conflict');
+      await runtime.remove(c.id, { force: true });
+      expect((await runtime.list()).some((x) => x.id === c.id)).toBe(false);
+      await runtime.remove(c.id, { force: true });
+    });
+
+    it('answers NotFound for an unknown container', async () => {
+      const unknown = 'f'.repeat(64);
+      await expectCode(runtime.inspect(unknown), 'NotFound');
+      await expectCode(runtime.start(unknown), 'NotFound');
+      await expectCode(runtime.stop(unknown, 1), 'NotFound');
+    });
+
+    it('answers Conflict when the name is taken', async () => {
+      const s = spec('contract-e', 'main');
+      await create(s);
+      await expectCode(runtime.create(s), 'Conflict');
+    });
+
+    it('does not create from an image it does not have, and cannot pull one that exists nowhere', async () => {
+      expect(await runtime.hasImage(options.image)).toBe(true);
+      expect(await runtime.hasImage(missingImage)).toBe(false);
+      await expectCode(runtime.create({ ...spec('contract-f', 'main'), image: missingImage }), 'NotFound');
+      await expectCode(runtime.pull(missingImage), 'NotFound', 'Unavailable');
+    });
+
+    it('keeps foreign containers out of list unless asked', async () => {
+      const mine = await create(spec('contract-g', 'main'));
+      const foreign = await create({ ...spec('contract-g', 'other'), name: `foreign-${Date.now().toString(36)}`, labels: { owner: 'someone-else' } });
+      const ours = await runtime.list();
+      expect(ours.some((x) => x.id === mine.id)).toBe(true);
+      expect(ours.some((x) => x.id === foreign.id)).toBe(false);
+      const all = await runtime.list({ includeForeign: true });
+      expect(all.some((x) => x.id === foreign.id)).toBe(true);
+    });
+  });
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# `npm test`: installs and starts what the tests need (Docker engine, etcd) on a fresh Debian
+# machine, builds, runs every package's tests, and stops the services it started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/services.sh
+
+ensure_packages
+ensure_docker
+ensure_etcd
+trap stop_services EXIT
+
+export TURBO_TELEMETRY_DISABLED=1 TESTCONTAINERS_RYUK_DISABLED=true
+npx tsc -b
+find . -name .jest-results.json -not -path "*/node_modules/*" -delete
+npx turbo run test --concurrency=1 --output-logs=full --log-order=grouped
+node scripts/summarise-tests.js
