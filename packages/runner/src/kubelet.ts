@@ -246,6 +246,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> {
       const p = plan({ desired: desired.pods, actual, node: this.hostname, allowRemovals: this.mux.allSeen() });
       const executed = await this.executor.execute(p);
       result = { ...base, durationMs: this.clock.now() - startedAt, ...executed, held: p.held };
+      const level = executed.actions > 0 || p.held > 0 ? 'info' : 'debug';
+      this.logger[level]({ desired: result.desired, actions: result.actions, failures: result.failures, held: p.held, durationMs: result.durationMs }, 'sync pass');
       if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');
     } catch (error) {
       const e = toKubeletError(error, this.runtime.name);
