@@ -217,21 +217,25 @@ export class Kubelet extends EventEmitter<KubeletEvents> {
       this.pending = true;
       return;
     }
-    this.loop = this.runLoop().finally(() => {
-      this.loop = undefined;
-    });
+    this.loop = this.runLoop();
   }
 
   private async runLoop(): Promise<void> {
-    do {
-      this.pending = false;
-      if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
-      const waiters = this.waiters;
-      this.waiters = [];
-      const result = await this.pass();
-      for (const resolve of waiters) resolve(result);
-      this.emit('pass', result);
-    } while (this.pending && this.state === 'running');
+    try {
+      do {
+        this.pending = false;
+        if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+        const waiters = this.waiters;
+        this.waiters = [];
+        const result = await this.pass();
+        for (const resolve of waiters) resolve(result);
+        this.emit('pass', result);
+      } while (this.pending && this.state === 'running');
+    } finally {
+      // Cleared in the same turn as the last `pending` check: a request arriving after this point
+      // starts a new loop instead of setting a flag that nobody reads.
+      this.loop = undefined;
+    }
     if (this.state === 'running') this.timer = this.clock.setTimeout(() => this.requestSync(), this.syncFrequencyMs);
     else this.flushWaiters();
   }
