@@ -11,7 +11,7 @@ ensure_etcd
 trap stop_services EXIT
 
 export TURBO_TELEMETRY_DISABLED=1 TESTCONTAINERS_RYUK_DISABLED=true
-npx tsc -b
+npm run typecheck --silent
 find . -name .jest-results.json -not -path "*/node_modules/*" -delete
 npx turbo run test --concurrency=1 --output-logs=full --log-order=grouped
 node scripts/summarise-tests.js
