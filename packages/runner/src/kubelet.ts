@@ -229,7 +229,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> {
         this.waiters = [];
         const result = await this.pass();
         for (const resolve of waiters) resolve(result);
-        this.emit('pass', result);
+        this.notify(result);
       } while (this.pending && this.state === 'running');
     } finally {
       // Cleared in the same turn as the last `pending` check: a request arriving after this point
@@ -261,6 +261,15 @@ export class Kubelet extends EventEmitter<KubeletEvents> {
     this.passes += 1;
     this.lastPass = result;
     return result;
+  }
+
+  /** A listener that throws must not stop the sync loop. */
+  private notify(result: PassResult): void {
+    try {
+      this.emit('pass', result);
+    } catch (error) {
+      this.logger.error({ err: error }, 'a pass listener threw');
+    }
   }
 
   private flushWaiters(): void {
