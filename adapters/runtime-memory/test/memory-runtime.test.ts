@@ -8,6 +8,7 @@ const spec = (name: string, extra: Partial<ContainerSpec> = {}): ContainerSpec =
   image: 'app:1',
   env: {},
   ports: [],
+  podPorts: [],
   mounts: [],
   labels: { [Labels.manifestId]: 'pod', [Labels.containerName]: name },
   ...extra,

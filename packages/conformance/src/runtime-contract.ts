@@ -36,6 +36,7 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
       command: options.command,
       env: { CONTRACT: 'yes' },
       ports: [],
+      podPorts: [],
       mounts: [],
       labels: labels ?? {
         [Labels.manifestId]: podId,

@@ -12,7 +12,13 @@ export interface ContainerSpec {
   readonly command?: readonly string[];
   readonly workingDir?: string;
   readonly env: Readonly<Record<string, string>>;
+  /** This container's own ports. */
   readonly ports: readonly PortBinding[];
+  /**
+   * Every port of the manifest. A runtime that gives each pod one network namespace (the Docker
+   * adapter's infrastructure container) publishes these on the pod, not on the container.
+   */
+  readonly podPorts: readonly PortBinding[];
   readonly mounts: readonly Mount[];
   readonly memory?: number;
   readonly cpuShares?: number;

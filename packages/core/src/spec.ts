@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Container, ContainerManifest } from './manifest.js';
+import type { Container, ContainerManifest, Port } from './manifest.js';
 import { Labels, buildContainerName } from './naming.js';
-import type { ContainerSpec } from './runtime.js';
+import type { ContainerSpec, PortBinding } from './runtime.js';
 
 /**
  * Bump only when the meaning of a field changes. Adding an optional field must not change the
@@ -20,6 +20,9 @@ export function specHash(manifest: ContainerManifest, container: Container): str
   const mounted = new Set(container.volumeMounts.map((m) => m.name));
   const hashed = {
     container,
+    // The pod's ports belong to its shared network namespace: changing any of them replaces the
+    // namespace, and with it every container of the pod (as a changed sandbox does in the kubelet).
+    podPorts: podPorts(manifest),
     // Only what this container mounts, in name order: reordering or adding other volumes in the
     // manifest changes nothing for this container.
     volumes: [...mounted].sort(),
@@ -31,6 +34,15 @@ export function specHash(manifest: ContainerManifest, container: Container): str
 }
 
 const hashes = new WeakMap<Container, string>();
+
+function toBinding(p: Port): PortBinding {
+  return { containerPort: p.containerPort, ...(p.hostPort === undefined ? {} : { hostPort: p.hostPort }), protocol: p.protocol };
+}
+
+/** Every port of the manifest, in container order. */
+export function podPorts(manifest: ContainerManifest): PortBinding[] {
+  return manifest.containers.flatMap((c) => c.ports.map(toBinding));
+}
 
 /** JSON with sorted keys, without undefined values or empty lists, so equal specs hash equally. */
 export function canonicalJson(value: unknown): string {
@@ -59,11 +71,8 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
     ...(container.command === undefined ? {} : { command: container.command }),
     ...(container.workingDir === undefined ? {} : { workingDir: container.workingDir }),
     env: Object.fromEntries(container.env.map((e) => [e.name, e.value])),
-    ports: container.ports.map((p) => ({
-      containerPort: p.containerPort,
-      ...(p.hostPort === undefined ? {} : { hostPort: p.hostPort }),
-      protocol: p.protocol,
-    })),
+    ports: container.ports.map(toBinding),
+    podPorts: podPorts(manifest),
     mounts: container.volumeMounts.map((m) => ({ volume: m.name, containerPath: m.mountPath, readOnly: m.readOnly })),
     ...(container.memory === undefined ? {} : { memory: container.memory }),
     ...(container.cpu === undefined ? {} : { cpuShares: container.cpu }),

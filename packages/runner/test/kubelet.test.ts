@@ -64,7 +64,7 @@ describe('Kubelet', () => {
 
   async function foreign(name: string, labels: Record<string, string> = {}): Promise<string> {
     runtime.addImage('busybox:1');
-    const spec: ContainerSpec = { name, podId: name, image: 'busybox:1', env: {}, ports: [], mounts: [], labels };
+    const spec: ContainerSpec = { name, podId: name, image: 'busybox:1', env: {}, ports: [], podPorts: [], mounts: [], labels };
     const created = await runtime.create(spec);
     await runtime.start(created.id);
     return created.id;

@@ -1,0 +1,90 @@
+/**
+ * The slice of the Docker Engine API this adapter uses, declared structurally so that core never
+ * sees a dockerode type and the adapter can be unit-tested with a plain object. A dockerode
+ * `Docker` instance satisfies it as it is.
+ */
+export interface DockerApi {
+  listContainers(options: { all: boolean; filters?: Record<string, string[]> }): Promise<DockerContainerInfo[]>;
+  getContainer(id: string): DockerContainerHandle;
+  createContainer(options: DockerCreateOptions): Promise<{ id: string }>;
+  getImage(name: string): { inspect(): Promise<unknown> };
+  pull(image: string): Promise<NodeJS.ReadableStream>;
+  modem: {
+    followProgress(
+      stream: NodeJS.ReadableStream,
+      onFinished: (error: Error | null, output: unknown[]) => void,
+      onProgress?: (event: PullProgressEvent) => void,
+    ): void;
+  };
+  ping(): Promise<unknown>;
+}
+
+export interface DockerContainerHandle {
+  inspect(): Promise<DockerInspect>;
+  start(): Promise<unknown>;
+  stop(options: { t: number }): Promise<unknown>;
+  remove(options: { force?: boolean; v?: boolean }): Promise<unknown>;
+}
+
+export interface DockerContainerInfo {
+  Id: string;
+  Names: string[];
+  Image: string;
+  Labels: Record<string, string>;
+  State: string;
+  Status: string;
+  Created: number;
+}
+
+export interface DockerInspect {
+  Id: string;
+  Name: string;
+  Created: string;
+  State: { Status: string; ExitCode: number; StartedAt: string; FinishedAt: string };
+  Config: {
+    Image: string;
+    Cmd?: string[] | null;
+    WorkingDir?: string;
+    Env?: string[] | null;
+    Labels?: Record<string, string> | null;
+  };
+  HostConfig: {
+    Binds?: string[] | null;
+    Memory?: number;
+    CpuShares?: number;
+  };
+}
+
+export interface DockerCreateOptions {
+  name: string;
+  Image: string;
+  Cmd?: string[];
+  WorkingDir?: string;
+  Env?: string[];
+  Labels: Record<string, string>;
+  ExposedPorts?: Record<string, Record<string, never>>;
+  HostConfig: {
+    NetworkMode?: string;
+    PortBindings?: Record<string, Array<{ HostIp: string; HostPort: string }>>;
+    Binds?: string[];
+    Memory?: number;
+    CpuShares?: number;
+    RestartPolicy?: { Name: string };
+  };
+}
+
+export interface PullProgressEvent {
+  status?: string;
+  id?: string;
+  progress?: string;
+  error?: string;
+}
+
+/** What dockerode attaches to a failed call. */
+export interface DockerCallError {
+  statusCode?: number;
+  code?: string;
+  reason?: string;
+  json?: { message?: string } | null;
+  message: string;
+}

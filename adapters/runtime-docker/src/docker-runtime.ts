@@ -1,0 +1,386 @@
+import { createHash } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { resolve, sep } from 'node:path';
+import Docker from 'dockerode';
+import {
+  KubeletError,
+  Labels,
+  Tokens,
+  canonicalJson,
+  escapeNamePart,
+  silentLogger,
+  type ContainerDetails,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ContainerState,
+  type ContainerSummary,
+  type ListOptions,
+  type Logger,
+  type PortBinding,
+  type Registry,
+} from '@kubelet-ts/core';
+import type { DockerApi, DockerContainerInfo, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
+import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
+
+export interface DockerRuntimeOptions {
+  /** A ready client; by default one is made for `host`. */
+  readonly docker?: DockerApi;
+  /** `unix:///path/to/docker.sock` or `tcp://host:port`. Default: `DOCKER_HOST`, else `unix:///var/run/docker.sock`. */
+  readonly host?: string;
+  /** Pod volumes live in `<volumesRoot>/<manifest id>/<volume name>`. Default `/var/lib/kubelet-ts/volumes`. */
+  readonly volumesRoot?: string;
+  /** The host address published ports bind to. Default `0.0.0.0`, as a hostPort does in the kubelet. */
+  readonly hostIp?: string;
+  /** The image of each pod's infrastructure container, which holds its network namespace and ports. */
+  readonly podInfraImage?: string;
+  readonly logger?: Logger;
+  /** How often a long pull logs its progress. Default 10 s. */
+  readonly pullProgressIntervalMs?: number;
+}
+
+export const DEFAULT_POD_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
+export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
+
+/** Labels of a pod's infrastructure container (which carries no manifest-id, so `list` never shows it). */
+export const InfraLabels = {
+  pod: 'io.kubelet-ts.pod-infra',
+  portsHash: 'io.kubelet-ts.pod-ports-hash',
+} as const;
+
+const VOLUME_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/**
+ * `ContainerRuntime` on a Docker engine. The containers of one manifest share one network
+ * namespace, held by an infrastructure container per pod that also publishes the pod's ports, so
+ * the containers of a pod reach each other on `localhost` (as every kubelet since mid-2014).
+ */
+export class DockerRuntime implements ContainerRuntime {
+  readonly name = ADAPTER;
+  readonly endpoint: string;
+  private readonly docker: DockerApi;
+  private readonly volumesRoot: string;
+  private readonly hostIp: string;
+  private readonly podInfraImage: string;
+  private readonly logger: Logger;
+  private readonly pullProgressIntervalMs: number;
+  private readonly pulls = new Map<string, Promise<void>>();
+
+  constructor(options: DockerRuntimeOptions = {}) {
+    const host = options.host ?? process.env['DOCKER_HOST'] ?? 'unix:///var/run/docker.sock';
+    this.endpoint = host;
+    this.docker = options.docker ?? connect(host);
+    this.volumesRoot = resolve(options.volumesRoot ?? DEFAULT_VOLUMES_ROOT);
+    this.hostIp = options.hostIp ?? '0.0.0.0';
+    this.podInfraImage = options.podInfraImage ?? DEFAULT_POD_INFRA_IMAGE;
+    this.logger = options.logger ?? silentLogger;
+    this.pullProgressIntervalMs = options.pullProgressIntervalMs ?? 10_000;
+  }
+
+  /** Resolves when the engine answers; rejects with `Unavailable` saying where and how to start one. */
+  async ping(): Promise<void> {
+    await this.call('ping', () => this.docker.ping());
+  }
+
+  async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
+    const filters = options.includeForeign === true ? undefined : { label: [Labels.manifestId] };
+    const found = await this.call('list containers', () => this.docker.listContainers({ all: true, ...(filters === undefined ? {} : { filters }) }));
+    return found.map(summaryOf);
+  }
+
+  async inspect(id: string): Promise<ContainerDetails> {
+    const info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
+    return detailsOf(info);
+  }
+
+  async create(spec: ContainerSpec): Promise<ContainerSummary> {
+    if (!(await this.hasImage(spec.image))) throw new KubeletError('NotFound', `create ${spec.name}: no such image ${spec.image} (pull it first)`, { adapter: ADAPTER });
+    const binds = await this.prepareVolumes(spec);
+    // Pods get a shared namespace; a container without our labels (an embedder's own) gets its
+    // ports directly, like `docker run -p`.
+    const pod = spec.labels[Labels.manifestId] !== undefined;
+    const network = pod ? { NetworkMode: `container:${await this.ensureInfra(spec)}` } : { PortBindings: this.bindings(spec.ports).bindings };
+    const options: DockerCreateOptions = {
+      name: spec.name,
+      Image: spec.image,
+      ...(spec.command === undefined ? {} : { Cmd: [...spec.command] }),
+      ...(spec.workingDir === undefined ? {} : { WorkingDir: spec.workingDir }),
+      Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+      Labels: { ...spec.labels },
+      ...(pod ? {} : { ExposedPorts: this.bindings(spec.ports).exposed }),
+      HostConfig: {
+        ...network,
+        Binds: binds,
+        ...(spec.memory === undefined ? {} : { Memory: spec.memory }),
+        ...(spec.cpuShares === undefined ? {} : { CpuShares: spec.cpuShares }),
+      },
+    };
+    const created = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
+    return { id: created.id, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: Date.now() };
+  }
+
+  async start(id: string): Promise<void> {
+    await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
+  }
+
+  async stop(id: string, timeoutSeconds: number): Promise<void> {
+    // The engine sends the stop signal, waits `t` seconds, then kills: the contract's behaviour.
+    await this.call(`stop ${id}`, () => this.docker.getContainer(id).stop({ t: Math.max(0, Math.round(timeoutSeconds)) }), true);
+  }
+
+  async remove(id: string, options: { readonly force?: boolean } = {}): Promise<void> {
+    let info: DockerInspect;
+    try {
+      info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
+    } catch (error) {
+      if (error instanceof KubeletError && error.code === 'NotFound') return;
+      throw error;
+    }
+    if (info.State.Status === 'running' && options.force !== true) {
+      throw new KubeletError('Conflict', `remove ${info.Name}: the container is running; stop it first or force`, { adapter: ADAPTER });
+    }
+    try {
+      await this.call(`remove ${id}`, () => this.docker.getContainer(id).remove({ force: options.force === true, v: true }));
+    } catch (error) {
+      if (!(error instanceof KubeletError && error.code === 'NotFound')) throw error;
+    }
+    const labels = info.Config.Labels ?? {};
+    const podId = labels[Labels.manifestId];
+    if (podId !== undefined) await this.removeInfraIfUnused(podId, labels[Labels.node] ?? '');
+  }
+
+  pull(image: string): Promise<void> {
+    let pending = this.pulls.get(image);
+    if (pending === undefined) {
+      pending = this.transfer(image).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, pending);
+    }
+    return pending;
+  }
+
+  async hasImage(image: string): Promise<boolean> {
+    try {
+      await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
+      return true;
+    } catch (error) {
+      if (error instanceof KubeletError && error.code === 'NotFound') return false;
+      throw error;
+    }
+  }
+
+  // ---- pods ----------------------------------------------------------------------------------
+
+  /** The pod's infrastructure container, created and started when missing; returns its id. */
+  private async ensureInfra(spec: ContainerSpec): Promise<string> {
+    const node = spec.labels[Labels.node] ?? '';
+    const portsHash = hashPorts(spec.podPorts);
+    const existing = await this.findInfra(spec.podId, node);
+    let current: DockerContainerInfo | undefined;
+    for (const infra of existing) {
+      // Ports are fixed when a namespace is made: another port set means a new namespace. The
+      // planner has already removed the pod's containers, whose spec hashes cover the pod's ports.
+      if (infra.Labels[InfraLabels.portsHash] === portsHash && current === undefined) current = infra;
+      else await this.call(`remove pod infra ${infra.Id}`, () => this.docker.getContainer(infra.Id).remove({ force: true, v: true }));
+    }
+    if (current !== undefined) {
+      if (current.State !== 'running') await this.start(current.Id);
+      return current.Id;
+    }
+    if (!(await this.hasImage(this.podInfraImage))) await this.pull(this.podInfraImage);
+    const { exposed, bindings } = this.bindings(spec.podPorts);
+    const name = `POD--${escapeNamePart(spec.podId)}--${randomSuffix()}`;
+    const created = await this.call(`create pod infra for ${spec.podId}`, () =>
+      this.docker.createContainer({
+        name,
+        Image: this.podInfraImage,
+        Labels: {
+          [InfraLabels.pod]: spec.podId,
+          [InfraLabels.portsHash]: portsHash,
+          [Labels.node]: node,
+          ...(spec.labels[Labels.source] === undefined ? {} : { [Labels.source]: spec.labels[Labels.source] }),
+        },
+        ExposedPorts: exposed,
+        HostConfig: { PortBindings: bindings },
+      }),
+    );
+    await this.start(created.id);
+    this.logger.info({ podId: spec.podId, infra: created.id.slice(0, 12), ports: spec.podPorts.length }, 'pod network namespace created');
+    return created.id;
+  }
+
+  private bindings(ports: readonly PortBinding[]) {
+    const exposed: Record<string, Record<string, never>> = {};
+    const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
+    for (const p of ports) {
+      const key = `${p.containerPort}/${p.protocol.toLowerCase()}`;
+      exposed[key] = {};
+      if (p.hostPort !== undefined) (bindings[key] ??= []).push({ HostIp: this.hostIp, HostPort: String(p.hostPort) });
+    }
+    return { exposed, bindings };
+  }
+
+  private findInfra(podId: string, node: string): Promise<DockerContainerInfo[]> {
+    return this.call(`list pod infra for ${podId}`, () =>
+      this.docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=${podId}`, `${Labels.node}=${node}`] } }),
+    );
+  }
+
+  /** The last container of a pod gone, its namespace goes too. */
+  private async removeInfraIfUnused(podId: string, node: string): Promise<void> {
+    const members = await this.call(`list pod ${podId}`, () =>
+      this.docker.listContainers({ all: true, filters: { label: [`${Labels.manifestId}=${podId}`, `${Labels.node}=${node}`] } }),
+    );
+    if (members.length > 0) return;
+    for (const infra of await this.findInfra(podId, node)) {
+      try {
+        await this.call(`remove pod infra ${infra.Id}`, () => this.docker.getContainer(infra.Id).remove({ force: true, v: true }));
+      } catch (error) {
+        if (!(error instanceof KubeletError && error.code === 'NotFound')) throw error;
+      }
+    }
+  }
+
+  /** Makes `<root>/<pod>/<volume>` for each mount; no name can lead outside the root. */
+  private async prepareVolumes(spec: ContainerSpec): Promise<string[]> {
+    const binds: string[] = [];
+    for (const m of spec.mounts) {
+      if (!VOLUME_NAME.test(m.volume) || !VOLUME_NAME.test(spec.podId)) {
+        throw new KubeletError('InvalidManifest', `volume ${JSON.stringify(m.volume)} of ${JSON.stringify(spec.podId)}: names must be DNS labels`, { adapter: ADAPTER });
+      }
+      const dir = resolve(this.volumesRoot, spec.podId, m.volume);
+      if (!dir.startsWith(this.volumesRoot + sep)) throw new KubeletError('InvalidManifest', `volume path ${dir} escapes ${this.volumesRoot}`, { adapter: ADAPTER });
+      await mkdir(dir, { recursive: true });
+      binds.push(`${dir}:${m.containerPath}:${m.readOnly ? 'ro' : 'rw'}`);
+    }
+    return binds;
+  }
+
+  // ---- plumbing --------------------------------------------------------------------------------
+
+  private async transfer(image: string): Promise<void> {
+    const started = Date.now();
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.docker.pull(image);
+    } catch (error) {
+      const t = translate(error, `pull ${image}`, this.endpoint);
+      if (t.code === 'Unavailable') throw t; // the engine itself does not answer
+      throw classifyPullError(image, dockerDetail(error), error);
+    }
+    let last: PullProgressEvent | undefined;
+    const ticker = setInterval(() => {
+      this.logger.info({ image, elapsedMs: Date.now() - started, status: last?.status, progress: last?.progress }, 'pulling image');
+    }, this.pullProgressIntervalMs);
+    try {
+      await new Promise<void>((resolvePull, reject) => {
+        this.docker.modem.followProgress(
+          stream,
+          (error, output) => {
+            const failed = output.find((e): e is PullProgressEvent => typeof (e as PullProgressEvent).error === 'string');
+            if (error !== null || failed !== undefined) reject(classifyPullError(image, failed?.error ?? error?.message ?? 'pull failed', error));
+            else resolvePull();
+          },
+          (event) => {
+            last = event;
+          },
+        );
+      });
+    } finally {
+      clearInterval(ticker);
+    }
+    this.logger.info({ image, durationMs: Date.now() - started }, 'image pulled');
+  }
+
+  /** Runs an engine call, translating failures; `notModifiedIsSuccess` for start/stop's 304. */
+  private async call<T>(what: string, fn: () => Promise<T>, notModifiedIsSuccess = false): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      if (notModifiedIsSuccess && isNotModified(error)) return undefined as T;
+      throw translate(error, what, this.endpoint);
+    }
+  }
+}
+
+function connect(host: string): DockerApi {
+  if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length) });
+  if (host.startsWith('/')) return new Docker({ socketPath: host });
+  const url = new URL(host.replace(/^tcp:/, 'http:'));
+  return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol === 'https:' ? 'https' : 'http' });
+}
+
+function randomSuffix(): string {
+  return Math.floor(Math.random() * 0x1_0000_0000).toString(16).padStart(8, '0');
+}
+
+function hashPorts(ports: readonly PortBinding[]): string {
+  return createHash('sha256').update(canonicalJson(ports)).digest('hex').slice(0, 16);
+}
+
+function stateOf(docker: string): ContainerState {
+  if (docker === 'created') return 'created';
+  if (docker === 'running' || docker === 'restarting' || docker === 'paused') return 'running';
+  return 'exited';
+}
+
+function summaryOf(c: DockerContainerInfo): ContainerSummary {
+  const exit = /^Exited \((-?\d+)\)/.exec(c.Status);
+  return {
+    id: c.Id,
+    name: (c.Names[0] ?? '').replace(/^\//, ''),
+    image: c.Image,
+    labels: c.Labels ?? {},
+    state: stateOf(c.State),
+    createdAt: c.Created * 1000,
+    ...(exit?.[1] === undefined ? {} : { exitCode: Number(exit[1]) }),
+  };
+}
+
+function time(iso: string): number | undefined {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) || t <= 0 ? undefined : t;
+}
+
+function detailsOf(info: DockerInspect): ContainerDetails {
+  const labels = info.Config.Labels ?? {};
+  const state = stateOf(info.State.Status);
+  const startedAt = time(info.State.StartedAt);
+  const finishedAt = state === 'exited' ? time(info.State.FinishedAt) : undefined;
+  const env = Object.fromEntries((info.Config.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  return {
+    id: info.Id,
+    name: info.Name.replace(/^\//, ''),
+    image: info.Config.Image,
+    labels,
+    state,
+    createdAt: Date.parse(info.Created),
+    ...(startedAt === undefined ? {} : { startedAt }),
+    ...(finishedAt === undefined ? {} : { finishedAt }),
+    ...(state === 'exited' ? { exitCode: info.State.ExitCode } : {}),
+    // What the engine can tell back; ports live on the pod's infrastructure container.
+    spec: {
+      name: info.Name.replace(/^\//, ''),
+      podId: labels[Labels.manifestId] ?? '',
+      image: info.Config.Image,
+      ...(info.Config.Cmd == null ? {} : { command: info.Config.Cmd }),
+      ...(info.Config.WorkingDir ? { workingDir: info.Config.WorkingDir } : {}),
+      env,
+      ports: [],
+      podPorts: [],
+      mounts: (info.HostConfig.Binds ?? []).map((b) => {
+        const [host = '', containerPath = '', mode = 'rw'] = b.split(':');
+        return { volume: host.split('/').at(-1) ?? '', containerPath, readOnly: mode.split(',').includes('ro') };
+      }),
+      ...(info.HostConfig.Memory ? { memory: info.HostConfig.Memory } : {}),
+      ...(info.HostConfig.CpuShares ? { cpuShares: info.HostConfig.CpuShares } : {}),
+      labels,
+    },
+    raw: info,
+  };
+}
+
+/** Registers a `DockerRuntime` as the agent's runtime and returns it. */
+export function registerDockerRuntime(registry: Registry, options: DockerRuntimeOptions = {}): DockerRuntime {
+  const runtime = new DockerRuntime(options);
+  registry.register(Tokens.Runtime, { useValue: runtime });
+  return runtime;
+}
