@@ -171,9 +171,11 @@ export class DockerRuntime implements ContainerRuntime {
 
   /** The pod's infrastructure container, created and started when missing; returns its id. */
   private async ensureInfra(spec: ContainerSpec): Promise<string> {
+    // Keyed by the labels, which is what `remove` can read back from a container.
+    const podId = spec.labels[Labels.manifestId] ?? spec.podId;
     const node = spec.labels[Labels.node] ?? '';
     const portsHash = hashPorts(spec.podPorts);
-    const existing = await this.findInfra(spec.podId, node);
+    const existing = await this.findInfra(podId, node);
     let current: DockerContainerInfo | undefined;
     for (const infra of existing) {
       // Ports are fixed when a namespace is made: another port set means a new namespace. The
@@ -187,13 +189,13 @@ export class DockerRuntime implements ContainerRuntime {
     }
     if (!(await this.hasImage(this.podInfraImage))) await this.pull(this.podInfraImage);
     const { exposed, bindings } = this.bindings(spec.podPorts);
-    const name = `POD--${escapeNamePart(spec.podId)}--${randomSuffix()}`;
-    const created = await this.call(`create pod infra for ${spec.podId}`, () =>
+    const name = `POD--${escapeNamePart(podId)}--${randomSuffix()}`;
+    const created = await this.call(`create pod infra for ${podId}`, () =>
       this.docker.createContainer({
         name,
         Image: this.podInfraImage,
         Labels: {
-          [InfraLabels.pod]: spec.podId,
+          [InfraLabels.pod]: podId,
           [InfraLabels.portsHash]: portsHash,
           [Labels.node]: node,
           ...(spec.labels[Labels.source] === undefined ? {} : { [Labels.source]: spec.labels[Labels.source] }),
@@ -203,7 +205,7 @@ export class DockerRuntime implements ContainerRuntime {
       }),
     );
     await this.start(created.id);
-    this.logger.info({ podId: spec.podId, infra: created.id.slice(0, 12), ports: spec.podPorts.length }, 'pod network namespace created');
+    this.logger.info({ podId, infra: created.id.slice(0, 12), ports: spec.podPorts.length }, 'pod network namespace created');
     return created.id;
   }
 

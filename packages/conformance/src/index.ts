@@ -1,1 +1,2 @@
 export * from './runtime-contract.js';
+export * from './runner-scenarios.js';

@@ -133,7 +133,9 @@ export class Kubelet extends EventEmitter<KubeletEvents> {
     this.logger.info({ hostname: this.hostname, runtime: this.runtime.name, sources: this.supervisors.map((s) => s.source.name) }, 'kubelet starting');
     for (const s of this.supervisors) s.start();
     await Promise.all(this.supervisors.map((s) => s.started));
-    this.requestSync();
+    // Sources that delivered while starting have already asked for a pass; ask only if none did,
+    // so that the agent adopts what the runtime runs even before any source speaks.
+    if (this.loop === undefined && this.passes === 0) this.requestSync();
   }
 
   /** Stops watching and syncing and closes every source. Containers are left running. */

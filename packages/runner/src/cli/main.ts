@@ -1,5 +1,6 @@
 import { CommanderError } from 'commander';
 import type { ContainerRuntime, Logger, ManifestSource } from '@kubelet-ts/core';
+import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { FileManifestSource } from '@kubelet-ts/source-file';
 import { Kubelet } from '../kubelet.js';
@@ -19,7 +20,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const logger = createLogger({ level: options.logLevel, ...(options.logFormat === undefined ? {} : { pretty: options.logFormat === 'pretty' }) });
 
   const kubelet = new Kubelet({
-    runtime: chooseRuntime(options, logger),
+    runtime: await chooseRuntime(options, logger),
     sources: buildSources(options, logger),
     logger,
     syncFrequencyMs: options.syncFrequency,
@@ -43,15 +44,36 @@ export async function main(argv: readonly string[]): Promise<number> {
   return 0;
 }
 
-function chooseRuntime(options: CliOptions, logger: Logger): ContainerRuntime {
-  if (options.runtime === 'auto') {
-    // The Docker adapter is not part of this build yet, so "the best available" is the fake.
+/** `auto` takes Docker when an engine answers within a second, else the in-memory runtime, loudly. */
+async function chooseRuntime(options: CliOptions, logger: Logger): Promise<ContainerRuntime> {
+  if (options.runtime === 'memory') return new MemoryRuntime();
+  const docker = new DockerRuntime({
+    ...(options.dockerHost === undefined ? {} : { host: options.dockerHost }),
+    volumesRoot: options.volumesRoot,
+    podInfraImage: options.podInfraImage,
+    hostIp: options.hostIp,
+    logger,
+  });
+  if (options.runtime === 'docker') return docker;
+  try {
+    await withTimeout(docker.ping(), 1000);
+    logger.info({ runtime: 'docker', endpoint: docker.endpoint }, 'using the Docker engine');
+    return docker;
+  } catch (error) {
     logger.warn(
-      { runtime: 'memory' },
-      'NO CONTAINER ENGINE IN USE: running on the IN-MEMORY runtime; containers are simulated and nothing runs on this host',
+      { runtime: 'memory', endpoint: docker.endpoint, reason: (error as Error).message },
+      'NO CONTAINER ENGINE ANSWERS: running on the IN-MEMORY runtime; containers are simulated and nothing runs on this host (use --runtime docker to insist on an engine)',
     );
+    return new MemoryRuntime();
   }
-  return new MemoryRuntime();
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 function buildSources(options: CliOptions, logger: Logger): ManifestSource[] {

@@ -1,10 +1,15 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
 import { parseDuration } from '../duration.js';
 
 export interface CliOptions {
   readonly config?: string;
   readonly hostnameOverride?: string;
-  readonly runtime: 'memory' | 'auto';
+  readonly runtime: 'memory' | 'docker' | 'auto';
+  readonly dockerHost?: string;
+  readonly volumesRoot: string;
+  readonly podInfraImage: string;
+  readonly hostIp: string;
   readonly syncFrequency: number;
   readonly fileCheckFrequency: number;
   readonly logLevel: string;
@@ -25,8 +30,14 @@ export function buildProgram(): Command {
     .addOption(new Option('--config <path>', 'a manifest file, or a directory of .yaml/.yml/.json manifests'))
     .addOption(new Option('--hostname-override <name>', "this host's name (labels what the agent creates)"))
     .addOption(
-      new Option('--runtime <kind>', 'container runtime: memory, or auto (the best available; says which)').choices(['memory', 'auto']).default('auto'),
+      new Option('--runtime <kind>', 'container runtime: docker, memory, or auto (docker when an engine answers, else memory, said loudly)')
+        .choices(['docker', 'memory', 'auto'])
+        .default('auto'),
     )
+    .addOption(new Option('--docker-host <url>', 'the Docker engine: unix:///path or tcp://host:port').env('DOCKER_HOST').default(undefined, 'unix:///var/run/docker.sock'))
+    .addOption(new Option('--volumes-root <dir>', 'pod volumes live in <dir>/<manifest id>/<volume>').default(DEFAULT_VOLUMES_ROOT))
+    .addOption(new Option('--pod-infra-image <image>', "the image of each pod's network-namespace container").default(DEFAULT_POD_INFRA_IMAGE))
+    .addOption(new Option('--host-ip <address>', 'the host address published ports bind to').default('0.0.0.0'))
     .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
     .addOption(new Option('--file-check-frequency <duration>', 're-list --config this often, besides watching it').argParser(duration).default(20_000, '20s'))
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
