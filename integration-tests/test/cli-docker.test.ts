@@ -79,6 +79,7 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
         ],
       }),
     );
+    await writeFile(join(dir, 'missing.yaml'), JSON.stringify({ id: 'missing', containers: [{ name: 'main', image: 'kubelet-ts.invalid/none:1' }] }));
     agent = start();
   });
 
@@ -102,6 +103,15 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
     expect(server.Name).toMatch(/^\/server--web--[0-9a-f]{8}$/);
     const probe = await (await byName('probe')).inspect();
     expect(probe.HostConfig.Binds).toEqual([`${join(volumes, 'web', 'content')}:/content:ro`]);
+  });
+
+  it('fails a pod whose image cannot be pulled with a clear event, and runs the others', async () => {
+    await agent!.until(() => agent!.events('ImagePullFailed', 'missing').length >= 1, 'pull failure reported', 30_000);
+    const failure = agent!.events('ImagePullFailed', 'missing')[0]!;
+    expect(['NotFound', 'Unavailable']).toContain(failure['reason']);
+    expect(failure.msg).toContain('kubelet-ts.invalid/none:1');
+    expect(agent!.events('ContainerStarted', 'web')).toHaveLength(2);
+    await rm(join(dir, 'missing.yaml'));
   });
 
   it('publishes the pod port on 127.0.0.1 and it answers HTTP', async () => {
