@@ -18,7 +18,9 @@ export class AgentProcess {
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
   constructor(args: readonly string[]) {
-    this.child = spawn(process.execPath, [cliPath, '--log-format', 'json', ...args], { cwd: repoRoot, stdio: 'pipe' });
+    // The agent's server takes any free port unless the test names one: tests run side by side.
+    const port = args.includes('--port') ? [] : ['--port', '0'];
+    this.child = spawn(process.execPath, [cliPath, '--log-format', 'json', ...port, ...args], { cwd: repoRoot, stdio: 'pipe' });
     let buffer = '';
     this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       buffer += chunk;
@@ -28,6 +30,12 @@ export class AgentProcess {
     });
     this.child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.stderr.push(chunk));
     this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  /** The agent server's base URL, once it has said it listens. */
+  async serverUrl(): Promise<string> {
+    await this.until(() => this.lines.some((l) => l.msg === 'agent server listening'), 'the agent server to listen');
+    return String(this.lines.find((l) => l.msg === 'agent server listening')?.['url']);
   }
 
   /** Log lines of one event type, optionally for one pod. */

@@ -11,3 +11,4 @@ export * from './naming.js';
 export * from './spec.js';
 export * from './planner.js';
 export * from './tokens.js';
+export * from './agent-view.js';

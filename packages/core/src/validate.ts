@@ -118,10 +118,14 @@ class Walker {
     rawContainers.forEach((raw, i) => {
       const path = `containers[${i}]`;
       const c = this.container(raw, path, declared);
+      // Duplicates are reported even for a container with other problems: every error at once.
+      const name = isRecord(raw) && typeof raw['name'] === 'string' && raw['name'] !== '' ? raw['name'] : undefined;
+      if (name !== undefined) {
+        const first = names.get(name);
+        if (first !== undefined) this.fail(`${path}.name`, `duplicate container name "${name}" (also containers[${first}])`);
+        else names.set(name, i);
+      }
       if (c === undefined) return;
-      const first = names.get(c.name);
-      if (first !== undefined) this.fail(`${path}.name`, `duplicate container name "${c.name}" (also containers[${first}])`);
-      else names.set(c.name, i);
       // The containers of a manifest share one host, so a host port may be claimed once per protocol.
       c.ports.forEach((p, j) => {
         if (p.hostPort === undefined) return;

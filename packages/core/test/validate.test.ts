@@ -444,3 +444,18 @@ describe('validateManifest: rejection as a whole', () => {
     }
   });
 });
+
+describe('validateManifest: a duplicate name on a container with other problems', () => {
+  it('is reported together with those problems', () => {
+    const result = validateManifest({
+      id: 'web',
+      containers: [
+        { name: 'main', image: 'app:1' },
+        { name: 'main', image: '', ports: [{ containerPort: 0 }] },
+      ],
+    });
+    expect(result.ok).toBe(false);
+    const paths = result.ok ? [] : result.errors.map((e) => e.path);
+    expect(paths.sort()).toEqual(['containers[1].image', 'containers[1].name', 'containers[1].ports[0].containerPort']);
+  });
+});

@@ -1,18 +1,23 @@
 import { EventEmitter } from 'node:events';
 import { hostname as osHostname } from 'node:os';
 import {
+  identityOf,
   plan,
   silentLogger,
   systemClock,
   toKubeletError,
+  type AgentView,
   type Clock,
+  type ContainerDetails,
   type ContainerManifest,
   type ContainerRuntime,
   type EventSink,
   type KubeletError,
   type KubeletEvent,
+  type HealthView,
   type Logger,
   type ManifestSource,
+  type PodView,
   type TimerHandle,
 } from '@kubelet-ts/core';
 import { PlanExecutor } from './executor.js';
@@ -36,6 +41,8 @@ export interface KubeletOptions {
   readonly stopTimeoutSeconds?: number;
   /** Pods acted on at once within a pass. Default 8. */
   readonly concurrency?: number;
+  /** `health()` turns unhealthy when no pass has completed for this long. Default: 3 × syncFrequencyMs, at least 30 s. */
+  readonly healthThresholdMs?: number;
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
 }
@@ -68,18 +75,21 @@ export interface KubeletStatus {
 }
 
 type KubeletEvents = { pass: [PassResult] };
+type ContainerView = PodView['containers'][number];
 
 /**
  * The agent: sources → mux (latest set per source) → desired state → planner → executor → events.
  * One pass at a time; a change during a pass makes exactly one more pass after it.
  */
-export class Kubelet extends EventEmitter<KubeletEvents> {
+export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   readonly hostname: string;
   private readonly runtime: ContainerRuntime;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly events: EventSink;
   private readonly syncFrequencyMs: number;
+  private readonly healthThresholdMs: number;
+  private startedAt = 0;
   private readonly mux: SourceMux;
   private readonly supervisors: SourceSupervisor[];
   private readonly executor: PlanExecutor;
@@ -101,6 +111,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> {
     this.events = options.events ?? new LogEventSink(this.logger);
     this.hostname = (options.hostname ?? osHostname()).toLowerCase();
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
+    this.healthThresholdMs = options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000);
     this.mux = new SourceMux(options.sources.map((s) => s.name));
     this.executor = new PlanExecutor({
       runtime: this.runtime,
@@ -130,6 +141,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> {
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`kubelet cannot start: it is ${this.state}`);
     this.state = 'running';
+    this.startedAt = this.clock.now();
     this.logger.info({ hostname: this.hostname, runtime: this.runtime.name, sources: this.supervisors.map((s) => s.source.name) }, 'kubelet starting');
     for (const s of this.supervisors) s.start();
     await Promise.all(this.supervisors.map((s) => s.started));
@@ -177,6 +189,58 @@ export class Kubelet extends EventEmitter<KubeletEvents> {
       passes: this.passes,
       ...(this.lastPass === undefined ? {} : { lastPass: this.lastPass }),
     };
+  }
+
+  async pods(): Promise<PodView[]> {
+    const actual = new Map<string, ContainerView[]>();
+    for (const c of await this.runtime.list()) {
+      const identity = identityOf(c.labels);
+      if (identity === undefined || identity.node !== this.hostname) continue;
+      const key = `${identity.podId}/${identity.container}`;
+      const view: ContainerView = {
+        name: identity.container,
+        image: c.image,
+        state: c.state,
+        id: c.id,
+        ...(c.exitCode === undefined ? {} : { exitCode: c.exitCode }),
+        ...(c.startedAt === undefined ? {} : { startedAt: c.startedAt }),
+      };
+      // A running container speaks for its slot over an exited one left for inspection.
+      const list = actual.get(key);
+      if (list === undefined) actual.set(key, [view]);
+      else list.push(view);
+    }
+    return this.mux.desired().pods.map(({ manifest, source }) => ({
+      id: manifest.id,
+      source,
+      containers: manifest.containers.map((c) => {
+        const found = actual.get(`${manifest.id}/${c.name}`) ?? [];
+        return found.find((v) => v.state === 'running') ?? found[0] ?? { name: c.name, image: c.image, state: 'missing' as const };
+      }),
+    }));
+  }
+
+  async containerInfo(name: string): Promise<ContainerDetails | undefined> {
+    const wanted = name.replace(/^\//, '');
+    for (const c of await this.runtime.list()) {
+      const identity = identityOf(c.labels);
+      if (identity === undefined || identity.node !== this.hostname) continue;
+      if (c.name === wanted || c.id === wanted || `${identity.podId}/${identity.container}` === wanted) return this.runtime.inspect(c.id);
+    }
+    return undefined;
+  }
+
+  health(): HealthView {
+    const now = this.clock.now();
+    if (this.state !== 'running') return { healthy: false, message: `the agent is ${this.state}` };
+    const since = this.lastPass === undefined ? this.startedAt : this.lastPass.startedAt + this.lastPass.durationMs;
+    const age = now - since;
+    const last = this.lastPass === undefined ? {} : { lastPassAt: this.lastPass.startedAt + this.lastPass.durationMs };
+    if (age > this.healthThresholdMs) {
+      return { healthy: false, ...last, message: `no sync pass has completed for ${age} ms (threshold ${this.healthThresholdMs} ms)` };
+    }
+    const error = this.lastPass?.error === undefined ? '' : `; the last pass failed: ${this.lastPass.error.message}`;
+    return { healthy: true, ...last, message: `last pass ${this.lastPass === undefined ? 'not yet run' : `completed ${age} ms ago`}${error}` };
   }
 
   private onUpdate(source: string, manifests: readonly ContainerManifest[]): void {

@@ -12,6 +12,14 @@ export interface CliOptions {
   readonly hostIp: string;
   readonly syncFrequency: number;
   readonly fileCheckFrequency: number;
+  readonly manifestUrl?: string;
+  readonly manifestUrlHeader: readonly string[];
+  readonly httpCheckFrequency: number;
+  readonly manifestUrlTimeout: number;
+  readonly etcdServers?: readonly string[];
+  readonly address: string;
+  readonly port: number;
+  readonly authToken?: string;
   readonly logLevel: string;
   readonly logFormat?: 'json' | 'pretty';
 }
@@ -22,6 +30,22 @@ function duration(value: string): number {
   } catch (error) {
     throw new InvalidArgumentError((error as Error).message);
   }
+}
+
+function collect(value: string, previous: readonly string[]): string[] {
+  return [...previous, value];
+}
+
+function list(value: string): string[] {
+  const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (items.length === 0) throw new InvalidArgumentError('expected at least one URL');
+  return items;
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`invalid port ${JSON.stringify(value)}: use 0-65535`);
+  return n;
 }
 
 export function buildProgram(): Command {
@@ -40,6 +64,14 @@ export function buildProgram(): Command {
     .addOption(new Option('--host-ip <address>', 'the host address published ports bind to').default('0.0.0.0'))
     .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
     .addOption(new Option('--file-check-frequency <duration>', 're-list --config this often, besides watching it').argParser(duration).default(20_000, '20s'))
+    .addOption(new Option('--manifest-url <url>', 'a URL serving one manifest or a list, polled'))
+    .addOption(new Option('--manifest-url-header <header>', "an extra request header 'Name: value' (repeatable)").argParser(collect).default([]))
+    .addOption(new Option('--http-check-frequency <duration>', 'poll --manifest-url this often').argParser(duration).default(20_000, '20s'))
+    .addOption(new Option('--manifest-url-timeout <duration>', 'give up on one poll of --manifest-url after this').argParser(duration).default(10_000, '10s'))
+    .addOption(new Option('--etcd-servers <urls>', 'comma-separated etcd endpoints; manifests at /registry/hosts/<hostname>/kubelet, events under /events').argParser(list))
+    .addOption(new Option('--address <ip>', "the agent server's address").default('127.0.0.1'))
+    .addOption(new Option('--port <port>', "the agent server's port (0: any free port)").argParser(port).default(10250))
+    .addOption(new Option('--auth-token <token>', 'require Authorization: Bearer <token> on every server route but /healthz').env('KUBELET_TS_AUTH_TOKEN'))
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))
     .showHelpAfterError()

@@ -1,0 +1,1 @@
+export * from './server-source.js';

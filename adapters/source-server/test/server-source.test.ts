@@ -1,0 +1,184 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { connect } from 'node:net';
+import type { AgentView, ContainerDetails, ContainerManifest, HealthView, PodView } from '@kubelet-ts/core';
+import { ServerManifestSource, type ServerManifestSourceOptions } from '../src/index.js';
+
+class RecordingSink {
+  readonly updates: (readonly ContainerManifest[])[] = [];
+  readonly errors: Error[] = [];
+  update(m: readonly ContainerManifest[]) {
+    this.updates.push(m);
+  }
+  error(e: Error) {
+    this.errors.push(e);
+  }
+  get ids(): string[] {
+    return (this.updates.at(-1) ?? []).map((m) => m.id).sort();
+  }
+}
+
+/** A stand-in agent: one managed container `web-1`, and a health that tests can flip. */
+class FakeView implements AgentView {
+  health_: HealthView = { healthy: true, message: 'ok' };
+  async pods(): Promise<PodView[]> {
+    return [{ id: 'web', source: 'server', containers: [{ name: 'nginx', image: 'nginx', state: 'running', id: 'abc' }] }];
+  }
+  async containerInfo(name: string): Promise<ContainerDetails | undefined> {
+    if (name !== 'web-1') return undefined;
+    return { raw: { Id: 'abc', Name: '/web-1' } } as unknown as ContainerDetails;
+  }
+  health(): HealthView {
+    return this.health_;
+  }
+}
+
+const manifest = (id: string, extra = '') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: app:1\n${extra}`;
+
+describe('ServerManifestSource', () => {
+  let source: ServerManifestSource | undefined;
+
+  afterEach(async () => {
+    await source?.close();
+    source = undefined;
+  });
+
+  const start = async (options: ServerManifestSourceOptions = {}) => {
+    const sink = new RecordingSink();
+    const view = new FakeView();
+    source = new ServerManifestSource({ port: 0, view, ...options });
+    await source.start(sink);
+    return { sink, view, url: source.url };
+  };
+
+  const post = (url: string, path: string, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/yaml', ...headers } });
+
+  it('binds 127.0.0.1 by default and delivers an empty set at start, so it counts as seen', async () => {
+    const { sink, url } = await start();
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(sink.updates).toEqual([[]]);
+  });
+
+  it('adds with POST /container, replaces by id, and removes with DELETE /container/<id>', async () => {
+    const { sink, url } = await start();
+    let res = await post(url, '/container', manifest('web'));
+    expect(res.status).toBe(201);
+    expect(await res.json()).toEqual({ id: 'web', action: 'created' });
+    res = await post(url, '/container', JSON.stringify({ id: 'api', containers: [{ name: 'main', image: 'app:1' }] }), { 'content-type': 'application/json' });
+    expect(res.status).toBe(201);
+    expect(sink.ids).toEqual(['api', 'web']);
+    res = await post(url, '/container', manifest('web').replace('app:1', 'app:2'));
+    expect(res.status).toBe(200);
+    expect(sink.updates.at(-1)?.find((m) => m.id === 'web')?.containers[0]?.image).toBe('app:2');
+    res = await fetch(`${url}/container/api`, { method: 'DELETE' });
+    expect(res.status).toBe(200);
+    expect(sink.ids).toEqual(['web']);
+    res = await fetch(`${url}/container/api`, { method: 'DELETE' });
+    expect(res.status).toBe(404);
+  });
+
+  it('replaces the whole set with POST /containers', async () => {
+    const { sink, url } = await start();
+    await post(url, '/container', manifest('old'));
+    const res = await post(url, '/containers', `- ${manifest('a').replaceAll('\n', '\n  ')}\n- ${manifest('b').replaceAll('\n', '\n  ')}`);
+    expect(res.status).toBe(200);
+    expect(sink.ids).toEqual(['a', 'b']);
+  });
+
+  it('answers 400 naming every wrong field, and leaves the set as it was', async () => {
+    const { sink, url } = await start();
+    await post(url, '/container', manifest('web'));
+    const updates = sink.updates.length;
+    const bad = manifest('Bad_Id', '    ports:\n      - containerPort: 80\n        hostPort: 70000\n');
+    const res = await post(url, '/container', bad);
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: string; fieldErrors: Array<{ path: string; message: string }> };
+    expect(body.fieldErrors.map((e) => e.path)).toEqual(['id', 'containers[0].ports[0].hostPort']);
+    const list = await post(url, '/containers', JSON.stringify([{ id: 'ok', containers: [{ name: 'main', image: 'a' }] }, { id: 'ok2', containers: [{ name: 'Main', image: 'a' }] }]));
+    expect(list.status).toBe(400);
+    expect(((await list.json()) as { fieldErrors: Array<{ path: string }> }).fieldErrors.map((e) => e.path)).toEqual(['[1].containers[0].name']);
+    for (const text of ['{not yaml', '', '[]']) expect((await post(url, '/container', text)).status).toBe(400);
+    expect((await post(url, '/containers', `${JSON.stringify([JSON.parse(JSON.stringify({ id: 'd', containers: [{ name: 'm', image: 'a' }] })), { id: 'd', containers: [{ name: 'm', image: 'a' }] }])}`)).status).toBe(400);
+    expect(sink.updates.length).toBe(updates);
+    expect(sink.ids).toEqual(['web']);
+  });
+
+  it('refuses bodies over the limit with 413', async () => {
+    const { sink, url } = await start({ maxBodyBytes: 1024 });
+    const res = await post(url, '/container', manifest('web') + `# ${'x'.repeat(2000)}\n`);
+    expect(res.status).toBe(413);
+    expect(sink.updates).toHaveLength(1);
+  });
+
+  it('serves containerInfo for managed containers only: 400 without the parameter, 404 when unknown', async () => {
+    const { url } = await start();
+    expect((await fetch(`${url}/containerInfo`)).status).toBe(400);
+    expect((await fetch(`${url}/containerInfo?container=someone-elses`)).status).toBe(404);
+    const res = await fetch(`${url}/containerInfo?container=web-1`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ Id: 'abc', Name: '/web-1' });
+  });
+
+  it('serves /pods and /healthz, which fails when the agent says it is unhealthy', async () => {
+    const { url, view } = await start();
+    expect(await (await fetch(`${url}/pods`)).json()).toEqual(await view.pods());
+    let res = await fetch(`${url}/healthz`);
+    expect(res.status).toBe(200);
+    view.health_ = { healthy: false, message: 'no sync pass has completed for 40000 ms' };
+    res = await fetch(`${url}/healthz`);
+    expect(res.status).toBe(503);
+    expect(((await res.json()) as { message: string }).message).toContain('40000 ms');
+  });
+
+  it('requires the bearer token on every route but /healthz', async () => {
+    const { sink, url } = await start({ authToken: 's3cret' });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const denied = await post(url, '/container', manifest('web'));
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('www-authenticate')).toBe('Bearer');
+    expect((await post(url, '/container', manifest('web'), { authorization: 'Bearer wrong' })).status).toBe(401);
+    expect((await fetch(`${url}/pods`, { headers: { authorization: 'Basic s3cret' } })).status).toBe(401);
+    expect(sink.ids).toEqual([]);
+    expect((await post(url, '/container', manifest('web'), { authorization: 'Bearer s3cret' })).status).toBe(201);
+    expect(sink.ids).toEqual(['web']);
+  });
+
+  it('answers 404 for unknown routes and 405 for wrong methods', async () => {
+    const { url } = await start();
+    expect((await fetch(`${url}/nope`)).status).toBe(404);
+    expect((await fetch(`${url}/container`)).status).toBe(405);
+    expect((await fetch(`${url}/pods`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('answers 503 for agent routes until an agent is attached', async () => {
+    const { url } = await start({});
+    source!.attach(undefined as unknown as AgentView);
+    expect((await fetch(`${url}/pods`)).status).toBe(503);
+  });
+
+  it('drops a client that sends malformed HTTP, and one too slow to finish its request', async () => {
+    const { url, sink } = await start({ requestTimeoutMs: 300 });
+    const { port } = new URL(url);
+    const raw = async (payload: string): Promise<string> =>
+      new Promise((resolve) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write(payload));
+        let answer = '';
+        socket.on('data', (d) => (answer += d.toString()));
+        socket.on('close', () => resolve(answer));
+        socket.on('error', () => resolve(answer));
+      });
+    expect(await raw('GARBAGE / NOT-HTTP\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
+    const started = Date.now();
+    const slow = await raw('POST /container HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nid: we');
+    expect(slow).toMatch(/^HTTP\/1\.1 408/);
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(sink.updates).toHaveLength(1);
+  });
+
+  it('rejects start when the port is taken, so the supervisor can retry', async () => {
+    const { url } = await start();
+    const second = new ServerManifestSource({ port: Number(new URL(url).port) });
+    await expect(second.start(new RecordingSink())).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    await second.close();
+  });
+});

@@ -1,0 +1,43 @@
+import type { ContainerDetails, ContainerState } from './runtime.js';
+
+/** One container of a desired pod, as the runtime has it now. */
+export interface ContainerView {
+  readonly name: string;
+  readonly image: string;
+  /** `missing` when the runtime has no container for it (yet). */
+  readonly state: ContainerState | 'missing';
+  readonly id?: string;
+  readonly exitCode?: number;
+  readonly startedAt?: number;
+}
+
+/** One desired manifest, the source it came from, and the actual state of its containers. */
+export interface PodView {
+  readonly id: string;
+  readonly source: string;
+  readonly containers: readonly ContainerView[];
+}
+
+export interface HealthView {
+  readonly healthy: boolean;
+  /** When the last sync pass completed (ms since the epoch), if one has. */
+  readonly lastPassAt?: number;
+  readonly message: string;
+}
+
+/**
+ * What the agent shows of itself to read-only surfaces (the agent's HTTP server), without
+ * those surfaces depending on the runner.
+ */
+export interface AgentView {
+  /** Each desired manifest with its source and its containers' actual state. */
+  pods(): Promise<PodView[]>;
+  /**
+   * The runtime's inspect data for a container the agent manages on this node, found by its
+   * runtime name, its id, or `<manifest id>/<container name>`; `undefined` for anything else,
+   * foreign containers included.
+   */
+  containerInfo(name: string): Promise<ContainerDetails | undefined>;
+  /** Unhealthy when the sync loop has not completed a pass for too long. */
+  health(): HealthView;
+}

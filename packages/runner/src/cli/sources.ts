@@ -1,0 +1,36 @@
+import type { EventSink, Logger, ManifestSource } from '@kubelet-ts/core';
+import { FileManifestSource } from '@kubelet-ts/source-file';
+import { ServerManifestSource } from '@kubelet-ts/source-server';
+import type { CliOptions } from './options.js';
+
+export interface CliSources {
+  /** In priority order: file, url, etcd, server (the earlier wins a manifest id given twice). */
+  readonly sources: ManifestSource[];
+  readonly server: ServerManifestSource;
+  /** Extra event sinks (etcd) and how to close them. */
+  readonly eventSinks: EventSink[];
+  close(): Promise<void>;
+}
+
+/** The four sources of the 2014 agent, from the command line. */
+export function buildSources(options: CliOptions, hostname: string, logger: Logger): CliSources {
+  const sources: ManifestSource[] = [];
+  const closers: Array<() => Promise<void>> = [];
+  if (options.config !== undefined) sources.push(new FileManifestSource({ path: options.config, checkFrequencyMs: options.fileCheckFrequency }));
+  const eventSinks: EventSink[] = []; // PENDING: http and etcd sources
+  const server = new ServerManifestSource({
+    address: options.address,
+    port: options.port,
+    ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
+    logger,
+  });
+  sources.push(server);
+  return {
+    sources,
+    server,
+    eventSinks,
+    close: async () => {
+      await Promise.all(closers.map((c) => c()));
+    },
+  };
+}
