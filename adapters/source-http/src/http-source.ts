@@ -1,0 +1,266 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import got, { TimeoutError, type Response } from 'got';
+import {
+  KubeletError,
+  Tokens,
+  canonicalJson,
+  parseManifests,
+  rejectionError,
+  retainLastGood,
+  type ContainerManifest,
+  type ManifestSource,
+  type Registry,
+  type SourceSink,
+} from '@kubelet-ts/core';
+
+export interface HttpManifestSourceOptions {
+  /** An `http://` or `https://` URL whose body is one manifest or a list, YAML or JSON. */
+  readonly url: string;
+  /** Wait this long after one poll ends before the next begins. Default 20 s. */
+  readonly checkFrequencyMs?: number;
+  /** Give up on a poll (headers and body together) after this long. Default 10 s. */
+  readonly timeoutMs?: number;
+  /** Extra request headers sent with every poll, e.g. `Authorization`. */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Default `http`. */
+  readonly name?: string;
+}
+
+const ADAPTER = 'http';
+const MAX_BODY_BYTES = 1024 * 1024;
+/** RFC 9110 `token`: what a header name may be made of. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Control characters other than tab would let a flag smuggle a second header or end the request. */
+const HEADER_VALUE_FORBIDDEN = /[\u0000-\u0008\u000a-\u001f\u007f]/;
+
+/**
+ * Reads one `--manifest-url-header 'Name: value'` flag. The value is everything after the first
+ * colon, trimmed, so values that contain colons (URLs, `Basic` credentials) survive.
+ */
+export function parseHeaderFlag(text: string): [name: string, value: string] {
+  const colon = text.indexOf(':');
+  if (colon < 0) throw new Error(`malformed header ${JSON.stringify(text)}: expected "Name: value"`);
+  const name = text.slice(0, colon).trim();
+  const value = text.slice(colon + 1).trim();
+  if (!HEADER_NAME.test(name)) {
+    throw new Error(`malformed header ${JSON.stringify(text)}: ${name === '' ? 'the name is empty' : `${JSON.stringify(name)} is not a valid header name`}; expected "Name: value"`);
+  }
+  if (HEADER_VALUE_FORBIDDEN.test(value)) throw new Error(`malformed header ${JSON.stringify(text)}: the value holds a control character`);
+  return [name, value];
+}
+
+/**
+ * The `--manifest-url` source: polls a URL and delivers what it serves.
+ *
+ * A backend that fails (down, slow, 5xx, garbage) is reported once through `error` and the last
+ * good set stays in force: a flaky web server must never make the agent stop containers.
+ */
+export class HttpManifestSource implements ManifestSource {
+  readonly name: string;
+  private readonly url: string;
+  /** The URL as messages show it: a password in it must not end up in every log line. */
+  private readonly where: string;
+  private readonly checkFrequencyMs: number;
+  private readonly timeoutMs: number;
+  private readonly headers: Readonly<Record<string, string>>;
+  // Our own agents, without keep-alive: a poll every 20 s gains nothing from an idle socket, which
+  // the server may close just as we reuse it (a spurious ECONNRESET), and close() can end them all.
+  private readonly agents = { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) };
+  private sink: SourceSink | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private request: AbortController | undefined;
+  private closed = false;
+  /** The last body read whole, and the validators (ETag, Last-Modified) that name it. */
+  private body: string | undefined;
+  private etag: string | undefined;
+  private lastModified: string | undefined;
+  /** The set in force: the last good version of every manifest (see `retainLastGood`). */
+  private manifests: readonly ContainerManifest[] = [];
+  private delivered: string | undefined;
+  /** What was last said about the body, so an unchanged problem is not said again. */
+  private reported = new Set<string>();
+  /** The request failure last said, cleared by any answer, so that the next failure is said again. */
+  private failure: string | undefined;
+
+  constructor(options: HttpManifestSourceOptions) {
+    const protocol = URL.canParse(options.url) ? new URL(options.url).protocol : '';
+    if (protocol !== 'http:' && protocol !== 'https:') throw new Error(`manifest URL must be http:// or https://, got ${JSON.stringify(options.url)}`);
+    this.url = options.url;
+    this.where = withoutPassword(options.url);
+    this.checkFrequencyMs = options.checkFrequencyMs ?? 20_000;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.headers = Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    this.name = options.name ?? ADAPTER;
+  }
+
+  /** Polls once before resolving, whatever the answer: a backend that is down is an `error`, not a failed start. */
+  async start(sink: SourceSink): Promise<void> {
+    this.sink = sink;
+    this.closed = false;
+    // A (re)start tells its sink everything afresh: the first good read is delivered even if it
+    // equals what an earlier start delivered, and standing problems are reported again.
+    this.body = undefined;
+    this.etag = undefined;
+    this.lastModified = undefined;
+    this.delivered = undefined;
+    this.reported = new Set();
+    this.failure = undefined;
+    await this.poll();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.request?.abort();
+    await this.polling;
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+
+  /** One poll, and the next one `checkFrequencyMs` after it ends: polls never overlap. */
+  private poll(): Promise<void> {
+    this.polling = this.check()
+      .catch((error: unknown) => this.fail(new KubeletError('Internal', `${this.where}: ${String(error)}`, { adapter: ADAPTER, cause: error })))
+      .finally(() => {
+        this.polling = undefined;
+        if (!this.closed) this.timer = setTimeout(() => void this.poll(), this.checkFrequencyMs);
+      });
+    return this.polling;
+  }
+
+  private async check(): Promise<void> {
+    const request = new AbortController();
+    this.request = request;
+    let tooLarge = false;
+    let response: Response<string>;
+    try {
+      const pending = got(this.url, {
+        headers: this.requestHeaders(),
+        agent: this.agents,
+        retry: { limit: 0 }, // the poll loop is the retry
+        timeout: { request: this.timeoutMs },
+        throwHttpErrors: false,
+        followRedirect: true,
+        responseType: 'text',
+        signal: request.signal,
+      });
+      // Checked as it arrives (and against Content-Length before it does), so that a huge or
+      // endless body costs at most 1 MiB of memory.
+      pending.on('downloadProgress', ({ transferred, total }) => {
+        if (transferred > MAX_BODY_BYTES || (total ?? 0) > MAX_BODY_BYTES) {
+          tooLarge = true;
+          request.abort();
+        }
+      });
+      response = await pending;
+    } catch (error) {
+      if (this.closed) return;
+      this.fail(tooLarge ? new KubeletError('InvalidManifest', `${this.where}: the body is larger than 1 MiB`, { adapter: ADAPTER }) : requestFailure(this.where, this.timeoutMs, error));
+      return;
+    } finally {
+      this.request = undefined;
+    }
+    if (this.closed) return;
+    const { statusCode } = response;
+    if (statusCode === 304 && this.body !== undefined) {
+      this.failure = undefined; // the body we hold is still current
+      return;
+    }
+    if (statusCode < 200 || statusCode > 299) {
+      this.fail(statusFailure(this.where, response));
+      return;
+    }
+    this.failure = undefined;
+    this.etag = response.headers.etag;
+    this.lastModified = response.headers['last-modified'];
+    if (response.body === this.body) return; // a server without validators: same text, nothing new
+    this.read(response.body);
+  }
+
+  private requestHeaders(): Record<string, string> {
+    return {
+      'user-agent': 'kubelet-ts',
+      ...this.headers,
+      ...(this.etag === undefined ? {} : { 'if-none-match': this.etag }),
+      ...(this.lastModified === undefined ? {} : { 'if-modified-since': this.lastModified }),
+    };
+  }
+
+  private read(text: string): void {
+    this.body = text;
+    const parsed = parseManifests(text, this.where, { maxBytes: MAX_BODY_BYTES });
+    const { manifests, conflicts } = firstById(retainLastGood(parsed, this.manifests), this.where);
+    this.manifests = manifests;
+    if (parsed.unreadable !== undefined) {
+      this.report([parsed.unreadable]);
+      return; // an unreadable body changes nothing, not even on the first read: no empty set
+    }
+    this.report([...parsed.rejected.map((r) => rejectionError(r, ADAPTER)), ...conflicts]);
+    this.deliver();
+  }
+
+  /** Says each problem of the body that was not already said about the previous one. */
+  private report(problems: readonly KubeletError[]): void {
+    const said = this.reported;
+    this.reported = new Set(problems.map((e) => e.message));
+    for (const e of problems) if (!said.has(e.message)) this.sink?.error(e);
+  }
+
+  private fail(error: KubeletError): void {
+    if (error.message === this.failure) return;
+    this.failure = error.message;
+    this.sink?.error(error);
+  }
+
+  /** Delivers when the set changed, and always the first time, so that an empty set is seen too. */
+  private deliver(): void {
+    const fingerprint = canonicalJson(this.manifests);
+    if (fingerprint === this.delivered) return;
+    this.delivered = fingerprint;
+    this.sink?.update(this.manifests);
+  }
+}
+
+function withoutPassword(url: string): string {
+  const shown = new URL(url);
+  if (shown.password === '') return url;
+  shown.password = '***';
+  return shown.toString();
+}
+
+/** A manifest id given twice in one body: the first wins, as between two files of the file source. */
+function firstById(manifests: readonly ContainerManifest[], url: string): { manifests: ContainerManifest[]; conflicts: KubeletError[] } {
+  const byId = new Map<string, ContainerManifest>();
+  const twice = new Set<string>();
+  for (const m of manifests) {
+    if (byId.has(m.id)) twice.add(m.id);
+    else byId.set(m.id, m);
+  }
+  const conflicts = [...twice].map((id) => new KubeletError('Conflict', `${url}: manifest id "${id}" is given more than once; using the first`, { adapter: ADAPTER }));
+  return { manifests: [...byId.values()], conflicts };
+}
+
+function requestFailure(url: string, timeoutMs: number, error: unknown): KubeletError {
+  if (error instanceof TimeoutError) {
+    return new KubeletError('Timeout', `${url}: no answer within ${timeoutMs} ms`, { adapter: ADAPTER, cause: error });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new KubeletError('Unavailable', `${url}: ${message}`, { adapter: ADAPTER, cause: error });
+}
+
+/** A 404 or 410 says the URL is wrong rather than the backend down; any other status may heal. */
+function statusFailure(url: string, response: Response<string>): KubeletError {
+  const { statusCode, statusMessage } = response;
+  const code = statusCode === 404 || statusCode === 410 ? 'NotFound' : 'Unavailable';
+  return new KubeletError(code, `${url}: HTTP ${statusCode}${statusMessage ? ` ${statusMessage}` : ''}`, { adapter: ADAPTER });
+}
+
+/** Registers an HTTP source (`--manifest-url`) and returns it. */
+export function registerHttpSource(registry: Registry, options: HttpManifestSourceOptions): HttpManifestSource {
+  const source = new HttpManifestSource(options);
+  registry.register(Tokens.Source, { useValue: source });
+  return source;
+}
