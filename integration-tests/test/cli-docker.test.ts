@@ -1,23 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Labels } from '@kubelet-ts/core';
-import { buildTestImages, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
+import { buildTestImages, freePort, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
 import type Dockerode from 'dockerode';
 import { AgentProcess } from './agent-process.js';
-
-/** A TCP port nobody listens on right now. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 /** Runs a command inside a container (through the independent client) and returns its exit code and output. */
 async function exec(container: Dockerode.Container, cmd: string[]): Promise<{ code: number; output: string }> {

@@ -1,5 +1,7 @@
 import type { EventSink, Logger, ManifestSource } from '@kubelet-ts/core';
+import { EtcdEventSink, EtcdManifestSource } from '@kubelet-ts/source-etcd';
 import { FileManifestSource } from '@kubelet-ts/source-file';
+import { HttpManifestSource, parseHeaderFlag } from '@kubelet-ts/source-http';
 import { ServerManifestSource } from '@kubelet-ts/source-server';
 import type { CliOptions } from './options.js';
 
@@ -17,7 +19,23 @@ export function buildSources(options: CliOptions, hostname: string, logger: Logg
   const sources: ManifestSource[] = [];
   const closers: Array<() => Promise<void>> = [];
   if (options.config !== undefined) sources.push(new FileManifestSource({ path: options.config, checkFrequencyMs: options.fileCheckFrequency }));
-  const eventSinks: EventSink[] = []; // PENDING: http and etcd sources
+  if (options.manifestUrl !== undefined) {
+    sources.push(
+      new HttpManifestSource({
+        url: options.manifestUrl,
+        checkFrequencyMs: options.httpCheckFrequency,
+        timeoutMs: options.manifestUrlTimeout,
+        headers: Object.fromEntries(options.manifestUrlHeader.map(parseHeaderFlag)),
+      }),
+    );
+  }
+  const eventSinks: EventSink[] = [];
+  if (options.etcdServers !== undefined) {
+    sources.push(new EtcdManifestSource({ endpoints: [...options.etcdServers], hostname, logger }));
+    const sink = new EtcdEventSink({ endpoints: [...options.etcdServers], logger });
+    eventSinks.push(sink);
+    closers.push(() => sink.close());
+  }
   const server = new ServerManifestSource({
     address: options.address,
     port: options.port,

@@ -1,0 +1,308 @@
+import {
+  KubeletError,
+  Tokens,
+  canonicalJson,
+  parseManifests,
+  rejectionError,
+  retainLastGood,
+  silentLogger,
+  type ContainerManifest,
+  type Logger,
+  type ManifestSource,
+  type Registry,
+  type SourceSink,
+} from '@kubelet-ts/core';
+import type { Etcd3, IWatchResponse, Watcher } from 'etcd3';
+import { createEtcdClient, describeEtcdError } from './etcd-client.js';
+
+export interface EtcdManifestSourceOptions {
+  /** etcd client URLs, e.g. `http://127.0.0.1:2379`. */
+  readonly endpoints: readonly string[];
+  /** This host's name; it picks the default key. */
+  readonly hostname: string;
+  /** The key holding this host's manifests. Default `etcdKeyFor(hostname)`. */
+  readonly key?: string;
+  /** Default `etcd`. */
+  readonly name?: string;
+  /** First delay before reading again after etcd failed; doubles per failure. Default 500 ms. */
+  readonly retryInitialMs?: number;
+  /** Longest delay between two attempts while etcd is down. Default 30 s. */
+  readonly retryMaxMs?: number;
+  /** Deadline of one read, and of a watch being accepted. Default 5 s. */
+  readonly requestTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+const ADAPTER = 'etcd';
+
+/** Where the 2014 agent read a host's manifests: `/registry/hosts/<hostname>/kubelet`. */
+export function etcdKeyFor(hostname: string): string {
+  return `/registry/hosts/${hostname}/kubelet`;
+}
+
+/**
+ * The `--etcd_servers` source: one key holding a YAML or JSON list of manifests (one manifest is
+ * accepted too), read and then watched from the revision after the read.
+ *
+ * The read is the truth and the watch only carries changes after it. Whenever the watch is lost (etcd
+ * went away, the connection dropped, etcd canceled it), the source reads the key again and watches
+ * from that read's revision: a change made while it was not watching is in the read, so none is
+ * missed, and a compacted revision cannot hurt because the source never resumes from an old one.
+ * etcd3's own watch reconnect is not used, so there is only ever one watcher.
+ */
+export class EtcdManifestSource implements ManifestSource {
+  readonly name: string;
+  readonly key: string;
+  private readonly endpoints: readonly string[];
+  private readonly retryInitialMs: number;
+  private readonly retryMaxMs: number;
+  private readonly requestTimeoutMs: number;
+  private readonly logger: Logger;
+  private sink: SourceSink | undefined;
+  private client: Etcd3 | undefined;
+  private watcher: Watcher | undefined;
+  /** Fires when etcd does not accept a watch in time (etcd3 would wait for it forever). */
+  private watchdog: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private syncing: Promise<void> | undefined;
+  /** The manifests in force: the key's last good content, manifest by manifest. */
+  private manifests: readonly ContainerManifest[] = [];
+  private delivered: string | undefined;
+  /** What was last reported about the key's content, so that a re-read does not repeat it. */
+  private reported = '';
+  /** Attempts failed in a row; sets the back-off. */
+  private failures = 0;
+  /** Unavailable has been reported for the current outage. */
+  private outage = false;
+  /** Watches etcd canceled in a row, without a change in between. */
+  private cancels = 0;
+  private closed = false;
+
+  constructor(options: EtcdManifestSourceOptions) {
+    if (options.endpoints.length === 0) throw new KubeletError('Internal', 'etcd source: no endpoints given', { adapter: ADAPTER });
+    this.endpoints = options.endpoints;
+    this.key = options.key ?? etcdKeyFor(options.hostname);
+    this.name = options.name ?? ADAPTER;
+    this.retryInitialMs = options.retryInitialMs ?? 500;
+    this.retryMaxMs = options.retryMaxMs ?? 30_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** Resolves after the first attempt, read or not: an etcd that is down is retried, not fatal. */
+  async start(sink: SourceSink): Promise<void> {
+    this.sink = sink;
+    this.closed = false;
+    this.delivered = undefined; // a (re)started source always delivers its first read
+    this.reported = '';
+    this.failures = 0;
+    this.outage = false;
+    this.cancels = 0;
+    this.client = createEtcdClient({ endpoints: this.endpoints, requestTimeoutMs: this.requestTimeoutMs });
+    await this.sync();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    await this.stopWatching();
+    // Ends a read in flight (etcd3 gives a channel that is still connecting 1 s), and nothing
+    // is delivered from it: `closed` is checked after every wait.
+    this.client?.close();
+    this.client = undefined;
+    await this.syncing;
+  }
+
+  /** Reads the key and watches from there; one at a time. */
+  private sync(): Promise<void> {
+    this.syncing ??= this.readAndWatch().finally(() => {
+      this.syncing = undefined;
+    });
+    return this.syncing;
+  }
+
+  private async readAndWatch(): Promise<void> {
+    const client = this.client;
+    if (this.closed || client === undefined) return;
+    await this.stopWatching();
+    let response;
+    try {
+      response = await client.get(this.key).exec();
+    } catch (error) {
+      if (!this.closed) this.fail(error);
+      return;
+    }
+    if (this.closed) return;
+    this.apply(response.kvs[0]?.value);
+    this.watchFrom(client, BigInt(response.header.revision) + 1n);
+  }
+
+  private watchFrom(client: Etcd3, revision: bigint): void {
+    // A namespace of its own gives the watch a stream of its own: etcd3 shares one stream between
+    // the watchers of a namespace, and a new watch must not be attached to the stream that etcd3 is
+    // still tearing down after etcd canceled the previous one. `create()` would only settle once
+    // etcd accepts the watch (etcd3 retries disconnects inside it), so a watch made just as etcd dies
+    // would hang out of reach; `watcher()` hands the watcher over at once, so that it can be cancelled.
+    const watcher = client.namespace('').watch().key(this.key).startRevision(String(revision)).watcher();
+    this.watcher = watcher;
+    const current = () => watcher === this.watcher && !this.closed;
+    this.watchdog = setTimeout(() => {
+      if (current()) this.lost(new Error(`etcd did not accept a watch within ${this.requestTimeoutMs} ms`));
+    }, this.requestTimeoutMs);
+    watcher.on('connected', () => {
+      if (!current()) return;
+      clearTimeout(this.watchdog);
+      this.healthy(revision);
+    });
+    watcher.on('data', (response: IWatchResponse) => {
+      if (!current()) return;
+      this.cancels = 0;
+      // One response may carry several revisions of the key; the last is the one in force.
+      const last = response.events.at(-1);
+      if (last !== undefined) this.apply(last.type === 'Delete' ? undefined : last.kv.value);
+    });
+    // etcd3 emits `disconnected` twice for one drop (stream error, then end); `current` keeps the
+    // second from counting.
+    watcher.on('disconnected', (error: Error) => {
+      if (current()) this.lost(error);
+    });
+    watcher.on('end', () => {
+      if (current()) this.lost(new Error('the watch ended'));
+    });
+    watcher.on('error', (error: Error) => {
+      if (current()) this.canceled(error);
+    });
+  }
+
+  /** The read and the watch both worked: etcd is back (if it was away), and the back-off restarts. */
+  private healthy(revision: bigint): void {
+    this.failures = 0;
+    if (this.outage) {
+      this.outage = false;
+      this.logger.info({ source: this.name, key: this.key, endpoints: this.endpoints }, 'etcd reachable again');
+    }
+    this.logger.debug({ source: this.name, key: this.key, fromRevision: String(revision) }, 'watching');
+  }
+
+  /** The watch is gone with the connection: read again, with back-off. */
+  private lost(error: unknown): void {
+    void this.stopWatching();
+    this.fail(error);
+  }
+
+  /**
+   * etcd canceled the watch. In etcd 3.4 that is what a compacted start revision does, with an
+   * empty `cancel_reason`, so etcd3's error cannot say why: read again at once, and watch from the
+   * new read, which is never compacted. A second cancel right after a fresh read is something else
+   * (a permission, say), and is reported and retried with back-off rather than in a tight loop.
+   */
+  private canceled(error: Error): void {
+    void this.stopWatching({ detached: true });
+    this.cancels += 1;
+    if (this.cancels === 1) {
+      this.logger.info({ source: this.name, key: this.key, error: describeEtcdError(error) }, 'etcd canceled the watch (a compacted revision); reading the key again');
+      this.retryLater(0);
+      return;
+    }
+    if (this.cancels === 2) {
+      this.sink?.error(
+        new KubeletError('Unavailable', `etcd at ${this.endpoints.join(', ')} keeps canceling the watch of ${this.key}: ${describeEtcdError(error)}; retrying with back-off`, { adapter: ADAPTER, cause: error }),
+      );
+    }
+    this.retryLater(this.backoff(this.cancels - 1));
+  }
+
+  /** A failed read or a lost watch: report once per outage, and try again later. */
+  private fail(error: unknown): void {
+    this.failures += 1;
+    const delay = this.backoff(this.failures);
+    this.logger.debug({ source: this.name, key: this.key, error: describeEtcdError(error), retryInMs: delay }, 'etcd attempt failed');
+    if (!this.outage) {
+      this.outage = true;
+      // The last good set stays in force: an unreachable etcd is never an empty set.
+      this.sink?.error(
+        new KubeletError('Unavailable', `etcd at ${this.endpoints.join(', ')} is unreachable (key ${this.key}): ${describeEtcdError(error)}; retrying with back-off`, { adapter: ADAPTER, cause: error }),
+      );
+    }
+    this.retryLater(delay);
+  }
+
+  private backoff(attempt: number): number {
+    return Math.min(this.retryInitialMs * 2 ** Math.max(0, attempt - 1), this.retryMaxMs);
+  }
+
+  private retryLater(delayMs: number): void {
+    if (this.closed) return;
+    clearTimeout(this.retry);
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      void this.sync();
+    }, delayMs);
+  }
+
+  /**
+   * Drops the current watcher. `detached`: etcd3 has already let go of it (etcd canceled it), and a
+   * cancel request for it would wait for an answer that never comes.
+   */
+  private async stopWatching(options: { detached?: boolean } = {}): Promise<void> {
+    const watcher = this.watcher;
+    this.watcher = undefined;
+    clearTimeout(this.watchdog);
+    if (watcher === undefined) return;
+    watcher.removeAllListeners();
+    watcher.on('error', () => {}); // an `error` with no listener would throw inside etcd3's stream handler
+    if (options.detached === true) return;
+    // Detaching happens at once while disconnected, which keeps etcd3 from re-attaching this
+    // watcher when its stream comes back; while connected it waits for etcd's answer, bounded.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([watcher.cancel().catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, this.requestTimeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** Applies the key's value (`undefined`: no key) and delivers the set if it changed. */
+  private apply(value: Buffer | undefined): void {
+    const problems: KubeletError[] = [];
+    if (value === undefined) {
+      // A missing or deleted key is "nothing to run", like a missing --config path.
+      this.manifests = [];
+    } else {
+      const parsed = parseManifests(value.toString('utf8'), this.key);
+      this.manifests = retainLastGood(parsed, this.manifests);
+      if (parsed.unreadable !== undefined) problems.push(parsed.unreadable);
+      else problems.push(...parsed.rejected.map((r) => rejectionError(r, ADAPTER)));
+    }
+    this.manifests = this.firstOfEachId(this.manifests, problems);
+    this.report(problems);
+    const fingerprint = canonicalJson(this.manifests);
+    if (fingerprint === this.delivered) return;
+    this.delivered = fingerprint;
+    this.sink?.update(this.manifests);
+  }
+
+  /** A manifest id listed twice in the key: the first wins, as between two files. */
+  private firstOfEachId(manifests: readonly ContainerManifest[], problems: KubeletError[]): ContainerManifest[] {
+    const seen = new Set<string>();
+    return manifests.filter((m) => {
+      if (!seen.has(m.id)) {
+        seen.add(m.id);
+        return true;
+      }
+      problems.push(new KubeletError('Conflict', `${this.key}: manifest id "${m.id}" is listed more than once; using the first`, { adapter: ADAPTER }));
+      return false;
+    });
+  }
+
+  private report(errors: readonly KubeletError[]): void {
+    const text = errors.map((e) => e.message).join('\n');
+    if (text === this.reported) return;
+    this.reported = text;
+    for (const e of errors) this.sink?.error(e);
+  }
+}
+
+/** Registers an etcd source (`--etcd_servers`) and returns it. */
+export function registerEtcdSource(registry: Registry, options: EtcdManifestSourceOptions): EtcdManifestSource {
+  const source = new EtcdManifestSource(options);
+  registry.register(Tokens.Source, { useValue: source });
+  return source;
+}

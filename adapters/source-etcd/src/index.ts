@@ -1,0 +1,2 @@
+export * from './etcd-source.js';
+export * from './etcd-event-sink.js';

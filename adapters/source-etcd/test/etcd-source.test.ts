@@ -1,0 +1,323 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { Tokens, type ManifestSource } from '@kubelet-ts/core';
+import { Namespace, type Etcd3 } from 'etcd3';
+import { createEtcdClient } from '../src/etcd-client.js';
+import { EtcdManifestSource, etcdKeyFor, registerEtcdSource, type EtcdManifestSourceOptions } from '../src/index.js';
+import { EtcdServer } from '@kubelet-ts/testkit';
+import { RecordingLogger, RecordingSink, until } from './recording.js';
+import { TcpGate } from './tcp-gate.js';
+
+const manifest = (id: string, image = 'app:1') => ({ version: 'v1beta1', id, containers: [{ name: 'main', image }] });
+const list = (...manifests: object[]) => JSON.stringify(manifests);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let hosts = 0;
+/** A hostname of its own per test, so that tests sharing an etcd never share a key. */
+const nextHost = () => `node-${++hosts}`;
+
+/** The revision from which the source's latest watch started, from its debug log. */
+const lastWatchRevision = (logger: RecordingLogger): bigint => BigInt(String(logger.find('watching').at(-1)?.fields.fromRevision ?? '0'));
+
+describe('EtcdManifestSource', () => {
+  let etcd: EtcdServer;
+  let admin: Etcd3;
+  let source: EtcdManifestSource | undefined;
+
+  beforeAll(async () => {
+    etcd = await EtcdServer.launch();
+    admin = createEtcdClient({ endpoints: [etcd.endpoint], requestTimeoutMs: 5000 });
+  });
+
+  afterEach(async () => {
+    await source?.close();
+    source = undefined;
+  });
+
+  afterAll(async () => {
+    admin?.close();
+    await etcd?.destroy();
+  });
+
+  const start = async (options: Partial<EtcdManifestSourceOptions> = {}) => {
+    const sink = new RecordingSink();
+    source = new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: nextHost(), ...options });
+    await source.start(sink);
+    return { sink, key: source.key };
+  };
+
+  it('reads the 2014 key of its host by default', () => {
+    expect(etcdKeyFor('node-1')).toBe('/registry/hosts/node-1/kubelet');
+    expect(new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: 'node-1' }).key).toBe('/registry/hosts/node-1/kubelet');
+    expect(new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: 'node-1', key: '/custom' }).key).toBe('/custom');
+    expect(new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: 'node-1' }).name).toBe('etcd');
+  });
+
+  it('delivers an empty set for a missing key, then each put, change and delete at once', async () => {
+    const { sink, key } = await start();
+    expect(sink.updates).toEqual([[]]);
+    expect(sink.errors).toEqual([]);
+
+    let sent = Date.now();
+    await admin.put(key).value(list(manifest('a'), manifest('b')));
+    await sink.until(() => sink.ids.join() === 'a,b', 'a list put');
+    expect(Date.now() - sent).toBeLessThan(500);
+
+    sent = Date.now();
+    await admin.put(key).value(list(manifest('a', 'app:2'), manifest('b')));
+    await sink.until(() => sink.image('a') === 'app:2', 'a changed list');
+    expect(Date.now() - sent).toBeLessThan(500);
+
+    await admin.delete().key(key);
+    await sink.until(() => sink.updates.length === 4, 'the delete');
+    expect(sink.updates.at(-1)).toEqual([]);
+    expect(sink.errors).toEqual([]);
+  });
+
+  it('reads a key that exists at start, takes one manifest as well as a list, and delivers only changed sets', async () => {
+    const key = `/test/${nextHost()}`;
+    await admin.put(key).value('version: v1beta1\nid: solo\ncontainers:\n  - name: main\n    image: app:1\n');
+    const { sink } = await start({ key });
+    expect(sink.ids).toEqual(['solo']);
+    // The same set again, as JSON and as a one-item list: new revisions, no new delivery.
+    await admin.put(key).value(JSON.stringify(manifest('solo')));
+    await admin.put(key).value(list(manifest('solo')));
+    await admin.put(key).value(list(manifest('solo'), manifest('other')));
+    await sink.until(() => sink.ids.join() === 'other,solo', 'a second manifest');
+    expect(sink.updates).toHaveLength(2);
+  });
+
+  it('reports a value that is not YAML, naming the key, and keeps the last good set', async () => {
+    const { sink, key } = await start();
+    await admin.put(key).value(list(manifest('a', 'app:1')));
+    await sink.until(() => sink.ids.join() === 'a', 'a');
+    await admin.put(key).value('- id: a\n  containers: [');
+    await sink.until(() => sink.errors.length === 1, 'the syntax error');
+    expect(sink.errors[0]?.code).toBe('InvalidManifest');
+    expect(sink.errors[0]?.message).toContain(key);
+    expect(sink.updates).toHaveLength(2); // nothing delivered for the bad value
+    expect(sink.image('a')).toBe('app:1');
+    await admin.put(key).value(list(manifest('a', 'app:2')));
+    await sink.until(() => sink.image('a') === 'app:2', 'the fix');
+    expect(sink.errors).toHaveLength(1);
+  });
+
+  it('delivers the valid manifests of a list, names the field path of the invalid one, and keeps its last good version', async () => {
+    const { sink, key } = await start();
+    await admin.put(key).value(list(manifest('a'), manifest('web', 'web:1'), manifest('c')));
+    await sink.until(() => sink.ids.join() === 'a,c,web', 'three manifests');
+    const broken = { ...manifest('web', 'web:2'), containers: [{ name: 'main', image: 'web:2', ports: [{ containerPort: 80, hostPort: 70000 }] }] };
+    await admin.put(key).value(list(manifest('a', 'app:2'), broken, manifest('c')));
+    await sink.until(() => sink.image('a') === 'app:2', 'a updated beside the broken one');
+    expect(sink.ids).toEqual(['a', 'c', 'web']);
+    expect(sink.image('web')).toBe('web:1'); // the last good version stays in force
+    expect(sink.errors).toHaveLength(1);
+    expect(sink.errors[0]?.code).toBe('InvalidManifest');
+    expect(sink.errors[0]?.message).toContain(`${key}[1] (id "web")`);
+    expect(sink.errors[0]?.message).toContain('containers[0].ports[0].hostPort: must be 0-65535');
+    expect(sink.errors[0]?.fieldErrors.map((f) => f.path)).toEqual(['containers[0].ports[0].hostPort']);
+  });
+
+  it('takes the first of two manifests with the same id and reports the conflict once', async () => {
+    const { sink, key } = await start();
+    await admin.put(key).value(list(manifest('web', 'web:first'), manifest('web', 'web:second')));
+    await sink.until(() => sink.ids.join() === 'web', 'web');
+    expect(sink.image('web')).toBe('web:first');
+    await admin.put(key).value(list(manifest('web', 'web:first'), manifest('web', 'web:second'), manifest('x')));
+    await sink.until(() => sink.ids.join() === 'web,x', 'x');
+    expect(sink.errors.map((e) => e.code)).toEqual(['Conflict']);
+    expect(sink.errors[0]?.message).toContain(key);
+  });
+
+  it('says nothing after close, keeps one watcher, and closes twice without harm', async () => {
+    const { sink, key } = await start();
+    await until(async () => (await etcd.watchers()) === 1, 'the watch');
+    await source?.close();
+    await source?.close();
+    expect(await etcd.watchers()).toBe(0); // close waited for etcd to drop the watch
+    await admin.put(key).value(list(manifest('late')));
+    await sleep(200);
+    expect(sink.updates).toEqual([[]]);
+    expect(sink.errors).toEqual([]);
+  });
+
+  it('starts again after close and delivers its set again', async () => {
+    const { sink, key } = await start();
+    await admin.put(key).value(list(manifest('a')));
+    await sink.until(() => sink.ids.join() === 'a', 'a');
+    await source?.close();
+    const again = new RecordingSink();
+    await source?.start(again);
+    expect(again.updates).toHaveLength(1);
+    expect(again.ids).toEqual(['a']);
+  });
+
+  it('registers under Tokens.Source', () => {
+    const registered: Array<{ token: symbol; value: unknown }> = [];
+    const registry = { register: <T>(token: symbol, provider: { useValue: T }) => registered.push({ token, value: provider.useValue }) };
+    const registeredSource: ManifestSource = registerEtcdSource(registry, { endpoints: [etcd.endpoint], hostname: 'node-1' });
+    expect(registered).toEqual([{ token: Tokens.Source, value: registeredSource }]);
+  });
+});
+
+describe('EtcdManifestSource when etcd fails', () => {
+  let etcd: EtcdServer;
+  let admin: Etcd3;
+  let gate: TcpGate | undefined;
+  let source: EtcdManifestSource | undefined;
+
+  beforeEach(async () => {
+    etcd = await EtcdServer.launch();
+    admin = createEtcdClient({ endpoints: [etcd.endpoint], requestTimeoutMs: 5000 });
+  });
+
+  afterEach(async () => {
+    await source?.close();
+    source = undefined;
+    await gate?.close();
+    gate = undefined;
+    admin?.close();
+    await etcd?.destroy();
+  });
+
+  const create = (endpoint: string, options: Partial<EtcdManifestSourceOptions> = {}) => {
+    const logger = new RecordingLogger();
+    source = new EtcdManifestSource({ endpoints: [endpoint], hostname: nextHost(), retryInitialMs: 100, retryMaxMs: 200, logger, ...options });
+    return { source, logger, sink: new RecordingSink() };
+  };
+
+  it('starts while etcd is down, reports it once, and delivers the first read when etcd comes up', async () => {
+    const { source, sink, logger } = create(etcd.endpoint);
+    await admin.put(source.key).value(list(manifest('a')));
+    await etcd.stop();
+    const began = Date.now();
+    await source.start(sink);
+    expect(Date.now() - began).toBeLessThan(1000);
+    expect(sink.errors.map((e) => e.code)).toEqual(['Unavailable']);
+    expect(sink.errors[0]?.message).toContain(etcd.endpoint);
+    await until(() => logger.find('etcd attempt failed').length >= 4, 'retries');
+    expect(sink.updates).toEqual([]); // nothing is delivered before a read
+    expect(sink.errors).toHaveLength(1); // once per outage
+    await etcd.start();
+    await sink.until(() => sink.ids.join() === 'a', 'the first read');
+    await until(() => logger.find('etcd reachable again').length === 1, 'the recovery log');
+    expect(sink.updates).toHaveLength(1);
+    expect(sink.errors).toHaveLength(1);
+  });
+
+  it('keeps the last good set while etcd is stopped, reports it once, and follows etcd when it is back', async () => {
+    const { source, sink, logger } = create(etcd.endpoint);
+    await admin.put(source.key).value(list(manifest('a', 'app:1')));
+    await source.start(sink);
+    expect(sink.ids).toEqual(['a']);
+    await etcd.stop();
+    await sink.until(() => sink.errors.length === 1, 'Unavailable');
+    expect(sink.errors[0]?.code).toBe('Unavailable');
+    await until(() => logger.find('etcd attempt failed').length >= 4, 'retries');
+    expect(sink.errors).toHaveLength(1);
+    expect(sink.updates).toHaveLength(1); // never an empty set for an outage
+    expect(sink.image('a')).toBe('app:1');
+    await etcd.start();
+    await admin.put(source.key).value(list(manifest('a', 'app:2')));
+    await sink.until(() => sink.image('a') === 'app:2', 'the change after etcd came back');
+    await admin.put(source.key).value(list(manifest('a', 'app:3')));
+    await sink.until(() => sink.image('a') === 'app:3', 'a change through the new watch');
+    expect(sink.errors).toHaveLength(1);
+    // etcd3 did not re-attach the old watcher beside the new one.
+    await sleep(300);
+    expect(await etcd.watchers()).toBe(1);
+  });
+
+  it('misses no change made while it could not reach etcd: it reads again and watches from that read', async () => {
+    gate = await TcpGate.listen(etcd.endpoint);
+    const { source, sink, logger } = create(gate.endpoint);
+    await admin.put(source.key).value(list(manifest('a', 'app:1')));
+    await source.start(sink);
+    expect(sink.image('a')).toBe('app:1');
+    await until(() => logger.find('watching').length === 1, 'the watch');
+    gate.cut();
+    await sink.until(() => sink.errors.length === 1, 'Unavailable');
+    // etcd itself is up: the change is made while the source cannot see it.
+    const put = await admin.put(source.key).value(list(manifest('a', 'app:2')));
+    const changedAt = BigInt(put.header.revision);
+    await until(() => logger.find('etcd attempt failed').length >= 3, 'retries while cut');
+    expect(sink.image('a')).toBe('app:1');
+    gate.restore();
+    await sink.until(() => sink.image('a') === 'app:2', 'the change made while cut');
+    await until(() => logger.find('watching').length === 2, 'the new watch');
+    // The change came from the read, not from a watch: the new watch starts after it.
+    expect(lastWatchRevision(logger)).toBe(changedAt + 1n);
+    expect(sink.errors).toHaveLength(1);
+    expect(sink.updates).toHaveLength(2);
+    await sleep(300);
+    expect(await etcd.watchers()).toBe(1);
+  });
+
+  it('reads again after the revisions it missed were compacted away', async () => {
+    gate = await TcpGate.listen(etcd.endpoint);
+    const { source, sink, logger } = create(gate.endpoint);
+    await admin.put(source.key).value(list(manifest('a', 'app:1')));
+    await source.start(sink);
+    await until(() => logger.find('watching').length === 1, 'the watch');
+    const watchedFrom = lastWatchRevision(logger);
+    gate.cut();
+    await sink.until(() => sink.errors.length === 1, 'Unavailable');
+    let revision = '';
+    for (const image of ['app:2', 'app:3', 'app:4']) revision = (await admin.put(source.key).value(list(manifest('a', image)))).header.revision;
+    await admin.kv.compact({ revision, physical: true });
+    expect(BigInt(revision)).toBeGreaterThan(watchedFrom); // resuming the old watch would hit the compaction
+    gate.restore();
+    await sink.until(() => sink.image('a') === 'app:4', 'the latest value after compaction');
+    expect(sink.updates.map((u) => u[0]?.containers[0]?.image)).toEqual(['app:1', 'app:4']);
+    expect(sink.errors.map((e) => e.code)).toEqual(['Unavailable']);
+  });
+
+  it('reads again when etcd cancels a watch because its start revision was compacted', async () => {
+    const { source, sink, logger } = create(etcd.endpoint);
+    await admin.put(source.key).value(list(manifest('a', 'app:1')));
+    // Two changes and a compaction land between the source's read and its watch: the watch then
+    // starts from a compacted revision, which etcd refuses by canceling it.
+    const get = Namespace.prototype.get;
+    let race: (() => Promise<void>) | undefined = async () => {
+      await admin.put(source.key).value(list(manifest('a', 'app:2')));
+      const { header } = await admin.put(source.key).value(list(manifest('a', 'app:3')));
+      await admin.kv.compact({ revision: header.revision, physical: true });
+    };
+    const spy = jest.spyOn(Namespace.prototype, 'get').mockImplementation(function (this: Namespace, key) {
+      const builder = get.call(this, key);
+      const inject = race;
+      if (inject === undefined || String(key) !== source.key) return builder;
+      race = undefined;
+      const exec = builder.exec.bind(builder);
+      builder.exec = async () => {
+        const response = await exec();
+        await inject();
+        return response;
+      };
+      return builder;
+    });
+    try {
+      await source.start(sink);
+      await sink.until(() => sink.image('a') === 'app:3', 'the value after the canceled watch');
+    } finally {
+      spy.mockRestore();
+    }
+    expect(race).toBeUndefined(); // the race really ran
+    expect(logger.find('etcd canceled the watch')).toHaveLength(1);
+    expect(sink.updates.map((u) => u[0]?.containers[0]?.image)).toEqual(['app:1', 'app:3']);
+    expect(sink.errors).toEqual([]); // a compaction is not an outage
+    await admin.put(source.key).value(list(manifest('a', 'app:4')));
+    await sink.until(() => sink.image('a') === 'app:4', 'a change through the new watch');
+  });
+
+  it('closes while etcd is down without another word', async () => {
+    const { source, sink } = create(etcd.endpoint);
+    await etcd.stop();
+    await source.start(sink);
+    expect(sink.errors).toHaveLength(1);
+    await source.close();
+    await etcd.start();
+    await sleep(300);
+    expect(sink.errors).toHaveLength(1);
+    expect(sink.updates).toEqual([]);
+  });
+});

@@ -1,0 +1,65 @@
+import type { ContainerManifest, KubeletError, Logger } from '@kubelet-ts/core';
+
+/** A sink that records what a source said, and waits for what a test expects. */
+export class RecordingSink {
+  readonly updates: (readonly ContainerManifest[])[] = [];
+  readonly errors: KubeletError[] = [];
+  update(manifests: readonly ContainerManifest[]) {
+    this.updates.push(manifests);
+  }
+  error(error: Error) {
+    this.errors.push(error as KubeletError);
+  }
+  get ids(): string[] {
+    return (this.updates.at(-1) ?? []).map((m) => m.id).sort();
+  }
+  image(id: string): string | undefined {
+    return this.updates.at(-1)?.find((m) => m.id === id)?.containers[0]?.image;
+  }
+  async until(check: () => boolean, what: string, ms = 5000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!check()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ids=${this.ids.join(',')} errors=${this.errors.map((e) => e.message).join(' | ')}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+export interface LogEntry {
+  readonly level: 'debug' | 'info' | 'warn' | 'error';
+  readonly fields: Record<string, unknown>;
+  readonly message: string;
+}
+
+/** A logger that keeps every entry, so that a test can check what was logged, and how often. */
+export class RecordingLogger implements Logger {
+  readonly entries: LogEntry[] = [];
+  debug(fields: object, message: string) {
+    this.entries.push({ level: 'debug', fields: fields as Record<string, unknown>, message });
+  }
+  info(fields: object, message: string) {
+    this.entries.push({ level: 'info', fields: fields as Record<string, unknown>, message });
+  }
+  warn(fields: object, message: string) {
+    this.entries.push({ level: 'warn', fields: fields as Record<string, unknown>, message });
+  }
+  error(fields: object, message: string) {
+    this.entries.push({ level: 'error', fields: fields as Record<string, unknown>, message });
+  }
+  child(): Logger {
+    return this;
+  }
+  /** Entries whose message contains `text`. */
+  find(text: string): LogEntry[] {
+    return this.entries.filter((e) => e.message.includes(text));
+  }
+}
+
+/** Waits until `check` holds. */
+export async function until(check: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

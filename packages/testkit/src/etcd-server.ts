@@ -1,0 +1,158 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+/**
+ * A real etcd (Debian's etcd-server) of this test's own, on free loopback ports with a temp data dir. Fault tests stop it
+ * and start it again on the same ports and data, which is "etcd went down and came back" to a
+ * client; the etcd that `npm test` starts is never touched.
+ */
+export class EtcdServer {
+  readonly endpoint: string;
+  private process: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+  /** The last lines etcd printed, for the message when it does not come up. */
+  private readonly log: string[] = [];
+
+  private constructor(
+    private readonly binary: string,
+    private readonly dataDir: string,
+    private readonly clientPort: number,
+    private readonly peerPort: number,
+  ) {
+    this.endpoint = `http://127.0.0.1:${clientPort}`;
+  }
+
+  /** Spawns a fresh etcd and resolves once it answers `/health`. */
+  static async launch(): Promise<EtcdServer> {
+    const binary = findEtcd();
+    const dataDir = await mkdtemp(join(tmpdir(), 'kubelet-ts-etcd-'));
+    const server = new EtcdServer(binary, dataDir, await freePort(), await freePort());
+    try {
+      await server.start();
+    } catch (error) {
+      await server.destroy();
+      throw error;
+    }
+    return server;
+  }
+
+  get running(): boolean {
+    return this.process !== undefined;
+  }
+
+  /** Starts etcd again on the same ports and data dir; resolves once it answers `/health`. */
+  async start(): Promise<void> {
+    if (this.process !== undefined) return;
+    const peer = `http://127.0.0.1:${this.peerPort}`;
+    const child = spawn(
+      this.binary,
+      [
+        '--name', 'test',
+        '--data-dir', this.dataDir,
+        '--listen-client-urls', this.endpoint,
+        '--advertise-client-urls', this.endpoint,
+        '--listen-peer-urls', peer,
+        '--initial-advertise-peer-urls', peer,
+        '--initial-cluster', `test=${peer}`,
+        // A lone member elects itself after one election timeout, also when it restarts: keep it short.
+        '--heartbeat-interval', '25',
+        '--election-timeout', '250',
+        '--logger', 'zap',
+        '--log-level', 'warn',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.process = child;
+    const keep = (chunk: Buffer) => {
+      this.log.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      this.log.splice(0, Math.max(0, this.log.length - 30));
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    let gone = false;
+    void this.exited.then(() => {
+      gone = true;
+      if (this.process === child) this.process = undefined;
+    });
+    const deadline = Date.now() + 15_000;
+    while (!(await healthy(this.endpoint))) {
+      if (gone) throw new Error(`etcd exited before answering ${this.endpoint}/health:\n${this.log.join('\n')}`);
+      if (Date.now() > deadline) {
+        await this.stop();
+        throw new Error(`etcd did not answer ${this.endpoint}/health within 15 s:\n${this.log.join('\n')}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /**
+   * Stops etcd and waits for it to exit. SIGTERM is a clean shutdown; SIGKILL is a crash, and is
+   * faster, as etcd's clean shutdown waits a while for open watch streams to end.
+   */
+  async stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+    const child = this.process;
+    if (child === undefined) return;
+    child.kill(signal);
+    const forced = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await this.exited;
+    clearTimeout(forced);
+    this.process = undefined;
+  }
+
+  /** Stops etcd and removes its data dir. */
+  async destroy(): Promise<void> {
+    await this.stop('SIGKILL');
+    await rm(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** How many watchers etcd is serving now, from its metrics: two would mean a duplicate watch. */
+  async watchers(): Promise<number> {
+    const text = await (await fetch(`${this.endpoint}/metrics`)).text();
+    const match = /^etcd_debugging_mvcc_watcher_total (\d+)/m.exec(text);
+    if (match === null) throw new Error('etcd metrics: no etcd_debugging_mvcc_watcher_total');
+    return Number(match[1]);
+  }
+
+  /** Calls etcd's JSON gateway (`/v3/...`), for what the etcd3 client does not expose. */
+  async gateway(path: string, body: object): Promise<Record<string, unknown>> {
+    const response = await fetch(`${this.endpoint}${path}`, { method: 'POST', body: JSON.stringify(body) });
+    const json = (await response.json()) as Record<string, unknown>;
+    if (!response.ok) throw new Error(`${path}: HTTP ${response.status}: ${JSON.stringify(json)}`);
+    return json;
+  }
+}
+
+function findEtcd(): string {
+  const candidates = ['/usr/bin/etcd', ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'etcd'))];
+  const found = candidates.find((path) => existsSync(path));
+  if (found === undefined) {
+    throw new Error('no etcd binary at /usr/bin/etcd or on PATH: apt-get install -y etcd-server; npm test installs it');
+  }
+  return found;
+}
+
+async function healthy(endpoint: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(1000) });
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** A loopback TCP port that was free a moment ago (the kernel does not hand it out again at once). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
