@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EtcdServer } from '@kubelet-ts/testkit';
+import { AgentProcess } from './agent-process.js';
+
+const pod = (id: string, image = 'busybox:1.36') => ({ version: 'v1beta1', id, containers: [{ name: 'main', image }] });
+
+describe('kubelet-ts CLI with all four sources: file, url, etcd and its own server', () => {
+  let dir: string;
+  let etcd: EtcdServer;
+  let http: Server;
+  let urlBody = JSON.stringify([pod('from-url')]);
+  let agent: AgentProcess;
+  let server: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-four-'));
+    await writeFile(join(dir, 'file.json'), JSON.stringify(pod('from-file')));
+    etcd = await EtcdServer.launch();
+    await etcd.gateway('/v3/kv/put', { key: btoa('/registry/hosts/four/kubelet'), value: btoa(JSON.stringify([pod('from-etcd')])) });
+    http = createServer((_, res) => res.end(urlBody));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    const { port } = http.address() as { port: number };
+    agent = new AgentProcess([
+      '--runtime', 'memory', '--hostname-override', 'four', '--sync-frequency', '1s',
+      '--config', dir,
+      '--manifest-url', `http://127.0.0.1:${port}/manifests`, '--http-check-frequency', '200ms',
+      '--etcd-servers', etcd.endpoint,
+    ]);
+    server = await agent.serverUrl();
+  });
+
+  afterAll(async () => {
+    agent.kill();
+    await agent.exit;
+    await new Promise((resolve) => http.close(resolve));
+    await etcd.destroy();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const started = (podId: string) => agent.events('ContainerStarted', podId).length;
+
+  it('runs the union of what the four sources ask for', async () => {
+    const res = await fetch(`${server}/container`, { method: 'POST', body: JSON.stringify(pod('from-server')) });
+    expect(res.status).toBe(201);
+    await agent.until(() => ['from-file', 'from-url', 'from-etcd', 'from-server'].every((id) => started(id) === 1), 'four pods started');
+    const pods = (await (await fetch(`${server}/pods`)).json()) as Array<{ id: string; source: string }>;
+    expect(Object.fromEntries(pods.map((p) => [p.id, p.source]))).toEqual({ 'from-file': 'file', 'from-url': 'http', 'from-etcd': 'etcd', 'from-server': 'server' });
+  });
+
+  it('runs one copy of a manifest id given by two sources, from the higher-priority source, and says so', async () => {
+    urlBody = JSON.stringify([pod('from-url'), pod('from-file', 'busybox:other')]);
+    await agent.until(() => agent.events('ManifestConflict', 'from-file').length === 1, 'conflict reported');
+    const conflict = agent.events('ManifestConflict', 'from-file')[0]!;
+    expect(conflict.msg).toContain('running the one from file');
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(started('from-file')).toBe(1);
+    expect(agent.events('ContainerRemoved')).toEqual([]);
+  });
+
+  it('keeps the url source’s last good set when it starts failing', async () => {
+    urlBody = 'containers: [ this is not yaml';
+    await agent.until(() => agent.events('ManifestRejected').some((l) => String(l.msg).includes('/manifests')), 'bad body reported');
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(agent.events('ContainerRemoved')).toEqual([]);
+    const { code } = await agent.stop();
+    expect(code).toBe(0);
+  });
+});
