@@ -21,9 +21,15 @@ export interface DockerApi {
 
 export interface DockerContainerHandle {
   inspect(): Promise<DockerInspect>;
+  exec(options: { Cmd: string[]; AttachStdout: boolean; AttachStderr: boolean }): Promise<DockerExec>;
   start(): Promise<unknown>;
   stop(options: { t: number }): Promise<unknown>;
   remove(options: { force?: boolean; v?: boolean }): Promise<unknown>;
+}
+
+export interface DockerExec {
+  start(options: Record<string, never>): Promise<NodeJS.ReadableStream>;
+  inspect(): Promise<{ Running: boolean; ExitCode: number | null }>;
 }
 
 export interface DockerContainerInfo {

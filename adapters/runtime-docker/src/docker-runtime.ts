@@ -14,6 +14,7 @@ import {
   type ContainerSpec,
   type ContainerState,
   type ContainerSummary,
+  type ExecResult,
   type ListOptions,
   type Logger,
   type PortBinding,
@@ -167,6 +168,20 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
+  async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
+    const container = this.docker.getContainer(id);
+    const info = await this.call(`inspect ${id}`, () => container.inspect());
+    if (info.State.Status !== 'running') throw new KubeletError('Conflict', `exec in ${info.Name}: the container is ${info.State.Status}`, { adapter: ADAPTER });
+    const exec = await this.call(`exec in ${id}`, () => container.exec({ Cmd: [...command], AttachStdout: true, AttachStderr: true }));
+    const stream = await this.call(`exec in ${id}`, () => exec.start({}));
+    const output = await collectExecOutput(stream, timeoutMs);
+    if (output === undefined) {
+      throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${info.Name}: no exit within ${timeoutMs} ms`, { adapter: ADAPTER });
+    }
+    const result = await this.call(`exec in ${id}`, () => exec.inspect());
+    return { exitCode: result.ExitCode ?? -1, output };
+  }
+
   // ---- pods ----------------------------------------------------------------------------------
 
   /** The pod's infrastructure container, created and started when missing; returns its id. */
@@ -301,6 +316,39 @@ export class DockerRuntime implements ContainerRuntime {
       throw translate(error, what, this.endpoint);
     }
   }
+}
+
+const MAX_EXEC_OUTPUT = 64 * 1024;
+
+/**
+ * Reads an exec's multiplexed stream (8-byte frame headers) until it ends; `undefined` when it
+ * has not ended within `timeoutMs`.
+ */
+function collectExecOutput(stream: NodeJS.ReadableStream, timeoutMs: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    let buffer = Buffer.alloc(0);
+    let output = '';
+    const timer = setTimeout(() => {
+      (stream as { destroy?: () => void }).destroy?.();
+      resolve(undefined);
+    }, timeoutMs);
+    stream.on('data', (chunk: Buffer) => {
+      buffer = Buffer.concat([buffer, chunk]);
+      while (buffer.length >= 8) {
+        const size = buffer.readUInt32BE(4);
+        if (buffer.length < 8 + size) break;
+        if (output.length < MAX_EXEC_OUTPUT) output += buffer.subarray(8, 8 + size).toString('utf8');
+        buffer = buffer.subarray(8 + size);
+      }
+    });
+    const done = () => {
+      clearTimeout(timer);
+      resolve(output.slice(0, MAX_EXEC_OUTPUT));
+    };
+    stream.on('end', done);
+    stream.on('close', done);
+    stream.on('error', done);
+  });
 }
 
 function connect(host: string): DockerApi {

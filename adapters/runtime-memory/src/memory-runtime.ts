@@ -10,11 +10,15 @@ import {
   type ContainerSpec,
   type ContainerSummary,
   type ErrorCode,
+  type ExecResult,
   type ListOptions,
   type Registry,
 } from '@kubelet-ts/core';
 
-export type RuntimeOperation = 'list' | 'inspect' | 'create' | 'start' | 'stop' | 'remove' | 'pull' | 'hasImage';
+export type RuntimeOperation = 'list' | 'inspect' | 'create' | 'start' | 'stop' | 'remove' | 'pull' | 'hasImage' | 'exec';
+
+/** What a command run in a memory container does: its exit code and output. Default: exit 0. */
+export type ExecHandler = (container: ContainerSummary, command: readonly string[]) => ExecResult;
 
 /** One recorded call. `target` is the container id, image or name the call was about. */
 export interface RuntimeCall {
@@ -44,6 +48,8 @@ interface Record_ {
   readonly spec: ContainerSpec;
   /** Set by `hangOnStop`: the container ignores the stop signal and is killed at the timeout. */
   ignoresStop: boolean;
+  /** Set by `onExec`: what commands run in this container do. */
+  exec?: ExecHandler;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -68,6 +74,7 @@ export class MemoryRuntime implements ContainerRuntime {
   private readonly pulls = new Map<string, Promise<void>>();
   private readonly faults = new Map<RuntimeOperation, Fault>();
   private readonly latency = new Map<RuntimeOperation, number>();
+  private readonly execLatency = new Map<string, number>();
   private nextId = 1;
 
   constructor(options: MemoryRuntimeOptions = {}) {
@@ -168,6 +175,19 @@ export class MemoryRuntime implements ContainerRuntime {
     return this.images.has(image);
   }
 
+  async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
+    await this.enter('exec', id);
+    const r = this.get(id);
+    if (r.summary.state !== 'running') throw new KubeletError('Conflict', `cannot exec in ${r.summary.name}: it is ${r.summary.state}`, { adapter: ADAPTER });
+    const delay = this.execLatency.get(id) ?? 0;
+    if (delay > timeoutMs) {
+      await sleep(this.clock, timeoutMs);
+      throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${r.summary.name}: no exit within ${timeoutMs} ms`, { adapter: ADAPTER });
+    }
+    if (delay > 0) await sleep(this.clock, delay);
+    return (r.exec ?? (() => ({ exitCode: 0, output: '' })))({ ...r.summary }, command);
+  }
+
   // ---- controls for tests and embedders --------------------------------------------------------
 
   /** Makes a running container exit on its own with `exitCode` (a crash when non-zero). */
@@ -179,6 +199,12 @@ export class MemoryRuntime implements ContainerRuntime {
   /** The container ignores stop signals and is killed only when the stop timeout runs out. */
   hangOnStop(id: string): void {
     this.get(id).ignoresStop = true;
+  }
+
+  /** What commands run in this container do (for exec liveness probes); `delayMs` is how long they take. */
+  onExec(id: string, handler: ExecHandler, delayMs = 0): void {
+    this.get(id).exec = handler;
+    this.execLatency.set(id, delayMs);
   }
 
   /** Adds an image as if it had been built locally. */

@@ -4,4 +4,5 @@ import { MemoryRuntime } from '../src/index.js';
 runtimeContract('memory', () => new MemoryRuntime({ images: ['busybox:1.36'], pullable: [] }), {
   image: 'busybox:1.36',
   command: ['sleep', '3600'],
+  realExec: false,
 });

@@ -6,6 +6,8 @@ export interface RuntimeContractOptions {
   readonly image: string;
   /** A command that runs until it is signalled, e.g. `['sleep', '3600']`. */
   readonly command: readonly string[];
+  /** False for a runtime that does not run real processes (exit codes and output are simulated). */
+  readonly realExec?: boolean;
   /** An image that exists nowhere. Default `kubelet-ts.invalid/missing:none`. */
   readonly missingImage?: string;
 }
@@ -124,6 +126,19 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
       expect(await runtime.hasImage(missingImage)).toBe(false);
       await expectCode(runtime.create({ ...spec('contract-f', 'main'), image: missingImage }), 'NotFound');
       await expectCode(runtime.pull(missingImage), 'NotFound', 'Unavailable');
+    });
+
+    it('runs a command in a running container with its exit code and output; refuses a stopped one', async () => {
+      const c = await create(spec('contract-h', 'main'));
+      await expectCode(runtime.exec(c.id, ['true'], 5000), 'Conflict');
+      await runtime.start(c.id);
+      const result = await runtime.exec(c.id, ['sh', '-c', 'echo probe-ok; exit 3'], 5000);
+      expect(typeof result.exitCode).toBe('number');
+      if (options.realExec !== false) {
+        expect(result.exitCode).toBe(3);
+        expect(result.output).toContain('probe-ok');
+      }
+      await expectCode(runtime.exec('f'.repeat(64), ['true'], 1000), 'NotFound');
     });
 
     it('keeps foreign containers out of list unless asked', async () => {

@@ -82,6 +82,7 @@ export interface ListOptions {
  *   already gone succeeds.
  * - `pull` of an image it cannot get rejects with `NotFound`; an unreachable registry or engine
  *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer.
+ * - `exec` runs a command in a running container (see its own doc).
  * - Any call may reject with `Unavailable` when the runtime cannot be reached.
  */
 export interface ContainerRuntime {
@@ -95,4 +96,16 @@ export interface ContainerRuntime {
   remove(id: string, options?: { readonly force?: boolean }): Promise<void>;
   pull(image: string): Promise<void>;
   hasImage(image: string): Promise<boolean>;
+  /**
+   * Runs `command` inside a running container (liveness probes) and resolves with its exit code
+   * and combined output. `Conflict` when the container is not running; `Timeout` when the command
+   * has not finished within `timeoutMs` (it may go on running inside the container).
+   */
+  exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult>;
+}
+
+export interface ExecResult {
+  readonly exitCode: number;
+  /** stdout and stderr, at most 64 KiB. */
+  readonly output: string;
 }

@@ -18,8 +18,11 @@ export function specHash(manifest: ContainerManifest, container: Container): str
   const known = hashes.get(container);
   if (known !== undefined) return known;
   const mounted = new Set(container.volumeMounts.map((m) => m.name));
+  // How the agent watches and pulls a container does not change what runs: a new probe or pull
+  // policy must not restart it.
+  const { livenessProbe: _probe, imagePullPolicy: _pull, ...applied } = container;
   const hashed = {
-    container,
+    container: applied,
     // The pod's ports belong to its shared network namespace: changing any of them replaces the
     // namespace, and with it every container of the pod (as a changed sandbox does in the kubelet).
     podPorts: podPorts(manifest),

@@ -1,5 +1,5 @@
 import type { FieldError } from './errors.js';
-import type { Container, ContainerManifest, EnvVar, Port, Protocol, Volume, VolumeMount } from './manifest.js';
+import type { Container, ContainerManifest, EnvVar, Port, Probe, Protocol, PullPolicy, RestartPolicy, Volume, VolumeMount } from './manifest.js';
 
 export type ValidationResult =
   | { readonly ok: true; readonly manifest: ContainerManifest }
@@ -12,10 +12,13 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
 const MAX_STRING = 4096;
 
-const MANIFEST_FIELDS = new Set(['version', 'id', 'volumes', 'containers']);
+const MANIFEST_FIELDS = new Set(['version', 'id', 'volumes', 'containers', 'restartPolicy', 'terminationGracePeriodSeconds']);
 const CONTAINER_FIELDS = new Set([
-  'name', 'image', 'command', 'workingDir', 'ports', 'env', 'memory', 'cpu', 'volumeMounts',
+  'name', 'image', 'command', 'workingDir', 'ports', 'env', 'memory', 'cpu', 'volumeMounts', 'imagePullPolicy', 'livenessProbe',
 ]);
+const PROBE_FIELDS = new Set(['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold']);
+const RESTART_POLICIES: readonly RestartPolicy[] = ['Always', 'OnFailure', 'Never'];
+const PULL_POLICIES: readonly PullPolicy[] = ['Always', 'IfNotPresent', 'Never'];
 const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'protocol']);
 const ENV_FIELDS = new Set(['name', 'value']);
 const MOUNT_FIELDS = new Set(['name', 'mountPath', 'readOnly']);
@@ -137,8 +140,18 @@ class Walker {
       });
       containers.push(c);
     });
+    const restartPolicy = this.oneOf(m['restartPolicy'], 'restartPolicy', RESTART_POLICIES);
+    const grace = m['terminationGracePeriodSeconds'] == null ? undefined : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
+    containers.forEach((c, i) => this.probePorts(c, `containers[${i}]`));
     if (id === undefined || this.errors.length > 0) return undefined;
-    return { version: 'v1beta1', id, volumes, containers };
+    return {
+      version: 'v1beta1',
+      id,
+      volumes,
+      containers,
+      ...(restartPolicy === undefined ? {} : { restartPolicy }),
+      ...(grace === undefined ? {} : { terminationGracePeriodSeconds: grace }),
+    };
   }
 
   private volumes(input: unknown): Volume[] {
@@ -174,6 +187,8 @@ class Walker {
     const mounts = (this.list(c['volumeMounts'], `${path}.volumeMounts`) ?? []).map((m, i) =>
       this.mount(m, `${path}.volumeMounts[${i}]`, volumes),
     );
+    const imagePullPolicy = this.oneOf(c['imagePullPolicy'], `${path}.imagePullPolicy`, PULL_POLICIES);
+    const livenessProbe = c['livenessProbe'] == null ? undefined : this.probe(c['livenessProbe'], `${path}.livenessProbe`);
     if (this.errors.length > before || name === undefined || image === undefined) return undefined;
     return {
       name,
@@ -185,7 +200,64 @@ class Walker {
       ...(memory === undefined || memory === 0 ? {} : { memory }),
       ...(cpu === undefined || cpu === 0 ? {} : { cpu }),
       volumeMounts: mounts as VolumeMount[],
+      ...(imagePullPolicy === undefined ? {} : { imagePullPolicy }),
+      ...(livenessProbe === undefined ? {} : { livenessProbe }),
     };
+  }
+
+  private oneOf<T extends string>(input: unknown, path: string, allowed: readonly T[]): T | undefined {
+    if (input == null) return undefined;
+    if (typeof input === 'string' && (allowed as readonly string[]).includes(input)) return input as T;
+    return this.fail(path, `must be one of ${allowed.join(', ')}, got ${describe(input)}`);
+  }
+
+  private probe(input: unknown, path: string): Probe | undefined {
+    const p = this.record(input, path, PROBE_FIELDS);
+    if (p === undefined) return undefined;
+    const handlers = (['exec', 'httpGet', 'tcpSocket'] as const).filter((h) => p[h] != null);
+    if (handlers.length !== 1) {
+      return this.fail(path, `must have exactly one of exec, httpGet, tcpSocket${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`);
+    }
+    const timing = (field: string, fallback: number, min: number) =>
+      p[field] == null ? fallback : this.integer(p[field], `${path}.${field}`, min, 86_400) ?? fallback;
+    const common = {
+      initialDelaySeconds: timing('initialDelaySeconds', 0, 0),
+      periodSeconds: timing('periodSeconds', 10, 1),
+      timeoutSeconds: timing('timeoutSeconds', 1, 1),
+      failureThreshold: timing('failureThreshold', 3, 1),
+    };
+    const handler = handlers[0] as 'exec' | 'httpGet' | 'tcpSocket';
+    const h = this.record(p[handler], `${path}.${handler}`, new Set(handler === 'exec' ? ['command'] : handler === 'httpGet' ? ['path', 'port'] : ['port']));
+    if (h === undefined) return undefined;
+    if (handler === 'exec') {
+      const command = this.command(h['command'], `${path}.exec.command`);
+      if (command === undefined) return this.fail(`${path}.exec.command`, 'is required');
+      return { exec: { command }, ...common };
+    }
+    const port = this.probePort(h['port'], `${path}.${handler}.port`);
+    if (port === undefined) return undefined;
+    if (handler === 'tcpSocket') return { tcpSocket: { port }, ...common };
+    const probePath = this.string(h['path'], `${path}.httpGet.path`, false) ?? '/';
+    if (!probePath.startsWith('/')) return this.fail(`${path}.httpGet.path`, 'must start with /');
+    return { httpGet: { path: probePath, port }, ...common };
+  }
+
+  private probePort(input: unknown, path: string): number | string | undefined {
+    if (typeof input === 'string' && input !== '') return input;
+    if (input == null) return this.fail(path, 'is required');
+    return this.integer(input, path, 1, 65535);
+  }
+
+  /** An http/tcp probe goes through the host port published for its port, so it must have one. */
+  private probePorts(c: Container, path: string): void {
+    const probe = c.livenessProbe;
+    const handler = probe?.httpGet ?? probe?.tcpSocket;
+    if (probe === undefined || handler === undefined) return;
+    const kind = probe.httpGet !== undefined ? 'httpGet' : 'tcpSocket';
+    const port = c.ports.find((p) => (typeof handler.port === 'number' ? p.containerPort === handler.port : p.name === handler.port));
+    if (port === undefined || port.hostPort === undefined || port.protocol !== 'TCP') {
+      this.fail(`${path}.livenessProbe.${kind}.port`, `must name a TCP port of this container with a hostPort, got ${JSON.stringify(handler.port)}`);
+    }
   }
 
   private command(input: unknown, path: string): string[] | undefined {
