@@ -11,7 +11,7 @@ runnerScenarios('docker', {
     const images = await buildTestImages();
     return new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: await mkdtemp(join(tmpdir(), 'kubelet-ts-volumes-')) });
   },
-  makeAgent: (parts) => createKubelet({ ...parts, stopTimeoutSeconds: 5 }),
+  makeAgent: (parts) => createKubelet(parts),
   image: TEST_IMAGES.busybox,
   // A shell that ends on SIGTERM (busybox sleep as PID 1 would wait for the kill).
   command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'],

@@ -8,6 +8,12 @@ export const Labels = {
   source: 'io.kubelet-ts.source',
   /** The agent's hostname, so that several agents can share one engine without touching each other. */
   node: 'io.kubelet-ts.node',
+  /** How many times this manifest container was restarted before this container was made. */
+  restartCount: 'io.kubelet-ts.restart-count',
+  /** Consecutive restarts after short runs: the crash back-off step. Survives an agent restart. */
+  crashStreak: 'io.kubelet-ts.crash-streak',
+  /** The grace period the manifest gave, for stopping the container after its manifest is gone. */
+  gracePeriod: 'io.kubelet-ts.grace-period',
 } as const;
 
 /** The identity of a managed container, read from its labels. */

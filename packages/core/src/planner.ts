@@ -1,4 +1,11 @@
-import type { DesiredPod } from './manifest.js';
+import {
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  effectivePullPolicy,
+  type Container,
+  type ContainerManifest,
+  type DesiredPod,
+  type PullPolicy,
+} from './manifest.js';
 import { Labels, identityOf } from './naming.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
 import { buildContainerSpec, specHash } from './spec.js';
@@ -6,16 +13,25 @@ import { buildContainerSpec, specHash } from './spec.js';
 export type PlanReason =
   | 'new' // desired, no container exists
   | 'spec-changed' // a container exists with another spec hash
-  | 'exited' // the desired container exists but is not running
+  | 'restart' // the container exited and its restart policy says run it again
+  | 'not-started' // created but never started (the agent stopped between create and start)
   | 'duplicate' // a second running container for the same manifest container
+  | 'gc' // an exited container already replaced by a newer one
   | 'not-desired'; // no source asks for it any more
 
 export type PlanAction =
-  /** Pull the image if missing, create the container, start it. */
-  | { readonly type: 'create'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly spec: ContainerSpec }
-  /** Start an existing container that is not running. */
+  /** Pull the image as `pullPolicy` says, create the container, start it. */
+  | {
+      readonly type: 'create';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly spec: ContainerSpec;
+      readonly pullPolicy: PullPolicy;
+    }
+  /** Start an existing container that was created but never started. */
   | { readonly type: 'start'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly id: string }
-  /** Stop the container if it runs, then remove it. */
+  /** Stop the container if it runs (signal, then kill after `graceSeconds`), then remove it. */
   | {
       readonly type: 'remove';
       readonly podId: string;
@@ -23,9 +39,24 @@ export type PlanAction =
       readonly reason: PlanReason;
       readonly id: string;
       readonly running: boolean;
+      readonly graceSeconds: number;
     };
 
-/** The actions for one pod, in the order they must run: removals before creations (ports, names). */
+/** A container that exited and waits out its crash back-off before it is restarted. */
+export interface BackOff {
+  readonly podId: string;
+  readonly container: string;
+  /** The exited container, kept for inspection. */
+  readonly id: string;
+  readonly exitCode?: number;
+  /** When the restart may happen (ms since the epoch). */
+  readonly until: number;
+  readonly delayMs: number;
+  /** Restarts so far of this manifest container. */
+  readonly restartCount: number;
+}
+
+/** The actions for one pod, in the order they must run: removals (concurrently) before the rest. */
 export interface PodPlan {
   readonly podId: string;
   readonly actions: readonly PlanAction[];
@@ -35,11 +66,25 @@ export interface Plan {
   readonly pods: readonly PodPlan[];
   /** Containers that are no longer desired but kept because not every source has been seen yet. */
   readonly held: number;
+  /** Exited containers waiting out their back-off; the agent should pass again at the earliest `until`. */
+  readonly backOffs: readonly BackOff[];
 }
+
+/** The kubelet's crash back-off: 10 s, doubling per consecutive short run, capped at 300 s. */
+export const CrashBackOff = {
+  initialMs: 10_000,
+  maxMs: 300_000,
+  /** A container that ran this long before exiting starts the back-off over. */
+  resetAfterMs: 600_000,
+} as const;
 
 export interface PlanInput {
   readonly desired: readonly DesiredPod[];
-  /** One runtime `list`; foreign containers and other nodes' containers are ignored. */
+  /**
+   * One runtime `list`; foreign containers and other nodes' containers are ignored. Exited
+   * containers need `startedAt`/`finishedAt` for the back-off (the runner inspects them if the
+   * runtime's list does not say).
+   */
   readonly actual: readonly ContainerSummary[];
   /** This agent's hostname: only containers labelled with it are ours. */
   readonly node: string;
@@ -48,6 +93,10 @@ export interface PlanInput {
    * then kept rather than stopped (the 2014 agent stopped everything when a source was slow).
    */
   readonly allowRemovals: boolean;
+  /** The agent's clock, for crash back-off. */
+  readonly now: number;
+  /** Pods being acted on right now: left out of this plan, so no pod is acted on twice at once. */
+  readonly busy?: ReadonlySet<string>;
 }
 
 /**
@@ -57,72 +106,114 @@ export interface PlanInput {
 export function plan(input: PlanInput): Plan {
   const byPod = indexActual(input.actual, input.node);
   const pods: PodPlan[] = [];
+  const backOffs: BackOff[] = [];
+  const busy = input.busy ?? new Set<string>();
   for (const pod of input.desired) {
-    const actions = planPod(pod, byPod.get(pod.manifest.id), input.node);
+    const existing = byPod.get(pod.manifest.id);
     byPod.delete(pod.manifest.id);
+    if (busy.has(pod.manifest.id)) continue;
+    const actions = planPod(pod, existing, input, backOffs);
     if (actions.length > 0) pods.push({ podId: pod.manifest.id, actions });
   }
   let held = 0;
   for (const [podId, containers] of byPod) {
+    if (busy.has(podId)) continue;
     const actions: PlanAction[] = [];
     for (const [name, list] of containers) {
-      for (const c of list) actions.push(removal(podId, name, c, 'not-desired'));
+      for (const c of list) actions.push(removal(podId, name, c, 'not-desired', graceFromLabel(c)));
     }
     if (input.allowRemovals) pods.push({ podId, actions });
     else held += actions.length;
   }
-  return { pods, held };
+  return { pods, held, backOffs };
 }
 
 /** Plans one desired pod against the containers that exist for it. */
-function planPod(pod: DesiredPod, existing: Map<string, ContainerSummary[]> | undefined, node: string): PlanAction[] {
+function planPod(pod: DesiredPod, existing: Map<string, ContainerSummary[]> | undefined, input: PlanInput, backOffs: BackOff[]): PlanAction[] {
   const { manifest } = pod;
+  const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   const removals: PlanAction[] = [];
   const others: PlanAction[] = [];
   for (const container of manifest.containers) {
     const hash = specHash(manifest, container);
     const found = existing?.get(container.name) ?? [];
     existing?.delete(container.name);
-    let keeper: ContainerSummary | undefined;
-    let replaced = false;
+    const current: ContainerSummary[] = [];
     for (const c of found) {
-      if (c.labels[Labels.specHash] !== hash) {
-        removals.push(removal(manifest.id, container.name, c, 'spec-changed'));
-        replaced = true;
-      } else if (keeper === undefined || better(c, keeper)) {
-        if (keeper !== undefined && keeper.state === 'running') removals.push(removal(manifest.id, container.name, keeper, 'duplicate'));
-        keeper = c;
-      } else if (c.state === 'running') {
-        removals.push(removal(manifest.id, container.name, c, 'duplicate'));
-      }
+      if (c.labels[Labels.specHash] === hash) current.push(c);
+      else removals.push(removal(manifest.id, container.name, c, 'spec-changed', grace));
     }
-    if (keeper === undefined) {
-      others.push({
-        type: 'create',
-        podId: manifest.id,
-        container: container.name,
-        reason: replaced ? 'spec-changed' : 'new',
-        spec: buildContainerSpec(manifest, container, { node, source: pod.source }),
-      });
-    } else if (keeper.state !== 'running') {
-      others.push({ type: 'start', podId: manifest.id, container: container.name, reason: 'exited', id: keeper.id });
+    // Newest first: the newest running container is the one that counts, the newest exited one is
+    // kept for inspection, anything older is garbage.
+    current.sort((a, b) => b.createdAt - a.createdAt);
+    const running = current.filter((c) => c.state === 'running');
+    const stopped = current.filter((c) => c.state !== 'running');
+    for (const extra of running.slice(1)) removals.push(removal(manifest.id, container.name, extra, 'duplicate', grace));
+    for (const old of stopped.slice(1)) removals.push(removal(manifest.id, container.name, old, 'gc', grace));
+    if (running.length > 0) continue;
+    const last = stopped[0];
+    const create = (reason: PlanReason, restart?: { restartCount: number; crashStreak: number }): PlanAction => ({
+      type: 'create',
+      podId: manifest.id,
+      container: container.name,
+      reason,
+      pullPolicy: effectivePullPolicy(container),
+      spec: buildContainerSpec(manifest, container, { node: input.node, source: pod.source, ...restart }),
+    });
+    if (last === undefined) {
+      others.push(create(found.length > 0 ? 'spec-changed' : 'new'));
+    } else if (last.state === 'created') {
+      others.push({ type: 'start', podId: manifest.id, container: container.name, reason: 'not-started', id: last.id });
+    } else if (shouldRestart(manifest, last)) {
+      const next = nextRestart(last, input.now);
+      if (next.at <= input.now) others.push(create('restart', { restartCount: next.restartCount, crashStreak: next.crashStreak }));
+      else {
+        backOffs.push({
+          podId: manifest.id,
+          container: container.name,
+          id: last.id,
+          ...(last.exitCode === undefined ? {} : { exitCode: last.exitCode }),
+          until: next.at,
+          delayMs: next.delayMs,
+          restartCount: next.restartCount - 1,
+        });
+      }
     }
   }
   // Containers the manifest no longer lists.
   for (const [name, list] of existing ?? []) {
-    for (const c of list) removals.push(removal(manifest.id, name, c, 'not-desired'));
+    for (const c of list) removals.push(removal(manifest.id, name, c, 'not-desired', grace));
   }
   return [...removals, ...others];
 }
 
-/** A running container beats a stopped one; then the newer wins. */
-function better(a: ContainerSummary, b: ContainerSummary): boolean {
-  if ((a.state === 'running') !== (b.state === 'running')) return a.state === 'running';
-  return a.createdAt > b.createdAt;
+/** `Always` restarts whatever the exit; `OnFailure` only a non-zero exit; `Never` nothing. */
+function shouldRestart(manifest: ContainerManifest, exited: ContainerSummary): boolean {
+  const policy = manifest.restartPolicy ?? 'Always';
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure') return exited.exitCode !== 0;
+  return true;
 }
 
-function removal(podId: string, container: string, c: ContainerSummary, reason: PlanReason): PlanAction {
-  return { type: 'remove', podId, container, reason, id: c.id, running: c.state === 'running' };
+/** When the exited container may be replaced, and the counters its replacement carries. */
+function nextRestart(exited: ContainerSummary, now: number): { at: number; delayMs: number; restartCount: number; crashStreak: number } {
+  const restarts = Number(exited.labels[Labels.restartCount] ?? 0) || 0;
+  const streak = Number(exited.labels[Labels.crashStreak] ?? 0) || 0;
+  const finished = exited.finishedAt ?? now;
+  const ran = exited.startedAt === undefined ? 0 : finished - exited.startedAt;
+  // Ten minutes of clean running wipes the slate: the next crash waits the initial 10 s again.
+  const crashStreak = ran >= CrashBackOff.resetAfterMs ? 1 : streak + 1;
+  const delayMs = Math.min(CrashBackOff.maxMs, CrashBackOff.initialMs * 2 ** Math.min(crashStreak - 1, 20));
+  return { at: finished + delayMs, delayMs, restartCount: restarts + 1, crashStreak };
+}
+
+function graceFromLabel(c: ContainerSummary): number {
+  const value = Number(c.labels[Labels.gracePeriod]);
+  return Number.isFinite(value) && value >= 0 ? value : DEFAULT_GRACE_PERIOD_SECONDS;
+}
+
+function removal(podId: string, container: string, c: ContainerSummary, reason: PlanReason, graceSeconds: number): PlanAction {
+  return { type: 'remove', podId, container, reason, id: c.id, running: c.state === 'running', graceSeconds };
 }
 
 function indexActual(actual: readonly ContainerSummary[], node: string): Map<string, Map<string, ContainerSummary[]>> {
@@ -137,4 +228,9 @@ function indexActual(actual: readonly ContainerSummary[], node: string): Map<str
     else list.push(c);
   }
   return byPod;
+}
+
+/** The manifest container a create action is for (for callers that need more than the spec). */
+export function containerOf(manifest: ContainerManifest, name: string): Container | undefined {
+  return manifest.containers.find((c) => c.name === name);
 }

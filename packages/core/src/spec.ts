@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Container, ContainerManifest, Port } from './manifest.js';
+import { DEFAULT_GRACE_PERIOD_SECONDS, type Container, type ContainerManifest, type Port } from './manifest.js';
 import { Labels, buildContainerName } from './naming.js';
 import type { ContainerSpec, PortBinding } from './runtime.js';
 
@@ -63,6 +63,9 @@ export interface SpecContext {
   /** The agent's hostname, written into the node label. */
   readonly node: string;
   readonly source: string;
+  /** Set when the container replaces one that exited (see `Labels.restartCount`). */
+  readonly restartCount?: number;
+  readonly crashStreak?: number;
 }
 
 /** Maps one manifest container onto what the runtime creates, labels included. */
@@ -85,6 +88,9 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
       [Labels.specHash]: specHash(manifest, container),
       [Labels.source]: context.source,
       [Labels.node]: context.node,
+      [Labels.gracePeriod]: String(manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS),
+      ...(context.restartCount === undefined ? {} : { [Labels.restartCount]: String(context.restartCount) }),
+      ...(context.crashStreak === undefined ? {} : { [Labels.crashStreak]: String(context.crashStreak) }),
     },
   };
 }

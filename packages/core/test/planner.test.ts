@@ -65,12 +65,12 @@ function allActions(p: Plan): PlanAction[] {
 
 describe('plan', () => {
   it('plans nothing for nothing', () => {
-    expect(plan({ desired: [], actual: [], node: NODE, allowRemovals: true })).toEqual({ pods: [], held: 0 });
+    expect(plan({ desired: [], actual: [], node: NODE, allowRemovals: true, now: 0 })).toEqual({ pods: [], held: 0, backOffs: [] });
   });
 
   it('creates every container of a new pod, with spec labels carrying the node', () => {
     const web = manifest('web', 'nginx:nginx', 'log:busybox');
-    const p = plan({ desired: [desired(web)], actual: [], node: NODE, allowRemovals: true });
+    const p = plan({ desired: [desired(web)], actual: [], node: NODE, allowRemovals: true, now: 0 });
     expect(p.pods.map((x) => x.podId)).toEqual(['web']);
     const actions = actionsOf(p, 'web');
     expect(actions.map((a) => [a.type, a.podId, a.container, a.reason])).toEqual([
@@ -91,23 +91,120 @@ describe('plan', () => {
   it('plans nothing when everything is in sync', () => {
     const web = manifest('web', 'nginx:nginx', 'log:busybox');
     const db = manifest('db', 'redis:redis');
-    const p = plan({ desired: [desired(web), desired(db)], actual: [...inSync(web), ...inSync(db)], node: NODE, allowRemovals: true });
+    const p = plan({ desired: [desired(web), desired(db)], actual: [...inSync(web), ...inSync(db)], node: NODE, allowRemovals: true, now: 0 });
     expect(p.pods).toEqual([]);
     expect(p.held).toBe(0);
   });
 
-  it('starts an exited container that has the current spec', () => {
+  it('restarts an exited container after its crash back-off (10 s), as a new container that counts the restart', () => {
     const web = manifest('web', 'nginx:nginx');
-    const exited = running(specOf(web, 'nginx'), { state: 'exited', finishedAt: 2_000_000, exitCode: 1 });
-    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true });
-    expect(actionsOf(p, 'web')).toEqual([{ type: 'start', podId: 'web', container: 'nginx', reason: 'exited', id: exited.id }]);
+    const exited = running(specOf(web, 'nginx'), { state: 'exited', startedAt: 1_990_000, finishedAt: 2_000_000, exitCode: 1 });
+    const waiting = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_009_999 });
+    expect(waiting.pods).toEqual([]);
+    expect(waiting.backOffs).toEqual([{ podId: 'web', container: 'nginx', id: exited.id, exitCode: 1, until: 2_010_000, delayMs: 10_000, restartCount: 0 }]);
+    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_010_000 });
+    const [action] = allActions(p);
+    expect(action).toMatchObject({ type: 'create', reason: 'restart', container: 'nginx' });
+    if (action?.type !== 'create') throw new Error('expected create');
+    expect(action.spec.labels[Labels.restartCount]).toBe('1');
+    expect(action.spec.labels[Labels.crashStreak]).toBe('1');
+    expect(p.backOffs).toEqual([]);
   });
 
-  it('starts a container that was created but never started', () => {
+  it.each([
+    [0, 10_000],
+    [1, 20_000],
+    [2, 40_000],
+    [4, 160_000],
+    [5, 300_000],
+    [9, 300_000],
+  ])('doubles the back-off per consecutive crash (streak %i → %i ms), capped at 300 s', (streak, delay) => {
     const web = manifest('web', 'nginx:nginx');
-    const created = running(specOf(web, 'nginx'), { state: 'created', startedAt: undefined });
-    const p = plan({ desired: [desired(web)], actual: [created], node: NODE, allowRemovals: true });
-    expect(allActions(p).map((a) => [a.type, a.reason])).toEqual([['start', 'exited']]);
+    const spec = specOf(web, 'nginx');
+    const labels = { ...spec.labels, [Labels.crashStreak]: String(streak), [Labels.restartCount]: String(streak) };
+    const exited = running(spec, { labels, state: 'exited', startedAt: 1_999_000, finishedAt: 2_000_000, exitCode: 2 });
+    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_000_000 });
+    expect(p.backOffs[0]).toMatchObject({ delayMs: delay, until: 2_000_000 + delay, restartCount: streak });
+  });
+
+  it('starts the back-off over after ten minutes of clean running', () => {
+    const web = manifest('web', 'nginx:nginx');
+    const spec = specOf(web, 'nginx');
+    const labels = { ...spec.labels, [Labels.crashStreak]: '6', [Labels.restartCount]: '6' };
+    const exited = running(spec, { labels, state: 'exited', startedAt: 1_000_000, finishedAt: 1_600_000, exitCode: 1 });
+    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 1_600_000 });
+    expect(p.backOffs[0]).toMatchObject({ delayMs: 10_000, restartCount: 6 });
+  });
+
+  it.each<[string | undefined, number, boolean]>([
+    [undefined, 0, true],
+    ['Always', 0, true],
+    ['Always', 1, true],
+    ['OnFailure', 1, true],
+    ['OnFailure', 0, false],
+    ['Never', 1, false],
+    ['Never', 0, false],
+  ])('follows restartPolicy %s for exit code %i (restart: %s)', (policy, exitCode, restarts) => {
+    const r = validateManifest({ id: 'job', ...(policy === undefined ? {} : { restartPolicy: policy }), containers: [{ name: 'main', image: 'busybox' }] });
+    if (!r.ok) throw new Error('invalid');
+    const exited = running(specOf(r.manifest, 'main'), { state: 'exited', startedAt: 0, finishedAt: 1000, exitCode });
+    const p = plan({ desired: [desired(r.manifest)], actual: [exited], node: NODE, allowRemovals: true, now: 1_000_000 });
+    expect(allActions(p).map((a) => a.type)).toEqual(restarts ? ['create'] : []);
+    expect(p.backOffs).toEqual([]);
+  });
+
+  it('keeps the most recent exited container for inspection and removes older ones once replaced', () => {
+    const web = manifest('web', 'nginx:nginx');
+    const spec = specOf(web, 'nginx');
+    const oldest = running(spec, { id: 'oldest', createdAt: 100, state: 'exited', finishedAt: 150 });
+    const older = running(spec, { id: 'older', createdAt: 200, state: 'exited', finishedAt: 250 });
+    const up = running(spec, { id: 'up', createdAt: 300 });
+    const p = plan({ desired: [desired(web)], actual: [oldest, up, older], node: NODE, allowRemovals: true, now: 0 });
+    expect(allActions(p).map((a) => (a.type === 'remove' ? [a.id, a.reason, a.running] : a.type))).toEqual([['oldest', 'gc', false]]);
+  });
+
+  it('uses the manifest grace period for a replaced container, and the label for an undesired one', () => {
+    const r = validateManifest({ id: 'web', terminationGracePeriodSeconds: 5, containers: [{ name: 'nginx', image: 'nginx' }] });
+    if (!r.ok) throw new Error('invalid');
+    const c = running(specOf(r.manifest, 'nginx'));
+    expect(c.labels[Labels.gracePeriod]).toBe('5');
+    const gone = plan({ desired: [], actual: [c], node: NODE, allowRemovals: true, now: 0 });
+    expect(allActions(gone)).toMatchObject([{ type: 'remove', graceSeconds: 5 }]);
+    const changed = validateManifest({ id: 'web', terminationGracePeriodSeconds: 7, containers: [{ name: 'nginx', image: 'nginx:2' }] });
+    if (!changed.ok) throw new Error('invalid');
+    const replaced = plan({ desired: [desired(changed.manifest)], actual: [c], node: NODE, allowRemovals: true, now: 0 });
+    expect(allActions(replaced)[0]).toMatchObject({ type: 'remove', reason: 'spec-changed', graceSeconds: 7 });
+  });
+
+  it('leaves busy pods out of the plan', () => {
+    const web = manifest('web', 'nginx:nginx');
+    const old = manifest('old', 'x:busybox');
+    const p = plan({ desired: [desired(web)], actual: inSync(old), node: NODE, allowRemovals: true, now: 0, busy: new Set(['web', 'old']) });
+    expect(p.pods).toEqual([]);
+  });
+
+  it('chooses the pull policy by the kubelet rule', () => {
+    const r = validateManifest({
+      id: 'web',
+      containers: [
+        { name: 'a', image: 'nginx' },
+        { name: 'b', image: 'nginx:latest' },
+        { name: 'c', image: 'nginx:1.25' },
+        { name: 'd', image: 'registry:5000/nginx' },
+        { name: 'e', image: 'nginx:1.25', imagePullPolicy: 'Always' },
+        { name: 'f', image: 'nginx', imagePullPolicy: 'Never' },
+      ],
+    });
+    if (!r.ok) throw new Error('invalid');
+    const p = plan({ desired: [desired(r.manifest)], actual: [], node: NODE, allowRemovals: true, now: 0 });
+    expect(allActions(p).map((a) => (a.type === 'create' ? `${a.container}:${a.pullPolicy}` : ''))).toEqual([
+      'a:Always',
+      'b:Always',
+      'c:IfNotPresent',
+      'd:Always',
+      'e:Always',
+      'f:Never',
+    ]);
   });
 
   it('replaces only the container whose spec changed, removals before creations', () => {
@@ -115,10 +212,10 @@ describe('plan', () => {
     const v2 = manifest('web', 'nginx:nginx', 'log:alpine');
     const nginx = running(specOf(v1, 'nginx'));
     const log = running(specOf(v1, 'log'));
-    const p = plan({ desired: [desired(v2)], actual: [nginx, log], node: NODE, allowRemovals: true });
+    const p = plan({ desired: [desired(v2)], actual: [nginx, log], node: NODE, allowRemovals: true, now: 0 });
     const actions = actionsOf(p, 'web');
     expect(actions).toHaveLength(2);
-    expect(actions[0]).toEqual({ type: 'remove', podId: 'web', container: 'log', reason: 'spec-changed', id: log.id, running: true });
+    expect(actions[0]).toEqual({ type: 'remove', podId: 'web', container: 'log', reason: 'spec-changed', id: log.id, running: true, graceSeconds: 30 });
     const create = actions[1]!;
     expect(create.type).toBe('create');
     expect(create.container).toBe('log');
@@ -133,7 +230,7 @@ describe('plan', () => {
     const v2 = manifest('web', 'a:redis', 'b:alpine');
     const b = running(specOf(v1, 'b'));
     const gone = running(specOf(v1, 'gone'));
-    const p = plan({ desired: [desired(v2)], actual: [b, gone], node: NODE, allowRemovals: true });
+    const p = plan({ desired: [desired(v2)], actual: [b, gone], node: NODE, allowRemovals: true, now: 0 });
     const types = actionsOf(p, 'web').map((a) => a.type);
     expect(types).toEqual(['remove', 'remove', 'create', 'create']);
     expect(
@@ -147,7 +244,7 @@ describe('plan', () => {
     const v1 = manifest('web', 'nginx:nginx');
     const v2 = manifest('web', 'nginx:nginx2');
     const old = running(specOf(v1, 'nginx'), { state: 'exited' });
-    const p = plan({ desired: [desired(v2)], actual: [old], node: NODE, allowRemovals: true });
+    const p = plan({ desired: [desired(v2)], actual: [old], node: NODE, allowRemovals: true, now: 0 });
     expect(actionsOf(p, 'web').map((a) => (a.type === 'remove' ? [a.type, a.id, a.running] : [a.type]))).toEqual([
       ['remove', old.id, false],
       ['create'],
@@ -157,7 +254,7 @@ describe('plan', () => {
   it('removes the containers of a pod that is no longer desired when removals are allowed', () => {
     const old = manifest('old', 'nginx:nginx', 'log:busybox');
     const actual = inSync(old);
-    const p = plan({ desired: [], actual, node: NODE, allowRemovals: true });
+    const p = plan({ desired: [], actual, node: NODE, allowRemovals: true, now: 0 });
     expect(p.held).toBe(0);
     expect(p.pods.map((x) => x.podId)).toEqual(['old']);
     expect(actionsOf(p, 'old')).toEqual(
@@ -168,6 +265,7 @@ describe('plan', () => {
         reason: 'not-desired',
         id: c.id,
         running: true,
+        graceSeconds: 30,
       })),
     );
   });
@@ -175,7 +273,7 @@ describe('plan', () => {
   it('holds the containers of an undesired pod while removals are not allowed', () => {
     const web = manifest('web', 'nginx:nginx');
     const old = manifest('old', 'nginx:nginx', 'log:busybox');
-    const p = plan({ desired: [desired(web)], actual: [...inSync(web), ...inSync(old)], node: NODE, allowRemovals: false });
+    const p = plan({ desired: [desired(web)], actual: [...inSync(web), ...inSync(old)], node: NODE, allowRemovals: false, now: 0 });
     expect(p.pods).toEqual([]);
     expect(p.held).toBe(2);
   });
@@ -184,10 +282,10 @@ describe('plan', () => {
     const v1 = manifest('web', 'nginx:nginx', 'log:busybox');
     const v2 = manifest('web', 'nginx:nginx');
     const [nginx, log] = inSync(v1);
-    const p = plan({ desired: [desired(v2)], actual: [nginx!, log!], node: NODE, allowRemovals: false });
+    const p = plan({ desired: [desired(v2)], actual: [nginx!, log!], node: NODE, allowRemovals: false, now: 0 });
     expect(p.held).toBe(0);
     expect(actionsOf(p, 'web')).toEqual([
-      { type: 'remove', podId: 'web', container: 'log', reason: 'not-desired', id: log!.id, running: true },
+      { type: 'remove', podId: 'web', container: 'log', reason: 'not-desired', id: log!.id, running: true, graceSeconds: 30 },
     ]);
   });
 
@@ -200,9 +298,9 @@ describe('plan', () => {
     const older = running(spec, { id: 'older', createdAt: 100 });
     const newer = running(spec, { id: 'newer', createdAt: 200 });
     const actual = newerFirst ? [newer, older] : [older, newer];
-    const p = plan({ desired: [desired(web)], actual, node: NODE, allowRemovals: true });
+    const p = plan({ desired: [desired(web)], actual, node: NODE, allowRemovals: true, now: 0 });
     expect(actionsOf(p, 'web')).toEqual([
-      { type: 'remove', podId: 'web', container: 'nginx', reason: 'duplicate', id: 'older', running: true },
+      { type: 'remove', podId: 'web', container: 'nginx', reason: 'duplicate', id: 'older', running: true, graceSeconds: 30 },
     ]);
   });
 
@@ -211,9 +309,9 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const up = running(spec, { id: 'up', createdAt: 100 });
     const down = running(spec, { id: 'down', createdAt: 200, state: 'exited' });
-    const p = plan({ desired: [desired(web)], actual: [down, up], node: NODE, allowRemovals: true });
+    const p = plan({ desired: [desired(web)], actual: [down, up], node: NODE, allowRemovals: true, now: 0 });
     // The running one is kept; the exited one is not running, so it is neither started nor a duplicate.
-    expect(p).toEqual({ pods: [], held: 0 });
+    expect(p).toEqual({ pods: [], held: 0, backOffs: [] });
   });
 
   it('never touches foreign containers or containers labelled for another node', () => {
@@ -231,12 +329,12 @@ describe('plan', () => {
       desired: [desired(web)],
       actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired, unlabelledNode, ours],
       node: NODE,
-      allowRemovals: true,
+      allowRemovals: true, now: 0,
     });
-    expect(p).toEqual({ pods: [], held: 0 });
+    expect(p).toEqual({ pods: [], held: 0, backOffs: [] });
 
     // Without our own container, the pod is created rather than adopting another node's container.
-    const p2 = plan({ desired: [desired(web)], actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired], node: NODE, allowRemovals: true });
+    const p2 = plan({ desired: [desired(web)], actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired], node: NODE, allowRemovals: true, now: 0 });
     expect(allActions(p2).map((a) => [a.type, a.reason])).toEqual([['create', 'new']]);
     const ids = new Set(['foreign', 'other-same', 'other-old', 'other-gone', 'no-node']);
     expect(allActions(p2).filter((a) => a.type !== 'create' && ids.has(a.id))).toEqual([]);
@@ -250,12 +348,12 @@ describe('plan', () => {
       desiredPods.push(desired(m));
       actual.push(...inSync(m));
     }
-    const p = plan({ desired: desiredPods, actual, node: NODE, allowRemovals: true });
+    const p = plan({ desired: desiredPods, actual, node: NODE, allowRemovals: true, now: 0 });
     expect(p.pods).toHaveLength(0);
     expect(p.held).toBe(0);
 
     // And the same input with one pod gone plans exactly that pod's removal.
-    const p2 = plan({ desired: desiredPods.slice(1), actual, node: NODE, allowRemovals: true });
+    const p2 = plan({ desired: desiredPods.slice(1), actual, node: NODE, allowRemovals: true, now: 0 });
     expect(p2.pods.map((x) => x.podId)).toEqual(['pod-0']);
   });
 });

@@ -217,7 +217,9 @@ describe('buildContainerSpec', () => {
     expect(Labels.specHash).toBe('io.kubelet-ts.spec-hash');
     expect(Labels.source).toBe('io.kubelet-ts.source');
     expect(Labels.node).toBe('io.kubelet-ts.node');
-    expect(Object.keys(spec.labels).sort()).toEqual(Object.values(Labels).sort());
+    // Restart counters appear only on a container that replaces an exited one.
+    expect(Object.keys(spec.labels).sort()).toEqual(Object.values(Labels).filter((l) => l !== Labels.restartCount && l !== Labels.crashStreak).sort());
+    expect(spec.labels[Labels.gracePeriod]).toBe('30');
   });
 
   it('names the container so that the name parses back to pod and container', () => {

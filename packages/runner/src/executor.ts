@@ -1,11 +1,12 @@
 import {
+  KubeletError,
+  Labels,
   isKubeletError,
   toKubeletError,
   type Clock,
   type ContainerRuntime,
   type EventSink,
   type KubeletEvent,
-  type Plan,
   type PlanAction,
   type PodPlan,
 } from '@kubelet-ts/core';
@@ -14,10 +15,8 @@ export interface ExecutorOptions {
   readonly runtime: ContainerRuntime;
   readonly events: EventSink;
   readonly clock: Clock;
-  /** Seconds a container gets to stop before it is killed. */
-  readonly stopTimeoutSeconds: number;
-  /** Pods acted on at once. */
-  readonly concurrency: number;
+  /** Back-off after a failed pull of an image: initial delay, doubling to the cap. Default 10 s → 300 s. */
+  readonly pullBackoff?: { readonly initialMs: number; readonly maxMs: number };
 }
 
 export interface ExecutionResult {
@@ -25,44 +24,43 @@ export interface ExecutionResult {
   readonly failures: number;
 }
 
+type CreateAction = Extract<PlanAction, { type: 'create' }>;
+
 /**
- * Carries out a plan: pods in parallel (bounded), each pod's actions in order. A failed action is
- * reported as an event and the pass goes on; what it left half-done (a created but not started
- * container) is seen and finished by the next pass.
+ * Carries out one pod's plan: its removals at once (removing a manifest stops its containers
+ * concurrently, each with its grace period), then its other actions in order. A failed action is
+ * reported as an event and the rest go on; what it left half-done (a created but not started
+ * container) is seen and finished by a later pass.
  */
 export class PlanExecutor {
   private readonly pulls = new Map<string, Promise<void>>();
+  private readonly pullFailures = new Map<string, { failures: number; until: number; reported: boolean }>();
+  private readonly pullBackoff: { readonly initialMs: number; readonly maxMs: number };
 
-  constructor(private readonly options: ExecutorOptions) {}
-
-  async execute(plan: Plan): Promise<ExecutionResult> {
-    let actions = 0;
-    let failures = 0;
-    const queue = [...plan.pods];
-    const worker = async () => {
-      for (let pod = queue.shift(); pod !== undefined; pod = queue.shift()) {
-        const result = await this.executePod(pod);
-        actions += result.actions;
-        failures += result.failures;
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.options.concurrency, queue.length) }, worker));
-    return { actions, failures };
+  constructor(private readonly options: ExecutorOptions) {
+    this.pullBackoff = options.pullBackoff ?? { initialMs: 10_000, maxMs: 300_000 };
   }
 
-  private async executePod(pod: PodPlan): Promise<ExecutionResult> {
-    let failures = 0;
-    for (const action of pod.actions) {
-      try {
-        await this.act(action);
-      } catch (error) {
-        failures += 1;
-        if (error instanceof PullFailed) continue; // reported once, as ImagePullFailed
+  async executePod(pod: PodPlan): Promise<ExecutionResult> {
+    const removals = pod.actions.filter((a) => a.type === 'remove');
+    const others = pod.actions.filter((a) => a.type !== 'remove');
+    const outcomes = await Promise.all(removals.map((a) => this.attempt(a)));
+    for (const action of others) outcomes.push(await this.attempt(action));
+    return { actions: pod.actions.length, failures: outcomes.filter((ok) => !ok).length };
+  }
+
+  /** Runs one action; false (and an event, once) when it failed. */
+  private async attempt(action: PlanAction): Promise<boolean> {
+    try {
+      await this.act(action);
+      return true;
+    } catch (error) {
+      if (!(error instanceof AlreadyReported)) {
         const e = toKubeletError(error, this.options.runtime.name);
         this.emit(action, 'ContainerFailed', `${action.type} failed (${e.code}): ${e.message}`, e.code);
       }
+      return false;
     }
-    return { actions: pod.actions.length, failures };
   }
 
   private async act(action: PlanAction): Promise<void> {
@@ -74,16 +72,20 @@ export class PlanExecutor {
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
         await runtime.start(created.id);
         this.emit(action, 'ContainerStarted', `started ${created.name} from ${action.spec.image}`);
+        if (action.reason === 'restart') {
+          const count = action.spec.labels[Labels.restartCount] ?? '?';
+          this.emit(action, 'ContainerRestarted', `restarted ${action.container} (restart ${count})`);
+        }
         return;
       }
       case 'start':
         await runtime.start(action.id);
-        this.emit(action, 'ContainerStarted', `started ${action.id} again (${action.reason})`);
+        this.emit(action, 'ContainerStarted', `started ${action.id} (${action.reason})`);
         return;
       case 'remove':
         if (action.running) {
-          await ignoreNotFound(runtime.stop(action.id, this.options.stopTimeoutSeconds));
-          this.emit(action, 'ContainerStopped', `stopped ${action.id} (${action.reason})`);
+          await ignoreNotFound(runtime.stop(action.id, action.graceSeconds));
+          this.emit(action, 'ContainerStopped', `stopped ${action.id} (${action.reason}; grace ${action.graceSeconds} s)`);
         }
         await ignoreNotFound(runtime.remove(action.id, { force: true }));
         this.emit(action, 'ContainerRemoved', `removed ${action.id} (${action.reason})`);
@@ -91,11 +93,27 @@ export class PlanExecutor {
     }
   }
 
-  /** Pulls a missing image; pods wanting the same image share one pull. */
-  private async ensureImage(action: Extract<PlanAction, { type: 'create' }>): Promise<void> {
-    const { runtime } = this.options;
+  /**
+   * Applies the pull policy. Pods wanting one image share one pull; a failed pull backs off per
+   * image (10 s doubling to 300 s) so a missing image neither hammers the registry nor blocks
+   * other pods.
+   */
+  private async ensureImage(action: CreateAction): Promise<void> {
+    const { runtime, clock } = this.options;
     const image = action.spec.image;
-    if (await runtime.hasImage(image)) return;
+    if (action.pullPolicy !== 'Always' && (await runtime.hasImage(image))) return;
+    if (action.pullPolicy === 'Never') {
+      this.emit(action, 'ImagePullFailed', `image ${image} is not present and imagePullPolicy is Never`, 'ErrImageNeverPull');
+      throw new AlreadyReported();
+    }
+    const failed = this.pullFailures.get(image);
+    if (failed !== undefined && clock.now() < failed.until) {
+      if (!failed.reported) {
+        failed.reported = true;
+        this.emit(action, 'BackOff', `back-off pulling ${image}: next try in ${failed.until - clock.now()} ms`, 'ImagePullBackOff');
+      }
+      throw new AlreadyReported();
+    }
     let pull = this.pulls.get(image);
     if (pull === undefined) {
       pull = runtime.pull(image).finally(() => this.pulls.delete(image));
@@ -103,11 +121,16 @@ export class PlanExecutor {
     }
     try {
       await pull;
+      this.pullFailures.delete(image);
       this.emit(action, 'ImagePulled', `pulled ${image}`);
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
-      this.emit(action, 'ImagePullFailed', `pull ${image} failed (${e.code}): ${e.message}`, e.code);
-      throw new PullFailed(e);
+      const failures = (failed?.failures ?? 0) + 1;
+      const delay = Math.min(this.pullBackoff.maxMs, this.pullBackoff.initialMs * 2 ** Math.min(failures - 1, 20));
+      // Concurrent waiters of one failed pull count it once.
+      if (this.pullFailures.get(image) === failed) this.pullFailures.set(image, { failures, until: clock.now() + delay, reported: false });
+      this.emit(action, 'ImagePullFailed', `pull ${image} failed (${e.code}): ${e.message}; next try in ${delay} ms`, e.code);
+      throw new AlreadyReported();
     }
   }
 
@@ -116,9 +139,10 @@ export class PlanExecutor {
   }
 }
 
-class PullFailed extends Error {
-  constructor(override readonly cause: Error) {
-    super(cause.message);
+/** A failure already reported by its own event (a pull), not to be reported again as ContainerFailed. */
+class AlreadyReported extends KubeletError {
+  constructor() {
+    super('Unavailable', 'already reported');
   }
 }
 

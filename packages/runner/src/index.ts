@@ -7,3 +7,4 @@ export * from './log-event-sink.js';
 export * from './di.js';
 export * from './duration.js';
 export * from './logging.js';
+export * from './pod-workers.js';

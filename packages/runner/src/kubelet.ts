@@ -1,13 +1,16 @@
 import { EventEmitter } from 'node:events';
 import { hostname as osHostname } from 'node:os';
 import {
+  Labels,
   identityOf,
   plan,
   silentLogger,
   systemClock,
   toKubeletError,
   type AgentView,
+  type BackOff,
   type Clock,
+  type ContainerSummary,
   type ContainerDetails,
   type ContainerManifest,
   type ContainerRuntime,
@@ -20,7 +23,8 @@ import {
   type PodView,
   type TimerHandle,
 } from '@kubelet-ts/core';
-import { PlanExecutor } from './executor.js';
+import { PlanExecutor, type ExecutionResult } from './executor.js';
+import { PodWorkers } from './pod-workers.js';
 import { LogEventSink } from './log-event-sink.js';
 import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
@@ -37,9 +41,7 @@ export interface KubeletOptions {
   readonly hostname?: string;
   /** A pass runs after every change and at least this often. Default 10 s. */
   readonly syncFrequencyMs?: number;
-  /** Seconds a container gets to stop before it is killed. Default 30, the kubelet's grace period. */
-  readonly stopTimeoutSeconds?: number;
-  /** Pods acted on at once within a pass. Default 8. */
+  /** Pods acted on at once. Default 8. */
   readonly concurrency?: number;
   /** `health()` turns unhealthy when no pass has completed for this long. Default: 3 × syncFrequencyMs, at least 30 s. */
   readonly healthThresholdMs?: number;
@@ -92,7 +94,13 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private startedAt = 0;
   private readonly mux: SourceMux;
   private readonly supervisors: SourceSupervisor[];
-  private readonly executor: PlanExecutor;
+  private readonly workers: PodWorkers;
+  /** Exited containers already reported, and containers whose back-off was reported. */
+  private readonly reportedExits = new Set<string>();
+  private readonly reportedBackOffs = new Set<string>();
+  private backOffs: readonly BackOff[] = [];
+  private recheck = false;
+  private lastDone: Promise<PassResult> | undefined;
   private readonly sourceErrors = new Map<string, string>();
   private conflictText = '';
   private timer: TimerHandle | undefined;
@@ -113,13 +121,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
     this.healthThresholdMs = options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000);
     this.mux = new SourceMux(options.sources.map((s) => s.name));
-    this.executor = new PlanExecutor({
-      runtime: this.runtime,
-      events: this.events,
-      clock: this.clock,
-      stopTimeoutSeconds: options.stopTimeoutSeconds ?? 30,
-      concurrency: options.concurrency ?? 8,
-    });
+    this.workers = new PodWorkers(new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock }), options.concurrency ?? 8);
     this.supervisors = options.sources.map(
       (source) =>
         new SourceSupervisor(
@@ -157,6 +159,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     await Promise.all(this.supervisors.map((s) => s.close()));
     await this.loop;
+    await this.workers.idle();
     this.logger.info({ passes: this.passes }, 'kubelet stopped');
   }
 
@@ -293,40 +296,120 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
         const waiters = this.waiters;
         this.waiters = [];
-        const result = await this.pass();
-        for (const resolve of waiters) resolve(result);
-        this.notify(result);
+        // The loop goes on as soon as the pass has dispatched its work; callers of sync() and
+        // 'pass' listeners hear when that work is done.
+        const { done } = await this.pass();
+        this.lastDone = done;
+        void done.then((result) => {
+          for (const resolve of waiters) resolve(result);
+          this.notify(result);
+        });
       } while (this.pending && this.state === 'running');
     } finally {
       // Cleared in the same turn as the last `pending` check: a request arriving after this point
       // starts a new loop instead of setting a flag that nobody reads.
       this.loop = undefined;
     }
-    if (this.state === 'running') this.timer = this.clock.setTimeout(() => this.requestSync(), this.syncFrequencyMs);
+    if (this.state === 'running') this.timer = this.clock.setTimeout(() => this.requestSync(), this.nextWakeIn());
     else this.flushWaiters();
   }
 
-  private async pass(): Promise<PassResult> {
+  /** At least every sync period, sooner when a crash back-off ends. */
+  private nextWakeIn(): number {
+    const now = this.clock.now();
+    let delay = this.syncFrequencyMs;
+    for (const b of this.backOffs) delay = Math.min(delay, Math.max(0, b.until - now));
+    return delay;
+  }
+
+  /** Plans and dispatches; `done` resolves with the pass's result once its work is done. */
+  private async pass(): Promise<{ done: Promise<PassResult> }> {
     const startedAt = this.clock.now();
     const desired = this.mux.desired();
-    const base = { startedAt, desired: desired.pods.length };
-    let result: PassResult;
+    const finish = (executed: ExecutionResult, held: number, error?: KubeletError): PassResult => {
+      const result: PassResult = { startedAt, desired: desired.pods.length, durationMs: this.clock.now() - startedAt, ...executed, held, ...(error === undefined ? {} : { error }) };
+      this.passes += 1;
+      this.lastPass = result;
+      const level = executed.actions > 0 || held > 0 ? 'info' : 'debug';
+      this.logger[level]({ desired: result.desired, actions: result.actions, failures: result.failures, held, durationMs: result.durationMs }, 'sync pass');
+      return result;
+    };
     try {
-      const actual = await this.runtime.list();
-      const p = plan({ desired: desired.pods, actual, node: this.hostname, allowRemovals: this.mux.allSeen() });
-      const executed = await this.executor.execute(p);
-      result = { ...base, durationMs: this.clock.now() - startedAt, ...executed, held: p.held };
-      const level = executed.actions > 0 || p.held > 0 ? 'info' : 'debug';
-      this.logger[level]({ desired: result.desired, actions: result.actions, failures: result.failures, held: p.held, durationMs: result.durationMs }, 'sync pass');
+      const actual = await this.withExitTimes(await this.runtime.list());
+      this.reportExits(actual);
+      const p = plan({ desired: desired.pods, actual, node: this.hostname, allowRemovals: this.mux.allSeen(), now: this.clock.now(), busy: this.workers.busy() });
+      this.backOffs = p.backOffs;
+      this.reportBackOffs(p.backOffs);
       if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');
+      // A busy pod was left out of this plan: look again as soon as a worker finishes, rather than
+      // at the next period, so a change made meanwhile is not held up.
+      if (this.workers.busy().size > 0) this.recheck = true;
+      const work = p.pods.map((pod) =>
+        this.workers.dispatch(pod).then((r) => {
+          if (this.recheck) {
+            this.recheck = false;
+            this.requestSync();
+          }
+          return r;
+        }),
+      );
+      return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, p.held)) };
     } catch (error) {
       const e = toKubeletError(error, this.runtime.name);
       this.logger.error({ code: e.code, err: e }, `sync pass failed: ${e.message}`);
-      result = { ...base, durationMs: this.clock.now() - startedAt, actions: 0, failures: 0, held: 0, error: e };
+      return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, e)) };
     }
-    this.passes += 1;
-    this.lastPass = result;
-    return result;
+  }
+
+  /** Exited containers need their start and end times for the back-off; a list may not carry them. */
+  private async withExitTimes(actual: ContainerSummary[]): Promise<ContainerSummary[]> {
+    return Promise.all(
+      actual.map(async (c) => {
+        if (c.state !== 'exited' || c.finishedAt !== undefined || identityOf(c.labels)?.node !== this.hostname) return c;
+        try {
+          const d = await this.runtime.inspect(c.id);
+          return { ...c, ...pick(d) };
+        } catch {
+          return c; // gone meanwhile: the next pass will not see it
+        }
+      }),
+    );
+  }
+
+  /** Each exit seen since the agent started gets one ContainerExited event, with its code. */
+  private reportExits(actual: readonly ContainerSummary[]): void {
+    const exited = new Set<string>();
+    for (const c of actual) {
+      const identity = identityOf(c.labels);
+      if (c.state !== 'exited' || identity === undefined || identity.node !== this.hostname) continue;
+      exited.add(c.id);
+      if (this.reportedExits.has(c.id) || (c.finishedAt !== undefined && c.finishedAt < this.startedAt)) continue;
+      this.reportedExits.add(c.id);
+      this.emitEvent({
+        type: 'ContainerExited',
+        podId: identity.podId,
+        container: identity.container,
+        reason: c.exitCode === 0 ? 'Completed' : 'Error',
+        message: `${c.name} exited with code ${c.exitCode ?? 'unknown'}`,
+      });
+    }
+    for (const id of this.reportedExits) if (!exited.has(id)) this.reportedExits.delete(id);
+  }
+
+  private reportBackOffs(backOffs: readonly BackOff[]): void {
+    const current = new Set(backOffs.map((b) => b.id));
+    for (const id of this.reportedBackOffs) if (!current.has(id)) this.reportedBackOffs.delete(id);
+    for (const b of backOffs) {
+      if (this.reportedBackOffs.has(b.id)) continue;
+      this.reportedBackOffs.add(b.id);
+      this.emitEvent({
+        type: 'BackOff',
+        podId: b.podId,
+        container: b.container,
+        reason: 'CrashLoopBackOff',
+        message: `back-off ${b.delayMs / 1000} s restarting ${b.container} (exit code ${b.exitCode ?? 'unknown'}, ${b.restartCount} restarts so far)`,
+      });
+    }
   }
 
   /** A listener that throws must not stop the sync loop. */
@@ -338,11 +421,14 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     }
   }
 
+  /** Answers sync() calls that no pass will serve (the agent is closed) with the last pass's result. */
   private flushWaiters(): void {
     const waiters = this.waiters;
     this.waiters = [];
-    const result: PassResult = this.lastPass ?? { startedAt: this.clock.now(), durationMs: 0, desired: 0, actions: 0, failures: 0, held: 0 };
-    for (const resolve of waiters) resolve(result);
+    const empty: PassResult = { startedAt: this.clock.now(), durationMs: 0, desired: 0, actions: 0, failures: 0, held: 0 };
+    void (this.lastDone ?? Promise.resolve(empty)).then((result) => {
+      for (const resolve of waiters) resolve(result);
+    });
   }
 
   private emitEvent(event: Omit<KubeletEvent, 'time'>): void {
@@ -353,4 +439,16 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 /** The plain-function door: an agent from its parts, without DI. Call `start()` on it. */
 export function createKubelet(options: KubeletOptions): Kubelet {
   return new Kubelet(options);
+}
+
+function sum(results: readonly ExecutionResult[], key: keyof ExecutionResult): number {
+  return results.reduce((total, r) => total + r[key], 0);
+}
+
+function pick(d: ContainerSummary): Partial<ContainerSummary> {
+  return {
+    ...(d.startedAt === undefined ? {} : { startedAt: d.startedAt }),
+    ...(d.finishedAt === undefined ? {} : { finishedAt: d.finishedAt }),
+    ...(d.exitCode === undefined ? {} : { exitCode: d.exitCode }),
+  };
 }

@@ -134,8 +134,8 @@ describe('Kubelet', () => {
         manifest('cache', [{ name: 'cache', image: 'redis:7' }]),
       ]);
       const result = await pass;
-      // db: start again; cache: create (fails).
-      expect(result).toMatchObject({ desired: 3, actions: 2, failures: 1, held: 0 });
+      // db: waits out its crash back-off; cache: create (fails).
+      expect(result).toMatchObject({ desired: 3, actions: 1, failures: 1, held: 0 });
       expect(k.status()).toMatchObject({ hostname: HOST, lastPass: result });
       // sync() runs a pass of its own: only the failed creation is left to do.
       const retry = await k.sync();
@@ -293,7 +293,7 @@ describe('Kubelet', () => {
       expect(runtime.callCount('create')).toBe(1);
       expect(of('web')).toHaveLength(1);
       expect(one('web')).toMatchObject({ id: half.id, state: 'running' });
-      expect(events.ofType('ContainerStarted', 'web')).toEqual([expect.objectContaining({ reason: 'exited' })]);
+      expect(events.ofType('ContainerStarted', 'web')).toEqual([expect.objectContaining({ reason: 'not-started' })]);
     });
 
     it('reports a pass whose list fails as Unavailable, loses nothing and converges on the next pass', async () => {
@@ -521,7 +521,7 @@ describe('Kubelet', () => {
       expect(k.status().passes).toBe(before + 2);
     });
 
-    it('starts an exited container again on the periodic pass', async () => {
+    it('restarts an exited container as a new one when its 10 s back-off ends, keeping the exited one', async () => {
       const a = new ScriptedSource('a', { initial: [pod('web')] });
       const k = kubelet([a]);
       await k.start();
@@ -529,15 +529,25 @@ describe('Kubelet', () => {
       const id = one('web').id;
       await clock.advance(1000);
       runtime.exit(id, 137);
-      expect(one('web').state).toBe('exited');
 
-      const pass = nextPass(k);
+      // The periodic pass sees the exit and backs off until exit + 10 s …
+      const waiting = nextPass(k);
       await clock.advance(SYNC_MS - 1000);
-      const result = await pass;
-      expect(result).toMatchObject({ actions: 1, failures: 0 });
-      expect(one('web')).toMatchObject({ id, state: 'running', startedAt: 1_000_000 + SYNC_MS });
-      expect(events.ofType('ContainerStarted', 'web').at(-1)).toMatchObject({ reason: 'exited', time: 1_000_000 + SYNC_MS });
-      expect(runtime.callCount('create')).toBe(1);
+      expect(await waiting).toMatchObject({ actions: 0 });
+      expect(events.ofType('ContainerExited', 'web')).toEqual([expect.objectContaining({ reason: 'Error', time: 1_000_000 + SYNC_MS })]);
+      expect(events.ofType('ContainerExited', 'web')[0]?.message).toContain('exited with code 137');
+      expect(events.ofType('BackOff', 'web')).toHaveLength(1);
+      // … and a pass runs when it ends, not a whole period later.
+      const restart = nextPass(k);
+      await clock.advance(1000);
+      expect(await restart).toMatchObject({ actions: 1, failures: 0, startedAt: 1_000_000 + 11_000 });
+      const [replacement, exited] = [...of('web')].sort((x, y) => y.createdAt - x.createdAt);
+      expect(replacement).toMatchObject({ state: 'running' });
+      expect(replacement?.id).not.toBe(id);
+      expect(replacement?.labels[Labels.restartCount]).toBe('1');
+      expect(exited).toMatchObject({ id, state: 'exited', exitCode: 137 });
+      expect(events.ofType('ContainerRestarted', 'web')).toHaveLength(1);
+      expect(runtime.callCount('create')).toBe(2);
     });
 
     it('pushes the periodic pass back after a pass caused by a change', async () => {
