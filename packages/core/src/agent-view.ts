@@ -7,8 +7,13 @@ export interface ContainerView {
   /** `missing` when the runtime has no container for it (yet). */
   readonly state: ContainerState | 'missing';
   readonly id?: string;
+  /** The exit code of the container's last run that ended (the running one's predecessor). */
   readonly exitCode?: number;
   readonly startedAt?: number;
+  /** Restarts of this manifest container so far. */
+  readonly restartCount: number;
+  /** Set while an exited container waits out its crash back-off. */
+  readonly backOff?: { readonly until: number; readonly delayMs: number };
 }
 
 /** One desired manifest, the source it came from, and the actual state of its containers. */

@@ -1,7 +1,6 @@
 import {
   DEFAULT_GRACE_PERIOD_SECONDS,
   effectivePullPolicy,
-  type Container,
   type ContainerManifest,
   type DesiredPod,
   type PullPolicy,
@@ -97,6 +96,8 @@ export interface PlanInput {
   readonly now: number;
   /** Pods being acted on right now: left out of this plan, so no pod is acted on twice at once. */
   readonly busy?: ReadonlySet<string>;
+  /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
+  readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
 }
 
 /**
@@ -165,7 +166,7 @@ function planPod(pod: DesiredPod, existing: Map<string, ContainerSummary[]> | un
     } else if (last.state === 'created') {
       others.push({ type: 'start', podId: manifest.id, container: container.name, reason: 'not-started', id: last.id });
     } else if (shouldRestart(manifest, last)) {
-      const next = nextRestart(last, input.now);
+      const next = nextRestart(last, input.now, input.crashBackOff ?? CrashBackOff);
       if (next.at <= input.now) others.push(create('restart', { restartCount: next.restartCount, crashStreak: next.crashStreak }));
       else {
         backOffs.push({
@@ -196,14 +197,18 @@ function shouldRestart(manifest: ContainerManifest, exited: ContainerSummary): b
 }
 
 /** When the exited container may be replaced, and the counters its replacement carries. */
-function nextRestart(exited: ContainerSummary, now: number): { at: number; delayMs: number; restartCount: number; crashStreak: number } {
+function nextRestart(
+  exited: ContainerSummary,
+  now: number,
+  backOff: { readonly initialMs: number; readonly maxMs: number },
+): { at: number; delayMs: number; restartCount: number; crashStreak: number } {
   const restarts = Number(exited.labels[Labels.restartCount] ?? 0) || 0;
   const streak = Number(exited.labels[Labels.crashStreak] ?? 0) || 0;
   const finished = exited.finishedAt ?? now;
   const ran = exited.startedAt === undefined ? 0 : finished - exited.startedAt;
   // Ten minutes of clean running wipes the slate: the next crash waits the initial 10 s again.
   const crashStreak = ran >= CrashBackOff.resetAfterMs ? 1 : streak + 1;
-  const delayMs = Math.min(CrashBackOff.maxMs, CrashBackOff.initialMs * 2 ** Math.min(crashStreak - 1, 20));
+  const delayMs = Math.min(backOff.maxMs, backOff.initialMs * 2 ** Math.min(crashStreak - 1, 20));
   return { at: finished + delayMs, delayMs, restartCount: restarts + 1, crashStreak };
 }
 
@@ -228,9 +233,4 @@ function indexActual(actual: readonly ContainerSummary[], node: string): Map<str
     else list.push(c);
   }
   return byPod;
-}
-
-/** The manifest container a create action is for (for callers that need more than the spec). */
-export function containerOf(manifest: ContainerManifest, name: string): Container | undefined {
-  return manifest.containers.find((c) => c.name === name);
 }

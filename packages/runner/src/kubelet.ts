@@ -45,6 +45,8 @@ export interface KubeletOptions {
   readonly concurrency?: number;
   /** `health()` turns unhealthy when no pass has completed for this long. Default: 3 × syncFrequencyMs, at least 30 s. */
   readonly healthThresholdMs?: number;
+  /** Crash back-off of exited containers. Default the kubelet's: 10 s doubling to 300 s. */
+  readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
 }
@@ -91,6 +93,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly events: EventSink;
   private readonly syncFrequencyMs: number;
   private readonly healthThresholdMs: number;
+  private readonly crashBackOff: KubeletOptions['crashBackOff'];
   private startedAt = 0;
   private readonly mux: SourceMux;
   private readonly supervisors: SourceSupervisor[];
@@ -120,6 +123,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.hostname = (options.hostname ?? osHostname()).toLowerCase();
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
     this.healthThresholdMs = options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000);
+    this.crashBackOff = options.crashBackOff;
     this.mux = new SourceMux(options.sources.map((s) => s.name));
     this.workers = new PodWorkers(new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock }), options.concurrency ?? 8);
     this.supervisors = options.sources.map(
@@ -195,30 +199,35 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   }
 
   async pods(): Promise<PodView[]> {
-    const actual = new Map<string, ContainerView[]>();
+    const slots = new Map<string, ContainerSummary[]>();
     for (const c of await this.runtime.list()) {
       const identity = identityOf(c.labels);
       if (identity === undefined || identity.node !== this.hostname) continue;
       const key = `${identity.podId}/${identity.container}`;
-      const view: ContainerView = {
-        name: identity.container,
-        image: c.image,
-        state: c.state,
-        id: c.id,
-        ...(c.exitCode === undefined ? {} : { exitCode: c.exitCode }),
-        ...(c.startedAt === undefined ? {} : { startedAt: c.startedAt }),
-      };
-      // A running container speaks for its slot over an exited one left for inspection.
-      const list = actual.get(key);
-      if (list === undefined) actual.set(key, [view]);
-      else list.push(view);
+      slots.set(key, [...(slots.get(key) ?? []), c]);
     }
+    const backOffs = new Map(this.backOffs.map((b) => [`${b.podId}/${b.container}`, b]));
     return this.mux.desired().pods.map(({ manifest, source }) => ({
       id: manifest.id,
       source,
-      containers: manifest.containers.map((c) => {
-        const found = actual.get(`${manifest.id}/${c.name}`) ?? [];
-        return found.find((v) => v.state === 'running') ?? found[0] ?? { name: c.name, image: c.image, state: 'missing' as const };
+      containers: manifest.containers.map((c): ContainerView => {
+        const key = `${manifest.id}/${c.name}`;
+        // Newest first: the running container speaks for the slot, else the newest exited one.
+        const found = [...(slots.get(key) ?? [])].sort((a, b) => b.createdAt - a.createdAt);
+        const shown = found.find((x) => x.state === 'running') ?? found[0];
+        const lastExit = found.find((x) => x.state === 'exited');
+        const backOff = backOffs.get(key);
+        if (shown === undefined) return { name: c.name, image: c.image, state: 'missing', restartCount: 0 };
+        return {
+          name: c.name,
+          image: shown.image,
+          state: shown.state,
+          id: shown.id,
+          restartCount: Number(shown.labels[Labels.restartCount] ?? 0) || 0,
+          ...(lastExit?.exitCode === undefined ? {} : { exitCode: lastExit.exitCode }),
+          ...(shown.startedAt === undefined ? {} : { startedAt: shown.startedAt }),
+          ...(backOff === undefined ? {} : { backOff: { until: backOff.until, delayMs: backOff.delayMs } }),
+        };
       }),
     }));
   }
@@ -337,7 +346,15 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     try {
       const actual = await this.withExitTimes(await this.runtime.list());
       this.reportExits(actual);
-      const p = plan({ desired: desired.pods, actual, node: this.hostname, allowRemovals: this.mux.allSeen(), now: this.clock.now(), busy: this.workers.busy() });
+      const p = plan({
+        desired: desired.pods,
+        actual,
+        node: this.hostname,
+        allowRemovals: this.mux.allSeen(),
+        now: this.clock.now(),
+        busy: this.workers.busy(),
+        ...(this.crashBackOff === undefined ? {} : { crashBackOff: this.crashBackOff }),
+      });
       this.backOffs = p.backOffs;
       this.reportBackOffs(p.backOffs);
       if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');

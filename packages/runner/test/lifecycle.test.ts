@@ -1,0 +1,174 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { validateManifest, type ContainerManifest } from '@kubelet-ts/core';
+import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { Kubelet, type KubeletOptions, type PassResult } from '../src/kubelet.js';
+import { RecordingEventSink, ScriptedSource, settle } from './helpers.js';
+
+const HOST = 'node-a';
+const SYNC_MS = 10_000;
+
+function parse(raw: object): ContainerManifest {
+  const r = validateManifest(raw);
+  if (!r.ok) throw new Error(JSON.stringify(r.errors));
+  return r.manifest;
+}
+
+describe('container lifecycle on the in-memory runtime, with a virtual clock', () => {
+  let clock: ManualClock;
+  let runtime: MemoryRuntime;
+  let events: RecordingEventSink;
+  let opened: Kubelet[];
+
+  beforeEach(() => {
+    clock = new ManualClock(1_000_000);
+    runtime = new MemoryRuntime({ clock, pullable: 'any' });
+    events = new RecordingEventSink();
+    opened = [];
+  });
+
+  afterEach(async () => {
+    await Promise.all(opened.map((k) => k.close()));
+  });
+
+  async function agent(manifests: ContainerManifest[], options: Partial<KubeletOptions> = {}) {
+    const source = new ScriptedSource('a', { initial: manifests });
+    const k = new Kubelet({ runtime, sources: [source], clock, events, hostname: HOST, syncFrequencyMs: SYNC_MS, ...options });
+    opened.push(k);
+    await k.start();
+    await settle();
+    return { k, source };
+  }
+
+  const containers = (podId: string) =>
+    runtime
+      .snapshot()
+      .filter((c) => c.labels['io.kubelet-ts.manifest-id'] === podId)
+      .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  const running = (podId: string) => containers(podId).find((c) => c.state === 'running');
+
+  describe('crash back-off', () => {
+    it('restarts a crashing container after 10 s, 20 s, 40 s …, keeping only the newest exited one', async () => {
+      await agent([parse({ id: 'crash', containers: [{ name: 'main', image: 'app:1' }] })]);
+      const restarts: number[] = [];
+      for (const expected of [10_000, 20_000, 40_000, 80_000]) {
+        const crashedAt = clock.now();
+        runtime.exit(running('crash')!.id, 1);
+        // Nothing before the back-off ends …
+        await clock.advance(expected - 1);
+        expect(running('crash')).toBeUndefined();
+        // … and the restart when it does (the pass is woken by the back-off's end).
+        await clock.advance(1);
+        await settle();
+        expect(running('crash')).toBeDefined();
+        restarts.push(running('crash')!.createdAt - crashedAt);
+        // Garbage collection keeps one exited container for inspection.
+        await clock.advance(SYNC_MS);
+        expect(containers('crash').filter((c) => c.state === 'exited')).toHaveLength(1);
+      }
+      expect(restarts).toEqual([10_000, 20_000, 40_000, 80_000]);
+      // A BackOff event is written when a pass finds the container waiting (passes come every 10 s).
+      const announced = events.ofType('BackOff', 'crash').map((e) => Number(e.message.match(/back-off (\d+) s/)?.[1]));
+      expect(announced.length).toBeGreaterThanOrEqual(3);
+      expect(announced.every((d, i) => [10, 20, 40, 80].includes(d) && (i === 0 || d > announced[i - 1]!))).toBe(true);
+      expect(events.ofType('ContainerRestarted', 'crash')).toHaveLength(4);
+    });
+
+    it('shows the restart count, the back-off and the last exit code in pods()', async () => {
+      const { k } = await agent([parse({ id: 'crash', containers: [{ name: 'main', image: 'app:1' }] })]);
+      await clock.advance(5_000);
+      runtime.exit(running('crash')!.id, 3);
+      await clock.advance(5_000); // the periodic pass finds it waiting
+      const [view] = await k.pods();
+      expect(view?.containers[0]).toMatchObject({ state: 'exited', exitCode: 3, restartCount: 0, backOff: { until: 1_015_000, delayMs: 10_000 } });
+      await clock.advance(5_000);
+      await settle();
+      const [after] = await k.pods();
+      expect(after?.containers[0]).toMatchObject({ state: 'running', exitCode: 3, restartCount: 1 });
+      expect(after?.containers[0]?.backOff).toBeUndefined();
+    });
+
+    it('leaves a container that completed under OnFailure, and one that failed under Never', async () => {
+      await agent([
+        parse({ id: 'job', restartPolicy: 'OnFailure', containers: [{ name: 'main', image: 'app:1' }] }),
+        parse({ id: 'once', restartPolicy: 'Never', containers: [{ name: 'main', image: 'app:1' }] }),
+      ]);
+      runtime.exit(running('job')!.id, 0);
+      runtime.exit(running('once')!.id, 1);
+      await clock.advance(10 * SYNC_MS);
+      expect(containers('job').map((c) => c.state)).toEqual(['exited']);
+      expect(containers('once').map((c) => c.state)).toEqual(['exited']);
+      expect(events.ofType('ContainerExited').map((e) => e.reason).sort()).toEqual(['Completed', 'Error']);
+    });
+  });
+
+  describe('graceful stop', () => {
+    it("gives a container its manifest's grace period before the kill, and stops a pod's containers at once", async () => {
+      const { source } = await agent([
+        parse({ id: 'web', terminationGracePeriodSeconds: 5, containers: [{ name: 'a', image: 'app:1' }, { name: 'b', image: 'app:1' }] }),
+      ]);
+      for (const c of containers('web')) runtime.hangOnStop(c.id);
+      source.push([]);
+      await settle();
+      await clock.advance(4_999);
+      expect(containers('web').map((c) => c.state)).toEqual(['running', 'running']);
+      await clock.advance(1);
+      await settle();
+      // Both killed at the end of one grace period: concurrently, not 5 s + 5 s.
+      expect(containers('web')).toEqual([]);
+      expect(events.ofType('ContainerStopped', 'web').map((e) => e.time)).toEqual([1_005_000, 1_005_000]);
+    });
+  });
+
+  describe('per-pod workers', () => {
+    it('does not let a slow pull of one pod delay another pod, and acts on a pod once at a time', async () => {
+      runtime = new MemoryRuntime({ clock, pullable: 'any', pullLatencyMs: 60_000 });
+      runtime.addImage('fast:1');
+      const { k, source } = await agent([parse({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] })]);
+      expect(running('slow')).toBeUndefined();
+      source.push([parse({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] }), parse({ id: 'quick', containers: [{ name: 'main', image: 'fast:1' }] })]);
+      await settle();
+      expect(running('quick')).toBeDefined();
+      // Periodic passes while the pull goes on neither wait for it nor start a second one.
+      const passes: PassResult[] = [];
+      k.on('pass', (r) => passes.push(r));
+      await clock.advance(3 * SYNC_MS);
+      expect(passes.length).toBeGreaterThanOrEqual(3);
+      expect(runtime.callCount('pull')).toBe(1);
+      await clock.advance(60_000);
+      await settle();
+      expect(running('slow')).toBeDefined();
+      expect(runtime.callCount('create')).toBe(2);
+    });
+  });
+
+  describe('image pull policy', () => {
+    it('pulls an image that is present for Always and :latest, not for IfNotPresent', async () => {
+      runtime.addImage('app:latest');
+      runtime.addImage('app:1');
+      await agent([
+        parse({ id: 'latest', containers: [{ name: 'main', image: 'app:latest' }] }),
+        parse({ id: 'pinned', containers: [{ name: 'main', image: 'app:1' }] }),
+        parse({ id: 'always', containers: [{ name: 'main', image: 'app:1', imagePullPolicy: 'Always' }] }),
+      ]);
+      expect(runtime.calls.filter((c) => c.op === 'pull').map((c) => c.target).sort()).toEqual(['app:1', 'app:latest']);
+      expect(['latest', 'pinned', 'always'].every((p) => running(p) !== undefined)).toBe(true);
+    });
+
+    it('never pulls for Never, and says why the container cannot start', async () => {
+      await agent([parse({ id: 'never', containers: [{ name: 'main', image: 'absent:1', imagePullPolicy: 'Never' }] })]);
+      expect(runtime.callCount('pull')).toBe(0);
+      expect(events.ofType('ImagePullFailed', 'never')[0]).toMatchObject({ reason: 'ErrImageNeverPull' });
+    });
+
+    it('backs off a failing pull, 10 s doubling, without holding up other pods', async () => {
+      runtime = new MemoryRuntime({ clock, pullable: ['good:1'] });
+      await agent([parse({ id: 'bad', containers: [{ name: 'main', image: 'missing:1' }] }), parse({ id: 'good', containers: [{ name: 'main', image: 'good:1' }] })]);
+      expect(running('good')).toBeDefined();
+      const pullTimes = () => runtime.calls.filter((c) => c.op === 'pull' && c.target === 'missing:1').map((c) => c.time - 1_000_000);
+      await clock.advance(60_000);
+      // Passes run every 10 s; pulls only after 10 s, then 20 s, then 40 s.
+      expect(pullTimes()).toEqual([0, 10_000, 30_000]);
+      expect(events.ofType('BackOff', 'bad').every((e) => e.reason === 'ImagePullBackOff')).toBe(true);
+    });
+  });
+});
