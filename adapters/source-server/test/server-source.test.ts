@@ -21,7 +21,7 @@ class RecordingSink {
 class FakeView implements AgentView {
   health_: HealthView = { healthy: true, message: 'ok' };
   async pods(): Promise<PodView[]> {
-    return [{ id: 'web', source: 'server', containers: [{ name: 'nginx', image: 'nginx', state: 'running', id: 'abc' }] }];
+    return [{ id: 'web', source: 'server', containers: [{ name: 'nginx', image: 'nginx', state: 'running', id: 'abc', restartCount: 0 }] }];
   }
   async containerInfo(name: string): Promise<ContainerDetails | undefined> {
     if (name !== 'web-1') return undefined;

@@ -8,3 +8,5 @@ export * from './di.js';
 export * from './duration.js';
 export * from './logging.js';
 export * from './pod-workers.js';
+export * from './prober.js';
+export { socketNetworkCheck } from './network-check.js';

@@ -1,8 +1,10 @@
 import { EventEmitter } from 'node:events';
 import { hostname as osHostname } from 'node:os';
 import {
+  DEFAULT_GRACE_PERIOD_SECONDS,
   Labels,
   identityOf,
+  specHash,
   plan,
   silentLogger,
   systemClock,
@@ -10,7 +12,9 @@ import {
   type AgentView,
   type BackOff,
   type Clock,
+  type Container,
   type ContainerSummary,
+  type DesiredPod,
   type ContainerDetails,
   type ContainerManifest,
   type ContainerRuntime,
@@ -25,6 +29,7 @@ import {
 } from '@kubelet-ts/core';
 import { PlanExecutor, type ExecutionResult } from './executor.js';
 import { PodWorkers } from './pod-workers.js';
+import { LivenessProber, type NetworkCheck, type ProbeTarget } from './prober.js';
 import { LogEventSink } from './log-event-sink.js';
 import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
@@ -47,6 +52,8 @@ export interface KubeletOptions {
   readonly healthThresholdMs?: number;
   /** Crash back-off of exited containers. Default the kubelet's: 10 s doubling to 300 s. */
   readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
+  /** Liveness probes: the address published ports are dialled on (default 127.0.0.1), and the checker. */
+  readonly probes?: { readonly host?: string; readonly network?: NetworkCheck };
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
 }
@@ -98,12 +105,15 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly mux: SourceMux;
   private readonly supervisors: SourceSupervisor[];
   private readonly workers: PodWorkers;
+  private readonly prober: LivenessProber;
   /** Exited containers already reported, and containers whose back-off was reported. */
   private readonly reportedExits = new Set<string>();
   private readonly reportedBackOffs = new Set<string>();
   private backOffs: readonly BackOff[] = [];
   private recheck = false;
   private lastDone: Promise<PassResult> | undefined;
+  /** Pods with liveness probes, per desired state (recomputed only when that changes). */
+  private probed: { of: DesiredState; ids: Set<string> } | undefined;
   private readonly sourceErrors = new Map<string, string>();
   private conflictText = '';
   private timer: TimerHandle | undefined;
@@ -125,6 +135,16 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.healthThresholdMs = options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000);
     this.crashBackOff = options.crashBackOff;
     this.mux = new SourceMux(options.sources.map((s) => s.name));
+    this.prober = new LivenessProber({
+      runtime: this.runtime,
+      clock: this.clock,
+      events: this.events,
+      logger: this.logger,
+      ...(options.probes?.host === undefined ? {} : { host: options.probes.host }),
+      ...(options.probes?.network === undefined ? {} : { network: options.probes.network }),
+      // A killed container is for the restart policy now: look at once.
+      onKilled: () => this.requestSync(),
+    });
     this.workers = new PodWorkers(new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock }), options.concurrency ?? 8);
     this.supervisors = options.sources.map(
       (source) =>
@@ -163,6 +183,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     await Promise.all(this.supervisors.map((s) => s.close()));
     await this.loop;
+    await this.prober.close();
     await this.workers.idle();
     this.logger.info({ passes: this.passes }, 'kubelet stopped');
   }
@@ -323,6 +344,15 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     else this.flushWaiters();
   }
 
+  private hasProbes(podId: string): boolean {
+    const desired = this.mux.desired();
+    if (this.probed?.of !== desired) {
+      const ids = new Set(desired.pods.filter((p) => p.manifest.containers.some((c) => c.livenessProbe !== undefined)).map((p) => p.manifest.id));
+      this.probed = { of: desired, ids };
+    }
+    return this.probed.ids.has(podId);
+  }
+
   /** At least every sync period, sooner when a crash back-off ends. */
   private nextWakeIn(): number {
     const now = this.clock.now();
@@ -357,12 +387,15 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       });
       this.backOffs = p.backOffs;
       this.reportBackOffs(p.backOffs);
+      this.prober.update(probeTargets(desired.pods, actual, this.hostname));
       if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');
       // A busy pod was left out of this plan: look again as soon as a worker finishes, rather than
       // at the next period, so a change made meanwhile is not held up.
       if (this.workers.busy().size > 0) this.recheck = true;
       const work = p.pods.map((pod) =>
         this.workers.dispatch(pod).then((r) => {
+          // New containers with liveness probes: a pass hands them to the prober now, not a period later.
+          if (r.failures === 0 && this.hasProbes(pod.podId)) this.recheck = true;
           if (this.recheck) {
             this.recheck = false;
             this.requestSync();
@@ -456,6 +489,35 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 /** The plain-function door: an agent from its parts, without DI. Call `start()` on it. */
 export function createKubelet(options: KubeletOptions): Kubelet {
   return new Kubelet(options);
+}
+
+/** The running, current containers whose manifest container has a liveness probe. */
+function probeTargets(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], node: string): ProbeTarget[] {
+  const probed = new Map<string, { manifest: ContainerManifest; container: Container }>();
+  for (const { manifest } of desired) {
+    for (const container of manifest.containers) if (container.livenessProbe !== undefined) probed.set(`${manifest.id}/${container.name}`, { manifest, container });
+  }
+  if (probed.size === 0) return [];
+  const targets: ProbeTarget[] = [];
+  for (const c of actual) {
+    const identity = identityOf(c.labels);
+    if (c.state !== 'running' || identity === undefined || identity.node !== node) continue;
+    const found = probed.get(`${identity.podId}/${identity.container}`);
+    if (found === undefined || c.labels[Labels.specHash] !== specHash(found.manifest, found.container)) continue;
+    const probe = found.container.livenessProbe!;
+    const port = probe.httpGet?.port ?? probe.tcpSocket?.port;
+    const hostPort = port === undefined ? undefined : found.container.ports.find((p) => (typeof port === 'number' ? p.containerPort === port : p.name === port))?.hostPort;
+    targets.push({
+      podId: identity.podId,
+      container: identity.container,
+      id: c.id,
+      startedAt: c.startedAt ?? c.createdAt,
+      probe,
+      ...(hostPort === undefined ? {} : { hostPort }),
+      graceSeconds: found.manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS,
+    });
+  }
+  return targets;
 }
 
 function sum(results: readonly ExecutionResult[], key: keyof ExecutionResult): number {

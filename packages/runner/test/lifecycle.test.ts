@@ -101,6 +101,34 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
     });
   });
 
+  describe('liveness probes', () => {
+    it('restarts a container whose exec probe fails failureThreshold times, saying why', async () => {
+      const probe = { exec: { command: ['check'] }, initialDelaySeconds: 5, periodSeconds: 2, failureThreshold: 3 };
+      await agent([parse({ id: 'sick', containers: [{ name: 'main', image: 'app:1', livenessProbe: probe }] })]);
+      const first = running('sick')!;
+      runtime.onExec(first.id, () => ({ exitCode: 1, output: 'unhealthy' }));
+      await clock.advance(5_000 + 2 * 2_000); // probes at 5 s, 7 s, 9 s
+      await settle();
+      expect(events.ofType('ProbeFailed', 'sick')).toHaveLength(3);
+      expect(events.ofType('ContainerKilled', 'sick')[0]?.message).toContain('liveness probe failed 3 times');
+      expect(containers('sick').find((c) => c.id === first.id)?.state).toBe('exited');
+      // The restart policy (Always) takes over, with the crash back-off.
+      await clock.advance(10_000);
+      await settle();
+      expect(running('sick')?.id).not.toBe(first.id);
+      expect(events.ofType('ContainerRestarted', 'sick')).toHaveLength(1);
+    });
+
+    it('keeps a container whose probe passes', async () => {
+      const probe = { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 1 };
+      await agent([parse({ id: 'well', containers: [{ name: 'main', image: 'app:1', livenessProbe: probe }] })]);
+      await clock.advance(30_000);
+      expect(runtime.callCount('exec')).toBeGreaterThanOrEqual(25);
+      expect(events.ofType('ProbeFailed')).toEqual([]);
+      expect(containers('well')).toHaveLength(1);
+    });
+  });
+
   describe('graceful stop', () => {
     it("gives a container its manifest's grace period before the kill, and stops a pod's containers at once", async () => {
       const { source } = await agent([
