@@ -34,6 +34,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger,
     syncFrequencyMs: options.syncFrequency,
     hostname,
+    // Probes dial published ports where they are published; all interfaces includes loopback.
+    probes: { host: options.hostIp === '0.0.0.0' ? '127.0.0.1' : options.hostIp },
   });
   parts.server.attach(kubelet);
   try {
