@@ -67,6 +67,8 @@ export interface PassResult {
   readonly failures: number;
   /** Removals withheld because not every source has delivered yet. */
   readonly held: number;
+  /** Pods left out of the pass because their worker was still acting on them. */
+  readonly busy: number;
   /** Set when the pass could not run at all (the runtime could not list). */
   readonly error?: KubeletError;
 }
@@ -189,11 +191,19 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   }
 
   /** Runs a pass (after the one in progress, if any) and resolves with its result. */
-  sync(): Promise<PassResult> {
-    return new Promise((resolve) => {
-      this.waiters.push(resolve);
-      this.requestSync();
-    });
+  /**
+   * Runs a pass over every pod and resolves once its work is done: work already in flight is
+   * waited for first, and a pass that had to leave a busy pod out is followed by another.
+   */
+  async sync(): Promise<PassResult> {
+    for (;;) {
+      await this.workers.idle();
+      const result = await new Promise<PassResult>((resolve) => {
+        this.waiters.push(resolve);
+        this.requestSync();
+      });
+      if (result.busy === 0 || this.state !== 'running') return result;
+    }
   }
 
   desired(): DesiredState {
@@ -365,8 +375,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private async pass(): Promise<{ done: Promise<PassResult> }> {
     const startedAt = this.clock.now();
     const desired = this.mux.desired();
-    const finish = (executed: ExecutionResult, held: number, error?: KubeletError): PassResult => {
-      const result: PassResult = { startedAt, desired: desired.pods.length, durationMs: this.clock.now() - startedAt, ...executed, held, ...(error === undefined ? {} : { error }) };
+    const finish = (executed: ExecutionResult, held: number, busy: number, error?: KubeletError): PassResult => {
+      const result: PassResult = { startedAt, desired: desired.pods.length, durationMs: this.clock.now() - startedAt, ...executed, held, busy, ...(error === undefined ? {} : { error }) };
       this.passes += 1;
       this.lastPass = result;
       const level = executed.actions > 0 || held > 0 ? 'info' : 'debug';
@@ -376,13 +386,14 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     try {
       const actual = await this.withExitTimes(await this.runtime.list());
       this.reportExits(actual);
+      const busy = this.workers.busy();
       const p = plan({
         desired: desired.pods,
         actual,
         node: this.hostname,
         allowRemovals: this.mux.allSeen(),
         now: this.clock.now(),
-        busy: this.workers.busy(),
+        busy,
         ...(this.crashBackOff === undefined ? {} : { crashBackOff: this.crashBackOff }),
       });
       this.backOffs = p.backOffs;
@@ -391,7 +402,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');
       // A busy pod was left out of this plan: look again as soon as a worker finishes, rather than
       // at the next period, so a change made meanwhile is not held up.
-      if (this.workers.busy().size > 0) this.recheck = true;
+      if (busy.size > 0) this.recheck = true;
       const work = p.pods.map((pod) =>
         this.workers.dispatch(pod).then((r) => {
           // New containers with liveness probes: a pass hands them to the prober now, not a period later.
@@ -403,11 +414,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
           return r;
         }),
       );
-      return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, p.held)) };
+      return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, p.held, busy.size)) };
     } catch (error) {
       const e = toKubeletError(error, this.runtime.name);
       this.logger.error({ code: e.code, err: e }, `sync pass failed: ${e.message}`);
-      return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, e)) };
+      return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, 0, e)) };
     }
   }
 
@@ -475,10 +486,12 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private flushWaiters(): void {
     const waiters = this.waiters;
     this.waiters = [];
-    const empty: PassResult = { startedAt: this.clock.now(), durationMs: 0, desired: 0, actions: 0, failures: 0, held: 0 };
-    void (this.lastDone ?? Promise.resolve(empty)).then((result) => {
+    const empty: PassResult = { startedAt: this.clock.now(), durationMs: 0, desired: 0, actions: 0, failures: 0, held: 0, busy: 0 };
+    void (async () => {
+      await this.loop; // a pass still planning will set lastDone
+      const result = await (this.lastDone ?? Promise.resolve(empty));
       for (const resolve of waiters) resolve(result);
-    });
+    })();
   }
 
   private emitEvent(event: Omit<KubeletEvent, 'time'>): void {
