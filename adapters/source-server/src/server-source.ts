@@ -47,7 +47,8 @@ class HttpProblem extends Error {
 
 /**
  * The agent's own HTTP server, as in 2014, and a manifest source: `POST /container` adds or
- * replaces one manifest, `POST /containers` replaces the set, `DELETE /container/<id>` removes one.
+ * replaces one manifest, `POST /containers` replaces the set, `DELETE /container/<id>` removes one;
+ * it also shows the agent: `/containerInfo`, `/pods`, `/plan`, `/metrics`, `/healthz`.
  * A request changes the set only when it is valid as a whole, so no bad request can disturb what runs.
  */
 export class ServerManifestSource implements ManifestSource {
@@ -130,7 +131,11 @@ export class ServerManifestSource implements ManifestSource {
       const url = new URL(req.url ?? '/', 'http://agent');
       if (url.pathname !== '/healthz') this.authorize(req);
       const body = await this.route(req, url);
-      send(res, body.status, body.json);
+      if (body.contentType === undefined) send(res, body.status, body.json);
+      else {
+        res.writeHead(body.status, { 'content-type': body.contentType });
+        res.end(String(body.json));
+      }
     } catch (error) {
       if (error instanceof HttpProblem) {
         const headers: Record<string, string> = error.status === 401 ? { 'www-authenticate': 'Bearer' } : error.status === 413 ? { connection: 'close' } : {};
@@ -144,7 +149,8 @@ export class ServerManifestSource implements ManifestSource {
     }
   }
 
-  private async route(req: IncomingMessage, url: URL): Promise<{ status: number; json: unknown }> {
+  /** `json` is sent as JSON unless a `contentType` says it is already text. */
+  private async route(req: IncomingMessage, url: URL): Promise<{ status: number; json: unknown; contentType?: string }> {
     const method = req.method ?? 'GET';
     const path = url.pathname;
     if (path === '/container') {
@@ -170,6 +176,15 @@ export class ServerManifestSource implements ManifestSource {
     if (path === '/pods') {
       allow(method, 'GET');
       return { status: 200, json: await this.requireView().pods() };
+    }
+    if (path === '/plan') {
+      allow(method, 'GET');
+      return { status: 200, json: await this.requireView().plan() };
+    }
+    if (path === '/metrics') {
+      allow(method, 'GET');
+      const { contentType, body } = await this.requireView().metrics();
+      return { status: 200, json: body, contentType };
     }
     if (path === '/healthz') {
       allow(method, 'GET');

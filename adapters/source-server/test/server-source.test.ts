@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { connect } from 'node:net';
-import type { AgentView, ContainerDetails, ContainerManifest, HealthView, PodView } from '@kubelet-ts/core';
+import type { AgentView, ContainerDetails, ContainerManifest, HealthView, PlanReport, PodView } from '@kubelet-ts/core';
 import { ServerManifestSource, type ServerManifestSourceOptions } from '../src/index.js';
 
 class RecordingSink {
@@ -29,6 +29,12 @@ class FakeView implements AgentView {
   }
   health(): HealthView {
     return this.health_;
+  }
+  async plan(): Promise<PlanReport> {
+    return { inSync: false, steps: [{ podId: 'web', container: 'nginx', action: 'create', reason: 'new', image: 'nginx' }], held: 0, backOffs: [], unseenSources: [] };
+  }
+  async metrics() {
+    return { contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'kubelet_ts_desired_pods 1\n' };
   }
 }
 
@@ -130,6 +136,14 @@ describe('ServerManifestSource', () => {
     expect(((await res.json()) as { message: string }).message).toContain('40000 ms');
   });
 
+  it('serves /plan as JSON and /metrics as Prometheus text', async () => {
+    const { url, view } = await start();
+    expect(await (await fetch(`${url}/plan`)).json()).toEqual(await view.plan());
+    const metrics = await fetch(`${url}/metrics`);
+    expect(metrics.headers.get('content-type')).toContain('text/plain');
+    expect(await metrics.text()).toBe('kubelet_ts_desired_pods 1\n');
+  });
+
   it('requires the bearer token on every route but /healthz', async () => {
     const { sink, url } = await start({ authToken: 's3cret' });
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
@@ -138,6 +152,8 @@ describe('ServerManifestSource', () => {
     expect(denied.headers.get('www-authenticate')).toBe('Bearer');
     expect((await post(url, '/container', manifest('web'), { authorization: 'Bearer wrong' })).status).toBe(401);
     expect((await fetch(`${url}/pods`, { headers: { authorization: 'Basic s3cret' } })).status).toBe(401);
+    expect((await fetch(`${url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${url}/plan`)).status).toBe(401);
     expect(sink.ids).toEqual([]);
     expect((await post(url, '/container', manifest('web'), { authorization: 'Bearer s3cret' })).status).toBe(201);
     expect(sink.ids).toEqual(['web']);

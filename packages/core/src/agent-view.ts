@@ -1,3 +1,4 @@
+import type { PlanReport } from './plan-report.js';
 import type { ContainerDetails, ContainerState } from './runtime.js';
 
 /** One container of a desired pod, as the runtime has it now. */
@@ -45,4 +46,8 @@ export interface AgentView {
   containerInfo(name: string): Promise<ContainerDetails | undefined>;
   /** Unhealthy when the sync loop has not completed a pass for too long. */
   health(): HealthView;
+  /** What a pass would do now, without doing it. */
+  plan(): Promise<PlanReport>;
+  /** Prometheus text exposition of the agent's metrics. */
+  metrics(): Promise<{ readonly contentType: string; readonly body: string }>;
 }

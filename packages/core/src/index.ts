@@ -12,3 +12,4 @@ export * from './spec.js';
 export * from './planner.js';
 export * from './tokens.js';
 export * from './agent-view.js';
+export * from './plan-report.js';

@@ -10,3 +10,5 @@ export * from './logging.js';
 export * from './pod-workers.js';
 export * from './prober.js';
 export { socketNetworkCheck } from './network-check.js';
+export * from './metrics.js';
+export * from './preview.js';

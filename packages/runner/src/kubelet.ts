@@ -1,35 +1,38 @@
 import { EventEmitter } from 'node:events';
 import { hostname as osHostname } from 'node:os';
 import {
-  DEFAULT_GRACE_PERIOD_SECONDS,
-  Labels,
   identityOf,
-  specHash,
   plan,
+  reportPlan,
   silentLogger,
   systemClock,
   toKubeletError,
   type AgentView,
   type BackOff,
   type Clock,
-  type Container,
-  type ContainerSummary,
-  type DesiredPod,
   type ContainerDetails,
   type ContainerManifest,
   type ContainerRuntime,
+  type ContainerSummary,
+  type DesiredPod,
   type EventSink,
+  type HealthView,
   type KubeletError,
   type KubeletEvent,
-  type HealthView,
   type Logger,
   type ManifestSource,
+  type PlanInput,
+  type PlanReport,
   type PodView,
   type TimerHandle,
 } from '@kubelet-ts/core';
+import { withExitTimes } from './exit-times.js';
 import { PlanExecutor, type ExecutionResult } from './executor.js';
+import { podViews } from './pod-views.js';
 import { PodWorkers } from './pod-workers.js';
-import { LivenessProber, type NetworkCheck, type ProbeTarget } from './prober.js';
+import { probeTargets } from './probe-targets.js';
+import { LivenessProber, type NetworkCheck } from './prober.js';
+import { KubeletMetrics } from './metrics.js';
 import { LogEventSink } from './log-event-sink.js';
 import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
@@ -88,7 +91,6 @@ export interface KubeletStatus {
 }
 
 type KubeletEvents = { pass: [PassResult] };
-type ContainerView = PodView['containers'][number];
 
 /**
  * The agent: sources → mux (latest set per source) → desired state → planner → executor → events.
@@ -107,6 +109,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly mux: SourceMux;
   private readonly supervisors: SourceSupervisor[];
   private readonly workers: PodWorkers;
+  private readonly metricsRegistry: KubeletMetrics;
   private readonly prober: LivenessProber;
   /** Exited containers already reported, and containers whose back-off was reported. */
   private readonly reportedExits = new Set<string>();
@@ -128,10 +131,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   constructor(options: KubeletOptions) {
     super();
-    this.runtime = options.runtime;
+    this.metricsRegistry = new KubeletMetrics(async () => (await this.runtime.list()).filter((c) => identityOf(c.labels)?.node === this.hostname));
+    this.runtime = this.metricsRegistry.instrument(options.runtime);
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
-    this.events = options.events ?? new LogEventSink(this.logger);
+    this.events = this.metricsRegistry.events(options.events ?? new LogEventSink(this.logger));
     this.hostname = (options.hostname ?? osHostname()).toLowerCase();
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
     this.healthThresholdMs = options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000);
@@ -230,37 +234,17 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   }
 
   async pods(): Promise<PodView[]> {
-    const slots = new Map<string, ContainerSummary[]>();
-    for (const c of await this.runtime.list()) {
-      const identity = identityOf(c.labels);
-      if (identity === undefined || identity.node !== this.hostname) continue;
-      const key = `${identity.podId}/${identity.container}`;
-      slots.set(key, [...(slots.get(key) ?? []), c]);
-    }
-    const backOffs = new Map(this.backOffs.map((b) => [`${b.podId}/${b.container}`, b]));
-    return this.mux.desired().pods.map(({ manifest, source }) => ({
-      id: manifest.id,
-      source,
-      containers: manifest.containers.map((c): ContainerView => {
-        const key = `${manifest.id}/${c.name}`;
-        // Newest first: the running container speaks for the slot, else the newest exited one.
-        const found = [...(slots.get(key) ?? [])].sort((a, b) => b.createdAt - a.createdAt);
-        const shown = found.find((x) => x.state === 'running') ?? found[0];
-        const lastExit = found.find((x) => x.state === 'exited');
-        const backOff = backOffs.get(key);
-        if (shown === undefined) return { name: c.name, image: c.image, state: 'missing', restartCount: 0 };
-        return {
-          name: c.name,
-          image: shown.image,
-          state: shown.state,
-          id: shown.id,
-          restartCount: Number(shown.labels[Labels.restartCount] ?? 0) || 0,
-          ...(lastExit?.exitCode === undefined ? {} : { exitCode: lastExit.exitCode }),
-          ...(shown.startedAt === undefined ? {} : { startedAt: shown.startedAt }),
-          ...(backOff === undefined ? {} : { backOff: { until: backOff.until, delayMs: backOff.delayMs } }),
-        };
-      }),
-    }));
+    return podViews(this.mux.desired().pods, await this.runtime.list(), this.hostname, this.backOffs);
+  }
+
+  async plan(): Promise<PlanReport> {
+    const actual = await withExitTimes(this.runtime, await this.runtime.list(), this.hostname);
+    const p = plan(this.planInput(this.mux.desired().pods, actual, new Set()));
+    return reportPlan(p, this.mux.unseen());
+  }
+
+  metrics(): Promise<{ contentType: string; body: string }> {
+    return this.metricsRegistry.text();
   }
 
   async containerInfo(name: string): Promise<ContainerDetails | undefined> {
@@ -287,6 +271,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   }
 
   private onUpdate(source: string, manifests: readonly ContainerManifest[]): void {
+    this.metricsRegistry.sourceUpdates.inc({ source });
     this.sourceErrors.delete(source);
     if (!this.mux.update(source, manifests) && this.passes > 0) return;
     this.logger.debug({ source, manifests: manifests.length }, 'source update');
@@ -295,6 +280,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   }
 
   private onSourceError(source: string, error: KubeletError): void {
+    this.metricsRegistry.sourceErrors.inc({ source });
     this.sourceErrors.set(source, error.message);
     const type: KubeletEvent['type'] =
       error.code === 'InvalidManifest' ? 'ManifestRejected' : error.code === 'Conflict' ? 'ManifestConflict' : 'SourceError';
@@ -354,6 +340,18 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     else this.flushWaiters();
   }
 
+  private planInput(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], busy: ReadonlySet<string>): PlanInput {
+    return {
+      desired,
+      actual,
+      node: this.hostname,
+      allowRemovals: this.mux.allSeen(),
+      now: this.clock.now(),
+      busy,
+      ...(this.crashBackOff === undefined ? {} : { crashBackOff: this.crashBackOff }),
+    };
+  }
+
   private hasProbes(podId: string): boolean {
     const desired = this.mux.desired();
     if (this.probed?.of !== desired) {
@@ -379,23 +377,17 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       const result: PassResult = { startedAt, desired: desired.pods.length, durationMs: this.clock.now() - startedAt, ...executed, held, busy, ...(error === undefined ? {} : { error }) };
       this.passes += 1;
       this.lastPass = result;
+      this.metricsRegistry.passDuration.observe(result.durationMs / 1000);
       const level = executed.actions > 0 || held > 0 ? 'info' : 'debug';
       this.logger[level]({ desired: result.desired, actions: result.actions, failures: result.failures, held, durationMs: result.durationMs }, 'sync pass');
       return result;
     };
     try {
-      const actual = await this.withExitTimes(await this.runtime.list());
+      const actual = await withExitTimes(this.runtime, await this.runtime.list(), this.hostname);
       this.reportExits(actual);
       const busy = this.workers.busy();
-      const p = plan({
-        desired: desired.pods,
-        actual,
-        node: this.hostname,
-        allowRemovals: this.mux.allSeen(),
-        now: this.clock.now(),
-        busy,
-        ...(this.crashBackOff === undefined ? {} : { crashBackOff: this.crashBackOff }),
-      });
+      this.metricsRegistry.desiredPods.set(desired.pods.length);
+      const p = plan(this.planInput(desired.pods, actual, busy));
       this.backOffs = p.backOffs;
       this.reportBackOffs(p.backOffs);
       this.prober.update(probeTargets(desired.pods, actual, this.hostname));
@@ -420,21 +412,6 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       this.logger.error({ code: e.code, err: e }, `sync pass failed: ${e.message}`);
       return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, 0, e)) };
     }
-  }
-
-  /** Exited containers need their start and end times for the back-off; a list may not carry them. */
-  private async withExitTimes(actual: ContainerSummary[]): Promise<ContainerSummary[]> {
-    return Promise.all(
-      actual.map(async (c) => {
-        if (c.state !== 'exited' || c.finishedAt !== undefined || identityOf(c.labels)?.node !== this.hostname) return c;
-        try {
-          const d = await this.runtime.inspect(c.id);
-          return { ...c, ...pick(d) };
-        } catch {
-          return c; // gone meanwhile: the next pass will not see it
-        }
-      }),
-    );
   }
 
   /** Each exit seen since the agent started gets one ContainerExited event, with its code. */
@@ -504,43 +481,6 @@ export function createKubelet(options: KubeletOptions): Kubelet {
   return new Kubelet(options);
 }
 
-/** The running, current containers whose manifest container has a liveness probe. */
-function probeTargets(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], node: string): ProbeTarget[] {
-  const probed = new Map<string, { manifest: ContainerManifest; container: Container }>();
-  for (const { manifest } of desired) {
-    for (const container of manifest.containers) if (container.livenessProbe !== undefined) probed.set(`${manifest.id}/${container.name}`, { manifest, container });
-  }
-  if (probed.size === 0) return [];
-  const targets: ProbeTarget[] = [];
-  for (const c of actual) {
-    const identity = identityOf(c.labels);
-    if (c.state !== 'running' || identity === undefined || identity.node !== node) continue;
-    const found = probed.get(`${identity.podId}/${identity.container}`);
-    if (found === undefined || c.labels[Labels.specHash] !== specHash(found.manifest, found.container)) continue;
-    const probe = found.container.livenessProbe!;
-    const port = probe.httpGet?.port ?? probe.tcpSocket?.port;
-    const hostPort = port === undefined ? undefined : found.container.ports.find((p) => (typeof port === 'number' ? p.containerPort === port : p.name === port))?.hostPort;
-    targets.push({
-      podId: identity.podId,
-      container: identity.container,
-      id: c.id,
-      startedAt: c.startedAt ?? c.createdAt,
-      probe,
-      ...(hostPort === undefined ? {} : { hostPort }),
-      graceSeconds: found.manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS,
-    });
-  }
-  return targets;
-}
-
 function sum(results: readonly ExecutionResult[], key: keyof ExecutionResult): number {
   return results.reduce((total, r) => total + r[key], 0);
-}
-
-function pick(d: ContainerSummary): Partial<ContainerSummary> {
-  return {
-    ...(d.startedAt === undefined ? {} : { startedAt: d.startedAt }),
-    ...(d.finishedAt === undefined ? {} : { finishedAt: d.finishedAt }),
-    ...(d.exitCode === undefined ? {} : { exitCode: d.exitCode }),
-  };
 }

@@ -5,10 +5,12 @@ import { Kubelet } from '../kubelet.js';
 import { createLogger } from '../logging.js';
 import { buildProgram, normaliseFlagSpelling, type CliOptions } from './options.js';
 import { chooseRuntime } from './runtime.js';
+import { planMain } from './plan.js';
 import { buildSources } from './sources.js';
 
 /** Runs the agent until SIGINT or SIGTERM; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'plan') return planMain(argv.slice(1));
   const program = buildProgram();
   try {
     program.parse(normaliseFlagSpelling(argv), { from: 'user' });
@@ -37,7 +39,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     // Probes dial published ports where they are published; all interfaces includes loopback.
     probes: { host: options.hostIp === '0.0.0.0' ? '127.0.0.1' : options.hostIp },
   });
-  parts.server.attach(kubelet);
+  parts.server?.attach(kubelet);
   try {
     await kubelet.start();
   } catch (error) {

@@ -50,7 +50,11 @@ function port(value: string): number {
 
 export function buildProgram(): Command {
   return new Command('kubelet-ts')
-    .description('Keeps the containers on this host equal to what its manifest sources ask for.')
+    .description(
+      'Keeps the containers on this host equal to what its manifest sources ask for.\n\n' +
+        '`kubelet-ts plan [options]` takes the same options, prints what a pass would do now and exits:\n' +
+        '0 when the host is in sync, 2 when the plan has steps, 1 on error.',
+    )
     .addOption(new Option('--config <path>', 'a manifest file, or a directory of .yaml/.yml/.json manifests'))
     .addOption(new Option('--hostname-override <name>', "this host's name (labels what the agent creates)"))
     .addOption(

@@ -1,0 +1,49 @@
+import { hostname as osHostname } from 'node:os';
+import { CommanderError, Option } from 'commander';
+import { pino } from 'pino';
+import { parseDuration } from '../duration.js';
+import { createLogger } from '../logging.js';
+import { formatPlanReport, previewPlan } from '../preview.js';
+import { buildProgram, normaliseFlagSpelling, type CliOptions } from './options.js';
+import { chooseRuntime } from './runtime.js';
+import { buildSources } from './sources.js';
+
+/**
+ * `kubelet-ts plan`: the agent's flags, but it only prints what a pass would do now, then exits
+ * 0 (in sync), 2 (the plan has steps, as `terraform plan -detailed-exitcode`) or 1 (error).
+ */
+export async function planMain(argv: readonly string[]): Promise<number> {
+  const program = buildProgram()
+    .name('kubelet-ts plan')
+    .addOption(new Option('--output <format>', 'text or json').choices(['text', 'json']).default('text'))
+    .addOption(new Option('--wait <duration>', 'how long to wait for every source to deliver').default('10s'));
+  try {
+    program.parse(normaliseFlagSpelling(argv), { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 1;
+    throw error;
+  }
+  const options = program.opts<CliOptions & { output: 'text' | 'json'; wait: string }>();
+  // The plan goes to stdout; logs go to stderr.
+  const logger = createLogger({ level: options.logLevel === 'info' ? 'warn' : options.logLevel, pretty: false, destination: pino.destination({ fd: 2, sync: true }) });
+  const hostname = (options.hostnameOverride ?? osHostname()).toLowerCase();
+  try {
+    const runtime = await chooseRuntime(options, logger);
+    const { sources, close } = buildSources(options, hostname, logger, 'plan');
+    const problems: string[] = [];
+    const report = await previewPlan({
+      runtime,
+      sources,
+      hostname,
+      waitMs: parseDuration(options.wait),
+      onError: (source, error) => problems.push(`${source}: ${error.message}`),
+    });
+    await close();
+    for (const p of problems) process.stderr.write(`warning: ${p}\n`);
+    process.stdout.write(options.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatPlanReport(report, `plan for ${hostname} on ${runtime.name}`));
+    return report.inSync ? 0 : 2;
+  } catch (error) {
+    process.stderr.write(`kubelet-ts plan: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
