@@ -94,7 +94,7 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   async create(spec: ContainerSpec): Promise<ContainerSummary> {
-    if (!(await this.hasImage(spec.image))) throw new KubeletError('NotFound', `create ${spec.name}: no such image ${spec.image} (pull it first)`, { adapter: ADAPTER });
+    // No image check first: the engine answers 404 for a missing image, which is NotFound.
     const binds = await this.prepareVolumes(spec);
     // Pods get a shared namespace; a container without our labels (an embedder's own) gets its
     // ports directly, like `docker run -p`.
@@ -115,7 +115,14 @@ export class DockerRuntime implements ContainerRuntime {
         ...(spec.cpuShares === undefined ? {} : { CpuShares: spec.cpuShares }),
       },
     };
-    const created = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
+    let created: { id: string };
+    try {
+      created = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
+    } catch (error) {
+      // A namespace made for a container that could not be created must not outlive it.
+      if (pod) await this.removeInfraIfUnused(spec.labels[Labels.manifestId] ?? spec.podId, spec.labels[Labels.node] ?? '').catch(() => undefined);
+      throw error;
+    }
     return { id: created.id, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: Date.now() };
   }
 

@@ -82,6 +82,12 @@ describe('DockerRuntime on a real engine', () => {
     await runtime.remove(c.id, { force: true });
   });
 
+  it('leaves no pod namespace behind when the container cannot be created', async () => {
+    const m = manifest({ id: 'noimage', containers: [{ name: 'main', image: 'kubelet-ts.invalid/none:1' }] });
+    await expect(runtime.create(specs(m)[0]!)).rejects.toMatchObject({ code: 'NotFound' });
+    expect(await docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=noimage`] } })).toEqual([]);
+  });
+
   it('refuses a volume name that could leave the root', async () => {
     const m = manifest({ id: 'escape', containers: [{ name: 'main', image: images.busybox }] });
     const [spec] = specs(m);

@@ -1,0 +1,53 @@
+/**
+ * `npm run bench`: every scenario, several runs each, ratios against baselines measured in the
+ * same run. Writes bench/out/results.json and bench/out/RESULTS.md (copy the latter to
+ * bench/RESULTS.md to publish it). `--quick` is the small run the test suite uses.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { independentDocker } from '@kubelet-ts/testkit';
+import { describeMachine, markdown } from './report.js';
+import { engine } from './scenarios/engine.js';
+import { memory } from './scenarios/memory.js';
+import { reaction } from './scenarios/reaction.js';
+import { steadyState } from './scenarios/steady-state.js';
+import type { Row } from './stats.js';
+
+export interface BenchOptions {
+  readonly quick: boolean;
+  readonly engine: boolean;
+  readonly out: string;
+}
+
+export async function runBench(options: BenchOptions): Promise<Row[]> {
+  const q = options.quick;
+  const rows: Row[] = [];
+  const step = (name: string) => process.stderr.write(`bench: ${name}\n`);
+  if (options.engine) {
+    step('start latency and throughput on the engine');
+    rows.push(...(await engine(q ? 2 : 10, q ? 5 : 100, q ? 1 : 3)));
+  }
+  step('steady state');
+  rows.push(...(await steadyState(q ? 100 : 1_000, q ? 3 : 20, Infinity)));
+  rows.push(...(await steadyState(q ? 500 : 10_000, q ? 3 : 20, q ? 50 : 200)));
+  step('reaction');
+  rows.push(...(await reaction(q ? 3 : 15)));
+  step('memory');
+  rows.push(...(await memory(q ? 500 : 10_000)));
+
+  const version = options.engine ? ((await independentDocker().version()) as { Version?: string }).Version : undefined;
+  const machine = describeMachine(version);
+  await mkdir(options.out, { recursive: true });
+  const when = new Date();
+  await writeFile(`${options.out}/results.json`, `${JSON.stringify({ when, machine, rows }, null, 2)}\n`);
+  await writeFile(`${options.out}/RESULTS.md`, markdown(rows, machine, when));
+  return rows;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const args = new Set(process.argv.slice(2));
+  const out = fileURLToPath(new URL('../out', import.meta.url));
+  const rows = await runBench({ quick: args.has('--quick'), engine: !args.has('--no-engine'), out });
+  process.stdout.write(markdown(rows, describeMachine(), new Date()));
+  process.stderr.write(`bench: wrote ${out}/results.json and ${out}/RESULTS.md\n`);
+}

@@ -1,0 +1,171 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Labels } from '@kubelet-ts/core';
+import { DockerRuntime } from '@kubelet-ts/runtime-docker';
+import { buildTestImages, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
+import { ms, row, summarise, type Row } from '../stats.js';
+import { BenchAgent, manifest } from './fixtures.js';
+
+// Ends at once on SIGTERM (`wait` is interrupted by a trapped signal), so stops measure the engine.
+const COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
+const RAW_LABEL = 'io.kubelet-ts.bench-raw';
+
+/**
+ * The physical limit: what dockerode alone does for the same spec. A pod on the engine is an
+ * infrastructure container holding the network namespace plus the app container joined to it.
+ */
+async function rawPod(images: TestImages, name: string, podNetwork: boolean): Promise<string[]> {
+  const docker = independentDocker();
+  const ids: string[] = [];
+  let network: string | undefined;
+  if (podNetwork) {
+    const infra = await docker.createContainer({ name: `${name}-infra`, Image: images.pause, Labels: { [RAW_LABEL]: '1' } });
+    await infra.start();
+    ids.push(infra.id);
+    network = `container:${infra.id}`;
+  }
+  const app = await docker.createContainer({
+    name,
+    Image: images.busybox,
+    Cmd: COMMAND,
+    Labels: { [RAW_LABEL]: '1' },
+    HostConfig: network === undefined ? {} : { NetworkMode: network },
+  });
+  await app.start();
+  ids.push(app.id);
+  return ids;
+}
+
+async function rawRemove(ids: readonly string[]): Promise<void> {
+  const docker = independentDocker();
+  for (const id of [...ids].reverse()) {
+    await docker.getContainer(id).stop({ t: 10 }).catch(() => undefined);
+    await docker.getContainer(id).remove({ v: true });
+  }
+}
+
+async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+  }));
+}
+
+export async function engine(latencyRuns: number, throughputPods: number, throughputRuns: number): Promise<Row[]> {
+  const images = await buildTestImages();
+  const volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-volumes-'));
+  const node = `bench-${process.pid}`;
+  const agent = new BenchAgent({
+    runtime: new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: volumes }),
+    hostname: node,
+    syncFrequencyMs: 3_600_000,
+  });
+  const rows: Row[] = [];
+  try {
+    await agent.kubelet.start();
+
+    // 1. Start latency: one manifest accepted → its container running.
+    const agentTimes: number[] = [];
+    const rawPodTimes: number[] = [];
+    const rawOneTimes: number[] = [];
+    for (let i = 0; i < latencyRuns; i++) {
+      const started = agent.expect('ContainerStarted', 1);
+      const t = process.hrtime.bigint();
+      agent.source.set([manifest(`lat-${i}`, images.busybox, 1, COMMAND, 10)]);
+      await started;
+      agentTimes.push(ms(t));
+      const removed = agent.expect('ContainerRemoved', 1);
+      agent.source.set([]);
+      await removed;
+
+      let r = process.hrtime.bigint();
+      const pod = await rawPod(images, `bench-raw-pod-${process.pid}-${i}`, true);
+      rawPodTimes.push(ms(r));
+      await rawRemove(pod);
+      r = process.hrtime.bigint();
+      const one = await rawPod(images, `bench-raw-one-${process.pid}-${i}`, false);
+      rawOneTimes.push(ms(r));
+      await rawRemove(one);
+    }
+    const agentLatency = summarise(agentTimes);
+    const podLatency = summarise(rawPodTimes);
+    rows.push(
+      row({
+        scenario: '1. start latency',
+        metric: 'manifest accepted → container running',
+        unit: 'ms',
+        value: agentLatency,
+        baseline: { name: 'raw dockerode create+start, same pod (infra + app)', value: podLatency },
+        target: { text: 'ratio ≤ 1.10', met: agentLatency.median / podLatency.median <= 1.1 },
+      }),
+      row({
+        scenario: '1. start latency',
+        metric: 'raw dockerode create+start, one container alone',
+        unit: 'ms',
+        value: summarise(rawOneTimes),
+        note: 'for reference: a pod is two containers on the engine (the namespace holder and the app)',
+      }),
+    );
+
+    // 2. Throughput: N single-container manifests from empty to all running, and back.
+    const ids = Array.from({ length: throughputPods }, (_, i) => `tp-${i}`);
+    const upTimes: number[] = [];
+    const downTimes: number[] = [];
+    for (let run = 0; run < throughputRuns; run++) {
+      const started = agent.expect('ContainerStarted', throughputPods);
+      let t = process.hrtime.bigint();
+      agent.source.set(ids.map((id) => manifest(id, images.busybox, 1, COMMAND, 10)));
+      await started;
+      upTimes.push(ms(t));
+      const removed = agent.expect('ContainerRemoved', throughputPods);
+      t = process.hrtime.bigint();
+      agent.source.set([]);
+      await removed;
+      downTimes.push(ms(t));
+    }
+    let bestUp = { concurrency: 0, ms: Infinity };
+    let bestDown = { concurrency: 0, ms: Infinity };
+    const perConcurrency: string[] = [];
+    for (const concurrency of [1, 2, 4, 8]) {
+      const made: string[][] = [];
+      let t = process.hrtime.bigint();
+      await pool(ids, concurrency, async (id) => {
+        made.push(await rawPod(images, `bench-raw-${process.pid}-${concurrency}-${id}`, true));
+      });
+      const up = ms(t);
+      t = process.hrtime.bigint();
+      await pool(made, concurrency, rawRemove);
+      const down = ms(t);
+      perConcurrency.push(`c${concurrency}: ${Math.round(up)}/${Math.round(down)} ms`);
+      if (up < bestUp.ms) bestUp = { concurrency, ms: up };
+      if (down < bestDown.ms) bestDown = { concurrency, ms: down };
+    }
+    const up = summarise(upTimes);
+    const down = summarise(downTimes);
+    rows.push(
+      row({
+        scenario: '2. throughput',
+        metric: `${throughputPods} manifests, empty → all running`,
+        unit: 'ms',
+        value: up,
+        baseline: { name: `best raw concurrent create+start (concurrency ${bestUp.concurrency})`, value: summarise([bestUp.ms]) },
+        target: { text: 'ratio ≤ 1.10', met: up.median / bestUp.ms <= 1.1 },
+        note: `raw up/down by concurrency: ${perConcurrency.join(', ')}; the agent acts on 8 pods at once`,
+      }),
+      row({
+        scenario: '2. throughput',
+        metric: `${throughputPods} manifests, all removed`,
+        unit: 'ms',
+        value: down,
+        baseline: { name: `best raw concurrent stop+remove (concurrency ${bestDown.concurrency})`, value: summarise([bestDown.ms]) },
+      }),
+    );
+  } finally {
+    await agent.kubelet.close();
+    await removeLabelled(`${Labels.node}=${node}`);
+    await removeLabelled(RAW_LABEL);
+    await rm(volumes, { recursive: true, force: true });
+  }
+  return rows;
+}

@@ -1,0 +1,37 @@
+import { validateManifest, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
+import { StaticManifestSource, createKubelet, type Kubelet, type KubeletOptions } from '@kubelet-ts/runner';
+
+/** A manifest with `containers` containers, all running `image` with `command`. */
+export function manifest(id: string, image: string, containers = 1, command?: readonly string[], grace?: number): ContainerManifest {
+  const r = validateManifest({
+    id,
+    ...(grace === undefined ? {} : { terminationGracePeriodSeconds: grace }),
+    containers: Array.from({ length: containers }, (_, i) => ({ name: `c${i}`, image, ...(command === undefined ? {} : { command }) })),
+  });
+  if (!r.ok) throw new Error(JSON.stringify(r.errors));
+  return r.manifest;
+}
+
+/** An agent on one StaticSource whose events can be awaited. */
+export class BenchAgent {
+  readonly source = new StaticManifestSource('bench', []);
+  readonly kubelet: Kubelet;
+  private readonly listeners = new Set<(e: KubeletEvent) => void>();
+
+  constructor(options: Omit<KubeletOptions, 'sources' | 'events'>) {
+    this.kubelet = createKubelet({ ...options, sources: [this.source], events: { emit: (e) => this.listeners.forEach((l) => l(e)) } });
+  }
+
+  /** Resolves when `count` events of `type` have arrived after this call. */
+  expect(type: KubeletEvent['type'], count: number): Promise<void> {
+    return new Promise((resolve) => {
+      let seen = 0;
+      const listener = (e: KubeletEvent) => {
+        if (e.type !== type || ++seen < count) return;
+        this.listeners.delete(listener);
+        resolve();
+      };
+      this.listeners.add(listener);
+    });
+  }
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `npm run bench`: starts the Docker engine if needed (as npm test does), builds, runs every
+# benchmark scenario, and writes bench/out/results.json and bench/out/RESULTS.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/services.sh
+ensure_packages
+ensure_docker
+trap stop_services EXIT
+export TESTCONTAINERS_RYUK_DISABLED=true
+npx tsc -b
+node --expose-gc bench/dist/run.js "$@"
