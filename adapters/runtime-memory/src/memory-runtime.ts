@@ -41,6 +41,8 @@ export interface MemoryRuntimeOptions {
   readonly pullable?: 'any' | readonly string[];
   /** Milliseconds each pull takes on the clock. Default 0. */
   readonly pullLatencyMs?: number;
+  /** How many calls `calls` keeps (the oldest go first); `callCount` counts them all. Default 10,000. */
+  readonly callLogSize?: number;
 }
 
 interface Record_ {
@@ -64,10 +66,14 @@ const ADAPTER = 'memory';
 export class MemoryRuntime implements ContainerRuntime {
   readonly name = ADAPTER;
   readonly clock: Clock;
-  /** Every call in order, faulted ones included. */
+  /** The latest calls in order (at least the last `callLogSize`), faulted ones included. */
   readonly calls: RuntimeCall[] = [];
+  private readonly callLogSize: number;
+  private readonly counts = new Map<RuntimeOperation, number>();
 
   private readonly containers = new Map<string, Record_>();
+  /** Container names in use, so that create's name check does not scan every container. */
+  private readonly names = new Map<string, string>();
   private readonly images: Set<string>;
   private readonly pullable: 'any' | ReadonlySet<string>;
   private readonly pullLatencyMs: number;
@@ -82,6 +88,7 @@ export class MemoryRuntime implements ContainerRuntime {
     this.images = new Set(options.images ?? []);
     this.pullable = options.pullable === undefined || options.pullable === 'any' ? 'any' : new Set(options.pullable);
     this.pullLatencyMs = options.pullLatencyMs ?? 0;
+    this.callLogSize = options.callLogSize ?? 10_000;
   }
 
   // ---- the contract -------------------------------------------------------------------------
@@ -90,7 +97,8 @@ export class MemoryRuntime implements ContainerRuntime {
     await this.enter('list');
     const out: ContainerSummary[] = [];
     for (const r of this.containers.values()) {
-      if (options.includeForeign === true || r.spec.labels[Labels.manifestId] !== undefined) out.push({ ...r.summary });
+      // Summaries are replaced, never changed in place, so handing out the object itself is safe.
+      if (options.includeForeign === true || r.spec.labels[Labels.manifestId] !== undefined) out.push(r.summary);
     }
     return out;
   }
@@ -103,9 +111,8 @@ export class MemoryRuntime implements ContainerRuntime {
 
   async create(spec: ContainerSpec): Promise<ContainerSummary> {
     await this.enter('create', spec.name);
-    for (const r of this.containers.values()) {
-      if (r.summary.name === spec.name) throw new KubeletError('Conflict', `container name ${spec.name} is already in use by ${r.summary.id}`, { adapter: ADAPTER });
-    }
+    const holder = this.names.get(spec.name);
+    if (holder !== undefined) throw new KubeletError('Conflict', `container name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
     if (!this.images.has(spec.image)) throw new KubeletError('NotFound', `no such image: ${spec.image}`, { adapter: ADAPTER });
     const id = (this.nextId++).toString(16).padStart(12, '0');
     const summary: Mutable<ContainerSummary> = {
@@ -117,6 +124,7 @@ export class MemoryRuntime implements ContainerRuntime {
       createdAt: this.clock.now(),
     };
     this.containers.set(id, { summary, spec, ignoresStop: false });
+    this.names.set(spec.name, id);
     return { ...summary };
   }
 
@@ -128,9 +136,9 @@ export class MemoryRuntime implements ContainerRuntime {
     if (clash !== undefined) {
       throw new KubeletError('Conflict', `cannot start ${r.summary.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
     }
-    r.summary = { ...r.summary, state: 'running', startedAt: this.clock.now() };
-    delete r.summary.finishedAt;
-    delete r.summary.exitCode;
+    // A new object without the last run's end (not `delete`, which would slow every reader).
+    const { finishedAt: _finished, exitCode: _code, ...rest } = r.summary;
+    r.summary = { ...rest, state: 'running', startedAt: this.clock.now() };
   }
 
   async stop(id: string, timeoutSeconds: number): Promise<void> {
@@ -153,6 +161,7 @@ export class MemoryRuntime implements ContainerRuntime {
       throw new KubeletError('Conflict', `cannot remove running container ${r.summary.name}; stop it first or force`, { adapter: ADAPTER });
     }
     this.containers.delete(id);
+    this.names.delete(r.summary.name);
   }
 
   async pull(image: string): Promise<void> {
@@ -236,7 +245,10 @@ export class MemoryRuntime implements ContainerRuntime {
 
   /** Calls made so far to `op` (all operations when omitted). */
   callCount(op?: RuntimeOperation): number {
-    return op === undefined ? this.calls.length : this.calls.filter((c) => c.op === op).length;
+    if (op !== undefined) return this.counts.get(op) ?? 0;
+    let total = 0;
+    for (const n of this.counts.values()) total += n;
+    return total;
   }
 
   /** A synchronous view of every container, foreign ones included. */
@@ -249,6 +261,9 @@ export class MemoryRuntime implements ContainerRuntime {
   private async enter(op: RuntimeOperation, target?: string): Promise<void> {
     const call: RuntimeCall = target === undefined ? { op, time: this.clock.now() } : { op, target, time: this.clock.now() };
     this.calls.push(call);
+    // Trimmed in batches, so keeping the log bounded costs O(1) per call.
+    if (this.calls.length >= 2 * this.callLogSize) this.calls.splice(0, this.calls.length - this.callLogSize);
+    this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
     const delay = this.latency.get(op) ?? 0;
     if (delay > 0) await sleep(this.clock, delay);
     const error = this.faults.get(op)?.(call);

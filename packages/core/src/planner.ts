@@ -5,9 +5,9 @@ import {
   type DesiredPod,
   type PullPolicy,
 } from './manifest.js';
-import { Labels, identityOf } from './naming.js';
+import { Labels } from './naming.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
-import { buildContainerSpec, specHash } from './spec.js';
+import { buildContainerSpec, specHashes } from './spec.js';
 
 export type PlanReason =
   | 'new' // desired, no container exists
@@ -109,48 +109,61 @@ export function plan(input: PlanInput): Plan {
   const pods: PodPlan[] = [];
   const backOffs: BackOff[] = [];
   const busy = input.busy ?? new Set<string>();
+  const desiredIds = new Set<string>();
   for (const pod of input.desired) {
-    const existing = byPod.get(pod.manifest.id);
-    byPod.delete(pod.manifest.id);
-    if (busy.has(pod.manifest.id)) continue;
-    const actions = planPod(pod, existing, input, backOffs);
-    if (actions.length > 0) pods.push({ podId: pod.manifest.id, actions });
+    const id = pod.manifest.id;
+    desiredIds.add(id);
+    if (busy.size > 0 && busy.has(id)) continue;
+    const actions = planPod(pod, byPod.get(id), input, backOffs);
+    if (actions.length > 0) pods.push({ podId: id, actions });
   }
   let held = 0;
   for (const [podId, containers] of byPod) {
-    if (busy.has(podId)) continue;
-    const actions: PlanAction[] = [];
-    for (const [name, list] of containers) {
-      for (const c of list) actions.push(removal(podId, name, c, 'not-desired', graceFromLabel(c)));
-    }
+    if (desiredIds.has(podId) || busy.has(podId)) continue;
+    const actions: PlanAction[] = containers.map((c) => removal(podId, c.labels[Labels.containerName] ?? '', c, 'not-desired', graceFromLabel(c)));
     if (input.allowRemovals) pods.push({ podId, actions });
     else held += actions.length;
   }
   return { pods, held, backOffs };
 }
 
-/** Plans one desired pod against the containers that exist for it. */
-function planPod(pod: DesiredPod, existing: Map<string, ContainerSummary[]> | undefined, input: PlanInput, backOffs: BackOff[]): PlanAction[] {
+/** Plans one desired pod against the containers that exist for it (in any order). */
+function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, input: PlanInput, backOffs: BackOff[]): readonly PlanAction[] {
   const { manifest } = pod;
   const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
-  const removals: PlanAction[] = [];
-  const others: PlanAction[] = [];
-  for (const container of manifest.containers) {
-    const hash = specHash(manifest, container);
-    const found = existing?.get(container.name) ?? [];
-    existing?.delete(container.name);
+  let removals: PlanAction[] | undefined;
+  let others: PlanAction[] | undefined;
+  const remove = (a: PlanAction) => (removals ??= []).push(a);
+  const act = (a: PlanAction) => (others ??= []).push(a);
+  const list = existing ?? NONE;
+  const hashes = specHashes(manifest);
+  for (let i = 0; i < manifest.containers.length; i++) {
+    const container = manifest.containers[i]!;
+    const hash = hashes[i]!;
+    // The steady state: exactly one running container with the current spec. Nothing to do, and
+    // nothing allocated: this runs for every container on every pass.
+    let matches = 0;
+    let only: ContainerSummary | undefined;
+    for (const c of list) {
+      if (c.labels[Labels.containerName] === container.name) {
+        matches += 1;
+        only = c;
+      }
+    }
+    if (matches === 1 && only!.state === 'running' && only!.labels[Labels.specHash] === hash) continue;
+    const found = matches === 0 ? [] : list.filter((c) => c.labels[Labels.containerName] === container.name);
     const current: ContainerSummary[] = [];
     for (const c of found) {
       if (c.labels[Labels.specHash] === hash) current.push(c);
-      else removals.push(removal(manifest.id, container.name, c, 'spec-changed', grace));
+      else remove(removal(manifest.id, container.name, c, 'spec-changed', grace));
     }
     // Newest first: the newest running container is the one that counts, the newest exited one is
     // kept for inspection, anything older is garbage.
     current.sort((a, b) => b.createdAt - a.createdAt);
     const running = current.filter((c) => c.state === 'running');
     const stopped = current.filter((c) => c.state !== 'running');
-    for (const extra of running.slice(1)) removals.push(removal(manifest.id, container.name, extra, 'duplicate', grace));
-    for (const old of stopped.slice(1)) removals.push(removal(manifest.id, container.name, old, 'gc', grace));
+    for (const extra of running.slice(1)) remove(removal(manifest.id, container.name, extra, 'duplicate', grace));
+    for (const old of stopped.slice(1)) remove(removal(manifest.id, container.name, old, 'gc', grace));
     if (running.length > 0) continue;
     const last = stopped[0];
     const create = (reason: PlanReason, restart?: { restartCount: number; crashStreak: number }): PlanAction => ({
@@ -162,12 +175,12 @@ function planPod(pod: DesiredPod, existing: Map<string, ContainerSummary[]> | un
       spec: buildContainerSpec(manifest, container, { node: input.node, source: pod.source, ...restart }),
     });
     if (last === undefined) {
-      others.push(create(found.length > 0 ? 'spec-changed' : 'new'));
+      act(create(found.length > 0 ? 'spec-changed' : 'new'));
     } else if (last.state === 'created') {
-      others.push({ type: 'start', podId: manifest.id, container: container.name, reason: 'not-started', id: last.id });
+      act({ type: 'start', podId: manifest.id, container: container.name, reason: 'not-started', id: last.id });
     } else if (shouldRestart(manifest, last)) {
       const next = nextRestart(last, input.now, input.crashBackOff ?? CrashBackOff);
-      if (next.at <= input.now) others.push(create('restart', { restartCount: next.restartCount, crashStreak: next.crashStreak }));
+      if (next.at <= input.now) act(create('restart', { restartCount: next.restartCount, crashStreak: next.crashStreak }));
       else {
         backOffs.push({
           podId: manifest.id,
@@ -182,11 +195,18 @@ function planPod(pod: DesiredPod, existing: Map<string, ContainerSummary[]> | un
     }
   }
   // Containers the manifest no longer lists.
-  for (const [name, list] of existing ?? []) {
-    for (const c of list) removals.push(removal(manifest.id, name, c, 'not-desired', grace));
+  if (list.length > manifest.containers.length || removals !== undefined || others !== undefined) {
+    for (const c of list) {
+      const name = c.labels[Labels.containerName] ?? '';
+      if (!manifest.containers.some((x) => x.name === name)) remove(removal(manifest.id, name, c, 'not-desired', grace));
+    }
   }
-  return [...removals, ...others];
+  if (removals === undefined) return others ?? NONE_ACTIONS;
+  return others === undefined ? removals : [...removals, ...others];
 }
+
+const NONE: readonly ContainerSummary[] = [];
+const NONE_ACTIONS: readonly PlanAction[] = [];
 
 /** `Always` restarts whatever the exit; `OnFailure` only a non-zero exit; `Never` nothing. */
 function shouldRestart(manifest: ContainerManifest, exited: ContainerSummary): boolean {
@@ -221,15 +241,15 @@ function removal(podId: string, container: string, c: ContainerSummary, reason: 
   return { type: 'remove', podId, container, reason, id: c.id, running: c.state === 'running', graceSeconds };
 }
 
-function indexActual(actual: readonly ContainerSummary[], node: string): Map<string, Map<string, ContainerSummary[]>> {
-  const byPod = new Map<string, Map<string, ContainerSummary[]>>();
+/** This node's containers by pod: one array per pod, nothing per container. */
+function indexActual(actual: readonly ContainerSummary[], node: string): Map<string, ContainerSummary[]> {
+  const byPod = new Map<string, ContainerSummary[]>();
   for (const c of actual) {
-    const identity = identityOf(c.labels);
-    if (identity === undefined || identity.node !== node) continue;
-    let containers = byPod.get(identity.podId);
-    if (containers === undefined) byPod.set(identity.podId, (containers = new Map()));
-    const list = containers.get(identity.container);
-    if (list === undefined) containers.set(identity.container, [c]);
+    // Labels read directly rather than through identityOf: this loop sees every container, every pass.
+    const podId = c.labels[Labels.manifestId];
+    if (podId === undefined || c.labels[Labels.containerName] === undefined || (c.labels[Labels.node] ?? '') !== node) continue;
+    const list = byPod.get(podId);
+    if (list === undefined) byPod.set(podId, [c]);
     else list.push(c);
   }
   return byPod;

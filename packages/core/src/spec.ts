@@ -37,6 +37,14 @@ export function specHash(manifest: ContainerManifest, container: Container): str
 }
 
 const hashes = new WeakMap<Container, string>();
+const manifestHashes = new WeakMap<ContainerManifest, readonly string[]>();
+
+/** The spec hash of each container of the manifest, in order, remembered per manifest object. */
+export function specHashes(manifest: ContainerManifest): readonly string[] {
+  let known = manifestHashes.get(manifest);
+  if (known === undefined) manifestHashes.set(manifest, (known = manifest.containers.map((c) => specHash(manifest, c))));
+  return known;
+}
 
 function toBinding(p: Port): PortBinding {
   return { containerPort: p.containerPort, ...(p.hostPort === undefined ? {} : { hostPort: p.hostPort }), protocol: p.protocol };

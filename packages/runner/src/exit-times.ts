@@ -4,7 +4,9 @@ import { identityOf, type ContainerRuntime, type ContainerSummary } from '@kubel
  * Exited containers need their start and end times for the crash back-off; a runtime's list may
  * not carry them (Docker's does not), so this node's exited containers without them are inspected.
  */
-export async function withExitTimes(runtime: ContainerRuntime, actual: readonly ContainerSummary[], node: string): Promise<ContainerSummary[]> {
+export async function withExitTimes(runtime: ContainerRuntime, actual: readonly ContainerSummary[], node: string): Promise<readonly ContainerSummary[]> {
+  // The steady state has no exited container without times: no promise per container then.
+  if (!actual.some((c) => c.state === 'exited' && c.finishedAt === undefined)) return actual;
   return Promise.all(
     actual.map(async (c) => {
       if (c.state !== 'exited' || c.finishedAt !== undefined || identityOf(c.labels)?.node !== node) return c;

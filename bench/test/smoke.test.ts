@@ -1,0 +1,35 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runBench } from '../src/run.js';
+import { summarise } from '../src/stats.js';
+
+describe('the benchmark harness (a small run, so it cannot rot)', () => {
+  let out: string | undefined;
+
+  afterAll(async () => {
+    if (out !== undefined) await rm(out, { recursive: true, force: true });
+  });
+
+  it('runs every scenario on a small scale and writes its JSON and Markdown', async () => {
+    out = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-'));
+    const rows = await runBench({ quick: true, engine: true, out });
+    const scenarios = new Set(rows.map((r) => r.scenario));
+    expect([...scenarios].sort()).toEqual(['1. start latency', '2. throughput', '3. steady state', '4. reaction', '5. memory']);
+    // The steady state makes one runtime call per pass, whatever the size.
+    for (const r of rows.filter((x) => x.metric.startsWith('runtime calls per pass'))) expect(r.value.max).toBe(1);
+    for (const r of rows.filter((x) => x.baseline !== undefined)) expect(r.ratio).toBeGreaterThan(0);
+    const json = JSON.parse(await readFile(join(out, 'results.json'), 'utf8')) as { rows: unknown[]; machine: { cores: number } };
+    expect(json.rows).toHaveLength(rows.length);
+    expect(json.machine.cores).toBeGreaterThan(0);
+    const md = await readFile(join(out, 'RESULTS.md'), 'utf8');
+    expect(md).toContain('| 4. reaction | server POST → pass starts |');
+  }, 120_000);
+
+  it('summarises samples into median and p95', () => {
+    expect(summarise([5, 1, 3])).toMatchObject({ runs: 3, median: 3, min: 1, max: 5, p95: 5 });
+    expect(summarise([1, 2, 3, 4])).toMatchObject({ median: 2.5 });
+    expect(summarise(Array.from({ length: 100 }, (_, i) => i + 1)).p95).toBe(95);
+  });
+});
