@@ -12,7 +12,6 @@ import {
   type ContainerDetails,
   type ContainerRuntime,
   type ContainerSpec,
-  type ContainerState,
   type ContainerSummary,
   type ExecResult,
   type ListOptions,
@@ -22,6 +21,7 @@ import {
 } from '@kubelet-ts/core';
 import type { DockerApi, DockerContainerInfo, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
 import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
+import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
 
 export interface DockerRuntimeOptions {
   /** A ready client; by default one is made for `host`. */
@@ -325,39 +325,6 @@ export class DockerRuntime implements ContainerRuntime {
   }
 }
 
-const MAX_EXEC_OUTPUT = 64 * 1024;
-
-/**
- * Reads an exec's multiplexed stream (8-byte frame headers) until it ends; `undefined` when it
- * has not ended within `timeoutMs`.
- */
-function collectExecOutput(stream: NodeJS.ReadableStream, timeoutMs: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    let buffer = Buffer.alloc(0);
-    let output = '';
-    const timer = setTimeout(() => {
-      (stream as { destroy?: () => void }).destroy?.();
-      resolve(undefined);
-    }, timeoutMs);
-    stream.on('data', (chunk: Buffer) => {
-      buffer = Buffer.concat([buffer, chunk]);
-      while (buffer.length >= 8) {
-        const size = buffer.readUInt32BE(4);
-        if (buffer.length < 8 + size) break;
-        if (output.length < MAX_EXEC_OUTPUT) output += buffer.subarray(8, 8 + size).toString('utf8');
-        buffer = buffer.subarray(8 + size);
-      }
-    });
-    const done = () => {
-      clearTimeout(timer);
-      resolve(output.slice(0, MAX_EXEC_OUTPUT));
-    };
-    stream.on('end', done);
-    stream.on('close', done);
-    stream.on('error', done);
-  });
-}
-
 function connect(host: string): DockerApi {
   if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length) });
   if (host.startsWith('/')) return new Docker({ socketPath: host });
@@ -371,68 +338,6 @@ function randomSuffix(): string {
 
 function hashPorts(ports: readonly PortBinding[]): string {
   return createHash('sha256').update(canonicalJson(ports)).digest('hex').slice(0, 16);
-}
-
-function stateOf(docker: string): ContainerState {
-  if (docker === 'created') return 'created';
-  if (docker === 'running' || docker === 'restarting' || docker === 'paused') return 'running';
-  return 'exited';
-}
-
-function summaryOf(c: DockerContainerInfo): ContainerSummary {
-  const exit = /^Exited \((-?\d+)\)/.exec(c.Status);
-  return {
-    id: c.Id,
-    name: (c.Names[0] ?? '').replace(/^\//, ''),
-    image: c.Image,
-    labels: c.Labels ?? {},
-    state: stateOf(c.State),
-    createdAt: c.Created * 1000,
-    ...(exit?.[1] === undefined ? {} : { exitCode: Number(exit[1]) }),
-  };
-}
-
-function time(iso: string): number | undefined {
-  const t = Date.parse(iso);
-  return Number.isNaN(t) || t <= 0 ? undefined : t;
-}
-
-function detailsOf(info: DockerInspect): ContainerDetails {
-  const labels = info.Config.Labels ?? {};
-  const state = stateOf(info.State.Status);
-  const startedAt = time(info.State.StartedAt);
-  const finishedAt = state === 'exited' ? time(info.State.FinishedAt) : undefined;
-  const env = Object.fromEntries((info.Config.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
-  return {
-    id: info.Id,
-    name: info.Name.replace(/^\//, ''),
-    image: info.Config.Image,
-    labels,
-    state,
-    createdAt: Date.parse(info.Created),
-    ...(startedAt === undefined ? {} : { startedAt }),
-    ...(finishedAt === undefined ? {} : { finishedAt }),
-    ...(state === 'exited' ? { exitCode: info.State.ExitCode } : {}),
-    // What the engine can tell back; ports live on the pod's infrastructure container.
-    spec: {
-      name: info.Name.replace(/^\//, ''),
-      podId: labels[Labels.manifestId] ?? '',
-      image: info.Config.Image,
-      ...(info.Config.Cmd == null ? {} : { command: info.Config.Cmd }),
-      ...(info.Config.WorkingDir ? { workingDir: info.Config.WorkingDir } : {}),
-      env,
-      ports: [],
-      podPorts: [],
-      mounts: (info.HostConfig.Binds ?? []).map((b) => {
-        const [host = '', containerPath = '', mode = 'rw'] = b.split(':');
-        return { volume: host.split('/').at(-1) ?? '', containerPath, readOnly: mode.split(',').includes('ro') };
-      }),
-      ...(info.HostConfig.Memory ? { memory: info.HostConfig.Memory } : {}),
-      ...(info.HostConfig.CpuShares ? { cpuShares: info.HostConfig.CpuShares } : {}),
-      labels,
-    },
-    raw: info,
-  };
 }
 
 /** Registers a `DockerRuntime` as the agent's runtime and returns it. */

@@ -31,6 +31,7 @@ import { PlanExecutor, type ExecutionResult } from './executor.js';
 import { podViews } from './pod-views.js';
 import { PodWorkers } from './pod-workers.js';
 import { probeTargets } from './probe-targets.js';
+import { TransitionReporter } from './transition-reporter.js';
 import { LivenessProber, type NetworkCheck } from './prober.js';
 import { KubeletMetrics } from './metrics.js';
 import { LogEventSink } from './log-event-sink.js';
@@ -111,9 +112,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly workers: PodWorkers;
   private readonly metricsRegistry: KubeletMetrics;
   private readonly prober: LivenessProber;
-  /** Exited containers already reported, and containers whose back-off was reported. */
-  private readonly reportedExits = new Set<string>();
-  private readonly reportedBackOffs = new Set<string>();
+  private readonly transitions: TransitionReporter;
   private backOffs: readonly BackOff[] = [];
   private recheck = false;
   private lastDone: Promise<PassResult> | undefined;
@@ -143,6 +142,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.healthThresholdMs = options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000);
     this.crashBackOff = options.crashBackOff;
     this.mux = new SourceMux(options.sources.map((s) => s.name));
+    this.transitions = new TransitionReporter(this.hostname, (event) => this.emitEvent(event), () => this.startedAt);
     this.prober = new LivenessProber({
       runtime: this.runtime,
       clock: this.clock,
@@ -398,11 +398,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, last.held, 0)) };
       }
       const actual = await withExitTimes(this.runtime, listed, this.hostname);
-      this.reportExits(actual);
+      this.transitions.exits(actual);
       const p = plan(this.planInput(desired.pods, actual, busy));
       this.quiet = p.pods.length === 0 && p.backOffs.length === 0 && busy.size === 0 ? { desired, listed, allowRemovals, held: p.held } : undefined;
       this.backOffs = p.backOffs;
-      this.reportBackOffs(p.backOffs);
+      this.transitions.backOffs(p.backOffs);
       this.prober.update(probeTargets(desired.pods, actual, this.hostname));
       if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');
       // A busy pod was left out of this plan: look again as soon as a worker finishes, rather than
@@ -424,43 +424,6 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       const e = toKubeletError(error, this.runtime.name);
       this.logger.error({ code: e.code, err: e }, `sync pass failed: ${e.message}`);
       return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, 0, e)) };
-    }
-  }
-
-  /** Each exit seen since the agent started gets one ContainerExited event, with its code. */
-  private reportExits(actual: readonly ContainerSummary[]): void {
-    const exited = new Set<string>();
-    for (const c of actual) {
-      if (c.state !== 'exited') continue;
-      const identity = identityOf(c.labels);
-      if (identity === undefined || identity.node !== this.hostname) continue;
-      exited.add(c.id);
-      if (this.reportedExits.has(c.id) || (c.finishedAt !== undefined && c.finishedAt < this.startedAt)) continue;
-      this.reportedExits.add(c.id);
-      this.emitEvent({
-        type: 'ContainerExited',
-        podId: identity.podId,
-        container: identity.container,
-        reason: c.exitCode === 0 ? 'Completed' : 'Error',
-        message: `${c.name} exited with code ${c.exitCode ?? 'unknown'}`,
-      });
-    }
-    for (const id of this.reportedExits) if (!exited.has(id)) this.reportedExits.delete(id);
-  }
-
-  private reportBackOffs(backOffs: readonly BackOff[]): void {
-    const current = new Set(backOffs.map((b) => b.id));
-    for (const id of this.reportedBackOffs) if (!current.has(id)) this.reportedBackOffs.delete(id);
-    for (const b of backOffs) {
-      if (this.reportedBackOffs.has(b.id)) continue;
-      this.reportedBackOffs.add(b.id);
-      this.emitEvent({
-        type: 'BackOff',
-        podId: b.podId,
-        container: b.container,
-        reason: 'CrashLoopBackOff',
-        message: `back-off ${b.delayMs / 1000} s restarting ${b.container} (exit code ${b.exitCode ?? 'unknown'}, ${b.restartCount} restarts so far)`,
-      });
     }
   }
 

@@ -20,7 +20,7 @@ export class EtcdServer {
   private constructor(
     private readonly binary: string,
     private readonly dataDir: string,
-    private readonly clientPort: number,
+    clientPort: number,
     private readonly peerPort: number,
   ) {
     this.endpoint = `http://127.0.0.1:${clientPort}`;
