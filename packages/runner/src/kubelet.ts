@@ -115,6 +115,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly transitions: TransitionReporter;
   private backOffs: readonly BackOff[] = [];
   private recheck = false;
+  /** The desired state each busy pod's worker was planned from. */
+  private readonly dispatchedWith = new Map<string, DesiredState>();
   private lastDone: Promise<PassResult> | undefined;
   /** The inputs of the last pass that found nothing to do, to recognise the next one. */
   private quiet: { desired: DesiredState; listed: readonly ContainerSummary[]; allowRemovals: boolean; held: number } | undefined;
@@ -405,11 +407,15 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       this.transitions.backOffs(p.backOffs);
       this.prober.update(probeTargets(desired.pods, actual, this.hostname));
       if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');
-      // A busy pod was left out of this plan: look again as soon as a worker finishes, rather than
-      // at the next period, so a change made meanwhile is not held up.
-      if (busy.size > 0) this.recheck = true;
-      const work = p.pods.map((pod) =>
-        this.workers.dispatch(pod).then((r) => {
+      // A busy pod was left out of this plan. If the desired state changed since its worker was
+      // sent, look again as soon as a worker finishes rather than at the next period; if not, the
+      // worker is already doing what this pass would have asked (and looking again would only load
+      // the engine with lists while it works).
+      for (const id of busy) if (this.dispatchedWith.get(id) !== desired) this.recheck = true;
+      const work = p.pods.map((pod) => {
+        this.dispatchedWith.set(pod.podId, desired);
+        return this.workers.dispatch(pod).then((r) => {
+          this.dispatchedWith.delete(pod.podId);
           // New containers with liveness probes: a pass hands them to the prober now, not a period later.
           if (r.failures === 0 && this.hasProbes(pod.podId)) this.recheck = true;
           if (this.recheck) {
@@ -417,8 +423,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
             this.requestSync();
           }
           return r;
-        }),
-      );
+        });
+      });
       return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, p.held, busy.size)) };
     } catch (error) {
       const e = toKubeletError(error, this.runtime.name);
