@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Labels } from '@kubelet-ts/core';
@@ -108,10 +109,13 @@ export async function engine(latencyRuns: number, throughputPods: number, throug
       }),
     );
 
-    // 2. Throughput: N single-container manifests from empty to all running, and back.
+    // 2. Throughput: N single-container manifests from empty to all running, and back. Agent and
+    // raw runs alternate, so that drift of the engine over the run hits both alike.
     const ids = Array.from({ length: throughputPods }, (_, i) => `tp-${i}`);
     const upTimes: number[] = [];
     const downTimes: number[] = [];
+    const rawUp = new Map<number, number[]>();
+    const rawDown = new Map<number, number[]>();
     for (let run = 0; run < throughputRuns; run++) {
       const started = agent.expect('ContainerStarted', throughputPods);
       let t = process.hrtime.bigint();
@@ -123,24 +127,24 @@ export async function engine(latencyRuns: number, throughputPods: number, throug
       agent.source.set([]);
       await removed;
       downTimes.push(ms(t));
+      // Concurrency 1 is far behind; once is enough to show it.
+      for (const concurrency of run === 0 ? [1, 2, 4, 8] : [2, 4, 8]) {
+        const made: string[][] = [];
+        t = process.hrtime.bigint();
+        await pool(ids, concurrency, async (id) => {
+          made.push(await rawPod(images, `bench-raw-${process.pid}-${run}-${concurrency}-${id}`, true));
+        });
+        rawUp.set(concurrency, [...(rawUp.get(concurrency) ?? []), ms(t)]);
+        t = process.hrtime.bigint();
+        await pool(made, concurrency, rawRemove);
+        rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), ms(t)]);
+      }
     }
-    let bestUp = { concurrency: 0, ms: Infinity };
-    let bestDown = { concurrency: 0, ms: Infinity };
-    const perConcurrency: string[] = [];
-    for (const concurrency of [1, 2, 4, 8]) {
-      const made: string[][] = [];
-      let t = process.hrtime.bigint();
-      await pool(ids, concurrency, async (id) => {
-        made.push(await rawPod(images, `bench-raw-${process.pid}-${concurrency}-${id}`, true));
-      });
-      const up = ms(t);
-      t = process.hrtime.bigint();
-      await pool(made, concurrency, rawRemove);
-      const down = ms(t);
-      perConcurrency.push(`c${concurrency}: ${Math.round(up)}/${Math.round(down)} ms`);
-      if (up < bestUp.ms) bestUp = { concurrency, ms: up };
-      if (down < bestDown.ms) bestDown = { concurrency, ms: down };
-    }
+    const best = (runs: Map<number, number[]>) =>
+      [...runs].map(([concurrency, samples]) => ({ concurrency, value: summarise(samples) })).sort((a, b) => a.value.median - b.value.median)[0]!;
+    const bestUp = best(rawUp);
+    const bestDown = best(rawDown);
+    const perConcurrency = [...rawUp.keys()].map((c) => `c${c}: ${Math.round(summarise(rawUp.get(c)!).median)}/${Math.round(summarise(rawDown.get(c)!).median)} ms`);
     const up = summarise(upTimes);
     const down = summarise(downTimes);
     rows.push(
@@ -149,16 +153,16 @@ export async function engine(latencyRuns: number, throughputPods: number, throug
         metric: `${throughputPods} manifests, empty → all running`,
         unit: 'ms',
         value: up,
-        baseline: { name: `best raw concurrent create+start (concurrency ${bestUp.concurrency})`, value: summarise([bestUp.ms]) },
-        target: { text: 'ratio ≤ 1.10', met: up.median / bestUp.ms <= 1.1 },
-        note: `raw up/down by concurrency: ${perConcurrency.join(', ')}; the agent acts on 8 pods at once`,
+        baseline: { name: `best raw concurrent create+start (concurrency ${bestUp.concurrency})`, value: bestUp.value },
+        target: { text: 'ratio ≤ 1.10', met: up.median / bestUp.value.median <= 1.1 },
+        note: `raw up/down medians by concurrency: ${perConcurrency.join(', ')}; the agent acts on ${Math.min(16, Math.max(2, 2 * availableParallelism()))} pods at once (twice the cores)`,
       }),
       row({
         scenario: '2. throughput',
         metric: `${throughputPods} manifests, all removed`,
         unit: 'ms',
         value: down,
-        baseline: { name: `best raw concurrent stop+remove (concurrency ${bestDown.concurrency})`, value: summarise([bestDown.ms]) },
+        baseline: { name: `best raw concurrent stop+remove (concurrency ${bestDown.concurrency})`, value: bestDown.value },
       }),
     );
   } finally {
