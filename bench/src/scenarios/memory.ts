@@ -6,8 +6,11 @@ import { row, summarise, type Row } from '../stats.js';
  * Resident memory of an agent holding `pods` manifests, measured in a process of its own (after
  * full GCs), with the in-memory engine's share taken out.
  */
+// The compiled child, whether this module runs from dist/ (npm run bench) or src/ (jest).
+const CHILD = fileURLToPath(new URL('../../dist/scenarios/memory-child.js', import.meta.url));
+
 export async function memory(pods: number): Promise<Row[]> {
-  const child = fork(fileURLToPath(new URL('./memory-child.js', import.meta.url)), [String(pods)], { execArgv: ['--expose-gc'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child = fork(CHILD, [String(pods)], { execArgv: ['--expose-gc'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const [node, engine, agent] = await new Promise<[number, number, number]>((resolve, reject) => {
     child.on('message', (m) => resolve(m as [number, number, number]));
     child.on('error', reject);
