@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StaticSource } from '@kubelet-ts/conformance';
-import { Labels, validateManifest, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
+import { Labels, StaticManifestSource, validateManifest, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { buildTestImages, independentDocker, removeLabelled, TEST_IMAGES, type TestImages } from '@kubelet-ts/testkit';
@@ -29,7 +28,7 @@ describe('container lifecycle on a real Docker engine', () => {
   const events: KubeletEvent[] = [];
   let images: TestImages;
   let volumes: string;
-  let source: StaticSource;
+  let source: StaticManifestSource;
   let kubelet: Kubelet;
 
   const slot = async (podId: string) =>
@@ -39,7 +38,7 @@ describe('container lifecycle on a real Docker engine', () => {
   beforeAll(async () => {
     images = await buildTestImages();
     volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-lifecycle-'));
-    source = new StaticSource('test', []);
+    source = new StaticManifestSource('test', []);
     kubelet = createKubelet({
       runtime: new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: volumes }),
       sources: [source],

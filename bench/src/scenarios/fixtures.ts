@@ -1,5 +1,6 @@
 import { validateManifest, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
-import { StaticManifestSource, createKubelet, type Kubelet, type KubeletOptions } from '@kubelet-ts/runner';
+import { StaticManifestSource } from '@kubelet-ts/core';
+import { createKubelet, type Kubelet, type KubeletOptions } from '@kubelet-ts/runner';
 
 /** A manifest with `containers` containers, all running `image` with `command`. */
 export function manifest(id: string, image: string, containers = 1, command?: readonly string[], grace?: number): ContainerManifest {
@@ -12,7 +13,7 @@ export function manifest(id: string, image: string, containers = 1, command?: re
   return r.manifest;
 }
 
-/** An agent on one StaticSource whose events can be awaited. */
+/** An agent on one StaticManifestSource whose events can be awaited. */
 export class BenchAgent {
   readonly source = new StaticManifestSource('bench', []);
   readonly kubelet: Kubelet;

@@ -1,5 +1,6 @@
 import { buildContainerSpec } from '@kubelet-ts/core';
-import { StaticManifestSource, createKubelet } from '@kubelet-ts/runner';
+import { StaticManifestSource } from '@kubelet-ts/core';
+import { createKubelet } from '@kubelet-ts/runner';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { manifest } from './fixtures.js';
 

@@ -1,5 +1,6 @@
 import { identityOf, plan, type ContainerRuntime, type DesiredPod } from '@kubelet-ts/core';
-import { StaticManifestSource, createKubelet } from '@kubelet-ts/runner';
+import { StaticManifestSource } from '@kubelet-ts/core';
+import { createKubelet } from '@kubelet-ts/runner';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ms, row, summarise, type Row } from '../stats.js';
 import { manifest } from './fixtures.js';

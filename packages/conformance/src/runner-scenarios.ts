@@ -7,7 +7,7 @@ import {
   type ContainerRuntime,
   type ContainerSummary,
   type ManifestSource,
-  type SourceSink,
+  StaticManifestSource,
 } from '@kubelet-ts/core';
 
 /** The slice of an agent the scenarios drive; `createKubelet` from `@kubelet-ts/runner` fits. */
@@ -23,26 +23,6 @@ export interface RunnerScenarioOptions {
   /** An image the runtime has whose `command` runs until stopped, and stops promptly on SIGTERM. */
   readonly image: string;
   readonly command: readonly string[];
-}
-
-/** A source whose set a test replaces at will. */
-export class StaticSource implements ManifestSource {
-  private sink: SourceSink | undefined;
-  constructor(
-    readonly name: string,
-    private manifests: readonly ContainerManifest[] = [],
-  ) {}
-  async start(sink: SourceSink): Promise<void> {
-    this.sink = sink;
-    sink.update(this.manifests);
-  }
-  async close(): Promise<void> {
-    this.sink = undefined;
-  }
-  set(manifests: readonly ContainerManifest[]): void {
-    this.manifests = manifests;
-    this.sink?.update(manifests);
-  }
 }
 
 /**
@@ -80,7 +60,7 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
     };
 
     /** Runs `body` with a started agent on one source, then closes it. */
-    const withAgent = async (source: StaticSource, body: (agent: ScenarioAgent) => Promise<void>) => {
+    const withAgent = async (source: StaticManifestSource, body: (agent: ScenarioAgent) => Promise<void>) => {
       const agent = options.makeAgent({ runtime, sources: [source], hostname: node });
       await agent.start();
       try {
@@ -107,7 +87,7 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
     });
 
     it('creates what is desired, changes only what changed, removes what is no longer desired', async () => {
-      const source = new StaticSource('scenario', [pod('web', [{ name: 'app' }, { name: 'side' }])]);
+      const source = new StaticManifestSource('scenario', [pod('web', [{ name: 'app' }, { name: 'side' }])]);
       await withAgent(source, async (agent) => {
         await converge(agent);
         const first = await ours();
@@ -130,14 +110,14 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
 
     it('adopts what a previous agent started: no restart, no duplicate', async () => {
       const manifests = [pod('adopt', [{ name: 'app' }])];
-      await withAgent(new StaticSource('scenario', manifests), converge);
+      await withAgent(new StaticManifestSource('scenario', manifests), converge);
       const before = await ours();
-      await withAgent(new StaticSource('scenario', manifests), converge);
+      await withAgent(new StaticManifestSource('scenario', manifests), converge);
       const after = await ours();
       expect(after.size).toBe(1);
       expect(after.get('adopt/app')?.id).toBe(before.get('adopt/app')?.id);
       expect((await runtime.inspect(after.get('adopt/app')!.id)).startedAt).toBe((await runtime.inspect(before.get('adopt/app')!.id)).startedAt);
-      await withAgent(new StaticSource('scenario', []), converge);
+      await withAgent(new StaticManifestSource('scenario', []), converge);
     });
 
     it("never touches a foreign container or another node's", async () => {
@@ -159,7 +139,7 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
       foreign.push(other.id);
       await runtime.start(other.id);
 
-      await withAgent(new StaticSource('scenario', []), converge);
+      await withAgent(new StaticManifestSource('scenario', []), converge);
       const all = await runtime.list({ includeForeign: true });
       expect(all.find((c) => c.id === mine.id)?.state).toBe('running');
       expect(all.find((c) => c.id === other.id)?.state).toBe('running');

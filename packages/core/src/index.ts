@@ -13,3 +13,4 @@ export * from './planner.js';
 export * from './tokens.js';
 export * from './agent-view.js';
 export * from './plan-report.js';
+export * from './static-source.js';

@@ -12,4 +12,3 @@ export * from './prober.js';
 export { socketNetworkCheck } from './network-check.js';
 export * from './metrics.js';
 export * from './preview.js';
-export * from './static-source.js';

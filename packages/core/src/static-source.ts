@@ -1,4 +1,5 @@
-import type { ContainerManifest, ManifestSource, SourceSink } from '@kubelet-ts/core';
+import type { ContainerManifest } from './manifest.js';
+import type { ManifestSource, SourceSink } from './source.js';
 
 /** A source whose set the embedder sets in code: `set()` delivers the complete new set at once. */
 export class StaticManifestSource implements ManifestSource {
