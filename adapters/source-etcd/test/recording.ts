@@ -1,29 +1,5 @@
-import type { ContainerManifest, KubeletError, Logger } from '@kubelet-ts/core';
-
-/** A sink that records what a source said, and waits for what a test expects. */
-export class RecordingSink {
-  readonly updates: (readonly ContainerManifest[])[] = [];
-  readonly errors: KubeletError[] = [];
-  update(manifests: readonly ContainerManifest[]) {
-    this.updates.push(manifests);
-  }
-  error(error: Error) {
-    this.errors.push(error as KubeletError);
-  }
-  get ids(): string[] {
-    return (this.updates.at(-1) ?? []).map((m) => m.id).sort();
-  }
-  image(id: string): string | undefined {
-    return this.updates.at(-1)?.find((m) => m.id === id)?.containers[0]?.image;
-  }
-  async until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ids=${this.ids.join(',')} errors=${this.errors.map((e) => e.message).join(' | ')}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-}
+export { RecordingSink } from '@kubelet-ts/conformance';
+import type { Logger } from '@kubelet-ts/core';
 
 export interface LogEntry {
   readonly level: 'debug' | 'info' | 'warn' | 'error';

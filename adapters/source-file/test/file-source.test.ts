@@ -2,35 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ContainerManifest, KubeletError } from '@kubelet-ts/core';
 import { FileManifestSource, isManifestFileName } from '../src/index.js';
+import { RecordingSink } from '@kubelet-ts/conformance';
 
 const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
 
-/** A sink that records what a source said, and waits for what a test expects. */
-class RecordingSink {
-  readonly updates: (readonly ContainerManifest[])[] = [];
-  readonly errors: KubeletError[] = [];
-  update(manifests: readonly ContainerManifest[]) {
-    this.updates.push(manifests);
-  }
-  error(error: Error) {
-    this.errors.push(error as KubeletError);
-  }
-  get ids(): string[] {
-    return (this.updates.at(-1) ?? []).map((m) => m.id).sort();
-  }
-  image(id: string): string | undefined {
-    return this.updates.at(-1)?.find((m) => m.id === id)?.containers[0]?.image;
-  }
-  async until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ids=${this.ids.join(',')} errors=${this.errors.map((e) => e.message).join(' | ')}`);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-}
 
 describe('FileManifestSource', () => {
   let dir: string;

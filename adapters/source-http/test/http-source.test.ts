@@ -1,38 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Tokens, type ContainerManifest, type KubeletError, type ManifestSource } from '@kubelet-ts/core';
+import { Tokens, type ManifestSource } from '@kubelet-ts/core';
 import { HttpManifestSource, parseHeaderFlag, registerHttpSource, type HttpManifestSourceOptions } from '../src/index.js';
+import { RecordingSink } from '@kubelet-ts/conformance';
 
 const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
 const yamlList = (...items: string[]) => items.map((m) => `- ${m.replaceAll('\n', '\n  ').trimEnd()}`).join('\n') + '\n';
 const json = (id: string, image = 'app:1') => ({ id, containers: [{ name: 'main', image }] });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A sink that records what a source said, and waits for what a test expects. */
-class RecordingSink {
-  readonly updates: (readonly ContainerManifest[])[] = [];
-  readonly errors: KubeletError[] = [];
-  update(manifests: readonly ContainerManifest[]) {
-    this.updates.push(manifests);
-  }
-  error(error: Error) {
-    this.errors.push(error as KubeletError);
-  }
-  get ids(): string[] {
-    return (this.updates.at(-1) ?? []).map((m) => m.id).sort();
-  }
-  image(id: string): string | undefined {
-    return this.updates.at(-1)?.find((m) => m.id === id)?.containers[0]?.image;
-  }
-  async until(check: () => boolean, what: string, ms = 1500): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ids=${this.ids.join(',')} errors=${this.errors.map((e) => e.message).join(' | ')}`);
-      await sleep(5);
-    }
-  }
-}
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 

@@ -1,21 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { connect } from 'node:net';
-import type { AgentView, ContainerDetails, ContainerManifest, HealthView, PlanReport, PodView } from '@kubelet-ts/core';
+import type { AgentView, ContainerDetails, HealthView, PlanReport, PodView } from '@kubelet-ts/core';
 import { ServerManifestSource, type ServerManifestSourceOptions } from '../src/index.js';
+import { RecordingSink } from '@kubelet-ts/conformance';
 
-class RecordingSink {
-  readonly updates: (readonly ContainerManifest[])[] = [];
-  readonly errors: Error[] = [];
-  update(m: readonly ContainerManifest[]) {
-    this.updates.push(m);
-  }
-  error(e: Error) {
-    this.errors.push(e);
-  }
-  get ids(): string[] {
-    return (this.updates.at(-1) ?? []).map((m) => m.id).sort();
-  }
-}
 
 /** A stand-in agent: one managed container `web-1`, and a health that tests can flip. */
 class FakeView implements AgentView {

@@ -1,2 +1,3 @@
 export * from './runtime-contract.js';
 export * from './runner-scenarios.js';
+export * from './recording-sink.js';
