@@ -1,7 +1,8 @@
 import {
   KubeletError,
   Tokens,
-  canonicalJson,
+  DeliveredSet,
+  firstOfEachId,
   parseManifests,
   rejectionError,
   retainLastGood,
@@ -67,7 +68,7 @@ export class EtcdManifestSource implements ManifestSource {
   private syncing: Promise<void> | undefined;
   /** The manifests in force: the key's last good content, manifest by manifest. */
   private manifests: readonly ContainerManifest[] = [];
-  private delivered: string | undefined;
+  private readonly delivered = new DeliveredSet();
   /** What was last reported about the key's content, so that a re-read does not repeat it. */
   private reported = '';
   /** Attempts failed in a row; sets the back-off. */
@@ -93,7 +94,7 @@ export class EtcdManifestSource implements ManifestSource {
   async start(sink: SourceSink): Promise<void> {
     this.sink = sink;
     this.closed = false;
-    this.delivered = undefined; // a (re)started source always delivers its first read
+    this.delivered.reset(); // a (re)started source always delivers its first read
     this.reported = '';
     this.failures = 0;
     this.outage = false;
@@ -271,25 +272,10 @@ export class EtcdManifestSource implements ManifestSource {
       if (parsed.unreadable !== undefined) problems.push(parsed.unreadable);
       else problems.push(...parsed.rejected.map((r) => rejectionError(r, ADAPTER)));
     }
-    this.manifests = this.firstOfEachId(this.manifests, problems);
-    this.report(problems);
-    const fingerprint = canonicalJson(this.manifests);
-    if (fingerprint === this.delivered) return;
-    this.delivered = fingerprint;
-    this.sink?.update(this.manifests);
-  }
-
-  /** A manifest id listed twice in the key: the first wins, as between two files. */
-  private firstOfEachId(manifests: readonly ContainerManifest[], problems: KubeletError[]): ContainerManifest[] {
-    const seen = new Set<string>();
-    return manifests.filter((m) => {
-      if (!seen.has(m.id)) {
-        seen.add(m.id);
-        return true;
-      }
-      problems.push(new KubeletError('Conflict', `${this.key}: manifest id "${m.id}" is listed more than once; using the first`, { adapter: ADAPTER }));
-      return false;
-    });
+    const unique = firstOfEachId(this.manifests, this.key, ADAPTER);
+    this.manifests = unique.manifests;
+    this.report([...problems, ...unique.conflicts]);
+    if (this.delivered.changed(this.manifests)) this.sink?.update(this.manifests);
   }
 
   private report(errors: readonly KubeletError[]): void {

@@ -4,7 +4,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import {
   KubeletError,
   Tokens,
-  canonicalJson,
+  DeliveredSet,
   parseManifests,
   rejectionError,
   retainLastGood,
@@ -64,7 +64,7 @@ export class FileManifestSource implements ManifestSource {
   private ticker: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
   private rescan = false;
-  private delivered: string | undefined;
+  private readonly delivered = new DeliveredSet();
   private conflicts = '';
   private closed = false;
 
@@ -78,6 +78,7 @@ export class FileManifestSource implements ManifestSource {
   async start(sink: SourceSink): Promise<void> {
     this.sink = sink;
     this.closed = false;
+    this.delivered.reset(); // a (re)started source always delivers its first read
     this.watcher = watch(this.path, {
       ignoreInitial: true,
       depth: 0,
@@ -215,10 +216,7 @@ export class FileManifestSource implements ManifestSource {
       for (const c of conflicts) this.sink?.error(new KubeletError('Conflict', c, { adapter: ADAPTER }));
     }
     const manifests = [...byId.values()].map((e) => e.manifest);
-    const fingerprint = canonicalJson(manifests);
-    if (fingerprint === this.delivered) return;
-    this.delivered = fingerprint;
-    this.sink?.update(manifests);
+    if (this.delivered.changed(manifests)) this.sink?.update(manifests);
   }
 }
 

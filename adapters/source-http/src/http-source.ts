@@ -4,7 +4,8 @@ import got, { TimeoutError, type Response } from 'got';
 import {
   KubeletError,
   Tokens,
-  canonicalJson,
+  DeliveredSet,
+  firstOfEachId,
   parseManifests,
   rejectionError,
   retainLastGood,
@@ -78,7 +79,7 @@ export class HttpManifestSource implements ManifestSource {
   private lastModified: string | undefined;
   /** The set in force: the last good version of every manifest (see `retainLastGood`). */
   private manifests: readonly ContainerManifest[] = [];
-  private delivered: string | undefined;
+  private readonly delivered = new DeliveredSet();
   /** What was last said about the body, so an unchanged problem is not said again. */
   private reported = new Set<string>();
   /** The request failure last said, cleared by any answer, so that the next failure is said again. */
@@ -104,7 +105,7 @@ export class HttpManifestSource implements ManifestSource {
     this.body = undefined;
     this.etag = undefined;
     this.lastModified = undefined;
-    this.delivered = undefined;
+    this.delivered.reset();
     this.reported = new Set();
     this.failure = undefined;
     await this.poll();
@@ -192,7 +193,7 @@ export class HttpManifestSource implements ManifestSource {
   private read(text: string): void {
     this.body = text;
     const parsed = parseManifests(text, this.where, { maxBytes: MAX_BODY_BYTES });
-    const { manifests, conflicts } = firstById(retainLastGood(parsed, this.manifests), this.where);
+    const { manifests, conflicts } = firstOfEachId(retainLastGood(parsed, this.manifests), this.where, ADAPTER);
     this.manifests = manifests;
     if (parsed.unreadable !== undefined) {
       this.report([parsed.unreadable]);
@@ -217,10 +218,7 @@ export class HttpManifestSource implements ManifestSource {
 
   /** Delivers when the set changed, and always the first time, so that an empty set is seen too. */
   private deliver(): void {
-    const fingerprint = canonicalJson(this.manifests);
-    if (fingerprint === this.delivered) return;
-    this.delivered = fingerprint;
-    this.sink?.update(this.manifests);
+    if (this.delivered.changed(this.manifests)) this.sink?.update(this.manifests);
   }
 }
 
@@ -229,18 +227,6 @@ function withoutPassword(url: string): string {
   if (shown.password === '') return url;
   shown.password = '***';
   return shown.toString();
-}
-
-/** A manifest id given twice in one body: the first wins, as between two files of the file source. */
-function firstById(manifests: readonly ContainerManifest[], url: string): { manifests: ContainerManifest[]; conflicts: KubeletError[] } {
-  const byId = new Map<string, ContainerManifest>();
-  const twice = new Set<string>();
-  for (const m of manifests) {
-    if (byId.has(m.id)) twice.add(m.id);
-    else byId.set(m.id, m);
-  }
-  const conflicts = [...twice].map((id) => new KubeletError('Conflict', `${url}: manifest id "${id}" is given more than once; using the first`, { adapter: ADAPTER }));
-  return { manifests: [...byId.values()], conflicts };
 }
 
 function requestFailure(url: string, timeoutMs: number, error: unknown): KubeletError {

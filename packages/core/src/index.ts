@@ -14,3 +14,4 @@ export * from './tokens.js';
 export * from './agent-view.js';
 export * from './plan-report.js';
 export * from './static-source.js';
+export * from './set-delivery.js';

@@ -1,0 +1,45 @@
+import { KubeletError } from './errors.js';
+import type { ContainerManifest } from './manifest.js';
+import { canonicalJson } from './spec.js';
+
+/**
+ * Remembers the last set a source delivered, so that a re-read which changes nothing delivers
+ * nothing; the first set after `reset` (a start) is always delivered, so an empty set is seen too.
+ */
+export class DeliveredSet {
+  private fingerprint: string | undefined;
+
+  /** True when `manifests` differs from the last set passed here since `reset`. */
+  changed(manifests: readonly ContainerManifest[]): boolean {
+    const fingerprint = canonicalJson(manifests);
+    if (fingerprint === this.fingerprint) return false;
+    this.fingerprint = fingerprint;
+    return true;
+  }
+
+  reset(): void {
+    this.fingerprint = undefined;
+  }
+}
+
+/**
+ * A manifest id given twice in one document: the first wins (as between two files of the file
+ * source), and each repeat is a `Conflict` naming the origin.
+ */
+export function firstOfEachId(
+  manifests: readonly ContainerManifest[],
+  origin: string,
+  adapter?: string,
+): { manifests: ContainerManifest[]; conflicts: KubeletError[] } {
+  const seen = new Set<string>();
+  const conflicts: KubeletError[] = [];
+  const kept = manifests.filter((m) => {
+    if (!seen.has(m.id)) {
+      seen.add(m.id);
+      return true;
+    }
+    conflicts.push(new KubeletError('Conflict', `${origin}: manifest id "${m.id}" is given more than once; using the first`, { adapter }));
+    return false;
+  });
+  return { manifests: kept, conflicts };
+}
