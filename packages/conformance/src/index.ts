@@ -1,3 +1,4 @@
 export * from './runtime-contract.js';
 export * from './runner-scenarios.js';
 export * from './recording-sink.js';
+export * from './reliability.js';
