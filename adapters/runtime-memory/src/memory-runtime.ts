@@ -30,6 +30,9 @@ export interface RuntimeCall {
 /** Decides, per call, whether it fails. Return an error to fail the call, `undefined` to let it run. */
 export type Fault = (call: RuntimeCall) => Error | undefined;
 
+/** Decides, per call, how many milliseconds it takes on the clock before it acts. */
+export type Latency = (call: RuntimeCall) => number;
+
 export interface MemoryRuntimeOptions {
   readonly clock?: Clock;
   /** Images present from the start. */
@@ -79,7 +82,7 @@ export class MemoryRuntime implements ContainerRuntime {
   private readonly pullLatencyMs: number;
   private readonly pulls = new Map<string, Promise<void>>();
   private readonly faults = new Map<RuntimeOperation, Fault>();
-  private readonly latency = new Map<RuntimeOperation, number>();
+  private readonly latency = new Map<RuntimeOperation, Latency>();
   private readonly execLatency = new Map<string, number>();
   private nextId = 1;
 
@@ -238,9 +241,10 @@ export class MemoryRuntime implements ContainerRuntime {
     });
   }
 
-  /** Every call to `op` takes `ms` on the clock before it acts. */
-  setLatency(op: RuntimeOperation, ms: number): void {
-    this.latency.set(op, ms);
+  /** Every call to `op` takes `ms` on the clock before it acts (a function: per call); 0 clears it. */
+  setLatency(op: RuntimeOperation, ms: number | Latency): void {
+    if (ms === 0) this.latency.delete(op);
+    else this.latency.set(op, typeof ms === 'number' ? () => ms : ms);
   }
 
   /** Calls made so far to `op` (all operations when omitted). */
@@ -264,7 +268,7 @@ export class MemoryRuntime implements ContainerRuntime {
     // Trimmed in batches, so keeping the log bounded costs O(1) per call.
     if (this.calls.length >= 2 * this.callLogSize) this.calls.splice(0, this.calls.length - this.callLogSize);
     this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
-    const delay = this.latency.get(op) ?? 0;
+    const delay = this.latency.get(op)?.(call) ?? 0;
     if (delay > 0) await sleep(this.clock, delay);
     const error = this.faults.get(op)?.(call);
     if (error !== undefined) throw error;

@@ -74,6 +74,24 @@ describe('MemoryRuntime', () => {
     expect(done).toBe(true);
   });
 
+  it('takes a latency function that sees each call, and clears latency with 0', async () => {
+    const clock = new ManualClock();
+    const runtime = new MemoryRuntime({ clock, images: ['app:1'] });
+    runtime.setLatency('inspect', (call) => (call.target === 'slow' ? 500 : 0));
+    const id = await running(runtime, 'a');
+    await expect(runtime.inspect(id)).resolves.toMatchObject({ id });
+    let done = false;
+    const slow = runtime.inspect('slow').catch(() => (done = true));
+    await clock.advance(499);
+    expect(done).toBe(false);
+    await clock.advance(1);
+    await slow;
+    expect(done).toBe(true);
+    runtime.setLatency('list', 2000);
+    runtime.setLatency('list', 0);
+    await expect(runtime.list()).resolves.toHaveLength(1);
+  });
+
   it('kills a container that ignores the stop signal when the timeout runs out', async () => {
     const clock = new ManualClock();
     const runtime = new MemoryRuntime({ clock, images: ['app:1'] });
