@@ -25,15 +25,36 @@ export interface ContainerIdentity {
   readonly node: string;
 }
 
-/** Reads our labels; `undefined` for a foreign container. */
-export function identityOf(labels: Readonly<Record<string, string>>): ContainerIdentity | undefined {
+// What the agent itself writes (see `buildContainerSpec`): manifest ids and container names are
+// DNS labels (the validator's rule), spec hashes are `v<version>-<16 hex>`.
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const SPEC_HASH = /^v[0-9]{1,4}-[0-9a-f]{16}$/;
+
+/**
+ * Whether the labels are ones this agent could have written: our label keys with values of the
+ * form the agent gives them. Anything else (no labels, some of them, garbage values) is foreign,
+ * so a container someone labelled by hand is never stopped, removed or inspected. Allocates
+ * nothing: the planner asks this of every container on every pass.
+ */
+function wellFormed(labels: Readonly<Record<string, string>>): boolean {
   const podId = labels[Labels.manifestId];
   const container = labels[Labels.containerName];
-  if (podId === undefined || container === undefined) return undefined;
+  const hash = labels[Labels.specHash];
+  return podId !== undefined && container !== undefined && hash !== undefined && DNS_LABEL.test(podId) && DNS_LABEL.test(container) && SPEC_HASH.test(hash);
+}
+
+/** Whether the container is one the agent on `node` manages: the one test every code path uses. */
+export function isManagedBy(labels: Readonly<Record<string, string>>, node: string): boolean {
+  return node !== '' && labels[Labels.node] === node && wellFormed(labels);
+}
+
+/** Reads our labels; `undefined` for a foreign container (see `isManagedBy` for the node). */
+export function identityOf(labels: Readonly<Record<string, string>>): ContainerIdentity | undefined {
+  if (!wellFormed(labels)) return undefined;
   return {
-    podId,
-    container,
-    specHash: labels[Labels.specHash] ?? '',
+    podId: labels[Labels.manifestId]!,
+    container: labels[Labels.containerName]!,
+    specHash: labels[Labels.specHash]!,
     source: labels[Labels.source] ?? '',
     node: labels[Labels.node] ?? '',
   };

@@ -5,7 +5,7 @@ import {
   type DesiredPod,
   type PullPolicy,
 } from './manifest.js';
-import { Labels } from './naming.js';
+import { Labels, isManagedBy } from './naming.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
 import { buildContainerSpec, specHashes } from './spec.js';
 
@@ -245,9 +245,9 @@ function removal(podId: string, container: string, c: ContainerSummary, reason: 
 function indexActual(actual: readonly ContainerSummary[], node: string): Map<string, ContainerSummary[]> {
   const byPod = new Map<string, ContainerSummary[]>();
   for (const c of actual) {
-    // Labels read directly rather than through identityOf: this loop sees every container, every pass.
-    const podId = c.labels[Labels.manifestId];
-    if (podId === undefined || c.labels[Labels.containerName] === undefined || (c.labels[Labels.node] ?? '') !== node) continue;
+    // isManagedBy rather than identityOf: this loop sees every container, every pass.
+    if (!isManagedBy(c.labels, node)) continue;
+    const podId = c.labels[Labels.manifestId]!;
     const list = byPod.get(podId);
     if (list === undefined) byPod.set(podId, [c]);
     else list.push(c);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { buildContainerName, escapeNamePart, identityOf, Labels, parseContainerName, unescapeNamePart } from '../src/naming.js';
+import fc from 'fast-check';
+import { buildContainerName, escapeNamePart, identityOf, isManagedBy, Labels, parseContainerName, unescapeNamePart } from '../src/naming.js';
+import { validateManifest } from '../src/validate.js';
 
 describe('container naming', () => {
   it.each([
@@ -29,15 +31,49 @@ describe('container naming', () => {
     expect(parseContainerName('a--b--c--0badcafe')).toBeUndefined();
   });
 
+  const ours = { [Labels.manifestId]: 'web', [Labels.containerName]: 'nginx', [Labels.specHash]: 'v1-0123456789abcdef', [Labels.node]: 'h1' };
+
   it('reads identity from labels and treats unlabelled containers as foreign', () => {
     expect(identityOf({})).toBeUndefined();
     expect(identityOf({ [Labels.manifestId]: 'web' })).toBeUndefined();
-    expect(identityOf({ [Labels.manifestId]: 'web', [Labels.containerName]: 'nginx', [Labels.node]: 'h1' })).toEqual({
-      podId: 'web',
-      container: 'nginx',
-      specHash: '',
-      source: '',
-      node: 'h1',
-    });
+    expect(identityOf(ours)).toEqual({ podId: 'web', container: 'nginx', specHash: 'v1-0123456789abcdef', source: '', node: 'h1' });
+    expect(isManagedBy(ours, 'h1')).toBe(true);
+    expect(isManagedBy(ours, 'h2')).toBe(false);
+  });
+
+  it('treats labels the agent could not have written as foreign, without throwing', () => {
+    const garbage: Array<Record<string, string>> = [
+      { ...ours, [Labels.specHash]: '' },
+      { ...ours, [Labels.specHash]: 'garbage' },
+      { ...ours, [Labels.specHash]: 'v1-0123456789ABCDEF' },
+      { ...ours, [Labels.manifestId]: '../../etc' },
+      { ...ours, [Labels.manifestId]: 'Web' },
+      { ...ours, [Labels.manifestId]: 'a'.repeat(64) },
+      { ...ours, [Labels.containerName]: 'nginx\n' },
+      { ...ours, [Labels.containerName]: '' },
+      Object.fromEntries(Object.entries(ours).filter(([k]) => k !== Labels.specHash)),
+      Object.fromEntries(Object.entries(ours).filter(([k]) => k !== Labels.node)),
+    ];
+    for (const labels of garbage) {
+      expect(isManagedBy(labels, 'h1')).toBe(false);
+      if (labels[Labels.node] === undefined) continue;
+      expect(identityOf(labels)).toBeUndefined();
+    }
+    // Values the agent reads leniently stay lenient: garbage counters do not make a container foreign.
+    expect(isManagedBy({ ...ours, [Labels.restartCount]: 'NaN', [Labels.crashStreak]: '-1', [Labels.gracePeriod]: 'x' }, 'h1')).toBe(true);
+    expect(isManagedBy(ours, '')).toBe(false);
+  });
+
+  it('accepts as ours only manifest ids and container names the validator accepts', () => {
+    // Labels are written from validated manifests, so anything the validator refuses is forged.
+    const name = fc.oneof(fc.string({ maxLength: 70 }), fc.stringMatching(/^[a-z0-9-]{1,70}$/));
+    fc.assert(
+      fc.property(name, name, (podId, container) => {
+        const labels = { ...ours, [Labels.manifestId]: podId, [Labels.containerName]: container };
+        const valid = validateManifest({ id: podId, containers: [{ name: container, image: 'app:1' }] }).ok;
+        expect(isManagedBy(labels, 'h1')).toBe(valid);
+      }),
+      { numRuns: 500 },
+    );
   });
 });

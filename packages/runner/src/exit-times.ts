@@ -1,4 +1,4 @@
-import { identityOf, type ContainerRuntime, type ContainerSummary } from '@kubelet-ts/core';
+import { isManagedBy, type ContainerRuntime, type ContainerSummary } from '@kubelet-ts/core';
 
 /**
  * Exited containers need their start and end times for the crash back-off; a runtime's list may
@@ -9,7 +9,7 @@ export async function withExitTimes(runtime: ContainerRuntime, actual: readonly 
   if (!actual.some((c) => c.state === 'exited' && c.finishedAt === undefined)) return actual;
   return Promise.all(
     actual.map(async (c) => {
-      if (c.state !== 'exited' || c.finishedAt !== undefined || identityOf(c.labels)?.node !== node) return c;
+      if (c.state !== 'exited' || c.finishedAt !== undefined || !isManagedBy(c.labels, node)) return c;
       try {
         const d = await runtime.inspect(c.id);
         return {

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { availableParallelism, hostname as osHostname } from 'node:os';
 import {
   identityOf,
+  isManagedBy,
   plan,
   reportPlan,
   silentLogger,
@@ -137,7 +138,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   constructor(options: KubeletOptions) {
     super();
-    this.metricsRegistry = new KubeletMetrics(async () => (await this.runtime.list()).filter((c) => identityOf(c.labels)?.node === this.hostname));
+    this.metricsRegistry = new KubeletMetrics(async () => (await this.runtime.list()).filter((c) => isManagedBy(c.labels, this.hostname)));
     this.runtime = this.metricsRegistry.instrument(options.runtime);
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
