@@ -2,3 +2,4 @@ export * from './runtime-contract.js';
 export * from './runner-scenarios.js';
 export * from './recording-sink.js';
 export * from './reliability.js';
+export * from './guarded-runtime.js';

@@ -1,0 +1,204 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { Labels, buildContainerSpec, validateManifest, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
+import { GuardedRuntime } from '@kubelet-ts/conformance';
+import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { ServerManifestSource } from '@kubelet-ts/source-server';
+import { Kubelet } from '../src/kubelet.js';
+import { RecordingEventSink, ScriptedSource, settle } from './helpers.js';
+
+const HOST = 'node-a';
+const SYNC_MS = 10_000;
+
+function parse(raw: object): ContainerManifest {
+  const r = validateManifest(raw);
+  if (!r.ok) throw new Error(JSON.stringify(r.errors));
+  return r.manifest;
+}
+
+const web = (image = 'app:1') =>
+  parse({
+    id: 'web',
+    containers: [
+      { name: 'app', image },
+      { name: 'probed', image: 'app:1', livenessProbe: { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 1 } },
+    ],
+  });
+const old = parse({ id: 'old', containers: [{ name: 'app', image: 'app:1' }] });
+
+/**
+ * The memory runtime listing as Docker does, without start and end times, so the agent has to
+ * inspect exited containers (`withExitTimes`): one more path that acts on container ids.
+ */
+function listingWithoutTimes(runtime: MemoryRuntime): ContainerRuntime {
+  return {
+    name: runtime.name,
+    list: async (options) => (await runtime.list(options)).map(({ startedAt: _s, finishedAt: _f, ...c }) => c),
+    inspect: (id) => runtime.inspect(id),
+    create: (spec) => runtime.create(spec),
+    start: (id) => runtime.start(id),
+    stop: (id, timeout) => runtime.stop(id, timeout),
+    remove: (id, options) => runtime.remove(id, options),
+    pull: (image) => runtime.pull(image),
+    hasImage: (image) => runtime.hasImage(image),
+    exec: (id, command, timeoutMs) => runtime.exec(id, command, timeoutMs),
+  };
+}
+
+/**
+ * Foreign containers beside ours, on every path that lists containers or acts on their ids: the
+ * sync pass (adoption, creation, crash restart, GC, spec change, removal of a pod), exit-time
+ * lookups, liveness probes and their kills, containerInfo (also through the agent's server),
+ * pods, plan, metrics and close. The runtime is wrapped in a GuardedRuntime that refuses and
+ * records any call naming a foreign container; each test also shows that its path did act on ours.
+ */
+describe('foreign containers beside the agent', () => {
+  let clock: ManualClock;
+  let memory: MemoryRuntime;
+  let guard: GuardedRuntime;
+  let source: ScriptedSource;
+  let server: ServerManifestSource;
+  let kubelet: Kubelet;
+  /** Every foreign container and its record before the agent started. */
+  let foreign: Map<string, { name: string; state: string; startedAt: number | undefined }>;
+  /** Our container of a pod no source asks for any more. */
+  let stale: string;
+
+  async function place(spec: ContainerSpec, state: 'running' | 'exited'): Promise<string> {
+    const created = await memory.create(spec);
+    await memory.start(created.id);
+    if (state === 'exited') memory.exit(created.id, 1);
+    return created.id;
+  }
+
+  const bare = (name: string, labels: Record<string, string>): ContainerSpec => ({ name, podId: 'web', image: 'app:1', env: {}, ports: [], podPorts: [], mounts: [], labels });
+  const ourSpec = (m: ContainerManifest, container: string, node = HOST) => buildContainerSpec(m, m.containers.find((c) => c.name === container)!, { node, source: 'a' });
+  const ours = (podId: string, container: string) =>
+    memory.snapshot().filter((c) => c.labels[Labels.node] === HOST && c.labels[Labels.manifestId] === podId && c.labels[Labels.containerName] === container && !foreign.has(c.id));
+  const runningOurs = (container: string) => {
+    const found = ours('web', container).filter((c) => c.state === 'running');
+    expect(found).toHaveLength(1);
+    return found[0]!;
+  };
+  const called = (op: string, id: string) => guard.calls.some((c) => c.op === op && c.id === id);
+
+  beforeEach(async () => {
+    clock = new ManualClock(1_000_000);
+    memory = new MemoryRuntime({ clock, images: ['app:1', 'app:2'] });
+    const hash = ourSpec(web(), 'app').labels[Labels.specHash]!;
+    const ids = [
+      // Nothing of ours: not even listed by default.
+      await place(bare('plain', {}), 'running'),
+      // Some of our keys, not all of them.
+      await place(bare('partial', { [Labels.manifestId]: 'web', [Labels.node]: HOST }), 'running'),
+      await place(bare('no-hash', { [Labels.manifestId]: 'web', [Labels.containerName]: 'app', [Labels.node]: HOST }), 'exited'),
+      // All of our keys, with values the agent never writes.
+      await place(bare('bad-hash', { [Labels.manifestId]: 'web', [Labels.containerName]: 'app', [Labels.specHash]: 'garbage', [Labels.node]: HOST, [Labels.restartCount]: 'many' }), 'exited'),
+      await place(bare('bad-id', { [Labels.manifestId]: '../../etc', [Labels.containerName]: 'app', [Labels.specHash]: hash, [Labels.node]: HOST }), 'running'),
+      await place(bare('bad-name', { [Labels.manifestId]: 'web', [Labels.containerName]: 'App\n', [Labels.specHash]: hash, [Labels.node]: HOST }), 'running'),
+      // Another agent's, sharing the engine: the same pod, labelled exactly as ours but for the node.
+      await place(ourSpec(web(), 'app', 'node-b'), 'running'),
+      await place(ourSpec(web(), 'app', 'node-b'), 'exited'),
+      await place(ourSpec(web(), 'probed', 'node-b'), 'running'),
+      await place(ourSpec(old, 'app', 'node-b'), 'running'),
+    ];
+    foreign = new Map(memory.snapshot().filter((c) => ids.includes(c.id)).map((c) => [c.id, { name: c.name, state: c.state, startedAt: c.startedAt }]));
+    // Ours from before this agent started: one to adopt, one no source asks for any more.
+    await place(ourSpec(web(), 'app'), 'running');
+    stale = await place(ourSpec(old, 'app'), 'running');
+
+    guard = new GuardedRuntime(listingWithoutTimes(memory));
+    guard.protect(...[...foreign].flatMap(([id, c]) => [id, c.name]));
+    source = new ScriptedSource('a', { initial: [web()] });
+    server = new ServerManifestSource({ port: 0 });
+    kubelet = new Kubelet({ runtime: guard, sources: [source, server], clock, events: new RecordingEventSink(), hostname: HOST, syncFrequencyMs: SYNC_MS });
+    server.attach(kubelet);
+    await kubelet.start();
+    await kubelet.sync();
+  });
+
+  afterEach(async () => {
+    await kubelet.close();
+    await server.close();
+    expect(guard.foreignCalls()).toEqual([]);
+    for (const c of memory.snapshot().filter((x) => foreign.has(x.id))) {
+      const before = foreign.get(c.id)!;
+      expect({ name: c.name, state: c.state, startedAt: c.startedAt }).toEqual(before);
+    }
+    expect(memory.snapshot().filter((c) => foreign.has(c.id))).toHaveLength(foreign.size);
+  });
+
+  it('adopts ours, removes our stale pod and creates what is missing, beside them', async () => {
+    expect(ours('old', 'app')).toEqual([]);
+    expect(ours('web', 'app')).toHaveLength(1);
+    expect(ours('web', 'probed')).toHaveLength(1);
+    expect(called('stop', stale) && called('remove', stale)).toBe(true);
+    expect(called('start', runningOurs('probed').id)).toBe(true);
+  });
+
+  it('inspects, restarts and collects only our crashed containers', async () => {
+    for (const delay of [10_000, 20_000]) {
+      memory.exit(runningOurs('app').id, 1);
+      await kubelet.sync();
+      await clock.advance(delay);
+      await kubelet.sync();
+    }
+    const exited = ours('web', 'app').filter((c) => c.state === 'exited');
+    expect(exited).toHaveLength(1); // the older one was collected
+    expect(called('inspect', exited[0]!.id)).toBe(true); // its exit time was looked up
+    expect(runningOurs('app').labels[Labels.restartCount]).toBe('2');
+  });
+
+  it('probes and kills only our container', async () => {
+    const probed = runningOurs('probed');
+    memory.onExec(probed.id, () => ({ exitCode: 1, output: 'unhealthy' }));
+    await clock.advance(2_000);
+    expect(called('exec', probed.id)).toBe(true);
+    expect(called('stop', probed.id)).toBe(true);
+    expect(memory.snapshot().find((c) => c.id === probed.id)?.state).toBe('exited');
+  });
+
+  it('replaces our container on a spec change and removes ours with the pod', async () => {
+    const before = runningOurs('app');
+    source.push([web('app:2')]);
+    await kubelet.sync();
+    expect(runningOurs('app').image).toBe('app:2');
+    expect(called('remove', before.id)).toBe(true);
+    source.push([]);
+    await kubelet.sync();
+    expect(ours('web', 'app')).toEqual([]);
+    expect(ours('web', 'probed')).toEqual([]);
+  });
+
+  it('shows no foreign container through containerInfo, pods, plan and metrics', async () => {
+    for (const [id, { name }] of foreign) {
+      for (const wanted of [id, name, `/${name}`]) await expect(kubelet.containerInfo(wanted)).resolves.toBeUndefined();
+    }
+    const app = runningOurs('app');
+    expect((await kubelet.containerInfo('web/app'))?.id).toBe(app.id);
+    expect((await kubelet.containerInfo(app.name))?.id).toBe(app.id);
+
+    const shown = (await kubelet.pods()).flatMap((p) => p.containers.map((c) => c.id));
+    expect(shown.sort()).toEqual([app.id, runningOurs('probed').id].sort());
+    expect(await kubelet.plan()).toMatchObject({ inSync: true, steps: [] });
+    const { body } = await kubelet.metrics();
+    expect(body).toContain('kubelet_ts_containers{state="running"} 2');
+    expect(body).toContain('kubelet_ts_containers{state="exited"} 0');
+  });
+
+  it('answers 404 on the agent server for a foreign container, by id and by name', async () => {
+    const info = (name: string) => fetch(`${server.url}/containerInfo?container=${encodeURIComponent(name)}`);
+    for (const [id, { name }] of foreign) {
+      expect((await info(id)).status).toBe(404);
+      expect((await info(name)).status).toBe(404);
+    }
+    const res = await info('web/app');
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { Id: string }).Id).toBe(runningOurs('app').id);
+  });
+
+  it('leaves them alone across many sync periods and at close', async () => {
+    for (let i = 0; i < 5; i++) await clock.advance(SYNC_MS);
+    await settle();
+    expect(kubelet.status().passes).toBeGreaterThan(5);
+  });
+});
