@@ -29,8 +29,9 @@ type CreateAction = Extract<PlanAction, { type: 'create' }>;
 /**
  * Carries out one pod's plan: its removals at once (removing a manifest stops its containers
  * concurrently, each with its grace period), then its other actions in order. A failed action is
- * reported as an event and the rest go on; what it left half-done (a created but not started
- * container) is seen and finished by a later pass.
+ * reported as an event and the rest go on, except the replacement of a container whose old version
+ * still runs; what a failure left half-done (a created but not started container) is seen and
+ * finished by a later pass.
  */
 export class PlanExecutor {
   private readonly pulls = new Map<string, Promise<void>>();
@@ -45,7 +46,11 @@ export class PlanExecutor {
     const removals = pod.actions.filter((a) => a.type === 'remove');
     const others = pod.actions.filter((a) => a.type !== 'remove');
     const outcomes = await Promise.all(removals.map((a) => this.attempt(a)));
-    for (const action of others) outcomes.push(await this.attempt(action));
+    // A container whose running old version could not be stopped is not replaced yet: starting the
+    // new one beside it would run two versions at once (the 2014 kubelet skipped it the same way).
+    // The next pass tries the stop again.
+    const stuck = new Set(removals.filter((a, i) => a.type === 'remove' && a.running && !outcomes[i]).map((a) => a.container));
+    for (const action of others) outcomes.push(stuck.has(action.container) ? false : await this.attempt(action));
     return { actions: pod.actions.length, failures: outcomes.filter((ok) => !ok).length };
   }
 

@@ -459,6 +459,31 @@ describe('Kubelet', () => {
       expect(changed.filter((e) => e.type !== 'ImagePulled').every((e) => e.reason === 'spec-changed')).toBe(true);
     });
 
+    it('does not start the new version of a container while the old one could not be stopped', async () => {
+      // Found by the chaos suite (seed 3): a failed stop used to be followed by the new container's
+      // start, and both versions of app/web ran side by side until a later pass.
+      const a = new ScriptedSource('a', { initial: [manifest('app', [{ name: 'web', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }])] });
+      const k = kubelet([a]);
+      await k.start();
+      await settle();
+      const oldWeb = one('app', 'web');
+      const mark = runtime.calls.length;
+
+      runtime.failNext('stop', 'Unavailable');
+      a.push([manifest('app', [{ name: 'web', image: 'nginx:2' }, { name: 'sidecar', image: 'busybox:2' }])]);
+      await settle();
+
+      // The old web keeps running alone; the sidecar, whose old version was stopped, is replaced.
+      expect(one('app', 'web')).toMatchObject({ id: oldWeb.id, state: 'running' });
+      expect(one('app', 'sidecar')).toMatchObject({ image: 'busybox:2', state: 'running' });
+      expect(runtime.calls.slice(mark).filter((c) => c.op === 'create').map((c) => c.target)).toEqual([expect.stringMatching(/^sidecar--app--/)]);
+      expect(events.ofType('ContainerFailed', 'app').map((e) => e.container)).toEqual(['web']);
+
+      // The next pass stops it and starts its replacement.
+      expect((await k.sync()).failures).toBe(0);
+      expect(one('app', 'web')).toMatchObject({ image: 'nginx:2', state: 'running' });
+    });
+
     it('stops then removes the containers of a manifest no source asks for any more', async () => {
       const a = new ScriptedSource('a', { initial: [manifest('web', [{ name: 'nginx', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }]), pod('db')] });
       const k = kubelet([a]);
