@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import { resolve, sep } from 'node:path';
+import { resolve } from 'node:path';
 import Docker from 'dockerode';
 import {
   KubeletError,
@@ -22,6 +21,7 @@ import {
 import type { DockerApi, DockerContainerInfo, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
 import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
+import { podVolumeDir } from './volume-dirs.js';
 
 export interface DockerRuntimeOptions {
   /** A ready client; by default one is made for `host`. */
@@ -47,8 +47,6 @@ export const InfraLabels = {
   pod: 'io.kubelet-ts.pod-infra',
   portsHash: 'io.kubelet-ts.pod-ports-hash',
 } as const;
-
-const VOLUME_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /**
  * `ContainerRuntime` on a Docker engine. The containers of one manifest share one network
@@ -263,16 +261,11 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
-  /** Makes `<root>/<pod>/<volume>` for each mount; no name can lead outside the root. */
+  /** Makes `<root>/<pod>/<volume>` for each mount (see `podVolumeDir`: nothing outside the root). */
   private async prepareVolumes(spec: ContainerSpec): Promise<string[]> {
     const binds: string[] = [];
     for (const m of spec.mounts) {
-      if (!VOLUME_NAME.test(m.volume) || !VOLUME_NAME.test(spec.podId)) {
-        throw new KubeletError('InvalidManifest', `volume ${JSON.stringify(m.volume)} of ${JSON.stringify(spec.podId)}: names must be DNS labels`, { adapter: ADAPTER });
-      }
-      const dir = resolve(this.volumesRoot, spec.podId, m.volume);
-      if (!dir.startsWith(this.volumesRoot + sep)) throw new KubeletError('InvalidManifest', `volume path ${dir} escapes ${this.volumesRoot}`, { adapter: ADAPTER });
-      await mkdir(dir, { recursive: true });
+      const dir = await podVolumeDir(this.volumesRoot, spec.podId, m.volume);
       binds.push(`${dir}:${m.containerPath}:${m.readOnly ? 'ro' : 'rw'}`);
     }
     return binds;
