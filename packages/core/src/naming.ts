@@ -60,6 +60,19 @@ export function identityOf(labels: Readonly<Record<string, string>>): ContainerI
   };
 }
 
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * Why `name` cannot name a node, or `undefined` when it can: a lower-case DNS name of at most 253
+ * characters, as Kubernetes requires. It becomes a label value the engine is filtered by and a
+ * segment of the node's etcd key (`/registry/hosts/<name>/kubelet`), where a `/` or `..` would
+ * name another host's key.
+ */
+export function nodeNameProblem(name: string): string | undefined {
+  if (name.length <= 253 && NODE_NAME.test(name)) return undefined;
+  return `invalid hostname ${JSON.stringify(name.slice(0, 300))}: use a DNS name (lower-case letters, digits, '-' and '.', at most 253 characters), e.g. with --hostname-override`;
+}
+
 // The 2014 escaping rule: '_' becomes '___' and '-' becomes '_-_', so an escaped part never
 // contains '--' and the separator stays unambiguous.
 export function escapeNamePart(part: string): string {

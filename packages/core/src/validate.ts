@@ -11,6 +11,12 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // control characters, and rejecting them here gives a field error instead of an engine error later.
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
 const MAX_STRING = 4096;
+// No argument, environment value or path of a Linux process can hold a NUL, so a string with one can
+// never run as written; paths hold no control characters at all.
+const NUL = /\u0000/;
+const CONTROL = /[\u0000-\u001f\u007f]/;
+// A probe's path goes into its HTTP request line, which a space or a line break would end.
+const UNSAFE_IN_REQUEST_LINE = /[\s\u0000-\u001f\u007f]/;
 
 const MANIFEST_FIELDS = new Set(['version', 'id', 'volumes', 'containers', 'restartPolicy', 'terminationGracePeriodSeconds']);
 const CONTAINER_FIELDS = new Set([
@@ -82,7 +88,18 @@ class Walker {
     if (typeof value !== 'string') return this.fail(path, `must be a string, got ${describe(value)}`);
     if (required && value === '') return this.fail(path, 'is required');
     if (value.length > MAX_STRING) return this.fail(path, `must be at most ${MAX_STRING} characters`);
+    if (NUL.test(value)) return this.fail(path, 'must not contain a NUL character');
     return value;
+  }
+
+  /** An absolute path without control characters (and, for a mount, without `:`: the engine's bind syntax). */
+  private absolutePath(value: unknown, path: string, required: boolean, forbidColon = false): string | undefined {
+    const s = this.string(value, path, required);
+    if (s === undefined || s === '') return s;
+    if (!s.startsWith('/')) return this.fail(path, 'must be an absolute path');
+    if (CONTROL.test(s)) return this.fail(path, `must not contain control characters, got ${JSON.stringify(s.slice(0, 70))}`);
+    if (forbidColon && s.includes(':')) return this.fail(path, `must not contain ":", got ${JSON.stringify(s.slice(0, 70))}`);
+    return s;
   }
 
   private dnsLabel(value: unknown, path: string, required: boolean): string | undefined {
@@ -178,8 +195,7 @@ class Walker {
     const image = this.string(c['image'], `${path}.image`, true);
     if (image !== undefined && !IMAGE.test(image)) this.fail(`${path}.image`, `is not a valid image reference: ${JSON.stringify(image.slice(0, 70))}`);
     const command = this.command(c['command'], `${path}.command`);
-    const workingDir = this.string(c['workingDir'], `${path}.workingDir`, false);
-    if (workingDir !== undefined && workingDir !== '' && !workingDir.startsWith('/')) this.fail(`${path}.workingDir`, 'must be an absolute path');
+    const workingDir = this.absolutePath(c['workingDir'], `${path}.workingDir`, false);
     const ports = (this.list(c['ports'], `${path}.ports`) ?? []).map((p, i) => this.port(p, `${path}.ports[${i}]`));
     const env = this.env(c['env'], `${path}.env`);
     const memory = c['memory'] == null ? undefined : this.integer(c['memory'], `${path}.memory`, 0, Number.MAX_SAFE_INTEGER);
@@ -239,6 +255,7 @@ class Walker {
     if (handler === 'tcpSocket') return { tcpSocket: { port }, ...common };
     const probePath = this.string(h['path'], `${path}.httpGet.path`, false) ?? '/';
     if (!probePath.startsWith('/')) return this.fail(`${path}.httpGet.path`, 'must start with /');
+    if (UNSAFE_IN_REQUEST_LINE.test(probePath)) return this.fail(`${path}.httpGet.path`, `must not contain spaces or control characters, got ${JSON.stringify(probePath.slice(0, 70))}`);
     return { httpGet: { path: probePath, port }, ...common };
   }
 
@@ -313,8 +330,7 @@ class Walker {
     if (m === undefined) return undefined;
     const name = this.dnsLabel(m['name'], `${path}.name`, true);
     if (name !== undefined && !volumes.has(name)) this.fail(`${path}.name`, `names no declared volume ("${name}" is not in volumes)`);
-    const mountPath = this.string(m['mountPath'], `${path}.mountPath`, true);
-    if (mountPath !== undefined && !mountPath.startsWith('/')) this.fail(`${path}.mountPath`, 'must be an absolute path');
+    const mountPath = this.absolutePath(m['mountPath'], `${path}.mountPath`, true, true);
     let readOnly = false;
     if (m['readOnly'] != null) {
       if (typeof m['readOnly'] === 'boolean') readOnly = m['readOnly'];

@@ -292,7 +292,7 @@ describe('validateManifest: names and ids', () => {
     expect(errors[0]!.path).toBe('containers[0].env[1].name');
   });
 
-  it.each(['nginx latest', 'nginx\n', ' nginx', 'nginx\t:1.7', 'ngi\u0000nx'])('rejects image %j', (image) => {
+  it.each(['nginx latest', 'nginx\n', ' nginx', 'nginx\t:1.7'])('rejects image %j', (image) => {
     const errors = rejectedErrors(withContainer({ image }));
     expect(errors).toHaveLength(1);
     expect(errors[0]!.path).toBe('containers[0].image');

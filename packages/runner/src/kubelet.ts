@@ -3,6 +3,7 @@ import { availableParallelism, hostname as osHostname } from 'node:os';
 import {
   identityOf,
   isManagedBy,
+  nodeNameProblem,
   plan,
   reportPlan,
   silentLogger,
@@ -144,6 +145,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.logger = options.logger ?? silentLogger;
     this.events = this.metricsRegistry.events(options.events ?? new LogEventSink(this.logger));
     this.hostname = (options.hostname ?? osHostname()).toLowerCase();
+    const problem = nodeNameProblem(this.hostname);
+    if (problem !== undefined) throw new Error(problem);
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
     this.healthThresholdMs = options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000);
     this.crashBackOff = options.crashBackOff;

@@ -1,5 +1,6 @@
 import { hostname as osHostname } from 'node:os';
 import { CommanderError } from 'commander';
+import { nodeNameProblem } from '@kubelet-ts/core';
 import { FanOutEventSink, LogEventSink } from '../log-event-sink.js';
 import { Kubelet } from '../kubelet.js';
 import { createLogger } from '../logging.js';
@@ -24,6 +25,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   let parts;
   try {
+    const problem = nodeNameProblem(hostname);
+    if (problem !== undefined) throw new Error(problem);
     parts = buildSources(options, hostname, logger);
   } catch (error) {
     logger.error({ err: error }, `invalid configuration: ${(error as Error).message}`);

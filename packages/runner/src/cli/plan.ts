@@ -1,6 +1,7 @@
 import { hostname as osHostname } from 'node:os';
 import { CommanderError, Option } from 'commander';
 import { pino } from 'pino';
+import { nodeNameProblem } from '@kubelet-ts/core';
 import { parseDuration } from '../duration.js';
 import { createLogger } from '../logging.js';
 import { formatPlanReport, previewPlan } from '../preview.js';
@@ -28,6 +29,8 @@ export async function planMain(argv: readonly string[]): Promise<number> {
   const logger = createLogger({ level: options.logLevel === 'info' ? 'warn' : options.logLevel, pretty: false, destination: pino.destination({ fd: 2, sync: true }) });
   const hostname = (options.hostnameOverride ?? osHostname()).toLowerCase();
   try {
+    const problem = nodeNameProblem(hostname);
+    if (problem !== undefined) throw new Error(problem);
     const runtime = await chooseRuntime(options, logger);
     const { sources, close } = buildSources(options, hostname, logger, 'plan');
     const problems: string[] = [];
