@@ -55,6 +55,7 @@ export interface DockerInspect {
     Labels?: Record<string, string> | null;
   };
   HostConfig: {
+    NetworkMode?: string;
     Binds?: string[] | null;
     Memory?: number;
     CpuShares?: number;

@@ -125,7 +125,16 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   async start(id: string): Promise<void> {
-    await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
+    try {
+      await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
+    } catch (error) {
+      // A pod container made before its namespace holder stopped (the engine restarted, say)
+      // cannot start until that holder runs again. Only a failed start pays for the look.
+      const infra = error instanceof KubeletError && error.code === 'Conflict' ? await this.stoppedInfraOf(id) : undefined;
+      if (infra === undefined) throw error;
+      await this.call(`start pod infra ${infra}`, () => this.docker.getContainer(infra).start(), true);
+      await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
+    }
   }
 
   async stop(id: string, timeoutSeconds: number): Promise<void> {
@@ -227,6 +236,16 @@ export class DockerRuntime implements ContainerRuntime {
     await this.start(created.id);
     this.logger.info({ podId, infra: created.id.slice(0, 12), ports: spec.podPorts.length }, 'pod network namespace created');
     return created.id;
+  }
+
+  /** The id of the pod infra container whose namespace `id` joins, when that container is not running. */
+  private async stoppedInfraOf(id: string): Promise<string | undefined> {
+    const info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
+    const mode = info.HostConfig.NetworkMode ?? '';
+    if (!mode.startsWith('container:')) return undefined;
+    const infraId = mode.slice('container:'.length);
+    const infra = await this.call(`inspect pod infra ${infraId}`, () => this.docker.getContainer(infraId).inspect());
+    return infra.Config.Labels?.[InfraLabels.pod] !== undefined && infra.State.Status !== 'running' ? infra.Id : undefined;
   }
 
   private bindings(ports: readonly PortBinding[]) {

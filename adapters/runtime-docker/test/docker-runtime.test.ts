@@ -88,6 +88,24 @@ describe('DockerRuntime on a real engine', () => {
     expect(await docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=noimage`] } })).toEqual([]);
   });
 
+  it('starts the pod namespace again when a created container is started after it stopped (as after an engine restart)', async () => {
+    const m = manifest({ id: 'held', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'] }] });
+    const c = await runtime.create(specs(m)[0]!);
+    const [infra] = await docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=held`, `${Labels.node}=${NODE}`] } });
+    await docker.getContainer(infra!.Id).stop({ t: 0 });
+    await runtime.start(c.id);
+    expect((await docker.getContainer(c.id).inspect()).State.Running).toBe(true);
+    expect((await docker.getContainer(infra!.Id).inspect()).State.Running).toBe(true);
+    await runtime.remove(c.id, { force: true });
+  });
+
+  it('still fails the start of a container whose own problem is not the namespace', async () => {
+    const m = manifest({ id: 'badcmd', containers: [{ name: 'main', image: images.busybox, command: ['/no/such/binary'] }] });
+    const c = await runtime.create(specs(m)[0]!);
+    await expect(runtime.start(c.id)).rejects.toThrow(/no such file|not found|executable/i);
+    await runtime.remove(c.id, { force: true });
+  });
+
   it('refuses a volume name that could leave the root', async () => {
     const m = manifest({ id: 'escape', containers: [{ name: 'main', image: images.busybox }] });
     const [spec] = specs(m);
