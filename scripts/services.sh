@@ -23,11 +23,13 @@ ensure_packages() {
   fi
 }
 
-# Starts dockerd unless an engine already answers; records that we started it.
+# Starts dockerd unless an engine already answers; records that we started it. dockerd keeps its
+# own pidfile, so an engine a fault test stopped and started again (same arguments) is still ours.
 ensure_docker() {
   if docker info >/dev/null 2>&1; then echo "== docker engine already running"; return; fi
   echo "== starting dockerd (log: $STATE_DIR/dockerd.log)"
-  as_root sh -c "dockerd >'$STATE_DIR/dockerd.log' 2>&1 & echo \$! >'$STATE_DIR/dockerd.pid'"
+  as_root sh -c "dockerd --pidfile '$STATE_DIR/dockerd.pid' >>'$STATE_DIR/dockerd.log' 2>&1 &"
+  touch "$STATE_DIR/dockerd.started"
   for _ in $(seq 1 150); do
     docker info >/dev/null 2>&1 && return
     sleep 0.2
@@ -68,8 +70,8 @@ ensure_etcd() {
 # Stops only what ensure_docker / ensure_etcd started.
 stop_services() {
   if [ -f "$STATE_DIR/etcd.pid" ]; then kill "$(cat "$STATE_DIR/etcd.pid")" 2>/dev/null || true; rm -f "$STATE_DIR/etcd.pid"; fi
-  if [ -f "$STATE_DIR/dockerd.pid" ]; then
-    as_root kill "$(cat "$STATE_DIR/dockerd.pid")" 2>/dev/null || true
-    rm -f "$STATE_DIR/dockerd.pid"
+  if [ -f "$STATE_DIR/dockerd.started" ]; then
+    [ -f "$STATE_DIR/dockerd.pid" ] && as_root kill "$(cat "$STATE_DIR/dockerd.pid")" 2>/dev/null || true
+    rm -f "$STATE_DIR/dockerd.started"
   fi
 }
