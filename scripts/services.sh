@@ -1,4 +1,5 @@
-# Installs and starts the real services the tests run against: a Docker engine and etcd.
+# Installs the real services the tests run against (a Docker engine, etcd) and starts the engine;
+# the etcd suites launch etcds of their own through @kubelet-ts/testkit.
 # Sourced by scripts/test.sh; safe to run again on a machine that already has them.
 
 STATE_DIR="${KUBELET_TS_STATE_DIR:-/tmp/kubelet-ts-services}"
@@ -39,37 +40,8 @@ ensure_docker() {
   return 1
 }
 
-etcd_healthy() {
-  node -e 'fetch(process.argv[1] + "/health").then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "$1"
-}
-
-# Starts a throw-away etcd on loopback unless one answers on ETCD_ENDPOINTS.
-ensure_etcd() {
-  export ETCD_ENDPOINTS="${ETCD_ENDPOINTS:-http://127.0.0.1:23790}"
-  if etcd_healthy "${ETCD_ENDPOINTS%%,*}"; then
-    echo "== etcd already running at $ETCD_ENDPOINTS"; return
-  fi
-  local client="${ETCD_ENDPOINTS%%,*}" peer
-  peer="http://127.0.0.1:$(( ${client##*:} + 1 ))"
-  rm -rf "$STATE_DIR/etcd-data"
-  echo "== starting etcd at $client (log: $STATE_DIR/etcd.log)"
-  etcd --name kubelet-ts-test --data-dir "$STATE_DIR/etcd-data" \
-    --listen-client-urls "$client" --advertise-client-urls "$client" \
-    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
-    --initial-cluster "kubelet-ts-test=$peer" >"$STATE_DIR/etcd.log" 2>&1 &
-  echo $! >"$STATE_DIR/etcd.pid"
-  for _ in $(seq 1 100); do
-    etcd_healthy "$client" && return
-    sleep 0.2
-  done
-  echo "etcd did not answer within 20 s; last log lines:" >&2
-  tail -20 "$STATE_DIR/etcd.log" >&2
-  return 1
-}
-
-# Stops only what ensure_docker / ensure_etcd started.
+# Stops the engine only if ensure_docker started it.
 stop_services() {
-  if [ -f "$STATE_DIR/etcd.pid" ]; then kill "$(cat "$STATE_DIR/etcd.pid")" 2>/dev/null || true; rm -f "$STATE_DIR/etcd.pid"; fi
   if [ -f "$STATE_DIR/dockerd.started" ]; then
     [ -f "$STATE_DIR/dockerd.pid" ] && as_root kill "$(cat "$STATE_DIR/dockerd.pid")" 2>/dev/null || true
     rm -f "$STATE_DIR/dockerd.started"

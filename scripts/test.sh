@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# `npm test`: installs and starts what the tests need (Docker engine, etcd) on a fresh Debian
-# machine, builds, runs every package's tests, and stops the services it started.
+# `npm test`: installs what the tests need (Docker engine, etcd) on a fresh Debian machine,
+# starts the engine (etcd suites launch etcds of their own), builds, runs every package's tests,
+# and stops the engine if it started it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/services.sh
 
 ensure_packages
 ensure_docker
-ensure_etcd
 trap stop_services EXIT
 
 export TURBO_TELEMETRY_DISABLED=1 TESTCONTAINERS_RYUK_DISABLED=true
