@@ -163,7 +163,7 @@ export class ServerManifestSource implements ManifestSource {
     }
     if (path.startsWith('/container/')) {
       allow(method, 'DELETE');
-      return this.deleteOne(decodeURIComponent(path.slice('/container/'.length)));
+      return this.deleteOne(decodePathSegment(path.slice('/container/'.length)));
     }
     if (path === '/containerInfo') {
       allow(method, 'GET');
@@ -270,6 +270,15 @@ export class ServerManifestSource implements ManifestSource {
 
 function digest(token: string): Buffer {
   return createHash('sha256').update(token).digest();
+}
+
+/** A malformed escape (`%E0%A4%A`) is the client's mistake: 400, not a 500 from decodeURIComponent. */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpProblem(400, `malformed percent-encoding in ${JSON.stringify(segment.slice(0, 70))}`);
+  }
 }
 
 function allow(method: string, expected: string): void {

@@ -147,11 +147,12 @@ describe('ServerManifestSource', () => {
     expect(sink.ids).toEqual(['web']);
   });
 
-  it('answers 404 for unknown routes and 405 for wrong methods', async () => {
+  it('answers 404 for unknown routes, 405 for wrong methods and 400 for a malformed escape', async () => {
     const { url } = await start();
     expect((await fetch(`${url}/nope`)).status).toBe(404);
     expect((await fetch(`${url}/container`)).status).toBe(405);
     expect((await fetch(`${url}/pods`, { method: 'POST' })).status).toBe(405);
+    expect((await fetch(`${url}/container/%E0%A4%A`, { method: 'DELETE' })).status).toBe(400);
   });
 
   it('answers 503 for agent routes until an agent is attached', async () => {
