@@ -1,4 +1,4 @@
-import { parseAllDocuments } from 'yaml';
+import { Composer, Parser, type CST } from 'yaml';
 import { KubeletError, formatFieldErrors, type FieldError } from './errors.js';
 import type { ContainerManifest } from './manifest.js';
 import { validateManifest } from './validate.js';
@@ -17,7 +17,7 @@ export interface RejectedManifest {
 export interface ParsedManifests {
   readonly manifests: readonly ContainerManifest[];
   readonly rejected: readonly RejectedManifest[];
-  /** Set when the text could not be decoded at all (YAML syntax, alias bomb, too large, …). */
+  /** Set when no manifest can be read from the text (not UTF-8, YAML syntax, too deep, alias bomb, too large, a bare scalar). */
   readonly unreadable?: KubeletError;
 }
 
@@ -27,29 +27,44 @@ export interface ParseOptions {
 }
 
 const DEFAULT_MAX_BYTES = 1024 * 1024;
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Decodes YAML or JSON holding one manifest or a list of them (JSON is YAML), then validates each.
  * Empty text is an empty list. A list may also be spread over several `---` documents.
+ *
+ * Sources pass what they read as bytes: text that is not UTF-8 is unreadable. Decoding it with
+ * replacement characters would run a manifest whose values (an env value, a command) silently
+ * differ from what its author wrote.
  */
-export function parseManifests(text: string, origin: string, options: ParseOptions = {}): ParsedManifests {
+export function parseManifests(input: string | Uint8Array, origin: string, options: ParseOptions = {}): ParsedManifests {
   const max = options.maxBytes ?? DEFAULT_MAX_BYTES;
-  if (Buffer.byteLength(text, 'utf8') > max) {
-    return { manifests: [], rejected: [], unreadable: new KubeletError('InvalidManifest', `${origin}: larger than ${max} bytes`) };
+  if ((typeof input === 'string' ? Buffer.byteLength(input, 'utf8') : input.byteLength) > max) {
+    return unreadable(`${origin}: larger than ${max} bytes`);
+  }
+  let text: string;
+  try {
+    text = typeof input === 'string' ? input : UTF8.decode(input);
+  } catch (error) {
+    return unreadable(`${origin}: not valid UTF-8`, error);
   }
   let items: unknown[];
   try {
     items = decode(text);
   } catch (error) {
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    return {
-      manifests: [],
-      rejected: [],
-      unreadable: new KubeletError('InvalidManifest', `${origin}: not valid YAML or JSON: ${message}`, { cause: error }),
-    };
+    return unreadable(`${origin}: not valid YAML or JSON: ${message}`, error);
   }
   const listed = items.length !== 1 || Array.isArray(items[0]);
   const flat = items.flatMap((item) => (Array.isArray(item) ? item : [item]));
+  // A word, a number or a list where a manifest should be is not a manifest with a wrong field:
+  // it is text that is not a manifest document (an HTML error page served with 200, a file cut
+  // short). Rejected as a manifest without an id, it would drop the last good set; unreadable keeps it.
+  const stray = flat.findIndex((item) => typeof item !== 'object' || item === null || Array.isArray(item));
+  if (stray >= 0) {
+    const what = Array.isArray(flat[stray]) ? 'a list' : flat[stray] === null ? 'null' : `a ${typeof flat[stray]}`;
+    return unreadable(`${origin}: ${listed ? `item ${stray} is` : 'the document is'} ${what}, not a manifest`);
+  }
   const manifests: ContainerManifest[] = [];
   const rejected: RejectedManifest[] = [];
   flat.forEach((item, index) => {
@@ -67,10 +82,25 @@ export function parseManifests(text: string, origin: string, options: ParseOptio
   return { manifests, rejected };
 }
 
+function unreadable(message: string, cause?: unknown): ParsedManifests {
+  return { manifests: [], rejected: [], unreadable: new KubeletError('InvalidManifest', message, cause === undefined ? {} : { cause }) };
+}
+
+/**
+ * Far deeper than any manifest (a probe's port is six levels down in a list), far shallower than
+ * what overflows the stack of yaml's recursive composer (about 1,000 levels). An overflow there is
+ * not just an error: in Node 20 the next deep text then kills the process in V8's RegExp compiler.
+ */
+const MAX_NESTING = 64;
+
 function decode(text: string): unknown[] {
-  // uniqueKeys and the default alias limit turn duplicate keys and "billion laughs" into errors.
-  const docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: false });
-  if (!Array.isArray(docs)) return [];
+  // yaml's parser keeps its own stack, so the nesting can be measured before the composer recurses.
+  const tokens = Array.from(new Parser().parse(text));
+  const depth = nestingDepth(tokens);
+  if (depth > MAX_NESTING) throw new Error(`nested deeper than ${MAX_NESTING} levels`);
+  // uniqueKeys and the default alias limit turn duplicate keys and "billion laughs" into errors;
+  // logLevel keeps a hostile document from writing warnings to the agent's stderr.
+  const docs = Array.from(new Composer({ uniqueKeys: true, logLevel: 'error' }).compose(tokens));
   const out: unknown[] = [];
   for (const doc of docs) {
     if (doc.errors.length > 0) throw doc.errors[0];
@@ -78,6 +108,25 @@ function decode(text: string): unknown[] {
     if (value !== null && value !== undefined) out.push(value);
   }
   return out;
+}
+
+/** How many collections deep the documents go, counted without recursion. */
+function nestingDepth(tokens: readonly CST.Token[]): number {
+  let max = 0;
+  const pending: Array<[CST.Token, number]> = tokens.map((t) => [t, 0]);
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [token, depth] = next;
+    max = Math.max(max, depth);
+    if (token.type === 'document') {
+      if (token.value !== undefined) pending.push([token.value, depth]);
+    } else if ('items' in token) {
+      for (const item of token.items) {
+        if ('key' in item && item.key != null) pending.push([item.key, depth + 1]);
+        if ('value' in item && item.value != null) pending.push([item.value, depth + 1]);
+      }
+    }
+  }
+  return max;
 }
 
 /** A one-line description of a rejected manifest, naming every wrong field. */

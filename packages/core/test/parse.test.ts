@@ -128,15 +128,44 @@ describe('parseManifests: rejected manifests', () => {
     expect(parsed.rejected[0]!.errors).toEqual([{ path: 'id', message: 'is required' }]);
   });
 
-  it('rejects a document that is a scalar rather than unreadable', () => {
-    const parsed = parseManifests('hello\n', 'scalar.yaml');
-    expect(parsed.unreadable).toBeUndefined();
-    expect(parsed.rejected).toHaveLength(1);
-    expect(parsed.rejected[0]!.errors[0]!.message).toContain('must be an object');
-  });
 });
 
 describe('parseManifests: unreadable text', () => {
+  // Found by the fuzz suite: rejected as a manifest without an id, such text dropped the source's
+  // whole last good set, so an HTML error page served with 200 stopped every pod of the URL.
+  it('marks a document that is a scalar, or a list item that is not a mapping, unreadable', () => {
+    expect(parseManifests('<html>\n<body>Service Unavailable</body>\n</html>\n', 'page.yaml').unreadable?.message).toBe('page.yaml: the document is a string, not a manifest');
+    expect(parseManifests('42', 'n.yaml').unreadable?.message).toBe('n.yaml: the document is a number, not a manifest');
+    const list = parseManifests(JSON.stringify([manifestJson('a'), 'b', null]), 'list.json');
+    expect(list.unreadable?.message).toBe('list.json: item 1 is a string, not a manifest');
+    expect(list.manifests).toEqual([]);
+    expect(parseManifests('- - id: a\n', 'nested.yaml').unreadable?.message).toBe('nested.yaml: item 0 is a list, not a manifest');
+  });
+
+  // Found by the fuzz suite: the yaml composer recurses once per level, and after one stack
+  // overflow the next deep text killed Node 20 outright (a fatal OOM in V8's RegExp compiler).
+  it('marks text nested deeper than 64 levels unreadable before composing it, however often it comes', () => {
+    for (const text of ['['.repeat(2000), '['.repeat(2000), '{"a":'.repeat(20_000), '- '.repeat(20_000)]) {
+      expect(parseManifests(text, 'deep.yaml').unreadable?.message).toBe('deep.yaml: not valid YAML or JSON: nested deeper than 64 levels');
+    }
+    const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+    expect(parseManifests(`{"id": "a", "x": ${nested(64)}}`, 'ok.json').rejected[0]!.errors).toEqual([{ path: 'x', message: 'unknown field' }, expect.objectContaining({ path: 'containers' })]);
+    expect(parseManifests(`{"id": "a", "x": ${nested(65)}}`, 'deep.json').unreadable).toBeDefined();
+  });
+
+  // Found by the fuzz suite: decoded with replacement characters, a Latin-1 file ran with an env
+  // value its author never wrote.
+  it('marks bytes that are not UTF-8 unreadable, and reads UTF-8 bytes like text', () => {
+    const text = `${WEB_YAML}    env:\n      - name: CITY\n        value: "Zürich"\n`;
+    const latin1 = Buffer.from(text, 'latin1');
+    expect(parseManifests(latin1, 'web.yaml').unreadable?.message).toBe('web.yaml: not valid UTF-8');
+    // A real U+FFFD next to a bad byte must not pass for a decoded one.
+    expect(parseManifests(Buffer.concat([Buffer.from('# \uFFFD\n'), latin1]), 'web.yaml').unreadable).toBeDefined();
+    const utf8 = parseManifests(Buffer.from(`\uFEFF${text}`), 'web.yaml');
+    expect(utf8.manifests[0]!.containers[0]!.env).toEqual([{ name: 'CITY', value: 'Zürich' }]);
+    expect(parseManifests(Buffer.alloc(11, 'a'), 'big.yaml', { maxBytes: 10 }).unreadable?.message).toBe('big.yaml: larger than 10 bytes');
+  });
+
   it('marks a YAML syntax error unreadable with InvalidManifest and the origin in the message', () => {
     const parsed = parseManifests('id: web\ncontainers: [\n  - name: a\n', '/etc/kubelet/broken.yaml');
     expect(parsed.manifests).toEqual([]);
