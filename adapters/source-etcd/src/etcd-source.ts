@@ -267,7 +267,7 @@ export class EtcdManifestSource implements ManifestSource {
       // A missing or deleted key is "nothing to run", like a missing --config path.
       this.manifests = [];
     } else {
-      const parsed = parseManifests(value.toString('utf8'), this.key);
+      const parsed = parseManifests(value, this.key); // bytes: a value that is not UTF-8 is unreadable
       this.manifests = retainLastGood(parsed, this.manifests);
       if (parsed.unreadable !== undefined) problems.push(parsed.unreadable);
       else problems.push(...parsed.rejected.map((r) => rejectionError(r, ADAPTER)));

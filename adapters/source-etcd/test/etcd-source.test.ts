@@ -101,6 +101,19 @@ describe('EtcdManifestSource', () => {
     expect(sink.errors).toHaveLength(1);
   });
 
+  // Found by the fuzz suite: read as text with replacement characters, a Latin-1 value ran with
+  // values its author never wrote, and dropped the manifest whose id it garbled.
+  it('reports a value that is not UTF-8 as unreadable and keeps the last good set', async () => {
+    const { sink, key } = await start();
+    await admin.put(key).value(list(manifest('a', 'app:1')));
+    await sink.until(() => sink.ids.join() === 'a', 'a');
+    await admin.put(key).value(Buffer.from(list({ ...manifest('a', 'app:1'), id: 'ä' }), 'latin1'));
+    await sink.until(() => sink.errors.length === 1, 'the value reported');
+    expect(sink.errors[0]?.message).toBe(`${key}: not valid UTF-8`);
+    expect(sink.updates).toHaveLength(2);
+    expect(sink.ids).toEqual(['a']);
+  });
+
   it('delivers the valid manifests of a list, names the field path of the invalid one, and keeps its last good version', async () => {
     const { sink, key } = await start();
     await admin.put(key).value(list(manifest('a'), manifest('web', 'web:1'), manifest('c')));

@@ -174,9 +174,10 @@ export class FileManifestSource implements ManifestSource {
   private async readFile(path: string): Promise<void> {
     const state = this.files.get(path) ?? { manifests: [], reported: '' };
     this.files.set(path, state);
-    let text: string;
+    // Bytes, so that a file that is not UTF-8 is unreadable rather than read with replacement characters.
+    let bytes: Buffer;
     try {
-      text = await readFile(path, 'utf8');
+      bytes = await readFile(path);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'EISDIR') {
@@ -186,7 +187,7 @@ export class FileManifestSource implements ManifestSource {
       this.reportFile(state, new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
       return;
     }
-    const parsed = parseManifests(text, path);
+    const parsed = parseManifests(bytes, path);
     state.manifests = retainLastGood(parsed, state.manifests);
     const problems = parsed.unreadable !== undefined ? [parsed.unreadable] : parsed.rejected.map((r) => rejectionError(r, ADAPTER));
     this.reportFile(state, ...problems);

@@ -80,6 +80,18 @@ describe('FileManifestSource', () => {
     expect(sink.errors[0]?.message).toContain('containers[0].ports[0].hostPort: must be 0-65535');
   });
 
+  // Found by the fuzz suite: read as text with replacement characters, a Latin-1 file ran with
+  // values its author never wrote.
+  it('reports a file that is not UTF-8 as unreadable and keeps its last good manifests', async () => {
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    const sink = await start();
+    await writeFile(join(dir, 'a.yaml'), Buffer.from(`${manifest('a')}    env:\n      - name: CITY\n        value: Zürich\n`, 'latin1'));
+    await sink.until(() => sink.errors.length === 1, 'the file reported');
+    expect(sink.errors[0]?.message).toBe(`${join(dir, 'a.yaml')}: not valid UTF-8`);
+    expect(sink.updates).toHaveLength(1);
+    expect(sink.ids).toEqual(['a']);
+  });
+
   it('keeps the last good version of a file that turns invalid or is truncated mid-write', async () => {
     await writeFile(join(dir, 'a.yaml'), manifest('a', 'app:1'));
     const sink = await start();

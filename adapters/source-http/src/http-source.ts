@@ -74,7 +74,7 @@ export class HttpManifestSource implements ManifestSource {
   private request: AbortController | undefined;
   private closed = false;
   /** The last body read whole, and the validators (ETag, Last-Modified) that name it. */
-  private body: string | undefined;
+  private body: Buffer | undefined;
   private etag: string | undefined;
   private lastModified: string | undefined;
   /** The set in force: the last good version of every manifest (see `retainLastGood`). */
@@ -136,7 +136,7 @@ export class HttpManifestSource implements ManifestSource {
     const request = new AbortController();
     this.request = request;
     let tooLarge = false;
-    let response: Response<string>;
+    let response: Response<Buffer>;
     try {
       const pending = got(this.url, {
         headers: this.requestHeaders(),
@@ -145,7 +145,8 @@ export class HttpManifestSource implements ManifestSource {
         timeout: { request: this.timeoutMs },
         throwHttpErrors: false,
         followRedirect: true,
-        responseType: 'text',
+        // Bytes, so that a body that is not UTF-8 is unreadable rather than read with replacement characters.
+        responseType: 'buffer',
         signal: request.signal,
       });
       // Checked as it arrives (and against Content-Length before it does), so that a huge or
@@ -177,7 +178,7 @@ export class HttpManifestSource implements ManifestSource {
     this.failure = undefined;
     this.etag = response.headers.etag;
     this.lastModified = response.headers['last-modified'];
-    if (response.body === this.body) return; // a server without validators: same text, nothing new
+    if (this.body?.equals(response.body) === true) return; // a server without validators: same body, nothing new
     this.read(response.body);
   }
 
@@ -190,9 +191,9 @@ export class HttpManifestSource implements ManifestSource {
     };
   }
 
-  private read(text: string): void {
-    this.body = text;
-    const parsed = parseManifests(text, this.where, { maxBytes: MAX_BODY_BYTES });
+  private read(body: Buffer): void {
+    this.body = body;
+    const parsed = parseManifests(body, this.where, { maxBytes: MAX_BODY_BYTES });
     const { manifests, conflicts } = firstOfEachId(retainLastGood(parsed, this.manifests), this.where, ADAPTER);
     this.manifests = manifests;
     if (parsed.unreadable !== undefined) {
@@ -238,7 +239,7 @@ function requestFailure(url: string, timeoutMs: number, error: unknown): Kubelet
 }
 
 /** A 404 or 410 says the URL is wrong rather than the backend down; any other status may heal. */
-function statusFailure(url: string, response: Response<string>): KubeletError {
+function statusFailure(url: string, response: Response<Buffer>): KubeletError {
   const { statusCode, statusMessage } = response;
   const code = statusCode === 404 || statusCode === 410 ? 'NotFound' : 'Unavailable';
   return new KubeletError(code, `${url}: HTTP ${statusCode}${statusMessage ? ` ${statusMessage}` : ''}`, { adapter: ADAPTER });

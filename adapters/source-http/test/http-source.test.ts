@@ -209,6 +209,19 @@ describe('HttpManifestSource', () => {
     expect(sink.ids).toEqual(['a']);
   });
 
+  // Found by the fuzz suite: read as text with replacement characters, a Latin-1 body ran with
+  // values its author never wrote, and dropped the manifest whose id it garbled.
+  it('reports a body that is not UTF-8 as unreadable and keeps the last good set', async () => {
+    server.serve(manifest('a'));
+    const { sink } = await start({ checkFrequencyMs: 20 });
+    const latin1 = Buffer.from(`${manifest('a')}    env:\n      - name: CITY\n        value: Zürich\n`, 'latin1');
+    server.handler = (_req, res) => res.end(latin1);
+    await sink.until(() => sink.errors.length === 1, 'the body reported');
+    expect(sink.errors[0]?.message).toBe(`${server.url}: not valid UTF-8`);
+    expect(sink.updates).toHaveLength(1);
+    expect(sink.ids).toEqual(['a']);
+  });
+
   it('sends the credentials of the URL, and never shows its password in a message', async () => {
     server.handler = (_req, res) => res.writeHead(500).end();
     const url = server.url.replace('http://', 'http://agent:s3cret@');
