@@ -3,3 +3,4 @@ export * from './runner-scenarios.js';
 export * from './recording-sink.js';
 export * from './reliability.js';
 export * from './guarded-runtime.js';
+export * from './fuzz/index.js';

@@ -1,0 +1,314 @@
+import fc from 'fast-check';
+import { validManifest, type ManifestInput, type ValidManifestOptions } from './valid-manifests.js';
+
+/** A valid manifest broken in one place, and the field path the validator must name for it. */
+export interface InvalidManifest {
+  /** The valid manifest it was made from. */
+  readonly base: ManifestInput;
+  readonly input: unknown;
+  readonly path: string;
+  /** Which mutation broke it (for figures and failure messages). */
+  readonly mutation: string;
+  /** The broken manifest still carries `base.id`, so "retain last good" can keep `base` in force. */
+  readonly keepsId: boolean;
+}
+
+type Rec = Record<string, unknown>;
+
+/** Random choices for a mutation, drawn by fast-check so that a seed replays them. */
+class Picks {
+  private next = 0;
+  constructor(private readonly values: readonly number[]) {}
+  index(length: number): number {
+    const value = this.values[this.next++ % this.values.length] ?? 0;
+    return length <= 0 ? 0 : value % length;
+  }
+  pick<T>(items: readonly T[]): T {
+    return items[this.index(items.length)] as T;
+  }
+}
+
+const BAD_LABELS = ['', 'Upper', 'has_underscore', 'has.dot', '-lead', 'trail-', 'a'.repeat(64), 'spa ce', 'ünï', 'tab\t', '0'.repeat(70)];
+const BAD_IMAGES = [' nginx', 'nginx latest', 'ngi\nnx', '-nginx', 'nginx\u0000', 'ünicode', ':tag', 'a\u007f'];
+const BAD_ENV_NAMES = ['1ABC', 'A-B', 'A B', 'A=B', '', 'é', 'A\u0000'];
+const UNKNOWN_KEYS = ['labels', 'Image', 'hostNetwork', 'ports ', '__proto__', 'constructor', 'toString', ''];
+
+const list = (value: unknown): Rec[] => (Array.isArray(value) ? (value as Rec[]) : []);
+const containersOf = (m: Rec) => list(m['containers']);
+
+/** A container of the manifest, and its path. */
+function someContainer(m: Rec, r: Picks): [Rec, string] {
+  const cs = containersOf(m);
+  const i = r.index(cs.length);
+  return [cs[i]!, `containers[${i}]`];
+}
+
+/** An element of `field` (created from `fresh` when the list is empty), and its path. */
+function someItem(parent: Rec, field: string, path: string, r: Picks, fresh: () => Rec): [Rec, string] {
+  const items = Array.isArray(parent[field]) ? (parent[field] as Rec[]) : [];
+  parent[field] = items;
+  if (items.length === 0) items.push(fresh());
+  const i = r.index(items.length);
+  return [items[i]!, `${path}.${field}[${i}]`];
+}
+
+function someVolumeMount(m: Rec, r: Picks): [Rec, string] {
+  const [c, path] = someContainer(m, r);
+  if (list(c['volumeMounts']).length === 0) {
+    const volumes = list(m['volumes']);
+    m['volumes'] = volumes;
+    const name = freshName(volumes.map((v) => String(v['name'])), 'data');
+    volumes.push({ name });
+    c['volumeMounts'] = [{ name, mountPath: '/data' }];
+  }
+  return someItem(c, 'volumeMounts', path, r, () => ({}));
+}
+
+function freshName(taken: readonly string[], base: string): string {
+  let name = base;
+  while (taken.includes(name)) name += '-x';
+  return name;
+}
+
+/** Sets a key that no field has, even `__proto__` (as JSON.parse and YAML would). */
+function setOwn(target: Rec, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+const port = (c: Rec, path: string, r: Picks) => someItem(c, 'ports', path, r, () => ({ containerPort: 80 }));
+const env = (c: Rec, path: string, r: Picks) => someItem(c, 'env', path, r, () => ({ name: 'A', value: 'b' }));
+
+/** Each mutation breaks the draft in place and returns the path of the field it broke. */
+const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
+  'id-not-dns-label': (m, r) => ((m['id'] = r.pick(BAD_LABELS)), 'id'),
+  'id-missing': (m) => (delete m['id'], 'id'),
+  'bad-version': (m, r) => ((m['version'] = r.pick(['v1beta2', 'v1', 1])), 'version'),
+  'no-containers': (m) => ((m['containers'] = []), 'containers'),
+  'container-name-not-dns-label': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    c['name'] = r.pick(BAD_LABELS);
+    return `${path}.name`;
+  },
+  'duplicate-container-name': (m, r) => {
+    const cs = containersOf(m);
+    if (cs.length < 2) cs.push({ ...cs[0]!, ports: [] });
+    const j = 1 + r.index(cs.length - 1);
+    cs[j]!['name'] = cs[r.index(j)]!['name'];
+    return `containers[${j}].name`;
+  },
+  'duplicate-volume-name': (m, r) => {
+    const volumes = list(m['volumes']);
+    m['volumes'] = volumes;
+    if (volumes.length === 0) volumes.push({ name: 'data' });
+    volumes.push({ name: r.pick(volumes)['name'] });
+    return `volumes[${volumes.length - 1}].name`;
+  },
+  'host-port-out-of-range': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const [p, here] = port(c, path, r);
+    p['hostPort'] = r.pick([65536, 70000, -1, 1e6]);
+    return `${here}.hostPort`;
+  },
+  'container-port-out-of-range': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const [p, here] = port(c, path, r);
+    p['containerPort'] = r.pick([0, -80, 65536, 100000]);
+    return `${here}.containerPort`;
+  },
+  'port-not-an-integer': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const [p, here] = port(c, path, r);
+    const field = r.pick(['containerPort', 'hostPort']);
+    p[field] = r.pick([80.5, '80', true, [80]]);
+    return `${here}.${field}`;
+  },
+  'duplicate-host-port': (m) => {
+    const cs = containersOf(m);
+    const published = cs.flatMap((c) => list(c['ports'])).find((p) => typeof p['hostPort'] === 'number' && p['hostPort'] !== 0);
+    // Added to the end of the last container, so that it comes after the port it clashes with.
+    const last = cs[cs.length - 1]!;
+    const ports = list(last['ports']);
+    last['ports'] = ports;
+    const clash = { containerPort: 1, hostPort: published?.['hostPort'] ?? 8080, protocol: String(published?.['protocol'] || 'TCP').toUpperCase() };
+    if (published === undefined) ports.push({ ...clash, containerPort: 2 });
+    ports.push(clash);
+    return `containers[${cs.length - 1}].ports[${ports.length - 1}].hostPort`;
+  },
+  'bad-protocol': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const [p, here] = port(c, path, r);
+    p['protocol'] = r.pick(['SCTP', 'Tcp', 'http', 6]);
+    return `${here}.protocol`;
+  },
+  'port-name-not-dns-label': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const [p, here] = port(c, path, r);
+    p['name'] = r.pick(['HTTP', 'web_port', 'x'.repeat(64), 8080]);
+    return `${here}.name`;
+  },
+  'mount-of-undeclared-volume': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const mounts = list(c['volumeMounts']);
+    c['volumeMounts'] = mounts;
+    mounts.push({ name: freshName(list(m['volumes']).map((v) => String(v['name'])), 'undeclared'), mountPath: '/x' });
+    return `${path}.volumeMounts[${mounts.length - 1}].name`;
+  },
+  'relative-mount-path': (m, r) => {
+    const [mount, here] = someVolumeMount(m, r);
+    mount['mountPath'] = r.pick(['data', './data', '']);
+    return `${here}.mountPath`;
+  },
+  'mount-path-with-colon-or-control': (m, r) => {
+    const [mount, here] = someVolumeMount(m, r);
+    mount['mountPath'] = r.pick(['/data:/etc:rw', '/da\nta', '/data\u001b']);
+    return `${here}.mountPath`;
+  },
+  'nul-in-value': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    if (r.index(2) === 0) {
+      c['command'] = ['sh', '-c', 'echo\u0000rm'];
+      return `${path}.command[2]`;
+    }
+    const [e, here] = env(c, path, r);
+    e['value'] = 'a\u0000b';
+    return `${here}.value`;
+  },
+  'mount-read-only-not-boolean': (m, r) => {
+    const [mount, here] = someVolumeMount(m, r);
+    mount['readOnly'] = r.pick(['yes', 1, 'true']);
+    return `${here}.readOnly`;
+  },
+  'bad-image': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    c['image'] = r.pick([...BAD_IMAGES, '']);
+    return `${path}.image`;
+  },
+  'image-missing': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    delete c['image'];
+    return `${path}.image`;
+  },
+  'bad-env-name': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const [e, here] = env(c, path, r);
+    e['name'] = r.pick(BAD_ENV_NAMES);
+    return `${here}.name`;
+  },
+  'relative-working-dir': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    c['workingDir'] = r.pick(['app', './app', 'C:\\app']);
+    return `${path}.workingDir`;
+  },
+  'huge-string': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const size = 4097 + r.index(16_000);
+    switch (r.pick(['image', 'workingDir', 'command', 'env'])) {
+      case 'image':
+        c['image'] = 'a'.repeat(size);
+        return `${path}.image`;
+      case 'workingDir':
+        c['workingDir'] = `/${'d'.repeat(size)}`;
+        return `${path}.workingDir`;
+      case 'command':
+        c['command'] = ['sh', 'x'.repeat(size)];
+        return `${path}.command[1]`;
+      default: {
+        const [e, here] = env(c, path, r);
+        e['value'] = 'v'.repeat(size);
+        return `${here}.value`;
+      }
+    }
+  },
+  'memory-or-cpu-out-of-range': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const field = r.pick(['memory', 'cpu']);
+    c[field] = field === 'memory' ? r.pick([-1, 2 ** 60, 1.5]) : r.pick([-1, 262_145, 0.5]);
+    return `${path}.${field}`;
+  },
+  'bad-restart-policy': (m, r) => ((m['restartPolicy'] = r.pick(['always', 'Sometimes', 1])), 'restartPolicy'),
+  'bad-pull-policy': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    c['imagePullPolicy'] = r.pick(['always', 'IfNewer', false]);
+    return `${path}.imagePullPolicy`;
+  },
+  'grace-period-out-of-range': (m, r) => ((m['terminationGracePeriodSeconds'] = r.pick([-1, 86_401, 2.5])), 'terminationGracePeriodSeconds'),
+  'probe-with-two-handlers': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    c['livenessProbe'] = { exec: { command: ['true'] }, tcpSocket: { port: 80 } };
+    return `${path}.livenessProbe`;
+  },
+  'probe-on-unpublished-port': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const used = list(c['ports']).flatMap((p) => [p['containerPort'], p['name']]);
+    const kind = r.pick(['httpGet', 'tcpSocket']);
+    const byName = r.index(2) === 0;
+    const target = byName ? freshName(used.map(String), 'nowhere') : 1 + r.index(65535);
+    if (used.includes(target)) return MUTATIONS['probe-with-two-handlers']!(m, r);
+    c['livenessProbe'] = { [kind]: { port: target } };
+    return `${path}.livenessProbe.${kind}.port`;
+  },
+  'probe-timing-out-of-range': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const field = r.pick(['periodSeconds', 'timeoutSeconds', 'failureThreshold', 'initialDelaySeconds']);
+    c['livenessProbe'] = { exec: { command: ['true'] }, [field]: r.pick([-1, 86_401, 1.5, '10']) };
+    return `${path}.livenessProbe.${field}`;
+  },
+  'wrong-type': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const sites: Array<[Rec, string, string, unknown]> = [
+      [m, '', 'containers', 'nginx'],
+      [m, '', 'volumes', { name: 'data' }],
+      [m, '', 'id', 7],
+      [c, path, 'image', 42],
+      [c, path, 'ports', { containerPort: 80 }],
+      [c, path, 'env', 'A=1'],
+      [c, path, 'command', 'echo hi'],
+      [c, path, 'memory', '1Gi'],
+      [c, path, 'cpu', true],
+      [c, path, 'volumeMounts', {}],
+      [c, path, 'workingDir', ['/app']],
+      [c, path, 'livenessProbe', 'exec'],
+    ];
+    const [target, at, field, value] = r.pick(sites);
+    target[field] = value;
+    return at === '' ? field : `${at}.${field}`;
+  },
+  'container-not-an-object': (m, r) => {
+    const cs = containersOf(m);
+    const i = r.index(cs.length);
+    (cs as unknown[])[i] = r.pick(['nginx', 42, null, ['nginx']]);
+    return `containers[${i}]`;
+  },
+  'unknown-field': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const key = r.pick(UNKNOWN_KEYS);
+    const sites: Array<() => [Rec, string]> = [
+      () => [m, ''],
+      () => [c, path],
+      () => port(c, path, r),
+      () => env(c, path, r),
+      () => someVolumeMount(m, r),
+    ];
+    const [target, at] = r.pick(sites)();
+    setOwn(target, key, 'surprise');
+    return at === '' ? key : `${at}.${key}`;
+  },
+};
+
+export const MUTATION_NAMES: readonly string[] = Object.keys(MUTATIONS);
+
+/**
+ * Manifests that are valid but for one field, each made by a named mutation of a valid manifest
+ * that knows the path it broke (`containers[1].ports[0].hostPort`): bad names, ports out of range,
+ * duplicates, undeclared volumes, wrong JSON types, unknown fields, huge strings, bad image
+ * references, bad env names, probes that cannot work.
+ */
+export function invalidManifest(options: ValidManifestOptions = {}): fc.Arbitrary<InvalidManifest> {
+  return fc
+    .tuple(validManifest(options), fc.constantFrom(...MUTATION_NAMES), fc.array(fc.nat(), { minLength: 6, maxLength: 6 }))
+    .map(([base, mutation, picks]) => {
+      const input = structuredClone(base);
+      const path = MUTATIONS[mutation]!(input, new Picks(picks));
+      return { base, input, path, mutation, keepsId: input['id'] === base['id'] };
+    });
+}

@@ -1,0 +1,90 @@
+import fc from 'fast-check';
+import { renderDocument, documentStyle } from './render.js';
+import { validManifest } from './valid-manifests.js';
+
+/** A text no manifest can be read from, as bytes (some are not UTF-8), and what kind it is. */
+export interface UnreadableText {
+  readonly kind: string;
+  readonly bytes: Uint8Array;
+}
+
+/** Byte sequences that are not UTF-8: a stray continuation, overlong forms, a surrogate, a bare lead byte. */
+const BAD_UTF8 = [[0xff], [0xfe], [0x80], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82]];
+/** U+FFFD written as UTF-8: what a lossy decoder would put in place of bad bytes. */
+const REPLACEMENT = [0xef, 0xbf, 0xbd];
+
+const utf8 = (text: string) => new TextEncoder().encode(text);
+
+/** A valid manifest with bad bytes spliced in (sometimes next to a real U+FFFD, which must not excuse them). */
+const nonUtf8 = fc
+  .tuple(validManifest(), documentStyle, fc.array(fc.tuple(fc.nat(), fc.constantFrom(...BAD_UTF8)), { minLength: 1, maxLength: 3 }), fc.boolean())
+  .map(([manifest, style, splices, withReplacement]) => {
+    const bytes = [...utf8(renderDocument(manifest, style))];
+    if (withReplacement) bytes.splice(0, 0, ...utf8('# \uFFFD\n'));
+    for (const [at, bad] of splices) bytes.splice(at % (bytes.length + 1), 0, ...bad);
+    return { kind: 'non-utf8', bytes: Uint8Array.from(bytes) };
+  });
+
+/** Nesting deeper than a recursive parser's stack: `[[[[…`, `{"a":{"a":…`, and compact block lists `- - - …`. */
+const deepNesting = fc.tuple(fc.integer({ min: 1_000, max: 20_000 }), fc.constantFrom('[', '{"a":', '- '), fc.boolean()).map(([depth, open, closed]) => ({
+  kind: 'deep-nesting',
+  bytes: utf8(`${open.repeat(depth)}${closed && open !== '- ' ? (open === '[' ? ']' : '}').repeat(depth) : ''}`),
+}));
+
+/** "Billion laughs": each anchor is a list of aliases to the one before. */
+const aliasBomb = fc.tuple(fc.integer({ min: 5, max: 12 }), fc.integer({ min: 5, max: 10 })).map(([levels, width]) => {
+  const lines = ['a0: &a0 [lol]'];
+  for (let i = 1; i < levels; i += 1) lines.push(`a${i}: &a${i} [${Array.from({ length: width }, () => `*a${i - 1}`).join(', ')}]`);
+  return { kind: 'alias-bomb', bytes: utf8(`${lines.join('\n')}\n`) };
+});
+
+/** Over the 1 MiB every source reads; a valid manifest with a long comment, so only its size is wrong. */
+const oversized = fc.tuple(validManifest(), fc.integer({ min: 1024 * 1024 + 1, max: 2 * 1024 * 1024 })).map(([manifest, size]) => {
+  const head = renderDocument(manifest, 'yaml');
+  return { kind: 'oversized', bytes: utf8(`${head}#${'x'.repeat(Math.max(0, size - head.length - 1))}`) };
+});
+
+/** The same key twice in one mapping (YAML says it is an error; JSON.parse would keep the last). */
+const duplicateKeys = fc.tuple(validManifest(), fc.constantFrom('id', 'containers'), fc.boolean()).map(([manifest, key, asJson]) => {
+  const again = JSON.stringify(manifest[key]);
+  const text = asJson ? JSON.stringify(manifest).replace(/}$/, `,${JSON.stringify(key)}:${again}}`) : `${renderDocument(manifest, 'yaml')}${JSON.stringify(key)}: ${again}\n`;
+  return { kind: 'duplicate-keys', bytes: utf8(text) };
+});
+
+/** YAML syntax errors: an unclosed flow, a bad indent, a tab indent, an unterminated quote. */
+const brokenSyntax = fc.constantFrom('{id: web', 'id: web\n  containers: [', 'id: "web', 'containers:\n\t- name: a', '[1, 2', 'a: b: c', 'key: [}', '- a\nb: c').map((text) => ({
+  kind: 'broken-syntax',
+  bytes: utf8(text),
+}));
+
+/**
+ * Texts that cannot be decoded into manifests at all: not UTF-8, nested deeper than a stack,
+ * alias bombs, over the size limit, duplicate keys, broken syntax. Each must be reported and
+ * must change nothing.
+ */
+export function unreadableText(): fc.Arbitrary<UnreadableText> {
+  // Oversized texts are rare: each is over a megabyte to write, send and hold.
+  return fc.oneof(
+    { arbitrary: nonUtf8, weight: 4 },
+    { arbitrary: deepNesting, weight: 2 },
+    { arbitrary: aliasBomb, weight: 2 },
+    { arbitrary: oversized, weight: 1 },
+    { arbitrary: duplicateKeys, weight: 2 },
+    { arbitrary: brokenSyntax, weight: 2 },
+  );
+}
+
+/**
+ * Random JSON and YAML-looking text: mostly not manifests, sometimes by chance an empty list.
+ * What a source must do with them is whatever parsing says; nothing may throw.
+ */
+export function randomText(): fc.Arbitrary<UnreadableText> {
+  return fc.oneof(
+    fc.jsonValue({ maxDepth: 4 }).chain((value) => documentStyle.map((style) => ({ kind: 'random-json', bytes: utf8(renderDocument(value, style)) }))),
+    fc.string({ unit: 'binary', maxLength: 200 }).map((text) => ({ kind: 'random-text', bytes: utf8(text) })),
+    fc.array(fc.constantFrom('id', ':', ' ', '\n', '- ', '[', ']', '{', '}', ',', '"', "'", '&a', '*a', '!!str', '---', '...', '#', 'web', '80', '? ', '|', '>'), { maxLength: 40 }).map((parts) => ({
+      kind: 'random-yaml',
+      bytes: utf8(parts.join('')),
+    })),
+  );
+}
