@@ -194,8 +194,8 @@ export class ServerManifestSource implements ManifestSource {
     throw new HttpProblem(404, `no route ${method} ${path}`);
   }
 
-  private postOne(text: string): { status: number; json: unknown } {
-    const manifests = this.parse(text);
+  private postOne(body: Buffer): { status: number; json: unknown } {
+    const manifests = this.parse(body);
     if (manifests.length !== 1) throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${manifests.length}; use POST /containers for a list`);
     const [manifest] = manifests as [ContainerManifest];
     const replaced = this.manifests.has(manifest.id);
@@ -204,8 +204,8 @@ export class ServerManifestSource implements ManifestSource {
     return { status: replaced ? 200 : 201, json: { id: manifest.id, action: replaced ? 'replaced' : 'created' } };
   }
 
-  private postAll(text: string): { status: number; json: unknown } {
-    const manifests = this.parse(text);
+  private postAll(body: Buffer): { status: number; json: unknown } {
+    const manifests = this.parse(body);
     const seen = new Set<string>();
     const duplicates = manifests.filter((m) => seen.size === seen.add(m.id).size).map((m) => m.id);
     if (duplicates.length > 0) throw new HttpProblem(400, `duplicate manifest ids: ${duplicates.join(', ')}`);
@@ -222,8 +222,8 @@ export class ServerManifestSource implements ManifestSource {
   }
 
   /** Every manifest valid, or a 400 naming every wrong field (prefixed by list position). */
-  private parse(text: string): ContainerManifest[] {
-    const parsed = parseManifests(text, 'request body', { maxBytes: this.maxBodyBytes });
+  private parse(body: Buffer): ContainerManifest[] {
+    const parsed = parseManifests(body, 'request body', { maxBytes: this.maxBodyBytes });
     if (parsed.unreadable !== undefined) throw new HttpProblem(400, parsed.unreadable.message);
     if (parsed.rejected.length > 0) {
       const fieldErrors = parsed.rejected.flatMap((r) =>
@@ -251,7 +251,7 @@ export class ServerManifestSource implements ManifestSource {
     if (!timingSafeEqual(digest(presented), this.tokenDigest)) throw new HttpProblem(401, 'a valid bearer token is required');
   }
 
-  private async readBody(req: IncomingMessage): Promise<string> {
+  private async readBody(req: IncomingMessage): Promise<Buffer> {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > this.maxBodyBytes) throw new HttpProblem(413, `body larger than ${this.maxBodyBytes} bytes`);
     const chunks: Buffer[] = [];
@@ -261,10 +261,8 @@ export class ServerManifestSource implements ManifestSource {
       if (size > this.maxBodyBytes) throw new HttpProblem(413, `body larger than ${this.maxBodyBytes} bytes`);
       chunks.push(chunk);
     }
-    const buffer = Buffer.concat(chunks);
-    const text = new TextDecoder('utf-8', { fatal: false }).decode(buffer);
-    if (text.includes('\uFFFD') && !buffer.includes(Buffer.from('\uFFFD'))) throw new HttpProblem(400, 'body is not valid UTF-8');
-    return text;
+    // Bytes: parsing decodes them strictly, so a body that is not UTF-8 is a 400.
+    return Buffer.concat(chunks);
   }
 }
 

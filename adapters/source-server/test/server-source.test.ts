@@ -97,6 +97,17 @@ describe('ServerManifestSource', () => {
     expect(sink.ids).toEqual(['web']);
   });
 
+  // Found by reading what the fuzz suite's non-UTF-8 inputs exercise: the check for bad bytes was
+  // "a U+FFFD after decoding that was not in the bytes", which a body holding a real U+FFFD passed.
+  it('answers 400 for a body that is not UTF-8, even one that also holds a real U+FFFD', async () => {
+    const { sink, url } = await start();
+    const body = Buffer.concat([Buffer.from('# \uFFFD\n'), Buffer.from(manifest('web', '    env:\n      - name: CITY\n        value: Zürich\n'), 'latin1')]);
+    const res = await fetch(`${url}/container`, { method: 'POST', body });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: 'request body: not valid UTF-8' });
+    expect(sink.updates).toEqual([[]]);
+  });
+
   it('refuses bodies over the limit with 413', async () => {
     const { sink, url } = await start({ maxBodyBytes: 1024 });
     const res = await post(url, '/container', manifest('web') + `# ${'x'.repeat(2000)}\n`);
