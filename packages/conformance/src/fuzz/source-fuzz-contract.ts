@@ -85,18 +85,22 @@ class FuzzSink implements SourceSink {
   errorsSinceMark: KubeletError[] = [];
   updates = 0;
   errors = 0;
-  /** A delivered set without the sentinel, or with it changed: the first one seen. */
+  /** A delivered set without the sentinel, or with it changed, once it was running: the first one seen. */
   disturbed: string | undefined;
+  /** The sentinel has been delivered (a server source starts empty, before it is posted). */
+  private running = false;
 
-  constructor(private readonly sentinel: ContainerManifest | undefined) {}
+  constructor(private readonly sentinel: ContainerManifest) {}
 
   update(manifests: readonly ContainerManifest[]): void {
     this.latest = manifests;
     this.updatesSinceMark.push(manifests);
     this.updates += 1;
-    if (this.sentinel === undefined || this.disturbed !== undefined) return;
-    const found = manifests.find((m) => m.id === this.sentinel!.id);
-    if (found === undefined || canonicalJson(found) !== canonicalJson(this.sentinel)) this.disturbed = `set ${this.updates}: ${JSON.stringify(found ?? 'missing')}`;
+    if (this.disturbed !== undefined) return;
+    const found = manifests.find((m) => m.id === this.sentinel.id);
+    const intact = found !== undefined && canonicalJson(found) === canonicalJson(this.sentinel);
+    if (this.running && !intact) this.disturbed = `set ${this.updates}: ${JSON.stringify(found ?? 'missing')}`;
+    this.running ||= intact;
   }
 
   error(error: Error): void {

@@ -15,6 +15,12 @@ const REPLACEMENT = [0xef, 0xbf, 0xbd];
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
 
+/** A megabyte printed as numbers would bury a failure report: fast-check shows this instead. */
+function unreadable(kind: string, bytes: Uint8Array): UnreadableText {
+  const head = JSON.stringify(Buffer.from(bytes.subarray(0, 120)).toString('latin1'));
+  return Object.defineProperty({ kind, bytes }, fc.toStringMethod, { value: () => `{ kind: ${JSON.stringify(kind)}, ${bytes.length} bytes, latin1 head: ${head} }` });
+}
+
 /** A valid manifest with bad bytes spliced in (sometimes next to a real U+FFFD, which must not excuse them). */
 const nonUtf8 = fc
   .tuple(validManifest(), documentStyle, fc.array(fc.tuple(fc.nat(), fc.constantFrom(...BAD_UTF8)), { minLength: 1, maxLength: 3 }), fc.boolean())
@@ -22,40 +28,39 @@ const nonUtf8 = fc
     const bytes = [...utf8(renderDocument(manifest, style))];
     if (withReplacement) bytes.splice(0, 0, ...utf8('# \uFFFD\n'));
     for (const [at, bad] of splices) bytes.splice(at % (bytes.length + 1), 0, ...bad);
-    return { kind: 'non-utf8', bytes: Uint8Array.from(bytes) };
+    return unreadable('non-utf8', Uint8Array.from(bytes));
   });
 
 /** Nesting deeper than a recursive parser's stack: `[[[[…`, `{"a":{"a":…`, and compact block lists `- - - …`. */
-const deepNesting = fc.tuple(fc.integer({ min: 1_000, max: 20_000 }), fc.constantFrom('[', '{"a":', '- '), fc.boolean()).map(([depth, open, closed]) => ({
-  kind: 'deep-nesting',
-  bytes: utf8(`${open.repeat(depth)}${closed && open !== '- ' ? (open === '[' ? ']' : '}').repeat(depth) : ''}`),
-}));
+const deepNesting = fc
+  .tuple(fc.integer({ min: 1_000, max: 20_000 }), fc.constantFrom('[', '{"a":', '- '), fc.boolean())
+  .map(([depth, open, closed]) => unreadable('deep-nesting', utf8(`${open.repeat(depth)}${closed && open !== '- ' ? (open === '[' ? ']' : '}').repeat(depth) : ''}`)));
 
 /** "Billion laughs": each anchor is a list of aliases to the one before. */
 const aliasBomb = fc.tuple(fc.integer({ min: 5, max: 12 }), fc.integer({ min: 5, max: 10 })).map(([levels, width]) => {
   const lines = ['a0: &a0 [lol]'];
   for (let i = 1; i < levels; i += 1) lines.push(`a${i}: &a${i} [${Array.from({ length: width }, () => `*a${i - 1}`).join(', ')}]`);
-  return { kind: 'alias-bomb', bytes: utf8(`${lines.join('\n')}\n`) };
+  return unreadable('alias-bomb', utf8(`${lines.join('\n')}\n`));
 });
 
-/** Over the 1 MiB every source reads; a valid manifest with a long comment, so only its size is wrong. */
-const oversized = fc.tuple(validManifest(), fc.integer({ min: 1024 * 1024 + 1, max: 2 * 1024 * 1024 })).map(([manifest, size]) => {
+/**
+ * Over the 1 MiB every source reads; a valid manifest with a long comment, so only its size is
+ * wrong. At most 1.25 MiB: etcd refuses requests over 1.5 MiB, and the sentinel goes with it.
+ */
+const oversized = fc.tuple(validManifest(), fc.integer({ min: 1024 * 1024 + 1, max: 1.25 * 1024 * 1024 })).map(([manifest, size]) => {
   const head = renderDocument(manifest, 'yaml');
-  return { kind: 'oversized', bytes: utf8(`${head}#${'x'.repeat(Math.max(0, size - head.length - 1))}`) };
+  return unreadable('oversized', utf8(`${head}#${'x'.repeat(Math.max(0, size - head.length - 1))}`));
 });
 
 /** The same key twice in one mapping (YAML says it is an error; JSON.parse would keep the last). */
 const duplicateKeys = fc.tuple(validManifest(), fc.constantFrom('id', 'containers'), fc.boolean()).map(([manifest, key, asJson]) => {
   const again = JSON.stringify(manifest[key]);
   const text = asJson ? JSON.stringify(manifest).replace(/}$/, `,${JSON.stringify(key)}:${again}}`) : `${renderDocument(manifest, 'yaml')}${JSON.stringify(key)}: ${again}\n`;
-  return { kind: 'duplicate-keys', bytes: utf8(text) };
+  return unreadable('duplicate-keys', utf8(text));
 });
 
 /** YAML syntax errors: an unclosed flow, a bad indent, a tab indent, an unterminated quote. */
-const brokenSyntax = fc.constantFrom('{id: web', 'id: web\n  containers: [', 'id: "web', 'containers:\n\t- name: a', '[1, 2', 'a: b: c', 'key: [}', '- a\nb: c').map((text) => ({
-  kind: 'broken-syntax',
-  bytes: utf8(text),
-}));
+const brokenSyntax = fc.constantFrom('{id: web', 'id: web\n  containers: [', 'id: "web', 'containers:\n\t- name: a', '[1, 2', 'a: b: c', 'key: [}', '- a\nb: c').map((text) => unreadable('broken-syntax', utf8(text)));
 
 /**
  * Texts that cannot be decoded into manifests at all: not UTF-8, nested deeper than a stack,
@@ -80,11 +85,8 @@ export function unreadableText(): fc.Arbitrary<UnreadableText> {
  */
 export function randomText(): fc.Arbitrary<UnreadableText> {
   return fc.oneof(
-    fc.jsonValue({ maxDepth: 4 }).chain((value) => documentStyle.map((style) => ({ kind: 'random-json', bytes: utf8(renderDocument(value, style)) }))),
-    fc.string({ unit: 'binary', maxLength: 200 }).map((text) => ({ kind: 'random-text', bytes: utf8(text) })),
-    fc.array(fc.constantFrom('id', ':', ' ', '\n', '- ', '[', ']', '{', '}', ',', '"', "'", '&a', '*a', '!!str', '---', '...', '#', 'web', '80', '? ', '|', '>'), { maxLength: 40 }).map((parts) => ({
-      kind: 'random-yaml',
-      bytes: utf8(parts.join('')),
-    })),
+    fc.jsonValue({ maxDepth: 4 }).chain((value) => documentStyle.map((style) => unreadable('random-json', utf8(renderDocument(value, style))))),
+    fc.string({ unit: 'binary', maxLength: 200 }).map((text) => unreadable('random-text', utf8(text))),
+    fc.array(fc.constantFrom('id', ':', ' ', '\n', '- ', '[', ']', '{', '}', ',', '"', "'", '&a', '*a', '!!str', '---', '...', '#', 'web', '80', '? ', '|', '>'), { maxLength: 40 }).map((parts) => unreadable('random-yaml', utf8(parts.join('')))),
   );
 }
