@@ -133,6 +133,8 @@ class Walker {
     if (Array.isArray(m['containers']) && rawContainers.length === 0) this.fail('containers', 'must list at least one container');
     if (m['containers'] === undefined || m['containers'] === null) this.fail('containers', 'is required');
     const containers: Container[] = [];
+    /** Each valid container with its path: its index in `containers` skips the invalid ones. */
+    const located: Array<[Container, string]> = [];
     const names = new Map<string, number>();
     const hostPorts = new Map<string, string>();
     rawContainers.forEach((raw, i) => {
@@ -156,10 +158,11 @@ class Walker {
         else hostPorts.set(key, here);
       });
       containers.push(c);
+      located.push([c, path]);
     });
     const restartPolicy = this.oneOf(m['restartPolicy'], 'restartPolicy', RESTART_POLICIES);
     const grace = m['terminationGracePeriodSeconds'] == null ? undefined : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
-    containers.forEach((c, i) => this.probePorts(c, `containers[${i}]`));
+    for (const [c, path] of located) this.probePorts(c, path);
     if (id === undefined || this.errors.length > 0) return undefined;
     return {
       version: 'v1beta1',

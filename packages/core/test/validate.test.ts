@@ -428,6 +428,19 @@ describe('validateManifest: rejection as a whole', () => {
     );
   });
 
+  // Found while writing the fuzz suite's mutations: the probe check counted only the valid
+  // containers, so a bad probe after an invalid container was blamed on the container before it.
+  it('names the right container for a probe port after an invalid container', () => {
+    const errors = rejectedErrors({
+      id: 'web',
+      containers: [
+        { name: 'broken', image: '' },
+        { name: 'app', image: 'nginx', livenessProbe: { tcpSocket: { port: 81 } } },
+      ],
+    });
+    expect(errors.map((e) => e.path)).toEqual(['containers[0].image', 'containers[1].livenessProbe.tcpSocket.port']);
+  });
+
   it('returns the id of a rejected manifest when it could be read', () => {
     const result = validateManifest({ id: 'web', containers: [{ name: 'app', image: 'nginx', memory: '1g' }] });
     expect(result.ok).toBe(false);
