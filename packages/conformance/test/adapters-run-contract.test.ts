@@ -30,3 +30,17 @@ describe('every adapter runs its contract suite', () => {
     expect(text).toMatch(/\bruntimeContract\(/);
   });
 });
+
+describe('every source adapter runs the source fuzz contract', () => {
+  const sources = readdirSync(adapters).filter((d) => d.startsWith('source-'));
+
+  it('finds the source adapters', () => {
+    expect(sources).toEqual(expect.arrayContaining(['source-file', 'source-http', 'source-etcd', 'source-server']));
+  });
+
+  it.each(sources)('%s calls sourceFuzzContract from @kubelet-ts/conformance', (adapter) => {
+    const text = testSources(adapter);
+    expect(text).toMatch(/from '@kubelet-ts\/conformance'/);
+    expect(text).toMatch(/\bsourceFuzzContract\(/);
+  });
+});
