@@ -119,7 +119,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly prober: LivenessProber;
   private readonly transitions: TransitionReporter;
   private backOffs: readonly BackOff[] = [];
-  private recheck = false;
+  /** Busy pods left out of a pass planned from a newer desired state: look again when each is done. */
+  private readonly recheck = new Set<string>();
   /** The desired state each busy pod's worker was planned from. */
   private readonly dispatchedWith = new Map<string, DesiredState>();
   private lastDone: Promise<PassResult> | undefined;
@@ -415,20 +416,23 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       this.prober.update(probeTargets(desired.pods, actual, this.hostname));
       if (p.held > 0) this.logger.info({ held: p.held, waitingFor: this.mux.unseen() }, 'keeping containers until every source has been seen');
       // A busy pod was left out of this plan. If the desired state changed since its worker was
-      // sent, look again as soon as a worker finishes rather than at the next period; if not, the
+      // sent, look again as soon as that worker finishes rather than at the next period; if not, the
       // worker is already doing what this pass would have asked (and looking again would only load
-      // the engine with lists while it works).
-      for (const id of busy) if (this.dispatchedWith.get(id) !== desired) this.recheck = true;
+      // the engine with lists while it works). Only that worker's end can change what a pass does
+      // for it: another worker's end must not ask, or a pod that fails at once (in pull back-off)
+      // would make pass after pass at one instant while the busy pod works.
+      for (const id of busy) {
+        const plannedWith = this.dispatchedWith.get(id);
+        if (plannedWith === undefined) this.requestSync(); // its worker ended while this pass listed
+        else if (plannedWith !== desired) this.recheck.add(id);
+      }
       const work = p.pods.map((pod) => {
         this.dispatchedWith.set(pod.podId, desired);
         return this.workers.dispatch(pod).then((r) => {
           this.dispatchedWith.delete(pod.podId);
           // New containers with liveness probes: a pass hands them to the prober now, not a period later.
-          if (r.failures === 0 && this.hasProbes(pod.podId)) this.recheck = true;
-          if (this.recheck) {
-            this.recheck = false;
-            this.requestSync();
-          }
+          const probed = r.failures === 0 && this.hasProbes(pod.podId);
+          if (this.recheck.delete(pod.podId) || probed) this.requestSync();
           return r;
         });
       });

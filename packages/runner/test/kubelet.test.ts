@@ -592,6 +592,38 @@ describe('Kubelet', () => {
       expect(passes).toHaveLength(2);
     });
 
+    it('does not spin passes while a pod in pull back-off fails at once and another is busy with an older plan', async () => {
+      // Found by the chaos suite (seed 1005): every instant failure of the pod in back-off asked
+      // for another pass, and each such pass, seeing the busy pod still planned from an older
+      // desired state, asked again: an endless loop of lists at one instant.
+      runtime = new MemoryRuntime({ clock, pullable: ['app:1', 'app:2'] });
+      const slow = (image: string) => manifest('slow', [{ name: 'web', image }]);
+      const a = new ScriptedSource('a', { initial: [slow('app:1'), pod('bad', 'missing:1')] });
+      const k = kubelet([a]);
+      await k.start();
+      await settle();
+      runtime.hangOnStop(one('slow').id);
+      const passes: PassResult[] = [];
+      k.on('pass', (r) => {
+        passes.push(r);
+        // Without the fix this loop never yields: end it so the test fails instead of hanging.
+        if (passes.length === 50) void k.close();
+      });
+
+      a.push([slow('app:2'), pod('bad', 'missing:1')]); // the stop of slow takes its 30 s grace period
+      await settle();
+      a.push([slow('app:2'), pod('bad', 'missing:1'), pod('other', 'app:1')]); // slow's worker is now behind
+      await settle();
+      expect(passes.length).toBeLessThanOrEqual(3);
+      expect(one('other').state).toBe('running');
+
+      // When slow's worker is done, a pass looks at it again at once.
+      await clock.advance(30_000);
+      await settle();
+      expect(one('slow')).toMatchObject({ image: 'app:2', state: 'running' });
+      expect(passes.length).toBeLessThan(10);
+    });
+
     it('runs one more pass, not one per change, for changes made during a pass', async () => {
       runtime.setLatency('list', 100);
       const a = new ScriptedSource('a', { initial: [] });
