@@ -1,5 +1,5 @@
 import { KubeletError, type ErrorCode } from '@kubelet-ts/core';
-import type { MemoryRuntime, RuntimeOperation } from './memory-runtime.js';
+import type { Fault, MemoryRuntime, RuntimeOperation } from './memory-runtime.js';
 import type { SeededRandom } from './seeded-random.js';
 
 /** Every operation of the runtime contract. */
@@ -22,7 +22,7 @@ export interface SeededFaultInjectorOptions {
 /**
  * Chaos for a `MemoryRuntime`, drawn from a seeded generator: a share of calls fail with a random
  * code, and every call takes a random time on the clock. A failed call fails before it acts, as an
- * engine that could not be reached would. With a `ManualClock`, the same seed gives the same
+ * engine that could not be reached would, and never with an answer the contract reads as success. With a `ManualClock`, the same seed gives the same
  * faults at the same calls, so a failing run can be replayed.
  */
 export class SeededFaultInjector {
@@ -47,14 +47,22 @@ export class SeededFaultInjector {
   /** Installs the faults and latency on the runtime (replacing any set for those operations). */
   start(): void {
     for (const op of this.operations) {
-      this.runtime.setFault(op, (call) => {
-        if (!this.random.chance(this.failureRate)) return undefined;
-        this.injected += 1;
-        const code = this.random.pick(this.codes);
-        return new KubeletError(code, `chaos: injected ${code} on ${call.op}${call.target === undefined ? '' : ` ${call.target}`}`, { adapter: this.runtime.name });
-      });
+      // The contract reads NotFound from stop or remove as "already gone", i.e. as success: a fault
+      // must not claim what did not happen (the agent would start a container's new version beside
+      // the old one, still running), so those two fail with the other codes only.
+      const codes = op === 'stop' || op === 'remove' ? this.codes.filter((c) => c !== 'NotFound') : this.codes;
+      if (codes.length > 0) this.runtime.setFault(op, this.fault(codes));
       if (this.maxLatencyMs > 0) this.runtime.setLatency(op, () => this.random.int(this.maxLatencyMs + 1));
     }
+  }
+
+  private fault(codes: readonly ErrorCode[]): Fault {
+    return (call) => {
+      if (!this.random.chance(this.failureRate)) return undefined;
+      this.injected += 1;
+      const code = this.random.pick(codes);
+      return new KubeletError(code, `chaos: injected ${code} on ${call.op}${call.target === undefined ? '' : ` ${call.target}`}`, { adapter: this.runtime.name });
+    };
   }
 
   /** Removes them: calls succeed at once again. */

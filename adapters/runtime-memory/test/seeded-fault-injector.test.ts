@@ -68,6 +68,20 @@ describe('SeededFaultInjector', () => {
     expect(await listCalls(99, 100)).not.toEqual(await listCalls(100, 100));
   });
 
+  it('never fails a stop or remove with NotFound, which the contract reads as "already gone"', async () => {
+    const runtime = new MemoryRuntime({ images: ['app:1'] });
+    const id = (await runtime.create(spec('a'))).id;
+    await runtime.start(id);
+    const chaos = new SeededFaultInjector(runtime, new SeededRandom(3), { failureRate: 1, codes: ['NotFound'] });
+    chaos.start();
+    await expect(runtime.inspect(id)).rejects.toMatchObject({ code: 'NotFound' });
+    await runtime.stop(id, 10);
+    await runtime.remove(id);
+    chaos.stop();
+    await expect(runtime.list()).resolves.toEqual([]);
+    expect(chaos.injected).toBe(1);
+  });
+
   it('counts what it injected, fails before acting, and stops disturbing calls when stopped', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
     const chaos = new SeededFaultInjector(runtime, new SeededRandom(5), { failureRate: 1, codes: ['Unavailable'], operations: ['create'] });
