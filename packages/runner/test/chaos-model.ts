@@ -36,7 +36,16 @@ function rawContainer(random: SeededRandom, podId: string, name: string, index: 
     env: random.chance(0.5) ? [{ name: 'MODE', value: random.pick(['a', 'b', 'c']) }] : [],
     ports: random.chance(0.3) ? [{ containerPort: 80 + random.int(2), ...(random.chance(0.5) ? { hostPort: hostPortOf(podId, index) } : {}) }] : [],
     ...(random.chance(0.2) ? { imagePullPolicy: random.pick(['Always', 'IfNotPresent']) } : {}),
+    ...(random.chance(0.3) ? { livenessProbe: randomProbe(random) } : {}),
   };
+}
+
+/**
+ * An exec probe: it passes in the memory runtime unless its exec call fails, so under chaos the
+ * prober kills containers now and then, outside the pod workers.
+ */
+function randomProbe(random: SeededRandom): Record<string, unknown> {
+  return { exec: { command: ['check'] }, initialDelaySeconds: random.int(5), periodSeconds: 1 + random.int(5), timeoutSeconds: 1, failureThreshold: 1 + random.int(3) };
 }
 
 function validated(raw: Record<string, unknown>): ContainerManifest {
@@ -45,7 +54,7 @@ function validated(raw: Record<string, unknown>): ContainerManifest {
   return result.manifest;
 }
 
-/** A random manifest: one to three containers, random images, env, command, ports and policies. */
+/** A random manifest: one to three containers, random images, env, command, ports, probes and policies. */
 function randomManifest(random: SeededRandom, podId: string): ContainerManifest {
   const count = 1 + random.int(CONTAINER_NAMES.length);
   const first = random.int(CONTAINER_NAMES.length);

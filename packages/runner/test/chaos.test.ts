@@ -1,6 +1,6 @@
 import { afterAll, describe, it } from '@jest/globals';
 import { reliabilityRuns, reliabilitySeed, recordFigures } from '@kubelet-ts/conformance';
-import { buildContainerSpec, CrashBackOff, type ContainerSpec } from '@kubelet-ts/core';
+import { buildContainerSpec, CrashBackOff, type ContainerSpec, type EventSink } from '@kubelet-ts/core';
 import { ManualClock, MemoryRuntime, SeededFaultInjector, SeededRandom } from '@kubelet-ts/runtime-memory';
 import { Kubelet } from '../src/kubelet.js';
 import { ChaosSources, divergence, isConverged, runningTwice, type Divergence } from './chaos-model.js';
@@ -43,6 +43,8 @@ interface SeedFigures {
   readonly seed: number;
   readonly calls: number;
   readonly faults: number;
+  /** Containers the liveness prober killed (its exec calls fail too). */
+  readonly probeKills: number;
   /** Differences (missing, stale, leaked, duplicate containers) left when the faults stopped. */
   readonly divergedAtFaultsStop: number;
   /** Passes from the end of the faults until the runtime matched the desired state. */
@@ -84,7 +86,13 @@ async function runSeed(seed: number): Promise<SeedFigures> {
 
   const world = new ChaosSources();
   // A fixed concurrency: the default follows the CPU count, and a replay must act the same anywhere.
-  const k = new Kubelet({ runtime, sources: world.sources, clock, hostname: HOST, syncFrequencyMs: SYNC_MS, concurrency: 4 });
+  let probeKills = 0;
+  const events: EventSink = {
+    emit: (e) => {
+      if (e.type === 'ContainerKilled') probeKills += 1;
+    },
+  };
+  const k = new Kubelet({ runtime, sources: world.sources, events, clock, hostname: HOST, syncFrequencyMs: SYNC_MS, concurrency: 4 });
   const chaos = new SeededFaultInjector(runtime, faults, { failureRate: FAILURE_RATE, maxLatencyMs: MAX_LATENCY_MS });
   // Passes that follow one another at one instant without end would never yield to the clock
   // (seed 1005 found one): stop the agent after too many, so the seed fails instead of hanging.
@@ -155,6 +163,7 @@ async function runSeed(seed: number): Promise<SeedFigures> {
       seed,
       calls: callsBefore,
       faults: chaos.injected,
+      probeKills,
       divergedAtFaultsStop: atStop.leaks.length + atStop.duplicates.length + atStop.pending.length,
       passesToConverge: convergedAfter?.passes ?? passes,
       virtualMsToConverge: convergedAfter?.ms ?? clock.now() - faultsStoppedAt,
@@ -190,6 +199,7 @@ describe(`chaos: ${CHANGES} random changes per seed, ${FAILURE_RATE * 100} % of 
       failedSeeds,
       runtimeCalls: total('calls'),
       injectedFaults: total('faults'),
+      probeKills: total('probeKills'),
       divergedAtFaultsStop: { max: max('divergedAtFaultsStop'), mean: total('divergedAtFaultsStop') / results.length },
       passesToConverge: { max: max('passesToConverge'), mean: total('passesToConverge') / results.length },
       virtualMsToConverge: { max: max('virtualMsToConverge'), mean: total('virtualMsToConverge') / results.length },
