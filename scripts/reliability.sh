@@ -13,7 +13,7 @@ export KUBELET_TS_RELIABILITY_OUT="$PWD/reliability/out"
 rm -rf "$KUBELET_TS_RELIABILITY_OUT"
 npx tsc -b
 status=0
-for pkg in packages/core adapters/source-file adapters/source-http adapters/source-etcd adapters/source-server packages/runner; do
+for pkg in packages/conformance adapters/source-file adapters/source-http adapters/source-etcd adapters/source-server packages/runner; do
   echo "== $pkg"
   (cd "$pkg" && node --expose-gc --experimental-vm-modules ../../node_modules/jest/bin/jest.js \
     --testPathPatterns '(fuzz|chaos)\.test\.ts$' --testTimeout 7200000 "$@") || status=1

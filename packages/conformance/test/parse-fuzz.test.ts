@@ -1,10 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-// Not a declared devDependency: conformance depends on core, and turbo refuses the cycle. The
-// root `tsc -b` (npm install's `prepare`, and `npm test`) builds conformance before any test runs.
-import { describeFuzzInput, fuzzBytes, fuzzInput, heapUsedMB, recordFigures, reliabilityRuns, reliabilitySeed, type FuzzInput } from '@kubelet-ts/conformance';
-import { parseManifests } from '../src/parse.js';
-import { validateManifest } from '../src/validate.js';
+import { parseManifests, validateManifest } from '@kubelet-ts/core';
+// Here rather than in core's tests: the generators live in conformance, which depends on core.
+import { describeFuzzInput, fuzzBytes, fuzzInput, heapUsedMB, recordFigures, reliabilityRuns, reliabilitySeed, type FuzzInput } from '../src/index.js';
 
 /** What one input may cost to parse and validate; the slowest generated inputs (20,000-deep nesting, 2 MiB) take a few ms. */
 const MAX_MS_PER_INPUT = 1000;
