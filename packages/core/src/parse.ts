@@ -93,7 +93,44 @@ function unreadable(message: string, cause?: unknown): ParsedManifests {
  */
 const MAX_NESTING = 64;
 
+/**
+ * The rough depth at which a text is refused before yaml lexes it: lexing a megabyte of `[[[…` or
+ * `- - - …` takes yaml over a second, which would stall the agent on every read of such a file or
+ * body. The scan also counts brackets inside strings, so its limit is far above MAX_NESTING; the
+ * exact check follows.
+ */
+const MAX_ROUGH_DEPTH = 1000;
+
+/** Brackets open at once, plus the `- ` (or `? `) indicators that head the line they are on. */
+function roughDepth(text: string): number {
+  let open = 0;
+  let indicators = 0;
+  let lineHead = true;
+  let max = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x0a) {
+      lineHead = true;
+      indicators = 0;
+      continue;
+    }
+    if (lineHead) {
+      const after = text.charCodeAt(i + 1);
+      if ((c === 0x2d || c === 0x3f) && (after === 0x20 || after === 0x09 || after === 0x0a || Number.isNaN(after))) {
+        indicators += 1;
+        max = Math.max(max, open + indicators);
+        continue;
+      }
+      if (c !== 0x20 && c !== 0x09) lineHead = false;
+    }
+    if (c === 0x5b || c === 0x7b) max = Math.max(max, ++open + indicators);
+    else if ((c === 0x5d || c === 0x7d) && open > 0) open -= 1;
+  }
+  return max;
+}
+
 function decode(text: string): unknown[] {
+  if (roughDepth(text) > MAX_ROUGH_DEPTH) throw new Error(`more than ${MAX_ROUGH_DEPTH} brackets or list indicators open at once: nested too deep`);
   // yaml's parser keeps its own stack, so the nesting can be measured before the composer recurses.
   const tokens = Array.from(new Parser().parse(text));
   const depth = nestingDepth(tokens);

@@ -146,11 +146,22 @@ describe('parseManifests: unreadable text', () => {
   // overflow the next deep text killed Node 20 outright (a fatal OOM in V8's RegExp compiler).
   it('marks text nested deeper than 64 levels unreadable before composing it, however often it comes', () => {
     for (const text of ['['.repeat(2000), '['.repeat(2000), '{"a":'.repeat(20_000), '- '.repeat(20_000)]) {
-      expect(parseManifests(text, 'deep.yaml').unreadable?.message).toBe('deep.yaml: not valid YAML or JSON: nested deeper than 64 levels');
+      expect(parseManifests(text, 'deep.yaml').unreadable?.message).toMatch(/^deep\.yaml: not valid YAML or JSON: .*nested (deeper than 64 levels|too deep)$/);
     }
     const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
     expect(parseManifests(`{"id": "a", "x": ${nested(64)}}`, 'ok.json').rejected[0]!.errors).toEqual([{ path: 'x', message: 'unknown field' }, expect.objectContaining({ path: 'containers' })]);
     expect(parseManifests(`{"id": "a", "x": ${nested(65)}}`, 'deep.json').unreadable).toBeDefined();
+  });
+
+  // Found by the fuzz suite: yaml took over a second to lex a megabyte of `[[[…` or `- - - …`
+  // before any depth check could run, stalling the agent on every read of such a text.
+  it('refuses a text with a thousand brackets or list indicators open before yaml lexes it', () => {
+    for (const text of ['['.repeat(1_000_000), '{"a": '.repeat(150_000), '- '.repeat(500_000), '- [\n'.repeat(1000)]) {
+      expect(parseManifests(text, 'deep.yaml').unreadable?.message).toBe('deep.yaml: not valid YAML or JSON: more than 1000 brackets or list indicators open at once: nested too deep');
+    }
+    // Brackets that close are no depth at all: two thousand of them in a command are fine.
+    const wide = `id: a\ncontainers:\n  - name: c\n    image: busybox\n    command: ["sh", "-c", "echo ${'[]'.repeat(2000)}"]\n`;
+    expect(parseManifests(wide, 'wide.yaml').manifests).toHaveLength(1);
   });
 
   // Found by the fuzz suite: decoded with replacement characters, a Latin-1 file ran with an env
