@@ -7,7 +7,7 @@ import { Labels } from '@kubelet-ts/core';
 import { InfraLabels } from '@kubelet-ts/runtime-docker';
 import {
   EtcdServer,
-  TcpProxy,
+  TcpGate,
   buildTestImages,
   independentDocker,
   removeLabelled,
@@ -36,7 +36,7 @@ describe('an agent on a real engine through faults of its sources, its engine an
   let dir: string;
   let volumes: string;
   let etcd: EtcdServer;
-  let proxy: TcpProxy;
+  let gate: TcpGate;
   let http: Server;
   let urlMode: UrlMode = 'ok';
   let urlPods = ['url-pod'];
@@ -54,7 +54,7 @@ describe('an agent on a real engine through faults of its sources, its engine an
       '--config', dir, '--file-check-frequency', '500ms',
       '--manifest-url', `http://127.0.0.1:${(http.address() as { port: number }).port}/manifests`,
       '--http-check-frequency', '200ms', '--manifest-url-timeout', '1s',
-      '--etcd-servers', proxy.url,
+      '--etcd-servers', gate.endpoint,
     ]);
 
   /** Our application containers (not the pods' infra containers), by `pod/container`. */
@@ -102,8 +102,7 @@ describe('an agent on a real engine through faults of its sources, its engine an
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-faults-'));
     volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-faults-volumes-'));
     etcd = await EtcdServer.launch();
-    const etcdPort = Number(new URL(etcd.endpoint).port);
-    proxy = await TcpProxy.start({ host: '127.0.0.1', port: etcdPort });
+    gate = await TcpGate.listen(etcd.endpoint);
     http = createServer((_, res) => {
       if (urlMode === '500') res.writeHead(500).end('backend broken');
       else if (urlMode === 'hang') hanging.push(res);
@@ -126,7 +125,7 @@ describe('an agent on a real engine through faults of its sources, its engine an
     for (const res of hanging) res.destroy();
     http.closeAllConnections();
     await new Promise((resolve) => http.close(resolve));
-    await proxy?.close();
+    await gate?.close();
     await etcd?.destroy();
     await removeLabelled(`${Labels.node}=${node}`);
     await rm(dir, { recursive: true, force: true });
@@ -180,12 +179,12 @@ describe('an agent on a real engine through faults of its sources, its engine an
   it('applies a change written to etcd while the agent was cut off from it', async () => {
     const mark = engineEvents.mark();
     const from = agent.lines.length;
-    proxy.cut();
+    gate.cut();
     await agent.until(() => agent.lines.slice(from).some((l) => l['event'] === 'SourceError' && l['source'] === 'etcd'), 'the lost etcd reported');
     await putEtcd(['etcd-pod', 'etcd-pod-2']);
     await new Promise((r) => setTimeout(r, 1200));
     expect((await running()).some((line) => line.startsWith('etcd-pod-2/'))).toBe(false);
-    proxy.restore();
+    gate.restore();
     await converged(['file-pod', 'file-pod-2', 'url-pod', 'url-pod-2', 'etcd-pod', 'etcd-pod-2'], 'the change made while cut off applied');
     expect(stopsSince(mark)).toEqual([]);
   });

@@ -3,9 +3,8 @@ import { Tokens, type ManifestSource } from '@kubelet-ts/core';
 import { Namespace, type Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../src/etcd-client.js';
 import { EtcdManifestSource, etcdKeyFor, registerEtcdSource, type EtcdManifestSourceOptions } from '../src/index.js';
-import { EtcdServer } from '@kubelet-ts/testkit';
+import { EtcdServer, TcpGate } from '@kubelet-ts/testkit';
 import { RecordingLogger, RecordingSink, until } from './recording.js';
-import { TcpGate } from './tcp-gate.js';
 
 const manifest = (id: string, image = 'app:1') => ({ version: 'v1beta1', id, containers: [{ name: 'main', image }] });
 const list = (...manifests: object[]) => JSON.stringify(manifests);

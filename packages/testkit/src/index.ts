@@ -2,4 +2,4 @@ export * from './engine.js';
 export * from './images.js';
 export * from './etcd-server.js';
 export * from './engine-restart.js';
-export * from './tcp-proxy.js';
+export * from './tcp-gate.js';

@@ -1,10 +1,10 @@
 import { connect, createServer, type Socket } from 'node:net';
 
 /**
- * A TCP forwarder in front of etcd that a test can cut and restore: while cut, the client behind it
- * finds etcd unreachable (connections reset, new ones dropped) while the test goes on writing to
- * etcd directly. That is how a test knows for certain that a change was made while the client could
- * not see it.
+ * A TCP forwarder in front of a backend (etcd, say) that a test can cut and restore: while cut, the
+ * client behind it finds the backend unreachable (connections reset, new ones dropped) while the
+ * test goes on writing to it directly. That is how a test knows for certain that a change was made
+ * while the client could not see it.
  */
 export class TcpGate {
   private readonly sockets = new Set<Socket>();
