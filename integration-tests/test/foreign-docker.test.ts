@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Labels, StaticManifestSource, buildContainerSpec, validateManifest, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
-import { GuardedRuntime } from '@kubelet-ts/conformance';
+import { Labels, StaticManifestSource, buildContainerSpec, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
+import { GuardedRuntime, checkedManifest } from '@kubelet-ts/conformance';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { buildTestImages, independentDocker, removeLabelled, TEST_IMAGES } from '@kubelet-ts/testkit';
@@ -11,12 +11,6 @@ import { buildTestImages, independentDocker, removeLabelled, TEST_IMAGES } from 
 const NODE = `foreign-${process.pid}`;
 /** On every foreign container this test makes, so that it can remove them. */
 const MADE_HERE = `kubelet-ts-test.foreign=${process.pid}`;
-
-function parse(raw: object): ContainerManifest {
-  const r = validateManifest(raw);
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.manifest;
-}
 
 async function until(check: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -26,7 +20,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, ms =
   }
 }
 
-const web = parse({
+const web = checkedManifest({
   id: 'web',
   containers: [
     // Crashes at once, so the agent inspects exit times, restarts it and collects the older exits.

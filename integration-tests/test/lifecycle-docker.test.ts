@@ -2,18 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Labels, StaticManifestSource, validateManifest, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
+import { checkedManifest } from '@kubelet-ts/conformance';
+import { Labels, StaticManifestSource, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { buildTestImages, independentDocker, removeLabelled, TEST_IMAGES, type TestImages } from '@kubelet-ts/testkit';
 
 const NODE = `lifecycle-${process.pid}`;
-
-function parse(raw: object): ContainerManifest {
-  const r = validateManifest(raw);
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.manifest;
-}
 
 async function until(check: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -57,8 +52,8 @@ describe('container lifecycle on a real Docker engine', () => {
     await rm(volumes, { recursive: true, force: true });
   });
 
-  const crasher = parse({ id: 'crasher', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'exit 3'] }] });
-  const sick = parse({
+  const crasher = checkedManifest({ id: 'crasher', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'exit 3'] }] });
+  const sick = checkedManifest({
     id: 'sick',
     containers: [
       {
@@ -70,7 +65,7 @@ describe('container lifecycle on a real Docker engine', () => {
       },
     ],
   });
-  const stubborn = parse({
+  const stubborn = checkedManifest({
     id: 'stubborn',
     terminationGracePeriodSeconds: 2,
     // busybox sleep as PID 1 ignores SIGTERM: only the kill at the end of the grace period stops it.

@@ -2,17 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Labels, buildContainerSpec, validateManifest, type ContainerManifest, type KubeletError } from '@kubelet-ts/core';
+import { checkedManifest } from '@kubelet-ts/conformance';
+import { Labels, buildContainerSpec, type ContainerManifest, type KubeletError } from '@kubelet-ts/core';
 import { buildTestImages, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
 import { DockerRuntime, InfraLabels } from '../src/index.js';
 
 const NODE = `docker-test-${process.pid}`;
-
-function manifest(raw: object): ContainerManifest {
-  const r = validateManifest(raw);
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.manifest;
-}
 
 describe('DockerRuntime on a real engine', () => {
   let images: TestImages;
@@ -34,7 +29,7 @@ describe('DockerRuntime on a real engine', () => {
   const specs = (m: ContainerManifest) => m.containers.map((c) => buildContainerSpec(m, c, { node: NODE, source: 'test' }));
 
   it('puts the containers of a pod in one network namespace, held by an infrastructure container with the ports', async () => {
-    const m = manifest({
+    const m = checkedManifest({
       id: 'netns',
       containers: [
         { name: 'server', image: images.busybox, command: ['sh', '-c', 'mkdir -p /www && echo pod-local > /www/index.html && exec httpd -f -p 8080 -h /www'], ports: [{ containerPort: 8080 }] },
@@ -69,7 +64,7 @@ describe('DockerRuntime on a real engine', () => {
   });
 
   it('makes one host directory per pod volume under the root, read-only when asked', async () => {
-    const m = manifest({
+    const m = checkedManifest({
       id: 'vols',
       volumes: [{ name: 'data' }],
       containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }] }],
@@ -83,13 +78,13 @@ describe('DockerRuntime on a real engine', () => {
   });
 
   it('leaves no pod namespace behind when the container cannot be created', async () => {
-    const m = manifest({ id: 'noimage', containers: [{ name: 'main', image: 'kubelet-ts.invalid/none:1' }] });
+    const m = checkedManifest({ id: 'noimage', containers: [{ name: 'main', image: 'kubelet-ts.invalid/none:1' }] });
     await expect(runtime.create(specs(m)[0]!)).rejects.toMatchObject({ code: 'NotFound' });
     expect(await docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=noimage`] } })).toEqual([]);
   });
 
   it('starts the pod namespace again when a created container is started after it stopped (as after an engine restart)', async () => {
-    const m = manifest({ id: 'held', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'] }] });
+    const m = checkedManifest({ id: 'held', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'] }] });
     const c = await runtime.create(specs(m)[0]!);
     const [infra] = await docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=held`, `${Labels.node}=${NODE}`] } });
     await docker.getContainer(infra!.Id).stop({ t: 0 });
@@ -100,22 +95,22 @@ describe('DockerRuntime on a real engine', () => {
   });
 
   it('still fails the start of a container whose own problem is not the namespace', async () => {
-    const m = manifest({ id: 'badcmd', containers: [{ name: 'main', image: images.busybox, command: ['/no/such/binary'] }] });
+    const m = checkedManifest({ id: 'badcmd', containers: [{ name: 'main', image: images.busybox, command: ['/no/such/binary'] }] });
     const c = await runtime.create(specs(m)[0]!);
     await expect(runtime.start(c.id)).rejects.toThrow(/no such file|not found|executable/i);
     await runtime.remove(c.id, { force: true });
   });
 
   it('refuses a volume name that could leave the root', async () => {
-    const m = manifest({ id: 'escape', containers: [{ name: 'main', image: images.busybox }] });
+    const m = checkedManifest({ id: 'escape', containers: [{ name: 'main', image: images.busybox }] });
     const [spec] = specs(m);
     const bad = { ...spec!, mounts: [{ volume: '../../etc', containerPath: '/x', readOnly: false }] };
     await expect(runtime.create(bad)).rejects.toMatchObject({ code: 'InvalidManifest' });
   });
 
   it('recreates the namespace when the pod ports change', async () => {
-    const one = manifest({ id: 'ports', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], ports: [{ containerPort: 80, hostPort: 18081 }] }] });
-    const two = manifest({ id: 'ports', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], ports: [{ containerPort: 80, hostPort: 18082 }] }] });
+    const one = checkedManifest({ id: 'ports', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], ports: [{ containerPort: 80, hostPort: 18081 }] }] });
+    const two = checkedManifest({ id: 'ports', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], ports: [{ containerPort: 80, hostPort: 18082 }] }] });
     const a = await runtime.create(specs(one)[0]!);
     await runtime.start(a.id);
     await runtime.remove(a.id, { force: true });

@@ -4,3 +4,4 @@ export * from './recording-sink.js';
 export * from './reliability.js';
 export * from './guarded-runtime.js';
 export * from './fuzz/index.js';
+export * from './manifest-fixture.js';

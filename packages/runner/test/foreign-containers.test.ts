@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Labels, buildContainerSpec, validateManifest, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
-import { GuardedRuntime } from '@kubelet-ts/conformance';
+import { Labels, buildContainerSpec, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
+import { GuardedRuntime, checkedManifest } from '@kubelet-ts/conformance';
 import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ServerManifestSource } from '@kubelet-ts/source-server';
 import { Kubelet } from '../src/kubelet.js';
@@ -9,21 +9,15 @@ import { RecordingEventSink, ScriptedSource, settle } from './helpers.js';
 const HOST = 'node-a';
 const SYNC_MS = 10_000;
 
-function parse(raw: object): ContainerManifest {
-  const r = validateManifest(raw);
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.manifest;
-}
-
 const web = (image = 'app:1') =>
-  parse({
+  checkedManifest({
     id: 'web',
     containers: [
       { name: 'app', image },
       { name: 'probed', image: 'app:1', livenessProbe: { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 1 } },
     ],
   });
-const old = parse({ id: 'old', containers: [{ name: 'app', image: 'app:1' }] });
+const old = checkedManifest({ id: 'old', containers: [{ name: 'app', image: 'app:1' }] });
 
 /**
  * The memory runtime listing as Docker does, without start and end times, so the agent has to

@@ -1,5 +1,5 @@
+import { checkedManifest } from '@kubelet-ts/conformance';
 import {
-  validateManifest,
   type ContainerManifest,
   type EventSink,
   type KubeletEvent,
@@ -18,9 +18,7 @@ export interface RawContainer {
 
 /** A validated manifest; throws (failing the test) if the test wrote an invalid one. */
 export function manifest(id: string, containers: readonly RawContainer[]): ContainerManifest {
-  const result = validateManifest({ version: 'v1beta1', id, containers });
-  if (!result.ok) throw new Error(`test manifest ${id} is invalid: ${JSON.stringify(result.errors)}`);
-  return result.manifest;
+  return checkedManifest({ version: 'v1beta1', id, containers });
 }
 
 /** A one-container manifest: container `web` running `image`. */

@@ -1,17 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { validateManifest, type ContainerManifest } from '@kubelet-ts/core';
+import { checkedManifest } from '@kubelet-ts/conformance';
+import type { ContainerManifest } from '@kubelet-ts/core';
 import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { Kubelet, type KubeletOptions, type PassResult } from '../src/kubelet.js';
 import { RecordingEventSink, ScriptedSource, settle } from './helpers.js';
 
 const HOST = 'node-a';
 const SYNC_MS = 10_000;
-
-function parse(raw: object): ContainerManifest {
-  const r = validateManifest(raw);
-  if (!r.ok) throw new Error(JSON.stringify(r.errors));
-  return r.manifest;
-}
 
 describe('container lifecycle on the in-memory runtime, with a virtual clock', () => {
   let clock: ManualClock;
@@ -48,7 +43,7 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
 
   describe('crash back-off', () => {
     it('restarts a crashing container after 10 s, 20 s, 40 s …, keeping only the newest exited one', async () => {
-      await agent([parse({ id: 'crash', containers: [{ name: 'main', image: 'app:1' }] })]);
+      await agent([checkedManifest({ id: 'crash', containers: [{ name: 'main', image: 'app:1' }] })]);
       const restarts: number[] = [];
       for (const expected of [10_000, 20_000, 40_000, 80_000]) {
         const crashedAt = clock.now();
@@ -74,7 +69,7 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
     });
 
     it('shows the restart count, the back-off and the last exit code in pods()', async () => {
-      const { k } = await agent([parse({ id: 'crash', containers: [{ name: 'main', image: 'app:1' }] })]);
+      const { k } = await agent([checkedManifest({ id: 'crash', containers: [{ name: 'main', image: 'app:1' }] })]);
       await clock.advance(5_000);
       runtime.exit(running('crash')!.id, 3);
       await clock.advance(5_000); // the periodic pass finds it waiting
@@ -89,8 +84,8 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
 
     it('leaves a container that completed under OnFailure, and one that failed under Never', async () => {
       await agent([
-        parse({ id: 'job', restartPolicy: 'OnFailure', containers: [{ name: 'main', image: 'app:1' }] }),
-        parse({ id: 'once', restartPolicy: 'Never', containers: [{ name: 'main', image: 'app:1' }] }),
+        checkedManifest({ id: 'job', restartPolicy: 'OnFailure', containers: [{ name: 'main', image: 'app:1' }] }),
+        checkedManifest({ id: 'once', restartPolicy: 'Never', containers: [{ name: 'main', image: 'app:1' }] }),
       ]);
       runtime.exit(running('job')!.id, 0);
       runtime.exit(running('once')!.id, 1);
@@ -104,7 +99,7 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
   describe('liveness probes', () => {
     it('restarts a container whose exec probe fails failureThreshold times, saying why', async () => {
       const probe = { exec: { command: ['check'] }, initialDelaySeconds: 5, periodSeconds: 2, failureThreshold: 3 };
-      await agent([parse({ id: 'sick', containers: [{ name: 'main', image: 'app:1', livenessProbe: probe }] })]);
+      await agent([checkedManifest({ id: 'sick', containers: [{ name: 'main', image: 'app:1', livenessProbe: probe }] })]);
       const first = running('sick')!;
       runtime.onExec(first.id, () => ({ exitCode: 1, output: 'unhealthy' }));
       await clock.advance(5_000 + 2 * 2_000); // probes at 5 s, 7 s, 9 s
@@ -121,7 +116,7 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
 
     it('keeps a container whose probe passes', async () => {
       const probe = { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 1 };
-      await agent([parse({ id: 'well', containers: [{ name: 'main', image: 'app:1', livenessProbe: probe }] })]);
+      await agent([checkedManifest({ id: 'well', containers: [{ name: 'main', image: 'app:1', livenessProbe: probe }] })]);
       await clock.advance(30_000);
       expect(runtime.callCount('exec')).toBeGreaterThanOrEqual(25);
       expect(events.ofType('ProbeFailed')).toEqual([]);
@@ -132,7 +127,7 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
   describe('graceful stop', () => {
     it("gives a container its manifest's grace period before the kill, and stops a pod's containers at once", async () => {
       const { source } = await agent([
-        parse({ id: 'web', terminationGracePeriodSeconds: 5, containers: [{ name: 'a', image: 'app:1' }, { name: 'b', image: 'app:1' }] }),
+        checkedManifest({ id: 'web', terminationGracePeriodSeconds: 5, containers: [{ name: 'a', image: 'app:1' }, { name: 'b', image: 'app:1' }] }),
       ]);
       for (const c of containers('web')) runtime.hangOnStop(c.id);
       source.push([]);
@@ -151,9 +146,9 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
     it('does not let a slow pull of one pod delay another pod, and acts on a pod once at a time', async () => {
       runtime = new MemoryRuntime({ clock, pullable: 'any', pullLatencyMs: 60_000 });
       runtime.addImage('fast:1');
-      const { k, source } = await agent([parse({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] })]);
+      const { k, source } = await agent([checkedManifest({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] })]);
       expect(running('slow')).toBeUndefined();
-      source.push([parse({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] }), parse({ id: 'quick', containers: [{ name: 'main', image: 'fast:1' }] })]);
+      source.push([checkedManifest({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] }), checkedManifest({ id: 'quick', containers: [{ name: 'main', image: 'fast:1' }] })]);
       await settle();
       expect(running('quick')).toBeDefined();
       // Periodic passes while the pull goes on neither wait for it nor start a second one.
@@ -174,23 +169,23 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
       runtime.addImage('app:latest');
       runtime.addImage('app:1');
       await agent([
-        parse({ id: 'latest', containers: [{ name: 'main', image: 'app:latest' }] }),
-        parse({ id: 'pinned', containers: [{ name: 'main', image: 'app:1' }] }),
-        parse({ id: 'always', containers: [{ name: 'main', image: 'app:1', imagePullPolicy: 'Always' }] }),
+        checkedManifest({ id: 'latest', containers: [{ name: 'main', image: 'app:latest' }] }),
+        checkedManifest({ id: 'pinned', containers: [{ name: 'main', image: 'app:1' }] }),
+        checkedManifest({ id: 'always', containers: [{ name: 'main', image: 'app:1', imagePullPolicy: 'Always' }] }),
       ]);
       expect(runtime.calls.filter((c) => c.op === 'pull').map((c) => c.target).sort()).toEqual(['app:1', 'app:latest']);
       expect(['latest', 'pinned', 'always'].every((p) => running(p) !== undefined)).toBe(true);
     });
 
     it('never pulls for Never, and says why the container cannot start', async () => {
-      await agent([parse({ id: 'never', containers: [{ name: 'main', image: 'absent:1', imagePullPolicy: 'Never' }] })]);
+      await agent([checkedManifest({ id: 'never', containers: [{ name: 'main', image: 'absent:1', imagePullPolicy: 'Never' }] })]);
       expect(runtime.callCount('pull')).toBe(0);
       expect(events.ofType('ImagePullFailed', 'never')[0]).toMatchObject({ reason: 'ErrImageNeverPull' });
     });
 
     it('backs off a failing pull, 10 s doubling, without holding up other pods', async () => {
       runtime = new MemoryRuntime({ clock, pullable: ['good:1'] });
-      await agent([parse({ id: 'bad', containers: [{ name: 'main', image: 'missing:1' }] }), parse({ id: 'good', containers: [{ name: 'main', image: 'good:1' }] })]);
+      await agent([checkedManifest({ id: 'bad', containers: [{ name: 'main', image: 'missing:1' }] }), checkedManifest({ id: 'good', containers: [{ name: 'main', image: 'good:1' }] })]);
       expect(running('good')).toBeDefined();
       const pullTimes = () => runtime.calls.filter((c) => c.op === 'pull' && c.target === 'missing:1').map((c) => c.time - 1_000_000);
       await clock.advance(60_000);
