@@ -250,8 +250,10 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   }
 
   async plan(): Promise<PlanReport> {
+    const desired = this.mux.desired();
+    const allowRemovals = this.mux.allSeen();
     const actual = await withExitTimes(this.runtime, await this.runtime.list(), this.hostname);
-    const p = plan(this.planInput(this.mux.desired().pods, actual, new Set()));
+    const p = plan(this.planInput(desired.pods, allowRemovals, actual, new Set()));
     return reportPlan(p, this.mux.unseen());
   }
 
@@ -352,12 +354,12 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     else this.flushWaiters();
   }
 
-  private planInput(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], busy: ReadonlySet<string>): PlanInput {
+  private planInput(desired: readonly DesiredPod[], allowRemovals: boolean, actual: readonly ContainerSummary[], busy: ReadonlySet<string>): PlanInput {
     return {
       desired,
       actual,
       node: this.hostname,
-      allowRemovals: this.mux.allSeen(),
+      allowRemovals,
       now: this.clock.now(),
       busy,
       ...(this.crashBackOff === undefined ? {} : { crashBackOff: this.crashBackOff }),
@@ -384,7 +386,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   /** Plans and dispatches; `done` resolves with the pass's result once its work is done. */
   private async pass(): Promise<{ done: Promise<PassResult> }> {
     const startedAt = this.clock.now();
+    // Taken together, before anything is awaited: a source that first delivers while the runtime
+    // lists would otherwise allow removals against a desired state from before its delivery, and
+    // every pod of that source would be stopped as not desired (seen after an agent restart).
     const desired = this.mux.desired();
+    const allowRemovals = this.mux.allSeen();
     const finish = (executed: ExecutionResult, held: number, busy: number, error?: KubeletError): PassResult => {
       const result: PassResult = { startedAt, desired: desired.pods.length, durationMs: this.clock.now() - startedAt, ...executed, held, busy, ...(error === undefined ? {} : { error }) };
       this.passes += 1;
@@ -397,7 +403,6 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     try {
       const listed = await this.runtime.list();
       const busy = this.workers.busy();
-      const allowRemovals = this.mux.allSeen();
       this.metricsRegistry.desiredPods.set(desired.pods.length);
       // Nothing changed since a pass that found nothing to do (same desired state, the very same
       // container records, no back-off running): the plan is empty again, so skip planning. Runtimes
@@ -409,7 +414,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       }
       const actual = await withExitTimes(this.runtime, listed, this.hostname);
       this.transitions.exits(actual);
-      const p = plan(this.planInput(desired.pods, actual, busy));
+      const p = plan(this.planInput(desired.pods, allowRemovals, actual, busy));
       this.quiet = p.pods.length === 0 && p.backOffs.length === 0 && busy.size === 0 ? { desired, listed, allowRemovals, held: p.held } : undefined;
       this.backOffs = p.backOffs;
       this.transitions.backOffs(p.backOffs);

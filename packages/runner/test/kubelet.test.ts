@@ -202,6 +202,26 @@ describe('Kubelet', () => {
       expect(after).toMatchObject({ held: 0, actions: 0 });
     });
 
+    // Seen after a SIGKILL and restart on a real engine: the file source's first delivery landed
+    // while the first pass was listing, and the pass stopped every pod of that source.
+    it('does not stop the pods of a source whose first set arrives while a pass is listing', async () => {
+      const ids = await preexisting(manifest('web', [{ name: 'web', image: 'nginx:1' }]));
+      const a = new ScriptedSource('a', { initial: [] });
+      const b = new ScriptedSource('b');
+      runtime.setLatency('list', 1_000);
+      const k = kubelet([a, b]);
+      await k.start(); // a's set asks for a pass, whose list now takes a second
+      await settle();
+      b.push([manifest('web', [{ name: 'web', image: 'nginx:1' }])]);
+      runtime.setLatency('list', 0); // the list under way still takes its second
+      await clock.advance(1_000);
+      await k.sync();
+
+      expect(of('web').map((c) => [c.id, c.state])).toEqual([[ids[0], 'running']]);
+      expect(runtime.callCount('stop')).toBe(0);
+      expect(events.types('web')).toEqual([]);
+    });
+
     it('adopts the containers of a previous run instead of creating duplicates', async () => {
       const first = kubelet([new ScriptedSource('a', { initial: [pod('web'), pod('db', 'postgres:16')] })]);
       await first.start();
