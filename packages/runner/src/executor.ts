@@ -75,7 +75,7 @@ export class PlanExecutor {
         await this.ensureImage(action);
         const created = await runtime.create(action.spec);
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
-        await runtime.start(created.id);
+        await this.startOrDiscard(created.id);
         this.emit(action, 'ContainerStarted', `started ${created.name} from ${action.spec.image}`);
         if (action.reason === 'restart') {
           const count = action.spec.labels[Labels.restartCount] ?? '?';
@@ -84,7 +84,7 @@ export class PlanExecutor {
         return;
       }
       case 'start':
-        await runtime.start(action.id);
+        await this.startOrDiscard(action.id);
         this.emit(action, 'ContainerStarted', `started ${action.id} (${action.reason})`);
         return;
       case 'remove':
@@ -95,6 +95,29 @@ export class PlanExecutor {
         await ignoreNotFound(runtime.remove(action.id, { force: true }));
         this.emit(action, 'ContainerRemoved', `removed ${action.id} (${action.reason})`);
         return;
+    }
+  }
+
+  /**
+   * Starts a created container. When the engine refuses (it answered, and said no), the container
+   * is removed so the next pass creates it afresh: a container that failed to start is a failed
+   * container, as in the kubelet, and what made it fail may be fixed only by a new one (a pod
+   * namespace the engine lost while it restarted). Left in place, it would be started again, and
+   * refused again, on every pass. An engine that did not answer may simply be restarting: the
+   * container stays, and the next pass starts it.
+   */
+  private async startOrDiscard(id: string): Promise<void> {
+    const { runtime } = this.options;
+    try {
+      await runtime.start(id);
+    } catch (error) {
+      const e = toKubeletError(error, runtime.name);
+      if (e.code === 'Unavailable' || e.code === 'Timeout') throw e;
+      const removed = await runtime.remove(id, { force: true }).then(
+        () => true,
+        () => false,
+      );
+      throw new KubeletError(e.code, `${e.message}${removed ? '; removed the container, to create it afresh' : ''}`, { adapter: runtime.name, cause: error });
     }
   }
 

@@ -316,6 +316,24 @@ describe('Kubelet', () => {
       expect(events.ofType('ContainerStarted', 'web')).toEqual([expect.objectContaining({ reason: 'not-started' })]);
     });
 
+    it('removes a container the engine refuses to start, and creates it afresh on the next pass', async () => {
+      runtime.failNext('start', 'Internal');
+      const a = new ScriptedSource('a');
+      const k = kubelet([a]);
+      await k.start();
+      a.push([pod('web')]);
+      await settle();
+
+      expect(of('web')).toEqual([]);
+      expect(events.types('web')).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerFailed']);
+      expect(events.ofType('ContainerFailed')[0]!.message).toMatch(/injected Internal fault on start .*; removed the container, to create it afresh$/);
+
+      const result = await k.sync();
+      expect(result).toMatchObject({ actions: 1, failures: 0 });
+      expect(runtime.callCount('create')).toBe(2);
+      expect(one('web').state).toBe('running');
+    });
+
     it('reports a pass whose list fails as Unavailable, loses nothing and converges on the next pass', async () => {
       const a = new ScriptedSource('a', { initial: [pod('web')] });
       const k = kubelet([a]);
