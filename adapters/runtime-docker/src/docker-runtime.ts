@@ -212,9 +212,17 @@ export class DockerRuntime implements ContainerRuntime {
       if (infra.Labels[InfraLabels.portsHash] === portsHash && current === undefined) current = infra;
       else await this.call(`remove pod infra ${infra.Id}`, () => this.docker.getContainer(infra.Id).remove({ force: true, v: true }));
     }
+    if (current?.State === 'running') return current.Id;
     if (current !== undefined) {
-      if (current.State !== 'running') await this.start(current.Id);
-      return current.Id;
+      try {
+        await this.call(`start pod infra ${current.Id}`, () => this.docker.getContainer(current.Id).start(), true);
+        return current.Id;
+      } catch (error) {
+        // An engine stopped while it started this container can leave it unstartable ("task
+        // already exists"): a new namespace is the way out, as the kubelet makes a new sandbox.
+        this.logger.warn({ podId, infra: current.Id.slice(0, 12), err: error }, 'pod network namespace cannot start; replacing it');
+        await this.call(`remove pod infra ${current.Id}`, () => this.docker.getContainer(current.Id).remove({ force: true, v: true }));
+      }
     }
     if (!(await this.hasImage(this.podInfraImage))) await this.pull(this.podInfraImage);
     const { exposed, bindings } = this.bindings(spec.podPorts);

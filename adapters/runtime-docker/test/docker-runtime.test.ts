@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import { Labels, buildContainerSpec, type ContainerManifest, type KubeletError } from '@kubelet-ts/core';
 import { buildTestImages, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
-import { DockerRuntime, InfraLabels } from '../src/index.js';
+import { DockerRuntime, InfraLabels, type DockerApi } from '../src/index.js';
 
 const NODE = `docker-test-${process.pid}`;
 
@@ -92,6 +92,41 @@ describe('DockerRuntime on a real engine', () => {
     expect((await docker.getContainer(c.id).inspect()).State.Running).toBe(true);
     expect((await docker.getContainer(infra!.Id).inspect()).State.Running).toBe(true);
     await runtime.remove(c.id, { force: true });
+  });
+
+  it('replaces a pod namespace the engine can no longer start, and the pod runs in the new one', async () => {
+    // The engine refuses to start one container, as it did after a restart mid-start ("task already exists").
+    const refused = new Set<string>();
+    const real = independentDocker();
+    const docker = new Proxy(real, {
+      get(target, key) {
+        if (key !== 'getContainer') return Reflect.get(target, key, target) as unknown;
+        return (id: string) => {
+          const handle = target.getContainer(id);
+          if (!refused.has(id)) return handle;
+          return Object.assign(Object.create(handle) as object, {
+            start: () => Promise.reject(Object.assign(new Error('(HTTP code 500) server error - task already exists'), { statusCode: 500 })),
+          });
+        };
+      },
+    }) as unknown as DockerApi;
+    const refusing = new DockerRuntime({ docker, podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot });
+    const m = checkedManifest({ id: 'phoenix', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'] }] });
+    const first = await refusing.create(specs(m)[0]!);
+    const [old] = await docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=phoenix`, `${Labels.node}=${NODE}`] } });
+    await real.getContainer(old!.Id).stop({ t: 0 });
+    await real.getContainer(first.id).remove({ force: true });
+    refused.add(old!.Id);
+
+    const second = await refusing.create(specs(m)[0]!);
+    await refusing.start(second.id);
+    const infra = await docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=phoenix`, `${Labels.node}=${NODE}`] } });
+    expect(infra.map((c) => c.Id)).not.toContain(old!.Id);
+    expect(infra).toHaveLength(1);
+    const inspect = await real.getContainer(second.id).inspect();
+    expect(inspect.State.Running).toBe(true);
+    expect(inspect.HostConfig.NetworkMode).toBe(`container:${infra[0]!.Id}`);
+    await refusing.remove(second.id, { force: true });
   });
 
   it('still fails the start of a container whose own problem is not the namespace', async () => {
