@@ -94,8 +94,12 @@ describe('an agent on a real engine through faults of its sources, its engine an
   const acted = (from: number) =>
     agent.lines
       .slice(from)
-      .filter((l) => typeof l['event'] === 'string' || l.level >= 40)
-      .map((l) => `${String(l['event'] ?? 'log')} ${String(l['podId'] ?? '')}/${String(l['container'] ?? '')} (${String(l['reason'] ?? l['code'] ?? '')}): ${l.msg}`);
+      .filter((l) => typeof l['event'] === 'string' || l.level >= 40 || l.msg === 'source update' || (l.msg === 'sync pass' && l['actions'] !== 0))
+      .map((l) =>
+        typeof l['event'] === 'string' || l.level >= 40
+          ? `${String(l['event'] ?? 'log')} ${String(l['podId'] ?? '')}/${String(l['container'] ?? '')} (${String(l['reason'] ?? l['code'] ?? '')}): ${l.msg}`
+          : `${l.msg} ${JSON.stringify({ source: l['source'], manifests: l['manifests'], desired: l['desired'], actions: l['actions'], held: l['held'] })}`,
+      );
 
   beforeAll(async () => {
     images = await buildTestImages();
@@ -231,7 +235,11 @@ describe('an agent on a real engine through faults of its sources, its engine an
     from = 0;
     await converged(desired, 'converged after the restart', 60_000);
     const now = await running();
-    expect({ missing: healthy.filter((line) => !now.includes(line)), acted: acted(from) }).toEqual({ missing: [], acted: expect.any(Array) });
+    const missing = healthy.filter((line) => !now.includes(line));
+    if (missing.length > 0) {
+      const engine = engineEvents.since(mark, (labels, id) => `${labels[Labels.manifestId] ?? labels[InfraLabels.pod] ?? '?'} ${id.slice(0, 12)}`);
+      throw new Error(`healthy containers replaced: ${missing.join(', ')}\n--- the restarted agent ---\n${acted(from).join('\n')}\n--- the engine ---\n${engine.join('\n')}`);
+    }
     // A half-made container of a new pod may be replaced; nothing else is stopped.
     expect(stopsSince(mark).filter((e) => !e.includes(' kill-'))).toEqual([]);
     // Each new pod has exactly one container: what the killed agent created was adopted or replaced, not left behind.
