@@ -1,0 +1,54 @@
+import { describe, expect, it } from '@jest/globals';
+import { Labels, type ContainerSpec } from '@kubelet-ts/core';
+import { LostReplies, MemoryRuntime, SeededRandom } from '../src/index.js';
+
+const spec = (name: string): ContainerSpec => ({
+  name,
+  podId: 'pod',
+  image: 'app:1',
+  env: {},
+  ports: [],
+  podPorts: [],
+  mounts: [],
+  labels: { [Labels.manifestId]: 'pod', [Labels.containerName]: name },
+});
+
+describe('LostReplies', () => {
+  it('lets a call act, then says it timed out', async () => {
+    const runtime = new MemoryRuntime({ images: ['app:1'] });
+    const lossy = new LostReplies(runtime, new SeededRandom(1), 1);
+    lossy.enable();
+    await expect(lossy.create(spec('a'))).rejects.toMatchObject({ code: 'Timeout', message: 'chaos: the reply to create was lost (the call went through)' });
+    const [created] = runtime.snapshot();
+    expect(created).toMatchObject({ name: 'a', state: 'created' });
+    await expect(lossy.start(created!.id)).rejects.toMatchObject({ code: 'Timeout' });
+    expect(runtime.snapshot()[0]!.state).toBe('running');
+    expect(lossy.lost).toBe(2);
+  });
+
+  it('passes every reply on while disabled', async () => {
+    const runtime = new MemoryRuntime({ images: ['app:1'] });
+    const lossy = new LostReplies(runtime, new SeededRandom(1), 1);
+    const created = await lossy.create(spec('a'));
+    await lossy.start(created.id);
+    expect(await lossy.list()).toHaveLength(1);
+    lossy.enable();
+    lossy.disable();
+    await lossy.stop(created.id, 0);
+    expect(lossy.lost).toBe(0);
+  });
+
+  it('loses the same replies for the same seed', async () => {
+    const pattern = async (seed: number) => {
+      const lossy = new LostReplies(new MemoryRuntime(), new SeededRandom(seed), 0.3);
+      lossy.enable();
+      const outcomes: boolean[] = [];
+      for (let i = 0; i < 40; i++) outcomes.push(await lossy.list().then(() => true, () => false));
+      return outcomes;
+    };
+    const first = await pattern(7);
+    expect(await pattern(7)).toEqual(first);
+    expect(first.filter((ok) => !ok).length).toBeGreaterThan(0);
+    expect(first.filter((ok) => ok).length).toBeGreaterThan(0);
+  });
+});
