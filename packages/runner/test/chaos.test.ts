@@ -1,7 +1,7 @@
 import { afterAll, describe, it } from '@jest/globals';
 import { reliabilityRuns, reliabilitySeed, recordFigures } from '@kubelet-ts/conformance';
 import { buildContainerSpec, CrashBackOff, type ContainerSpec, type EventSink } from '@kubelet-ts/core';
-import { ManualClock, MemoryRuntime, SeededFaultInjector, SeededRandom } from '@kubelet-ts/runtime-memory';
+import { LostReplies, ManualClock, MemoryRuntime, SeededFaultInjector, SeededRandom } from '@kubelet-ts/runtime-memory';
 import { Kubelet } from '../src/kubelet.js';
 import { ChaosSources, divergence, isConverged, runningTwice, type Divergence } from './chaos-model.js';
 import { manifest } from './helpers.js';
@@ -16,6 +16,11 @@ const HOST = 'node-a';
 const SYNC_MS = 10_000;
 const CHANGES = 1_000;
 const FAILURE_RATE = 0.2;
+/**
+ * On top of those, a share of calls that act and whose reply is then lost (a Timeout): the agent
+ * is told a container was not created, started or removed when it was.
+ */
+const LOST_REPLY_RATE = 0.05;
 const MAX_LATENCY_MS = 2_000;
 /** The longest grace period the generator writes, in seconds (a container may ignore the stop signal). */
 const MAX_GRACE_S = 10;
@@ -43,6 +48,7 @@ interface SeedFigures {
   readonly seed: number;
   readonly calls: number;
   readonly faults: number;
+  readonly lostReplies: number;
   /** Containers the liveness prober killed (its exec calls fail too). */
   readonly probeKills: number;
   /** Differences (missing, stale, leaked, duplicate containers) left when the faults stopped. */
@@ -61,6 +67,7 @@ async function runSeed(seed: number): Promise<SeedFigures> {
   const root = new SeededRandom(seed);
   const changes = root.fork();
   const faults = root.fork();
+  const replies = root.fork();
   const clock = new ManualClock(1_000_000);
   const runtime = new MemoryRuntime({ clock, pullable: 'any', callLogSize: 1_000_000 });
   const log: string[] = [];
@@ -92,7 +99,8 @@ async function runSeed(seed: number): Promise<SeedFigures> {
       if (e.type === 'ContainerKilled') probeKills += 1;
     },
   };
-  const k = new Kubelet({ runtime, sources: world.sources, events, clock, hostname: HOST, syncFrequencyMs: SYNC_MS, concurrency: 4 });
+  const lossy = new LostReplies(runtime, replies, LOST_REPLY_RATE);
+  const k = new Kubelet({ runtime: lossy, sources: world.sources, events, clock, hostname: HOST, syncFrequencyMs: SYNC_MS, concurrency: 4 });
   const chaos = new SeededFaultInjector(runtime, faults, { failureRate: FAILURE_RATE, maxLatencyMs: MAX_LATENCY_MS });
   // Passes that follow one another at one instant without end would never yield to the clock
   // (seed 1005 found one): stop the agent after too many, so the seed fails instead of hanging.
@@ -110,6 +118,7 @@ async function runSeed(seed: number): Promise<SeedFigures> {
   };
   try {
     chaos.start();
+    lossy.enable();
     await k.start();
     for (let i = 0; i < CHANGES; i++) {
       log.push(`#${i} t=${clock.now()}: ${world.change(changes, runtime, HOST)}`);
@@ -122,9 +131,10 @@ async function runSeed(seed: number): Promise<SeedFigures> {
       if (twice.length > 0) fail(`more than one running container for ${twice.join(', ')}`);
     }
     chaos.stop();
+    lossy.disable();
     const faultsStoppedAt = clock.now();
     const callsBefore = runtime.callCount();
-    log.push(`t=${faultsStoppedAt}: faults stop (${chaos.injected} injected in ${callsBefore} calls)`);
+    log.push(`t=${faultsStoppedAt}: faults stop (${chaos.injected} injected and ${lossy.lost} replies lost in ${callsBefore} calls)`);
     const atStop = divergence(world.desired(), runtime.snapshot(), HOST);
 
     // Let the agent work as it would: periodic passes and back-off wake-ups while time goes by.
@@ -163,6 +173,7 @@ async function runSeed(seed: number): Promise<SeedFigures> {
       seed,
       calls: callsBefore,
       faults: chaos.injected,
+      lostReplies: lossy.lost,
       probeKills,
       divergedAtFaultsStop: atStop.leaks.length + atStop.duplicates.length + atStop.pending.length,
       passesToConverge: convergedAfter?.passes ?? passes,
@@ -173,6 +184,7 @@ async function runSeed(seed: number): Promise<SeedFigures> {
     };
   } finally {
     chaos.stop();
+    lossy.disable();
     await k.close();
   }
 }
@@ -183,7 +195,7 @@ const results: SeedFigures[] = [];
 const failedSeeds: number[] = [];
 const startedAt = Date.now();
 
-describe(`chaos: ${CHANGES} random changes per seed, ${FAILURE_RATE * 100} % of runtime calls failing, random latency`, () => {
+describe(`chaos: ${CHANGES} random changes per seed, ${FAILURE_RATE * 100} % of runtime calls failing, ${LOST_REPLY_RATE * 100} % losing their reply, random latency`, () => {
   console.log(`chaos: seeds ${firstSeed} to ${firstSeed + seeds - 1}; replay one with ${REPLAY(firstSeed)}`);
 
   afterAll(() => {
@@ -195,10 +207,12 @@ describe(`chaos: ${CHANGES} random changes per seed, ${FAILURE_RATE * 100} % of 
       changesPerSeed: CHANGES,
       changes: results.length * CHANGES,
       failureRate: FAILURE_RATE,
+      lostReplyRate: LOST_REPLY_RATE,
       maxLatencyMs: MAX_LATENCY_MS,
       failedSeeds,
       runtimeCalls: total('calls'),
       injectedFaults: total('faults'),
+      lostReplies: total('lostReplies'),
       probeKills: total('probeKills'),
       divergedAtFaultsStop: { max: max('divergedAtFaultsStop'), mean: total('divergedAtFaultsStop') / results.length },
       passesToConverge: { max: max('passesToConverge'), mean: total('passesToConverge') / results.length },
