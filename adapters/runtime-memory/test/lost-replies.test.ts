@@ -1,17 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { Labels, type ContainerSpec } from '@kubelet-ts/core';
 import { LostReplies, MemoryRuntime, SeededRandom } from '../src/index.js';
-
-const spec = (name: string): ContainerSpec => ({
-  name,
-  podId: 'pod',
-  image: 'app:1',
-  env: {},
-  ports: [],
-  podPorts: [],
-  mounts: [],
-  labels: { [Labels.manifestId]: 'pod', [Labels.containerName]: name },
-});
+import { spec } from './spec-fixture.js';
 
 describe('LostReplies', () => {
   it('lets a call act, then says it timed out', async () => {

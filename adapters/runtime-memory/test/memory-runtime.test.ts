@@ -1,18 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { KubeletError, Labels, type ContainerSpec } from '@kubelet-ts/core';
+import { KubeletError, type ContainerSpec } from '@kubelet-ts/core';
 import { ManualClock, MemoryRuntime } from '../src/index.js';
-
-const spec = (name: string, extra: Partial<ContainerSpec> = {}): ContainerSpec => ({
-  name,
-  podId: 'pod',
-  image: 'app:1',
-  env: {},
-  ports: [],
-  podPorts: [],
-  mounts: [],
-  labels: { [Labels.manifestId]: 'pod', [Labels.containerName]: name },
-  ...extra,
-});
+import { spec } from './spec-fixture.js';
 
 async function running(runtime: MemoryRuntime, name: string, extra: Partial<ContainerSpec> = {}) {
   const c = await runtime.create(spec(name, extra));

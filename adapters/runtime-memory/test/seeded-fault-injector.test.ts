@@ -1,17 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { KubeletError, Labels, type ContainerSpec } from '@kubelet-ts/core';
+import { KubeletError } from '@kubelet-ts/core';
 import { ManualClock, MemoryRuntime, SeededFaultInjector, SeededRandom } from '../src/index.js';
-
-const spec = (name: string): ContainerSpec => ({
-  name,
-  podId: 'pod',
-  image: 'app:1',
-  env: {},
-  ports: [],
-  podPorts: [],
-  mounts: [],
-  labels: { [Labels.manifestId]: 'pod', [Labels.containerName]: name },
-});
+import { spec } from './spec-fixture.js';
 
 /** Makes `calls` list calls, each given its time on the clock, and says how each ended and when. */
 async function listCalls(seed: number, calls: number): Promise<string[]> {
