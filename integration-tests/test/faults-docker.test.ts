@@ -10,6 +10,7 @@ import {
   TcpGate,
   buildTestImages,
   independentDocker,
+  reapEngineDebris,
   removeLabelled,
   stopDockerEngine,
   type StoppedEngine,
@@ -132,6 +133,8 @@ describe('an agent on a real engine through faults of its sources, its engine an
     await gate?.close();
     await etcd?.destroy();
     await removeLabelled(`${Labels.node}=${node}`);
+    // Stopping the engine mid-create can leave a shim holding a bridge address; later suites must not inherit it.
+    await reapEngineDebris();
     await rm(dir, { recursive: true, force: true });
     await rm(volumes, { recursive: true, force: true });
   });

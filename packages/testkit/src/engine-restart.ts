@@ -85,3 +85,55 @@ async function waitFor(up: boolean): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/**
+ * Kills what an engine stopped mid-create can leave behind: containerd shims (and the `runc init`
+ * under them) of containers the engine no longer runs or no longer knows. Such a leftover can keep
+ * a network namespace holding a bridge address the engine hands out again, and every later
+ * container given that address is unreachable through its published ports. Call it after a test
+ * that stopped the engine has removed its containers. Returns how many shims it killed.
+ */
+export async function reapEngineDebris(): Promise<number> {
+  const docker = independentDocker();
+  const processes = readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map((entry) => ({ pid: Number(entry), cmdline: readProc(`/proc/${entry}/cmdline`).split('\0'), ppid: parentOf(entry) }));
+  let reaped = 0;
+  for (const shim of processes) {
+    if (!shim.cmdline[0]?.endsWith('containerd-shim-runc-v2') || shim.cmdline[shim.cmdline.indexOf('-namespace') + 1] !== 'moby') continue;
+    const id = shim.cmdline[shim.cmdline.indexOf('-id') + 1];
+    if (id === undefined) continue;
+    const running = await docker
+      .getContainer(id)
+      .inspect()
+      .then((info) => info.State.Running, () => false);
+    if (running) continue;
+    for (const child of processes.filter((p) => p.ppid === shim.pid)) kill(child.pid);
+    kill(shim.pid);
+    reaped += 1;
+  }
+  return reaped;
+}
+
+function readProc(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return ''; // the process is gone
+  }
+}
+
+function parentOf(pid: string): number {
+  // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so read after its ')'.
+  const stat = readProc(`/proc/${pid}/stat`);
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+function kill(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
