@@ -1,5 +1,6 @@
 import {
   KubeletError,
+  nodeNameProblem,
   Tokens,
   DeliveredSet,
   firstOfEachId,
@@ -36,8 +37,13 @@ export interface EtcdManifestSourceOptions {
 
 const ADAPTER = 'etcd';
 
-/** Where the 2014 agent read a host's manifests: `/registry/hosts/<hostname>/kubelet`. */
+/**
+ * Where the 2014 agent read a host's manifests: `/registry/hosts/<hostname>/kubelet`. The
+ * hostname must be a DNS name, so that no name (`a/b`, `..`) can point at another host's key.
+ */
 export function etcdKeyFor(hostname: string): string {
+  const problem = nodeNameProblem(hostname);
+  if (problem !== undefined) throw new KubeletError('InvalidManifest', problem, { adapter: ADAPTER });
   return `/registry/hosts/${hostname}/kubelet`;
 }
 

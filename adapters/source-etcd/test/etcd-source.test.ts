@@ -46,6 +46,7 @@ describe('EtcdManifestSource', () => {
 
   it('reads the 2014 key of its host by default', () => {
     expect(etcdKeyFor('node-1')).toBe('/registry/hosts/node-1/kubelet');
+    for (const bad of ['a/b', '..', 'Node_1', '']) expect(() => etcdKeyFor(bad)).toThrow(/invalid hostname/);
     expect(new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: 'node-1' }).key).toBe('/registry/hosts/node-1/kubelet');
     expect(new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: 'node-1', key: '/custom' }).key).toBe('/custom');
     expect(new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: 'node-1' }).name).toBe('etcd');
