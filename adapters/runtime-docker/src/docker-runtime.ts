@@ -132,7 +132,7 @@ export class DockerRuntime implements ContainerRuntime {
       // cannot start until that holder runs again. Only a failed start pays for the look.
       const infra = error instanceof KubeletError && error.code === 'Conflict' ? await this.stoppedInfraOf(id) : undefined;
       if (infra === undefined) throw error;
-      await this.call(`start pod infra ${infra}`, () => this.docker.getContainer(infra).start(), true);
+      await this.startInfra(infra);
       await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
     }
   }
@@ -215,7 +215,7 @@ export class DockerRuntime implements ContainerRuntime {
     if (current?.State === 'running') return current.Id;
     if (current !== undefined) {
       try {
-        await this.call(`start pod infra ${current.Id}`, () => this.docker.getContainer(current.Id).start(), true);
+        await this.startInfra(current.Id);
         return current.Id;
       } catch (error) {
         // An engine stopped while it started this container can leave it unstartable ("task
@@ -244,6 +244,10 @@ export class DockerRuntime implements ContainerRuntime {
     await this.start(created.id);
     this.logger.info({ podId, infra: created.id.slice(0, 12), ports: spec.podPorts.length }, 'pod network namespace created');
     return created.id;
+  }
+
+  private async startInfra(id: string): Promise<void> {
+    await this.call(`start pod infra ${id}`, () => this.docker.getContainer(id).start(), true);
   }
 
   /** The id of the pod infra container whose namespace `id` joins, when that container is not running. */
