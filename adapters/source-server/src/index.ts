@@ -1,1 +1,3 @@
-export * from './server-source.js';
+export { ServerManifestSource, registerServerSource, type ServerManifestSourceOptions } from './server-source.js';
+export { agentApiHandler, agentApiListener, type AgentApiListenerOptions } from './agent-api.js';
+export type { RouteAnswer, RouteHandler } from './route-handler.js';

@@ -1,25 +1,24 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   Tokens,
   parseManifests,
   silentLogger,
-  type AgentView,
   type ContainerManifest,
-  type FieldError,
   type Logger,
   type ManifestSource,
   type Registry,
   type SourceSink,
 } from '@kubelet-ts/core';
+import { HttpProblem, allow, decodePathSegment, readBody, routeListener } from './http-kit.js';
+import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
 export interface ServerManifestSourceOptions {
   /** Default `127.0.0.1`: the server is reachable from this host only unless told otherwise. */
   readonly address?: string;
   /** Default 10250, the kubelet's port. 0 picks a free one (see `url`). */
   readonly port?: number;
-  /** When set, every route but `/healthz` needs `Authorization: Bearer <token>`. */
+  /** When set, every route but `/healthz` (mounted ones too) needs `Authorization: Bearer <token>`. */
   readonly authToken?: string;
   /** Bodies larger than this get 413. Default 1 MiB. */
   readonly maxBodyBytes?: number;
@@ -27,40 +26,33 @@ export interface ServerManifestSourceOptions {
   readonly requestTimeoutMs?: number;
   /** Default `server`. */
   readonly name?: string;
-  /** The agent, for `/containerInfo`, `/pods` and `/healthz`; may also be given later with `attach`. */
-  readonly view?: AgentView;
   readonly logger?: Logger;
 }
 
 const ADAPTER = 'server';
 const DEFAULT_MAX_BODY = 1024 * 1024;
 
-class HttpProblem extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly fieldErrors: readonly FieldError[] = [],
-  ) {
-    super(message);
-  }
-}
-
 /**
- * The agent's own HTTP server, as in 2014, and a manifest source: `POST /container` adds or
- * replaces one manifest, `POST /containers` replaces the set, `DELETE /container/<id>` removes one;
- * it also shows the agent: `/containerInfo`, `/pods`, `/plan`, `/metrics`, `/healthz`.
+ * The agent's own HTTP server, as in 2014, as a manifest source: `POST /container` adds or
+ * replaces one manifest, `POST /containers` replaces the set, `DELETE /container/<id>` removes one.
  * A request changes the set only when it is valid as a whole, so no bad request can disturb what runs.
+ *
+ * It serves nothing else until told to: `mount(agentApiHandler(agent))` adds the agent's read API
+ * (`/healthz`, `/pods`, …) on the same port. Until then those paths are 404, like any path no
+ * route answers (before `mount` existed they were 503 until an agent was attached). An embedder
+ * who wants the read API without accepting manifests serves `agentApiListener` instead.
  */
 export class ServerManifestSource implements ManifestSource {
   readonly name: string;
   private readonly address: string;
   private readonly port: number;
-  private readonly tokenDigest: Buffer | undefined;
+  private readonly authToken: string | undefined;
   private readonly maxBodyBytes: number;
   private readonly requestTimeoutMs: number;
   private readonly logger: Logger;
   private readonly manifests = new Map<string, ContainerManifest>();
-  private view: AgentView | undefined;
+  /** The manifest routes first, then mounted handlers in the order they were mounted. */
+  private readonly routes: RouteHandler[] = [(req, url) => this.manifestRoute(req, url)];
   private server: Server | undefined;
   private sink: SourceSink | undefined;
 
@@ -68,16 +60,19 @@ export class ServerManifestSource implements ManifestSource {
     this.name = options.name ?? ADAPTER;
     this.address = options.address ?? '127.0.0.1';
     this.port = options.port ?? 10250;
-    this.tokenDigest = options.authToken === undefined ? undefined : digest(options.authToken);
+    this.authToken = options.authToken;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
     this.logger = options.logger ?? silentLogger;
-    this.view = options.view;
   }
 
-  /** Gives the server the agent to show (the agent is usually made after its sources). */
-  attach(view: AgentView): void {
-    this.view = view;
+  /**
+   * Serves `handler`'s routes on this server too, behind the same bearer token (all but `/healthz`)
+   * and timeouts; before or after `start`, from the next request on. A path the manifest routes or
+   * an earlier mounted handler answer is theirs: `handler` is asked only about the others.
+   */
+  mount(handler: RouteHandler): void {
+    this.routes.push(handler);
   }
 
   /** The base URL once listening, e.g. `http://127.0.0.1:10250`. */
@@ -97,9 +92,7 @@ export class ServerManifestSource implements ManifestSource {
         // Node checks the timeouts above only this often (30 s by default).
         connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(this.requestTimeoutMs / 4))),
       },
-      (req, res) => {
-        void this.handle(req, res);
-      },
+      routeListener(this.routes, { authToken: this.authToken, logger: this.logger }),
     );
     server.keepAliveTimeout = 5_000;
     await new Promise<void>((resolve, reject) => {
@@ -110,7 +103,7 @@ export class ServerManifestSource implements ManifestSource {
       });
     });
     this.server = server;
-    this.logger.info({ url: this.url, auth: this.tokenDigest !== undefined }, 'agent server listening');
+    this.logger.info({ url: this.url, auth: this.authToken !== undefined }, 'agent server listening');
     // What was posted before a restart of this source is kept: deliver it (or the empty set) now.
     sink.update([...this.manifests.values()]);
   }
@@ -126,75 +119,24 @@ export class ServerManifestSource implements ManifestSource {
     });
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    try {
-      const url = new URL(req.url ?? '/', 'http://agent');
-      if (url.pathname !== '/healthz') this.authorize(req);
-      const body = await this.route(req, url);
-      if (body.contentType === undefined) send(res, body.status, body.json);
-      else {
-        res.writeHead(body.status, { 'content-type': body.contentType });
-        res.end(String(body.json));
-      }
-    } catch (error) {
-      if (error instanceof HttpProblem) {
-        const headers: Record<string, string> = error.status === 401 ? { 'www-authenticate': 'Bearer' } : error.status === 413 ? { connection: 'close' } : {};
-        // An oversized body is not read to its end: answer, then drop the connection.
-        if (error.status === 413) res.once('finish', () => req.destroy());
-        send(res, error.status, { error: error.message, ...(error.fieldErrors.length === 0 ? {} : { fieldErrors: error.fieldErrors }) }, headers);
-      } else {
-        this.logger.error({ err: error, url: req.url }, 'request failed');
-        send(res, 500, { error: 'internal error' });
-      }
-    }
-  }
-
-  /** `json` is sent as JSON unless a `contentType` says it is already text. */
-  private async route(req: IncomingMessage, url: URL): Promise<{ status: number; json: unknown; contentType?: string }> {
-    const method = req.method ?? 'GET';
+  private async manifestRoute(req: IncomingMessage, url: URL): Promise<RouteAnswer | undefined> {
     const path = url.pathname;
     if (path === '/container') {
-      allow(method, 'POST');
-      return this.postOne(await this.readBody(req));
+      allow(req, 'POST');
+      return this.postOne(await readBody(req, this.maxBodyBytes));
     }
     if (path === '/containers') {
-      allow(method, 'POST');
-      return this.postAll(await this.readBody(req));
+      allow(req, 'POST');
+      return this.postAll(await readBody(req, this.maxBodyBytes));
     }
     if (path.startsWith('/container/')) {
-      allow(method, 'DELETE');
+      allow(req, 'DELETE');
       return this.deleteOne(decodePathSegment(path.slice('/container/'.length)));
     }
-    if (path === '/containerInfo') {
-      allow(method, 'GET');
-      const name = url.searchParams.get('container');
-      if (name === null || name === '') throw new HttpProblem(400, 'the query parameter "container" is required');
-      const info = await this.requireView().containerInfo(name);
-      if (info === undefined) throw new HttpProblem(404, `no container ${JSON.stringify(name)} managed by this agent`);
-      return { status: 200, json: info.raw };
-    }
-    if (path === '/pods') {
-      allow(method, 'GET');
-      return { status: 200, json: await this.requireView().pods() };
-    }
-    if (path === '/plan') {
-      allow(method, 'GET');
-      return { status: 200, json: await this.requireView().plan() };
-    }
-    if (path === '/metrics') {
-      allow(method, 'GET');
-      const { contentType, body } = await this.requireView().metrics();
-      return { status: 200, json: body, contentType };
-    }
-    if (path === '/healthz') {
-      allow(method, 'GET');
-      const health = this.requireView().health();
-      return { status: health.healthy ? 200 : 503, json: { status: health.healthy ? 'ok' : 'unhealthy', ...health } };
-    }
-    throw new HttpProblem(404, `no route ${method} ${path}`);
+    return undefined;
   }
 
-  private postOne(body: Buffer): { status: number; json: unknown } {
+  private postOne(body: Buffer): RouteAnswer {
     const manifests = this.parse(body);
     if (manifests.length !== 1) throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${manifests.length}; use POST /containers for a list`);
     const [manifest] = manifests as [ContainerManifest];
@@ -204,7 +146,7 @@ export class ServerManifestSource implements ManifestSource {
     return { status: replaced ? 200 : 201, json: { id: manifest.id, action: replaced ? 'replaced' : 'created' } };
   }
 
-  private postAll(body: Buffer): { status: number; json: unknown } {
+  private postAll(body: Buffer): RouteAnswer {
     const manifests = this.parse(body);
     const seen = new Set<string>();
     const duplicates = manifests.filter((m) => seen.size === seen.add(m.id).size).map((m) => m.id);
@@ -215,7 +157,7 @@ export class ServerManifestSource implements ManifestSource {
     return { status: 200, json: { ids: manifests.map((m) => m.id) } };
   }
 
-  private deleteOne(id: string): { status: number; json: unknown } {
+  private deleteOne(id: string): RouteAnswer {
     if (!this.manifests.delete(id)) throw new HttpProblem(404, `no manifest ${JSON.stringify(id)} was posted to this agent`);
     this.deliver();
     return { status: 200, json: { id, action: 'deleted' } };
@@ -237,60 +179,12 @@ export class ServerManifestSource implements ManifestSource {
   private deliver(): void {
     this.sink?.update([...this.manifests.values()]);
   }
-
-  private requireView(): AgentView {
-    if (this.view === undefined) throw new HttpProblem(503, 'the agent is not attached to this server yet');
-    return this.view;
-  }
-
-  private authorize(req: IncomingMessage): void {
-    if (this.tokenDigest === undefined) return;
-    const header = req.headers.authorization ?? '';
-    const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
-    // Digests have one length, so the comparison takes the same time whatever was presented.
-    if (!timingSafeEqual(digest(presented), this.tokenDigest)) throw new HttpProblem(401, 'a valid bearer token is required');
-  }
-
-  private async readBody(req: IncomingMessage): Promise<Buffer> {
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > this.maxBodyBytes) throw new HttpProblem(413, `body larger than ${this.maxBodyBytes} bytes`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > this.maxBodyBytes) throw new HttpProblem(413, `body larger than ${this.maxBodyBytes} bytes`);
-      chunks.push(chunk);
-    }
-    // Bytes: parsing decodes them strictly, so a body that is not UTF-8 is a 400.
-    return Buffer.concat(chunks);
-  }
 }
 
-function digest(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
-}
-
-/** A malformed escape (`%E0%A4%A`) is the client's mistake: 400, not a 500 from decodeURIComponent. */
-function decodePathSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpProblem(400, `malformed percent-encoding in ${JSON.stringify(segment.slice(0, 70))}`);
-  }
-}
-
-function allow(method: string, expected: string): void {
-  if (method !== expected) throw new HttpProblem(405, `use ${expected}`);
-}
-
-function send(res: ServerResponse, status: number, json: unknown, headers: Record<string, string> = {}): void {
-  if (res.headersSent) return;
-  const body = JSON.stringify(json);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...headers });
-  res.end(body);
-}
-
-/** Registers the agent's server as a source and returns it; `attach` the agent once it exists. */
+/**
+ * Registers the agent's server as a source and returns it; `mount(agentApiHandler(agent))` once the
+ * agent exists to serve its read API there too.
+ */
 export function registerServerSource(registry: Registry, options: ServerManifestSourceOptions = {}): ServerManifestSource {
   const source = new ServerManifestSource(options);
   registry.register(Tokens.Source, { useValue: source });

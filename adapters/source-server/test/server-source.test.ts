@@ -1,30 +1,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { connect } from 'node:net';
-import type { AgentView, ContainerDetails, HealthView, PlanReport, PodView } from '@kubelet-ts/core';
-import { ServerManifestSource, type ServerManifestSourceOptions } from '../src/index.js';
 import { RecordingSink } from '@kubelet-ts/conformance';
-
-
-/** A stand-in agent: one managed container `web-1`, and a health that tests can flip. */
-class FakeView implements AgentView {
-  health_: HealthView = { healthy: true, message: 'ok' };
-  async pods(): Promise<PodView[]> {
-    return [{ id: 'web', source: 'server', containers: [{ name: 'nginx', image: 'nginx', state: 'running', id: 'abc', restartCount: 0 }] }];
-  }
-  async containerInfo(name: string): Promise<ContainerDetails | undefined> {
-    if (name !== 'web-1') return undefined;
-    return { raw: { Id: 'abc', Name: '/web-1' } } as unknown as ContainerDetails;
-  }
-  health(): HealthView {
-    return this.health_;
-  }
-  async plan(): Promise<PlanReport> {
-    return { inSync: false, steps: [{ podId: 'web', container: 'nginx', action: 'create', reason: 'new', image: 'nginx' }], held: 0, backOffs: [], unseenSources: [] };
-  }
-  async metrics() {
-    return { contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'kubelet_ts_desired_pods 1\n' };
-  }
-}
+import { ServerManifestSource, agentApiHandler, type ServerManifestSourceOptions } from '../src/index.js';
+import { FakeView } from './fake-view.js';
 
 const manifest = (id: string, extra = '') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: app:1\n${extra}`;
 
@@ -36,10 +14,12 @@ describe('ServerManifestSource', () => {
     source = undefined;
   });
 
-  const start = async (options: ServerManifestSourceOptions = {}) => {
+  /** The server as the CLI runs it: the agent API mounted next to the manifest routes. */
+  const start = async (options: ServerManifestSourceOptions = {}, { agentApi = true } = {}) => {
     const sink = new RecordingSink();
     const view = new FakeView();
-    source = new ServerManifestSource({ port: 0, view, ...options });
+    source = new ServerManifestSource({ port: 0, ...options });
+    if (agentApi) source.mount(agentApiHandler(view));
     await source.start(sink);
     return { sink, view, url: source.url };
   };
@@ -115,34 +95,6 @@ describe('ServerManifestSource', () => {
     expect(sink.updates).toHaveLength(1);
   });
 
-  it('serves containerInfo for managed containers only: 400 without the parameter, 404 when unknown', async () => {
-    const { url } = await start();
-    expect((await fetch(`${url}/containerInfo`)).status).toBe(400);
-    expect((await fetch(`${url}/containerInfo?container=someone-elses`)).status).toBe(404);
-    const res = await fetch(`${url}/containerInfo?container=web-1`);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ Id: 'abc', Name: '/web-1' });
-  });
-
-  it('serves /pods and /healthz, which fails when the agent says it is unhealthy', async () => {
-    const { url, view } = await start();
-    expect(await (await fetch(`${url}/pods`)).json()).toEqual(await view.pods());
-    let res = await fetch(`${url}/healthz`);
-    expect(res.status).toBe(200);
-    view.health_ = { healthy: false, message: 'no sync pass has completed for 40000 ms' };
-    res = await fetch(`${url}/healthz`);
-    expect(res.status).toBe(503);
-    expect(((await res.json()) as { message: string }).message).toContain('40000 ms');
-  });
-
-  it('serves /plan as JSON and /metrics as Prometheus text', async () => {
-    const { url, view } = await start();
-    expect(await (await fetch(`${url}/plan`)).json()).toEqual(await view.plan());
-    const metrics = await fetch(`${url}/metrics`);
-    expect(metrics.headers.get('content-type')).toContain('text/plain');
-    expect(await metrics.text()).toBe('kubelet_ts_desired_pods 1\n');
-  });
-
   it('requires the bearer token on every route but /healthz', async () => {
     const { sink, url } = await start({ authToken: 's3cret' });
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
@@ -166,10 +118,14 @@ describe('ServerManifestSource', () => {
     expect((await fetch(`${url}/container/%E0%A4%A`, { method: 'DELETE' })).status).toBe(400);
   });
 
-  it('answers 503 for agent routes until an agent is attached', async () => {
-    const { url } = await start({});
-    source!.attach(undefined as unknown as AgentView);
-    expect((await fetch(`${url}/pods`)).status).toBe(503);
+  it('answers 404 for the agent routes when no agent API is mounted (it used to be 503 "not attached")', async () => {
+    const { url } = await start({}, { agentApi: false });
+    for (const path of ['/pods', '/healthz', '/plan', '/metrics', '/containerInfo?container=web-1']) {
+      const res = await fetch(`${url}${path}`);
+      expect(res.status).toBe(404);
+      expect(await res.json()).toEqual({ error: `no route GET ${new URL(path, url).pathname}` });
+    }
+    expect((await post(url, '/container', manifest('web'))).status).toBe(201);
   });
 
   it('drops a client that sends malformed HTTP, and one too slow to finish its request', async () => {

@@ -1,0 +1,120 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import type { FieldError, Logger } from '@kubelet-ts/core';
+import type { RouteHandler } from './route-handler.js';
+
+/** A request the client got wrong, answered with `status` and `{ error, fieldErrors? }`. */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly fieldErrors: readonly FieldError[] = [],
+  ) {
+    super(message);
+  }
+}
+
+/** Liveness probes carry no token, as the kubelet's `/healthz`: this path is never checked. */
+const UNAUTHENTICATED_PATH = '/healthz';
+
+export interface RouteListenerOptions {
+  /** When set, every path but `/healthz` needs `Authorization: Bearer <token>`. */
+  readonly authToken?: string | undefined;
+  /** Where errors a handler threw are logged (once, here). */
+  readonly logger: Logger;
+}
+
+/**
+ * A node `RequestListener` asking `handlers` in order; the first answer is sent, and a path none
+ * answers is a 404. The array is read at each request, so handlers added to it later are served.
+ */
+export function routeListener(handlers: readonly RouteHandler[], options: RouteListenerOptions): RequestListener {
+  const authorize = options.authToken === undefined ? undefined : bearerCheck(options.authToken);
+  return (req, res) => {
+    void serve(req, res, handlers, authorize, options.logger);
+  };
+}
+
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  handlers: readonly RouteHandler[],
+  authorize: ((req: IncomingMessage) => void) | undefined,
+  logger: Logger,
+): Promise<void> {
+  try {
+    const url = new URL(req.url ?? '/', 'http://agent');
+    if (url.pathname !== UNAUTHENTICATED_PATH) authorize?.(req);
+    for (const handler of handlers) {
+      const answer = await handler(req, url);
+      if (answer === undefined) continue;
+      if ('text' in answer) {
+        res.writeHead(answer.status, { 'content-type': answer.contentType });
+        res.end(answer.text);
+      } else send(res, answer.status, answer.json);
+      return;
+    }
+    throw new HttpProblem(404, `no route ${req.method ?? 'GET'} ${url.pathname}`);
+  } catch (error) {
+    if (error instanceof HttpProblem) {
+      const headers: Record<string, string> = error.status === 401 ? { 'www-authenticate': 'Bearer' } : error.status === 413 ? { connection: 'close' } : {};
+      // An oversized body is not read to its end: answer, then drop the connection.
+      if (error.status === 413) res.once('finish', () => req.destroy());
+      send(res, error.status, { error: error.message, ...(error.fieldErrors.length === 0 ? {} : { fieldErrors: error.fieldErrors }) }, headers);
+    } else {
+      logger.error({ err: error, url: req.url }, 'request failed');
+      send(res, 500, { error: 'internal error' });
+    }
+  }
+}
+
+/** Throws a 401 unless the request brings `Authorization: Bearer <token>`; never from the query string. */
+function bearerCheck(token: string): (req: IncomingMessage) => void {
+  const expected = digest(token);
+  return (req) => {
+    const header = req.headers.authorization ?? '';
+    const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+    // Digests have one length, so the comparison takes the same time whatever was presented.
+    if (!timingSafeEqual(digest(presented), expected)) throw new HttpProblem(401, 'a valid bearer token is required');
+  };
+}
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+/** The body as bytes, or a 413 as soon as it is known to exceed `maxBytes`, declared or streamed. */
+export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > maxBytes) throw new HttpProblem(413, `body larger than ${maxBytes} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new HttpProblem(413, `body larger than ${maxBytes} bytes`);
+    chunks.push(chunk);
+  }
+  // Bytes: parsing decodes them strictly, so a body that is not UTF-8 is a 400.
+  return Buffer.concat(chunks);
+}
+
+/** A malformed escape (`%E0%A4%A`) is the client's mistake: 400, not a 500 from decodeURIComponent. */
+export function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpProblem(400, `malformed percent-encoding in ${JSON.stringify(segment.slice(0, 70))}`);
+  }
+}
+
+/** A 405 unless the request's method is `expected`. */
+export function allow(req: IncomingMessage, expected: string): void {
+  if ((req.method ?? 'GET') !== expected) throw new HttpProblem(405, `use ${expected}`);
+}
+
+function send(res: ServerResponse, status: number, json: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  const body = JSON.stringify(json);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), ...headers });
+  res.end(body);
+}

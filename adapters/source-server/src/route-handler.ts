@@ -1,0 +1,25 @@
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * What a route answers. `json` is sent as `application/json`; `text` is sent as it is, with its
+ * `contentType` (the Prometheus exposition of `/metrics`, for one).
+ */
+export type RouteAnswer =
+  | { readonly status: number; readonly json: unknown }
+  | { readonly status: number; readonly text: string; readonly contentType: string };
+
+/**
+ * A set of routes on a plain node `http` server, so the same routes can be served by the agent's
+ * server (`ServerManifestSource.mount`) or by an embedder's own (`agentApiListener`).
+ *
+ * - It answers when `url.pathname` is one of its routes and `undefined` when it is not; the next
+ *   handler is then asked, and a path no handler answers is a 404 `{ error }`.
+ * - A route it owns asked with the wrong method is its to answer (405), never `undefined`, so a
+ *   wrong method is not reported as a missing route.
+ * - It is called after the bearer token was checked (every path but `/healthz`), and must not
+ *   read the body of a request that is not for one of its routes.
+ * - `url` is the request's URL against a placeholder origin: use its path and query only.
+ * - A client's mistake is an answer (4xx, `{ error: message }` by convention); an error it throws
+ *   is logged and answered 500 `{ error: 'internal error' }`, its message kept from the client.
+ */
+export type RouteHandler = (req: IncomingMessage, url: URL) => Promise<RouteAnswer | undefined>;
