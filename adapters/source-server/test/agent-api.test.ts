@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { silentLogger, type Logger } from '@kubelet-ts/core';
 import { RecordingSink } from '@kubelet-ts/conformance';
 import { ServerManifestSource, agentApiHandler, agentApiListener, type AgentApiListenerOptions } from '../src/index.js';
 import { FakeView } from './fake-view.js';
@@ -86,5 +87,51 @@ describe.each([
       expect(res.status).toBe(405);
       expect(await res.json()).toEqual({ error: 'use GET' });
     }
+  });
+});
+
+describe('agentApiListener', () => {
+  it('serves the agent API and no manifest route: POST /container is a 404 with the JSON error shape', async () => {
+    served = await onOwnServer(new FakeView());
+    const { url } = served;
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/pods`)).status).toBe(200);
+    const post = await fetch(`${url}/container`, { method: 'POST', body: JSON.stringify({ id: 'web', containers: [{ name: 'main', image: 'app:1' }] }) });
+    expect(post.status).toBe(404);
+    expect(await post.json()).toEqual({ error: 'no route POST /container' });
+    expect((await fetch(`${url}/containers`, { method: 'POST', body: '[]' })).status).toBe(404);
+    expect((await fetch(`${url}/container/web`, { method: 'DELETE' })).status).toBe(404);
+    const unknown = await fetch(`${url}/nope`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get('content-type')).toContain('application/json');
+    expect(await unknown.json()).toEqual({ error: 'no route GET /nope' });
+  });
+
+  it('with a token, requires it on every route but /healthz', async () => {
+    served = await onOwnServer(new FakeView(), { authToken: 's3cret' });
+    const { url } = served;
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    for (const path of ['/pods', '/plan', '/metrics', '/containerInfo?container=web-1', '/nope']) {
+      const denied = await fetch(`${url}${path}`);
+      expect(denied.status).toBe(401);
+      expect(denied.headers.get('www-authenticate')).toBe('Bearer');
+    }
+    expect((await fetch(`${url}/pods`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    expect((await fetch(`${url}/pods?token=s3cret`)).status).toBe(401);
+    expect((await fetch(`${url}/pods`, { headers: { authorization: 'Bearer s3cret' } })).status).toBe(200);
+  });
+
+  it('answers 500 when the agent fails, logging the error once and keeping its message from the client', async () => {
+    const view = new FakeView();
+    view.pods = async () => {
+      throw new Error('runtime socket /var/run/docker.sock refused');
+    };
+    const logged: Array<{ fields: object; message: string }> = [];
+    const logger: Logger = { ...silentLogger, error: (fields, message) => logged.push({ fields, message }) };
+    served = await onOwnServer(view, { logger });
+    const res = await fetch(`${served.url}/pods`);
+    expect(res.status).toBe(500);
+    expect(await res.json()).toEqual({ error: 'internal error' });
+    expect(logged).toEqual([{ fields: expect.objectContaining({ url: '/pods' }), message: 'request failed' }]);
   });
 });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { connect } from 'node:net';
 import { RecordingSink } from '@kubelet-ts/conformance';
-import { ServerManifestSource, agentApiHandler, type ServerManifestSourceOptions } from '../src/index.js';
+import { ServerManifestSource, agentApiHandler, type RouteHandler, type ServerManifestSourceOptions } from '../src/index.js';
 import { FakeView } from './fake-view.js';
 
 const manifest = (id: string, extra = '') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: app:1\n${extra}`;
@@ -126,6 +126,36 @@ describe('ServerManifestSource', () => {
       expect(await res.json()).toEqual({ error: `no route GET ${new URL(path, url).pathname}` });
     }
     expect((await post(url, '/container', manifest('web'))).status).toBe(201);
+  });
+
+  it('puts mounted routes behind the token, but not /healthz, and keeps the manifest routes its own', async () => {
+    const hello: RouteHandler = async (req, url) => {
+      if (url.pathname === '/hello') return { status: 200, json: { hello: req.method } };
+      // Asked only about what the manifest routes did not answer: it never sees /container.
+      if (url.pathname.startsWith('/container')) return { status: 418, json: {} };
+      return undefined;
+    };
+    const { sink, url } = await start({ authToken: 's3cret' });
+    source!.mount(hello);
+    const auth = { authorization: 'Bearer s3cret' };
+    const denied = await fetch(`${url}/hello`);
+    expect(denied.status).toBe(401);
+    expect(denied.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await (await fetch(`${url}/hello`, { headers: auth })).json()).toEqual({ hello: 'GET' });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await post(url, '/container', manifest('web'), auth)).status).toBe(201);
+    expect((await fetch(`${url}/container`, { headers: auth })).status).toBe(405);
+    expect((await fetch(`${url}/nope`, { headers: auth })).status).toBe(404);
+    expect(sink.ids).toEqual(['web']);
+  });
+
+  it('asks mounted handlers in the order they were mounted, from the next request on', async () => {
+    const { url } = await start({}, { agentApi: false });
+    expect((await fetch(`${url}/healthz`)).status).toBe(404);
+    const view = new FakeView();
+    source!.mount(agentApiHandler(view));
+    source!.mount(async (_req, u) => (u.pathname === '/healthz' ? { status: 500, json: { shadowed: true } } : undefined));
+    expect(await (await fetch(`${url}/healthz`)).json()).toEqual({ status: 'ok', ...view.health_ });
   });
 
   it('drops a client that sends malformed HTTP, and one too slow to finish its request', async () => {
