@@ -1,4 +1,4 @@
-import { Tokens, silentLogger, type EventSink, type KubeletEvent, type Logger, type Registry } from '@kubelet-ts/core';
+import { Tokens, backoffDelay, silentLogger, type BackoffPolicy, type EventSink, type KubeletEvent, type Logger, type Registry } from '@kubelet-ts/core';
 import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
 import { createEtcdClient, describeEtcdError } from './etcd-client.js';
 
@@ -52,8 +52,7 @@ export class EtcdEventSink implements EventSink {
   private readonly ttlSeconds: number;
   private readonly prefix: string;
   private readonly maxQueued: number;
-  private readonly retryInitialMs: number;
-  private readonly retryMaxMs: number;
+  private readonly retryBackoff: BackoffPolicy;
   private readonly logger: Logger;
   private readonly queue: PendingWrite[] = [];
   private lease: { readonly id: string; readonly grantedAt: number } | undefined;
@@ -81,8 +80,7 @@ export class EtcdEventSink implements EventSink {
     if (!Number.isInteger(this.ttlSeconds) || this.ttlSeconds < 1) throw new RangeError(`ttlSeconds must be a whole number of seconds >= 1, got ${this.ttlSeconds}`);
     this.prefix = (options.prefix ?? '/events').replace(/\/+$/, '');
     this.maxQueued = Math.max(1, options.maxQueued ?? 1000);
-    this.retryInitialMs = options.retryInitialMs ?? 500;
-    this.retryMaxMs = options.retryMaxMs ?? 30_000;
+    this.retryBackoff = { initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 };
     this.logger = options.logger ?? silentLogger;
   }
 
@@ -221,7 +219,7 @@ export class EtcdEventSink implements EventSink {
 
   private failed(error: unknown): void {
     this.failures += 1;
-    const delay = Math.min(this.retryInitialMs * 2 ** (this.failures - 1), this.retryMaxMs);
+    const delay = backoffDelay(this.failures, this.retryBackoff);
     if (this.outage) {
       this.logger.debug({ error: describeEtcdError(error), retryInMs: delay }, 'etcd event write failed');
     } else {

@@ -1,5 +1,6 @@
 import {
   KubeletError,
+  backoffDelay,
   nodeNameProblem,
   Tokens,
   DeliveredSet,
@@ -8,6 +9,7 @@ import {
   rejectionError,
   retainLastGood,
   silentLogger,
+  type BackoffPolicy,
   type ContainerManifest,
   type Logger,
   type ManifestSource,
@@ -61,8 +63,7 @@ export class EtcdManifestSource implements ManifestSource {
   readonly name: string;
   readonly key: string;
   private readonly endpoints: readonly string[];
-  private readonly retryInitialMs: number;
-  private readonly retryMaxMs: number;
+  private readonly retryBackoff: BackoffPolicy;
   private readonly requestTimeoutMs: number;
   private readonly logger: Logger;
   private sink: SourceSink | undefined;
@@ -90,8 +91,7 @@ export class EtcdManifestSource implements ManifestSource {
     this.endpoints = options.endpoints;
     this.key = options.key ?? etcdKeyFor(options.hostname);
     this.name = options.name ?? ADAPTER;
-    this.retryInitialMs = options.retryInitialMs ?? 500;
-    this.retryMaxMs = options.retryMaxMs ?? 30_000;
+    this.retryBackoff = { initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 };
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.logger = options.logger ?? silentLogger;
   }
@@ -216,13 +216,13 @@ export class EtcdManifestSource implements ManifestSource {
         new KubeletError('Unavailable', `etcd at ${this.endpoints.join(', ')} keeps canceling the watch of ${this.key}: ${describeEtcdError(error)}; retrying with back-off`, { adapter: ADAPTER, cause: error }),
       );
     }
-    this.retryLater(this.backoff(this.cancels - 1));
+    this.retryLater(backoffDelay(this.cancels - 1, this.retryBackoff));
   }
 
   /** A failed read or a lost watch: report once per outage, and try again later. */
   private fail(error: unknown): void {
     this.failures += 1;
-    const delay = this.backoff(this.failures);
+    const delay = backoffDelay(this.failures, this.retryBackoff);
     this.logger.debug({ source: this.name, key: this.key, error: describeEtcdError(error), retryInMs: delay }, 'etcd attempt failed');
     if (!this.outage) {
       this.outage = true;
@@ -232,10 +232,6 @@ export class EtcdManifestSource implements ManifestSource {
       );
     }
     this.retryLater(delay);
-  }
-
-  private backoff(attempt: number): number {
-    return Math.min(this.retryInitialMs * 2 ** Math.max(0, attempt - 1), this.retryMaxMs);
   }
 
   private retryLater(delayMs: number): void {

@@ -9,6 +9,7 @@ export * from './clock.js';
 export * from './logger.js';
 export * from './naming.js';
 export * from './spec.js';
+export * from './backoff.js';
 export * from './planner.js';
 export * from './tokens.js';
 export * from './agent-view.js';

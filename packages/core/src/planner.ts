@@ -5,6 +5,7 @@ import {
   type DesiredPod,
   type PullPolicy,
 } from './manifest.js';
+import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { Labels, isManagedBy } from './naming.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
 import { buildContainerSpec, specHashes } from './spec.js';
@@ -97,7 +98,7 @@ export interface PlanInput {
   /** Pods being acted on right now: left out of this plan, so no pod is acted on twice at once. */
   readonly busy?: ReadonlySet<string>;
   /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
-  readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
+  readonly crashBackOff?: BackoffPolicy;
 }
 
 /**
@@ -220,7 +221,7 @@ function shouldRestart(manifest: ContainerManifest, exited: ContainerSummary): b
 function nextRestart(
   exited: ContainerSummary,
   now: number,
-  backOff: { readonly initialMs: number; readonly maxMs: number },
+  backOff: BackoffPolicy,
 ): { at: number; delayMs: number; restartCount: number; crashStreak: number } {
   const restarts = Number(exited.labels[Labels.restartCount] ?? 0) || 0;
   const streak = Number(exited.labels[Labels.crashStreak] ?? 0) || 0;
@@ -228,7 +229,7 @@ function nextRestart(
   const ran = exited.startedAt === undefined ? 0 : finished - exited.startedAt;
   // Ten minutes of clean running wipes the slate: the next crash waits the initial 10 s again.
   const crashStreak = ran >= CrashBackOff.resetAfterMs ? 1 : streak + 1;
-  const delayMs = Math.min(backOff.maxMs, backOff.initialMs * 2 ** Math.min(crashStreak - 1, 20));
+  const delayMs = backoffDelay(crashStreak, backOff);
   return { at: finished + delayMs, delayMs, restartCount: restarts + 1, crashStreak };
 }
 

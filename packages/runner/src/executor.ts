@@ -1,8 +1,10 @@
 import {
   KubeletError,
   Labels,
+  backoffDelay,
   isKubeletError,
   toKubeletError,
+  type BackoffPolicy,
   type Clock,
   type ContainerRuntime,
   type EventSink,
@@ -16,7 +18,7 @@ export interface ExecutorOptions {
   readonly events: EventSink;
   readonly clock: Clock;
   /** Back-off after a failed pull of an image: initial delay, doubling to the cap. Default 10 s → 300 s. */
-  readonly pullBackoff?: { readonly initialMs: number; readonly maxMs: number };
+  readonly pullBackoff?: BackoffPolicy;
 }
 
 export interface ExecutionResult {
@@ -36,7 +38,7 @@ type CreateAction = Extract<PlanAction, { type: 'create' }>;
 export class PlanExecutor {
   private readonly pulls = new Map<string, Promise<void>>();
   private readonly pullFailures = new Map<string, { failures: number; until: number; reported: boolean }>();
-  private readonly pullBackoff: { readonly initialMs: number; readonly maxMs: number };
+  private readonly pullBackoff: BackoffPolicy;
 
   constructor(private readonly options: ExecutorOptions) {
     this.pullBackoff = options.pullBackoff ?? { initialMs: 10_000, maxMs: 300_000 };
@@ -154,7 +156,7 @@ export class PlanExecutor {
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
       const failures = (failed?.failures ?? 0) + 1;
-      const delay = Math.min(this.pullBackoff.maxMs, this.pullBackoff.initialMs * 2 ** Math.min(failures - 1, 20));
+      const delay = backoffDelay(failures, this.pullBackoff);
       // Concurrent waiters of one failed pull count it once.
       if (this.pullFailures.get(image) === failed) this.pullFailures.set(image, { failures, until: clock.now() + delay, reported: false });
       this.emit(action, 'ImagePullFailed', `pull ${image} failed (${e.code}): ${e.message}; next try in ${delay} ms`, e.code);

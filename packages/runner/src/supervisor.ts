@@ -1,5 +1,4 @@
-import { toKubeletError, type Clock, type ContainerManifest, type KubeletError, type ManifestSource, type TimerHandle } from '@kubelet-ts/core';
-import { Backoff } from './backoff.js';
+import { Backoff, toKubeletError, type Clock, type ContainerManifest, type KubeletError, type ManifestSource, type TimerHandle } from '@kubelet-ts/core';
 
 export interface SupervisorHandlers {
   update(manifests: readonly ContainerManifest[]): void;
