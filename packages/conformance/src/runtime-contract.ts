@@ -128,6 +128,15 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
       await expectCode(runtime.pull(missingImage), 'NotFound', 'Unavailable');
     });
 
+    it('shares one pull between concurrent callers of one image: both get its one outcome', async () => {
+      // The executor relies on this (it keeps no single-flight of its own). A transfer that fails is
+      // the one outcome a test can see on every runtime: a shared transfer rejects both callers with
+      // the very same error, where two transfers would give two.
+      const [first, second] = await Promise.all([runtime.pull(missingImage), runtime.pull(missingImage)].map((p) => p.then(() => undefined, (e: unknown) => e)));
+      expect(first).toBeInstanceOf(KubeletError);
+      expect(second).toBe(first);
+    });
+
     it('runs a command in a running container with its exit code and output; refuses a stopped one', async () => {
       const c = await create(spec('contract-h', 'main'));
       await expectCode(runtime.exec(c.id, ['true'], 5000), 'Conflict');

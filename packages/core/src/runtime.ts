@@ -81,7 +81,9 @@ export interface ListOptions {
  * - `remove` of a running container rejects with `Conflict` unless `force`; removing an id that is
  *   already gone succeeds.
  * - `pull` of an image it cannot get rejects with `NotFound`; an unreachable registry or engine
- *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer.
+ *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer, and every caller
+ *   gets its one outcome: the agent pulls for each pod that needs an image and relies on this
+ *   rather than keeping a single-flight of its own.
  * - `exec` runs a command in a running container (see its own doc).
  * - Any call may reject with `Unavailable` when the runtime cannot be reached.
  */

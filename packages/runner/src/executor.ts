@@ -36,7 +36,6 @@ type CreateAction = Extract<PlanAction, { type: 'create' }>;
  * finished by a later pass.
  */
 export class PlanExecutor {
-  private readonly pulls = new Map<string, Promise<void>>();
   private readonly pullFailures = new Map<string, { failures: number; until: number; reported: boolean }>();
   private readonly pullBackoff: BackoffPolicy;
 
@@ -124,9 +123,9 @@ export class PlanExecutor {
   }
 
   /**
-   * Applies the pull policy. Pods wanting one image share one pull; a failed pull backs off per
-   * image (10 s doubling to 300 s) so a missing image neither hammers the registry nor blocks
-   * other pods.
+   * Applies the pull policy. A failed pull backs off per image (10 s doubling to 300 s) so a missing
+   * image neither hammers the registry nor blocks other pods. Pods wanting one image at once share
+   * one transfer: the runtime contract requires it of `pull`, so the executor keeps no copy of it.
    */
   private async ensureImage(action: CreateAction): Promise<void> {
     const { runtime, clock } = this.options;
@@ -144,13 +143,8 @@ export class PlanExecutor {
       }
       throw new AlreadyReported();
     }
-    let pull = this.pulls.get(image);
-    if (pull === undefined) {
-      pull = runtime.pull(image).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pull);
-    }
     try {
-      await pull;
+      await runtime.pull(image);
       this.pullFailures.delete(image);
       this.emit(action, 'ImagePulled', `pulled ${image}`);
     } catch (error) {
