@@ -4,7 +4,8 @@
  * Build with `npm run build` (or `tsc -b`), then run `node examples/dist/embed.js`.
  */
 import { KubeletError, identityOf, validateManifest, type ContainerManifest, type ManifestSource, type SourceSink } from '@kubelet-ts/core';
-import { createKubelet, createLogger } from '@kubelet-ts/runner';
+import { createKubelet } from '@kubelet-ts/runner';
+import { pino } from 'pino';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 
 /**
@@ -48,7 +49,7 @@ class JobListSource implements ManifestSource {
 
 const runtime = new MemoryRuntime();
 const jobs = new JobListSource();
-const kubelet = createKubelet({ runtime, sources: [jobs], hostname: 'embedded', logger: createLogger({ level: 'warn' }) });
+const kubelet = createKubelet({ runtime, sources: [jobs], hostname: 'embedded', logger: pino({ level: 'warn' }) });
 
 await kubelet.start();
 jobs.set('nightly-report', 'busybox:1.36');

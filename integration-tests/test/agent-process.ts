@@ -2,7 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-export const cliPath = fileURLToPath(new URL('../../packages/runner/bin/kubelet-ts.js', import.meta.url));
+export const cliPath = fileURLToPath(new URL('../../packages/cli/bin/kubelet-ts.js', import.meta.url));
 
 /** One structured log line of the agent. */
 export type LogLine = Record<string, unknown> & { msg: string; level: number };

@@ -1,25 +1,37 @@
-import 'reflect-metadata';
-import { Tokens, type Clock, type EventSink, type Logger } from '@kubelet-ts/core';
-import type { DependencyContainer } from 'tsyringe';
+import type { Clock, EventSink, Logger, Token } from '@kubelet-ts/core';
+import { Tokens } from '@kubelet-ts/core';
 import { Kubelet, type KubeletOptions } from './kubelet.js';
+import { FanOutEventSink } from './log-event-sink.js';
 
 export type KubeletSettings = Omit<KubeletOptions, 'runtime' | 'sources' | 'events' | 'logger' | 'clock'>;
 
 /**
- * Builds an agent from a tsyringe container: the runtime registered under `Tokens.Runtime`, every
- * source under `Tokens.Source` (in registration order, which is their priority), and the optional
- * event sink, logger and clock.
+ * The slice of a DI container the agent is resolved from. A tsyringe `DependencyContainer`
+ * satisfies it as it is, so the runner needs no DI library of its own.
  */
-export function resolveKubelet(container: DependencyContainer, settings: KubeletSettings = {}): Kubelet {
-  const optional = <T>(token: symbol): T | undefined => (container.isRegistered(token, true) ? container.resolve<T>(token) : undefined);
-  const events = optional<EventSink>(Tokens.EventSink);
+export interface Resolver {
+  resolve<T>(token: Token<T>): T;
+  resolveAll<T>(token: Token<T>): T[];
+  isRegistered(token: symbol, recursive?: boolean): boolean;
+}
+
+/**
+ * Builds an agent from a DI container filled by the adapters' `register…()` functions: the runtime
+ * under `Tokens.Runtime`, every source under `Tokens.Source` (registration order is their
+ * priority), every event sink under `Tokens.EventSink` (each gets every event), and the optional
+ * logger and clock. This is the CLI's own way of building the agent.
+ */
+export function resolveKubelet(container: Resolver, settings: KubeletSettings = {}): Kubelet {
+  const all = <T>(token: Token<T>): T[] => (container.isRegistered(token, true) ? container.resolveAll(token) : []);
+  const optional = <T>(token: Token<T>): T | undefined => (container.isRegistered(token, true) ? container.resolve(token) : undefined);
+  const sinks = all<EventSink>(Tokens.EventSink);
   const logger = optional<Logger>(Tokens.Logger);
   const clock = optional<Clock>(Tokens.Clock);
   return new Kubelet({
     ...settings,
     runtime: container.resolve(Tokens.Runtime),
-    sources: container.isRegistered(Tokens.Source, true) ? container.resolveAll(Tokens.Source) : [],
-    ...(events === undefined ? {} : { events }),
+    sources: all(Tokens.Source),
+    ...(sinks.length === 0 ? {} : { events: sinks.length === 1 ? sinks[0]! : new FanOutEventSink(sinks) }),
     ...(logger === undefined ? {} : { logger }),
     ...(clock === undefined ? {} : { clock }),
   });

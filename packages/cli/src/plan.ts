@@ -1,13 +1,12 @@
 import { hostname as osHostname } from 'node:os';
 import { CommanderError, Option } from 'commander';
 import { pino } from 'pino';
-import { nodeNameProblem } from '@kubelet-ts/core';
-import { parseDuration } from '../duration.js';
-import { createLogger } from '../logging.js';
-import { formatPlanReport, previewPlan } from '../preview.js';
+import { Tokens, nodeNameProblem, type ContainerRuntime, type ManifestSource } from '@kubelet-ts/core';
+import { formatPlanReport, previewPlan } from '@kubelet-ts/runner';
+import { parseDuration } from './duration.js';
+import { createLogger } from './logging.js';
 import { buildProgram, normaliseFlagSpelling, type CliOptions } from './options.js';
-import { chooseRuntime } from './runtime.js';
-import { buildSources } from './sources.js';
+import { wire } from './wiring.js';
 
 /**
  * `kubelet-ts plan`: the agent's flags, but it only prints what a pass would do now, then exits
@@ -31,8 +30,9 @@ export async function planMain(argv: readonly string[]): Promise<number> {
   try {
     const problem = nodeNameProblem(hostname);
     if (problem !== undefined) throw new Error(problem);
-    const runtime = await chooseRuntime(options, logger);
-    const { sources, close } = buildSources(options, hostname, logger, 'plan');
+    const { container, close } = await wire(options, hostname, logger, 'plan');
+    const runtime = container.resolve<ContainerRuntime>(Tokens.Runtime);
+    const sources = container.isRegistered(Tokens.Source, true) ? container.resolveAll<ManifestSource>(Tokens.Source) : [];
     const problems: string[] = [];
     const report = await previewPlan({
       runtime,

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from './duration.js';
 
 export interface CliOptions {
   readonly config?: string;

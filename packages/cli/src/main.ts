@@ -1,13 +1,12 @@
 import { hostname as osHostname } from 'node:os';
 import { CommanderError } from 'commander';
 import { nodeNameProblem } from '@kubelet-ts/core';
-import { FanOutEventSink, LogEventSink } from '../log-event-sink.js';
-import { Kubelet } from '../kubelet.js';
-import { createLogger } from '../logging.js';
+import { resolveKubelet } from '@kubelet-ts/runner';
+import { agentApiHandler } from '@kubelet-ts/source-server';
+import { createLogger } from './logging.js';
 import { buildProgram, normaliseFlagSpelling, type CliOptions } from './options.js';
-import { chooseRuntime } from './runtime.js';
 import { planMain } from './plan.js';
-import { buildSources } from './sources.js';
+import { wire } from './wiring.js';
 
 /** Runs the agent until SIGINT or SIGTERM; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -22,33 +21,29 @@ export async function main(argv: readonly string[]): Promise<number> {
   const options = program.opts<CliOptions>();
   const logger = createLogger({ level: options.logLevel, ...(options.logFormat === undefined ? {} : { pretty: options.logFormat === 'pretty' }) });
   const hostname = (options.hostnameOverride ?? osHostname()).toLowerCase();
-
-  let parts;
+  let wiring;
   try {
     const problem = nodeNameProblem(hostname);
     if (problem !== undefined) throw new Error(problem);
-    parts = buildSources(options, hostname, logger);
+    wiring = await wire(options, hostname, logger);
   } catch (error) {
     logger.error({ err: error }, `invalid configuration: ${(error as Error).message}`);
     return 1;
   }
-  const kubelet = new Kubelet({
-    runtime: await chooseRuntime(options, logger),
-    sources: parts.sources,
-    events: new FanOutEventSink([new LogEventSink(logger), ...parts.eventSinks]),
-    logger,
+  const kubelet = resolveKubelet(wiring.container, {
     syncFrequencyMs: options.syncFrequency,
     hostname,
     // Probes dial published ports where they are published; all interfaces includes loopback.
     probes: { host: options.hostIp === '0.0.0.0' ? '127.0.0.1' : options.hostIp },
   });
-  parts.server?.attach(kubelet);
+  // The agent's read API on the server's port, beside the manifest routes (the 2014 URLs).
+  wiring.server?.mount(agentApiHandler(kubelet));
   try {
     await kubelet.start();
   } catch (error) {
     logger.error({ err: error }, 'kubelet failed to start');
     await kubelet.close();
-    await parts.close();
+    await wiring.close();
     return 1;
   }
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
@@ -59,6 +54,6 @@ export async function main(argv: readonly string[]): Promise<number> {
   process.removeAllListeners('SIGTERM');
   logger.info({ signal }, 'shutting down; containers are left running');
   await kubelet.close();
-  await parts.close();
+  await wiring.close();
   return 0;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { buildProgram, normaliseFlagSpelling } from '../src/cli/options.js';
+import { buildProgram, normaliseFlagSpelling } from '../src/options.js';
 import { parseDuration } from '../src/duration.js';
 
 describe('parseDuration', () => {

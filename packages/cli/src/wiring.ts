@@ -1,0 +1,97 @@
+import 'reflect-metadata';
+import { Tokens, type Logger } from '@kubelet-ts/core';
+import { LogEventSink } from '@kubelet-ts/runner';
+import { registerDockerRuntime } from '@kubelet-ts/runtime-docker';
+import { registerMemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { registerEtcdEventSink, registerEtcdSource } from '@kubelet-ts/source-etcd';
+import { registerFileSource } from '@kubelet-ts/source-file';
+import { parseHeaderFlag, registerHttpSource } from '@kubelet-ts/source-http';
+import { registerServerSource, type ServerManifestSource } from '@kubelet-ts/source-server';
+import { container as rootContainer, type DependencyContainer } from 'tsyringe';
+import type { CliOptions } from './options.js';
+
+export interface Wiring {
+  /** Holds the runtime, the sources (in priority order), the event sinks, the logger. */
+  readonly container: DependencyContainer;
+  /** The agent's own server; absent in plan mode. */
+  readonly server?: ServerManifestSource;
+  /** Closes what the container holds that the agent does not close itself (the etcd event sink). */
+  close(): Promise<void>;
+}
+
+/**
+ * The command line, registered in a DI container through each adapter's `register…()` function,
+ * exactly as an embedder would: the runtime (`--runtime`), then the four sources of the 2014 agent
+ * in priority order (file, url, etcd, server; the earlier wins a manifest id given twice), and the
+ * event sinks (the log, and etcd when `--etcd-servers` is set). `resolveKubelet` builds the agent
+ * from it.
+ */
+export async function wire(options: CliOptions, hostname: string, logger: Logger, mode: 'agent' | 'plan' = 'agent'): Promise<Wiring> {
+  const container = rootContainer.createChildContainer();
+  container.register(Tokens.Logger, { useValue: logger });
+  await registerRuntime(container, options, logger);
+  if (options.config !== undefined) registerFileSource(container, { path: options.config, checkFrequencyMs: options.fileCheckFrequency });
+  if (options.manifestUrl !== undefined) {
+    registerHttpSource(container, {
+      url: options.manifestUrl,
+      checkFrequencyMs: options.httpCheckFrequency,
+      timeoutMs: options.manifestUrlTimeout,
+      headers: Object.fromEntries(options.manifestUrlHeader.map(parseHeaderFlag)),
+    });
+  }
+  if (options.etcdServers !== undefined) registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname, logger });
+  if (mode === 'plan') {
+    // A plan reads the sources once; the server's set lives in the running agent (GET /plan there).
+    return { container, close: async () => {} };
+  }
+  container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
+  const etcdEvents = options.etcdServers === undefined ? undefined : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger });
+  const server = registerServerSource(container, {
+    address: options.address,
+    port: options.port,
+    ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
+    logger,
+  });
+  return {
+    container,
+    server,
+    close: async () => {
+      await etcdEvents?.close();
+    },
+  };
+}
+
+/** `auto` takes Docker when an engine answers within a second, else the in-memory runtime, loudly. */
+async function registerRuntime(container: DependencyContainer, options: CliOptions, logger: Logger): Promise<void> {
+  if (options.runtime === 'memory') {
+    registerMemoryRuntime(container);
+    return;
+  }
+  const docker = registerDockerRuntime(container, {
+    ...(options.dockerHost === undefined ? {} : { host: options.dockerHost }),
+    volumesRoot: options.volumesRoot,
+    podInfraImage: options.podInfraImage,
+    hostIp: options.hostIp,
+    logger,
+  });
+  if (options.runtime === 'docker') return;
+  try {
+    await withTimeout(docker.ping(), 1000);
+    logger.info({ runtime: 'docker', endpoint: docker.endpoint }, 'using the Docker engine');
+  } catch (error) {
+    logger.warn(
+      { runtime: 'memory', endpoint: docker.endpoint, reason: (error as Error).message },
+      'NO CONTAINER ENGINE ANSWERS: running on the IN-MEMORY runtime; containers are simulated and nothing runs on this host (use --runtime docker to insist on an engine)',
+    );
+    // Registered after Docker, so it is the one resolved.
+    registerMemoryRuntime(container);
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
