@@ -6,7 +6,7 @@ export interface PlannedStep {
   readonly container: string;
   readonly action: 'create' | 'start' | 'stop' | 'remove';
   readonly reason: PlanReason;
-  /** The existing container acted on (start, stop, remove). */
+  /** The existing container acted on (start, stop, remove); a stop alone is the kill of an unhealthy container. */
   readonly id?: string;
   /** The image a create would run. */
   readonly image?: string;
@@ -32,6 +32,7 @@ export function reportPlan(plan: Plan, unseenSources: readonly string[] = []): P
       const base = { podId: a.podId, container: a.container, reason: a.reason };
       if (a.type === 'create') steps.push({ ...base, action: 'create', image: a.spec.image });
       else if (a.type === 'start') steps.push({ ...base, action: 'start', id: a.id });
+      else if (a.type === 'kill') steps.push({ ...base, action: 'stop', id: a.id });
       else {
         if (a.running) steps.push({ ...base, action: 'stop', id: a.id });
         steps.push({ ...base, action: 'remove', id: a.id });

@@ -17,6 +17,7 @@ export type PlanReason =
   | 'not-started' // created but never started (the agent stopped between create and start)
   | 'duplicate' // a second running container for the same manifest container
   | 'gc' // an exited container already replaced by a newer one
+  | 'unhealthy' // running, but its liveness probe failed failureThreshold times in a row
   | 'not-desired'; // no source asks for it any more
 
 export type PlanAction =
@@ -31,6 +32,20 @@ export type PlanAction =
     }
   /** Start an existing container that was created but never started. */
   | { readonly type: 'start'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly id: string }
+  /**
+   * Stop a running container whose liveness probe failed, and keep it: its restart policy decides
+   * what happens next, as for any exit (the kubelet kills unhealthy containers in its pod sync).
+   */
+  | {
+      readonly type: 'kill';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly id: string;
+      readonly graceSeconds: number;
+      /** What the probe last said, for the event. */
+      readonly detail: string;
+    }
   /** Stop the container if it runs (signal, then kill after `graceSeconds`), then remove it. */
   | {
       readonly type: 'remove';
@@ -97,6 +112,11 @@ export interface PlanInput {
   readonly now: number;
   /** Pods being acted on right now: left out of this plan, so no pod is acted on twice at once. */
   readonly busy?: ReadonlySet<string>;
+  /**
+   * Running containers (by runtime id) whose liveness probe failed failureThreshold times, with the
+   * probe's last word: each is planned a `kill`. Ids that are not running desired containers are ignored.
+   */
+  readonly unhealthy?: ReadonlyMap<string, string>;
   /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
   readonly crashBackOff?: BackoffPolicy;
 }
@@ -137,6 +157,7 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
   const remove = (a: PlanAction) => (removals ??= []).push(a);
   const act = (a: PlanAction) => (others ??= []).push(a);
   const list = existing ?? NONE;
+  const unhealthy = input.unhealthy ?? NO_RESULTS;
   const hashes = specHashes(manifest);
   for (let i = 0; i < manifest.containers.length; i++) {
     const container = manifest.containers[i]!;
@@ -151,7 +172,7 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
         only = c;
       }
     }
-    if (matches === 1 && only!.state === 'running' && only!.labels[Labels.specHash] === hash) continue;
+    if (matches === 1 && only!.state === 'running' && only!.labels[Labels.specHash] === hash && !unhealthy.has(only!.id)) continue;
     const found = matches === 0 ? [] : list.filter((c) => c.labels[Labels.containerName] === container.name);
     const current: ContainerSummary[] = [];
     for (const c of found) {
@@ -165,7 +186,12 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
     const stopped = current.filter((c) => c.state !== 'running');
     for (const extra of running.slice(1)) remove(removal(manifest.id, container.name, extra, 'duplicate', grace));
     for (const old of stopped.slice(1)) remove(removal(manifest.id, container.name, old, 'gc', grace));
-    if (running.length > 0) continue;
+    const newest = running[0];
+    if (newest !== undefined) {
+      const detail = unhealthy.get(newest.id);
+      if (detail !== undefined) act({ type: 'kill', podId: manifest.id, container: container.name, reason: 'unhealthy', id: newest.id, graceSeconds: grace, detail });
+      continue;
+    }
     const last = stopped[0];
     const create = (reason: PlanReason, restart?: { restartCount: number; crashStreak: number }): PlanAction => ({
       type: 'create',
@@ -208,6 +234,7 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
 
 const NONE: readonly ContainerSummary[] = [];
 const NONE_ACTIONS: readonly PlanAction[] = [];
+const NO_RESULTS: ReadonlyMap<string, string> = new Map();
 
 /** `Always` restarts whatever the exit; `OnFailure` only a non-zero exit; `Never` nothing. */
 function shouldRestart(manifest: ContainerManifest, exited: ContainerSummary): boolean {

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { formatFieldErrors } from '../src/errors.js';
 import type { ContainerManifest, DesiredPod } from '../src/manifest.js';
 import { Labels } from '../src/naming.js';
+import { reportPlan } from '../src/plan-report.js';
 import { plan, type Plan, type PlanAction } from '../src/planner.js';
 import type { ContainerSpec, ContainerSummary } from '../src/runtime.js';
 import { buildContainerSpec } from '../src/spec.js';
@@ -181,6 +182,26 @@ describe('plan', () => {
     const old = manifest('old', 'x:busybox');
     const p = plan({ desired: [desired(web)], actual: inSync(old), node: NODE, allowRemovals: true, now: 0, busy: new Set(['web', 'old']) });
     expect(p.pods).toEqual([]);
+  });
+
+  it('kills a running container its liveness probe found unhealthy, with the grace period, and keeps it', () => {
+    const web = validateManifest({ id: 'web', terminationGracePeriodSeconds: 7, containers: [{ name: 'nginx', image: 'nginx' }, { name: 'side', image: 'busybox' }] });
+    if (!web.ok) throw new Error('invalid');
+    const actual = inSync(web.manifest);
+    const sick = actual[0]!;
+    const p = plan({ desired: [desired(web.manifest)], actual, node: NODE, allowRemovals: true, now: 0, unhealthy: new Map([[sick.id, 'failed 3 times: exit 1']]) });
+    expect(allActions(p)).toEqual([{ type: 'kill', podId: 'web', container: 'nginx', reason: 'unhealthy', id: sick.id, graceSeconds: 7, detail: 'failed 3 times: exit 1' }]);
+    expect(reportPlan(p).steps).toEqual([{ podId: 'web', container: 'nginx', action: 'stop', reason: 'unhealthy', id: sick.id }]);
+  });
+
+  it('ignores a liveness result for a container that no longer runs, or that is not a desired one', () => {
+    const web = manifest('web', 'nginx:nginx');
+    const exited = running(specOf(web, 'nginx'), { state: 'exited', exitCode: 137, finishedAt: 0 });
+    const foreign = running(specOf(web, 'nginx', 'other-node'));
+    const unhealthy = new Map([[exited.id, 'x'], [foreign.id, 'y'], ['gone', 'z']]);
+    const p = plan({ desired: [desired(web)], actual: [exited, foreign], node: NODE, allowRemovals: true, now: 0, unhealthy });
+    expect(allActions(p).map((a) => a.type)).toEqual([]);
+    expect(p.backOffs).toHaveLength(1);
   });
 
   it('chooses the pull policy by the kubelet rule', () => {

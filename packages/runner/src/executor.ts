@@ -88,6 +88,12 @@ export class PlanExecutor {
         await this.startOrDiscard(action.id);
         this.emit(action, 'ContainerStarted', `started ${action.id} (${action.reason})`);
         return;
+      case 'kill':
+        // The prober only recorded the failures; the pod's worker acts on them, so a pod is never
+        // acted on twice at once. A kill that fails is planned again by the next pass.
+        this.emit(action, 'ContainerKilled', `liveness probe ${action.detail}; killing it (restart policy decides what next)`, 'Liveness');
+        await ignoreNotFound(runtime.stop(action.id, action.graceSeconds));
+        return;
       case 'remove':
         if (action.running) {
           await ignoreNotFound(runtime.stop(action.id, action.graceSeconds));

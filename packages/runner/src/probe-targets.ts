@@ -24,7 +24,6 @@ function probeTargets(desired: readonly DesiredPod[], actual: readonly Container
       startedAt: c.startedAt ?? c.createdAt,
       probe,
       ...(hostPort === undefined ? {} : { hostPort }),
-      graceSeconds: found.manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS,
     });
   }
   return targets;

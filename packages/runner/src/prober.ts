@@ -23,8 +23,6 @@ export interface ProbeTarget {
   readonly probe: Probe;
   /** For httpGet/tcpSocket: the published host port the probe dials, resolved by the caller. */
   readonly hostPort?: number;
-  /** The stop timeout used when killing the container after failures. */
-  readonly graceSeconds: number;
 }
 
 export interface LivenessProberOptions {
@@ -36,8 +34,11 @@ export interface LivenessProberOptions {
   readonly host?: string;
   /** Default: real sockets (`socketNetworkCheck`). */
   readonly network?: NetworkCheck;
-  /** Called after the prober killed a container, so the agent can run a pass at once. */
-  readonly onKilled?: (target: ProbeTarget) => void;
+  /**
+   * Called when a container turned unhealthy (failureThreshold consecutive failures), so the agent
+   * runs a pass at once: that pass plans the kill, and the pod's worker carries it out.
+   */
+  readonly onUnhealthy?: (target: ProbeTarget) => void;
 }
 
 /** What `state` reports of one probed container (shown by `/pods`). */
@@ -63,7 +64,7 @@ interface Entry {
   lastResult?: 'success' | 'failure';
   lastDetail?: string;
   timer?: TimerHandle;
-  /** Killed by us or found gone: kept for `state` and to recognise the same container, never probed again. */
+  /** Unhealthy or found gone: kept for `state` and to recognise the same container, never probed again. */
   done: boolean;
 }
 
@@ -78,8 +79,10 @@ const MAX_OUTPUT_CHARS = 200;
  * Runs the liveness probes of the containers the agent manages (the 2014 kubelet's rules): the
  * first probe at `startedAt + initialDelaySeconds`, then one every `periodSeconds` after the previous
  * one finished, each bounded by `timeoutSeconds`. A success resets the count of consecutive
- * failures; at `failureThreshold` the container is killed and the restart policy (the planner's
- * business) decides what happens next. All timing goes through the injected clock.
+ * failures; at `failureThreshold` the container is recorded as unhealthy (`unhealthy()`), and that
+ * is all: the prober never acts on the runtime beyond its probes. The next pass plans the kill and
+ * the pod's worker does it (the kubelet's prober → results manager → pod sync), so a pod is never
+ * acted on twice at once. All timing goes through the injected clock.
  */
 export class LivenessProber {
   private readonly runtime: ContainerRuntime;
@@ -88,8 +91,10 @@ export class LivenessProber {
   private readonly logger: Logger;
   private readonly host: string;
   private readonly network: NetworkCheck;
-  private readonly onKilled: ((target: ProbeTarget) => void) | undefined;
+  private readonly onUnhealthy: ((target: ProbeTarget) => void) | undefined;
   private readonly entries = new Map<string, Entry>();
+  /** The results the agent acts on: unhealthy container id → what the probe last said. */
+  private readonly failed = new Map<string, string>();
   /** The probe (and kill) under way per container id: one at a time, across generations of an entry. */
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Calls abandoned after their timeout that have still not answered, per container id. */
@@ -103,7 +108,7 @@ export class LivenessProber {
     this.logger = options.logger ?? silentLogger;
     this.host = options.host ?? '127.0.0.1';
     this.network = options.network ?? socketNetworkCheck;
-    this.onKilled = options.onKilled;
+    this.onUnhealthy = options.onUnhealthy;
   }
 
   /**
@@ -118,6 +123,7 @@ export class LivenessProber {
       if (wanted.has(id)) continue;
       this.clearTimer(entry);
       this.entries.delete(id);
+      this.failed.delete(id);
     }
     for (const target of wanted.values()) {
       const existing = this.entries.get(target.id);
@@ -126,11 +132,21 @@ export class LivenessProber {
         continue;
       }
       if (existing !== undefined) this.clearTimer(existing);
+      this.failed.delete(target.id);
       const entry: Entry = { target, failures: 0, done: false };
       this.entries.set(target.id, entry);
       const firstAt = target.startedAt + target.probe.initialDelaySeconds * 1000;
       this.schedule(entry, Math.max(0, firstAt - this.clock.now()));
     }
+  }
+
+  /**
+   * Running containers whose probe failed failureThreshold times in a row, by runtime id, with
+   * the probe's last word. An id leaves when it is no longer a target (it exited, or was removed)
+   * or comes back started again.
+   */
+  unhealthy(): ReadonlyMap<string, string> {
+    return this.failed;
   }
 
   /** Consecutive failures and the last result of a probed container; `undefined` for an unknown id. */
@@ -218,36 +234,22 @@ export class LivenessProber {
         entry.lastDetail = outcome.detail;
         const { failureThreshold } = target.probe;
         this.emit(target, 'ProbeFailed', `liveness probe ${describeProbe(target, this.host)} failed (${entry.failures}/${failureThreshold}): ${outcome.detail}`);
-        if (entry.failures >= failureThreshold) await this.kill(entry, outcome.detail);
+        if (entry.failures >= failureThreshold) this.markUnhealthy(entry, outcome.detail);
         else this.schedule(entry, periodMs);
         return;
       }
     }
   }
 
-  private async kill(entry: Entry, detail: string): Promise<void> {
+  private markUnhealthy(entry: Entry, detail: string): void {
     const { target } = entry;
     entry.done = true;
-    this.emit(target, 'ContainerKilled', `liveness probe failed ${entry.failures} times: ${detail}; killing it (restart policy decides what next)`);
-    this.logger.info({ podId: target.podId, container: target.container, id: target.id, failures: entry.failures }, 'killing container after liveness failures');
+    this.failed.set(target.id, `failed ${entry.failures} times: ${detail}`);
+    this.logger.info({ podId: target.podId, container: target.container, id: target.id, failures: entry.failures }, 'container unhealthy after liveness failures');
     try {
-      await this.runtime.stop(target.id, target.graceSeconds);
+      this.onUnhealthy?.(target);
     } catch (error) {
-      const e = toKubeletError(error, this.runtime.name);
-      if (e.code !== 'NotFound') {
-        // Still running and still unhealthy: keep probing, so the next failure tries the kill again.
-        this.emit(target, 'ContainerFailed', `kill after liveness failures failed (${e.code}): ${e.message}`, e.code);
-        if (this.entries.get(target.id) === entry && this.closing === undefined) {
-          entry.done = false;
-          this.schedule(entry, target.probe.periodSeconds * 1000);
-        }
-        return;
-      }
-    }
-    try {
-      this.onKilled?.(target);
-    } catch (error) {
-      this.logger.error({ err: error, id: target.id }, 'the onKilled callback threw');
+      this.logger.error({ err: error, id: target.id }, 'the onUnhealthy callback threw');
     }
   }
 

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Labels, type ContainerSpec, type ExecResult, type Probe } from '@kubelet-ts/core';
 import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { socketNetworkCheck, type NetworkCheck } from '../src/network-check.js';
+import { PlanExecutor } from '../src/executor.js';
 import { LivenessProber, type LivenessProberOptions, type ProbeTarget } from '../src/prober.js';
 import { RecordingEventSink, RecordingLogger, settle } from './helpers.js';
 
@@ -45,6 +46,7 @@ describe('LivenessProber', () => {
   let network: FakeNetwork;
   let killed: ProbeTarget[];
   let opened: LivenessProber[];
+  let graces: Map<string, number>;
 
   beforeEach(() => {
     clock = new ManualClock(T0);
@@ -53,6 +55,7 @@ describe('LivenessProber', () => {
     network = new FakeNetwork();
     killed = [];
     opened = [];
+    graces = new Map();
   });
 
   afterEach(async () => {
@@ -63,9 +66,22 @@ describe('LivenessProber', () => {
   });
 
   function prober(options: Partial<LivenessProberOptions> = {}): LivenessProber {
-    const p = new LivenessProber({ runtime, clock, events, network, onKilled: (t) => killed.push(t), ...options });
+    const p: LivenessProber = new LivenessProber({ runtime, clock, events, network, onUnhealthy: (t) => void act(p, t), ...options });
     opened.push(p);
     return p;
+  }
+
+  /**
+   * What the agent does with an unhealthy result: the next pass plans a kill, and the pod's worker
+   * (the executor) carries it out. `killed` records the targets whose kill succeeded.
+   */
+  async function act(p: LivenessProber, t: ProbeTarget): Promise<void> {
+    const detail = p.unhealthy().get(t.id);
+    if (detail === undefined) return;
+    const graceSeconds = graces.get(t.id) ?? 30;
+    const kill = { type: 'kill', podId: t.podId, container: t.container, reason: 'unhealthy', id: t.id, graceSeconds, detail } as const;
+    const result = await new PlanExecutor({ runtime, events, clock }).executePod({ podId: t.podId, actions: [kill] });
+    if (result.failures === 0) killed.push(t);
   }
 
   /** Creates and starts a container of pod `podId` on the memory runtime; returns its id. */
@@ -86,14 +102,16 @@ describe('LivenessProber', () => {
     return created.id;
   }
 
-  function target(id: string, probe: Partial<Probe> = {}, extra: Partial<ProbeTarget> = {}): ProbeTarget {
+  /** `graceSeconds`: what the manifest gives the kill (the plan carries it). */
+  function target(id: string, probe: Partial<Probe> = {}, { graceSeconds, ...extra }: Partial<ProbeTarget> & { graceSeconds?: number } = {}): ProbeTarget {
+    if (graceSeconds !== undefined) graces.set(id, graceSeconds);
     const c = runtime.snapshot().find((s) => s.id === id);
     if (c?.startedAt === undefined) throw new Error(`container ${id} has not started`);
     const container = c.labels[Labels.containerName] ?? '';
     const podId = c.labels[Labels.manifestId] ?? '';
     const { exec: _, ...timing } = EXEC;
     const handler = probe.httpGet !== undefined || probe.tcpSocket !== undefined ? {} : { exec: EXEC.exec };
-    return { podId, container, id, startedAt: c.startedAt, probe: { ...timing, ...handler, ...probe }, graceSeconds: 30, ...extra };
+    return { podId, container, id, startedAt: c.startedAt, probe: { ...timing, ...handler, ...probe }, ...extra };
   }
 
   /** The times (ms after T0) at which `exec` was called on `id`. */
@@ -136,7 +154,7 @@ describe('LivenessProber', () => {
   });
 
   describe('failures', () => {
-    it('kills a container after failureThreshold consecutive failures, reports it, and calls onKilled once', async () => {
+    it('records a container as unhealthy after failureThreshold consecutive failures, once; the kill follows', async () => {
       const id = await running('cache', 'redis');
       runtime.onExec(id, sick);
       const p = prober();
@@ -174,7 +192,7 @@ describe('LivenessProber', () => {
       expect(events.events).toHaveLength(4);
     });
 
-    it('stops the container with the target grace period, and calls onKilled once the stop is done', async () => {
+    it('the kill stops the container with the grace period, and is done only when the stop is', async () => {
       const id = await running();
       runtime.onExec(id, sick);
       runtime.hangOnStop(id);
@@ -254,20 +272,25 @@ describe('LivenessProber', () => {
       expect(p.state(id)).toMatchObject({ failures: 1 });
     });
 
-    it('reports a kill that fails and tries again at the next failure', async () => {
+    it('keeps the result after a kill that fails, so the next pass kills again', async () => {
       const id = await running();
       runtime.onExec(id, sick);
       const p = prober();
-      p.update([target(id, { failureThreshold: 1 })]);
+      const t = target(id, { failureThreshold: 1 });
+      p.update([t]);
       runtime.failNext('stop', 'Unavailable');
       await clock.advance(5_000);
       expect(events.types()).toEqual(['ProbeFailed', 'ContainerKilled', 'ContainerFailed']);
       expect(events.ofType('ContainerFailed')[0]).toMatchObject({ reason: 'Unavailable', container: 'redis' });
       expect(stateOf(id)).toBe('running');
       expect(killed).toEqual([]);
-      await clock.advance(10_000);
+      expect(p.unhealthy().get(id)).toMatch(/^failed 1 times: exited with code 1/);
+      await act(p, t); // the next pass
       expect(stateOf(id)).toBe('exited');
       expect(killed).toHaveLength(1);
+      // Once the container is no longer running the agent stops handing it over, and the result goes.
+      p.update([]);
+      expect(p.unhealthy().size).toBe(0);
     });
   });
 
