@@ -1,4 +1,4 @@
-/** Shared jest setup: ESM tests in TypeScript, transformed by swc (decorators kept for tsyringe). */
+/** Shared jest setup: ESM tests in TypeScript, transformed by swc. */
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
@@ -9,8 +9,7 @@ export default {
       '@swc/jest',
       {
         jsc: {
-          parser: { syntax: 'typescript', decorators: true },
-          transform: { legacyDecorator: true, decoratorMetadata: true },
+          parser: { syntax: 'typescript' },
           target: 'es2022',
         },
         module: { type: 'es6' },

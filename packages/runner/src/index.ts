@@ -1,14 +1,10 @@
-export * from './kubelet.js';
-export * from './mux.js';
-export * from './supervisor.js';
-export * from './executor.js';
-export * from './backoff.js';
-export * from './log-event-sink.js';
-export * from './di.js';
-export * from './duration.js';
-export * from './logging.js';
-export * from './pod-workers.js';
-export * from './prober.js';
-export { socketNetworkCheck } from './network-check.js';
-export * from './metrics.js';
-export * from './preview.js';
+// The embeddable agent's public API. Its parts (pod workers, executor, mux, supervisors, prober)
+// are internal: an embedder builds an agent, hands it adapters, and reads it.
+export { Kubelet, createKubelet, type KubeletOptions, type KubeletStatus } from './kubelet.js';
+export type { PassResult } from './sync-loop.js';
+export type { SourceStatus } from './source-intake.js';
+export type { Conflict, DesiredState } from './mux.js';
+export { resolveKubelet, type KubeletSettings, type Resolver } from './di.js';
+export { FanOutEventSink, LogEventSink } from './log-event-sink.js';
+export { formatPlanReport, previewPlan, type PreviewOptions } from './preview.js';
+export { socketNetworkCheck, type NetworkCheck } from './network-check.js';

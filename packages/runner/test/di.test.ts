@@ -4,7 +4,8 @@ import { Labels, Tokens, type Clock, type EventSink, type Logger, type ManifestS
 import { ManualClock, MemoryRuntime, registerMemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { container, type DependencyContainer } from 'tsyringe';
 import { resolveKubelet } from '../src/di.js';
-import type { Kubelet, PassResult } from '../src/kubelet.js';
+import type { Kubelet } from '../src/kubelet.js';
+import type { PassResult } from '../src/sync-loop.js';
 import { pod, RecordingEventSink, RecordingLogger, settle, ScriptedSource } from './helpers.js';
 
 describe('resolveKubelet', () => {

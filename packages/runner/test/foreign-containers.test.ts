@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Labels, buildContainerSpec, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
 import { GuardedRuntime, checkedManifest } from '@kubelet-ts/conformance';
 import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import { ServerManifestSource } from '@kubelet-ts/source-server';
+import { ServerManifestSource, agentApiHandler } from '@kubelet-ts/source-server';
 import { Kubelet } from '../src/kubelet.js';
 import { RecordingEventSink, ScriptedSource, settle } from './helpers.js';
 
@@ -105,7 +105,7 @@ describe('foreign containers beside the agent', () => {
     source = new ScriptedSource('a', { initial: [web()] });
     server = new ServerManifestSource({ port: 0 });
     kubelet = new Kubelet({ runtime: guard, sources: [source, server], clock, events: new RecordingEventSink(), hostname: HOST, syncFrequencyMs: SYNC_MS });
-    server.attach(kubelet);
+    server.mount(agentApiHandler(kubelet));
     await kubelet.start();
     await kubelet.sync();
   });

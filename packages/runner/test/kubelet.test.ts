@@ -8,7 +8,8 @@ import {
   type ContainerSummary,
 } from '@kubelet-ts/core';
 import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import { Kubelet, type KubeletOptions, type PassResult } from '../src/kubelet.js';
+import { Kubelet, type KubeletOptions } from '../src/kubelet.js';
+import type { PassResult } from '../src/sync-loop.js';
 import { manifest, pod, RecordingEventSink, RecordingLogger, settle, ScriptedSource } from './helpers.js';
 
 const HOST = 'node-a';

@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import type { ContainerManifest } from '@kubelet-ts/core';
+import { Labels, type ContainerManifest } from '@kubelet-ts/core';
 import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import { Kubelet, type KubeletOptions, type PassResult } from '../src/kubelet.js';
+import { Kubelet, type KubeletOptions } from '../src/kubelet.js';
+import type { PassResult } from '../src/sync-loop.js';
 import { RecordingEventSink, ScriptedSource, settle } from './helpers.js';
 
 const HOST = 'node-a';
@@ -112,6 +113,38 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
       await settle();
       expect(running('sick')?.id).not.toBe(first.id);
       expect(events.ofType('ContainerRestarted', 'sick')).toHaveLength(1);
+    });
+
+    it('kills an unhealthy container through its pod worker, never while that worker acts on the pod', async () => {
+      const probe = { exec: { command: ['check'] }, initialDelaySeconds: 0, periodSeconds: 1, failureThreshold: 1 };
+      const pair = (side: string) =>
+        checkedManifest({ id: 'pair', terminationGracePeriodSeconds: 25, containers: [{ name: 'main', image: 'app:1', livenessProbe: probe }, { name: 'side', image: side }] });
+      const { source } = await agent([pair('side:1')]);
+      const named = (name: string) => containers('pair').find((c) => c.labels[Labels.containerName] === name && c.state === 'running')!;
+      const main = named('main');
+      const side = named('side');
+      // The pod's worker replaces `side`, whose process ignores the stop signal (25 s of grace), and
+      // then fails to create the new one: a worker that ends in failure asks for no pass itself.
+      runtime.hangOnStop(side.id);
+      runtime.failNext('create', 'Unavailable');
+      source.push([pair('side:2')]);
+      await settle();
+      const busySince = clock.now();
+      runtime.onExec(main.id, () => ({ exitCode: 1, output: 'unhealthy' }));
+      await clock.advance(2_000);
+      await settle();
+      expect(events.ofType('ProbeFailed', 'pair')).toHaveLength(1);
+      // The prober only recorded it: nothing stops `main` while the worker acts on the pod.
+      expect(runtime.calls.filter((c) => c.op === 'stop' && c.target === main.id)).toEqual([]);
+      expect(runtime.snapshot().find((c) => c.id === main.id)?.state).toBe('running');
+      await clock.advance(25_000 - 2_000);
+      await settle();
+      // The worker is done with the pod; the result waiting for it is planned at once (not at the
+      // next period, 5 s later), and the pod's next worker kills `main`.
+      const stops = runtime.calls.filter((c) => c.op === 'stop' && c.target === main.id);
+      expect(stops).toHaveLength(1);
+      expect(stops[0]!.time).toBe(busySince + 25_000);
+      expect(events.ofType('ContainerKilled', 'pair')).toEqual([expect.objectContaining({ container: 'main', reason: 'Liveness' })]);
     });
 
     it('keeps a container whose probe passes', async () => {

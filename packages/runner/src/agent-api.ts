@@ -1,0 +1,82 @@
+import {
+  identityOf,
+  plan,
+  reportPlan,
+  type Clock,
+  type ContainerDetails,
+  type ContainerRuntime,
+  type HealthView,
+  type PlanReport,
+  type PodView,
+} from '@kubelet-ts/core';
+import { withExitTimes } from './exit-times.js';
+import type { KubeletMetrics } from './metrics.js';
+import { podViews } from './pod-views.js';
+import type { SourceIntake } from './source-intake.js';
+import type { PassResult } from './sync-loop.js';
+import type { SyncPass } from './sync-pass.js';
+
+export interface AgentReadApiOptions {
+  readonly runtime: ContainerRuntime;
+  readonly hostname: string;
+  readonly clock: Clock;
+  readonly intake: SourceIntake;
+  readonly pass: SyncPass;
+  readonly metrics: KubeletMetrics;
+  readonly healthThresholdMs: number;
+  /** The agent's lifecycle state, and when it started. */
+  readonly lifecycle: () => { readonly state: 'new' | 'running' | 'closed'; readonly startedAt: number };
+}
+
+/**
+ * What the agent shows of itself (the `AgentView` that `/pods`, `/plan`, `/metrics`,
+ * `/containerInfo` and `/healthz` serve): it reads the sources' state, the runtime and the last
+ * pass, and changes nothing.
+ */
+export class AgentReadApi {
+  constructor(private readonly options: AgentReadApiOptions) {}
+
+  async pods(): Promise<PodView[]> {
+    const { intake, runtime, hostname, pass } = this.options;
+    return podViews(intake.desired().pods, await runtime.list(), hostname, pass.currentBackOffs());
+  }
+
+  async plan(): Promise<PlanReport> {
+    const { intake, runtime, hostname, pass } = this.options;
+    const desired = intake.desired();
+    const allowRemovals = intake.allSeen();
+    const actual = await withExitTimes(runtime, await runtime.list(), hostname);
+    return reportPlan(plan(pass.planInput(desired.pods, allowRemovals, actual, new Set())), intake.unseen());
+  }
+
+  metrics(): Promise<{ contentType: string; body: string }> {
+    return this.options.metrics.text();
+  }
+
+  async containerInfo(name: string): Promise<ContainerDetails | undefined> {
+    const { runtime, hostname } = this.options;
+    const wanted = name.replace(/^\//, '');
+    for (const c of await runtime.list()) {
+      const identity = identityOf(c.labels);
+      if (identity === undefined || identity.node !== hostname) continue;
+      if (c.name === wanted || c.id === wanted || `${identity.podId}/${identity.container}` === wanted) return runtime.inspect(c.id);
+    }
+    return undefined;
+  }
+
+  health(): HealthView {
+    const { clock, healthThresholdMs } = this.options;
+    const { state, startedAt } = this.options.lifecycle();
+    const lastPass: PassResult | undefined = this.options.pass.lastPass;
+    const now = clock.now();
+    if (state !== 'running') return { healthy: false, message: `the agent is ${state}` };
+    const since = lastPass === undefined ? startedAt : lastPass.startedAt + lastPass.durationMs;
+    const age = now - since;
+    const last = lastPass === undefined ? {} : { lastPassAt: lastPass.startedAt + lastPass.durationMs };
+    if (age > healthThresholdMs) {
+      return { healthy: false, ...last, message: `no sync pass has completed for ${age} ms (threshold ${healthThresholdMs} ms)` };
+    }
+    const error = lastPass?.error === undefined ? '' : `; the last pass failed: ${lastPass.error.message}`;
+    return { healthy: true, ...last, message: `last pass ${lastPass === undefined ? 'not yet run' : `completed ${age} ms ago`}${error}` };
+  }
+}

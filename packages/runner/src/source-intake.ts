@@ -1,0 +1,131 @@
+import type { Clock, ContainerManifest, KubeletError, KubeletEvent, Logger, ManifestSource } from '@kubelet-ts/core';
+import type { KubeletMetrics } from './metrics.js';
+import { SourceMux, type DesiredState } from './mux.js';
+import { SourceSupervisor } from './supervisor.js';
+
+export interface SourceStatus {
+  readonly name: string;
+  readonly seen: boolean;
+  readonly manifests: number;
+  readonly lastError?: string;
+}
+
+export interface SourceIntakeOptions {
+  /** In priority order: when two give the same manifest id, the earlier source's manifest runs. */
+  readonly sources: readonly ManifestSource[];
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: KubeletMetrics;
+  readonly emit: (event: Omit<KubeletEvent, 'time'>) => void;
+  /** A source delivered; `changed` is false when its set is the very one it delivered before. */
+  readonly onUpdate: (changed: boolean) => void;
+  /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
+  readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+}
+
+/**
+ * Where manifests come in: runs each source under a supervisor (restarted with back-off when it
+ * crashes), keeps each source's latest set in the mux, and turns what sources say into events
+ * (rejected manifests, conflicts between sources, errors, restarts). It reports; it never acts.
+ */
+export class SourceIntake {
+  private readonly mux: SourceMux;
+  private readonly supervisors: SourceSupervisor[];
+  private readonly errors = new Map<string, string>();
+  private conflictText = '';
+
+  constructor(private readonly options: SourceIntakeOptions) {
+    this.mux = new SourceMux(options.sources.map((s) => s.name));
+    this.supervisors = options.sources.map(
+      (source) =>
+        new SourceSupervisor(
+          source,
+          {
+            update: (manifests) => this.onUpdate(source.name, manifests),
+            error: (error) => this.onError(source.name, error),
+            restarting: (error, delayMs) => {
+              this.errors.set(source.name, error.message);
+              options.emit({ type: 'SourceRestarted', source: source.name, reason: error.code, message: `source crashed (${error.message}); restarting in ${delayMs} ms` });
+            },
+          },
+          { clock: options.clock, initialBackoffMs: options.backoff?.initialMs, maxBackoffMs: options.backoff?.maxMs },
+        ),
+    );
+  }
+
+  get names(): string[] {
+    return this.supervisors.map((s) => s.source.name);
+  }
+
+  /** Starts every source; resolves once each has had its first start. */
+  async start(): Promise<void> {
+    for (const s of this.supervisors) s.start();
+    await Promise.all(this.supervisors.map((s) => s.started));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.supervisors.map((s) => s.close()));
+  }
+
+  desired(): DesiredState {
+    return this.mux.desired();
+  }
+
+  /** True once every source has delivered at least once: only then may the agent stop anything. */
+  allSeen(): boolean {
+    return this.mux.allSeen();
+  }
+
+  unseen(): string[] {
+    return this.mux.unseen();
+  }
+
+  statuses(): SourceStatus[] {
+    const desired = this.mux.desired();
+    const unseen = new Set(this.mux.unseen());
+    return this.supervisors.map(({ source }) => {
+      const lastError = this.errors.get(source.name);
+      return {
+        name: source.name,
+        seen: !unseen.has(source.name),
+        manifests: desired.pods.filter((p) => p.source === source.name).length,
+        ...(lastError === undefined ? {} : { lastError }),
+      };
+    });
+  }
+
+  private onUpdate(source: string, manifests: readonly ContainerManifest[]): void {
+    this.options.metrics.sourceUpdates.inc({ source });
+    this.errors.delete(source);
+    const changed = this.mux.update(source, manifests);
+    if (changed) {
+      this.options.logger.debug({ source, manifests: manifests.length }, 'source update');
+      this.reportConflicts();
+    }
+    this.options.onUpdate(changed);
+  }
+
+  private onError(source: string, error: KubeletError): void {
+    this.options.metrics.sourceErrors.inc({ source });
+    this.errors.set(source, error.message);
+    const type: KubeletEvent['type'] =
+      error.code === 'InvalidManifest' ? 'ManifestRejected' : error.code === 'Conflict' ? 'ManifestConflict' : 'SourceError';
+    this.options.emit({ type, source, reason: error.code, message: error.message });
+  }
+
+  private reportConflicts(): void {
+    const { conflicts } = this.mux.desired();
+    const text = conflicts.map((c) => `${c.podId}:${c.winner}:${c.loser}`).join(',');
+    if (text === this.conflictText) return;
+    this.conflictText = text;
+    for (const c of conflicts) {
+      this.options.emit({
+        type: 'ManifestConflict',
+        podId: c.podId,
+        source: c.loser,
+        reason: 'Conflict',
+        message: `manifest id "${c.podId}" is given by sources ${c.winner} and ${c.loser}; running the one from ${c.winner}`,
+      });
+    }
+  }
+}

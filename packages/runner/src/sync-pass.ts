@@ -1,0 +1,135 @@
+import {
+  plan,
+  toKubeletError,
+  type BackOff,
+  type Clock,
+  type ContainerRuntime,
+  type ContainerSummary,
+  type DesiredPod,
+  type KubeletError,
+  type Logger,
+  type PlanInput,
+} from '@kubelet-ts/core';
+import type { ExecutionResult } from './executor.js';
+import { withExitTimes } from './exit-times.js';
+import type { KubeletMetrics } from './metrics.js';
+import type { DesiredState } from './mux.js';
+import { probeTargets } from './probe-targets.js';
+import type { LivenessProber } from './prober.js';
+import type { PodWorkers } from './pod-workers.js';
+import { QuietPass } from './quiet-pass.js';
+import type { SourceIntake } from './source-intake.js';
+import type { PassResult } from './sync-loop.js';
+import type { TransitionReporter } from './transition-reporter.js';
+
+export interface SyncPassOptions {
+  readonly runtime: ContainerRuntime;
+  readonly hostname: string;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly intake: SourceIntake;
+  readonly workers: PodWorkers<DesiredState>;
+  readonly prober: LivenessProber;
+  readonly transitions: TransitionReporter;
+  readonly metrics: KubeletMetrics;
+  readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
+  /** Asks the loop for one more pass. */
+  readonly requestPass: () => void;
+}
+
+/**
+ * One pass: desired state × one runtime list → plan → each pod's plan to its worker. It decides
+ * and dispatches; only the pod workers act. Remembers what the agent's read API shows between
+ * passes (the back-offs, the last result).
+ */
+export class SyncPass {
+  private readonly quiet = new QuietPass();
+  private backOffs: readonly BackOff[] = [];
+  /** Pods with liveness probes, per desired state (recomputed only when that changes). */
+  private probed: { of: DesiredState; ids: Set<string> } | undefined;
+  passes = 0;
+  lastPass: PassResult | undefined;
+
+  constructor(private readonly options: SyncPassOptions) {}
+
+  /** Exited containers waiting out their crash back-off, as the last pass saw them. */
+  currentBackOffs(): readonly BackOff[] {
+    return this.backOffs;
+  }
+
+  /** The planner's input for this node now (also what `plan()` previews). */
+  planInput(desired: readonly DesiredPod[], allowRemovals: boolean, actual: readonly ContainerSummary[], busy: ReadonlySet<string>): PlanInput {
+    const { crashBackOff } = this.options;
+    return {
+      desired,
+      actual,
+      node: this.options.hostname,
+      allowRemovals,
+      now: this.options.clock.now(),
+      busy,
+      unhealthy: this.options.prober.unhealthy(),
+      ...(crashBackOff === undefined ? {} : { crashBackOff }),
+    };
+  }
+
+  /** Plans and dispatches; `done` resolves with the pass's result once its work is done. */
+  async run(): Promise<{ done: Promise<PassResult> }> {
+    const { clock, intake, runtime, workers, metrics, logger, hostname } = this.options;
+    const startedAt = clock.now();
+    // Taken together, before anything is awaited: a source that first delivers while the runtime
+    // lists would otherwise allow removals against a desired state from before its delivery, and
+    // every pod of that source would be stopped as not desired (seen after an agent restart).
+    const desired = intake.desired();
+    const allowRemovals = intake.allSeen();
+    const finish = (executed: ExecutionResult, held: number, busy: number, error?: KubeletError): PassResult => {
+      const result: PassResult = { startedAt, desired: desired.pods.length, durationMs: clock.now() - startedAt, ...executed, held, busy, ...(error === undefined ? {} : { error }) };
+      this.passes += 1;
+      this.lastPass = result;
+      metrics.passDuration.observe(result.durationMs / 1000);
+      const level = executed.actions > 0 || held > 0 ? 'info' : 'debug';
+      logger[level]({ desired: result.desired, actions: result.actions, failures: result.failures, held, durationMs: result.durationMs }, 'sync pass');
+      return result;
+    };
+    try {
+      const listed = await runtime.list();
+      const busy = workers.busy();
+      metrics.desiredPods.set(desired.pods.length);
+      const inputs = { desired, listed, allowRemovals };
+      const idle = busy.size === 0 && this.options.prober.unhealthy().size === 0;
+      const quietHeld = idle ? this.quiet.matches(inputs) : undefined;
+      if (quietHeld !== undefined) return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, quietHeld, 0)) };
+      const actual = await withExitTimes(runtime, listed, hostname);
+      this.options.transitions.exits(actual);
+      const p = plan(this.planInput(desired.pods, allowRemovals, actual, busy));
+      this.quiet.record(inputs, p.pods.length === 0 && p.backOffs.length === 0 && idle, p.held);
+      this.backOffs = p.backOffs;
+      this.options.transitions.backOffs(p.backOffs);
+      this.options.prober.update(probeTargets(desired.pods, actual, hostname));
+      if (p.held > 0) logger.info({ held: p.held, waitingFor: intake.unseen() }, 'keeping containers until every source has been seen');
+      // A busy pod was left out of this plan: its worker looks again when it ends if the desired
+      // state moved on meanwhile (see PodWorkers). A worker that ended while this pass listed
+      // needs a pass now.
+      if (workers.deferred(busy, desired)) this.options.requestPass();
+      const work = p.pods.map((pod) => workers.dispatch(pod, desired));
+      return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, p.held, busy.size)) };
+    } catch (error) {
+      const e = toKubeletError(error, runtime.name);
+      logger.error({ code: e.code, err: e }, `sync pass failed: ${e.message}`);
+      return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, 0, e)) };
+    }
+  }
+
+  /** Whether a pod has containers with liveness probes (their new containers are handed to the prober at once). */
+  hasProbes(podId: string): boolean {
+    const desired = this.options.intake.desired();
+    if (this.probed?.of !== desired) {
+      const ids = new Set(desired.pods.filter((p) => p.manifest.containers.some((c) => c.livenessProbe !== undefined)).map((p) => p.manifest.id));
+      this.probed = { of: desired, ids };
+    }
+    return this.probed.ids.has(podId);
+  }
+}
+
+function sum(results: readonly ExecutionResult[], key: keyof ExecutionResult): number {
+  return results.reduce((total, r) => total + r[key], 0);
+}
