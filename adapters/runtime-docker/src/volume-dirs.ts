@@ -1,9 +1,7 @@
 import { lstat, mkdir, readlink, realpath } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { KubeletError } from '@kubelet-ts/core';
+import { KubeletError, isDnsLabel } from '@kubelet-ts/core';
 import { ADAPTER } from './errors.js';
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /**
  * Makes the host directory `<root>/<pod>/<volume>` and returns the path to bind. No name can lead
@@ -18,7 +16,7 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
  */
 export async function podVolumeDir(root: string, podId: string, volume: string): Promise<string> {
   for (const [what, name] of [['pod id', podId], ['volume name', volume]] as const) {
-    if (!DNS_LABEL.test(name)) {
+    if (!isDnsLabel(name)) {
       throw new KubeletError('InvalidManifest', `volume ${JSON.stringify(volume)} of ${JSON.stringify(podId)}: the ${what} must be a DNS label to name a directory under ${root}`, {
         adapter: ADAPTER,
       });

@@ -25,9 +25,18 @@ export interface ContainerIdentity {
   readonly node: string;
 }
 
-// What the agent itself writes (see `buildContainerSpec`): manifest ids and container names are
-// DNS labels (the validator's rule), spec hashes are `v<version>-<16 hex>`.
+/** RFC 1123 label: lower-case letters, digits and '-', at most 63, starting and ending alphanumeric. */
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/**
+ * Whether `s` is a DNS label: what manifest ids, container, volume and port names must be (the
+ * validator's rule), and so what the agent writes into labels and host paths. The one definition of it.
+ */
+export function isDnsLabel(s: string): boolean {
+  return DNS_LABEL.test(s);
+}
+
+// Spec hashes, as the agent writes them (see `buildContainerSpec`): `v<version>-<16 hex>`.
 const SPEC_HASH = /^v[0-9]{1,4}-[0-9a-f]{16}$/;
 
 /**
@@ -40,7 +49,7 @@ function wellFormed(labels: Readonly<Record<string, string>>): boolean {
   const podId = labels[Labels.manifestId];
   const container = labels[Labels.containerName];
   const hash = labels[Labels.specHash];
-  return podId !== undefined && container !== undefined && hash !== undefined && DNS_LABEL.test(podId) && DNS_LABEL.test(container) && SPEC_HASH.test(hash);
+  return podId !== undefined && container !== undefined && hash !== undefined && isDnsLabel(podId) && isDnsLabel(container) && SPEC_HASH.test(hash);
 }
 
 /** Whether the container is one the agent on `node` manages: the one test every code path uses. */

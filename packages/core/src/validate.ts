@@ -1,11 +1,11 @@
 import type { FieldError } from './errors.js';
 import type { Container, ContainerManifest, EnvVar, Port, Probe, Protocol, PullPolicy, RestartPolicy, Volume, VolumeMount } from './manifest.js';
+import { isDnsLabel } from './naming.js';
 
 export type ValidationResult =
   | { readonly ok: true; readonly manifest: ContainerManifest }
   | { readonly ok: false; readonly errors: readonly FieldError[]; readonly id?: string };
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // Docker's reference grammar is looser than this, but no valid reference contains whitespace or
 // control characters, and rejecting them here gives a field error instead of an engine error later.
@@ -105,7 +105,7 @@ class Walker {
   private dnsLabel(value: unknown, path: string, required: boolean): string | undefined {
     const s = this.string(value, path, required);
     if (s === undefined) return undefined;
-    if (s.length > 63 || !DNS_LABEL.test(s)) {
+    if (!isDnsLabel(s)) {
       return this.fail(path, `must be a DNS label (lower-case letters, digits and '-', at most 63), got ${JSON.stringify(s.slice(0, 70))}`);
     }
     return s;

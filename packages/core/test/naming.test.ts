@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { buildContainerName, escapeNamePart, identityOf, isManagedBy, Labels, parseContainerName, unescapeNamePart } from '../src/naming.js';
+import { buildContainerName, escapeNamePart, identityOf, isDnsLabel, isManagedBy, Labels, parseContainerName, unescapeNamePart } from '../src/naming.js';
 import { validateManifest } from '../src/validate.js';
 
 describe('container naming', () => {
@@ -75,5 +75,15 @@ describe('container naming', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('isDnsLabel', () => {
+  it('accepts lower-case letters, digits and inner dashes, up to 63 characters', () => {
+    for (const ok of ['a', '0', 'web', 'web-1', 'a-b-c', 'x'.repeat(63), `a${'-'.repeat(61)}b`]) expect(isDnsLabel(ok)).toBe(true);
+  });
+
+  it('refuses the empty string, upper case, edge dashes, dots, slashes and 64 characters', () => {
+    for (const bad of ['', 'Web', '-web', 'web-', 'a.b', 'a/b', '..', 'a_b', 'x'.repeat(64), 'é']) expect(isDnsLabel(bad)).toBe(false);
   });
 });
