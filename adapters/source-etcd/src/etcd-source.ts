@@ -1,4 +1,5 @@
 import {
+  ChangeReporter,
   KubeletError,
   backoffDelay,
   nodeNameProblem,
@@ -77,7 +78,7 @@ export class EtcdManifestSource implements ManifestSource {
   private manifests: readonly ContainerManifest[] = [];
   private readonly delivered = new DeliveredSet();
   /** What was last reported about the key's content, so that a re-read does not repeat it. */
-  private reported = '';
+  private readonly problems = new ChangeReporter();
   /** Attempts failed in a row; sets the back-off. */
   private failures = 0;
   /** Unavailable has been reported for the current outage. */
@@ -101,7 +102,7 @@ export class EtcdManifestSource implements ManifestSource {
     this.sink = sink;
     this.closed = false;
     this.delivered.reset(); // a (re)started source always delivers its first read
-    this.reported = '';
+    this.problems.reset();
     this.failures = 0;
     this.outage = false;
     this.cancels = 0;
@@ -276,15 +277,8 @@ export class EtcdManifestSource implements ManifestSource {
     }
     const unique = firstOfEachId(this.manifests, this.key, ADAPTER);
     this.manifests = unique.manifests;
-    this.report([...problems, ...unique.conflicts]);
+    this.problems.report([...problems, ...unique.conflicts], (e) => this.sink?.error(e));
     if (this.delivered.changed(this.manifests)) this.sink?.update(this.manifests);
-  }
-
-  private report(errors: readonly KubeletError[]): void {
-    const text = errors.map((e) => e.message).join('\n');
-    if (text === this.reported) return;
-    this.reported = text;
-    for (const e of errors) this.sink?.error(e);
   }
 }
 

@@ -2,6 +2,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join, resolve } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import {
+  ChangeReporter,
   KubeletError,
   Tokens,
   DeliveredSet,
@@ -42,7 +43,7 @@ interface FileState {
   /** The manifests in force from this file: its last good content, manifest by manifest. */
   manifests: readonly ContainerManifest[];
   /** What was last reported about this file, so a periodic re-list does not repeat it. */
-  reported: string;
+  readonly problems: ChangeReporter;
 }
 
 /**
@@ -56,7 +57,7 @@ export class FileManifestSource implements ManifestSource {
   private readonly debounceMs: number;
   private readonly files = new Map<string, FileState>();
   /** Problems listing the path itself; the last good set stays in force meanwhile. */
-  private readonly listing: FileState = { manifests: [], reported: '' };
+  private readonly listing: FileState = { manifests: [], problems: new ChangeReporter() };
   private sink: SourceSink | undefined;
   private watcher: FSWatcher | undefined;
   private debounce: NodeJS.Timeout | undefined;
@@ -65,7 +66,7 @@ export class FileManifestSource implements ManifestSource {
   private scanning: Promise<void> | undefined;
   private rescan = false;
   private readonly delivered = new DeliveredSet();
-  private conflicts = '';
+  private readonly conflicts = new ChangeReporter();
   private closed = false;
 
   constructor(options: FileManifestSourceOptions) {
@@ -147,7 +148,7 @@ export class FileManifestSource implements ManifestSource {
       this.reportFile(this.listing, new KubeletError('Unavailable', `cannot read ${this.path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
       return;
     }
-    this.listing.reported = '';
+    this.listing.problems.reset();
     for (const known of this.files.keys()) if (!paths.includes(known)) this.files.delete(known);
     for (const path of paths) await this.readFile(path);
     if (this.closed) return;
@@ -172,7 +173,7 @@ export class FileManifestSource implements ManifestSource {
   }
 
   private async readFile(path: string): Promise<void> {
-    const state = this.files.get(path) ?? { manifests: [], reported: '' };
+    const state = this.files.get(path) ?? { manifests: [], problems: new ChangeReporter() };
     this.files.set(path, state);
     // Bytes, so that a file that is not UTF-8 is unreadable rather than read with replacement characters.
     let bytes: Buffer;
@@ -194,28 +195,21 @@ export class FileManifestSource implements ManifestSource {
   }
 
   private reportFile(state: FileState, ...errors: KubeletError[]): void {
-    const text = errors.map((e) => e.message).join('\n');
-    if (text === state.reported) return;
-    state.reported = text;
-    for (const e of errors) this.sink?.error(e);
+    state.problems.report(errors, (e) => this.sink?.error(e));
   }
 
   /** Unions the files in path order; a manifest id given by two files is taken from the first. */
   private deliver(paths: readonly string[]): void {
     const byId = new Map<string, { manifest: ContainerManifest; path: string }>();
-    const conflicts: string[] = [];
+    const conflicts: KubeletError[] = [];
     for (const path of paths) {
       for (const manifest of this.files.get(path)?.manifests ?? []) {
         const first = byId.get(manifest.id);
         if (first === undefined) byId.set(manifest.id, { manifest, path });
-        else conflicts.push(`manifest id "${manifest.id}" in ${path} is also in ${first.path}; using ${first.path}`);
+        else conflicts.push(new KubeletError('Conflict', `manifest id "${manifest.id}" in ${path} is also in ${first.path}; using ${first.path}`, { adapter: ADAPTER }));
       }
     }
-    const conflictText = conflicts.join('\n');
-    if (conflictText !== this.conflicts) {
-      this.conflicts = conflictText;
-      for (const c of conflicts) this.sink?.error(new KubeletError('Conflict', c, { adapter: ADAPTER }));
-    }
+    this.conflicts.report(conflicts, (e) => this.sink?.error(e));
     const manifests = [...byId.values()].map((e) => e.manifest);
     if (this.delivered.changed(manifests)) this.sink?.update(manifests);
   }

@@ -2,6 +2,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import got, { TimeoutError, type Response } from 'got';
 import {
+  ChangeReporter,
   KubeletError,
   Tokens,
   DeliveredSet,
@@ -82,8 +83,8 @@ export class HttpManifestSource implements ManifestSource {
   private readonly delivered = new DeliveredSet();
   /** What was last said about the body, so an unchanged problem is not said again. */
   private reported = new Set<string>();
-  /** The request failure last said, cleared by any answer, so that the next failure is said again. */
-  private failure: string | undefined;
+  /** The request failure last said, forgotten on any answer, so that the next failure is said again. */
+  private readonly failure = new ChangeReporter();
 
   constructor(options: HttpManifestSourceOptions) {
     const protocol = URL.canParse(options.url) ? new URL(options.url).protocol : '';
@@ -107,7 +108,7 @@ export class HttpManifestSource implements ManifestSource {
     this.lastModified = undefined;
     this.delivered.reset();
     this.reported = new Set();
-    this.failure = undefined;
+    this.failure.reset();
     await this.poll();
   }
 
@@ -168,14 +169,14 @@ export class HttpManifestSource implements ManifestSource {
     if (this.closed) return;
     const { statusCode } = response;
     if (statusCode === 304 && this.body !== undefined) {
-      this.failure = undefined; // the body we hold is still current
+      this.failure.reset(); // the body we hold is still current
       return;
     }
     if (statusCode < 200 || statusCode > 299) {
       this.fail(statusFailure(this.where, response));
       return;
     }
-    this.failure = undefined;
+    this.failure.reset();
     this.etag = response.headers.etag;
     this.lastModified = response.headers['last-modified'];
     if (this.body?.equals(response.body) === true) return; // a server without validators: same body, nothing new
@@ -212,9 +213,7 @@ export class HttpManifestSource implements ManifestSource {
   }
 
   private fail(error: KubeletError): void {
-    if (error.message === this.failure) return;
-    this.failure = error.message;
-    this.sink?.error(error);
+    if (this.failure.changed(error.message)) this.sink?.error(error);
   }
 
   /** Delivers when the set changed, and always the first time, so that an empty set is seen too. */

@@ -15,4 +15,5 @@ export * from './tokens.js';
 export * from './agent-view.js';
 export * from './plan-report.js';
 export * from './static-source.js';
+export * from './change-reporter.js';
 export * from './set-delivery.js';

@@ -1,3 +1,4 @@
+import { ChangeReporter } from './change-reporter.js';
 import { KubeletError } from './errors.js';
 import type { ContainerManifest } from './manifest.js';
 import { canonicalJson } from './spec.js';
@@ -7,18 +8,15 @@ import { canonicalJson } from './spec.js';
  * nothing; the first set after `reset` (a start) is always delivered, so an empty set is seen too.
  */
 export class DeliveredSet {
-  private fingerprint: string | undefined;
+  private readonly fingerprints = new ChangeReporter();
 
   /** True when `manifests` differs from the last set passed here since `reset`. */
   changed(manifests: readonly ContainerManifest[]): boolean {
-    const fingerprint = canonicalJson(manifests);
-    if (fingerprint === this.fingerprint) return false;
-    this.fingerprint = fingerprint;
-    return true;
+    return this.fingerprints.changed(canonicalJson(manifests));
   }
 
   reset(): void {
-    this.fingerprint = undefined;
+    this.fingerprints.reset();
   }
 }
 
