@@ -1,35 +1,24 @@
-import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { beforeEach, describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import { Labels, type ContainerManifest } from '@kubelet-ts/core';
-import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import { Kubelet, type KubeletOptions } from '../src/kubelet.js';
+import { MemoryRuntime, type ManualClock } from '@kubelet-ts/runtime-memory';
+import type { KubeletOptions } from '../src/kubelet.js';
 import type { PassResult } from '../src/sync-loop.js';
-import { RecordingEventSink, ScriptedSource, settle } from './helpers.js';
-
-const HOST = 'node-a';
-const SYNC_MS = 10_000;
+import { agentFixture, SYNC_MS } from './agent-fixture.js';
+import { ScriptedSource, settle, type RecordingEventSink } from './helpers.js';
 
 describe('container lifecycle on the in-memory runtime, with a virtual clock', () => {
+  const f = agentFixture();
   let clock: ManualClock;
   let runtime: MemoryRuntime;
   let events: RecordingEventSink;
-  let opened: Kubelet[];
-
   beforeEach(() => {
-    clock = new ManualClock(1_000_000);
-    runtime = new MemoryRuntime({ clock, pullable: 'any' });
-    events = new RecordingEventSink();
-    opened = [];
-  });
-
-  afterEach(async () => {
-    await Promise.all(opened.map((k) => k.close()));
+    ({ clock, runtime, events } = f);
   });
 
   async function agent(manifests: ContainerManifest[], options: Partial<KubeletOptions> = {}) {
     const source = new ScriptedSource('a', { initial: manifests });
-    const k = new Kubelet({ runtime, sources: [source], clock, events, hostname: HOST, syncFrequencyMs: SYNC_MS, ...options });
-    opened.push(k);
+    const k = f.kubelet([source], options);
     await k.start();
     await settle();
     return { k, source };
@@ -177,7 +166,7 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
 
   describe('per-pod workers', () => {
     it('does not let a slow pull of one pod delay another pod, and acts on a pod once at a time', async () => {
-      runtime = new MemoryRuntime({ clock, pullable: 'any', pullLatencyMs: 60_000 });
+      runtime = f.runtime = new MemoryRuntime({ clock, pullable: 'any', pullLatencyMs: 60_000 });
       runtime.addImage('fast:1');
       const { k, source } = await agent([checkedManifest({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] })]);
       expect(running('slow')).toBeUndefined();
@@ -217,7 +206,7 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
     });
 
     it('backs off a failing pull, 10 s doubling, without holding up other pods', async () => {
-      runtime = new MemoryRuntime({ clock, pullable: ['good:1'] });
+      runtime = f.runtime = new MemoryRuntime({ clock, pullable: ['good:1'] });
       await agent([checkedManifest({ id: 'bad', containers: [{ name: 'main', image: 'missing:1' }] }), checkedManifest({ id: 'good', containers: [{ name: 'main', image: 'good:1' }] })]);
       expect(running('good')).toBeDefined();
       const pullTimes = () => runtime.calls.filter((c) => c.op === 'pull' && c.target === 'missing:1').map((c) => c.time - 1_000_000);

@@ -1,0 +1,281 @@
+import { beforeEach, describe, expect, it } from '@jest/globals';
+import { KubeletError, Labels } from '@kubelet-ts/core';
+import type { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { Kubelet } from '../src/kubelet.js';
+import { agentFixture, HOST, SYNC_MS } from './agent-fixture.js';
+import { manifest, pod, settle, ScriptedSource, type RecordingEventSink } from './helpers.js';
+
+describe('Kubelet: running what sources ask for, and nothing else', () => {
+  const f = agentFixture();
+  let clock: ManualClock;
+  let runtime: MemoryRuntime;
+  let events: RecordingEventSink;
+  beforeEach(() => {
+    ({ clock, runtime, events } = f);
+  });
+  const { kubelet, nextPass, of, one, preexisting, foreign } = f;
+
+  describe('running what sources ask for', () => {
+    it('creates and starts the containers of a pushed manifest, labelled as ours, and records events', async () => {
+      const a = new ScriptedSource('a');
+      const k = kubelet([a]);
+      await k.start();
+      const m = manifest('web', [
+        { name: 'nginx', image: 'nginx:1.25', ports: [{ containerPort: 80, hostPort: 8080 }], env: [{ name: 'MODE', value: 'prod' }] },
+        { name: 'sidecar', image: 'busybox:1.36' },
+      ]);
+      a.push([m]);
+      await settle();
+
+      const containers = runtime.snapshot();
+      expect(containers).toHaveLength(2);
+      for (const c of containers) {
+        expect(c.state).toBe('running');
+        expect(c.labels).toMatchObject({ [Labels.manifestId]: 'web', [Labels.source]: 'a', [Labels.node]: HOST });
+        expect(c.labels[Labels.specHash]).toMatch(/^v1-[0-9a-f]{16}$/);
+      }
+      expect(containers.map((c) => [c.labels[Labels.containerName], c.image]).sort()).toEqual([
+        ['nginx', 'nginx:1.25'],
+        ['sidecar', 'busybox:1.36'],
+      ]);
+      const details = await runtime.inspect(one('web', 'nginx').id);
+      expect(details.spec).toMatchObject({ podId: 'web', env: { MODE: 'prod' }, ports: [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }] });
+
+      for (const container of ['nginx', 'sidecar']) {
+        const mine = events.events.filter((e) => e.container === container).map((e) => e.type);
+        expect(mine).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerStarted']);
+      }
+      expect(events.ofType('ContainerStarted')).toEqual(
+        expect.arrayContaining([expect.objectContaining({ podId: 'web', container: 'nginx', reason: 'new', time: 1_000_000 })]),
+      );
+      expect(events.ofType('ContainerFailed')).toEqual([]);
+    });
+
+    it('lower-cases the hostname it labels containers with', async () => {
+      const a = new ScriptedSource('a', { initial: [pod('web')] });
+      const k = kubelet([a], { hostname: 'Node-A' });
+      expect(k.hostname).toBe('node-a');
+      await k.start();
+      await settle();
+      expect(one('web').labels[Labels.node]).toBe('node-a');
+    });
+
+    it('sync() resolves with the counts of the pass', async () => {
+      const a = new ScriptedSource('a');
+      const k = kubelet([a]);
+      await k.start();
+      a.push([manifest('web', [{ name: 'nginx', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }]), pod('db', 'postgres:16')]);
+      await settle();
+      const quiet = await k.sync();
+      expect(quiet).toMatchObject({ desired: 2, actions: 0, failures: 0, held: 0, startedAt: 1_000_000 });
+      expect(quiet.error).toBeUndefined();
+
+      runtime.exit(one('db').id, 1);
+      runtime.setFault('create', (call) => (call.target?.startsWith('cache--') ? new KubeletError('Internal', 'disk full') : undefined));
+      const pass = nextPass(k);
+      a.push([
+        manifest('web', [{ name: 'nginx', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }]), // same content: no action
+        pod('db', 'postgres:16'),
+        manifest('cache', [{ name: 'cache', image: 'redis:7' }]),
+      ]);
+      const result = await pass;
+      // db: waits out its crash back-off; cache: create (fails).
+      expect(result).toMatchObject({ desired: 3, actions: 1, failures: 1, held: 0 });
+      expect(k.status()).toMatchObject({ hostname: HOST, lastPass: result });
+      // sync() runs a pass of its own: only the failed creation is left to do.
+      const retry = await k.sync();
+      expect(retry).toMatchObject({ desired: 3, actions: 1, failures: 1, held: 0 });
+      expect(k.status().lastPass).toBe(retry);
+    });
+
+    it('counts a pass in status() and reports each source', async () => {
+      const a = new ScriptedSource('a');
+      const b = new ScriptedSource('b');
+      const k = kubelet([a, b]);
+      await k.start();
+      a.push([pod('web'), pod('db')]);
+      await settle();
+      const status = k.status();
+      expect(status.passes).toBeGreaterThanOrEqual(1);
+      expect(status.sources).toEqual([
+        { name: 'a', seen: true, manifests: 2 },
+        { name: 'b', seen: false, manifests: 0 },
+      ]);
+    });
+
+    it('refuses two sources with the same name', () => {
+      expect(() => new Kubelet({ runtime, sources: [new ScriptedSource('a'), new ScriptedSource('a')], clock, hostname: HOST })).toThrow(/unique/);
+    });
+
+    it('cannot be started twice', async () => {
+      const k = kubelet([new ScriptedSource('a')]);
+      await k.start();
+      await expect(k.start()).rejects.toThrow(/cannot start/);
+    });
+  });
+
+
+  describe('what it leaves alone', () => {
+    it('keeps containers of pods no source asks for until every source has delivered', async () => {
+      const oldIds = await preexisting(manifest('old', [{ name: 'web', image: 'nginx:0' }]));
+      const a = new ScriptedSource('a');
+      const b = new ScriptedSource('b');
+      const k = kubelet([a, b]);
+      await k.start();
+      a.push([pod('web')]);
+      await settle();
+
+      const waiting = await k.sync();
+      expect(waiting.held).toBe(1);
+      expect(of('old').map((c) => [c.id, c.state])).toEqual([[oldIds[0], 'running']]);
+      expect(runtime.callCount('stop')).toBe(0);
+      expect(runtime.callCount('remove')).toBe(0);
+      expect(one('web').state).toBe('running'); // creation is not held back
+      expect(k.status().sources.map((s) => [s.name, s.seen])).toEqual([
+        ['a', true],
+        ['b', false],
+      ]);
+
+      // Time alone does not release the hold.
+      await clock.advance(3 * SYNC_MS);
+      expect(of('old')).toHaveLength(1);
+
+      b.push([]); // an empty set counts as delivered
+      await settle();
+      expect(of('old')).toEqual([]);
+      expect(events.types('old')).toEqual(['ContainerStopped', 'ContainerRemoved']);
+      const after = await k.sync();
+      expect(after).toMatchObject({ held: 0, actions: 0 });
+    });
+
+    // Seen after a SIGKILL and restart on a real engine: the file source's first delivery landed
+    // while the first pass was listing, and the pass stopped every pod of that source.
+    it('does not stop the pods of a source whose first set arrives while a pass is listing', async () => {
+      const ids = await preexisting(manifest('web', [{ name: 'web', image: 'nginx:1' }]));
+      const a = new ScriptedSource('a', { initial: [] });
+      const b = new ScriptedSource('b');
+      runtime.setLatency('list', 1_000);
+      const k = kubelet([a, b]);
+      await k.start(); // a's set asks for a pass, whose list now takes a second
+      await settle();
+      b.push([manifest('web', [{ name: 'web', image: 'nginx:1' }])]);
+      runtime.setLatency('list', 0); // the list under way still takes its second
+      await clock.advance(1_000);
+      await k.sync();
+
+      expect(of('web').map((c) => [c.id, c.state])).toEqual([[ids[0], 'running']]);
+      expect(runtime.callCount('stop')).toBe(0);
+      expect(events.types('web')).toEqual([]);
+    });
+
+    it('adopts the containers of a previous run instead of creating duplicates', async () => {
+      const first = kubelet([new ScriptedSource('a', { initial: [pod('web'), pod('db', 'postgres:16')] })]);
+      await first.start();
+      await settle();
+      await first.close();
+      const before = runtime.snapshot();
+      expect(before).toHaveLength(2);
+      const creates = runtime.callCount('create');
+
+      // A new agent, reading the same manifests again (new objects, same content).
+      const second = kubelet([new ScriptedSource('a', { initial: [pod('web'), pod('db', 'postgres:16')] })]);
+      await second.start();
+      await settle();
+      const result = await second.sync();
+      expect(result).toMatchObject({ desired: 2, actions: 0, failures: 0 });
+      expect(runtime.callCount('create')).toBe(creates);
+      expect(runtime.callCount('stop')).toBe(0);
+      expect(runtime.snapshot()).toEqual(before);
+    });
+
+    it('never stops or removes foreign containers or those of another node', async () => {
+      const plain = await foreign('postgres-by-hand');
+      const halfLabelled = await foreign('odd', { [Labels.containerName]: 'web' });
+      const otherNode = await preexisting(pod('web'), 'node-b');
+      const otherNodeGone = await preexisting(pod('gone'), 'node-b');
+      const mineGone = await preexisting(pod('mine-gone'), HOST, 'a');
+
+      const a = new ScriptedSource('a');
+      const k = kubelet([a]);
+      await k.start();
+      a.push([pod('web')]);
+      await settle();
+      await k.sync();
+
+      const byId = new Map(runtime.snapshot().map((c) => [c.id, c]));
+      for (const id of [plain, halfLabelled, ...otherNode, ...otherNodeGone]) expect(byId.get(id)?.state).toBe('running');
+      // Ours, and not desired: removed — the others stayed only because they are not ours.
+      expect(byId.has(mineGone[0] as string)).toBe(false);
+      // Pod 'web' on node-b does not stand in for ours.
+      expect(one('web').state).toBe('running');
+      const touched = runtime.calls.filter((c) => c.op === 'stop' || c.op === 'remove').map((c) => c.target);
+      expect(touched).toEqual([mineGone[0], mineGone[0]]);
+    });
+  });
+
+
+  describe('conflicts and rejected manifests', () => {
+    it('runs one container set for an id given by two sources, the first source one, and reports it once', async () => {
+      const a = new ScriptedSource('a');
+      const b = new ScriptedSource('b');
+      const k = kubelet([a, b]);
+      await k.start();
+      b.push([pod('web', 'nginx:b')]);
+      a.push([pod('web', 'nginx:a')]);
+      await settle();
+
+      expect(of('web')).toHaveLength(1);
+      expect(one('web')).toMatchObject({ image: 'nginx:a', state: 'running' });
+      expect(one('web').labels[Labels.source]).toBe('a');
+      const conflicts = events.ofType('ManifestConflict');
+      expect(conflicts).toHaveLength(1);
+      expect(conflicts[0]).toMatchObject({ podId: 'web', source: 'b', reason: 'Conflict' });
+      expect(conflicts[0]?.message).toContain('running the one from a');
+
+      // More passes, and re-deliveries of the same sets (same and new objects), do not repeat it.
+      await clock.advance(SYNC_MS);
+      await clock.advance(SYNC_MS);
+      b.push([pod('web', 'nginx:b')]);
+      await settle();
+      await k.sync();
+      expect(events.ofType('ManifestConflict')).toHaveLength(1);
+      expect(of('web')).toHaveLength(1);
+      expect(runtime.callCount('create')).toBe(1);
+    });
+
+    it('reports a manifest a source rejected and leaves running pods alone', async () => {
+      const a = new ScriptedSource('a', { initial: [pod('web')] });
+      const k = kubelet([a]);
+      await k.start();
+      await settle();
+      const before = runtime.snapshot();
+      const calls = runtime.callCount();
+
+      a.fail(new KubeletError('InvalidManifest', 'broken.yaml: id: must be a DNS label', { fieldErrors: [{ path: 'id', message: 'must be a DNS label' }] }));
+      await settle();
+      const rejected = events.ofType('ManifestRejected');
+      expect(rejected).toHaveLength(1);
+      expect(rejected[0]).toMatchObject({ source: 'a', reason: 'InvalidManifest', message: 'broken.yaml: id: must be a DNS label' });
+      expect(events.ofType('SourceRestarted')).toEqual([]);
+      expect(k.status().sources[0]?.lastError).toBe('broken.yaml: id: must be a DNS label');
+
+      const result = await k.sync();
+      expect(result).toMatchObject({ desired: 1, actions: 0 });
+      expect(runtime.snapshot()).toEqual(before);
+      expect(runtime.calls.slice(calls).map((c) => c.op)).toEqual(['list']);
+    });
+
+    it('reports other non-fatal source errors as SourceError', async () => {
+      const a = new ScriptedSource('a', { initial: [] });
+      const k = kubelet([a]);
+      await k.start();
+      a.fail(new KubeletError('Unavailable', 'http: 503'));
+      a.fail(new Error('odd'));
+      expect(events.ofType('SourceError')).toEqual([
+        expect.objectContaining({ source: 'a', reason: 'Unavailable', message: 'http: 503' }),
+        expect.objectContaining({ source: 'a', reason: 'Internal', message: 'odd' }),
+      ]);
+    });
+  });
+
+});
