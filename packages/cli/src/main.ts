@@ -38,18 +38,22 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   // The agent's read API on the server's port, beside the manifest routes (the 2014 URLs).
   wiring.server?.mount(agentApiHandler(kubelet));
+  // Listening before the agent starts: a signal while the sources start still shuts down cleanly.
+  const signalled = new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
   try {
     await kubelet.start();
   } catch (error) {
     logger.error({ err: error }, 'kubelet failed to start');
+    process.removeAllListeners('SIGINT');
+    process.removeAllListeners('SIGTERM');
     await kubelet.close();
     await wiring.close();
     return 1;
   }
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
+  const signal = await signalled;
   process.removeAllListeners('SIGINT');
   process.removeAllListeners('SIGTERM');
   logger.info({ signal }, 'shutting down; containers are left running');
