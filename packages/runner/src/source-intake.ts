@@ -1,4 +1,4 @@
-import type { Clock, ContainerManifest, KubeletError, KubeletEvent, Logger, ManifestSource } from '@kubelet-ts/core';
+import { ChangeReporter, type Clock, type ContainerManifest, type KubeletError, type KubeletEvent, type Logger, type ManifestSource } from '@kubelet-ts/core';
 import type { KubeletMetrics } from './metrics.js';
 import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
@@ -32,7 +32,7 @@ export class SourceIntake {
   private readonly mux: SourceMux;
   private readonly supervisors: SourceSupervisor[];
   private readonly errors = new Map<string, string>();
-  private conflictText = '';
+  private readonly conflicts = new ChangeReporter();
 
   constructor(private readonly options: SourceIntakeOptions) {
     this.mux = new SourceMux(options.sources.map((s) => s.name));
@@ -115,9 +115,7 @@ export class SourceIntake {
 
   private reportConflicts(): void {
     const { conflicts } = this.mux.desired();
-    const text = conflicts.map((c) => `${c.podId}:${c.winner}:${c.loser}`).join(',');
-    if (text === this.conflictText) return;
-    this.conflictText = text;
+    if (!this.conflicts.changed(conflicts.map((c) => `${c.podId}:${c.winner}:${c.loser}`).join(','))) return;
     for (const c of conflicts) {
       this.options.emit({
         type: 'ManifestConflict',
