@@ -12,6 +12,7 @@ import {
   type PlanAction,
   type PodPlan,
 } from '@kubelet-ts/core';
+import type { Slots } from './slots.js';
 
 export interface ExecutorOptions {
   readonly runtime: ContainerRuntime;
@@ -19,6 +20,12 @@ export interface ExecutorOptions {
   readonly clock: Clock;
   /** Back-off after a failed pull of an image: initial delay, doubling to the cap. Default 10 s → 300 s. */
   readonly pullBackoff?: BackoffPolicy;
+  /**
+   * Bounds the pods that pull, create and start at once (the engine's work). Stopping never waits
+   * for a slot: a pod stopping with a long grace period must not hold up pods that start.
+   * Default: unbounded.
+   */
+  readonly startSlots?: Slots;
 }
 
 export interface ExecutionResult {
@@ -51,7 +58,13 @@ export class PlanExecutor {
     // new one beside it would run two versions at once (the 2014 kubelet skipped it the same way).
     // The next pass tries the stop again.
     const stuck = new Set(removals.filter((a, i) => a.type === 'remove' && a.running && !outcomes[i]).map((a) => a.container));
-    for (const action of others) outcomes.push(stuck.has(action.container) ? false : await this.attempt(action));
+    const starts = others.some((a) => a.type === 'create' || a.type === 'start');
+    const release = starts ? await this.options.startSlots?.acquire() : undefined;
+    try {
+      for (const action of others) outcomes.push(stuck.has(action.container) ? false : await this.attempt(action));
+    } finally {
+      release?.();
+    }
     return { actions: pod.actions.length, failures: outcomes.filter((ok) => !ok).length };
   }
 

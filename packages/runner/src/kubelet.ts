@@ -23,6 +23,7 @@ import { LogEventSink } from './log-event-sink.js';
 import { KubeletMetrics } from './metrics.js';
 import type { DesiredState } from './mux.js';
 import { PodWorkers } from './pod-workers.js';
+import { Slots } from './slots.js';
 import { LivenessProber, type NetworkCheck } from './prober.js';
 import { SourceIntake, type SourceStatus } from './source-intake.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
@@ -42,8 +43,9 @@ export interface KubeletOptions {
   /** A pass runs after every change and at least this often. Default 10 s. */
   readonly syncFrequencyMs?: number;
   /**
-   * Pods acted on at once. Default twice the CPU count (2 to 16): the engine does the work, and the
-   * bench found a 2-core engine faster at 4 concurrent pod starts than at 8.
+   * Pods that pull, create and start containers at once. Default twice the CPU count (2 to 16): the
+   * engine does the work, and the bench found a 2-core engine faster at 4 concurrent pod starts than
+   * at 8. Stopping is not bounded: a pod with a long grace period never holds up pods that start.
    */
   readonly concurrency?: number;
   /** `health()` turns unhealthy when no pass has completed for this long. Default: 3 × syncFrequencyMs, at least 30 s. */
@@ -124,8 +126,9 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         this.loop.request();
       },
     });
-    const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock });
-    this.workers = new PodWorkers<DesiredState>(executor, options.concurrency ?? defaultConcurrency(), (podId, result, lookAgain) => {
+    const startSlots = new Slots(options.concurrency ?? defaultConcurrency());
+    const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots });
+    this.workers = new PodWorkers<DesiredState>(executor, (podId, result, lookAgain) => {
       // New containers with liveness probes: a pass hands them to the prober now, not a period later.
       if (lookAgain || (result.failures === 0 && this.passes.hasProbes(podId))) this.loop.request();
     });

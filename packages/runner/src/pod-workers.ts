@@ -2,10 +2,10 @@ import type { PodPlan } from '@kubelet-ts/core';
 import type { ExecutionResult, PlanExecutor } from './executor.js';
 
 /**
- * The only place that acts on pods. One worker per pod with work to do, at most `concurrency`
- * acting at once. A pod with a worker is busy: passes leave it out until its worker finishes, so a
- * pod is never acted on twice at once, and a slow pod (a long pull, a long grace period) never
- * holds up the others or the pass.
+ * The only place that acts on pods. One worker per pod with work to do, as the kubelet gives each
+ * pod its own (the executor bounds how many start at once; stopping is never bounded). A pod with a
+ * worker is busy: passes leave it out until its worker finishes, so a pod is never acted on twice
+ * at once, and a slow pod (a long pull, a long grace period) never holds up the others or the pass.
  *
  * Like the kubelet's `pod_workers.go`, which keeps the latest undelivered update of a busy pod, the
  * workers remember, per busy pod, whether a newer desired state arrived after its worker was sent
@@ -20,17 +20,14 @@ export class PodWorkers<V = unknown> {
   private readonly plannedFrom = new Map<string, V>();
   /** Busy pods for which a newer version was seen: look again when their worker ends. */
   private readonly undelivered = new Set<string>();
-  private readonly waiting: Array<() => void> = [];
-  private active = 0;
 
   constructor(
     private readonly executor: PlanExecutor,
-    private readonly concurrency: number,
     /** Called when a pod's worker ends; `lookAgain` when a newer desired state waits for that pod. */
     private readonly onSettled: (podId: string, result: ExecutionResult, lookAgain: boolean) => void = () => {},
   ) {}
 
-  /** Pods with a worker (acting, or queued for a slot). */
+  /** Pods with a worker (acting, or waiting for a slot to start containers). */
   busy(): ReadonlySet<string> {
     return new Set(this.running.keys());
   }
@@ -61,7 +58,7 @@ export class PodWorkers<V = unknown> {
   dispatch(pod: PodPlan, version: V): Promise<ExecutionResult> {
     if (this.running.has(pod.podId)) throw new Error(`pod ${pod.podId} already has a worker`);
     this.plannedFrom.set(pod.podId, version);
-    const work = this.run(pod).finally(() => this.running.delete(pod.podId));
+    const work = this.executor.executePod(pod).finally(() => this.running.delete(pod.podId));
     this.running.set(pod.podId, work);
     return work.then((result) => {
       this.plannedFrom.delete(pod.podId);
@@ -73,16 +70,5 @@ export class PodWorkers<V = unknown> {
   /** Resolves when every worker has finished. */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
-  }
-
-  private async run(pod: PodPlan): Promise<ExecutionResult> {
-    if (this.active >= this.concurrency) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.active += 1;
-    try {
-      return await this.executor.executePod(pod);
-    } finally {
-      this.active -= 1;
-      this.waiting.shift()?.();
-    }
   }
 }

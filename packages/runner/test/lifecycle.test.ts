@@ -186,6 +186,41 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
     });
   });
 
+  describe('stopping does not hold up starting', () => {
+    it('starts a new pod at once while four pods stop with a 75 s grace period (concurrency 2)', async () => {
+      const slow = (id: string) => checkedManifest({ id, terminationGracePeriodSeconds: 75, containers: [{ name: 'main', image: 'app:1' }] });
+      const { source } = await agent(['a', 'b', 'c', 'd'].map(slow), { concurrency: 2 });
+      // PID 1 ignores SIGTERM: each stop takes the whole grace period.
+      for (const c of runtime.snapshot()) runtime.hangOnStop(c.id);
+      source.push([]);
+      await settle();
+      await clock.advance(1_000);
+      source.push([checkedManifest({ id: 'fresh', containers: [{ name: 'main', image: 'app:1' }] })]);
+      await settle();
+      expect(running('fresh')).toBeDefined();
+      expect(['a', 'b', 'c', 'd'].map((id) => running(id)?.state)).toEqual(['running', 'running', 'running', 'running']);
+      await clock.advance(74_000);
+      await settle();
+      expect(['a', 'b', 'c', 'd'].flatMap((id) => containers(id))).toEqual([]);
+    });
+
+    it('still starts no more than `concurrency` pods at once', async () => {
+      runtime = f.runtime = new MemoryRuntime({ clock, pullable: 'any', pullLatencyMs: 10_000 });
+      await agent(['a', 'b', 'c', 'd', 'e'].map((id) => checkedManifest({ id, containers: [{ name: 'main', image: `img-${id}:1` }] })), { concurrency: 2 });
+      const pullTimes = () => runtime.calls.filter((c) => c.op === 'pull').map((c) => c.time - 1_000_000);
+      expect(pullTimes()).toEqual([0, 0]);
+      await clock.advance(10_000);
+      await settle();
+      expect(pullTimes()).toEqual([0, 0, 10_000, 10_000]);
+      await clock.advance(10_000);
+      await settle();
+      expect(pullTimes()).toEqual([0, 0, 10_000, 10_000, 20_000]);
+      await clock.advance(10_000); // the last pull ends, so the agent can close
+      await settle();
+      expect(['a', 'b', 'c', 'd', 'e'].map((id) => running(id)?.state)).toEqual(['running', 'running', 'running', 'running', 'running']);
+    });
+  });
+
   describe('image pull policy', () => {
     it('pulls an image that is present for Always and :latest, not for IfNotPresent', async () => {
       runtime.addImage('app:latest');
