@@ -7,7 +7,10 @@ import {
   Tokens,
   canonicalJson,
   escapeNamePart,
+  repeatEvery,
   silentLogger,
+  systemClock,
+  type Clock,
   type ContainerDetails,
   type ContainerRuntime,
   type ContainerSpec,
@@ -37,6 +40,8 @@ export interface DockerRuntimeOptions {
   readonly logger?: Logger;
   /** How often a long pull logs its progress. Default 10 s. */
   readonly pullProgressIntervalMs?: number;
+  /** Time for creation stamps, pull durations and timers (exec deadlines, pull progress). Default `systemClock`. */
+  readonly clock?: Clock;
 }
 
 export const DEFAULT_POD_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
@@ -62,6 +67,7 @@ export class DockerRuntime implements ContainerRuntime {
   private readonly podInfraImage: string;
   private readonly logger: Logger;
   private readonly pullProgressIntervalMs: number;
+  private readonly clock: Clock;
   private readonly pulls = new Map<string, Promise<void>>();
 
   constructor(options: DockerRuntimeOptions = {}) {
@@ -73,6 +79,7 @@ export class DockerRuntime implements ContainerRuntime {
     this.podInfraImage = options.podInfraImage ?? DEFAULT_POD_INFRA_IMAGE;
     this.logger = options.logger ?? silentLogger;
     this.pullProgressIntervalMs = options.pullProgressIntervalMs ?? 10_000;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Resolves when the engine answers; rejects with `Unavailable` saying where and how to start one. */
@@ -121,7 +128,7 @@ export class DockerRuntime implements ContainerRuntime {
       if (pod) await this.removeInfraIfUnused(spec.labels[Labels.manifestId] ?? spec.podId, spec.labels[Labels.node] ?? '').catch(() => undefined);
       throw error;
     }
-    return { id: created.id, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: Date.now() };
+    return { id: created.id, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: this.clock.now() };
   }
 
   async start(id: string): Promise<void> {
@@ -188,7 +195,7 @@ export class DockerRuntime implements ContainerRuntime {
     if (info.State.Status !== 'running') throw new KubeletError('Conflict', `exec in ${info.Name}: the container is ${info.State.Status}`, { adapter: ADAPTER });
     const exec = await this.call(`exec in ${id}`, () => container.exec({ Cmd: [...command], AttachStdout: true, AttachStderr: true }));
     const stream = await this.call(`exec in ${id}`, () => exec.start({}));
-    const output = await collectExecOutput(stream, timeoutMs);
+    const output = await collectExecOutput(stream, timeoutMs, this.clock);
     if (output === undefined) {
       throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${info.Name}: no exit within ${timeoutMs} ms`, { adapter: ADAPTER });
     }
@@ -305,7 +312,7 @@ export class DockerRuntime implements ContainerRuntime {
   // ---- plumbing --------------------------------------------------------------------------------
 
   private async transfer(image: string): Promise<void> {
-    const started = Date.now();
+    const started = this.clock.now();
     let stream: NodeJS.ReadableStream;
     try {
       stream = await this.docker.pull(image);
@@ -315,9 +322,9 @@ export class DockerRuntime implements ContainerRuntime {
       throw classifyPullError(image, dockerDetail(error), error);
     }
     let last: PullProgressEvent | undefined;
-    const ticker = setInterval(() => {
-      this.logger.info({ image, elapsedMs: Date.now() - started, status: last?.status, progress: last?.progress }, 'pulling image');
-    }, this.pullProgressIntervalMs);
+    const stopTicker = repeatEvery(this.clock, this.pullProgressIntervalMs, () => {
+      this.logger.info({ image, elapsedMs: this.clock.now() - started, status: last?.status, progress: last?.progress }, 'pulling image');
+    });
     try {
       await new Promise<void>((resolvePull, reject) => {
         this.docker.modem.followProgress(
@@ -333,9 +340,9 @@ export class DockerRuntime implements ContainerRuntime {
         );
       });
     } finally {
-      clearInterval(ticker);
+      stopTicker();
     }
-    this.logger.info({ image, durationMs: Date.now() - started }, 'image pulled');
+    this.logger.info({ image, durationMs: this.clock.now() - started }, 'image pulled');
   }
 
   /** Runs an engine call, translating failures; `notModifiedIsSuccess` for start/stop's 304. */

@@ -1,4 +1,4 @@
-import { Labels, type ContainerDetails, type ContainerState, type ContainerSummary } from '@kubelet-ts/core';
+import { Labels, type Clock, type ContainerDetails, type ContainerState, type ContainerSummary } from '@kubelet-ts/core';
 import type { DockerContainerInfo, DockerInspect } from './docker-api.js';
 
 /** Engine records → the core's domain types, and the exec stream → text. */
@@ -7,13 +7,13 @@ const MAX_EXEC_OUTPUT = 64 * 1024;
 
 /**
  * Reads an exec's multiplexed stream (8-byte frame headers) until it ends; `undefined` when it
- * has not ended within `timeoutMs`.
+ * has not ended within `timeoutMs` on `clock`.
  */
-export function collectExecOutput(stream: NodeJS.ReadableStream, timeoutMs: number): Promise<string | undefined> {
+export function collectExecOutput(stream: NodeJS.ReadableStream, timeoutMs: number, clock: Clock): Promise<string | undefined> {
   return new Promise((resolve) => {
     let buffer = Buffer.alloc(0);
     let output = '';
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       (stream as { destroy?: () => void }).destroy?.();
       resolve(undefined);
     }, timeoutMs);
@@ -27,7 +27,7 @@ export function collectExecOutput(stream: NodeJS.ReadableStream, timeoutMs: numb
       }
     });
     const done = () => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       resolve(output.slice(0, MAX_EXEC_OUTPUT));
     };
     stream.on('end', done);

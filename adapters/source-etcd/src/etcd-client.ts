@@ -36,6 +36,7 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
     // etcd3 1.1.2 declares `dialTimeout` but never reads it; a deadline per call is what bounds a
     // call to an etcd that accepts connections but does not answer. Streams (watch) have none:
     // they are meant to stay open, and keepalive pings find a dead peer instead.
+    // Date.now, not an injected Clock: grpc compares the deadline with the wall clock itself.
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + options.requestTimeoutMs }),
     faultHandling: { host: () => once, global: once, watchBackoff: shortWatchBackoff },
     grpcOptions: {

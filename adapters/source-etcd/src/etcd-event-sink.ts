@@ -1,4 +1,16 @@
-import { Tokens, backoffDelay, silentLogger, type BackoffPolicy, type EventSink, type KubeletEvent, type Logger, type Registry } from '@kubelet-ts/core';
+import {
+  Tokens,
+  backoffDelay,
+  silentLogger,
+  systemClock,
+  type BackoffPolicy,
+  type Clock,
+  type EventSink,
+  type KubeletEvent,
+  type Logger,
+  type Registry,
+  type TimerHandle,
+} from '@kubelet-ts/core';
 import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
 import { createEtcdClient, describeEtcdError } from './etcd-client.js';
 
@@ -16,6 +28,8 @@ interface EtcdEventSinkCommonOptions {
   /** Deadline of one write. Default 5 s. Used only when the sink makes its own client. */
   readonly requestTimeoutMs?: number;
   readonly logger?: Logger;
+  /** Time for retries and lease ages. Default `systemClock`. */
+  readonly clock?: Clock;
 }
 
 /** Either the etcd endpoints, or a client the caller owns (and closes: `close` leaves it open). */
@@ -54,12 +68,13 @@ export class EtcdEventSink implements EventSink {
   private readonly maxQueued: number;
   private readonly retryBackoff: BackoffPolicy;
   private readonly logger: Logger;
+  private readonly clock: Clock;
   private readonly queue: PendingWrite[] = [];
   private lease: { readonly id: string; readonly grantedAt: number } | undefined;
   private seq = 0;
   private draining: Promise<void> | undefined;
   private writing = false;
-  private retry: NodeJS.Timeout | undefined;
+  private retry: TimerHandle | undefined;
   private failures = 0;
   /** The outage has been logged. */
   private outage = false;
@@ -82,6 +97,7 @@ export class EtcdEventSink implements EventSink {
     this.maxQueued = Math.max(1, options.maxQueued ?? 1000);
     this.retryBackoff = { initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 };
     this.logger = options.logger ?? silentLogger;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Events waiting to be written (the one being written included). */
@@ -128,8 +144,7 @@ export class EtcdEventSink implements EventSink {
    * rejects.
    */
   async flush(): Promise<void> {
-    clearTimeout(this.retry);
-    this.retry = undefined;
+    this.cancelRetry();
     do await this.drain();
     while (this.queue.length > 0 && this.failures === 0);
   }
@@ -138,8 +153,7 @@ export class EtcdEventSink implements EventSink {
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.flush();
-      clearTimeout(this.retry);
-      this.retry = undefined;
+      this.cancelRetry();
       if (this.queue.length > 0) this.logger.warn({ unwritten: this.queue.length }, 'closing the etcd event sink with events not written');
       if (this.ownsClient) this.client.close();
     })();
@@ -194,7 +208,7 @@ export class EtcdEventSink implements EventSink {
   }
 
   private async leaseId(): Promise<string> {
-    const now = Date.now();
+    const now = this.clock.now();
     if (this.lease !== undefined && now - this.lease.grantedAt < this.ttlSeconds * 1000 * LEASE_REUSE_FRACTION) return this.lease.id;
     this.lease = undefined;
     // autoKeepAlive off: the lease must expire, taking its events with it.
@@ -230,11 +244,16 @@ export class EtcdEventSink implements EventSink {
       );
     }
     if (this.closing !== undefined) return;
-    clearTimeout(this.retry);
-    this.retry = setTimeout(() => {
+    this.cancelRetry();
+    this.retry = this.clock.setTimeout(() => {
       this.retry = undefined;
       void this.drain();
     }, delay);
+  }
+
+  private cancelRetry(): void {
+    if (this.retry !== undefined) this.clock.clearTimeout(this.retry);
+    this.retry = undefined;
   }
 }
 

@@ -10,12 +10,15 @@ import {
   rejectionError,
   retainLastGood,
   silentLogger,
+  systemClock,
   type BackoffPolicy,
+  type Clock,
   type ContainerManifest,
   type Logger,
   type ManifestSource,
   type Registry,
   type SourceSink,
+  type TimerHandle,
 } from '@kubelet-ts/core';
 import type { Etcd3, IWatchResponse, Watcher } from 'etcd3';
 import { createEtcdClient, describeEtcdError } from './etcd-client.js';
@@ -36,6 +39,8 @@ export interface EtcdManifestSourceOptions {
   /** Deadline of one read, and of a watch being accepted. Default 5 s. */
   readonly requestTimeoutMs?: number;
   readonly logger?: Logger;
+  /** Time for retries and watch deadlines. Default `systemClock`. */
+  readonly clock?: Clock;
 }
 
 const ADAPTER = 'etcd';
@@ -67,12 +72,13 @@ export class EtcdManifestSource implements ManifestSource {
   private readonly retryBackoff: BackoffPolicy;
   private readonly requestTimeoutMs: number;
   private readonly logger: Logger;
+  private readonly clock: Clock;
   private sink: SourceSink | undefined;
   private client: Etcd3 | undefined;
   private watcher: Watcher | undefined;
   /** Fires when etcd does not accept a watch in time (etcd3 would wait for it forever). */
-  private watchdog: NodeJS.Timeout | undefined;
-  private retry: NodeJS.Timeout | undefined;
+  private watchdog: TimerHandle | undefined;
+  private retry: TimerHandle | undefined;
   private syncing: Promise<void> | undefined;
   /** The manifests in force: the key's last good content, manifest by manifest. */
   private manifests: readonly ContainerManifest[] = [];
@@ -95,6 +101,7 @@ export class EtcdManifestSource implements ManifestSource {
     this.retryBackoff = { initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 };
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.logger = options.logger ?? silentLogger;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Resolves after the first attempt, read or not: an etcd that is down is retried, not fatal. */
@@ -112,7 +119,7 @@ export class EtcdManifestSource implements ManifestSource {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.retry);
+    this.cancelRetry();
     await this.stopWatching();
     // Ends a read in flight (etcd3 gives a channel that is still connecting 1 s), and nothing
     // is delivered from it: `closed` is checked after every wait.
@@ -154,12 +161,12 @@ export class EtcdManifestSource implements ManifestSource {
     const watcher = client.namespace('').watch().key(this.key).startRevision(String(revision)).watcher();
     this.watcher = watcher;
     const current = () => watcher === this.watcher && !this.closed;
-    this.watchdog = setTimeout(() => {
+    this.watchdog = this.clock.setTimeout(() => {
       if (current()) this.lost(new Error(`etcd did not accept a watch within ${this.requestTimeoutMs} ms`));
     }, this.requestTimeoutMs);
     watcher.on('connected', () => {
       if (!current()) return;
-      clearTimeout(this.watchdog);
+      this.cancelWatchdog();
       this.healthy(revision);
     });
     watcher.on('data', (response: IWatchResponse) => {
@@ -237,11 +244,21 @@ export class EtcdManifestSource implements ManifestSource {
 
   private retryLater(delayMs: number): void {
     if (this.closed) return;
-    clearTimeout(this.retry);
-    this.retry = setTimeout(() => {
+    this.cancelRetry();
+    this.retry = this.clock.setTimeout(() => {
       this.retry = undefined;
       void this.sync();
     }, delayMs);
+  }
+
+  private cancelRetry(): void {
+    if (this.retry !== undefined) this.clock.clearTimeout(this.retry);
+    this.retry = undefined;
+  }
+
+  private cancelWatchdog(): void {
+    if (this.watchdog !== undefined) this.clock.clearTimeout(this.watchdog);
+    this.watchdog = undefined;
   }
 
   /**
@@ -251,16 +268,16 @@ export class EtcdManifestSource implements ManifestSource {
   private async stopWatching(options: { detached?: boolean } = {}): Promise<void> {
     const watcher = this.watcher;
     this.watcher = undefined;
-    clearTimeout(this.watchdog);
+    this.cancelWatchdog();
     if (watcher === undefined) return;
     watcher.removeAllListeners();
     watcher.on('error', () => {}); // an `error` with no listener would throw inside etcd3's stream handler
     if (options.detached === true) return;
     // Detaching happens at once while disconnected, which keeps etcd3 from re-attaching this
     // watcher when its stream comes back; while connected it waits for etcd's answer, bounded.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([watcher.cancel().catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, this.requestTimeoutMs)))]);
-    clearTimeout(timer);
+    let timer: TimerHandle | undefined;
+    await Promise.race([watcher.cancel().catch(() => {}), new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, this.requestTimeoutMs)))]);
+    if (timer !== undefined) this.clock.clearTimeout(timer);
   }
 
   /** Applies the key's value (`undefined`: no key) and delivers the set if it changed. */

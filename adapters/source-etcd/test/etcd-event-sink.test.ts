@@ -4,7 +4,7 @@ import type { Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../src/etcd-client.js';
 import { EtcdEventSink, registerEtcdEventSink, type EtcdEventSinkOptions } from '../src/index.js';
 import { EtcdServer } from '@kubelet-ts/testkit';
-import { RecordingLogger } from './recording.js';
+import { RecordingLogger, recordingClock, until } from './recording.js';
 
 const event = (message: string, fields: Partial<KubeletEvent> = {}): KubeletEvent => ({ type: 'ContainerStarted', time: 1_700_000_000_000, message, ...fields });
 
@@ -113,6 +113,15 @@ describe('EtcdEventSink', () => {
     expect(sink.pending).toBe(0);
     expect(logger.find('writing events to etcd again')).toHaveLength(1);
     expect(logger.find('writing events to etcd again')[0]?.fields).toEqual({ dropped: 0 });
+  });
+
+  it('waits its retries on the clock it is given: 50 ms, doubling, capped at 100 ms', async () => {
+    const { clock, delays } = recordingClock();
+    const { sink } = create({ clock });
+    await etcd.stop();
+    sink.emit(event('e0'));
+    await until(() => delays.length >= 3, 'retries');
+    expect(delays.slice(0, 3)).toEqual([50, 100, 100]);
   });
 
   it('keeps the newest events in a bounded queue while etcd is down, and counts the dropped ones', async () => {

@@ -4,7 +4,7 @@ import { Namespace, type Etcd3 } from 'etcd3';
 import { createEtcdClient } from '../src/etcd-client.js';
 import { EtcdManifestSource, etcdKeyFor, registerEtcdSource, type EtcdManifestSourceOptions } from '../src/index.js';
 import { EtcdServer, TcpGate } from '@kubelet-ts/testkit';
-import { RecordingLogger, RecordingSink, until } from './recording.js';
+import { RecordingLogger, RecordingSink, recordingClock, until } from './recording.js';
 
 const manifest = (id: string, image = 'app:1') => ({ version: 'v1beta1', id, containers: [{ name: 'main', image }] });
 const list = (...manifests: object[]) => JSON.stringify(manifests);
@@ -215,6 +215,15 @@ describe('EtcdManifestSource when etcd fails', () => {
     await until(() => logger.find('etcd reachable again').length === 1, 'the recovery log');
     expect(sink.updates).toHaveLength(1);
     expect(sink.errors).toHaveLength(1);
+  });
+
+  it('waits its retries on the clock it is given: 100 ms, doubling, capped at 200 ms', async () => {
+    const { clock, delays } = recordingClock();
+    const { source, sink } = create(etcd.endpoint, { clock });
+    await etcd.stop();
+    await source.start(sink);
+    await until(() => delays.length >= 4, 'retries');
+    expect(delays.slice(0, 4)).toEqual([100, 200, 200, 200]);
   });
 
   it('keeps the last good set while etcd is stopped, reports it once, and follows etcd when it is back', async () => {

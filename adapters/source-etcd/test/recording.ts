@@ -1,5 +1,5 @@
 export { RecordingSink } from '@kubelet-ts/conformance';
-import type { Logger } from '@kubelet-ts/core';
+import { systemClock, type Clock, type Logger } from '@kubelet-ts/core';
 
 export interface LogEntry {
   readonly level: 'debug' | 'info' | 'warn' | 'error';
@@ -29,6 +29,19 @@ export class RecordingLogger implements Logger {
   find(text: string): LogEntry[] {
     return this.entries.filter((e) => e.message.includes(text));
   }
+}
+
+/** The system clock, noting every delay asked of it: what waits on the clock an adapter was given. */
+export function recordingClock(): { clock: Clock; delays: number[] } {
+  const delays: number[] = [];
+  const clock: Clock = {
+    ...systemClock,
+    setTimeout: (callback, ms) => {
+      delays.push(ms);
+      return systemClock.setTimeout(callback, ms);
+    },
+  };
+  return { clock, delays };
 }
 
 /** Waits until `check` holds. */

@@ -8,11 +8,15 @@ import {
   DeliveredSet,
   parseManifests,
   rejectionError,
+  repeatEvery,
   retainLastGood,
+  systemClock,
+  type Clock,
   type ContainerManifest,
   type ManifestSource,
   type Registry,
   type SourceSink,
+  type TimerHandle,
 } from '@kubelet-ts/core';
 
 export interface FileManifestSourceOptions {
@@ -24,6 +28,8 @@ export interface FileManifestSourceOptions {
   readonly debounceMs?: number;
   /** Default `file`. */
   readonly name?: string;
+  /** Time for the debounce and the periodic re-list. Default `systemClock`. */
+  readonly clock?: Clock;
 }
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
@@ -55,14 +61,15 @@ export class FileManifestSource implements ManifestSource {
   private readonly path: string;
   private readonly checkFrequencyMs: number;
   private readonly debounceMs: number;
+  private readonly clock: Clock;
   private readonly files = new Map<string, FileState>();
   /** Problems listing the path itself; the last good set stays in force meanwhile. */
   private readonly listing: FileState = { manifests: [], problems: new ChangeReporter() };
   private sink: SourceSink | undefined;
   private watcher: FSWatcher | undefined;
-  private debounce: NodeJS.Timeout | undefined;
-  private settle: NodeJS.Timeout | undefined;
-  private ticker: NodeJS.Timeout | undefined;
+  private debounce: TimerHandle | undefined;
+  private settle: TimerHandle | undefined;
+  private stopTicker: (() => void) | undefined;
   private scanning: Promise<void> | undefined;
   private rescan = false;
   private readonly delivered = new DeliveredSet();
@@ -74,6 +81,7 @@ export class FileManifestSource implements ManifestSource {
     this.checkFrequencyMs = options.checkFrequencyMs ?? 20_000;
     this.debounceMs = options.debounceMs ?? 50;
     this.name = options.name ?? ADAPTER;
+    this.clock = options.clock ?? systemClock;
   }
 
   async start(sink: SourceSink): Promise<void> {
@@ -88,14 +96,15 @@ export class FileManifestSource implements ManifestSource {
     this.watcher.on('all', () => this.onWatchEvent());
     this.watcher.on('error', (error) => sink.error(new KubeletError('Unavailable', `watching ${this.path}: ${String(error)}`, { adapter: ADAPTER, cause: error })));
     await this.scan();
-    this.ticker = setInterval(() => this.schedule(0), this.checkFrequencyMs);
+    this.stopTicker = repeatEvery(this.clock, this.checkFrequencyMs, () => this.schedule(0));
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.debounce);
-    clearTimeout(this.settle);
-    clearInterval(this.ticker);
+    this.cancel(this.debounce);
+    this.cancel(this.settle);
+    this.stopTicker?.();
+    this.stopTicker = undefined;
     await this.watcher?.close();
     this.watcher = undefined;
     await this.scanning;
@@ -108,8 +117,12 @@ export class FileManifestSource implements ManifestSource {
 
   private schedule(delay = this.debounceMs): void {
     if (this.closed) return;
-    clearTimeout(this.debounce);
-    this.debounce = setTimeout(() => void this.scan(), delay);
+    this.cancel(this.debounce);
+    this.debounce = this.clock.setTimeout(() => void this.scan(), delay);
+  }
+
+  private cancel(timer: TimerHandle | undefined): void {
+    if (timer !== undefined) this.clock.clearTimeout(timer);
   }
 
   /**
@@ -119,8 +132,8 @@ export class FileManifestSource implements ManifestSource {
    */
   private onWatchEvent(): void {
     this.schedule();
-    clearTimeout(this.settle);
-    if (!this.closed) this.settle = setTimeout(() => void this.scan(), this.debounceMs + SETTLE_MS);
+    this.cancel(this.settle);
+    if (!this.closed) this.settle = this.clock.setTimeout(() => void this.scan(), this.debounceMs + SETTLE_MS);
   }
 
   /** One read at a time; a request during a read makes exactly one more read after it. */

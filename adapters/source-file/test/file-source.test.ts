@@ -2,10 +2,22 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Clock, TimerHandle } from '@kubelet-ts/core';
 import { FileManifestSource, isManifestFileName } from '../src/index.js';
 import { RecordingSink } from '@kubelet-ts/conformance';
 
 const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
+
+/** A clock whose timers fire only when a test fires them: proof that no system timer stands in for it. */
+function heldClock() {
+  const timers: Array<{ readonly ms: number; readonly fire: () => void }> = [];
+  const clock: Clock = {
+    now: () => 0,
+    setTimeout: (fire, ms) => (timers.push({ ms, fire }), timers.length as unknown as TimerHandle),
+    clearTimeout: () => {},
+  };
+  return { clock, timers };
+}
 
 
 describe('FileManifestSource', () => {
@@ -28,6 +40,23 @@ describe('FileManifestSource', () => {
     await source.start(sink);
     return sink;
   };
+
+  it('re-lists and debounces on the clock it is given', async () => {
+    const { clock, timers } = heldClock();
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    const sink = new RecordingSink();
+    source = new FileManifestSource({ path: dir, checkFrequencyMs: 20_000, debounceMs: 20, clock });
+    await source.start(sink);
+    expect(timers.map((t) => t.ms)).toEqual([20_000]); // the periodic re-list
+    await writeFile(join(dir, 'b.yaml'), manifest('b'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sink.updates).toHaveLength(1); // the watch event's read waits for the clock too
+    timers[0]!.fire(); // the re-list falls due: it re-arms, and asks for a read at once
+    const read = timers.filter((t) => t.ms === 0).at(-1);
+    expect(read).toBeDefined();
+    read!.fire();
+    await sink.until(() => sink.ids.join() === 'a,b', 'the re-list');
+  });
 
   it('delivers every manifest of a directory at start, including lists in one file', async () => {
     await writeFile(join(dir, 'a.yaml'), manifest('a'));

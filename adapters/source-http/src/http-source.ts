@@ -10,10 +10,13 @@ import {
   parseManifests,
   rejectionError,
   retainLastGood,
+  systemClock,
+  type Clock,
   type ContainerManifest,
   type ManifestSource,
   type Registry,
   type SourceSink,
+  type TimerHandle,
 } from '@kubelet-ts/core';
 
 export interface HttpManifestSourceOptions {
@@ -27,6 +30,8 @@ export interface HttpManifestSourceOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** Default `http`. */
   readonly name?: string;
+  /** Time for the wait between polls. Default `systemClock`. */
+  readonly clock?: Clock;
 }
 
 const ADAPTER = 'http';
@@ -66,11 +71,12 @@ export class HttpManifestSource implements ManifestSource {
   private readonly checkFrequencyMs: number;
   private readonly timeoutMs: number;
   private readonly headers: Readonly<Record<string, string>>;
+  private readonly clock: Clock;
   // Our own agents, without keep-alive: a poll every 20 s gains nothing from an idle socket, which
   // the server may close just as we reuse it (a spurious ECONNRESET), and close() can end them all.
   private readonly agents = { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) };
   private sink: SourceSink | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private polling: Promise<void> | undefined;
   private request: AbortController | undefined;
   private closed = false;
@@ -95,6 +101,7 @@ export class HttpManifestSource implements ManifestSource {
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.headers = Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     this.name = options.name ?? ADAPTER;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** Polls once before resolving, whatever the answer: a backend that is down is an `error`, not a failed start. */
@@ -114,7 +121,7 @@ export class HttpManifestSource implements ManifestSource {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.request?.abort();
     await this.polling;
@@ -128,7 +135,7 @@ export class HttpManifestSource implements ManifestSource {
       .catch((error: unknown) => this.fail(new KubeletError('Internal', `${this.where}: ${String(error)}`, { adapter: ADAPTER, cause: error })))
       .finally(() => {
         this.polling = undefined;
-        if (!this.closed) this.timer = setTimeout(() => void this.poll(), this.checkFrequencyMs);
+        if (!this.closed) this.timer = this.clock.setTimeout(() => void this.poll(), this.checkFrequencyMs);
       });
     return this.polling;
   }

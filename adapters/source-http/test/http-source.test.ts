@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Tokens, type ManifestSource } from '@kubelet-ts/core';
+import { Tokens, type Clock, type ManifestSource, type TimerHandle } from '@kubelet-ts/core';
 import { HttpManifestSource, parseHeaderFlag, registerHttpSource, type HttpManifestSourceOptions } from '../src/index.js';
 import { RecordingSink } from '@kubelet-ts/conformance';
 
@@ -9,6 +9,17 @@ const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\n
 const yamlList = (...items: string[]) => items.map((m) => `- ${m.replaceAll('\n', '\n  ').trimEnd()}`).join('\n') + '\n';
 const json = (id: string, image = 'app:1') => ({ id, containers: [{ name: 'main', image }] });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A clock whose timers fire only when a test fires them: proof that no system timer stands in for it. */
+function heldClock() {
+  const timers: Array<{ readonly ms: number; readonly fire: () => void }> = [];
+  const clock: Clock = {
+    now: () => 0,
+    setTimeout: (fire, ms) => (timers.push({ ms, fire }), timers.length as unknown as TimerHandle),
+    clearTimeout: () => {},
+  };
+  return { clock, timers };
+}
 
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -94,6 +105,20 @@ describe('HttpManifestSource', () => {
     expect((await start()).sink.ids).toEqual(['one']);
     server.serve(JSON.stringify([json('x'), json('y')]), { 'content-type': 'application/json' });
     expect((await start()).sink.ids).toEqual(['x', 'y']);
+  });
+
+  it('waits between polls on the clock it is given', async () => {
+    const { clock, timers } = heldClock();
+    server.serve(manifest('a', 'app:1'));
+    const { sink } = await start({ checkFrequencyMs: 20, clock });
+    expect(timers.map((t) => t.ms)).toEqual([20]);
+    await sleep(100);
+    expect(server.requests).toHaveLength(1); // the next poll waits for the clock, not for 20 ms
+    server.serve(manifest('a', 'app:2'));
+    timers[0]!.fire();
+    await sink.until(() => sink.image('a') === 'app:2', 'the poll the clock let through');
+    expect(server.requests).toHaveLength(2);
+    expect(timers.map((t) => t.ms)).toEqual([20, 20]);
   });
 
   it('delivers an edited body on a later poll, and an unchanged body only once', async () => {

@@ -17,3 +17,23 @@ export const systemClock: Clock = {
 export function sleep(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));
 }
+
+/**
+ * Calls `callback` every `ms` on the given clock until the returned function is called: the
+ * clock's `setInterval`, re-armed before each call so the period does not drift by the callback's
+ * own time. (A `Clock` has only one-shot timers, which is all a virtual clock needs to offer.)
+ */
+export function repeatEvery(clock: Clock, ms: number, callback: () => void): () => void {
+  let stopped = false;
+  let handle: TimerHandle;
+  const tick = () => {
+    if (stopped) return;
+    handle = clock.setTimeout(tick, ms);
+    callback();
+  };
+  handle = clock.setTimeout(tick, ms);
+  return () => {
+    stopped = true;
+    clock.clearTimeout(handle);
+  };
+}
