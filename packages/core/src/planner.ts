@@ -159,21 +159,30 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
   const list = existing ?? NONE;
   const unhealthy = input.unhealthy ?? NO_RESULTS;
   const hashes = specHashes(manifest);
+  // A small pod is scanned (nothing allocated in the steady state, which runs for every pod on
+  // every pass); a big one is indexed once, so planning stays linear in its containers.
+  const named = list.length > SCAN_LIMIT ? byContainerName(list) : undefined;
   for (let i = 0; i < manifest.containers.length; i++) {
     const container = manifest.containers[i]!;
     const hash = hashes[i]!;
     // The steady state: exactly one running container with the current spec. Nothing to do, and
     // nothing allocated: this runs for every container on every pass.
-    let matches = 0;
-    let only: ContainerSummary | undefined;
-    for (const c of list) {
-      if (c.labels[Labels.containerName] === container.name) {
-        matches += 1;
-        only = c;
+    let found: readonly ContainerSummary[];
+    if (named === undefined) {
+      let matches = 0;
+      let only: ContainerSummary | undefined;
+      for (const c of list) {
+        if (c.labels[Labels.containerName] === container.name) {
+          matches += 1;
+          only = c;
+        }
       }
+      if (matches === 1 && steady(only!, hash, unhealthy)) continue;
+      found = matches === 0 ? NONE : list.filter((c) => c.labels[Labels.containerName] === container.name);
+    } else {
+      found = named.get(container.name) ?? NONE;
+      if (found.length === 1 && steady(found[0]!, hash, unhealthy)) continue;
     }
-    if (matches === 1 && only!.state === 'running' && only!.labels[Labels.specHash] === hash && !unhealthy.has(only!.id)) continue;
-    const found = matches === 0 ? [] : list.filter((c) => c.labels[Labels.containerName] === container.name);
     const current: ContainerSummary[] = [];
     for (const c of found) {
       if (c.labels[Labels.specHash] === hash) current.push(c);
@@ -223,9 +232,10 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
   }
   // Containers the manifest no longer lists.
   if (list.length > manifest.containers.length || removals !== undefined || others !== undefined) {
+    const wanted = new Set(manifest.containers.map((x) => x.name));
     for (const c of list) {
       const name = c.labels[Labels.containerName] ?? '';
-      if (!manifest.containers.some((x) => x.name === name)) remove(removal(manifest.id, name, c, 'not-desired', grace));
+      if (!wanted.has(name)) remove(removal(manifest.id, name, c, 'not-desired', grace));
     }
   }
   if (removals === undefined) return others ?? NONE_ACTIONS;
@@ -267,6 +277,25 @@ function graceFromLabel(c: ContainerSummary): number {
 
 function removal(podId: string, container: string, c: ContainerSummary, reason: PlanReason, graceSeconds: number): PlanAction {
   return { type: 'remove', podId, container, reason, id: c.id, running: c.state === 'running', graceSeconds };
+}
+
+const SCAN_LIMIT = 8;
+
+/** Exactly what the manifest asks for: running, current, healthy. */
+function steady(c: ContainerSummary, hash: string, unhealthy: ReadonlyMap<string, string>): boolean {
+  return c.state === 'running' && c.labels[Labels.specHash] === hash && !unhealthy.has(c.id);
+}
+
+/** A big pod's containers by manifest container name. */
+function byContainerName(list: readonly ContainerSummary[]): Map<string, ContainerSummary[]> {
+  const named = new Map<string, ContainerSummary[]>();
+  for (const c of list) {
+    const name = c.labels[Labels.containerName] ?? '';
+    const same = named.get(name);
+    if (same === undefined) named.set(name, [c]);
+    else same.push(c);
+  }
+  return named;
 }
 
 /** This node's containers by pod: one array per pod, nothing per container. */

@@ -11,6 +11,8 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // control characters, and rejecting them here gives a field error instead of an engine error later.
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
 const MAX_STRING = 4096;
+/** Containers in one manifest. The kubelet sets none; a pod of more than this is a mistake or an attack. */
+export const MAX_CONTAINERS = 250;
 // No argument, environment value or path of a Linux process can hold a NUL, so a string with one can
 // never run as written; paths hold no control characters at all.
 const NUL = /\u0000/;
@@ -129,8 +131,13 @@ class Walker {
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
-    const rawContainers = this.list(m['containers'], 'containers') ?? [];
+    let rawContainers = this.list(m['containers'], 'containers') ?? [];
     if (Array.isArray(m['containers']) && rawContainers.length === 0) this.fail('containers', 'must list at least one container');
+    if (rawContainers.length > MAX_CONTAINERS) {
+      // Refused before any is looked at: the work of a manifest stays bounded whatever it holds.
+      this.fail('containers', `must list at most ${MAX_CONTAINERS} containers, got ${rawContainers.length}; split the pod into several manifests`);
+      rawContainers = [];
+    }
     if (m['containers'] === undefined || m['containers'] === null) this.fail('containers', 'is required');
     const containers: Container[] = [];
     /** Each valid container with its path: its index in `containers` skips the invalid ones. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { isManagedBy, nodeNameProblem } from '../src/naming.js';
 import { buildContainerSpec } from '../src/spec.js';
-import { validateManifest } from '../src/validate.js';
+import { MAX_CONTAINERS, validateManifest } from '../src/validate.js';
 
 /**
  * Manifest values that could break out of where the agent puts them: into an environment block,
@@ -95,5 +95,20 @@ describe('nodeNameProblem', () => {
 
   it.each(['', 'a/b', '../etc', '.', 'node_a', 'Node-A', 'node a', 'node\n', '-node', 'node.', 'a'.repeat(254)])('refuses %j, saying how to fix it', (name) => {
     expect(nodeNameProblem(name)).toContain('--hostname-override');
+  });
+});
+
+describe('the size of one manifest', () => {
+  const many = (n: number) => ({ id: 'big', containers: Array.from({ length: n }, (_, i) => ({ name: `c${i}`, image: 'busybox' })) });
+
+  it(`accepts ${MAX_CONTAINERS} containers`, () => {
+    expect(validateManifest(many(MAX_CONTAINERS)).ok).toBe(true);
+  });
+
+  it('refuses more, with one error naming the field and what to do, before looking at any container', () => {
+    const result = validateManifest(many(20_000));
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.errors).toEqual([{ path: 'containers', message: `must list at most ${MAX_CONTAINERS} containers, got 20000; split the pod into several manifests` }]);
   });
 });
