@@ -1,3 +1,10 @@
-export * from './docker-runtime.js';
-export * from './docker-api.js';
-export { translate as translateDockerError } from './errors.js';
+export {
+  DEFAULT_POD_INFRA_IMAGE,
+  DEFAULT_VOLUMES_ROOT,
+  DockerRuntime,
+  InfraLabels,
+  registerDockerRuntime,
+  type DockerRuntimeOptions,
+} from './docker-runtime.js';
+// The structural slice of the Engine API a caller may hand in (`options.docker`); dockerode stays internal.
+export type { DockerApi } from './docker-api.js';

@@ -1,5 +1,14 @@
-export * from './memory-runtime.js';
-export * from './manual-clock.js';
-export * from './seeded-random.js';
-export * from './seeded-fault-injector.js';
-export * from './lost-replies.js';
+export {
+  MemoryRuntime,
+  registerMemoryRuntime,
+  type ExecHandler,
+  type Fault,
+  type Latency,
+  type MemoryRuntimeOptions,
+  type RuntimeCall,
+  type RuntimeOperation,
+} from './memory-runtime.js';
+export { ManualClock } from './manual-clock.js';
+export { SeededRandom } from './seeded-random.js';
+export { SeededFaultInjector, type SeededFaultInjectorOptions } from './seeded-fault-injector.js';
+export { LostReplies } from './lost-replies.js';

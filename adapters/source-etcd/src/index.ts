@@ -1,2 +1,2 @@
-export * from './etcd-source.js';
-export * from './etcd-event-sink.js';
+export { EtcdManifestSource, etcdKeyFor, registerEtcdSource, type EtcdManifestSourceOptions } from './etcd-source.js';
+export { EtcdEventSink, registerEtcdEventSink, type EtcdEventSinkOptions } from './etcd-event-sink.js';

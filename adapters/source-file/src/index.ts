@@ -1,1 +1,1 @@
-export * from './file-source.js';
+export { FileManifestSource, isManifestFileName, registerFileSource, type FileManifestSourceOptions } from './file-source.js';

@@ -1,1 +1,1 @@
-export * from './http-source.js';
+export { HttpManifestSource, parseHeaderFlag, registerHttpSource, type HttpManifestSourceOptions } from './http-source.js';

@@ -1,19 +1,65 @@
-export * from './errors.js';
-export * from './manifest.js';
-export * from './validate.js';
-export * from './parse.js';
-export * from './runtime.js';
-export * from './source.js';
-export * from './events.js';
-export * from './clock.js';
-export * from './logger.js';
-export * from './naming.js';
-export * from './spec.js';
-export * from './backoff.js';
-export * from './planner.js';
-export * from './tokens.js';
-export * from './agent-view.js';
-export * from './plan-report.js';
-export * from './static-source.js';
-export * from './change-reporter.js';
-export * from './set-delivery.js';
+// The vocabulary every other package speaks, by name. Helpers used only inside core (name
+// escaping's inverse, the pull-policy default, error formatting, validation limits) stay internal.
+
+// Errors and events
+export { KubeletError, isKubeletError, toKubeletError, type ErrorCode, type FieldError, type KubeletErrorOptions } from './errors.js';
+export type { EventSink, KubeletEvent, KubeletEventType } from './events.js';
+
+// Manifests: their types, validation and parsing
+export {
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  type Container,
+  type ContainerManifest,
+  type DesiredPod,
+  type EnvVar,
+  type Port,
+  type Probe,
+  type Protocol,
+  type PullPolicy,
+  type RestartPolicy,
+  type Volume,
+  type VolumeMount,
+} from './manifest.js';
+export { MAX_CONTAINERS, validateManifest, type ValidationResult } from './validate.js';
+export { parseManifests, rejectionError, retainLastGood, type ParsedManifests, type ParseOptions, type RejectedManifest } from './parse.js';
+
+// Contracts of the pluggable parts
+export type {
+  ContainerDetails,
+  ContainerRuntime,
+  ContainerSpec,
+  ContainerState,
+  ContainerSummary,
+  ExecResult,
+  ListOptions,
+  Mount,
+  PortBinding,
+} from './runtime.js';
+export type { ManifestSource, SourceSink } from './source.js';
+export { StaticManifestSource } from './static-source.js';
+export { DeliveredSet, firstOfEachId } from './set-delivery.js';
+export { ChangeReporter } from './change-reporter.js';
+export { silentLogger, type Logger } from './logger.js';
+export { Tokens, type Registry, type Token } from './tokens.js';
+
+// Time
+export { repeatEvery, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
+export { Backoff, backoffDelay, type BackoffPolicy } from './backoff.js';
+
+// Naming, labels and container specs
+export {
+  Labels,
+  buildContainerName,
+  escapeNamePart,
+  identityOf,
+  isDnsLabel,
+  isManagedBy,
+  nodeNameProblem,
+  type ContainerIdentity,
+} from './naming.js';
+export { buildContainerSpec, canonicalJson, specHash, specHashes, type SpecContext } from './spec.js';
+
+// Planning, and what the agent shows of itself
+export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';
+export { reportPlan, type PlannedStep, type PlanReport } from './plan-report.js';
+export type { AgentView, ContainerView, HealthView, PodView } from './agent-view.js';
