@@ -1,7 +1,7 @@
 import {
   KubeletError,
   Labels,
-  backoffDelay,
+  CrashBackOff,
   isKubeletError,
   toKubeletError,
   type BackoffPolicy,
@@ -12,6 +12,7 @@ import {
   type PlanAction,
   type PodPlan,
 } from '@kubelet-ts/core';
+import { FailureBackoff } from './failure-backoff.js';
 import type { Slots } from './slots.js';
 
 export interface ExecutorOptions {
@@ -20,6 +21,11 @@ export interface ExecutorOptions {
   readonly clock: Clock;
   /** Back-off after a failed pull of an image: initial delay, doubling to the cap. Default 10 s → 300 s. */
   readonly pullBackoff?: BackoffPolicy;
+  /**
+   * Back-off per pod container after the engine refused to start it (a host port in use, say):
+   * the container is not created again before it ends. Default 10 s → 300 s, as for crashes.
+   */
+  readonly startBackoff?: BackoffPolicy;
   /**
    * Bounds the pods that pull, create and start at once (the engine's work). Stopping never waits
    * for a slot: a pod stopping with a long grace period must not hold up pods that start.
@@ -43,11 +49,13 @@ type CreateAction = Extract<PlanAction, { type: 'create' }>;
  * finished by a later pass.
  */
 export class PlanExecutor {
-  private readonly pullFailures = new Map<string, { failures: number; until: number; reported: boolean }>();
-  private readonly pullBackoff: BackoffPolicy;
+  private readonly pulls: FailureBackoff;
+  /** Per pod container: the engine refused to start what was created for it. */
+  private readonly starts: FailureBackoff;
 
   constructor(private readonly options: ExecutorOptions) {
-    this.pullBackoff = options.pullBackoff ?? { initialMs: 10_000, maxMs: 300_000 };
+    this.pulls = new FailureBackoff(options.pullBackoff ?? CrashBackOff);
+    this.starts = new FailureBackoff(options.startBackoff ?? CrashBackOff);
   }
 
   async executePod(pod: PodPlan): Promise<ExecutionResult> {
@@ -86,10 +94,16 @@ export class PlanExecutor {
     const { runtime } = this.options;
     switch (action.type) {
       case 'create': {
+        const key = `${action.podId}/${action.container}`;
+        const waiting = this.starts.waiting(key, this.options.clock.now());
+        if (waiting !== undefined) {
+          if (waiting.first) this.emit(action, 'BackOff', `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to start it last time`, 'RunContainerError');
+          throw new AlreadyReported();
+        }
         await this.ensureImage(action);
         const created = await runtime.create(action.spec);
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
-        await this.startOrDiscard(created.id);
+        await this.startOrDiscard(created.id, key);
         this.emit(action, 'ContainerStarted', `started ${created.name} from ${action.spec.image}`);
         if (action.reason === 'restart') {
           const count = action.spec.labels[Labels.restartCount] ?? '?';
@@ -126,13 +140,17 @@ export class PlanExecutor {
    * refused again, on every pass. An engine that did not answer may simply be restarting: the
    * container stays, and the next pass starts it.
    */
-  private async startOrDiscard(id: string): Promise<void> {
+  private async startOrDiscard(id: string, key?: string): Promise<void> {
     const { runtime } = this.options;
     try {
       await runtime.start(id);
+      if (key !== undefined) this.starts.succeeded(key);
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
       if (e.code === 'Unavailable' || e.code === 'Timeout') throw e;
+      // Created afresh only after a back-off, as a crash is restarted: a pod that can never start
+      // must not be created and removed on every pass.
+      if (key !== undefined) this.starts.failed(key, this.options.clock.now());
       const removed = await runtime.remove(id, { force: true }).then(
         () => true,
         () => false,
@@ -154,24 +172,20 @@ export class PlanExecutor {
       this.emit(action, 'ImagePullFailed', `image ${image} is not present and imagePullPolicy is Never`, 'ErrImageNeverPull');
       throw new AlreadyReported();
     }
-    const failed = this.pullFailures.get(image);
-    if (failed !== undefined && clock.now() < failed.until) {
-      if (!failed.reported) {
-        failed.reported = true;
-        this.emit(action, 'BackOff', `back-off pulling ${image}: next try in ${failed.until - clock.now()} ms`, 'ImagePullBackOff');
-      }
+    const waiting = this.pulls.waiting(image, clock.now());
+    if (waiting !== undefined) {
+      if (waiting.first) this.emit(action, 'BackOff', `back-off pulling ${image}: next try in ${waiting.leftMs} ms`, 'ImagePullBackOff');
       throw new AlreadyReported();
     }
+    // Concurrent waiters of one failed pull count it once.
+    const since = this.pulls.snapshot(image);
     try {
       await runtime.pull(image);
-      this.pullFailures.delete(image);
+      this.pulls.succeeded(image);
       this.emit(action, 'ImagePulled', `pulled ${image}`);
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
-      const failures = (failed?.failures ?? 0) + 1;
-      const delay = backoffDelay(failures, this.pullBackoff);
-      // Concurrent waiters of one failed pull count it once.
-      if (this.pullFailures.get(image) === failed) this.pullFailures.set(image, { failures, until: clock.now() + delay, reported: false });
+      const delay = this.pulls.failed(image, clock.now(), since);
       this.emit(action, 'ImagePullFailed', `pull ${image} failed (${e.code}): ${e.message}; next try in ${delay} ms`, e.code);
       throw new AlreadyReported();
     }

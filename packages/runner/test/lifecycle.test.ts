@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { Labels, type ContainerManifest } from '@kubelet-ts/core';
+import { KubeletError, Labels, type ContainerManifest } from '@kubelet-ts/core';
 import { MemoryRuntime, type ManualClock } from '@kubelet-ts/runtime-memory';
 import type { KubeletOptions } from '../src/kubelet.js';
 import type { PassResult } from '../src/sync-loop.js';
@@ -218,6 +218,26 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
       await clock.advance(10_000); // the last pull ends, so the agent can close
       await settle();
       expect(['a', 'b', 'c', 'd', 'e'].map((id) => running(id)?.state)).toEqual(['running', 'running', 'running', 'running', 'running']);
+    });
+  });
+
+  describe('a pod the engine refuses to start', () => {
+    it('is created again only after a back-off (10 s, 20 s, …), with an event, not on every pass', async () => {
+      runtime.setFault('start', (call) => (containers('clash').some((c) => c.id === call.target) ? new KubeletError('Conflict', 'port 10250 is already allocated') : undefined));
+      const { k } = await agent([checkedManifest({ id: 'clash', containers: [{ name: 'main', image: 'app:1' }] }), checkedManifest({ id: 'fine', containers: [{ name: 'main', image: 'app:1' }] })], {
+        syncFrequencyMs: 1_000,
+      });
+      expect(running('fine')).toBeDefined();
+      for (let i = 0; i < 40; i++) await clock.advance(1_000);
+      const creates = runtime.calls.filter((c) => c.op === 'create' && c.target?.startsWith('main--clash')).map((c) => c.time - 1_000_000);
+      expect(creates).toEqual([0, 10_000, 30_000]);
+      expect(events.ofType('BackOff', 'clash').map((e) => e.reason)).toEqual(['RunContainerError', 'RunContainerError', 'RunContainerError']);
+      expect(events.ofType('ContainerFailed', 'clash')).toHaveLength(3);
+      // What made it fail is gone: the next try after the back-off starts it, and the count resets.
+      runtime.setFault('start', undefined);
+      await clock.advance(40_000);
+      await k.sync();
+      expect(running('clash')).toBeDefined();
     });
   });
 

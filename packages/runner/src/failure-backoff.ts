@@ -1,0 +1,48 @@
+import { backoffDelay, type BackoffPolicy } from '@kubelet-ts/core';
+
+interface Entry {
+  readonly failures: number;
+  readonly until: number;
+  reported: boolean;
+}
+
+/**
+ * Per-key back-off after failures (an image whose pull fails, a container the engine refuses to
+ * start): the next try waits `policy.initialMs`, doubling per consecutive failure up to the cap,
+ * and a success forgets the key.
+ */
+export class FailureBackoff {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(private readonly policy: BackoffPolicy) {}
+
+  /**
+   * While `key` backs off: how long is left, and whether this is the first time anyone asked since
+   * the failure (so the back-off is reported once). Undefined when a try may go ahead.
+   */
+  waiting(key: string, now: number): { readonly leftMs: number; readonly first: boolean } | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined || now >= entry.until) return undefined;
+    const first = !entry.reported;
+    entry.reported = true;
+    return { leftMs: entry.until - now, first };
+  }
+
+  /** The state a try began from; pass it to `failed` so that concurrent tries count one failure. */
+  snapshot(key: string): object | undefined {
+    return this.entries.get(key);
+  }
+
+  /** Records a failed try that began from `since`; returns the delay before the next one. */
+  failed(key: string, now: number, since: object | undefined = this.entries.get(key)): number {
+    const current = this.entries.get(key);
+    const failures = ((since as Entry | undefined)?.failures ?? 0) + 1;
+    const delay = backoffDelay(failures, this.policy);
+    if (current === since) this.entries.set(key, { failures, until: now + delay, reported: false });
+    return delay;
+  }
+
+  succeeded(key: string): void {
+    this.entries.delete(key);
+  }
+}
