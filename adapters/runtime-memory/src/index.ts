@@ -8,7 +8,6 @@ export {
   type RuntimeCall,
   type RuntimeOperation,
 } from './memory-runtime.js';
-export { ManualClock } from './manual-clock.js';
 export { SeededRandom } from './seeded-random.js';
 export { SeededFaultInjector, type SeededFaultInjectorOptions } from './seeded-fault-injector.js';
 export { LostReplies } from './lost-replies.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { KubeletError, type ContainerSpec } from '@kubelet-ts/core';
-import { ManualClock, MemoryRuntime } from '../src/index.js';
+import { ManualClock } from '@kubelet-ts/conformance';
+import { MemoryRuntime } from '../src/index.js';
 import { spec } from './spec-fixture.js';
 
 async function running(runtime: MemoryRuntime, name: string, extra: Partial<ContainerSpec> = {}) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { KubeletError } from '@kubelet-ts/core';
-import { ManualClock, MemoryRuntime, SeededFaultInjector, SeededRandom } from '../src/index.js';
+import { ManualClock } from '@kubelet-ts/conformance';
+import { MemoryRuntime, SeededFaultInjector, SeededRandom } from '../src/index.js';
 import { spec } from './spec-fixture.js';
 
 /** Makes `calls` list calls, each given its time on the clock, and says how each ended and when. */

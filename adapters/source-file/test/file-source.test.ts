@@ -2,23 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Clock, TimerHandle } from '@kubelet-ts/core';
 import { FileManifestSource, isManifestFileName } from '../src/index.js';
-import { RecordingSink } from '@kubelet-ts/conformance';
+import { RecordingSink, heldClock } from '@kubelet-ts/conformance';
 
 const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
-
-/** A clock whose timers fire only when a test fires them: proof that no system timer stands in for it. */
-function heldClock() {
-  const timers: Array<{ readonly ms: number; readonly fire: () => void }> = [];
-  const clock: Clock = {
-    now: () => 0,
-    setTimeout: (fire, ms) => (timers.push({ ms, fire }), timers.length as unknown as TimerHandle),
-    clearTimeout: () => {},
-  };
-  return { clock, timers };
-}
-
 
 describe('FileManifestSource', () => {
   let dir: string;

@@ -1,26 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Tokens, type Clock, type ManifestSource, type TimerHandle } from '@kubelet-ts/core';
+import { Tokens, type ManifestSource } from '@kubelet-ts/core';
 import { HttpManifestSource, parseHeaderFlag, registerHttpSource, type HttpManifestSourceOptions } from '../src/index.js';
-import { RecordingSink } from '@kubelet-ts/conformance';
+import { RecordingSink, heldClock } from '@kubelet-ts/conformance';
 
 const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
 const yamlList = (...items: string[]) => items.map((m) => `- ${m.replaceAll('\n', '\n  ').trimEnd()}`).join('\n') + '\n';
 const json = (id: string, image = 'app:1') => ({ id, containers: [{ name: 'main', image }] });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A clock whose timers fire only when a test fires them: proof that no system timer stands in for it. */
-function heldClock() {
-  const timers: Array<{ readonly ms: number; readonly fire: () => void }> = [];
-  const clock: Clock = {
-    now: () => 0,
-    setTimeout: (fire, ms) => (timers.push({ ms, fire }), timers.length as unknown as TimerHandle),
-    clearTimeout: () => {},
-  };
-  return { clock, timers };
-}
-
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 

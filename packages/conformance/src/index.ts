@@ -5,3 +5,4 @@ export * from './reliability.js';
 export * from './guarded-runtime.js';
 export * from './fuzz/index.js';
 export * from './manifest-fixture.js';
+export { ManualClock, heldClock, type HeldTimer } from './manual-clock.js';

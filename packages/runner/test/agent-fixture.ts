@@ -1,6 +1,7 @@
 import { afterEach, beforeEach } from '@jest/globals';
 import { Labels, buildContainerSpec, type ContainerManifest, type ContainerSpec, type ContainerSummary } from '@kubelet-ts/core';
-import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { ManualClock } from '@kubelet-ts/conformance';
 import { Kubelet, type KubeletOptions } from '../src/kubelet.js';
 import type { PassResult } from '../src/sync-loop.js';
 import { RecordingEventSink, type ScriptedSource } from './helpers.js';

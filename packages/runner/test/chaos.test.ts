@@ -1,7 +1,7 @@
 import { afterAll, describe, it } from '@jest/globals';
-import { reliabilityRuns, reliabilitySeed, recordFigures } from '@kubelet-ts/conformance';
+import { reliabilityRuns, reliabilitySeed, recordFigures, ManualClock } from '@kubelet-ts/conformance';
 import { buildContainerSpec, CrashBackOff, type ContainerSpec, type EventSink } from '@kubelet-ts/core';
-import { LostReplies, ManualClock, MemoryRuntime, SeededFaultInjector, SeededRandom } from '@kubelet-ts/runtime-memory';
+import { LostReplies, MemoryRuntime, SeededFaultInjector, SeededRandom } from '@kubelet-ts/runtime-memory';
 import { Kubelet } from '../src/kubelet.js';
 import { ChaosSources, divergence, isConverged, runningTwice, type Divergence } from './chaos-model.js';
 import { manifest } from './helpers.js';

@@ -1,7 +1,8 @@
 import 'reflect-metadata';
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Labels, Tokens, type Clock, type EventSink, type Logger, type ManifestSource } from '@kubelet-ts/core';
-import { ManualClock, MemoryRuntime, registerMemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { MemoryRuntime, registerMemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { ManualClock } from '@kubelet-ts/conformance';
 import { container, type DependencyContainer } from 'tsyringe';
 import { resolveKubelet } from '../src/di.js';
 import type { Kubelet } from '../src/kubelet.js';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Labels, buildContainerSpec, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
-import { GuardedRuntime, checkedManifest } from '@kubelet-ts/conformance';
-import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { GuardedRuntime, checkedManifest, ManualClock } from '@kubelet-ts/conformance';
+import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ServerManifestSource, agentApiHandler } from '@kubelet-ts/source-server';
 import { Kubelet } from '../src/kubelet.js';
 import { RecordingEventSink, ScriptedSource, settle } from './helpers.js';

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import { KubeletError } from '@kubelet-ts/core';
-import type { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import type { MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import type { ManualClock } from '@kubelet-ts/conformance';
 import { agentFixture } from './agent-fixture.js';
 import { manifest, pod, settle, ScriptedSource, type RecordingEventSink } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import { checkedManifest } from '@kubelet-ts/conformance';
+import { checkedManifest, type ManualClock } from '@kubelet-ts/conformance';
 import { KubeletError, Labels, type ContainerManifest } from '@kubelet-ts/core';
-import { MemoryRuntime, type ManualClock } from '@kubelet-ts/runtime-memory';
+import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import type { KubeletOptions } from '../src/kubelet.js';
 import type { PassResult } from '../src/sync-loop.js';
 import { agentFixture, SYNC_MS } from './agent-fixture.js';

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach } from '@jest/globals';
 import { Labels, type ContainerSpec, type ExecResult, type Probe } from '@kubelet-ts/core';
-import { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { ManualClock } from '@kubelet-ts/conformance';
 import { PlanExecutor } from '../src/executor.js';
 import type { NetworkCheck } from '../src/network-check.js';
 import { LivenessProber, type LivenessProberOptions, type ProbeTarget } from '../src/prober.js';

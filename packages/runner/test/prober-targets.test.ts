@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
-import type { ManualClock, MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import type { MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import type { ManualClock } from '@kubelet-ts/conformance';
 import type { ProbeTarget } from '../src/prober.js';
 import { proberFixture, type FakeNetwork, T0, ok, sick } from './prober-fixture.js';
 import { settle, type RecordingEventSink } from './helpers.js';

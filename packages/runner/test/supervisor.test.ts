@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { KubeletError, type ContainerManifest } from '@kubelet-ts/core';
-import { ManualClock } from '@kubelet-ts/runtime-memory';
+import { ManualClock } from '@kubelet-ts/conformance';
 import { SourceSupervisor, type SourceSupervisorOptions, type SupervisorHandlers } from '../src/supervisor.js';
 import { pod, settle, ScriptedSource } from './helpers.js';
 

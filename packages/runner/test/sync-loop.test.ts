@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from '@jest/globals';
 import { Labels } from '@kubelet-ts/core';
-import { MemoryRuntime, type ManualClock } from '@kubelet-ts/runtime-memory';
+import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import type { ManualClock } from '@kubelet-ts/conformance';
 import type { PassResult } from '../src/sync-loop.js';
 import { agentFixture, HOST, SYNC_MS } from './agent-fixture.js';
 import { manifest, pod, RecordingLogger, settle, ScriptedSource, type RecordingEventSink } from './helpers.js';

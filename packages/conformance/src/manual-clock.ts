@@ -66,3 +66,24 @@ export class ManualClock implements Clock {
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
+
+/** A timer that a held clock keeps until the test fires it. */
+export interface HeldTimer {
+  readonly ms: number;
+  readonly fire: () => void;
+}
+
+/**
+ * A clock whose timers fire only when the test fires them (`timers[i].fire()`), in any order, and
+ * whose time stands at 0: proof that an adapter takes its timing from the clock it is given and no
+ * system timer stands in for it.
+ */
+export function heldClock(): { readonly clock: Clock; readonly timers: HeldTimer[] } {
+  const timers: HeldTimer[] = [];
+  const clock: Clock = {
+    now: () => 0,
+    setTimeout: (fire, ms) => (timers.push({ ms, fire }), timers.length as unknown as TimerHandle),
+    clearTimeout: () => {},
+  };
+  return { clock, timers };
+}
