@@ -1,6 +1,6 @@
 import type { Clock, EventSink, Logger, Token } from '@kubelet-ts/core';
 import { Tokens } from '@kubelet-ts/core';
-import { Kubelet, type KubeletOptions } from './kubelet.js';
+import { createKubelet, type Kubelet, type KubeletOptions } from './kubelet.js';
 import { FanOutEventSink } from './log-event-sink.js';
 
 export type KubeletSettings = Omit<KubeletOptions, 'runtime' | 'sources' | 'events' | 'logger' | 'clock'>;
@@ -19,7 +19,8 @@ export interface Resolver {
  * Builds an agent from a DI container filled by the adapters' `register…()` functions: the runtime
  * under `Tokens.Runtime`, every source under `Tokens.Source` (registration order is their
  * priority), every event sink under `Tokens.EventSink` (each gets every event), and the optional
- * logger and clock. This is the CLI's own way of building the agent.
+ * logger and clock, and hands them to `createKubelet`: the same agent, its parts taken from the
+ * container. This is how the CLI builds its agent.
  */
 export function resolveKubelet(container: Resolver, settings: KubeletSettings = {}): Kubelet {
   const all = <T>(token: Token<T>): T[] => (container.isRegistered(token, true) ? container.resolveAll(token) : []);
@@ -27,7 +28,7 @@ export function resolveKubelet(container: Resolver, settings: KubeletSettings = 
   const sinks = all<EventSink>(Tokens.EventSink);
   const logger = optional<Logger>(Tokens.Logger);
   const clock = optional<Clock>(Tokens.Clock);
-  return new Kubelet({
+  return createKubelet({
     ...settings,
     runtime: container.resolve(Tokens.Runtime),
     sources: all(Tokens.Source),

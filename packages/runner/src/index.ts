@@ -1,6 +1,6 @@
 // The embeddable agent's public API. Its parts (pod workers, executor, mux, supervisors, prober)
 // are internal: an embedder builds an agent, hands it adapters, and reads it.
-export { Kubelet, createKubelet, type KubeletOptions, type KubeletStatus } from './kubelet.js';
+export { createKubelet, type Kubelet, type KubeletOptions, type KubeletStatus } from './kubelet.js';
 export type { PassResult } from './sync-loop.js';
 export type { SourceStatus } from './source-intake.js';
 export type { Conflict, DesiredState } from './mux.js';
