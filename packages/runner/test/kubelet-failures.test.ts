@@ -1,23 +1,15 @@
-import { beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { KubeletError } from '@kubelet-ts/core';
-import type { MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import type { ManualClock } from '@kubelet-ts/conformance';
 import { agentFixture } from './agent-fixture.js';
-import { manifest, pod, settle, ScriptedSource, type RecordingEventSink } from './helpers.js';
+import { manifest, pod, settle, ScriptedSource } from './helpers.js';
 
 describe('Kubelet: failures and changes', () => {
   const f = agentFixture();
-  let clock: ManualClock;
-  let runtime: MemoryRuntime;
-  let events: RecordingEventSink;
-  beforeEach(() => {
-    ({ clock, runtime, events } = f);
-  });
   const { nextPass, kubelet, ours, of, one } = f;
 
   describe('failures', () => {
     it('reports a container that fails to be created and still starts the other pods; the next pass retries', async () => {
-      runtime.setFault('create', (call) => (call.target?.startsWith('bad--') ? new KubeletError('Internal', 'no space left on device') : undefined));
+      f.runtime.setFault('create', (call) => (call.target?.startsWith('bad--') ? new KubeletError('Internal', 'no space left on device') : undefined));
       const a = new ScriptedSource('a');
       const k = kubelet([a]);
       await k.start();
@@ -27,16 +19,16 @@ describe('Kubelet: failures and changes', () => {
       expect(one('good-1').state).toBe('running');
       expect(one('good-2').state).toBe('running');
       expect(of('broken')).toEqual([]);
-      const failed = events.ofType('ContainerFailed');
+      const failed = f.events.ofType('ContainerFailed');
       expect(failed).toHaveLength(1);
       expect(failed[0]).toMatchObject({ podId: 'broken', container: 'bad', reason: 'Internal' });
       expect(failed[0]?.message).toContain('no space left on device');
 
       const stillBroken = await k.sync();
       expect(stillBroken).toMatchObject({ actions: 1, failures: 1 });
-      expect(events.ofType('ContainerFailed')).toHaveLength(2);
+      expect(f.events.ofType('ContainerFailed')).toHaveLength(2);
 
-      runtime.setFault('create', undefined);
+      f.runtime.setFault('create', undefined);
       const fixed = await k.sync();
       expect(fixed).toMatchObject({ actions: 1, failures: 0 });
       expect(one('broken', 'bad').state).toBe('running');
@@ -44,7 +36,7 @@ describe('Kubelet: failures and changes', () => {
     });
 
     it('starts a container that was created but not started, rather than creating a second one', async () => {
-      runtime.failNext('start', 'Unavailable');
+      f.runtime.failNext('start', 'Unavailable');
       const a = new ScriptedSource('a');
       const k = kubelet([a]);
       await k.start();
@@ -53,19 +45,19 @@ describe('Kubelet: failures and changes', () => {
 
       const half = one('web');
       expect(half.state).toBe('created');
-      expect(events.types('web')).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerFailed']);
-      expect(events.ofType('ContainerFailed')[0]).toMatchObject({ reason: 'Unavailable' });
+      expect(f.events.types('web')).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerFailed']);
+      expect(f.events.ofType('ContainerFailed')[0]).toMatchObject({ reason: 'Unavailable' });
 
       const result = await k.sync();
       expect(result).toMatchObject({ actions: 1, failures: 0 });
-      expect(runtime.callCount('create')).toBe(1);
+      expect(f.runtime.callCount('create')).toBe(1);
       expect(of('web')).toHaveLength(1);
       expect(one('web')).toMatchObject({ id: half.id, state: 'running' });
-      expect(events.ofType('ContainerStarted', 'web')).toEqual([expect.objectContaining({ reason: 'not-started' })]);
+      expect(f.events.ofType('ContainerStarted', 'web')).toEqual([expect.objectContaining({ reason: 'not-started' })]);
     });
 
     it('removes a container the engine refuses to start, and creates it afresh after the back-off', async () => {
-      runtime.failNext('start', 'Internal');
+      f.runtime.failNext('start', 'Internal');
       const a = new ScriptedSource('a');
       const k = kubelet([a]);
       await k.start();
@@ -73,18 +65,18 @@ describe('Kubelet: failures and changes', () => {
       await settle();
 
       expect(of('web')).toEqual([]);
-      expect(events.types('web')).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerFailed']);
-      expect(events.ofType('ContainerFailed')[0]!.message).toMatch(/injected Internal fault on start .*; removed the container, to create it afresh$/);
+      expect(f.events.types('web')).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerFailed']);
+      expect(f.events.ofType('ContainerFailed')[0]!.message).toMatch(/injected Internal fault on start .*; removed the container, to create it afresh$/);
 
       // Not on the very next pass (issue 17: a pod that can never start was recreated every pass) …
       expect(await k.sync()).toMatchObject({ actions: 1, failures: 1 });
-      expect(runtime.callCount('create')).toBe(1);
-      expect(events.ofType('BackOff', 'web')).toEqual([expect.objectContaining({ reason: 'RunContainerError' })]);
+      expect(f.runtime.callCount('create')).toBe(1);
+      expect(f.events.ofType('BackOff', 'web')).toEqual([expect.objectContaining({ reason: 'RunContainerError' })]);
       // … but by the pass that runs when the back-off (10 s) is over.
       const next = nextPass(k);
-      await clock.advance(10_000);
+      await f.clock.advance(10_000);
       expect(await next).toMatchObject({ actions: 1, failures: 0 });
-      expect(runtime.callCount('create')).toBe(2);
+      expect(f.runtime.callCount('create')).toBe(2);
       expect(one('web').state).toBe('running');
     });
 
@@ -95,7 +87,7 @@ describe('Kubelet: failures and changes', () => {
       await settle();
       const webId = one('web').id;
 
-      runtime.failNext('list', 'Unavailable');
+      f.runtime.failNext('list', 'Unavailable');
       a.push([pod('web'), pod('db')]);
       await settle();
       const failedPass = k.status().lastPass;
@@ -115,7 +107,7 @@ describe('Kubelet: failures and changes', () => {
       const k = kubelet([new ScriptedSource('a', { initial: [] })]);
       await k.start();
       await settle();
-      runtime.failNext('list', 'Timeout');
+      f.runtime.failNext('list', 'Timeout');
       const result = await k.sync();
       expect(result.error).toMatchObject({ code: 'Timeout' });
       expect(result).toMatchObject({ actions: 0, failures: 0, held: 0 });
@@ -129,14 +121,14 @@ describe('Kubelet: failures and changes', () => {
       await settle();
 
       expect(one('web').state).toBe('running');
-      const restarted = events.ofType('SourceRestarted');
+      const restarted = f.events.ofType('SourceRestarted');
       expect(restarted).toHaveLength(1);
       expect(restarted[0]).toMatchObject({ source: 'etcd', reason: 'Unavailable' });
       expect(restarted[0]?.message).toContain('etcd: connection refused');
       expect(restarted[0]?.message).toContain('1000 ms');
       expect(k.status().sources[0]).toMatchObject({ name: 'etcd', seen: false, lastError: 'etcd: connection refused' });
 
-      await clock.advance(1000);
+      await f.clock.advance(1000);
       expect(crashing.starts).toBe(2);
       crashing.push([pod('db')]);
       await settle();
@@ -152,11 +144,11 @@ describe('Kubelet: failures and changes', () => {
       const webId = one('web').id;
       a.fail(new KubeletError('Unavailable', 'watch closed'), true);
       await settle();
-      expect(events.ofType('SourceRestarted')).toEqual([expect.objectContaining({ source: 'a', reason: 'Unavailable' })]);
+      expect(f.events.ofType('SourceRestarted')).toEqual([expect.objectContaining({ source: 'a', reason: 'Unavailable' })]);
       const result = await k.sync();
       expect(result).toMatchObject({ desired: 1, actions: 0 });
       expect(one('web').id).toBe(webId);
-      await clock.advance(1000);
+      await f.clock.advance(1000);
       expect(a.starts).toBe(2);
     });
   });
@@ -171,7 +163,7 @@ describe('Kubelet: failures and changes', () => {
       await settle();
       const oldWeb = one('app', 'web');
       const sidecar = one('app', 'sidecar');
-      const mark = events.events.length;
+      const mark = f.events.events.length;
 
       a.push([manifest('app', [{ name: 'web', image: 'nginx:2' }, { name: 'sidecar', image: 'busybox:1' }])]);
       await settle();
@@ -181,8 +173,8 @@ describe('Kubelet: failures and changes', () => {
       const newWeb = one('app', 'web');
       expect(newWeb.id).not.toBe(oldWeb.id);
       expect(newWeb).toMatchObject({ image: 'nginx:2', state: 'running' });
-      expect(runtime.snapshot().some((c) => c.id === oldWeb.id)).toBe(false);
-      const changed = events.events.slice(mark);
+      expect(f.runtime.snapshot().some((c) => c.id === oldWeb.id)).toBe(false);
+      const changed = f.events.events.slice(mark);
       expect(changed.every((e) => e.container === 'web')).toBe(true);
       expect(changed.map((e) => e.type)).toEqual(['ContainerStopped', 'ContainerRemoved', 'ImagePulled', 'ContainerCreated', 'ContainerStarted']);
       expect(changed.filter((e) => e.type !== 'ImagePulled').every((e) => e.reason === 'spec-changed')).toBe(true);
@@ -196,17 +188,17 @@ describe('Kubelet: failures and changes', () => {
       await k.start();
       await settle();
       const oldWeb = one('app', 'web');
-      const mark = runtime.calls.length;
+      const mark = f.runtime.calls.length;
 
-      runtime.failNext('stop', 'Unavailable');
+      f.runtime.failNext('stop', 'Unavailable');
       a.push([manifest('app', [{ name: 'web', image: 'nginx:2' }, { name: 'sidecar', image: 'busybox:2' }])]);
       await settle();
 
       // The old web keeps running alone; the sidecar, whose old version was stopped, is replaced.
       expect(one('app', 'web')).toMatchObject({ id: oldWeb.id, state: 'running' });
       expect(one('app', 'sidecar')).toMatchObject({ image: 'busybox:2', state: 'running' });
-      expect(runtime.calls.slice(mark).filter((c) => c.op === 'create').map((c) => c.target)).toEqual([expect.stringMatching(/^sidecar--app--/)]);
-      expect(events.ofType('ContainerFailed', 'app').map((e) => e.container)).toEqual(['web']);
+      expect(f.runtime.calls.slice(mark).filter((c) => c.op === 'create').map((c) => c.target)).toEqual([expect.stringMatching(/^sidecar--app--/)]);
+      expect(f.events.ofType('ContainerFailed', 'app').map((e) => e.container)).toEqual(['web']);
 
       // The next pass stops it and starts its replacement.
       expect((await k.sync()).failures).toBe(0);
@@ -221,8 +213,8 @@ describe('Kubelet: failures and changes', () => {
       const webIds = of('web').map((c) => c.id);
       expect(webIds).toHaveLength(2);
       const dbId = one('db').id;
-      const mark = runtime.calls.length;
-      const eventMark = events.events.length;
+      const mark = f.runtime.calls.length;
+      const eventMark = f.events.events.length;
 
       a.push([pod('db')]);
       await settle();
@@ -230,10 +222,10 @@ describe('Kubelet: failures and changes', () => {
       expect(of('web')).toEqual([]);
       expect(one('db').id).toBe(dbId);
       for (const id of webIds) {
-        const ops = runtime.calls.slice(mark).filter((c) => c.target === id).map((c) => c.op);
+        const ops = f.runtime.calls.slice(mark).filter((c) => c.target === id).map((c) => c.op);
         expect(ops).toEqual(['stop', 'remove']);
       }
-      const removal = events.events.slice(eventMark);
+      const removal = f.events.events.slice(eventMark);
       expect(removal.every((e) => e.podId === 'web' && e.reason === 'not-desired')).toBe(true);
       for (const container of ['nginx', 'sidecar']) {
         expect(removal.filter((e) => e.container === container).map((e) => e.type)).toEqual(['ContainerStopped', 'ContainerRemoved']);
@@ -246,12 +238,12 @@ describe('Kubelet: failures and changes', () => {
       await k.start();
       await settle();
       const id = one('web').id;
-      runtime.exit(id, 0);
+      f.runtime.exit(id, 0);
       a.push([]);
       await settle();
-      expect(runtime.snapshot()).toEqual([]);
-      expect(runtime.calls.filter((c) => c.target === id).map((c) => c.op)).toEqual(['start', 'remove']);
-      expect(events.types('web').slice(-1)).toEqual(['ContainerRemoved']);
+      expect(f.runtime.snapshot()).toEqual([]);
+      expect(f.runtime.calls.filter((c) => c.target === id).map((c) => c.op)).toEqual(['start', 'remove']);
+      expect(f.events.types('web').slice(-1)).toEqual(['ContainerRemoved']);
     });
   });
 

@@ -1,19 +1,11 @@
-import { beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { KubeletError, Labels } from '@kubelet-ts/core';
-import type { MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import type { ManualClock } from '@kubelet-ts/conformance';
 import { Kubelet } from '../src/kubelet.js';
 import { agentFixture, HOST, SYNC_MS } from './agent-fixture.js';
-import { manifest, pod, settle, ScriptedSource, type RecordingEventSink } from './helpers.js';
+import { manifest, pod, settle, ScriptedSource } from './helpers.js';
 
 describe('Kubelet: running what sources ask for, and nothing else', () => {
   const f = agentFixture();
-  let clock: ManualClock;
-  let runtime: MemoryRuntime;
-  let events: RecordingEventSink;
-  beforeEach(() => {
-    ({ clock, runtime, events } = f);
-  });
   const { kubelet, nextPass, of, one, preexisting, foreign } = f;
 
   describe('running what sources ask for', () => {
@@ -28,7 +20,7 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       a.push([m]);
       await settle();
 
-      const containers = runtime.snapshot();
+      const containers = f.runtime.snapshot();
       expect(containers).toHaveLength(2);
       for (const c of containers) {
         expect(c.state).toBe('running');
@@ -39,17 +31,17 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
         ['nginx', 'nginx:1.25'],
         ['sidecar', 'busybox:1.36'],
       ]);
-      const details = await runtime.inspect(one('web', 'nginx').id);
+      const details = await f.runtime.inspect(one('web', 'nginx').id);
       expect(details.spec).toMatchObject({ podId: 'web', env: { MODE: 'prod' }, ports: [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }] });
 
       for (const container of ['nginx', 'sidecar']) {
-        const mine = events.events.filter((e) => e.container === container).map((e) => e.type);
+        const mine = f.events.events.filter((e) => e.container === container).map((e) => e.type);
         expect(mine).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerStarted']);
       }
-      expect(events.ofType('ContainerStarted')).toEqual(
+      expect(f.events.ofType('ContainerStarted')).toEqual(
         expect.arrayContaining([expect.objectContaining({ podId: 'web', container: 'nginx', reason: 'new', time: 1_000_000 })]),
       );
-      expect(events.ofType('ContainerFailed')).toEqual([]);
+      expect(f.events.ofType('ContainerFailed')).toEqual([]);
     });
 
     it('lower-cases the hostname it labels containers with', async () => {
@@ -71,8 +63,8 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       expect(quiet).toMatchObject({ desired: 2, actions: 0, failures: 0, held: 0, startedAt: 1_000_000 });
       expect(quiet.error).toBeUndefined();
 
-      runtime.exit(one('db').id, 1);
-      runtime.setFault('create', (call) => (call.target?.startsWith('cache--') ? new KubeletError('Internal', 'disk full') : undefined));
+      f.runtime.exit(one('db').id, 1);
+      f.runtime.setFault('create', (call) => (call.target?.startsWith('cache--') ? new KubeletError('Internal', 'disk full') : undefined));
       const pass = nextPass(k);
       a.push([
         manifest('web', [{ name: 'nginx', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }]), // same content: no action
@@ -105,7 +97,7 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
     });
 
     it('refuses two sources with the same name', () => {
-      expect(() => new Kubelet({ runtime, sources: [new ScriptedSource('a'), new ScriptedSource('a')], clock, hostname: HOST })).toThrow(/unique/);
+      expect(() => new Kubelet({ runtime: f.runtime, sources: [new ScriptedSource('a'), new ScriptedSource('a')], clock: f.clock, hostname: HOST })).toThrow(/unique/);
     });
 
     it('cannot be started twice', async () => {
@@ -129,8 +121,8 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const waiting = await k.sync();
       expect(waiting.held).toBe(1);
       expect(of('old').map((c) => [c.id, c.state])).toEqual([[oldIds[0], 'running']]);
-      expect(runtime.callCount('stop')).toBe(0);
-      expect(runtime.callCount('remove')).toBe(0);
+      expect(f.runtime.callCount('stop')).toBe(0);
+      expect(f.runtime.callCount('remove')).toBe(0);
       expect(one('web').state).toBe('running'); // creation is not held back
       expect(k.status().sources.map((s) => [s.name, s.seen])).toEqual([
         ['a', true],
@@ -138,13 +130,13 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       ]);
 
       // Time alone does not release the hold.
-      await clock.advance(3 * SYNC_MS);
+      await f.clock.advance(3 * SYNC_MS);
       expect(of('old')).toHaveLength(1);
 
       b.push([]); // an empty set counts as delivered
       await settle();
       expect(of('old')).toEqual([]);
-      expect(events.types('old')).toEqual(['ContainerStopped', 'ContainerRemoved']);
+      expect(f.events.types('old')).toEqual(['ContainerStopped', 'ContainerRemoved']);
       const after = await k.sync();
       expect(after).toMatchObject({ held: 0, actions: 0 });
     });
@@ -155,18 +147,18 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const ids = await preexisting(manifest('web', [{ name: 'web', image: 'nginx:1' }]));
       const a = new ScriptedSource('a', { initial: [] });
       const b = new ScriptedSource('b');
-      runtime.setLatency('list', 1_000);
+      f.runtime.setLatency('list', 1_000);
       const k = kubelet([a, b]);
       await k.start(); // a's set asks for a pass, whose list now takes a second
       await settle();
       b.push([manifest('web', [{ name: 'web', image: 'nginx:1' }])]);
-      runtime.setLatency('list', 0); // the list under way still takes its second
-      await clock.advance(1_000);
+      f.runtime.setLatency('list', 0); // the list under way still takes its second
+      await f.clock.advance(1_000);
       await k.sync();
 
       expect(of('web').map((c) => [c.id, c.state])).toEqual([[ids[0], 'running']]);
-      expect(runtime.callCount('stop')).toBe(0);
-      expect(events.types('web')).toEqual([]);
+      expect(f.runtime.callCount('stop')).toBe(0);
+      expect(f.events.types('web')).toEqual([]);
     });
 
     it('adopts the containers of a previous run instead of creating duplicates', async () => {
@@ -174,9 +166,9 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       await first.start();
       await settle();
       await first.close();
-      const before = runtime.snapshot();
+      const before = f.runtime.snapshot();
       expect(before).toHaveLength(2);
-      const creates = runtime.callCount('create');
+      const creates = f.runtime.callCount('create');
 
       // A new agent, reading the same manifests again (new objects, same content).
       const second = kubelet([new ScriptedSource('a', { initial: [pod('web'), pod('db', 'postgres:16')] })]);
@@ -184,9 +176,9 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       await settle();
       const result = await second.sync();
       expect(result).toMatchObject({ desired: 2, actions: 0, failures: 0 });
-      expect(runtime.callCount('create')).toBe(creates);
-      expect(runtime.callCount('stop')).toBe(0);
-      expect(runtime.snapshot()).toEqual(before);
+      expect(f.runtime.callCount('create')).toBe(creates);
+      expect(f.runtime.callCount('stop')).toBe(0);
+      expect(f.runtime.snapshot()).toEqual(before);
     });
 
     it('never stops or removes foreign containers or those of another node', async () => {
@@ -203,13 +195,13 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       await settle();
       await k.sync();
 
-      const byId = new Map(runtime.snapshot().map((c) => [c.id, c]));
+      const byId = new Map(f.runtime.snapshot().map((c) => [c.id, c]));
       for (const id of [plain, halfLabelled, ...otherNode, ...otherNodeGone]) expect(byId.get(id)?.state).toBe('running');
       // Ours, and not desired: removed — the others stayed only because they are not ours.
       expect(byId.has(mineGone[0] as string)).toBe(false);
       // Pod 'web' on node-b does not stand in for ours.
       expect(one('web').state).toBe('running');
-      const touched = runtime.calls.filter((c) => c.op === 'stop' || c.op === 'remove').map((c) => c.target);
+      const touched = f.runtime.calls.filter((c) => c.op === 'stop' || c.op === 'remove').map((c) => c.target);
       expect(touched).toEqual([mineGone[0], mineGone[0]]);
     });
   });
@@ -228,20 +220,20 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       expect(of('web')).toHaveLength(1);
       expect(one('web')).toMatchObject({ image: 'nginx:a', state: 'running' });
       expect(one('web').labels[Labels.source]).toBe('a');
-      const conflicts = events.ofType('ManifestConflict');
+      const conflicts = f.events.ofType('ManifestConflict');
       expect(conflicts).toHaveLength(1);
       expect(conflicts[0]).toMatchObject({ podId: 'web', source: 'b', reason: 'Conflict' });
       expect(conflicts[0]?.message).toContain('running the one from a');
 
       // More passes, and re-deliveries of the same sets (same and new objects), do not repeat it.
-      await clock.advance(SYNC_MS);
-      await clock.advance(SYNC_MS);
+      await f.clock.advance(SYNC_MS);
+      await f.clock.advance(SYNC_MS);
       b.push([pod('web', 'nginx:b')]);
       await settle();
       await k.sync();
-      expect(events.ofType('ManifestConflict')).toHaveLength(1);
+      expect(f.events.ofType('ManifestConflict')).toHaveLength(1);
       expect(of('web')).toHaveLength(1);
-      expect(runtime.callCount('create')).toBe(1);
+      expect(f.runtime.callCount('create')).toBe(1);
     });
 
     it('reports a manifest a source rejected and leaves running pods alone', async () => {
@@ -249,21 +241,21 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const k = kubelet([a]);
       await k.start();
       await settle();
-      const before = runtime.snapshot();
-      const calls = runtime.callCount();
+      const before = f.runtime.snapshot();
+      const calls = f.runtime.callCount();
 
       a.fail(new KubeletError('InvalidManifest', 'broken.yaml: id: must be a DNS label', { fieldErrors: [{ path: 'id', message: 'must be a DNS label' }] }));
       await settle();
-      const rejected = events.ofType('ManifestRejected');
+      const rejected = f.events.ofType('ManifestRejected');
       expect(rejected).toHaveLength(1);
       expect(rejected[0]).toMatchObject({ source: 'a', reason: 'InvalidManifest', message: 'broken.yaml: id: must be a DNS label' });
-      expect(events.ofType('SourceRestarted')).toEqual([]);
+      expect(f.events.ofType('SourceRestarted')).toEqual([]);
       expect(k.status().sources[0]?.lastError).toBe('broken.yaml: id: must be a DNS label');
 
       const result = await k.sync();
       expect(result).toMatchObject({ desired: 1, actions: 0 });
-      expect(runtime.snapshot()).toEqual(before);
-      expect(runtime.calls.slice(calls).map((c) => c.op)).toEqual(['list']);
+      expect(f.runtime.snapshot()).toEqual(before);
+      expect(f.runtime.calls.slice(calls).map((c) => c.op)).toEqual(['list']);
     });
 
     it('reports other non-fatal source errors as SourceError', async () => {
@@ -272,7 +264,7 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       await k.start();
       a.fail(new KubeletError('Unavailable', 'http: 503'));
       a.fail(new Error('odd'));
-      expect(events.ofType('SourceError')).toEqual([
+      expect(f.events.ofType('SourceError')).toEqual([
         expect.objectContaining({ source: 'a', reason: 'Unavailable', message: 'http: 503' }),
         expect.objectContaining({ source: 'a', reason: 'Internal', message: 'odd' }),
       ]);

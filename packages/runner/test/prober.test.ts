@@ -1,20 +1,9 @@
-import { beforeEach, describe, expect, it } from '@jest/globals';
-import type { MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import type { ManualClock } from '@kubelet-ts/conformance';
-import type { ProbeTarget } from '../src/prober.js';
-import { proberFixture, type FakeNetwork, T0, HTTP, TCP, ok, sick } from './prober-fixture.js';
-import { RecordingLogger, type RecordingEventSink } from './helpers.js';
+import { describe, expect, it } from '@jest/globals';
+import { proberFixture, T0, HTTP, TCP, ok, sick } from './prober-fixture.js';
+import { RecordingLogger } from './helpers.js';
 
 describe('LivenessProber: timing and failures', () => {
   const f = proberFixture();
-  let clock: ManualClock;
-  let runtime: MemoryRuntime;
-  let events: RecordingEventSink;
-  let network: FakeNetwork;
-  let killed: ProbeTarget[];
-  beforeEach(() => {
-    ({ clock, runtime, events, network, killed } = f);
-  });
   const { prober, act, running, target, execTimes, stateOf } = f;
 
   describe('timing', () => {
@@ -22,31 +11,31 @@ describe('LivenessProber: timing and failures', () => {
       const id = await running();
       const p = prober();
       p.update([target(id)]);
-      await clock.advance(4_999);
+      await f.clock.advance(4_999);
       expect(execTimes(id)).toEqual([]);
-      await clock.advance(1);
+      await f.clock.advance(1);
       expect(execTimes(id)).toEqual([5_000]);
     });
 
     it('probes at once when the initial delay is already past', async () => {
       const id = await running();
-      await clock.advance(60_000);
+      await f.clock.advance(60_000);
       const p = prober();
       p.update([target(id)]);
-      await clock.advance(0);
+      await f.clock.advance(0);
       expect(execTimes(id)).toEqual([60_000]);
     });
 
     it('probes every periodSeconds, counted from when the previous probe finished', async () => {
       const id = await running();
-      runtime.onExec(id, ok, 400);
+      f.runtime.onExec(id, ok, 400);
       const p = prober();
       p.update([target(id)]);
-      await clock.advance(5_000 + 400 + 9_999);
+      await f.clock.advance(5_000 + 400 + 9_999);
       expect(execTimes(id)).toEqual([5_000]);
-      await clock.advance(1);
+      await f.clock.advance(1);
       expect(execTimes(id)).toEqual([5_000, 15_400]);
-      await clock.advance(10_400);
+      await f.clock.advance(10_400);
       expect(execTimes(id)).toEqual([5_000, 15_400, 25_800]);
       expect(p.state(id)).toEqual({ failures: 0, lastResult: 'success', lastDetail: 'exited with code 0' });
     });
@@ -55,18 +44,18 @@ describe('LivenessProber: timing and failures', () => {
   describe('failures', () => {
     it('records a container as unhealthy after failureThreshold consecutive failures, once; the kill follows', async () => {
       const id = await running('cache', 'redis');
-      runtime.onExec(id, sick);
+      f.runtime.onExec(id, sick);
       const p = prober();
       const t = target(id, {}, { graceSeconds: 7 });
       p.update([t]);
 
-      await clock.advance(15_000);
-      expect(events.ofType('ProbeFailed')).toHaveLength(2);
+      await f.clock.advance(15_000);
+      expect(f.events.ofType('ProbeFailed')).toHaveLength(2);
       expect(stateOf(id)).toBe('running');
       expect(p.state(id)).toMatchObject({ failures: 2, lastResult: 'failure' });
 
-      await clock.advance(10_000);
-      const failed = events.ofType('ProbeFailed');
+      await f.clock.advance(10_000);
+      const failed = f.events.ofType('ProbeFailed');
       expect(failed).toHaveLength(3);
       failed.forEach((e, i) => {
         expect(e).toMatchObject({ podId: 'cache', container: 'redis', reason: 'Liveness', time: T0 + 5_000 + i * 10_000 });
@@ -74,119 +63,119 @@ describe('LivenessProber: timing and failures', () => {
         expect(e.message).toContain(`(${i + 1}/3)`);
         expect(e.message).toContain('exited with code 1: cat: /tmp/healthy: No such file or directory');
       });
-      const [kill, ...moreKills] = events.ofType('ContainerKilled');
+      const [kill, ...moreKills] = f.events.ofType('ContainerKilled');
       expect(moreKills).toEqual([]);
       expect(kill).toMatchObject({ podId: 'cache', container: 'redis', reason: 'Liveness', time: T0 + 25_000 });
       expect(kill?.message).toMatch(/^liveness probe failed 3 times: exited with code 1: .*; killing it \(restart policy decides what next\)$/);
-      expect(events.types()).toEqual(['ProbeFailed', 'ProbeFailed', 'ProbeFailed', 'ContainerKilled']);
+      expect(f.events.types()).toEqual(['ProbeFailed', 'ProbeFailed', 'ProbeFailed', 'ContainerKilled']);
       expect(stateOf(id)).toBe('exited');
-      expect(killed).toEqual([t]);
+      expect(f.killed).toEqual([t]);
 
       // Dead to the prober: no more probes, even when the agent hands the same container back.
       p.update([t]);
-      await clock.advance(100_000);
+      await f.clock.advance(100_000);
       expect(execTimes(id)).toHaveLength(3);
-      expect(runtime.callCount('stop')).toBe(1);
-      expect(killed).toHaveLength(1);
-      expect(events.events).toHaveLength(4);
+      expect(f.runtime.callCount('stop')).toBe(1);
+      expect(f.killed).toHaveLength(1);
+      expect(f.events.events).toHaveLength(4);
     });
 
     it('the kill stops the container with the grace period, and is done only when the stop is', async () => {
       const id = await running();
-      runtime.onExec(id, sick);
-      runtime.hangOnStop(id);
+      f.runtime.onExec(id, sick);
+      f.runtime.hangOnStop(id);
       const p = prober();
       p.update([target(id, { failureThreshold: 1 }, { graceSeconds: 7 })]);
-      await clock.advance(5_000);
-      expect(events.types()).toEqual(['ProbeFailed', 'ContainerKilled']);
-      await clock.advance(6_999);
+      await f.clock.advance(5_000);
+      expect(f.events.types()).toEqual(['ProbeFailed', 'ContainerKilled']);
+      await f.clock.advance(6_999);
       expect(stateOf(id)).toBe('running');
-      expect(killed).toHaveLength(0);
-      await clock.advance(1);
-      expect(runtime.snapshot().find((s) => s.id === id)).toMatchObject({ state: 'exited', exitCode: 137 });
-      expect(killed).toHaveLength(1);
+      expect(f.killed).toHaveLength(0);
+      await f.clock.advance(1);
+      expect(f.runtime.snapshot().find((s) => s.id === id)).toMatchObject({ state: 'exited', exitCode: 137 });
+      expect(f.killed).toHaveLength(1);
     });
 
     it('resets the consecutive-failure count on a success', async () => {
       const id = await running();
       const answers = [sick, sick, ok, sick, sick, sick];
-      runtime.onExec(id, () => (answers.shift() ?? ok)());
+      f.runtime.onExec(id, () => (answers.shift() ?? ok)());
       const p = prober();
       p.update([target(id)]);
 
-      await clock.advance(35_000); // probes at 5, 15, 25, 35 s: fail, fail, success, fail
+      await f.clock.advance(35_000); // probes at 5, 15, 25, 35 s: fail, fail, success, fail
       expect(p.state(id)).toMatchObject({ failures: 1, lastResult: 'failure' });
-      await clock.advance(10_000);
+      await f.clock.advance(10_000);
       expect(p.state(id)).toMatchObject({ failures: 2 });
-      expect(events.ofType('ProbeFailed').map((e) => e.message.match(/\((\d\/3)\)/)?.[1])).toEqual(['1/3', '2/3', '1/3', '2/3']);
-      expect(events.ofType('ContainerKilled')).toEqual([]);
+      expect(f.events.ofType('ProbeFailed').map((e) => e.message.match(/\((\d\/3)\)/)?.[1])).toEqual(['1/3', '2/3', '1/3', '2/3']);
+      expect(f.events.ofType('ContainerKilled')).toEqual([]);
       expect(stateOf(id)).toBe('running');
 
-      await clock.advance(10_000);
-      expect(events.ofType('ContainerKilled')).toHaveLength(1);
+      await f.clock.advance(10_000);
+      expect(f.events.ofType('ContainerKilled')).toHaveLength(1);
       expect(stateOf(id)).toBe('exited');
     });
 
     it('counts an exec that outlasts timeoutSeconds as a failure', async () => {
       const id = await running();
-      runtime.onExec(id, ok, 2_500); // would succeed, but too late
+      f.runtime.onExec(id, ok, 2_500); // would succeed, but too late
       const p = prober();
       p.update([target(id, { timeoutSeconds: 2 })]);
-      await clock.advance(5_000 + 2_000);
+      await f.clock.advance(5_000 + 2_000);
       expect(p.state(id)).toEqual({ failures: 1, lastResult: 'failure', lastDetail: 'timed out after 2 s' });
-      expect(events.ofType('ProbeFailed')[0]?.message).toContain('(1/3): timed out after 2 s');
+      expect(f.events.ofType('ProbeFailed')[0]?.message).toContain('(1/3): timed out after 2 s');
       // The next period counts from the timeout, when the probe finished.
-      await clock.advance(10_000);
+      await f.clock.advance(10_000);
       expect(execTimes(id)).toEqual([5_000, 17_000]);
     });
 
     it('counts a check that never answers as a failure, and starts no second one while the first hangs', async () => {
       const id = await running();
-      network.answer = 'hang';
+      f.network.answer = 'hang';
       const p = prober();
       p.update([target(id, TCP, { hostPort: 16379 })]);
-      await clock.advance(0);
-      expect(network.calls).toHaveLength(1);
-      await clock.advance(2_000); // timeoutSeconds 1 + the prober's 1 s of slack
+      await f.clock.advance(0);
+      expect(f.network.calls).toHaveLength(1);
+      await f.clock.advance(2_000); // timeoutSeconds 1 + the prober's 1 s of slack
       expect(p.state(id)).toMatchObject({ failures: 1, lastDetail: 'no answer within 1 s' });
-      await clock.advance(10_000);
-      expect(network.calls).toHaveLength(1);
+      await f.clock.advance(10_000);
+      expect(f.network.calls).toHaveLength(1);
       expect(p.state(id)).toMatchObject({ failures: 2 });
-      expect(events.ofType('ContainerKilled')).toHaveLength(1);
+      expect(f.events.ofType('ContainerKilled')).toHaveLength(1);
     });
 
     it('does not count a probe the runtime could not run (Unavailable), and keeps probing', async () => {
       const id = await running();
-      runtime.onExec(id, sick);
+      f.runtime.onExec(id, sick);
       const logger = new RecordingLogger();
       const p = prober({ logger });
       p.update([target(id)]);
-      runtime.failNext('exec', 'Unavailable');
-      await clock.advance(5_000);
+      f.runtime.failNext('exec', 'Unavailable');
+      await f.clock.advance(5_000);
       expect(execTimes(id)).toEqual([5_000]);
       expect(p.state(id)).toEqual({ failures: 0 });
-      expect(events.events).toEqual([]);
+      expect(f.events.events).toEqual([]);
       expect(logger.lines.some((l) => l.level === 'warn' && l.message.includes('Unavailable'))).toBe(true);
-      await clock.advance(10_000);
+      await f.clock.advance(10_000);
       expect(p.state(id)).toMatchObject({ failures: 1 });
     });
 
     it('keeps the result after a kill that fails, so the next pass kills again', async () => {
       const id = await running();
-      runtime.onExec(id, sick);
+      f.runtime.onExec(id, sick);
       const p = prober();
       const t = target(id, { failureThreshold: 1 });
       p.update([t]);
-      runtime.failNext('stop', 'Unavailable');
-      await clock.advance(5_000);
-      expect(events.types()).toEqual(['ProbeFailed', 'ContainerKilled', 'ContainerFailed']);
-      expect(events.ofType('ContainerFailed')[0]).toMatchObject({ reason: 'Unavailable', container: 'redis' });
+      f.runtime.failNext('stop', 'Unavailable');
+      await f.clock.advance(5_000);
+      expect(f.events.types()).toEqual(['ProbeFailed', 'ContainerKilled', 'ContainerFailed']);
+      expect(f.events.ofType('ContainerFailed')[0]).toMatchObject({ reason: 'Unavailable', container: 'redis' });
       expect(stateOf(id)).toBe('running');
-      expect(killed).toEqual([]);
+      expect(f.killed).toEqual([]);
       expect(p.unhealthy().get(id)).toMatch(/^failed 1 times: exited with code 1/);
       await act(p, t); // the next pass
       expect(stateOf(id)).toBe('exited');
-      expect(killed).toHaveLength(1);
+      expect(f.killed).toHaveLength(1);
       // Once the container is no longer running the agent stops handing it over, and the result goes.
       p.update([]);
       expect(p.unhealthy().size).toBe(0);
@@ -198,28 +187,28 @@ describe('LivenessProber: timing and failures', () => {
       const id = await running('web', 'nginx');
       const p = prober({ host: '10.0.0.5' });
       p.update([target(id, HTTP, { hostPort: 8080 })]);
-      network.answer = { ok: false, detail: 'status 500' };
-      await clock.advance(0);
-      expect(network.calls).toEqual([{ kind: 'http', host: '10.0.0.5', port: 8080, path: '/healthz', timeoutMs: 1_000 }]);
+      f.network.answer = { ok: false, detail: 'status 500' };
+      await f.clock.advance(0);
+      expect(f.network.calls).toEqual([{ kind: 'http', host: '10.0.0.5', port: 8080, path: '/healthz', timeoutMs: 1_000 }]);
       expect(p.state(id)).toEqual({ failures: 1, lastResult: 'failure', lastDetail: 'status 500' });
-      expect(events.ofType('ProbeFailed')[0]?.message).toBe('liveness probe httpGet http://10.0.0.5:8080/healthz failed (1/3): status 500');
+      expect(f.events.ofType('ProbeFailed')[0]?.message).toBe('liveness probe httpGet http://10.0.0.5:8080/healthz failed (1/3): status 500');
 
-      network.answer = { ok: true, detail: 'status 302' };
-      await clock.advance(10_000);
+      f.network.answer = { ok: true, detail: 'status 302' };
+      await f.clock.advance(10_000);
       expect(p.state(id)).toEqual({ failures: 0, lastResult: 'success', lastDetail: 'status 302' });
       expect(execTimes(id)).toEqual([]);
     });
 
     it('tcpSocket: a refused connection is a failure', async () => {
       const id = await running();
-      network.answer = { ok: false, detail: 'connection refused' };
+      f.network.answer = { ok: false, detail: 'connection refused' };
       const p = prober();
       p.update([target(id, TCP, { hostPort: 16379 })]);
-      await clock.advance(0);
-      expect(network.calls[0]).toMatchObject({ kind: 'tcp', host: '127.0.0.1', port: 16379 });
-      expect(events.ofType('ProbeFailed')[0]?.message).toBe('liveness probe tcpSocket 127.0.0.1:16379 failed (1/2): connection refused');
-      await clock.advance(10_000);
-      expect(events.types()).toEqual(['ProbeFailed', 'ProbeFailed', 'ContainerKilled']);
+      await f.clock.advance(0);
+      expect(f.network.calls[0]).toMatchObject({ kind: 'tcp', host: '127.0.0.1', port: 16379 });
+      expect(f.events.ofType('ProbeFailed')[0]?.message).toBe('liveness probe tcpSocket 127.0.0.1:16379 failed (1/2): connection refused');
+      await f.clock.advance(10_000);
+      expect(f.events.types()).toEqual(['ProbeFailed', 'ProbeFailed', 'ContainerKilled']);
       expect(stateOf(id)).toBe('exited');
     });
   });

@@ -1,19 +1,12 @@
-import { beforeEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { Labels } from '@kubelet-ts/core';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import type { ManualClock } from '@kubelet-ts/conformance';
 import type { PassResult } from '../src/sync-loop.js';
 import { agentFixture, HOST, SYNC_MS } from './agent-fixture.js';
-import { manifest, pod, RecordingLogger, settle, ScriptedSource, type RecordingEventSink } from './helpers.js';
+import { manifest, pod, RecordingLogger, settle, ScriptedSource } from './helpers.js';
 
 describe('Kubelet: the sync loop', () => {
   const f = agentFixture();
-  let clock: ManualClock;
-  let runtime: MemoryRuntime;
-  let events: RecordingEventSink;
-  beforeEach(() => {
-    ({ clock, runtime, events } = f);
-  });
   const { kubelet, nextPass, ours, of, one } = f;
 
   describe('the sync loop', () => {
@@ -26,12 +19,12 @@ describe('Kubelet: the sync loop', () => {
       k.on('pass', (r) => passes.push(r));
       const before = k.status().passes;
 
-      await clock.advance(SYNC_MS - 1);
+      await f.clock.advance(SYNC_MS - 1);
       expect(passes).toEqual([]);
-      await clock.advance(1);
+      await f.clock.advance(1);
       expect(passes).toHaveLength(1);
       expect(passes[0]).toMatchObject({ startedAt: 1_000_000 + SYNC_MS, desired: 1, actions: 0 });
-      await clock.advance(SYNC_MS);
+      await f.clock.advance(SYNC_MS);
       expect(passes).toHaveLength(2);
       expect(k.status().passes).toBe(before + 2);
     });
@@ -42,27 +35,27 @@ describe('Kubelet: the sync loop', () => {
       await k.start();
       await settle();
       const id = one('web').id;
-      await clock.advance(1000);
-      runtime.exit(id, 137);
+      await f.clock.advance(1000);
+      f.runtime.exit(id, 137);
 
       // The periodic pass sees the exit and backs off until exit + 10 s …
       const waiting = nextPass(k);
-      await clock.advance(SYNC_MS - 1000);
+      await f.clock.advance(SYNC_MS - 1000);
       expect(await waiting).toMatchObject({ actions: 0 });
-      expect(events.ofType('ContainerExited', 'web')).toEqual([expect.objectContaining({ reason: 'Error', time: 1_000_000 + SYNC_MS })]);
-      expect(events.ofType('ContainerExited', 'web')[0]?.message).toContain('exited with code 137');
-      expect(events.ofType('BackOff', 'web')).toHaveLength(1);
+      expect(f.events.ofType('ContainerExited', 'web')).toEqual([expect.objectContaining({ reason: 'Error', time: 1_000_000 + SYNC_MS })]);
+      expect(f.events.ofType('ContainerExited', 'web')[0]?.message).toContain('exited with code 137');
+      expect(f.events.ofType('BackOff', 'web')).toHaveLength(1);
       // … and a pass runs when it ends, not a whole period later.
       const restart = nextPass(k);
-      await clock.advance(1000);
+      await f.clock.advance(1000);
       expect(await restart).toMatchObject({ actions: 1, failures: 0, startedAt: 1_000_000 + 11_000 });
       const [replacement, exited] = [...of('web')].sort((x, y) => y.createdAt - x.createdAt);
       expect(replacement).toMatchObject({ state: 'running' });
       expect(replacement?.id).not.toBe(id);
       expect(replacement?.labels[Labels.restartCount]).toBe('1');
       expect(exited).toMatchObject({ id, state: 'exited', exitCode: 137 });
-      expect(events.ofType('ContainerRestarted', 'web')).toHaveLength(1);
-      expect(runtime.callCount('create')).toBe(2);
+      expect(f.events.ofType('ContainerRestarted', 'web')).toHaveLength(1);
+      expect(f.runtime.callCount('create')).toBe(2);
     });
 
     it('pushes the periodic pass back after a pass caused by a change', async () => {
@@ -72,13 +65,13 @@ describe('Kubelet: the sync loop', () => {
       await settle();
       const passes: PassResult[] = [];
       k.on('pass', (r) => passes.push(r));
-      await clock.advance(SYNC_MS / 2);
+      await f.clock.advance(SYNC_MS / 2);
       a.push([pod('web')]);
       await settle();
       expect(passes).toHaveLength(1);
-      await clock.advance(SYNC_MS - 1);
+      await f.clock.advance(SYNC_MS - 1);
       expect(passes).toHaveLength(1);
-      await clock.advance(1);
+      await f.clock.advance(1);
       expect(passes).toHaveLength(2);
     });
 
@@ -86,13 +79,13 @@ describe('Kubelet: the sync loop', () => {
       // Found by the chaos suite (seed 1005): every instant failure of the pod in back-off asked
       // for another pass, and each such pass, seeing the busy pod still planned from an older
       // desired state, asked again: an endless loop of lists at one instant.
-      runtime = f.runtime = new MemoryRuntime({ clock, pullable: ['app:1', 'app:2'] });
+      f.runtime = new MemoryRuntime({ clock: f.clock, pullable: ['app:1', 'app:2'] });
       const slow = (image: string) => manifest('slow', [{ name: 'web', image }]);
       const a = new ScriptedSource('a', { initial: [slow('app:1'), pod('bad', 'missing:1')] });
       const k = kubelet([a]);
       await k.start();
       await settle();
-      runtime.hangOnStop(one('slow').id);
+      f.runtime.hangOnStop(one('slow').id);
       const passes: PassResult[] = [];
       k.on('pass', (r) => {
         passes.push(r);
@@ -108,14 +101,14 @@ describe('Kubelet: the sync loop', () => {
       expect(one('other').state).toBe('running');
 
       // When slow's worker is done, a pass looks at it again at once.
-      await clock.advance(30_000);
+      await f.clock.advance(30_000);
       await settle();
       expect(one('slow')).toMatchObject({ image: 'app:2', state: 'running' });
       expect(passes.length).toBeLessThan(10);
     });
 
     it('runs one more pass, not one per change, for changes made during a pass', async () => {
-      runtime.setLatency('list', 100);
+      f.runtime.setLatency('list', 100);
       const a = new ScriptedSource('a', { initial: [] });
       const k = kubelet([a]);
       await k.start();
@@ -125,9 +118,9 @@ describe('Kubelet: the sync loop', () => {
       a.push([pod('one')]);
       a.push([pod('one'), pod('two')]);
       a.push([pod('one'), pod('two'), pod('three')]);
-      await clock.advance(100);
-      await clock.advance(100);
-      await clock.advance(SYNC_MS / 2);
+      await f.clock.advance(100);
+      await f.clock.advance(100);
+      await f.clock.advance(SYNC_MS / 2);
       expect(passes).toHaveLength(2);
       expect(passes[1]).toMatchObject({ desired: 3, actions: 3 });
       expect(ours()).toHaveLength(3);
@@ -149,7 +142,7 @@ describe('Kubelet: the sync loop', () => {
       await settle();
       expect(of('web').map((c) => c.state)).toEqual(['running']);
       const before = k.status().passes;
-      await clock.advance(SYNC_MS);
+      await f.clock.advance(SYNC_MS);
       expect(k.status().passes).toBe(before + 1);
       expect(logger.lines.filter((l) => l.level === 'error').map((l) => l.message)).toContain('a pass listener threw');
     });
@@ -199,18 +192,18 @@ describe('Kubelet: the sync loop', () => {
       expect(a.closes).toBe(1);
       expect(b.closes).toBe(1);
       expect(crashing.closes).toBe(2); // once when it crashed, once by close()
-      expect(clock.pending).toBe(0);
+      expect(f.clock.pending).toBe(0);
 
-      await clock.advance(10 * SYNC_MS);
+      await f.clock.advance(10 * SYNC_MS);
       expect(passes).toEqual([]);
       expect(crashing.starts).toBe(1);
       expect(ours().map((c) => c.state)).toEqual(['running', 'running']);
 
       // Late deliveries from a closed source change nothing.
-      const calls = runtime.callCount();
+      const calls = f.runtime.callCount();
       a.push([]);
       await settle();
-      expect(runtime.callCount()).toBe(calls);
+      expect(f.runtime.callCount()).toBe(calls);
     });
 
     it('lets sync() after close() resolve, with the last pass result', async () => {
@@ -223,12 +216,12 @@ describe('Kubelet: the sync loop', () => {
     });
 
     it('resolves a sync() made during the last pass when close() is called', async () => {
-      runtime.setLatency('list', 100);
+      f.runtime.setLatency('list', 100);
       const k = kubelet([new ScriptedSource('a', { initial: [pod('web')] })]);
       await k.start();
       const waiting = k.sync(); // queued behind the pass that is waiting on list
       const closing = k.close();
-      await clock.advance(100);
+      await f.clock.advance(100);
       await closing;
       await expect(waiting).resolves.toMatchObject({ desired: 1 });
       expect(k.status().passes).toBe(1);
