@@ -51,7 +51,10 @@ export function agentApiHandler(view: AgentView): RouteHandler {
 }
 
 export interface AgentApiListenerOptions {
-  /** When set, every route but `/healthz` needs `Authorization: Bearer <token>` (401 otherwise). */
+  /**
+   * When set, every route but `/healthz` needs `Authorization: Bearer <token>` (401 otherwise).
+   * An empty or whitespace-only token throws: it would let every request in.
+   */
   readonly authToken?: string;
   /** Where a request that failed inside the agent (a 500) is logged. */
   readonly logger?: Logger;
@@ -61,7 +64,7 @@ export interface AgentApiListenerOptions {
  * The agent's read API (see `agentApiHandler`) and nothing else, as a listener for an embedder's
  * own server: `http.createServer(agentApiListener(kubelet)).listen(8080)`. Any other path is a 404
  * `{ error }`, so no manifest can be posted through it. Timeouts and the address are the
- * embedder's server's to set.
+ * embedder's server's to set. Throws on an empty `authToken`.
  */
 export function agentApiListener(view: AgentView, options: AgentApiListenerOptions = {}): RequestListener {
   return routeListener([agentApiHandler(view)], { authToken: options.authToken, logger: options.logger ?? silentLogger });

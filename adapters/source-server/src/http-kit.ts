@@ -18,7 +18,7 @@ export class HttpProblem extends Error {
 const UNAUTHENTICATED_PATH = '/healthz';
 
 export interface RouteListenerOptions {
-  /** When set, every path but `/healthz` needs `Authorization: Bearer <token>`. */
+  /** When set, every path but `/healthz` needs `Authorization: Bearer <token>`. Never empty. */
   readonly authToken?: string | undefined;
   /** Where errors a handler threw are logged (once, here). */
   readonly logger: Logger;
@@ -27,12 +27,24 @@ export interface RouteListenerOptions {
 /**
  * A node `RequestListener` asking `handlers` in order; the first answer is sent, and a path none
  * answers is a 404. The array is read at each request, so handlers added to it later are served.
+ * Throws when `authToken` is empty (see `checkAuthToken`).
  */
 export function routeListener(handlers: readonly RouteHandler[], options: RouteListenerOptions): RequestListener {
+  checkAuthToken(options.authToken);
   const authorize = options.authToken === undefined ? undefined : bearerCheck(options.authToken);
   return (req, res) => {
     void serve(req, res, handlers, authorize, options.logger);
   };
+}
+
+/**
+ * Throws unless `token` is absent or holds more than whitespace. An empty token would be compared
+ * with the empty one a request without `Authorization` presents, and let everyone in.
+ */
+export function checkAuthToken(token: string | undefined): void {
+  if (token !== undefined && token.trim() === '') {
+    throw new Error('authToken is empty (or only whitespace), which would let every request in: give a token, or leave it out to serve without one');
+  }
 }
 
 async function serve(

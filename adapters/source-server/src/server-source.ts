@@ -10,7 +10,7 @@ import {
   type Registry,
   type SourceSink,
 } from '@kubelet-ts/core';
-import { HttpProblem, allow, decodePathSegment, readBody, routeListener } from './http-kit.js';
+import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, routeListener } from './http-kit.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
 export interface ServerManifestSourceOptions {
@@ -18,7 +18,10 @@ export interface ServerManifestSourceOptions {
   readonly address?: string;
   /** Default 10250, the kubelet's port. 0 picks a free one (see `url`). */
   readonly port?: number;
-  /** When set, every route but `/healthz` (mounted ones too) needs `Authorization: Bearer <token>`. */
+  /**
+   * When set, every route but `/healthz` (mounted ones too) needs `Authorization: Bearer <token>`.
+   * An empty or whitespace-only token throws: it would let every request in.
+   */
   readonly authToken?: string;
   /** Bodies larger than this get 413. Default 1 MiB. */
   readonly maxBodyBytes?: number;
@@ -60,6 +63,7 @@ export class ServerManifestSource implements ManifestSource {
     this.name = options.name ?? ADAPTER;
     this.address = options.address ?? '127.0.0.1';
     this.port = options.port ?? 10250;
+    checkAuthToken(options.authToken);
     this.authToken = options.authToken;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;

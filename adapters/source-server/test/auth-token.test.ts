@@ -16,7 +16,8 @@ jest.unstable_mockModule('node:crypto', () => {
   };
   return { ...real, default: { ...real, timingSafeEqual }, timingSafeEqual };
 });
-const { ServerManifestSource } = await import('../src/index.js');
+const { ServerManifestSource, agentApiListener } = await import('../src/index.js');
+const { FakeView } = await import('./fake-view.js');
 
 const TOKEN = 's3cret-token';
 const manifest = JSON.stringify({ id: 'web', containers: [{ name: 'main', image: 'app:1' }] });
@@ -74,5 +75,14 @@ describe('the bearer token', () => {
     expect((await post('/container', { authorization: `Bearer ${TOKEN}` })).status).toBe(201);
     expect(compared).toEqual(Array.from({ length: 6 }, () => [32, 32]));
     expect(sink.ids).toEqual(['web']);
+  });
+});
+
+// An empty token was taken as given: the digest of '' matched the '' presented by a request with
+// no Authorization header at all, so `--auth-token ''` served every route to anyone, logging auth: true.
+describe('an empty token', () => {
+  it.each(['', ' ', '\t\n'])('is refused by ServerManifestSource and agentApiListener (%j) rather than turning auth off', (token) => {
+    expect(() => new ServerManifestSource({ authToken: token })).toThrow(/authToken is empty.*leave it out/);
+    expect(() => agentApiListener(new FakeView(), { authToken: token })).toThrow(/authToken is empty.*leave it out/);
   });
 });
