@@ -3,14 +3,18 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { FieldError, Logger } from '@kubelet-ts/core';
 import type { RouteHandler } from './route-handler.js';
 
-/** A request the client got wrong, answered with `status` and `{ error, fieldErrors? }`. */
+/**
+ * A request the client got wrong (or gave up on), answered with `status` and
+ * `{ error, fieldErrors? }`, and logged at debug only: anyone who can connect can cause one.
+ */
 export class HttpProblem extends Error {
   constructor(
     readonly status: number,
     message: string,
     readonly fieldErrors: readonly FieldError[] = [],
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 
@@ -20,7 +24,7 @@ const UNAUTHENTICATED_PATH = '/healthz';
 export interface RouteListenerOptions {
   /** When set, every path but `/healthz` needs `Authorization: Bearer <token>`. Never empty. */
   readonly authToken?: string | undefined;
-  /** Where errors a handler threw are logged (once, here). */
+  /** Where errors a handler threw are logged (once, here), and refused requests at debug. */
   readonly logger: Logger;
 }
 
@@ -55,7 +59,7 @@ async function serve(
   logger: Logger,
 ): Promise<void> {
   try {
-    const url = new URL(req.url ?? '/', 'http://agent');
+    const url = requestTarget(req);
     if (url.pathname !== UNAUTHENTICATED_PATH) authorize?.(req);
     for (const handler of handlers) {
       const answer = await handler(req, url);
@@ -73,10 +77,20 @@ async function serve(
       // An oversized body is not read to its end: answer, then drop the connection.
       if (error.status === 413) res.once('finish', () => req.destroy());
       send(res, error.status, { error: error.message, ...(error.fieldErrors.length === 0 ? {} : { fieldErrors: error.fieldErrors }) }, headers);
+      logger.debug({ status: error.status, method: req.method, url: req.url?.slice(0, 200), error: error.message }, 'request refused');
     } else {
       logger.error({ err: error, url: req.url }, 'request failed');
       send(res, 500, { error: 'internal error' });
     }
+  }
+}
+
+/** The request's path and query; a target no URL can be made of (`http://[::1/pods`) is a 400. */
+function requestTarget(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? '/', 'http://agent');
+  } catch (error) {
+    throw new HttpProblem(400, `malformed request target ${JSON.stringify((req.url ?? '').slice(0, 100))}`, [], { cause: error });
   }
 }
 
@@ -101,10 +115,17 @@ export async function readBody(req: IncomingMessage, maxBytes: number): Promise<
   if (declared > maxBytes) throw new HttpProblem(413, `body larger than ${maxBytes} bytes`);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw new HttpProblem(413, `body larger than ${maxBytes} bytes`);
-    chunks.push(chunk);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) throw new HttpProblem(413, `body larger than ${maxBytes} bytes`);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (error instanceof HttpProblem) throw error;
+    // The client closed or reset the connection mid-body (or the server timed it out): nobody
+    // is left to answer, and nothing went wrong in the agent.
+    throw new HttpProblem(400, 'the request body was cut off: the connection closed before its end', [], { cause: error });
   }
   // Bytes: parsing decodes them strictly, so a body that is not UTF-8 is a 400.
   return Buffer.concat(chunks);

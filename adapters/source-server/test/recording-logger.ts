@@ -1,0 +1,31 @@
+import type { Logger } from '@kubelet-ts/core';
+
+export interface LogEntry {
+  readonly level: 'debug' | 'info' | 'warn' | 'error';
+  readonly fields: Record<string, unknown>;
+  readonly message: string;
+}
+
+/** A logger that keeps every entry, so a test can tell what was logged, at which level, how often. */
+export class RecordingLogger implements Logger {
+  readonly entries: LogEntry[] = [];
+  debug(fields: object, message: string): void {
+    this.entries.push({ level: 'debug', fields: fields as Record<string, unknown>, message });
+  }
+  info(fields: object, message: string): void {
+    this.entries.push({ level: 'info', fields: fields as Record<string, unknown>, message });
+  }
+  warn(fields: object, message: string): void {
+    this.entries.push({ level: 'warn', fields: fields as Record<string, unknown>, message });
+  }
+  error(fields: object, message: string): void {
+    this.entries.push({ level: 'error', fields: fields as Record<string, unknown>, message });
+  }
+  child(): Logger {
+    return this;
+  }
+  /** The entries at `level`. */
+  at(level: LogEntry['level']): LogEntry[] {
+    return this.entries.filter((e) => e.level === level);
+  }
+}
