@@ -1,6 +1,7 @@
 import type { RequestListener } from 'node:http';
 import { silentLogger, type AgentView, type Logger } from '@kubelet-ts/core';
 import { HttpProblem, allow, routeListener } from './http-kit.js';
+import { allowedHostNames, reachableNames } from './request-guard.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
 /**
@@ -56,6 +57,19 @@ export interface AgentApiListenerOptions {
    * An empty or whitespace-only token throws: it would let every request in.
    */
   readonly authToken?: string;
+  /**
+   * More names a request's `Host` (and `Origin`) may give, e.g. this node's DNS name or its
+   * hostname; the port is always the one the request came in on. See `checkHostAndOrigin` below.
+   */
+  readonly allowedHosts?: readonly string[];
+  /**
+   * Default true: every request, `/healthz` included, must name the address it came in on (for
+   * loopback also `localhost`, `127.0.0.1`, `[::1]`) or a name in `allowedHosts`, with that port,
+   * as `Host`, and carry no `Origin` but such a one (403 otherwise), so that a page in a browser on
+   * this host can neither read the API through a name it rebinds to this host nor from its own
+   * site. False only behind a proxy that rewrites `Host` and makes these checks itself.
+   */
+  readonly checkHostAndOrigin?: boolean;
   /** Where a request that failed inside the agent (a 500) is logged. */
   readonly logger?: Logger;
 }
@@ -64,8 +78,16 @@ export interface AgentApiListenerOptions {
  * The agent's read API (see `agentApiHandler`) and nothing else, as a listener for an embedder's
  * own server: `http.createServer(agentApiListener(kubelet)).listen(8080)`. Any other path is a 404
  * `{ error }`, so no manifest can be posted through it. Timeouts and the address are the
- * embedder's server's to set. Throws on an empty `authToken`.
+ * embedder's server's to set. Throws on an empty `authToken` or a malformed `allowedHosts` name.
  */
 export function agentApiListener(view: AgentView, options: AgentApiListenerOptions = {}): RequestListener {
-  return routeListener([agentApiHandler(view)], { authToken: options.authToken, logger: options.logger ?? silentLogger });
+  const extra = allowedHostNames(options.allowedHosts);
+  return routeListener([agentApiHandler(view)], {
+    authToken: options.authToken,
+    // The listener does not know what its server was bound to, but each connection knows the
+    // address it reached: a server bound to every interface is named by the one a client used.
+    reachableAs:
+      options.checkHostAndOrigin === false ? undefined : (req) => reachableNames(req.socket.localAddress ?? '', req.socket.localPort ?? 0, extra),
+    logger: options.logger ?? silentLogger,
+  });
 }

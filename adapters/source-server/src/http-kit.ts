@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { FieldError, Logger } from '@kubelet-ts/core';
+import { checkHostAndOrigin, type ReachableNames } from './request-guard.js';
 import type { RouteHandler } from './route-handler.js';
 
 /**
@@ -24,6 +25,11 @@ const UNAUTHENTICATED_PATH = '/healthz';
 export interface RouteListenerOptions {
   /** When set, every path but `/healthz` needs `Authorization: Bearer <token>`. Never empty. */
   readonly authToken?: string | undefined;
+  /**
+   * The names the request must give as `Host` (and `Origin`, when it has one) on every path,
+   * `/healthz` included (403 otherwise); absent, neither is checked.
+   */
+  readonly reachableAs?: ((req: IncomingMessage) => ReachableNames) | undefined;
   /** Where errors a handler threw are logged (once, here), and refused requests at debug. */
   readonly logger: Logger;
 }
@@ -37,7 +43,7 @@ export function routeListener(handlers: readonly RouteHandler[], options: RouteL
   checkAuthToken(options.authToken);
   const authorize = options.authToken === undefined ? undefined : bearerCheck(options.authToken);
   return (req, res) => {
-    void serve(req, res, handlers, authorize, options.logger);
+    void serve(req, res, handlers, { ...options, authorize });
   };
 }
 
@@ -55,12 +61,13 @@ async function serve(
   req: IncomingMessage,
   res: ServerResponse,
   handlers: readonly RouteHandler[],
-  authorize: ((req: IncomingMessage) => void) | undefined,
-  logger: Logger,
+  options: RouteListenerOptions & { authorize: ((req: IncomingMessage) => void) | undefined },
 ): Promise<void> {
   try {
     const url = requestTarget(req);
-    if (url.pathname !== UNAUTHENTICATED_PATH) authorize?.(req);
+    // Before the token, and on /healthz too: a rebound page could read that as well.
+    if (options.reachableAs !== undefined) checkHostAndOrigin(req, options.reachableAs(req));
+    if (url.pathname !== UNAUTHENTICATED_PATH) options.authorize?.(req);
     for (const handler of handlers) {
       const answer = await handler(req, url);
       if (answer === undefined) continue;
@@ -77,9 +84,9 @@ async function serve(
       // An oversized body is not read to its end: answer, then drop the connection.
       if (error.status === 413) res.once('finish', () => req.destroy());
       send(res, error.status, { error: error.message, ...(error.fieldErrors.length === 0 ? {} : { fieldErrors: error.fieldErrors }) }, headers);
-      logger.debug({ status: error.status, method: req.method, url: req.url?.slice(0, 200), error: error.message }, 'request refused');
+      options.logger.debug({ status: error.status, method: req.method, url: req.url?.slice(0, 200), error: error.message }, 'request refused');
     } else {
-      logger.error({ err: error, url: req.url }, 'request failed');
+      options.logger.error({ err: error, url: req.url }, 'request failed');
       send(res, 500, { error: 'internal error' });
     }
   }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import {
   Tokens,
   parseManifests,
@@ -11,6 +11,7 @@ import {
   type SourceSink,
 } from '@kubelet-ts/core';
 import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, routeListener } from './http-kit.js';
+import { allowedHostNames, reachableNames, type ReachableNames } from './request-guard.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
 export interface ServerManifestSourceOptions {
@@ -23,6 +24,14 @@ export interface ServerManifestSourceOptions {
    * An empty or whitespace-only token throws: it would let every request in.
    */
   readonly authToken?: string;
+  /**
+   * More names a request's `Host` (and `Origin`) may give for the server, e.g. the node's DNS name
+   * behind which it is reached; the port is always the listening one. Without them, a request must
+   * name an address the server listens on (for loopback also `localhost`, `127.0.0.1`, `[::1]`;
+   * for `0.0.0.0`/`::` any local interface address, `localhost` and the hostname), or it is a 403:
+   * that is what keeps a page that rebinds its own name to this host from reading the agent.
+   */
+  readonly allowedHosts?: readonly string[];
   /** Bodies larger than this get 413. Default 1 MiB. */
   readonly maxBodyBytes?: number;
   /** A request (headers and body) must arrive within this. Default 10 s. */
@@ -40,6 +49,9 @@ const DEFAULT_MAX_BODY = 1024 * 1024;
  * replaces one manifest, `POST /containers` replaces the set, `DELETE /container/<id>` removes one.
  * A request changes the set only when it is valid as a whole, so no bad request can disturb what runs.
  *
+ * Every request must name the server as it listens (`Host`, see `allowedHosts`) and come from no
+ * other site (`Origin`): a page in the user's browser can neither post a manifest nor read the agent.
+ *
  * It serves nothing else until told to: `mount(agentApiHandler(agent))` adds the agent's read API
  * (`/healthz`, `/pods`, …) on the same port. Until then those paths are 404, like any path no
  * route answers (before `mount` existed they were 503 until an agent was attached). An embedder
@@ -50,6 +62,7 @@ export class ServerManifestSource implements ManifestSource {
   private readonly address: string;
   private readonly port: number;
   private readonly authToken: string | undefined;
+  private readonly allowedHosts: readonly string[];
   private readonly maxBodyBytes: number;
   private readonly requestTimeoutMs: number;
   private readonly logger: Logger;
@@ -57,6 +70,8 @@ export class ServerManifestSource implements ManifestSource {
   /** The manifest routes first, then mounted handlers in the order they were mounted. */
   private readonly routes: RouteHandler[] = [(req, url) => this.manifestRoute(req, url)];
   private server: Server | undefined;
+  /** What requests may call this server, known once it listens (the port may have been 0). */
+  private reachable: ReachableNames | undefined;
   private sink: SourceSink | undefined;
 
   constructor(options: ServerManifestSourceOptions = {}) {
@@ -65,6 +80,8 @@ export class ServerManifestSource implements ManifestSource {
     this.port = options.port ?? 10250;
     checkAuthToken(options.authToken);
     this.authToken = options.authToken;
+    // A name (not an address) it was told to bind is one it listens on too.
+    this.allowedHosts = [...allowedHostNames(options.allowedHosts), ...(isIP(this.address) === 0 ? [this.address.toLowerCase()] : [])];
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
     this.logger = options.logger ?? silentLogger;
@@ -89,14 +106,14 @@ export class ServerManifestSource implements ManifestSource {
 
   async start(sink: SourceSink): Promise<void> {
     this.sink = sink;
-    const server = createServer(
+    const server: Server = createServer(
       {
         requestTimeout: this.requestTimeoutMs,
         headersTimeout: this.requestTimeoutMs,
         // Node checks the timeouts above only this often (30 s by default).
         connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(this.requestTimeoutMs / 4))),
       },
-      routeListener(this.routes, { authToken: this.authToken, logger: this.logger }),
+      routeListener(this.routes, { authToken: this.authToken, reachableAs: () => this.reachableNames(server), logger: this.logger }),
     );
     server.keepAliveTimeout = 5_000;
     await new Promise<void>((resolve, reject) => {
@@ -107,7 +124,7 @@ export class ServerManifestSource implements ManifestSource {
       });
     });
     this.server = server;
-    this.logger.info({ url: this.url, auth: this.authToken !== undefined }, 'agent server listening');
+    this.logger.info({ url: this.url, auth: this.authToken !== undefined, allowedHosts: this.allowedHosts }, 'agent server listening');
     // What was posted before a restart of this source is kept: deliver it (or the empty set) now.
     sink.update([...this.manifests.values()]);
   }
@@ -115,12 +132,19 @@ export class ServerManifestSource implements ManifestSource {
   async close(): Promise<void> {
     const server = this.server;
     this.server = undefined;
+    this.reachable = undefined;
     this.sink = undefined;
     if (server === undefined) return;
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
     });
+  }
+
+  private reachableNames(server: Server): ReachableNames {
+    if (this.reachable !== undefined) return this.reachable;
+    const { address, port } = server.address() as AddressInfo;
+    return (this.reachable = reachableNames(address, port, this.allowedHosts));
   }
 
   private async manifestRoute(req: IncomingMessage, url: URL): Promise<RouteAnswer | undefined> {

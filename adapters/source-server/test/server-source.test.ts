@@ -171,7 +171,7 @@ describe('ServerManifestSource', () => {
       });
     expect(await raw('GARBAGE / NOT-HTTP\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
     const started = Date.now();
-    const slow = await raw('POST /container HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nid: we');
+    const slow = await raw(`POST /container HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/yaml\r\nContent-Length: 100\r\n\r\nid: we`);
     expect(slow).toMatch(/^HTTP\/1\.1 408/);
     expect(Date.now() - started).toBeLessThan(3000);
     expect(sink.updates).toHaveLength(1);
