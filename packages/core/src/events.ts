@@ -7,6 +7,8 @@ export type KubeletEventType =
   | 'ContainerExited'
   | 'ContainerRestarted'
   | 'ContainerKilled'
+  | 'SandboxCreated'
+  | 'SandboxRemoved'
   | 'BackOff'
   | 'ProbeFailed'
   | 'ImagePulled'

@@ -58,6 +58,7 @@ export {
   type ContainerIdentity,
 } from './naming.js';
 export { buildContainerSpec, canonicalJson, specHash, specHashes, type SpecContext } from './spec.js';
+export { buildSandboxSpec, isManagedSandbox, sandboxHash, type SandboxSpec, type SandboxState, type SandboxSummary } from './sandbox.js';
 
 // Planning, and what the agent shows of itself
 export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';

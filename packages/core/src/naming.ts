@@ -14,6 +14,10 @@ export const Labels = {
   crashStreak: 'io.kubelet-ts.crash-streak',
   /** The grace period the manifest gave, for stopping the container after its manifest is gone. */
   gracePeriod: 'io.kubelet-ts.grace-period',
+  /** On a pod sandbox: the manifest id it holds the namespace of (the key the first releases used). */
+  sandbox: 'io.kubelet-ts.pod-infra',
+  /** On a pod sandbox: `sandboxHash` of the ports it was made with. */
+  sandboxHash: 'io.kubelet-ts.pod-ports-hash',
 } as const;
 
 /** The identity of a managed container, read from its labels. */

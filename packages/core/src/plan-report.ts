@@ -4,7 +4,7 @@ import type { BackOff, Plan, PlanReason } from './planner.js';
 export interface PlannedStep {
   readonly podId: string;
   readonly container: string;
-  readonly action: 'create' | 'start' | 'stop' | 'remove';
+  readonly action: 'create' | 'start' | 'stop' | 'remove' | 'run-sandbox' | 'remove-sandbox';
   readonly reason: PlanReason;
   /** The existing container acted on (start, stop, remove); a stop alone is the kill of an unhealthy container. */
   readonly id?: string;
@@ -33,6 +33,8 @@ export function reportPlan(plan: Plan, unseenSources: readonly string[] = []): P
       if (a.type === 'create') steps.push({ ...base, action: 'create', image: a.spec.image });
       else if (a.type === 'start') steps.push({ ...base, action: 'start', id: a.id });
       else if (a.type === 'kill') steps.push({ ...base, action: 'stop', id: a.id });
+      else if (a.type === 'run-sandbox') steps.push({ ...base, action: 'run-sandbox' });
+      else if (a.type === 'remove-sandbox') steps.push({ ...base, action: 'remove-sandbox', id: a.id });
       else {
         if (a.running) steps.push({ ...base, action: 'stop', id: a.id });
         steps.push({ ...base, action: 'remove', id: a.id });

@@ -8,6 +8,8 @@ import {
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { Labels, isManagedBy } from './naming.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
+import type { SandboxSpec, SandboxSummary } from './sandbox.js';
+import { anyToRun, decideSandbox, indexSandboxes, sandboxRemovals, sandboxRun } from './sandbox-plan.js';
 import { buildContainerSpec, specHashes } from './spec.js';
 
 export type PlanReason =
@@ -18,10 +20,14 @@ export type PlanReason =
   | 'duplicate' // a second running container for the same manifest container
   | 'gc' // an exited container already replaced by a newer one
   | 'unhealthy' // running, but its liveness probe failed failureThreshold times in a row
+  | 'sandbox-changed' // the pod's sandbox is gone, dead, or made with other ports: a new one, new containers
   | 'not-desired'; // no source asks for it any more
 
 export type PlanAction =
-  /** Pull the image as `pullPolicy` says, create the container, start it. */
+  /**
+   * Pull the image as `pullPolicy` says, create the container in the sandbox `sandbox` (or, without
+   * it, in the sandbox a `run-sandbox` step earlier in the same pod's plan made), start it.
+   */
   | {
       readonly type: 'create';
       readonly podId: string;
@@ -29,7 +35,12 @@ export type PlanAction =
       readonly reason: PlanReason;
       readonly spec: ContainerSpec;
       readonly pullPolicy: PullPolicy;
+      readonly sandbox?: string;
     }
+  /** Run the pod's sandbox; the pod's creates that follow go into it. `container` is `POD`. */
+  | { readonly type: 'run-sandbox'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly spec: SandboxSpec }
+  /** Remove a sandbox (after the containers in it); `volumes` when the pod itself is gone. */
+  | { readonly type: 'remove-sandbox'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly id: string; readonly volumes: boolean }
   /** Start an existing container that was created but never started. */
   | { readonly type: 'start'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly id: string }
   /**
@@ -117,6 +128,12 @@ export interface PlanInput {
    * probe's last word: each is planned a `kill`. Ids that are not running desired containers are ignored.
    */
   readonly unhealthy?: ReadonlyMap<string, string>;
+  /**
+   * One `listSandboxes`. When given, the pod's sandbox is planned too: made when missing, replaced
+   * (with every container of the pod) when dead or made with other ports, removed when the pod is
+   * gone. Without it, containers are planned alone (no sandbox steps).
+   */
+  readonly sandboxes?: readonly SandboxSummary[];
   /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
   readonly crashBackOff?: BackoffPolicy;
 }
@@ -127,6 +144,7 @@ export interface PlanInput {
  */
 export function plan(input: PlanInput): Plan {
   const byPod = indexActual(input.actual, input.node);
+  const sandboxesByPod = input.sandboxes === undefined ? undefined : indexSandboxes(input.sandboxes, input.node);
   const pods: PodPlan[] = [];
   const backOffs: BackOff[] = [];
   const busy = input.busy ?? new Set<string>();
@@ -135,21 +153,61 @@ export function plan(input: PlanInput): Plan {
     const id = pod.manifest.id;
     desiredIds.add(id);
     if (busy.size > 0 && busy.has(id)) continue;
-    const actions = planPod(pod, byPod.get(id), input, backOffs);
+    const actions = sandboxesByPod === undefined ? planPod(pod, byPod.get(id), input, backOffs) : planPodInSandbox(pod, byPod.get(id), sandboxesByPod.get(id) ?? NO_SANDBOXES, input, backOffs);
     if (actions.length > 0) pods.push({ podId: id, actions });
   }
   let held = 0;
-  for (const [podId, containers] of byPod) {
+  const gone = new Set([...byPod.keys(), ...(sandboxesByPod?.keys() ?? [])]);
+  for (const podId of gone) {
     if (desiredIds.has(podId) || busy.has(podId)) continue;
-    const actions: PlanAction[] = containers.map((c) => removal(podId, c.labels[Labels.containerName] ?? '', c, 'not-desired', graceFromLabel(c)));
+    // Containers first (each stopped with its grace period), then the sandbox and the pod's volumes:
+    // a sandbox left with no containers (the agent died between making it and its first container)
+    // goes too.
+    const actions: PlanAction[] = (byPod.get(podId) ?? NONE).map((c) => removal(podId, c.labels[Labels.containerName] ?? '', c, 'not-desired', graceFromLabel(c)));
+    actions.push(...sandboxRemovals(podId, sandboxesByPod?.get(podId) ?? NO_SANDBOXES, 'not-desired', true));
     if (input.allowRemovals) pods.push({ podId, actions });
     else held += actions.length;
   }
   return { pods, held, backOffs };
 }
 
+/**
+ * Plans one desired pod and its sandbox: in its ready sandbox, as `planPod` does (creates go into
+ * it; stale sandboxes are removed after); or, when it has none that is ready with its ports, a new
+ * sandbox and every container anew (the old ones stopped and removed first), unless none of its
+ * containers has to run any more.
+ */
+function planPodInSandbox(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, mine: readonly SandboxSummary[], input: PlanInput, backOffs: BackOff[]): readonly PlanAction[] {
+  const decision = decideSandbox(pod.manifest, mine);
+  if (decision.kind === 'ready') {
+    const actions = planPod(pod, existing, input, backOffs, decision.id);
+    if (decision.stale.length === 0) return actions;
+    return [...actions, ...sandboxRemovals(pod.manifest.id, decision.stale, 'sandbox-changed', false)];
+  }
+  const list = existing ?? NONE;
+  if (!anyToRun(pod.manifest, list)) return NONE_ACTIONS;
+  const { manifest } = pod;
+  const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
+  const actions: PlanAction[] = list.map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'sandbox-changed', grace));
+  actions.push(...sandboxRemovals(manifest.id, decision.stale, 'sandbox-changed', false), sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new'));
+  for (const container of manifest.containers) {
+    // The same container, restarted in a new namespace: its restart count goes on.
+    const before = list.filter((c) => c.labels[Labels.containerName] === container.name).sort((a, b) => b.createdAt - a.createdAt)[0];
+    const restartCount = before === undefined ? undefined : (Number(before.labels[Labels.restartCount] ?? 0) || 0) + 1;
+    actions.push({
+      type: 'create',
+      podId: manifest.id,
+      container: container.name,
+      reason: before === undefined ? 'new' : 'sandbox-changed',
+      pullPolicy: effectivePullPolicy(container),
+      spec: buildContainerSpec(manifest, container, { node: input.node, source: pod.source, ...(restartCount === undefined ? {} : { restartCount }) }),
+    });
+  }
+  return actions;
+}
+
 /** Plans one desired pod against the containers that exist for it (in any order). */
-function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, input: PlanInput, backOffs: BackOff[]): readonly PlanAction[] {
+function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, input: PlanInput, backOffs: BackOff[], sandbox?: string): readonly PlanAction[] {
   const { manifest } = pod;
   const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   let removals: PlanAction[] | undefined;
@@ -209,6 +267,7 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
       reason,
       pullPolicy: effectivePullPolicy(container),
       spec: buildContainerSpec(manifest, container, { node: input.node, source: pod.source, ...restart }),
+      ...(sandbox === undefined ? {} : { sandbox }),
     });
     if (last === undefined) {
       act(create(found.length > 0 ? 'spec-changed' : 'new'));
@@ -245,6 +304,7 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
 const NONE: readonly ContainerSummary[] = [];
 const NONE_ACTIONS: readonly PlanAction[] = [];
 const NO_RESULTS: ReadonlyMap<string, string> = new Map();
+const NO_SANDBOXES: readonly SandboxSummary[] = [];
 
 /** `Always` restarts whatever the exit; `OnFailure` only a non-zero exit; `Never` nothing. */
 function shouldRestart(manifest: ContainerManifest, exited: ContainerSummary): boolean {

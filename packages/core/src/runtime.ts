@@ -1,4 +1,5 @@
 import type { Protocol } from './manifest.js';
+import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
 export type ContainerState = 'created' | 'running' | 'exited';
 
@@ -6,19 +7,17 @@ export type ContainerState = 'created' | 'running' | 'exited';
 export interface ContainerSpec {
   /** The container's name on the runtime (see `buildContainerName`). */
   readonly name: string;
-  /** The manifest (pod) this container belongs to; runtimes use it to group pod resources. */
+  /** The manifest (pod) this container belongs to; runtimes keep its volumes per pod. */
   readonly podId: string;
   readonly image: string;
   readonly command?: readonly string[];
   readonly workingDir?: string;
   readonly env: Readonly<Record<string, string>>;
-  /** This container's own ports. */
-  readonly ports: readonly PortBinding[];
   /**
-   * Every port of the manifest. A runtime that gives each pod one network namespace (the Docker
-   * adapter's infrastructure container) publishes these on the pod, not on the container.
+   * This container's own ports. In a sandbox they are published by the sandbox (its `ports`), and
+   * the container publishes nothing itself; only a container created without a sandbox publishes them.
    */
-  readonly podPorts: readonly PortBinding[];
+  readonly ports: readonly PortBinding[];
   readonly mounts: readonly Mount[];
   readonly memory?: number;
   readonly cpuShares?: number;
@@ -65,10 +64,26 @@ export interface ListOptions {
 }
 
 /**
- * The five calls of the 2014 agent plus the two a real engine needs (pull, remove), in domain
- * types only. Every implementation runs `runtimeContract` from `@kubelet-ts/conformance`.
+ * The five calls of the 2014 agent, the two a real engine needs (pull, remove), and the pod sandbox
+ * (CRI's RunPodSandbox, then containers in it), in domain types only. Every implementation runs
+ * `runtimeContract` from `@kubelet-ts/conformance`.
  *
- * The contract:
+ * The contract of pods:
+ * - `runSandbox` makes the pod's namespace, publishes `spec.ports` on it once, and resolves when it
+ *   is `ready`. A name already taken rejects with `Conflict`; a host port another holds rejects (and
+ *   leaves no sandbox behind).
+ * - `listSandboxes` returns every sandbox carrying the `io.kubelet-ts.pod-infra` label, in any
+ *   state, and nothing else unless `includeForeign` is set. A sandbox whose namespace is gone (its
+ *   holder exited, the engine restarted) is `notready`, and a `notready` sandbox is never made
+ *   ready again by the runtime: the agent replaces it.
+ * - `create(spec, sandboxId)` puts the container in the sandbox's namespace: containers of one
+ *   sandbox reach each other on 127.0.0.1. An unknown sandbox rejects with `NotFound`.
+ * - `stopSandbox` ends the namespace (its containers are then stopped too); stopping a stopped one
+ *   succeeds; an unknown id rejects with `NotFound`.
+ * - `removeSandbox` removes every container in the sandbox (forced) and the sandbox; with
+ *   `volumes: true` also the pod's volumes (the pod is gone). Removing an id already gone succeeds.
+ *
+ * The contract of containers:
  * - `list` returns every container carrying the `io.kubelet-ts.manifest-id` label, in any state,
  *   and nothing else unless `includeForeign` is set. One call per sync pass.
  * - `inspect`, `start`, `stop` of an unknown id reject with `NotFound`.
@@ -88,11 +103,16 @@ export interface ListOptions {
  * - Any call may reject with `Unavailable` when the runtime cannot be reached.
  */
 export interface ContainerRuntime {
-  /** Short name used in logs and errors (`docker`, `memory`). */
+  /** Short name used in logs and errors (`docker`, `memory`, `cri`). */
   readonly name: string;
+  runSandbox(spec: SandboxSpec): Promise<SandboxSummary>;
+  listSandboxes(options?: ListOptions): Promise<SandboxSummary[]>;
+  stopSandbox(id: string): Promise<void>;
+  removeSandbox(id: string, options?: { readonly volumes?: boolean }): Promise<void>;
   list(options?: ListOptions): Promise<ContainerSummary[]>;
   inspect(id: string): Promise<ContainerDetails>;
-  create(spec: ContainerSpec): Promise<ContainerSummary>;
+  /** Creates the container in the sandbox `sandboxId`, or, without one, in a namespace of its own. */
+  create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary>;
   start(id: string): Promise<void>;
   stop(id: string, timeoutSeconds: number): Promise<void>;
   remove(id: string, options?: { readonly force?: boolean }): Promise<void>;

@@ -86,7 +86,6 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
     ...(container.workingDir === undefined ? {} : { workingDir: container.workingDir }),
     env: Object.fromEntries(container.env.map((e) => [e.name, e.value])),
     ports: container.ports.map(toBinding),
-    podPorts: podPorts(manifest),
     mounts: container.volumeMounts.map((m) => ({ volume: m.name, containerPath: m.mountPath, readOnly: m.readOnly })),
     ...(container.memory === undefined ? {} : { memory: container.memory }),
     ...(container.cpu === undefined ? {} : { cpuShares: container.cpu }),

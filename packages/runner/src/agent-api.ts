@@ -45,8 +45,9 @@ export class AgentReadApi {
     const { intake, runtime, hostname, pass } = this.options;
     const desired = intake.desired();
     const allowRemovals = intake.allSeen();
-    const actual = await withExitTimes(runtime, await runtime.list(), hostname);
-    return reportPlan(plan(pass.planInput(desired.pods, allowRemovals, actual, new Set())), intake.unseen());
+    const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
+    const actual = await withExitTimes(runtime, listed, hostname);
+    return reportPlan(plan(pass.planInput(desired.pods, allowRemovals, actual, sandboxes, new Set())), intake.unseen());
   }
 
   metrics(): Promise<{ contentType: string; body: string }> {

@@ -66,10 +66,13 @@ export class PlanExecutor {
     // new one beside it would run two versions at once (the 2014 kubelet skipped it the same way).
     // The next pass tries the stop again.
     const stuck = new Set(removals.filter((a, i) => a.type === 'remove' && a.running && !outcomes[i]).map((a) => a.container));
-    const starts = others.some((a) => a.type === 'create' || a.type === 'start');
+    const starts = others.some((a) => a.type === 'create' || a.type === 'start' || a.type === 'run-sandbox');
     const release = starts ? await this.options.startSlots?.acquire() : undefined;
+    // The sandbox this plan runs, for the creates after it. When it cannot run (or a container of
+    // the old one would not stop), no container is created: the next pass plans the pod again.
+    const progress: PodProgress = { sandbox: undefined, sandboxFailed: stuck.size > 0 && others.some((a) => a.type === 'run-sandbox') };
     try {
-      for (const action of others) outcomes.push(stuck.has(action.container) ? false : await this.attempt(action));
+      for (const action of others) outcomes.push(stuck.has(action.container) || blocked(action, progress) ? false : await this.attempt(action, progress));
     } finally {
       release?.();
     }
@@ -77,11 +80,12 @@ export class PlanExecutor {
   }
 
   /** Runs one action; false (and an event, once) when it failed. */
-  private async attempt(action: PlanAction): Promise<boolean> {
+  private async attempt(action: PlanAction, progress?: PodProgress): Promise<boolean> {
     try {
-      await this.act(action);
+      await this.act(action, progress);
       return true;
     } catch (error) {
+      if (action.type === 'run-sandbox' && progress !== undefined) progress.sandboxFailed = true;
       if (!(error instanceof AlreadyReported)) {
         const e = toKubeletError(error, this.options.runtime.name);
         this.emit(action, 'ContainerFailed', `${action.type} failed (${e.code}): ${e.message}`, e.code);
@@ -90,9 +94,19 @@ export class PlanExecutor {
     }
   }
 
-  private async act(action: PlanAction): Promise<void> {
+  private async act(action: PlanAction, progress?: PodProgress): Promise<void> {
     const { runtime } = this.options;
     switch (action.type) {
+      case 'run-sandbox': {
+        const sandbox = await runtime.runSandbox(action.spec);
+        if (progress !== undefined) progress.sandbox = sandbox.id;
+        this.emit(action, 'SandboxCreated', `ran sandbox ${sandbox.name} (${action.reason}; ${action.spec.ports.length} port(s))`);
+        return;
+      }
+      case 'remove-sandbox':
+        await runtime.removeSandbox(action.id, { volumes: action.volumes });
+        this.emit(action, 'SandboxRemoved', `removed sandbox ${action.id} (${action.reason}${action.volumes ? '; and the pod volumes' : ''})`);
+        return;
       case 'create': {
         const key = `${action.podId}/${action.container}`;
         const waiting = this.starts.waiting(key, this.options.clock.now());
@@ -101,7 +115,8 @@ export class PlanExecutor {
           throw new AlreadyReported();
         }
         await this.ensureImage(action);
-        const created = await runtime.create(action.spec);
+        const sandbox = action.sandbox ?? progress?.sandbox;
+        const created = await runtime.create(action.spec, sandbox);
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
         await this.startOrDiscard(created.id, key);
         this.emit(action, 'ContainerStarted', `started ${created.name} from ${action.spec.image}`);
@@ -194,6 +209,17 @@ export class PlanExecutor {
   private emit(action: PlanAction, type: KubeletEvent['type'], message: string, reason: string = action.reason): void {
     this.options.events.emit({ type, time: this.options.clock.now(), podId: action.podId, container: action.container, reason, message });
   }
+}
+
+/** What a pod's plan has done so far that later steps depend on. */
+interface PodProgress {
+  sandbox: string | undefined;
+  sandboxFailed: boolean;
+}
+
+/** A create whose new sandbox could not be made is not tried (it would fail, or land outside the pod). */
+function blocked(action: PlanAction, progress: PodProgress): boolean {
+  return (action.type === 'run-sandbox' || (action.type === 'create' && action.sandbox === undefined)) && progress.sandboxFailed;
 }
 
 /** A failure already reported by its own event (a pull), not to be reported again as ContainerFailed. */

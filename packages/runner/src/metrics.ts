@@ -100,9 +100,13 @@ export class KubeletMetrics {
     };
     return {
       name: runtime.name,
+      runSandbox: (spec) => timed('runSandbox', () => runtime.runSandbox(spec)),
+      listSandboxes: (options?: ListOptions) => timed('listSandboxes', () => runtime.listSandboxes(options)),
+      stopSandbox: (id) => timed('stopSandbox', () => runtime.stopSandbox(id)),
+      removeSandbox: (id, options) => timed('removeSandbox', () => runtime.removeSandbox(id, options)),
       list: (options?: ListOptions) => timed('list', () => runtime.list(options)),
       inspect: (id) => timed('inspect', () => runtime.inspect(id)),
-      create: (spec) => timed('create', () => runtime.create(spec)),
+      create: (spec, sandboxId) => timed('create', () => runtime.create(spec, sandboxId)),
       start: (id) => timed('start', () => runtime.start(id)),
       stop: (id, timeout) => timed('stop', () => runtime.stop(id, timeout)),
       remove: (id, options) => timed('remove', () => runtime.remove(id, options)),

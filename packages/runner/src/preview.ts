@@ -40,8 +40,9 @@ export async function previewPlan(options: PreviewOptions): Promise<PlanReport> 
   } finally {
     await Promise.all(options.sources.map((s) => s.close().catch(() => undefined)));
   }
-  const actual = await withExitTimes(options.runtime, await options.runtime.list(), options.hostname);
-  const p = plan({ desired: mux.desired().pods, actual, node: options.hostname, allowRemovals: mux.allSeen(), now: (options.now ?? Date.now)() });
+  const [listed, sandboxes] = await Promise.all([options.runtime.list(), options.runtime.listSandboxes()]);
+  const actual = await withExitTimes(options.runtime, listed, options.hostname);
+  const p = plan({ desired: mux.desired().pods, actual, sandboxes, node: options.hostname, allowRemovals: mux.allSeen(), now: (options.now ?? Date.now)() });
   return reportPlan(p, mux.unseen());
 }
 
@@ -50,7 +51,7 @@ export function formatPlanReport(report: PlanReport, header: string): string {
   const lines = [`${header}: ${report.inSync ? 'in sync, nothing to do' : `${report.steps.length} step${report.steps.length === 1 ? '' : 's'}`}`];
   const width = Math.max(0, ...report.steps.map((s) => `${s.podId}/${s.container}`.length));
   for (const s of report.steps) {
-    const what = s.action === 'create' ? `image ${s.image}` : (s.id ?? '').slice(0, 12);
+    const what = s.action === 'create' ? `image ${s.image}` : s.action === 'run-sandbox' ? 'pod network namespace' : (s.id ?? '').slice(0, 12);
     lines.push(`  ${`${s.podId}/${s.container}`.padEnd(width)}  ${s.action.padEnd(6)}  ${s.reason.padEnd(12)}  ${what}`);
   }
   for (const b of report.backOffs) {

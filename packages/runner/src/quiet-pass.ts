@@ -1,15 +1,16 @@
-import type { ContainerSummary } from '@kubelet-ts/core';
+import type { ContainerSummary, SandboxSummary } from '@kubelet-ts/core';
 import type { DesiredState } from './mux.js';
 
 interface QuietInputs {
   readonly desired: DesiredState;
   readonly listed: readonly ContainerSummary[];
+  readonly sandboxes: readonly SandboxSummary[];
   readonly allowRemovals: boolean;
 }
 
 /**
  * Recognises a pass whose inputs are those of the last pass that found nothing to do: the same
- * desired state, the very same container records (by identity), removals allowed alike, no pod
+ * desired state, the very same container and sandbox records (by identity), removals allowed alike, no pod
  * busy, no back-off or probe result pending. Its plan would be empty again, so planning is skipped.
  *
  * Only runtimes that hand out unchanged records as the same objects benefit (the in-memory one:
@@ -24,7 +25,7 @@ export class QuietPass {
   matches(inputs: QuietInputs): number | undefined {
     const last = this.last;
     if (last === undefined || last.desired !== inputs.desired || last.allowRemovals !== inputs.allowRemovals) return undefined;
-    return sameRecords(last.listed, inputs.listed) ? last.held : undefined;
+    return sameRecords(last.listed, inputs.listed) && sameRecords(last.sandboxes, inputs.sandboxes) ? last.held : undefined;
   }
 
   /** Remembers the inputs when the pass found nothing to do; forgets them otherwise. */
@@ -33,7 +34,7 @@ export class QuietPass {
   }
 }
 
-function sameRecords(a: readonly ContainerSummary[], b: readonly ContainerSummary[]): boolean {
+function sameRecords<T>(a: readonly T[], b: readonly T[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;

@@ -9,6 +9,7 @@ import {
   type KubeletError,
   type Logger,
   type PlanInput,
+  type SandboxSummary,
 } from '@kubelet-ts/core';
 import type { ExecutionResult } from './executor.js';
 import { withExitTimes } from './exit-times.js';
@@ -58,11 +59,12 @@ export class SyncPass {
   }
 
   /** The planner's input for this node now (also what `plan()` previews). */
-  planInput(desired: readonly DesiredPod[], allowRemovals: boolean, actual: readonly ContainerSummary[], busy: ReadonlySet<string>): PlanInput {
+  planInput(desired: readonly DesiredPod[], allowRemovals: boolean, actual: readonly ContainerSummary[], sandboxes: readonly SandboxSummary[], busy: ReadonlySet<string>): PlanInput {
     const { crashBackOff } = this.options;
     return {
       desired,
       actual,
+      sandboxes,
       node: this.options.hostname,
       allowRemovals,
       now: this.options.clock.now(),
@@ -91,16 +93,16 @@ export class SyncPass {
       return result;
     };
     try {
-      const listed = await runtime.list();
+      const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
       const busy = workers.busy();
       metrics.desiredPods.set(desired.pods.length);
-      const inputs = { desired, listed, allowRemovals };
+      const inputs = { desired, listed, sandboxes, allowRemovals };
       const idle = busy.size === 0 && this.options.prober.unhealthy().size === 0;
       const quietHeld = idle ? this.quiet.matches(inputs) : undefined;
       if (quietHeld !== undefined) return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, quietHeld, 0)) };
       const actual = await withExitTimes(runtime, listed, hostname);
       this.options.transitions.exits(actual);
-      const p = plan(this.planInput(desired.pods, allowRemovals, actual, busy));
+      const p = plan(this.planInput(desired.pods, allowRemovals, actual, sandboxes, busy));
       this.quiet.record(inputs, p.pods.length === 0 && p.backOffs.length === 0 && idle, p.held);
       this.backOffs = p.backOffs;
       this.options.transitions.backOffs(p.backOffs);

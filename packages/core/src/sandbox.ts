@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import type { ContainerManifest } from './manifest.js';
+import { Labels, buildContainerName, isDnsLabel, escapeNamePart } from './naming.js';
+import type { PortBinding } from './runtime.js';
+import { canonicalJson, podPorts } from './spec.js';
+
+/**
+ * What the agent asks a runtime to run for one pod: the shared network namespace its containers
+ * join (CRI's pod sandbox; the Docker adapter's infrastructure container). Its ports are the pod's,
+ * published once for all its containers, which reach each other on `127.0.0.1`.
+ */
+export interface SandboxSpec {
+  /** The sandbox's name on the runtime: `POD--<manifest id>--<8 hex>`. */
+  readonly name: string;
+  readonly podId: string;
+  /** The pod's hostname (its manifest id). */
+  readonly hostname: string;
+  /** Every port of the pod, in container order. */
+  readonly ports: readonly PortBinding[];
+  /** Stored with the sandbox and returned by `listSandboxes` unchanged (see `Labels.sandbox`). */
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** `ready`: its namespace is up and containers may join it. Anything else is `notready` (dead). */
+export type SandboxState = 'ready' | 'notready';
+
+/** A sandbox as `listSandboxes` sees it. Times are milliseconds since the epoch. */
+export interface SandboxSummary {
+  readonly id: string;
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly state: SandboxState;
+  readonly createdAt: number;
+}
+
+// What the agent writes as a sandbox hash: 16 hex digits.
+const SANDBOX_HASH = /^[0-9a-f]{16}$/;
+const SANDBOX_NAME = /^POD--([A-Za-z0-9_-]+)--[0-9a-f]{8}$/;
+
+/**
+ * The hash of what a sandbox is made with: the pod's ports (the one thing fixed when a namespace
+ * is made). Written as the `io.kubelet-ts.pod-ports-hash` label, exactly as the release before
+ * pods were explicit wrote it on its infrastructure containers, so an upgraded agent adopts them.
+ */
+export function sandboxHash(ports: readonly PortBinding[]): string {
+  return createHash('sha256').update(canonicalJson(ports)).digest('hex').slice(0, 16);
+}
+
+/** The sandbox a manifest needs on `node`. */
+export function buildSandboxSpec(manifest: ContainerManifest, context: { readonly node: string; readonly source: string }): SandboxSpec {
+  const ports = podPorts(manifest);
+  return {
+    name: buildContainerName(manifest.id, 'POD'),
+    podId: manifest.id,
+    hostname: manifest.id,
+    ports,
+    labels: {
+      [Labels.sandbox]: manifest.id,
+      [Labels.sandboxHash]: sandboxHash(ports),
+      [Labels.node]: context.node,
+      [Labels.source]: context.source,
+    },
+  };
+}
+
+/**
+ * Whether the sandbox is one the agent on `node` made: our labels with the values the agent gives
+ * them, and a name of our form for that pod. A namespace holder someone else made (even labelled as
+ * ours by hand) is never joined, stopped or removed. Allocates nothing.
+ */
+export function isManagedSandbox(sandbox: { readonly name: string; readonly labels: Readonly<Record<string, string>> }, node: string): boolean {
+  const { labels } = sandbox;
+  const podId = labels[Labels.sandbox];
+  const hash = labels[Labels.sandboxHash];
+  if (node === '' || labels[Labels.node] !== node || podId === undefined || hash === undefined) return false;
+  if (!isDnsLabel(podId) || !SANDBOX_HASH.test(hash)) return false;
+  const name = SANDBOX_NAME.exec(sandbox.name.replace(/^\//, ''));
+  return name !== null && name[1] === escapeNamePart(podId);
+}
