@@ -44,7 +44,7 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
   const started = (podId: string) => agent.events('ContainerStarted', podId).length;
 
   it('runs the union of what the four sources ask for', async () => {
-    const res = await fetch(`${server}/container`, { method: 'POST', body: JSON.stringify(pod('from-server')) });
+    const res = await fetch(`${server}/container`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pod('from-server')) });
     expect(res.status).toBe(201);
     await agent.until(() => ['from-file', 'from-url', 'from-etcd', 'from-server'].every((id) => started(id) === 1), 'four pods started');
     const pods = (await (await fetch(`${server}/pods`)).json()) as Array<{ id: string; source: string }>;

@@ -7,6 +7,8 @@ describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP 
   let agent: AgentProcess;
   let url: string;
   const auth = { authorization: 'Bearer e2e-token' };
+  // curl's default (form-urlencoded) would be a 415: manifests are posted as JSON or YAML.
+  const postAs = { ...auth, 'content-type': 'application/json' };
 
   beforeAll(async () => {
     agent = new AgentProcess(['--runtime', 'memory', '--hostname-override', 'server-e2e', '--auth-token', 'e2e-token', '--sync-frequency', '1s']);
@@ -26,7 +28,7 @@ describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP 
   });
 
   it('runs a POSTed manifest and shows it in /pods with its source and state', async () => {
-    const res = await fetch(`${url}/container`, { method: 'POST', headers: auth, body: JSON.stringify(manifest) });
+    const res = await fetch(`${url}/container`, { method: 'POST', headers: postAs, body: JSON.stringify(manifest) });
     expect(res.status).toBe(201);
     await agent.until(() => agent.events('ContainerStarted', 'posted').length === 1, 'posted pod started');
     const pods = (await (await fetch(`${url}/pods`, { headers: auth })).json()) as Array<{ id: string; source: string; containers: Array<{ name: string; state: string }> }>;
@@ -44,7 +46,7 @@ describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP 
 
   it('refuses a bad manifest with every field error, and the running pod is untouched', async () => {
     const bad = { ...manifest, containers: [{ name: 'main', image: 'busybox:1.36', ports: [{ containerPort: 0 }] }, { name: 'main', image: '' }] };
-    const res = await fetch(`${url}/container`, { method: 'POST', headers: auth, body: JSON.stringify(bad) });
+    const res = await fetch(`${url}/container`, { method: 'POST', headers: postAs, body: JSON.stringify(bad) });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { fieldErrors: Array<{ path: string }> };
     expect(body.fieldErrors.map((e) => e.path).sort()).toEqual(['containers[0].ports[0].containerPort', 'containers[1].image', 'containers[1].name'].sort());

@@ -147,6 +147,24 @@ export function decodePathSegment(segment: string): string {
   }
 }
 
+/**
+ * A 415 unless the request's `Content-Type` is one of `accepted` (lowercase media types), with at
+ * most a `charset=utf-8` parameter. A missing type is refused too: a browser form can only send
+ * `text/plain`, `multipart/form-data` or `application/x-www-form-urlencoded` without asking the
+ * server first (a CORS preflight, which the agent never grants).
+ */
+export function requireContentType(req: IncomingMessage, accepted: readonly string[]): void {
+  const header = req.headers['content-type'];
+  const [type = '', ...parameters] = (header ?? '').toLowerCase().split(';').map((part) => part.trim());
+  const utf8 = parameters.every((p) => p === '' || /^charset=("?)utf-8\1$/.test(p));
+  if (accepted.includes(type) && utf8) return;
+  throw new HttpProblem(
+    415,
+    `Content-Type ${header === undefined ? 'missing' : JSON.stringify(header.slice(0, 100))}: send the body as one of ${accepted.join(', ')} ` +
+      `(optionally with ; charset=utf-8), e.g. curl -H 'Content-Type: ${accepted[0] ?? ''}'`,
+  );
+}
+
 /** A 405 unless the request's method is `expected`. */
 export function allow(req: IncomingMessage, expected: string): void {
   if ((req.method ?? 'GET') !== expected) throw new HttpProblem(405, `use ${expected}`);

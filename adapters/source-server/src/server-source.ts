@@ -10,7 +10,7 @@ import {
   type Registry,
   type SourceSink,
 } from '@kubelet-ts/core';
-import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, routeListener } from './http-kit.js';
+import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requireContentType, routeListener } from './http-kit.js';
 import { allowedHostNames, reachableNames, type ReachableNames } from './request-guard.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
@@ -43,6 +43,8 @@ export interface ServerManifestSourceOptions {
 
 const ADAPTER = 'server';
 const DEFAULT_MAX_BODY = 1024 * 1024;
+/** What a manifest may be posted as; none of them is a type a browser form can send. */
+const MANIFEST_TYPES = ['application/json', 'application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
 
 /**
  * The agent's own HTTP server, as in 2014, as a manifest source: `POST /container` adds or
@@ -50,7 +52,8 @@ const DEFAULT_MAX_BODY = 1024 * 1024;
  * A request changes the set only when it is valid as a whole, so no bad request can disturb what runs.
  *
  * Every request must name the server as it listens (`Host`, see `allowedHosts`) and come from no
- * other site (`Origin`): a page in the user's browser can neither post a manifest nor read the agent.
+ * other site (`Origin`), and a posted body must say it is JSON or YAML (`Content-Type`, 415
+ * otherwise): a page in the user's browser can neither post a manifest nor read the agent.
  *
  * It serves nothing else until told to: `mount(agentApiHandler(agent))` adds the agent's read API
  * (`/healthz`, `/pods`, …) on the same port. Until then those paths are 404, like any path no
@@ -151,10 +154,12 @@ export class ServerManifestSource implements ManifestSource {
     const path = url.pathname;
     if (path === '/container') {
       allow(req, 'POST');
+      requireContentType(req, MANIFEST_TYPES);
       return this.postOne(await readBody(req, this.maxBodyBytes));
     }
     if (path === '/containers') {
       allow(req, 'POST');
+      requireContentType(req, MANIFEST_TYPES);
       return this.postAll(await readBody(req, this.maxBodyBytes));
     }
     if (path.startsWith('/container/')) {

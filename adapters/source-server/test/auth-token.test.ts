@@ -39,7 +39,7 @@ describe('the bearer token', () => {
     url = source.url;
   };
 
-  const post = (path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { method: 'POST', body: manifest, headers });
+  const post = (path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { method: 'POST', body: manifest, headers: { 'content-type': 'application/json', ...headers } });
 
   it.each([
     ['no header', {}],

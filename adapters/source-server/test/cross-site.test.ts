@@ -9,7 +9,7 @@ const manifest = JSON.stringify({ id: 'web', containers: [{ name: 'main', image:
 /**
  * A page on another site can make a browser send a "simple" request (a form's POST, text/plain,
  * no preflight) to 127.0.0.1: the agent must tell it from a request of its own user by the
- * Origin the browser adds.
+ * Origin the browser adds, and by a body type no form can send.
  */
 describe('the agent server against cross-site requests', () => {
   let source: ServerManifestSource | undefined;
@@ -62,4 +62,30 @@ describe('the agent server against cross-site requests', () => {
     expect((await send(url, '/container', { method: 'POST', headers: { 'content-type': 'application/json' }, body: manifest })).status).toBe(200);
     expect(sink.ids).toEqual(['web']);
   });
+
+  it.each([
+    ['none', undefined],
+    ['text/plain (a form, no preflight)', 'text/plain'],
+    ["application/x-www-form-urlencoded (curl's default)", 'application/x-www-form-urlencoded'],
+    ['multipart/form-data', 'multipart/form-data; boundary=x'],
+    ['JSON in another charset', 'application/json; charset=latin1'],
+    ['JSON with an unknown parameter', 'application/json; profile=x'],
+  ])('answers 415 to a POST whose body type is %s, naming the types it takes', async (_, type) => {
+    const { sink, url } = await start();
+    for (const path of ['/container', '/containers']) {
+      const res = await send(url, path, { method: 'POST', headers: type === undefined ? {} : { 'content-type': type }, body: path === '/container' ? manifest : `[${manifest}]` });
+      expect(res.status).toBe(415);
+      expect((res.json as { error: string }).error).toContain('application/json, application/yaml, application/x-yaml, text/yaml, text/x-yaml');
+    }
+    expect(sink.updates).toEqual([[]]);
+  });
+
+  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON;Charset="UTF-8"', 'application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml; charset=utf-8'])(
+    'takes a body sent as %s',
+    async (type) => {
+      const { sink, url } = await start();
+      expect((await send(url, '/container', { method: 'POST', headers: { 'content-type': type }, body: manifest })).status).toBe(201);
+      expect(sink.ids).toEqual(['web']);
+    },
+  );
 });

@@ -24,7 +24,7 @@ describe('ServerManifestSource', () => {
     return { sink, view, url: source.url };
   };
 
-  const post = (url: string, path: string, body: string, headers: Record<string, string> = {}) =>
+  const post = (url: string, path: string, body: string | Buffer, headers: Record<string, string> = {}) =>
     fetch(`${url}${path}`, { method: 'POST', body, headers: { 'content-type': 'application/yaml', ...headers } });
 
   it('binds 127.0.0.1 by default and delivers an empty set at start, so it counts as seen', async () => {
@@ -82,7 +82,7 @@ describe('ServerManifestSource', () => {
   it('answers 400 for a body that is not UTF-8, even one that also holds a real U+FFFD', async () => {
     const { sink, url } = await start();
     const body = Buffer.concat([Buffer.from('# \uFFFD\n'), Buffer.from(manifest('web', '    env:\n      - name: CITY\n        value: Zürich\n'), 'latin1')]);
-    const res = await fetch(`${url}/container`, { method: 'POST', body });
+    const res = await post(url, '/container', body);
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: 'request body: not valid UTF-8' });
     expect(sink.updates).toEqual([[]]);

@@ -76,7 +76,10 @@ export async function reaction(runs: number): Promise<Row[]> {
   const samples = await measure(
     server,
     async (i) => {
-      await fetch(`${server.url}/container`, { method: 'POST', body: body(i) }).then((r) => r.arrayBuffer());
+      const res = await fetch(`${server.url}/container`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(i) });
+      await res.arrayBuffer();
+      // A refused POST starts no pass, and the measurement would wait for one forever.
+      if (!res.ok) throw new Error(`POST /container answered ${res.status}`);
     },
     runs,
   );
