@@ -20,6 +20,7 @@ export interface CliOptions {
   readonly address: string;
   readonly port: number;
   readonly authToken?: string;
+  readonly allowedHost: readonly string[];
   readonly logLevel: string;
   readonly logFormat?: 'json' | 'pretty';
 }
@@ -40,6 +41,14 @@ function list(value: string): string[] {
   const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
   if (items.length === 0) throw new InvalidArgumentError('expected at least one URL');
   return items;
+}
+
+/** An empty token would let every request in (it matches a request that sends none): refuse it. */
+function authToken(value: string): string {
+  if (value.trim() === '') {
+    throw new InvalidArgumentError('an empty token turns authentication off; give a non-empty --auth-token (or KUBELET_TS_AUTH_TOKEN), or set neither to run without one');
+  }
+  return value;
 }
 
 function port(value: string): number {
@@ -75,7 +84,15 @@ export function buildProgram(): Command {
     .addOption(new Option('--etcd-servers <urls>', 'comma-separated etcd endpoints; manifests at /registry/hosts/<hostname>/kubelet, events under /events').argParser(list))
     .addOption(new Option('--address <ip>', "the agent server's address").default('127.0.0.1'))
     .addOption(new Option('--port <port>', "the agent server's port (0: any free port)").argParser(port).default(10250))
-    .addOption(new Option('--auth-token <token>', 'require Authorization: Bearer <token> on every server route but /healthz').env('KUBELET_TS_AUTH_TOKEN'))
+    .addOption(new Option('--auth-token <token>', 'require Authorization: Bearer <token> on every server route but /healthz (never empty)').env('KUBELET_TS_AUTH_TOKEN').argParser(authToken))
+    .addOption(
+      new Option(
+        '--allowed-host <name>',
+        "another name the agent server is reached by (e.g. the node's DNS name); a request whose Host or Origin names anything but an address it listens on or such a name is refused (repeatable)",
+      )
+        .argParser(collect)
+        .default([]),
+    )
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))
     .showHelpAfterError()

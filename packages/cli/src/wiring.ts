@@ -50,6 +50,7 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     address: options.address,
     port: options.port,
     ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
+    allowedHosts: options.allowedHost,
     logger,
   });
   return {
