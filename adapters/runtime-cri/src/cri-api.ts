@@ -1,0 +1,188 @@
+/**
+ * The slice of CRI v1 this adapter uses, as the messages look in JavaScript (proto-loader with
+ * camelCase names, 64-bit integers as decimal strings, enums as their names, absent fields as
+ * their defaults). Declared structurally, like the Docker adapter's `DockerApi`, so that the
+ * runtime can be unit-tested with a plain object and no gRPC type leaves the package.
+ */
+export interface CriApi {
+  version(request: Record<string, never>, deadline: Deadline): Promise<VersionResponse>;
+  runPodSandbox(request: { config: PodSandboxConfig; runtimeHandler?: string }, deadline: Deadline): Promise<{ podSandboxId: string }>;
+  stopPodSandbox(request: { podSandboxId: string }, deadline: Deadline): Promise<unknown>;
+  removePodSandbox(request: { podSandboxId: string }, deadline: Deadline): Promise<unknown>;
+  podSandboxStatus(request: { podSandboxId: string; verbose?: boolean }, deadline: Deadline): Promise<{ status: PodSandboxStatus | null; info: Record<string, string> }>;
+  listPodSandbox(request: { filter?: { id?: string; labelSelector?: Record<string, string> } }, deadline: Deadline): Promise<{ items: PodSandbox[] }>;
+  createContainer(request: { podSandboxId: string; config: ContainerConfig; sandboxConfig: PodSandboxConfig }, deadline: Deadline): Promise<{ containerId: string }>;
+  startContainer(request: { containerId: string }, deadline: Deadline): Promise<unknown>;
+  stopContainer(request: { containerId: string; timeout: number }, deadline: Deadline): Promise<unknown>;
+  removeContainer(request: { containerId: string }, deadline: Deadline): Promise<unknown>;
+  listContainers(request: { filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> } }, deadline: Deadline): Promise<{ containers: CriContainer[] }>;
+  containerStatus(request: { containerId: string; verbose?: boolean }, deadline: Deadline): Promise<{ status: ContainerStatus | null; info: Record<string, string> }>;
+  execSync(request: { containerId: string; cmd: string[]; timeout: number }, deadline: Deadline): Promise<{ stdout: Buffer; stderr: Buffer; exitCode: number }>;
+  imageStatus(request: { image: { image: string } }, deadline: Deadline): Promise<{ image: CriImage | null }>;
+  pullImage(request: { image: { image: string } }, deadline: Deadline): Promise<{ imageRef: string }>;
+  /** Closes the connection; calls after it fail. */
+  close(): void;
+}
+
+/** When a call gives up: milliseconds since the epoch, on the wall clock (gRPC's deadline). */
+export type Deadline = number;
+
+/** A 64-bit integer on the wire, as proto-loader gives it (decimal text) or as we send it. */
+export type Int64 = string | number;
+
+export type ProtocolName = 'TCP' | 'UDP' | 'SCTP';
+export type NamespaceModeName = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
+export type PodSandboxStateName = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
+export type ContainerStateName = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+
+export interface VersionResponse {
+  version: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+}
+
+export interface PortMapping {
+  protocol: ProtocolName;
+  containerPort: number;
+  hostPort: number;
+  hostIp: string;
+}
+
+export interface CriMount {
+  containerPath: string;
+  hostPath: string;
+  readonly: boolean;
+}
+
+export interface NamespaceOption {
+  network: NamespaceModeName;
+  pid: NamespaceModeName;
+  ipc: NamespaceModeName;
+}
+
+export interface SecurityProfile {
+  profileType: 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+  localhostRef?: string;
+}
+
+export interface PodSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt: number;
+}
+
+export interface PodSandboxConfig {
+  metadata: PodSandboxMetadata;
+  hostname?: string;
+  logDirectory?: string;
+  portMappings?: PortMapping[];
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  linux?: {
+    cgroupParent?: string;
+    securityContext?: { namespaceOptions?: NamespaceOption; privileged?: boolean; seccomp?: SecurityProfile };
+  };
+}
+
+export interface PodSandboxStatus {
+  id: string;
+  metadata: PodSandboxMetadata | null;
+  state: PodSandboxStateName;
+  createdAt: Int64;
+  network: { ip: string } | null;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface PodSandbox {
+  id: string;
+  metadata: PodSandboxMetadata | null;
+  state: PodSandboxStateName;
+  createdAt: Int64;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface LinuxContainerResources {
+  cpuPeriod?: Int64;
+  cpuQuota?: Int64;
+  cpuShares?: Int64;
+  memoryLimitInBytes?: Int64;
+}
+
+export interface ContainerConfig {
+  metadata: { name: string; attempt: number };
+  image: { image: string };
+  command?: string[];
+  args?: string[];
+  workingDir?: string;
+  envs?: Array<{ key: string; value: string }>;
+  mounts?: CriMount[];
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  logPath?: string;
+  linux?: {
+    resources?: LinuxContainerResources;
+    securityContext?: { namespaceOptions?: NamespaceOption; privileged?: boolean; seccomp?: SecurityProfile };
+  };
+}
+
+export interface CriContainer {
+  id: string;
+  podSandboxId: string;
+  metadata: { name: string; attempt: number } | null;
+  image: { image: string } | null;
+  imageRef: string;
+  state: ContainerStateName;
+  createdAt: Int64;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface ContainerStatus {
+  id: string;
+  metadata: { name: string; attempt: number } | null;
+  state: ContainerStateName;
+  createdAt: Int64;
+  startedAt: Int64;
+  finishedAt: Int64;
+  exitCode: number;
+  image: { image: string } | null;
+  imageRef: string;
+  reason: string;
+  message: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  mounts: CriMount[];
+  logPath: string;
+  resources: { linux: LinuxContainerResources | null } | null;
+}
+
+export interface CriImage {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: Int64;
+}
+
+/** What a failed call carries: grpc-js's `ServiceError` shape. */
+export interface CriCallError {
+  code?: number;
+  details?: string;
+  message: string;
+}
+
+/** gRPC status codes this adapter tells apart (`@grpc/grpc-js` `status`). */
+export const GrpcCode = {
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  FAILED_PRECONDITION: 9,
+  UNIMPLEMENTED: 12,
+  UNAVAILABLE: 14,
+} as const;

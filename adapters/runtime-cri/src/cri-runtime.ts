@@ -1,0 +1,413 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import {
+  KubeletError,
+  Labels,
+  Tokens,
+  silentLogger,
+  systemClock,
+  type Clock,
+  type ContainerDetails,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ContainerSummary,
+  type ExecResult,
+  type ListOptions,
+  type Logger,
+  type Registry,
+  type SandboxSpec,
+  type SandboxSummary,
+} from '@kubelet-ts/core';
+import type { ContainerConfig, ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxConfig, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
+import { connectCri } from './cri-client.js';
+import { ADAPTER, classifyPullError, translate } from './errors.js';
+import { assertHostPortsFree } from './host-ports.js';
+import { CriAnnotations, detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
+import { podVolumeDir, removePodVolumes } from './volume-dirs.js';
+
+export interface CriRuntimeOptions {
+  /** A ready client (tests, another transport); by default one is made for `endpoint`. */
+  readonly cri?: CriApi;
+  /** The kubelet's `--container-runtime-endpoint`: `unix:///path/to.sock` or a socket path. Default `unix:///run/containerd/containerd.sock`. */
+  readonly endpoint?: string;
+  /** Pod volumes live in `<volumesRoot>/<manifest id>/<volume name>`. Default `/var/lib/kubelet-ts/volumes`. */
+  readonly volumesRoot?: string;
+  /** Container logs, written by the runtime: `<logsRoot>/<sandbox name>/<container name>.log`. Default `/var/log/kubelet-ts/pods`. */
+  readonly logsRoot?: string;
+  /** The host address published ports bind to. Default `0.0.0.0`, as a hostPort does in the kubelet. */
+  readonly hostIp?: string;
+  /** The sandboxes' cgroup parent (a cgroupfs path, or a slice with the systemd driver). Default: the runtime's choice. */
+  readonly cgroupParent?: string;
+  /** CRI's runtime handler (a RuntimeClass, e.g. `runc`). Default: the runtime's default handler. */
+  readonly runtimeHandler?: string;
+  /** Deadline of each call, stop's grace period on top. Default 2 min, the kubelet's `--runtime-request-timeout`. */
+  readonly requestTimeoutMs?: number;
+  /** Deadline of one image pull. Default 15 min. */
+  readonly pullTimeoutMs?: number;
+  readonly logger?: Logger;
+  /** Time for creation stamps and pull durations. Default `systemClock`. (gRPC deadlines are the channel's, on the wall clock.) */
+  readonly clock?: Clock;
+}
+
+export const DEFAULT_CRI_ENDPOINT = 'unix:///run/containerd/containerd.sock';
+export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
+export const DEFAULT_LOGS_ROOT = '/var/log/kubelet-ts/pods';
+
+/** The CRI pod namespace of every sandbox the agent runs (manifests have no namespace of their own). */
+export const CRI_NAMESPACE = 'kubelet-ts';
+
+const MAX_EXEC_OUTPUT = 64 * 1024;
+// What the agent names sandboxes and containers; anything else gets no log directory of its own.
+const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
+
+/**
+ * What a sandbox was run with, kept as its annotation: CreateContainer wants the sandbox's config
+ * again, and after an agent restart the runtime is the only place to read it from.
+ */
+type SandboxConfigRecord = Omit<PodSandboxConfig, 'labels' | 'annotations'>;
+
+// The kubelet's defaults for a pod without a security context: the pod shares network and IPC,
+// each container has its own PID namespace, the runtime's default seccomp profile (as Docker).
+const SECURITY_CONTEXT = {
+  namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' },
+  seccomp: { profileType: 'RuntimeDefault' },
+} as const;
+
+/**
+ * `ContainerRuntime` over the Container Runtime Interface (CRI v1, gRPC): containerd (≥ 1.6, its
+ * `cri` plugin) or CRI-O. A pod is a CRI pod sandbox (RunPodSandbox: its network namespace and
+ * host ports), and its containers are made in it (CreateContainer with the sandbox's config).
+ *
+ * CRI has no container outside a sandbox: `create` without a `sandboxId` rejects with
+ * `InvalidManifest`. Labels are CRI labels, so ownership and adoption after an agent restart work
+ * as on Docker; what the adapter needs beyond them is kept in annotations (`CriAnnotations`).
+ * Host ports are checked before a sandbox runs (see `assertHostPortsFree`): CNI's portmap would
+ * let two sandboxes share one. Call `close()` (or `dispose()`) to close the gRPC channel.
+ */
+export class CriRuntime implements ContainerRuntime {
+  readonly name = ADAPTER;
+  readonly endpoint: string;
+  private readonly cri: CriApi;
+  private readonly volumesRoot: string;
+  private readonly logsRoot: string;
+  private readonly hostIp: string;
+  private readonly cgroupParent: string | undefined;
+  private readonly runtimeHandler: string | undefined;
+  private readonly requestTimeoutMs: number;
+  private readonly pullTimeoutMs: number;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  private readonly pulls = new Map<string, Promise<void>>();
+
+  constructor(options: CriRuntimeOptions = {}) {
+    this.endpoint = options.endpoint ?? DEFAULT_CRI_ENDPOINT;
+    this.cri = options.cri ?? connectCri(this.endpoint);
+    this.volumesRoot = resolve(options.volumesRoot ?? DEFAULT_VOLUMES_ROOT);
+    this.logsRoot = resolve(options.logsRoot ?? DEFAULT_LOGS_ROOT);
+    this.hostIp = options.hostIp ?? '0.0.0.0';
+    this.cgroupParent = options.cgroupParent;
+    this.runtimeHandler = options.runtimeHandler;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
+    this.pullTimeoutMs = options.pullTimeoutMs ?? 15 * 60_000;
+    this.logger = options.logger ?? silentLogger;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** The runtime's name and versions; rejects with `Unavailable` saying where and how to start one. */
+  async version(): Promise<VersionResponse> {
+    return this.call('version', (deadline) => this.cri.version({}, deadline));
+  }
+
+  /** Closes the gRPC channel; calls after it fail. */
+  close(): void {
+    this.cri.close();
+  }
+
+  /** `close()`, under the name tsyringe's `container.dispose()` calls. */
+  dispose(): void {
+    this.close();
+  }
+
+  // ---- pods ----------------------------------------------------------------------------------
+
+  async runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
+    // CRI's empty host IP is "every address"; portmap is given no -d for it.
+    const hostIp = this.hostIp === '0.0.0.0' ? '' : this.hostIp;
+    const portMappings: PortMapping[] = spec.ports.flatMap((p) =>
+      p.hostPort === undefined ? [] : [{ protocol: p.protocol, containerPort: p.containerPort, hostPort: p.hostPort, hostIp }],
+    );
+    const existing = (await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox({}, deadline))).items;
+    const same = existing.find((s) => s.metadata?.name === spec.name);
+    if (same !== undefined) throw new KubeletError('Conflict', `run sandbox ${spec.name}: the name is taken by sandbox ${same.id}`, { adapter: ADAPTER });
+    if (portMappings.length > 0) await assertHostPortsFree(spec.name, portMappings, await this.publishedPorts(existing));
+
+    const logDirectory = SAFE_NAME.test(spec.name) ? join(this.logsRoot, spec.name) : undefined;
+    if (logDirectory !== undefined) await mkdir(logDirectory, { recursive: true });
+    const record: SandboxConfigRecord = {
+      // The pod's identity is its manifest id; the name (with its random part) is the sandbox's.
+      metadata: { name: spec.name, uid: spec.podId, namespace: CRI_NAMESPACE, attempt: 0 },
+      hostname: spec.hostname,
+      ...(logDirectory === undefined ? {} : { logDirectory }),
+      portMappings,
+      linux: { ...(this.cgroupParent === undefined ? {} : { cgroupParent: this.cgroupParent }), securityContext: SECURITY_CONTEXT },
+    };
+    const config: PodSandboxConfig = { ...record, labels: { ...spec.labels }, annotations: { [CriAnnotations.sandboxConfig]: JSON.stringify(record) } };
+    const started = this.clock.now();
+    let id: string;
+    try {
+      // RunPodSandbox resolves once the sandbox is ready (CRI's promise), its failures clean up after themselves.
+      ({ podSandboxId: id } = await this.call(`run sandbox ${spec.name}`, (deadline) =>
+        this.cri.runPodSandbox({ config, ...(this.runtimeHandler === undefined ? {} : { runtimeHandler: this.runtimeHandler }) }, deadline),
+      ));
+    } catch (error) {
+      if (logDirectory !== undefined) await rm(logDirectory, { recursive: true, force: true });
+      throw error;
+    }
+    const status = await this.sandboxStatus(id);
+    this.logger.info({ podId: spec.podId, sandbox: id.slice(0, 12), ports: portMappings.length, durationMs: this.clock.now() - started }, 'pod sandbox ready');
+    return sandboxSummaryOf(status);
+  }
+
+  async listSandboxes(options: ListOptions = {}): Promise<SandboxSummary[]> {
+    // CRI's label selector matches values only; "has our label" is decided here.
+    const { items } = await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox({}, deadline));
+    return items.filter((s) => options.includeForeign === true || s.labels?.[Labels.sandbox] !== undefined).map(sandboxSummaryOf);
+  }
+
+  async stopSandbox(id: string): Promise<void> {
+    await this.call(`stop sandbox ${id}`, (deadline) => this.cri.stopPodSandbox({ podSandboxId: id }, deadline));
+  }
+
+  async removeSandbox(id: string, options: { readonly volumes?: boolean } = {}): Promise<void> {
+    let status: PodSandboxStatus;
+    try {
+      status = await this.sandboxStatus(id);
+    } catch (error) {
+      if (error instanceof KubeletError && error.code === 'NotFound') return;
+      throw error;
+    }
+    const name = status.metadata?.name ?? id;
+    // The kubelet's order: stop (ends its containers at once, releases its network), remove its containers, remove it.
+    await ignoreNotFound(this.call(`stop sandbox ${name}`, (deadline) => this.cri.stopPodSandbox({ podSandboxId: id }, deadline)));
+    const { containers } = await this.call(`list containers of ${name}`, (deadline) => this.cri.listContainers({ filter: { podSandboxId: id } }, deadline));
+    for (const c of containers) await ignoreNotFound(this.call(`remove ${c.metadata?.name ?? c.id}`, (deadline) => this.cri.removeContainer({ containerId: c.id }, deadline)));
+    await this.call(`remove sandbox ${name}`, (deadline) => this.cri.removePodSandbox({ podSandboxId: id }, deadline));
+    const logDirectory = recordOf(status)?.logDirectory;
+    if (logDirectory !== undefined && SAFE_NAME.test(name) && logDirectory === join(this.logsRoot, name)) await rm(logDirectory, { recursive: true, force: true });
+    const podId = status.labels?.[Labels.sandbox];
+    if (options.volumes === true && podId !== undefined) await removePodVolumes(this.volumesRoot, podId);
+  }
+
+  // ---- containers ----------------------------------------------------------------------------
+
+  async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
+    const { containers } = await this.call('list containers', (deadline) => this.cri.listContainers({}, deadline));
+    return containers.filter((c) => options.includeForeign === true || c.labels?.[Labels.manifestId] !== undefined).map(summaryOf);
+  }
+
+  async inspect(id: string): Promise<ContainerDetails> {
+    const { status, info } = await this.call(`inspect ${id}`, (deadline) => this.cri.containerStatus({ containerId: id, verbose: true }, deadline));
+    if (status === null) throw new KubeletError('NotFound', `inspect ${id}: the runtime has no status for it`, { adapter: ADAPTER });
+    return detailsOf(status, info);
+  }
+
+  async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
+    if (sandboxId === undefined) {
+      throw new KubeletError('InvalidManifest', `create ${spec.name}: CRI runs containers only in a pod sandbox; run one (runSandbox) and create the container in it`, { adapter: ADAPTER });
+    }
+    const sandbox = await this.sandboxStatus(sandboxId);
+    if (sandbox.state !== 'SANDBOX_READY') {
+      throw new KubeletError('Conflict', `create ${spec.name}: sandbox ${sandbox.metadata?.name ?? sandboxId} is not ready (its namespace is gone); the agent runs a new one`, { adapter: ADAPTER });
+    }
+    const sandboxConfig = sandboxConfigOf(sandbox);
+    const mounts: CriMount[] = [];
+    for (const m of spec.mounts) mounts.push({ containerPath: m.containerPath, hostPath: await podVolumeDir(this.volumesRoot, spec.podId, m.volume), readonly: m.readOnly });
+    const restarts = Number(spec.labels[Labels.restartCount] ?? 0);
+    const config: ContainerConfig = {
+      // (name, attempt) is what CRI keeps unique in a sandbox; the attempt is the kubelet's restart count.
+      metadata: { name: spec.name, attempt: Number.isSafeInteger(restarts) && restarts >= 0 ? restarts : 0 },
+      image: { image: spec.image },
+      // The manifest's command replaces the image's entrypoint, as the kubelet's `command` does.
+      ...(spec.command === undefined ? {} : { command: [...spec.command] }),
+      ...(spec.workingDir === undefined ? {} : { workingDir: spec.workingDir }),
+      envs: Object.entries(spec.env).map(([key, value]) => ({ key, value })),
+      mounts,
+      labels: { ...spec.labels },
+      annotations: { [CriAnnotations.image]: spec.image },
+      ...(sandboxConfig.logDirectory && SAFE_NAME.test(spec.name) ? { logPath: `${spec.name}.log` } : {}),
+      linux: {
+        resources: {
+          ...(spec.memory === undefined ? {} : { memoryLimitInBytes: spec.memory }),
+          ...(spec.cpuShares === undefined ? {} : { cpuShares: spec.cpuShares }),
+        },
+        securityContext: SECURITY_CONTEXT,
+      },
+    };
+    // No image check first: CreateContainer answers NOT_FOUND for a missing image.
+    const { containerId } = await this.call(`create ${spec.name}`, (deadline) => this.cri.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }, deadline));
+    return { id: containerId, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: this.clock.now() };
+  }
+
+  async start(id: string): Promise<void> {
+    try {
+      await this.call(`start ${id}`, (deadline) => this.cri.startContainer({ containerId: id }, deadline));
+    } catch (error) {
+      // containerd refuses to start a running container (UNKNOWN, in words): that start succeeds.
+      if (error instanceof KubeletError && error.code === 'NotFound') throw error;
+      const status = await this.containerStatus(id).catch(() => undefined);
+      if (status?.state === 'CONTAINER_RUNNING') return;
+      throw error;
+    }
+  }
+
+  async stop(id: string, timeoutSeconds: number): Promise<void> {
+    // The runtime signals, waits `timeout` seconds, then kills (the contract); stopping a stopped one succeeds.
+    const timeout = Math.max(0, Math.round(timeoutSeconds));
+    await this.call(`stop ${id}`, (deadline) => this.cri.stopContainer({ containerId: id, timeout }, deadline), timeout * 1000 + this.requestTimeoutMs);
+  }
+
+  async remove(id: string, options: { readonly force?: boolean } = {}): Promise<void> {
+    let status: ContainerStatus;
+    try {
+      status = await this.containerStatus(id);
+    } catch (error) {
+      if (error instanceof KubeletError && error.code === 'NotFound') return;
+      throw error;
+    }
+    // CRI's RemoveContainer removes a running container by force: the contract's refusal is ours.
+    if (status.state === 'CONTAINER_RUNNING' && options.force !== true) {
+      throw new KubeletError('Conflict', `remove ${status.metadata?.name ?? id}: the container is running; stop it first or force`, { adapter: ADAPTER });
+    }
+    await ignoreNotFound(this.call(`remove ${id}`, (deadline) => this.cri.removeContainer({ containerId: id }, deadline)));
+  }
+
+  async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
+    const status = await this.containerStatus(id);
+    const name = status.metadata?.name ?? id;
+    if (status.state !== 'CONTAINER_RUNNING') throw new KubeletError('Conflict', `exec in ${name}: the container is ${status.state.replace('CONTAINER_', '').toLowerCase()}`, { adapter: ADAPTER });
+    // Our deadline is the probe's; the runtime's own (whole seconds) ends the command soon after.
+    const timeout = Math.max(1, Math.ceil(timeoutMs / 1000));
+    try {
+      const result = await this.call(`exec in ${name}`, (deadline) => this.cri.execSync({ containerId: id, cmd: [...command], timeout }, deadline), timeoutMs);
+      const output = Buffer.concat([result.stdout, result.stderr]).subarray(0, MAX_EXEC_OUTPUT).toString('utf8');
+      return { exitCode: result.exitCode, output };
+    } catch (error) {
+      if (error instanceof KubeletError && error.code === 'Timeout') {
+        throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${name}: no exit within ${timeoutMs} ms`, { adapter: ADAPTER, cause: error });
+      }
+      throw error;
+    }
+  }
+
+  // ---- images ---------------------------------------------------------------------------------
+
+  pull(image: string): Promise<void> {
+    let pending = this.pulls.get(image);
+    if (pending === undefined) {
+      pending = this.transfer(image).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, pending);
+    }
+    return pending;
+  }
+
+  async hasImage(image: string): Promise<boolean> {
+    const { image: found } = await this.call(`image status ${image}`, (deadline) => this.cri.imageStatus({ image: { image } }, deadline));
+    return found !== null && found.id !== '';
+  }
+
+  // ---- plumbing --------------------------------------------------------------------------------
+
+  private async transfer(image: string): Promise<void> {
+    // An imported image is not in any registry: PullImage of it would fail where ImageStatus knows it.
+    if (await this.hasImage(image)) return;
+    const started = this.clock.now();
+    try {
+      await this.cri.pullImage({ image: { image } }, Date.now() + this.pullTimeoutMs);
+    } catch (error) {
+      throw classifyPullError(image, error, this.endpoint);
+    }
+    this.logger.info({ image, durationMs: this.clock.now() - started }, 'image pulled');
+  }
+
+  private async sandboxStatus(id: string): Promise<PodSandboxStatus> {
+    const { status } = await this.call(`sandbox ${id}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: id }, deadline));
+    if (status === null) throw new KubeletError('NotFound', `sandbox ${id}: the runtime has no status for it`, { adapter: ADAPTER });
+    return status;
+  }
+
+  private async containerStatus(id: string): Promise<ContainerStatus> {
+    const { status } = await this.call(`container ${id}`, (deadline) => this.cri.containerStatus({ containerId: id }, deadline));
+    if (status === null) throw new KubeletError('NotFound', `container ${id}: the runtime has no status for it`, { adapter: ADAPTER });
+    return status;
+  }
+
+  /** The host ports of the runtime's ready sandboxes: ours from their annotation, others' from verbose status. */
+  private async publishedPorts(sandboxes: readonly PodSandbox[]): Promise<Array<{ sandbox: string; ports: PortMapping[] }>> {
+    const out: Array<{ sandbox: string; ports: PortMapping[] }> = [];
+    for (const s of sandboxes) {
+      if (s.state !== 'SANDBOX_READY') continue;
+      const record = parseRecord(s.annotations?.[CriAnnotations.sandboxConfig]);
+      const ports = record?.portMappings ?? (await this.foreignPorts(s.id));
+      if (ports.length > 0) out.push({ sandbox: s.metadata?.name ?? s.id, ports });
+    }
+    return out;
+  }
+
+  /** containerd's verbose status carries the config a sandbox was run with (snake_case JSON). */
+  private async foreignPorts(id: string): Promise<PortMapping[]> {
+    const answer = await ignoreNotFound(this.call(`sandbox ${id}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: id, verbose: true }, deadline)));
+    const info: Record<string, string> = answer?.info ?? {};
+    try {
+      const parsed = JSON.parse(info['info'] ?? '{}') as { config?: { port_mappings?: Array<{ protocol?: number; container_port?: number; host_port?: number; host_ip?: string }> } };
+      return (parsed.config?.port_mappings ?? [])
+        .filter((p) => (p.host_port ?? 0) > 0)
+        .map((p) => ({ protocol: p.protocol === 1 ? 'UDP' : p.protocol === 2 ? 'SCTP' : 'TCP', containerPort: p.container_port ?? 0, hostPort: p.host_port ?? 0, hostIp: p.host_ip ?? '' }));
+    } catch {
+      return [];
+    }
+  }
+
+  /** Runs a CRI call with a deadline `timeoutMs` from now, translating failures. */
+  private async call<T>(what: string, fn: (deadline: number) => Promise<T>, timeoutMs = this.requestTimeoutMs): Promise<T> {
+    try {
+      return await fn(Date.now() + timeoutMs);
+    } catch (error) {
+      throw translate(error, what, this.endpoint);
+    }
+  }
+}
+
+function parseRecord(text: string | undefined): SandboxConfigRecord | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as SandboxConfigRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+function recordOf(status: PodSandboxStatus): SandboxConfigRecord | undefined {
+  return parseRecord(status.annotations?.[CriAnnotations.sandboxConfig]);
+}
+
+/** The config CreateContainer wants: what the sandbox was run with (a foreign sandbox: what its status tells). */
+function sandboxConfigOf(status: PodSandboxStatus): PodSandboxConfig {
+  const record = recordOf(status) ?? { metadata: status.metadata ?? { name: '', uid: '', namespace: '', attempt: 0 } };
+  return { ...record, labels: status.labels ?? {}, annotations: status.annotations ?? {} };
+}
+
+async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (error) {
+    if (error instanceof KubeletError && error.code === 'NotFound') return undefined;
+    throw error;
+  }
+}
+
+/** Registers a `CriRuntime` as the agent's runtime and returns it (close it with the agent). */
+export function registerCriRuntime(registry: Registry, options: CriRuntimeOptions = {}): CriRuntime {
+  const runtime = new CriRuntime(options);
+  registry.register(Tokens.Runtime, { useValue: runtime });
+  return runtime;
+}

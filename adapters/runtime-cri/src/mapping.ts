@@ -1,0 +1,122 @@
+import { basename } from 'node:path';
+import { Labels, type ContainerDetails, type ContainerState, type ContainerSummary, type SandboxSummary } from '@kubelet-ts/core';
+import type { ContainerStateName, ContainerStatus, CriContainer, Int64, PodSandbox } from './cri-api.js';
+
+/** CRI records → the core's domain types. */
+
+/** Annotations the adapter writes beside the labels (labels are returned unchanged, so extras go here). */
+export const CriAnnotations = {
+  /** On a container: the image as the agent named it (containerd reports it normalised, `docker.io/…`). */
+  image: 'io.kubelet-ts.image',
+  /** On a sandbox: the config it was run with, which CreateContainer needs again (see `SandboxConfigRecord`). */
+  sandboxConfig: 'io.kubelet-ts.sandbox-config',
+} as const;
+
+/** CRI times are nanoseconds since the epoch (int64 as text); the core's are milliseconds. 0 is "not set". */
+export function millis(ns: Int64 | undefined | null): number | undefined {
+  if (ns === undefined || ns === null || ns === '' || ns === '0' || ns === 0) return undefined;
+  return Number(BigInt(ns) / 1_000_000n);
+}
+
+/** UNKNOWN (containerd lost the task) counts as exited: the agent replaces it, never waits on it. */
+export function stateOf(state: ContainerStateName): ContainerState {
+  if (state === 'CONTAINER_CREATED') return 'created';
+  if (state === 'CONTAINER_RUNNING') return 'running';
+  return 'exited';
+}
+
+export function sandboxSummaryOf(s: PodSandbox): SandboxSummary {
+  return {
+    id: s.id,
+    name: s.metadata?.name ?? '',
+    labels: s.labels ?? {},
+    state: s.state === 'SANDBOX_READY' ? 'ready' : 'notready',
+    createdAt: millis(s.createdAt) ?? 0,
+  };
+}
+
+/** ListContainers has no times of start and end nor exit code: the runner inspects exited containers for them. */
+export function summaryOf(c: CriContainer): ContainerSummary {
+  return {
+    id: c.id,
+    name: c.metadata?.name ?? '',
+    image: c.annotations?.[CriAnnotations.image] ?? c.image?.image ?? '',
+    labels: c.labels ?? {},
+    state: stateOf(c.state),
+    createdAt: millis(c.createdAt) ?? 0,
+  };
+}
+
+/** What containerd's verbose ContainerStatus tells of the config (other runtimes: nothing, and that is fine). */
+interface VerboseConfig {
+  command?: string[];
+  args?: string[];
+  working_dir?: string;
+  envs?: Array<{ key: string; value: string }>;
+}
+
+function verboseConfig(info: Record<string, string>): VerboseConfig {
+  try {
+    const parsed = JSON.parse(info['info'] ?? '{}') as { config?: VerboseConfig };
+    return parsed.config ?? {};
+  } catch {
+    return {};
+  }
+}
+
+function positive(n: Int64 | undefined | null): number | undefined {
+  const v = n === undefined || n === null ? 0 : Number(n);
+  return v > 0 ? v : undefined;
+}
+
+export function detailsOf(status: ContainerStatus, info: Record<string, string>): ContainerDetails {
+  const labels = status.labels ?? {};
+  const state = stateOf(status.state);
+  const name = status.metadata?.name ?? '';
+  const image = status.annotations?.[CriAnnotations.image] ?? status.image?.image ?? '';
+  const startedAt = millis(status.startedAt);
+  const finishedAt = state === 'exited' ? millis(status.finishedAt) : undefined;
+  const config = verboseConfig(info);
+  const resources = status.resources?.linux ?? undefined;
+  const memory = positive(resources?.memoryLimitInBytes);
+  const cpuShares = positive(resources?.cpuShares);
+  return {
+    id: status.id,
+    name,
+    image,
+    labels,
+    state,
+    createdAt: millis(status.createdAt) ?? 0,
+    ...(startedAt === undefined ? {} : { startedAt }),
+    ...(finishedAt === undefined ? {} : { finishedAt }),
+    ...(state === 'exited' ? { exitCode: status.exitCode } : {}),
+    // What the runtime can tell back; ports are the sandbox's.
+    spec: {
+      name,
+      podId: labels[Labels.manifestId] ?? '',
+      image,
+      ...(Array.isArray(config.command) ? { command: config.command } : {}),
+      ...(config.working_dir ? { workingDir: config.working_dir } : {}),
+      env: Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value])),
+      ports: [],
+      mounts: (status.mounts ?? []).map((m) => ({ volume: basename(m.hostPath), containerPath: m.containerPath, readOnly: m.readonly })),
+      ...(memory === undefined ? {} : { memory }),
+      ...(cpuShares === undefined ? {} : { cpuShares }),
+      labels,
+    },
+    raw: { status, info: parseInfo(info) },
+  };
+}
+
+/** The verbose info values are JSON text; shown parsed. */
+function parseInfo(info: Record<string, string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(info ?? {})) {
+    try {
+      out[key] = JSON.parse(value) as unknown;
+    } catch {
+      out[key] = value;
+    }
+  }
+  return out;
+}
