@@ -1,0 +1,28 @@
+import { afterAll } from '@jest/globals';
+import { runtimeContract } from '@kubelet-ts/conformance';
+import { TEST_IMAGES } from '@kubelet-ts/testkit';
+import { criFixture, freePort, httpServer, type CriFixture } from './fixture.js';
+
+let fixture: CriFixture | undefined;
+
+afterAll(async () => {
+  await fixture?.close();
+});
+
+runtimeContract(
+  'cri',
+  async () => {
+    fixture = await criFixture();
+    return fixture.runtime;
+  },
+  {
+    // busybox's sleep ignores SIGTERM as PID 1, so stop exercises the kill at the timeout too.
+    image: TEST_IMAGES.busybox,
+    command: ['sleep', '3600'],
+    podNetwork: {
+      server: httpServer,
+      fetch: (port) => ['wget', '-q', '-O', '-', `http://127.0.0.1:${port}/`],
+      hostPort: freePort,
+    },
+  },
+);
