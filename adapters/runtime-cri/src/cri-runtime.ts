@@ -219,6 +219,10 @@ export class CriRuntime implements ContainerRuntime {
     if (sandbox.state !== 'SANDBOX_READY') {
       throw new KubeletError('Conflict', `create ${spec.name}: sandbox ${sandbox.metadata?.name ?? sandboxId} is not ready (its namespace is gone); the agent runs a new one`, { adapter: ADAPTER });
     }
+    // CRI keeps names unique within a sandbox only; the contract (and Docker) across the runtime.
+    const { containers } = await this.call('list containers', (deadline) => this.cri.listContainers({}, deadline));
+    const taken = containers.find((c) => c.metadata?.name === spec.name);
+    if (taken !== undefined) throw new KubeletError('Conflict', `create ${spec.name}: the name is taken by container ${taken.id}`, { adapter: ADAPTER });
     const sandboxConfig = sandboxConfigOf(sandbox);
     const mounts: CriMount[] = [];
     for (const m of spec.mounts) mounts.push({ containerPath: m.containerPath, hostPath: await podVolumeDir(this.volumesRoot, spec.podId, m.volume), readonly: m.readOnly });

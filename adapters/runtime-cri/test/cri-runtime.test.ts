@@ -227,6 +227,17 @@ describe('CriRuntime on a real containerd', () => {
     expect(await codeOf(f.runtime.create(containers[0]!, s.id))).toBe('Conflict');
   });
 
+  it('keeps a container name unique across sandboxes, as the contract (and Docker) does; CRI only within one', async () => {
+    const m = checkedManifest({ id: 'twice', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sleep', '3600'] }] });
+    const { sandbox, containers } = pod(m);
+    const first = await run(sandbox);
+    const second = await run({ ...sandbox, name: `${sandbox.name.slice(0, -8)}00000000` });
+    await f.runtime.create(containers[0]!, first.id);
+    const error = (await f.runtime.create(containers[0]!, second.id).catch((e: unknown) => e)) as KubeletError;
+    expect(error.code).toBe('Conflict');
+    expect(error.message).toContain(containers[0]!.name);
+  });
+
   it('answers an exec that outlives its deadline with Timeout', async () => {
     const m = checkedManifest({ id: 'slow', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sleep', '3600'] }] });
     const { sandbox, containers } = pod(m);
