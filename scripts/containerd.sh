@@ -37,6 +37,7 @@ ensure_containerd_packages() {
   local missing=()
   command -v containerd >/dev/null || missing+=(containerd)
   command -v iptables >/dev/null || missing+=(iptables)
+  command -v pgrep >/dev/null || missing+=(procps)
   [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/portmap ] && [ -x /usr/lib/cni/loopback ] || missing+=(containernetworking-plugins)
   dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
   if [ "${#missing[@]}" -gt 0 ]; then
