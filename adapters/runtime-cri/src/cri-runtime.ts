@@ -18,11 +18,12 @@ import {
   type SandboxSpec,
   type SandboxSummary,
 } from '@kubelet-ts/core';
-import type { ContainerConfig, ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxConfig, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
+import type { ContainerConfig, ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
 import { connectCri } from './cri-client.js';
 import { ADAPTER, classifyPullError, translate } from './errors.js';
 import { assertHostPortsFree } from './host-ports.js';
 import { CriAnnotations, detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
+import { SECURITY_CONTEXT, buildSandboxConfig, portsOfVerboseInfo, recordOf, sandboxConfigOf } from './sandbox-config.js';
 import { podVolumeDir, removePodVolumes } from './volume-dirs.js';
 
 export interface CriRuntimeOptions {
@@ -53,25 +54,9 @@ export const DEFAULT_CRI_ENDPOINT = 'unix:///run/containerd/containerd.sock';
 export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
 export const DEFAULT_LOGS_ROOT = '/var/log/kubelet-ts/pods';
 
-/** The CRI pod namespace of every sandbox the agent runs (manifests have no namespace of their own). */
-export const CRI_NAMESPACE = 'kubelet-ts';
-
 const MAX_EXEC_OUTPUT = 64 * 1024;
 // What the agent names sandboxes and containers; anything else gets no log directory of its own.
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
-
-/**
- * What a sandbox was run with, kept as its annotation: CreateContainer wants the sandbox's config
- * again, and after an agent restart the runtime is the only place to read it from.
- */
-type SandboxConfigRecord = Omit<PodSandboxConfig, 'labels' | 'annotations'>;
-
-// The kubelet's defaults for a pod without a security context: the pod shares network and IPC,
-// each container has its own PID namespace, the runtime's default seccomp profile (as Docker).
-const SECURITY_CONTEXT = {
-  namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' },
-  seccomp: { profileType: 'RuntimeDefault' },
-} as const;
 
 /**
  * `ContainerRuntime` over the Container Runtime Interface (CRI v1, gRPC): containerd (≥ 1.6, its
@@ -131,27 +116,19 @@ export class CriRuntime implements ContainerRuntime {
   // ---- pods ----------------------------------------------------------------------------------
 
   async runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
-    // CRI's empty host IP is "every address"; portmap is given no -d for it.
-    const hostIp = this.hostIp === '0.0.0.0' ? '' : this.hostIp;
-    const portMappings: PortMapping[] = spec.ports.flatMap((p) =>
-      p.hostPort === undefined ? [] : [{ protocol: p.protocol, containerPort: p.containerPort, hostPort: p.hostPort, hostIp }],
-    );
     const existing = (await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox({}, deadline))).items;
     const same = existing.find((s) => s.metadata?.name === spec.name);
     if (same !== undefined) throw new KubeletError('Conflict', `run sandbox ${spec.name}: the name is taken by sandbox ${same.id}`, { adapter: ADAPTER });
-    if (portMappings.length > 0) await assertHostPortsFree(spec.name, portMappings, await this.publishedPorts(existing));
-
     const logDirectory = SAFE_NAME.test(spec.name) ? join(this.logsRoot, spec.name) : undefined;
-    if (logDirectory !== undefined) await mkdir(logDirectory, { recursive: true });
-    const record: SandboxConfigRecord = {
-      // The pod's identity is its manifest id; the name (with its random part) is the sandbox's.
-      metadata: { name: spec.name, uid: spec.podId, namespace: CRI_NAMESPACE, attempt: 0 },
-      hostname: spec.hostname,
+    const config = buildSandboxConfig(spec, {
+      // CRI's empty host IP is "every address"; portmap is given no -d for it.
+      hostIp: this.hostIp === '0.0.0.0' ? '' : this.hostIp,
       ...(logDirectory === undefined ? {} : { logDirectory }),
-      portMappings,
-      linux: { ...(this.cgroupParent === undefined ? {} : { cgroupParent: this.cgroupParent }), securityContext: SECURITY_CONTEXT },
-    };
-    const config: PodSandboxConfig = { ...record, labels: { ...spec.labels }, annotations: { [CriAnnotations.sandboxConfig]: JSON.stringify(record) } };
+      ...(this.cgroupParent === undefined ? {} : { cgroupParent: this.cgroupParent }),
+    });
+    const portMappings = config.portMappings ?? [];
+    if (portMappings.length > 0) await assertHostPortsFree(spec.name, portMappings, await this.publishedPorts(existing));
+    if (logDirectory !== undefined) await mkdir(logDirectory, { recursive: true });
     const started = this.clock.now();
     let id: string;
     try {
@@ -192,7 +169,7 @@ export class CriRuntime implements ContainerRuntime {
     const { containers } = await this.call(`list containers of ${name}`, (deadline) => this.cri.listContainers({ filter: { podSandboxId: id } }, deadline));
     for (const c of containers) await ignoreNotFound(this.call(`remove ${c.metadata?.name ?? c.id}`, (deadline) => this.cri.removeContainer({ containerId: c.id }, deadline)));
     await this.call(`remove sandbox ${name}`, (deadline) => this.cri.removePodSandbox({ podSandboxId: id }, deadline));
-    const logDirectory = recordOf(status)?.logDirectory;
+    const logDirectory = recordOf(status.annotations)?.logDirectory;
     if (logDirectory !== undefined && SAFE_NAME.test(name) && logDirectory === join(this.logsRoot, name)) await rm(logDirectory, { recursive: true, force: true });
     const podId = status.labels?.[Labels.sandbox];
     if (options.volumes === true && podId !== undefined) await removePodVolumes(this.volumesRoot, podId);
@@ -350,8 +327,7 @@ export class CriRuntime implements ContainerRuntime {
     const out: Array<{ sandbox: string; ports: PortMapping[] }> = [];
     for (const s of sandboxes) {
       if (s.state !== 'SANDBOX_READY') continue;
-      const record = parseRecord(s.annotations?.[CriAnnotations.sandboxConfig]);
-      const ports = record?.portMappings ?? (await this.foreignPorts(s.id));
+      const ports = recordOf(s.annotations)?.portMappings ?? (await this.foreignPorts(s.id));
       if (ports.length > 0) out.push({ sandbox: s.metadata?.name ?? s.id, ports });
     }
     return out;
@@ -360,15 +336,7 @@ export class CriRuntime implements ContainerRuntime {
   /** containerd's verbose status carries the config a sandbox was run with (snake_case JSON). */
   private async foreignPorts(id: string): Promise<PortMapping[]> {
     const answer = await ignoreNotFound(this.call(`sandbox ${id}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: id, verbose: true }, deadline)));
-    const info: Record<string, string> = answer?.info ?? {};
-    try {
-      const parsed = JSON.parse(info['info'] ?? '{}') as { config?: { port_mappings?: Array<{ protocol?: number; container_port?: number; host_port?: number; host_ip?: string }> } };
-      return (parsed.config?.port_mappings ?? [])
-        .filter((p) => (p.host_port ?? 0) > 0)
-        .map((p) => ({ protocol: p.protocol === 1 ? 'UDP' : p.protocol === 2 ? 'SCTP' : 'TCP', containerPort: p.container_port ?? 0, hostPort: p.host_port ?? 0, hostIp: p.host_ip ?? '' }));
-    } catch {
-      return [];
-    }
+    return portsOfVerboseInfo(answer?.info ?? {});
   }
 
   /** Runs a CRI call with a deadline `timeoutMs` from now, translating failures. */
@@ -379,25 +347,6 @@ export class CriRuntime implements ContainerRuntime {
       throw translate(error, what, this.endpoint);
     }
   }
-}
-
-function parseRecord(text: string | undefined): SandboxConfigRecord | undefined {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text) as SandboxConfigRecord;
-  } catch {
-    return undefined;
-  }
-}
-
-function recordOf(status: PodSandboxStatus): SandboxConfigRecord | undefined {
-  return parseRecord(status.annotations?.[CriAnnotations.sandboxConfig]);
-}
-
-/** The config CreateContainer wants: what the sandbox was run with (a foreign sandbox: what its status tells). */
-function sandboxConfigOf(status: PodSandboxStatus): PodSandboxConfig {
-  const record = recordOf(status) ?? { metadata: status.metadata ?? { name: '', uid: '', namespace: '', attempt: 0 } };
-  return { ...record, labels: status.labels ?? {}, annotations: status.annotations ?? {} };
 }
 
 async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {

@@ -1,5 +1,4 @@
 export {
-  CRI_NAMESPACE,
   CriRuntime,
   DEFAULT_CRI_ENDPOINT,
   DEFAULT_LOGS_ROOT,
@@ -8,5 +7,6 @@ export {
   type CriRuntimeOptions,
 } from './cri-runtime.js';
 export { CriAnnotations } from './mapping.js';
+export { CRI_NAMESPACE } from './sandbox-config.js';
 // The structural slice of CRI v1 a caller may hand in (`options.cri`); the gRPC client stays internal.
 export type { CriApi } from './cri-api.js';

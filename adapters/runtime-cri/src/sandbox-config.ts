@@ -1,0 +1,70 @@
+import type { SandboxSpec } from '@kubelet-ts/core';
+import type { PodSandboxConfig, PodSandboxStatus, PortMapping } from './cri-api.js';
+import { CriAnnotations } from './mapping.js';
+
+/** The CRI pod namespace of every sandbox the agent runs (manifests have no namespace of their own). */
+export const CRI_NAMESPACE = 'kubelet-ts';
+
+// The kubelet's defaults for a pod without a security context: the pod shares network and IPC,
+// each container has its own PID namespace, the runtime's default seccomp profile (as Docker).
+export const SECURITY_CONTEXT = {
+  namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' },
+  seccomp: { profileType: 'RuntimeDefault' },
+} as const;
+
+/**
+ * What a sandbox was run with, kept as its annotation: CreateContainer wants the sandbox's config
+ * again, and after an agent restart the runtime is the only place to read it from.
+ */
+type SandboxConfigRecord = Omit<PodSandboxConfig, 'labels' | 'annotations'>;
+
+export interface SandboxConfigOptions {
+  /** '' for every address. */
+  readonly hostIp: string;
+  readonly logDirectory?: string;
+  readonly cgroupParent?: string;
+}
+
+/** RunPodSandbox's config for `spec`; its labels are the spec's, unchanged. */
+export function buildSandboxConfig(spec: SandboxSpec, options: SandboxConfigOptions): PodSandboxConfig {
+  const record: SandboxConfigRecord = {
+    // The pod's identity is its manifest id; the name (with its random part) is the sandbox's.
+    metadata: { name: spec.name, uid: spec.podId, namespace: CRI_NAMESPACE, attempt: 0 },
+    hostname: spec.hostname,
+    ...(options.logDirectory === undefined ? {} : { logDirectory: options.logDirectory }),
+    portMappings: spec.ports.flatMap((p) =>
+      p.hostPort === undefined ? [] : [{ protocol: p.protocol, containerPort: p.containerPort, hostPort: p.hostPort, hostIp: options.hostIp }],
+    ),
+    linux: { ...(options.cgroupParent === undefined ? {} : { cgroupParent: options.cgroupParent }), securityContext: SECURITY_CONTEXT },
+  };
+  return { ...record, labels: { ...spec.labels }, annotations: { [CriAnnotations.sandboxConfig]: JSON.stringify(record) } };
+}
+
+/** What a sandbox of ours was run with; `undefined` for one made by someone else. */
+export function recordOf(annotations: Readonly<Record<string, string>> | undefined): SandboxConfigRecord | undefined {
+  const text = annotations?.[CriAnnotations.sandboxConfig];
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as SandboxConfigRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The config CreateContainer wants: what the sandbox was run with (a foreign sandbox: what its status tells). */
+export function sandboxConfigOf(status: PodSandboxStatus): PodSandboxConfig {
+  const record = recordOf(status.annotations) ?? { metadata: status.metadata ?? { name: '', uid: '', namespace: '', attempt: 0 } };
+  return { ...record, labels: status.labels ?? {}, annotations: status.annotations ?? {} };
+}
+
+/** The host ports in containerd's verbose sandbox status (the config it was run with, as snake_case JSON). */
+export function portsOfVerboseInfo(info: Readonly<Record<string, string>>): PortMapping[] {
+  try {
+    const parsed = JSON.parse(info['info'] ?? '{}') as { config?: { port_mappings?: Array<{ protocol?: number; container_port?: number; host_port?: number; host_ip?: string }> } };
+    return (parsed.config?.port_mappings ?? [])
+      .filter((p) => (p.host_port ?? 0) > 0)
+      .map((p) => ({ protocol: p.protocol === 1 ? 'UDP' : p.protocol === 2 ? 'SCTP' : 'TCP', containerPort: p.container_port ?? 0, hostPort: p.host_port ?? 0, hostIp: p.host_ip ?? '' }));
+  } catch {
+    return [];
+  }
+}
