@@ -19,6 +19,8 @@ runtimeContract(
     // busybox's sleep ignores SIGTERM as PID 1, so stop exercises the kill at the timeout too.
     image: TEST_IMAGES.busybox,
     command: ['sleep', '3600'],
+    // Its registry would be 127.0.0.1:1, refused at once: the pull test dials nothing off this host.
+    missingImage: 'localhost:1/kubelet-ts/missing:none',
     podNetwork: {
       server: httpServer,
       fetch: (port) => ['wget', '-q', '-O', '-', `http://127.0.0.1:${port}/`],
