@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import { KubeletError, Labels, buildContainerSpec, buildSandboxSpec, type ContainerManifest, type ContainerSpec, type SandboxSpec } from '@kubelet-ts/core';
 import { criCgroupParent, criEndpoint, TEST_IMAGES } from '@kubelet-ts/testkit';
@@ -236,6 +238,17 @@ describe('CriRuntime on a real containerd', () => {
     const error = (await f.runtime.create(containers[0]!, second.id).catch((e: unknown) => e)) as KubeletError;
     expect(error.code).toBe('Conflict');
     expect(error.message).toContain(containers[0]!.name);
+  });
+
+  it('sees a sandbox whose holder process died as notready, and creates nothing in it', async () => {
+    const m = checkedManifest({ id: 'holder', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sleep', '3600'] }] });
+    const { sandbox, containers } = pod(m);
+    const s = await run(sandbox);
+    // What an OOM kill or a crash of the pause process does, done with containerd's own tool.
+    const socket = criEndpoint().replace(/^unix:\/\//, '');
+    await promisify(execFile)('ctr', ['--address', socket, '--namespace', 'k8s.io', 'tasks', 'kill', '--signal', 'SIGKILL', s.id]);
+    expect(await eventually(async () => ((await f.runtime.listSandboxes()).find((x) => x.id === s.id)?.state === 'notready' ? 'notready' : ''))).toBe('notready');
+    expect(await codeOf(f.runtime.create(containers[0]!, s.id))).toBe('Conflict');
   });
 
   it('answers an exec that outlives its deadline with Timeout', async () => {
