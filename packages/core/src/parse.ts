@@ -1,7 +1,7 @@
-import { Composer, Parser, type CST } from 'yaml';
 import { KubeletError, formatFieldErrors, type FieldError } from './errors.js';
 import type { ContainerManifest } from './manifest.js';
 import { validateManifest } from './validate.js';
+import { RefusedText, decodeYaml, type DecodedText } from './yaml-decode.js';
 
 /** One rejected manifest from a document: where it came from and every field that is wrong. */
 export interface RejectedManifest {
@@ -17,16 +17,28 @@ export interface RejectedManifest {
 export interface ParsedManifests {
   readonly manifests: readonly ContainerManifest[];
   readonly rejected: readonly RejectedManifest[];
-  /** Set when no manifest can be read from the text (not UTF-8, YAML syntax, too deep, alias bomb, too large, a bare scalar). */
+  /**
+   * Set when no manifest can be read from the text: not UTF-8, a YAML syntax error, too deep, an
+   * alias, too large, too many tokens, a bare scalar. A source keeps its last good set.
+   */
   readonly unreadable?: KubeletError;
 }
 
+/** Limits on one text; over any of them, the text is unreadable and the message names the limit. */
 export interface ParseOptions {
-  /** Texts longer than this are unreadable. Default 1 MiB. */
+  /** Texts longer than this, in UTF-8 bytes, are unreadable. Default 1 MiB. */
   readonly maxBytes?: number;
+  /**
+   * YAML lexical tokens (a value, an indicator such as `:` or `[`, a line break, a comment) one text
+   * may hold. Default 250,000: yaml spends 2-9 µs on each, so this bounds the time one text can hold
+   * the agent's only thread to about a second on a slow machine, while a list of 1,000 ordinary
+   * manifests (about 100 tokens each in YAML, 130 in compact JSON) fits.
+   */
+  readonly maxTokens?: number;
 }
 
 const DEFAULT_MAX_BYTES = 1024 * 1024;
+const DEFAULT_MAX_TOKENS = 250_000;
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
@@ -48,13 +60,15 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
   } catch (error) {
     return unreadable(`${origin}: not valid UTF-8`, error);
   }
-  let items: unknown[];
+  let decoded: DecodedText;
   try {
-    items = decode(text);
+    decoded = decodeYaml(text, options.maxTokens ?? DEFAULT_MAX_TOKENS);
   } catch (error) {
+    if (error instanceof RefusedText) return unreadable(`${origin}: ${error.message}`, error);
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     return unreadable(`${origin}: not valid YAML or JSON: ${message}`, error);
   }
+  const items = decoded.values;
   const listed = items.length !== 1 || Array.isArray(items[0]);
   const flat = items.flatMap((item) => (Array.isArray(item) ? item : [item]));
   // A word, a number or a list where a manifest should be is not a manifest with a wrong field:
@@ -84,86 +98,6 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
 
 function unreadable(message: string, cause?: unknown): ParsedManifests {
   return { manifests: [], rejected: [], unreadable: new KubeletError('InvalidManifest', message, cause === undefined ? {} : { cause }) };
-}
-
-/**
- * Far deeper than any manifest (a probe's port is six levels down in a list), far shallower than
- * what overflows the stack of yaml's recursive composer (about 1,000 levels). An overflow there is
- * not just an error: in Node 20 the next deep text then kills the process in V8's RegExp compiler.
- */
-const MAX_NESTING = 64;
-
-/**
- * The rough depth at which a text is refused before yaml lexes it: lexing a megabyte of `[[[…` or
- * `- - - …` takes yaml over a second, which would stall the agent on every read of such a file or
- * body. The scan also counts brackets inside strings, so its limit is far above MAX_NESTING; the
- * exact check follows.
- */
-const MAX_ROUGH_DEPTH = 1000;
-
-/** Brackets open at once, plus the `- ` (or `? `) indicators that head the line they are on. */
-function roughDepth(text: string): number {
-  let open = 0;
-  let indicators = 0;
-  let lineHead = true;
-  let max = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x0a) {
-      lineHead = true;
-      indicators = 0;
-      continue;
-    }
-    if (lineHead) {
-      const after = text.charCodeAt(i + 1);
-      if ((c === 0x2d || c === 0x3f) && (after === 0x20 || after === 0x09 || after === 0x0a || Number.isNaN(after))) {
-        indicators += 1;
-        max = Math.max(max, open + indicators);
-        continue;
-      }
-      if (c !== 0x20 && c !== 0x09) lineHead = false;
-    }
-    if (c === 0x5b || c === 0x7b) max = Math.max(max, ++open + indicators);
-    else if ((c === 0x5d || c === 0x7d) && open > 0) open -= 1;
-  }
-  return max;
-}
-
-function decode(text: string): unknown[] {
-  if (roughDepth(text) > MAX_ROUGH_DEPTH) throw new Error(`more than ${MAX_ROUGH_DEPTH} brackets or list indicators open at once: nested too deep`);
-  // yaml's parser keeps its own stack, so the nesting can be measured before the composer recurses.
-  const tokens = Array.from(new Parser().parse(text));
-  const depth = nestingDepth(tokens);
-  if (depth > MAX_NESTING) throw new Error(`nested deeper than ${MAX_NESTING} levels`);
-  // uniqueKeys and the default alias limit turn duplicate keys and "billion laughs" into errors;
-  // logLevel keeps a hostile document from writing warnings to the agent's stderr.
-  const docs = Array.from(new Composer({ uniqueKeys: true, logLevel: 'error' }).compose(tokens));
-  const out: unknown[] = [];
-  for (const doc of docs) {
-    if (doc.errors.length > 0) throw doc.errors[0];
-    const value: unknown = doc.toJS({ maxAliasCount: 100 });
-    if (value !== null && value !== undefined) out.push(value);
-  }
-  return out;
-}
-
-/** How many collections deep the documents go, counted without recursion. */
-function nestingDepth(tokens: readonly CST.Token[]): number {
-  let max = 0;
-  const pending: Array<[CST.Token, number]> = tokens.map((t) => [t, 0]);
-  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
-    const [token, depth] = next;
-    max = Math.max(max, depth);
-    if (token.type === 'document') {
-      if (token.value !== undefined) pending.push([token.value, depth]);
-    } else if ('items' in token) {
-      for (const item of token.items) {
-        if ('key' in item && item.key != null) pending.push([item.key, depth + 1]);
-        if ('value' in item && item.value != null) pending.push([item.value, depth + 1]);
-      }
-    }
-  }
-  return max;
 }
 
 /** A one-line description of a rejected manifest, naming every wrong field. */
