@@ -20,7 +20,8 @@ export {
   type Volume,
   type VolumeMount,
 } from './manifest.js';
-export { MAX_CONTAINERS, validateManifest, type ValidationResult } from './validate.js';
+export { MAX_CONTAINERS, validateManifest, type ValidateOptions, type ValidationResult } from './validate.js';
+export type { WrittenAs } from './yaml-decode.js';
 export { parseManifests, rejectionError, retainLastGood, type ParsedManifests, type ParseOptions, type RejectedManifest } from './parse.js';
 
 // Contracts of the pluggable parts

@@ -82,7 +82,7 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
   const manifests: ContainerManifest[] = [];
   const rejected: RejectedManifest[] = [];
   flat.forEach((item, index) => {
-    const result = validateManifest(item);
+    const result = validateManifest(item, { writtenAs: decoded.writtenAs });
     if (result.ok) manifests.push(result.manifest);
     else {
       rejected.push({

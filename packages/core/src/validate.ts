@@ -1,22 +1,27 @@
 import type { FieldError } from './errors.js';
+import { FieldChecks, describe, isRecord } from './field-checks.js';
 import type { Container, ContainerManifest, EnvVar, Port, Probe, Protocol, PullPolicy, RestartPolicy, Volume, VolumeMount } from './manifest.js';
-import { isDnsLabel } from './naming.js';
+import type { WrittenAs } from './yaml-decode.js';
 
 export type ValidationResult =
   | { readonly ok: true; readonly manifest: ContainerManifest }
   | { readonly ok: false; readonly errors: readonly FieldError[]; readonly id?: string };
 
+export interface ValidateOptions {
+  /**
+   * How values that are not strings were written in the text the manifest came from, so that a
+   * message can say what to quote (`"01234"`, not the number 1234 it was read as). `parseManifests`
+   * passes it; without it, messages show the value as JavaScript prints it.
+   */
+  readonly writtenAs?: WrittenAs;
+}
+
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // Docker's reference grammar is looser than this, but no valid reference contains whitespace or
 // control characters, and rejecting them here gives a field error instead of an engine error later.
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
-const MAX_STRING = 4096;
 /** Containers in one manifest. The kubelet sets none; a pod of more than this is a mistake or an attack. */
 export const MAX_CONTAINERS = 250;
-// No argument, environment value or path of a Linux process can hold a NUL, so a string with one can
-// never run as written; paths hold no control characters at all.
-const NUL = /\u0000/;
-const CONTROL = /[\u0000-\u001f\u007f]/;
 // A probe's path goes into its HTTP request line, which a space or a line break would end.
 const UNSAFE_IN_REQUEST_LINE = /[\s\u0000-\u001f\u007f]/;
 
@@ -37,8 +42,8 @@ const VOLUME_FIELDS = new Set(['name']);
  * where the runtime needs them). Every problem is reported with its field path; a manifest is
  * valid as a whole or rejected as a whole.
  */
-export function validateManifest(input: unknown): ValidationResult {
-  const v = new Walker();
+export function validateManifest(input: unknown, options: ValidateOptions = {}): ValidationResult {
+  const v = new Walker(options.writtenAs);
   const manifest = v.manifest(input);
   if (v.errors.length > 0 || manifest === undefined) {
     const id = isRecord(input) && typeof input['id'] === 'string' ? input['id'] : undefined;
@@ -47,80 +52,8 @@ export function validateManifest(input: unknown): ValidationResult {
   return { ok: true, manifest };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function join(path: string, key: string | number): string {
-  if (typeof key === 'number') return `${path}[${key}]`;
-  return path === '' ? key : `${path}.${key}`;
-}
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (value === undefined) return 'nothing';
-  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value).slice(0, 40)}`;
-}
-
-class Walker {
-  readonly errors: FieldError[] = [];
-
-  private fail(path: string, message: string): undefined {
-    this.errors.push({ path, message });
-    return undefined;
-  }
-
-  private record(value: unknown, path: string, allowed: Set<string>): Record<string, unknown> | undefined {
-    if (!isRecord(value)) return this.fail(path, `must be an object, got ${describe(value)}`);
-    for (const key of Object.keys(value)) {
-      if (!allowed.has(key)) this.fail(join(path, key), 'unknown field');
-    }
-    return value;
-  }
-
-  private list(value: unknown, path: string): unknown[] | undefined {
-    if (value === undefined || value === null) return [];
-    if (!Array.isArray(value)) return this.fail(path, `must be a list, got ${describe(value)}`);
-    return value;
-  }
-
-  private string(value: unknown, path: string, required: boolean): string | undefined {
-    if (value === undefined || value === null) return required ? this.fail(path, 'is required') : undefined;
-    if (typeof value !== 'string') return this.fail(path, `must be a string, got ${describe(value)}`);
-    if (required && value === '') return this.fail(path, 'is required');
-    if (value.length > MAX_STRING) return this.fail(path, `must be at most ${MAX_STRING} characters`);
-    if (NUL.test(value)) return this.fail(path, 'must not contain a NUL character');
-    return value;
-  }
-
-  /** An absolute path without control characters (and, for a mount, without `:`: the engine's bind syntax). */
-  private absolutePath(value: unknown, path: string, required: boolean, forbidColon = false): string | undefined {
-    const s = this.string(value, path, required);
-    if (s === undefined || s === '') return s;
-    if (!s.startsWith('/')) return this.fail(path, 'must be an absolute path');
-    if (CONTROL.test(s)) return this.fail(path, `must not contain control characters, got ${JSON.stringify(s.slice(0, 70))}`);
-    if (forbidColon && s.includes(':')) return this.fail(path, `must not contain ":", got ${JSON.stringify(s.slice(0, 70))}`);
-    return s;
-  }
-
-  private dnsLabel(value: unknown, path: string, required: boolean): string | undefined {
-    const s = this.string(value, path, required);
-    if (s === undefined) return undefined;
-    if (!isDnsLabel(s)) {
-      return this.fail(path, `must be a DNS label (lower-case letters, digits and '-', at most 63), got ${JSON.stringify(s.slice(0, 70))}`);
-    }
-    return s;
-  }
-
-  private integer(value: unknown, path: string, min: number, max: number): number | undefined {
-    if (typeof value !== 'number' || !Number.isInteger(value)) {
-      return this.fail(path, `must be an integer, got ${describe(value)}`);
-    }
-    if (value < min || value > max) return this.fail(path, `must be ${min}-${max}, got ${value}`);
-    return value;
-  }
-
+/** The manifest's structure, field by field; every problem found is kept. */
+class Walker extends FieldChecks {
   manifest(input: unknown): ContainerManifest | undefined {
     const m = this.record(input, '', MANIFEST_FIELDS);
     if (m === undefined) return undefined;
@@ -231,12 +164,6 @@ class Walker {
     };
   }
 
-  private oneOf<T extends string>(input: unknown, path: string, allowed: readonly T[]): T | undefined {
-    if (input == null) return undefined;
-    if (typeof input === 'string' && (allowed as readonly string[]).includes(input)) return input as T;
-    return this.fail(path, `must be one of ${allowed.join(', ')}, got ${describe(input)}`);
-  }
-
   private probe(input: unknown, path: string): Probe | undefined {
     const p = this.record(input, path, PROBE_FIELDS);
     if (p === undefined) return undefined;
@@ -291,7 +218,7 @@ class Walker {
     if (input === undefined || input === null) return undefined;
     const list = this.list(input, path);
     if (list === undefined) return undefined;
-    const out = list.map((arg, i) => this.string(arg, `${path}[${i}]`, false) ?? '');
+    const out = list.map((arg, i) => this.string(arg, `${path}[${i}]`, false, this.written(list, i)) ?? '');
     return out.length === 0 ? undefined : out;
   }
 
@@ -327,9 +254,8 @@ class Walker {
       if (e === undefined) return;
       const name = this.string(e['name'], `${here}.name`, true);
       if (name !== undefined && !ENV_NAME.test(name)) this.fail(`${here}.name`, `must be a C identifier, got ${JSON.stringify(name.slice(0, 70))}`);
-      // Numbers and booleans are what a YAML author meant as text (`value: 8080`); keep them as text.
-      const rawValue = e['value'];
-      const value = typeof rawValue === 'number' || typeof rawValue === 'boolean' ? String(rawValue) : this.string(rawValue, `${here}.value`, false) ?? '';
+      // A number or boolean is refused, not turned into text (see FieldChecks.string); a missing value is "".
+      const value = this.string(e['value'], `${here}.value`, false, this.written(e, 'value')) ?? '';
       if (name !== undefined) out.push({ name, value });
     });
     return out;

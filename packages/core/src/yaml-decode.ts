@@ -1,8 +1,15 @@
 import { Composer, CST, Lexer, Parser, isMap, isPair, isScalar, isSeq, type Pair } from 'yaml';
 
+/**
+ * How a value that is not a string was written in the text (`01234` for the number 1234), found by
+ * the object or list that holds it and its key there. A message can then show what to quote.
+ */
+export type WrittenAs = (holder: object, key: string | number) => string | undefined;
+
 export interface DecodedText {
   /** One value per non-empty document. */
   readonly values: readonly unknown[];
+  readonly writtenAs: WrittenAs;
 }
 
 /**
@@ -59,7 +66,7 @@ export function decodeYaml(text: string, maxTokens: number): DecodedText {
     const value = converter.value(doc.contents);
     if (value !== null && value !== undefined) values.push(value);
   }
-  return { values };
+  return { values, writtenAs: (holder, key) => converter.written.get(holder)?.get(key) };
 }
 
 /** yaml's lexer and parser driven one token at a time, stopping at the token budget or the first alias. */
@@ -89,8 +96,10 @@ function boundedParse(text: string, maxTokens: number): CST.Token[] {
   return tokens;
 }
 
-/** Composed YAML nodes as plain JSON-like values. */
+/** Composed YAML nodes as plain JSON-like values; remembers how non-string scalars were written. */
 class PlainValues {
+  readonly written = new WeakMap<object, Map<string | number, string>>();
+
   constructor(private readonly text: string) {}
 
   value(node: unknown): unknown {
@@ -133,6 +142,10 @@ class PlainValues {
 
   private put(holder: Record<string, unknown> | unknown[], key: string | number, node: unknown): void {
     const value = this.value(node);
+    if (isScalar(node) && value !== null && typeof value !== 'string' && typeof node.source === 'string') {
+      const known = this.written.get(holder) ?? new Map<string | number, string>();
+      this.written.set(holder, known.set(key, node.source));
+    }
     // `__proto__` is an ordinary key in JSON and YAML; assigning it would set the prototype instead.
     if (key === '__proto__') Object.defineProperty(holder, key, { value, enumerable: true, writable: true, configurable: true });
     else (holder as Record<string | number, unknown>)[key] = value;

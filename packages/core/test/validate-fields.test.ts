@@ -191,3 +191,43 @@ describe('validateManifest: structure and types', () => {
     expect(paths(withContainer({ env: [{ name: 'BIG', value: 'x'.repeat(4097) }] }))).toEqual(['containers[0].env[0].value']);
   });
 });
+
+/**
+ * Issue 17 item 3: YAML reads `01234` as 1234, `0x1F` as 31, `1.10` as 1.1, so a number turned
+ * back into text is not what its author wrote. The kubelet refuses a number where a string goes.
+ */
+describe('validateManifest: numbers and booleans where a string goes', () => {
+  it.each([
+    [8080, '"8080"'],
+    [1.1, '"1.1"'],
+    [true, '"true"'],
+  ])('refuses env value %j with its path, saying what to quote', (value, quoted) => {
+    expect(rejectedErrors(withContainer({ env: [{ name: 'A', value: 'a' }, { name: 'B', value }] }))).toEqual([
+      { path: 'containers[0].env[1].value', message: `must be a string; quote it: ${quoted}` },
+    ]);
+  });
+
+  it('quotes the value as it was written when the text it came from is known', () => {
+    const input = withContainer({ env: [{ name: 'ZIP', value: 1234 }], command: ['sleep', 31] });
+    const container = (input['containers'] as Array<Record<string, unknown>>)[0]!;
+    const env = (container['env'] as Array<Record<string, unknown>>)[0]!;
+    const command = container['command'] as unknown[];
+    const writtenAs = (holder: object, key: string | number) => (holder === env && key === 'value' ? '01234' : holder === command && key === 1 ? '0x1F' : undefined);
+    const result = validateManifest(input, { writtenAs });
+    expect(result.ok ? [] : result.errors).toEqual([
+      { path: 'containers[0].command[1]', message: 'must be a string; quote it: "0x1F"' },
+      { path: 'containers[0].env[0].value', message: 'must be a string; quote it: "01234"' },
+    ]);
+  });
+
+  it('keeps every string as it is, and a missing or null value as ""', () => {
+    const env = ['01234', '0x1F', '1.10', 'yes', 'true', ''].map((value, i) => ({ name: `V${i}`, value }));
+    const result = validateManifest(withContainer({ env: [...env, { name: 'NONE', value: null }, { name: 'MISSING' }] }));
+    if (!result.ok) throw new Error(formatFieldErrors(result.errors));
+    expect(result.manifest.containers[0]!.env.map((e) => e.value)).toEqual(['01234', '0x1F', '1.10', 'yes', 'true', '', '', '']);
+  });
+
+  it('refuses a number in a command the same way', () => {
+    expect(rejectedErrors(withContainer({ command: ['sleep', 3600] }))).toEqual([{ path: 'containers[0].command[1]', message: 'must be a string; quote it: "3600"' }]);
+  });
+});

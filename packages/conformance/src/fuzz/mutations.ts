@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { Picks, containersOf, env, freshName, list, port, setOwn, someContainer, someItem, someVolumeMount, type Rec } from './mutation-sites.js';
 import { validManifest, type ManifestInput, type ValidManifestOptions } from './valid-manifests.js';
 
 /** A valid manifest broken in one place, and the field path the validator must name for it. */
@@ -13,70 +14,10 @@ export interface InvalidManifest {
   readonly keepsId: boolean;
 }
 
-type Rec = Record<string, unknown>;
-
-/** Random choices for a mutation, drawn by fast-check so that a seed replays them. */
-class Picks {
-  private next = 0;
-  constructor(private readonly values: readonly number[]) {}
-  index(length: number): number {
-    const value = this.values[this.next++ % this.values.length] ?? 0;
-    return length <= 0 ? 0 : value % length;
-  }
-  pick<T>(items: readonly T[]): T {
-    return items[this.index(items.length)] as T;
-  }
-}
-
 const BAD_LABELS = ['', 'Upper', 'has_underscore', 'has.dot', '-lead', 'trail-', 'a'.repeat(64), 'spa ce', 'ünï', 'tab\t', '0'.repeat(70)];
 const BAD_IMAGES = [' nginx', 'nginx latest', 'ngi\nnx', '-nginx', 'nginx\u0000', 'ünicode', ':tag', 'a\u007f'];
 const BAD_ENV_NAMES = ['1ABC', 'A-B', 'A B', 'A=B', '', 'é', 'A\u0000'];
 const UNKNOWN_KEYS = ['labels', 'Image', 'hostNetwork', 'ports ', '__proto__', 'constructor', 'toString', ''];
-
-const list = (value: unknown): Rec[] => (Array.isArray(value) ? (value as Rec[]) : []);
-const containersOf = (m: Rec) => list(m['containers']);
-
-/** A container of the manifest, and its path. */
-function someContainer(m: Rec, r: Picks): [Rec, string] {
-  const cs = containersOf(m);
-  const i = r.index(cs.length);
-  return [cs[i]!, `containers[${i}]`];
-}
-
-/** An element of `field` (created from `fresh` when the list is empty), and its path. */
-function someItem(parent: Rec, field: string, path: string, r: Picks, fresh: () => Rec): [Rec, string] {
-  const items = Array.isArray(parent[field]) ? (parent[field] as Rec[]) : [];
-  parent[field] = items;
-  if (items.length === 0) items.push(fresh());
-  const i = r.index(items.length);
-  return [items[i]!, `${path}.${field}[${i}]`];
-}
-
-function someVolumeMount(m: Rec, r: Picks): [Rec, string] {
-  const [c, path] = someContainer(m, r);
-  if (list(c['volumeMounts']).length === 0) {
-    const volumes = list(m['volumes']);
-    m['volumes'] = volumes;
-    const name = freshName(volumes.map((v) => String(v['name'])), 'data');
-    volumes.push({ name });
-    c['volumeMounts'] = [{ name, mountPath: '/data' }];
-  }
-  return someItem(c, 'volumeMounts', path, r, () => ({}));
-}
-
-function freshName(taken: readonly string[], base: string): string {
-  let name = base;
-  while (taken.includes(name)) name += '-x';
-  return name;
-}
-
-/** Sets a key that no field has, even `__proto__` (as JSON.parse and YAML would). */
-function setOwn(target: Rec, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
-const port = (c: Rec, path: string, r: Picks) => someItem(c, 'ports', path, r, () => ({ containerPort: 80 }));
-const env = (c: Rec, path: string, r: Picks) => someItem(c, 'env', path, r, () => ({ name: 'A', value: 'b' }));
 
 /** Each mutation breaks the draft in place and returns the path of the field it broke. */
 const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
@@ -273,6 +214,13 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
     target[field] = value;
     return at === '' ? field : `${at}.${field}`;
   },
+  // A number or boolean is refused where a string goes, env values included (issue 17).
+  'env-value-not-string': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const [e, here] = env(c, path, r);
+    e['value'] = r.pick([1234, 0, 1.5, true, false]);
+    return `${here}.value`;
+  },
   'container-not-an-object': (m, r) => {
     const cs = containersOf(m);
     const i = r.index(cs.length);
@@ -300,8 +248,8 @@ export const MUTATION_NAMES: readonly string[] = Object.keys(MUTATIONS);
 /**
  * Manifests that are valid but for one field, each made by a named mutation of a valid manifest
  * that knows the path it broke (`containers[1].ports[0].hostPort`): bad names, ports out of range,
- * duplicates, undeclared volumes, wrong JSON types, unknown fields, huge strings, bad image
- * references, bad env names, probes that cannot work.
+ * duplicates, undeclared volumes, wrong JSON types (numbers as env values too), unknown fields,
+ * huge strings, bad image references, bad env names, probes that cannot work.
  */
 export function invalidManifest(options: ValidManifestOptions = {}): fc.Arbitrary<InvalidManifest> {
   return fc

@@ -33,8 +33,9 @@ const port = fc.record(
   { requiredKeys: ['containerPort'] },
 );
 
+// Strings only: a number or boolean env value is refused (issue 17), whatever text it was written as.
 const env = fc.record(
-  { name: envName, value: fc.oneof(text, fc.integer(), fc.boolean()) },
+  { name: envName, value: fc.oneof(text, fc.constantFrom('01234', '0x1F', '1.10', 'true', 'yes', '')) },
   { requiredKeys: ['name'] },
 );
 
@@ -77,7 +78,8 @@ const container = (volumes: readonly string[]) =>
  * Manifests the validator accepts, using every field of the 2014 manifest within its rules:
  * unique container and volume names, mounts of declared volumes only, a host port claimed once
  * per protocol, probes on a published TCP port. Optional fields are sometimes absent, sometimes
- * spelled the way 2014 examples did (`protocol: tcp`, `hostPort: 0`, numbers as env values).
+ * spelled the way 2014 examples did (`protocol: tcp`, `hostPort: 0`), env values that would read
+ * as numbers or booleans if they were not quoted (`"01234"`, `"yes"`).
  */
 export function validManifest(options: ValidManifestOptions = {}): fc.Arbitrary<ManifestInput> {
   const avoid = options.avoidId ?? (() => false);

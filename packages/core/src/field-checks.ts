@@ -1,0 +1,107 @@
+import type { FieldError } from './errors.js';
+import { isDnsLabel } from './naming.js';
+import type { WrittenAs } from './yaml-decode.js';
+
+const MAX_STRING = 4096;
+// No argument, environment value or path of a Linux process can hold a NUL, so a string with one can
+// never run as written; paths hold no control characters at all.
+const NUL = /\u0000/;
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function join(path: string, key: string | number): string {
+  if (typeof key === 'number') return `${path}[${key}]`;
+  return path === '' ? key : `${path}.${key}`;
+}
+
+export function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (value === undefined) return 'nothing';
+  return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value).slice(0, 40)}`;
+}
+
+/** The checks every field is made of, collecting field errors rather than stopping at the first. */
+export class FieldChecks {
+  readonly errors: FieldError[] = [];
+
+  constructor(private readonly writtenAs: WrittenAs | undefined) {}
+
+  protected fail(path: string, message: string): undefined {
+    this.errors.push({ path, message });
+    return undefined;
+  }
+
+  /** How `holder[key]` was written in the text it came from, when it is not a string there. */
+  protected written(holder: object, key: string | number): string | undefined {
+    return this.writtenAs?.(holder, key);
+  }
+
+  protected record(value: unknown, path: string, allowed: Set<string>): Record<string, unknown> | undefined {
+    if (!isRecord(value)) return this.fail(path, `must be an object, got ${describe(value)}`);
+    for (const key of Object.keys(value)) {
+      if (!allowed.has(key)) this.fail(join(path, key), 'unknown field');
+    }
+    return value;
+  }
+
+  protected list(value: unknown, path: string): unknown[] | undefined {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value)) return this.fail(path, `must be a list, got ${describe(value)}`);
+    return value;
+  }
+
+  /**
+   * A string, as written. A number or boolean is refused rather than turned into text: YAML reads
+   * `01234` as 1234, `0x1F` as 31, `1.10` as 1.1 and a 20-digit number with digits lost, so the
+   * text would not be what its author wrote (the kubelet refuses them too). The message shows the
+   * value as written, quoted, when the text it came from is known (`written`).
+   */
+  protected string(value: unknown, path: string, required: boolean, written?: string): string | undefined {
+    if (value === undefined || value === null) return required ? this.fail(path, 'is required') : undefined;
+    if (typeof value === 'number' || typeof value === 'boolean') {
+      return this.fail(path, `must be a string; quote it: ${JSON.stringify(written ?? String(value))}`);
+    }
+    if (typeof value !== 'string') return this.fail(path, `must be a string, got ${describe(value)}`);
+    if (required && value === '') return this.fail(path, 'is required');
+    if (value.length > MAX_STRING) return this.fail(path, `must be at most ${MAX_STRING} characters`);
+    if (NUL.test(value)) return this.fail(path, 'must not contain a NUL character');
+    return value;
+  }
+
+  /** An absolute path without control characters (and, for a mount, without `:`: the engine's bind syntax). */
+  protected absolutePath(value: unknown, path: string, required: boolean, forbidColon = false): string | undefined {
+    const s = this.string(value, path, required);
+    if (s === undefined || s === '') return s;
+    if (!s.startsWith('/')) return this.fail(path, 'must be an absolute path');
+    if (CONTROL.test(s)) return this.fail(path, `must not contain control characters, got ${JSON.stringify(s.slice(0, 70))}`);
+    if (forbidColon && s.includes(':')) return this.fail(path, `must not contain ":", got ${JSON.stringify(s.slice(0, 70))}`);
+    return s;
+  }
+
+  protected dnsLabel(value: unknown, path: string, required: boolean): string | undefined {
+    const s = this.string(value, path, required);
+    if (s === undefined) return undefined;
+    if (!isDnsLabel(s)) {
+      return this.fail(path, `must be a DNS label (lower-case letters, digits and '-', at most 63), got ${JSON.stringify(s.slice(0, 70))}`);
+    }
+    return s;
+  }
+
+  protected integer(value: unknown, path: string, min: number, max: number): number | undefined {
+    if (typeof value !== 'number' || !Number.isInteger(value)) {
+      return this.fail(path, `must be an integer, got ${describe(value)}`);
+    }
+    if (value < min || value > max) return this.fail(path, `must be ${min}-${max}, got ${value}`);
+    return value;
+  }
+
+  protected oneOf<T extends string>(input: unknown, path: string, allowed: readonly T[]): T | undefined {
+    if (input == null) return undefined;
+    if (typeof input === 'string' && (allowed as readonly string[]).includes(input)) return input as T;
+    return this.fail(path, `must be one of ${allowed.join(', ')}, got ${describe(input)}`);
+  }
+}
