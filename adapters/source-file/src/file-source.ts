@@ -10,11 +10,13 @@ import {
   rejectionError,
   repeatEvery,
   retainLastGood,
+  sourceLimitProblem,
   systemClock,
   type Clock,
   type ContainerManifest,
   type ManifestSource,
   type Registry,
+  type SourceLimits,
   type SourceSink,
   type TimerHandle,
 } from '@kubelet-ts/core';
@@ -30,6 +32,11 @@ export interface FileManifestSourceOptions {
   readonly name?: string;
   /** Time for the debounce and the periodic re-list. Default `systemClock`. */
   readonly clock?: Clock;
+  /**
+   * What the files together may hold (default 1,000 manifests, 16 MiB as JSON). Over them, the set
+   * delivered last stays in force and the problem is reported once, until the files shrink.
+   */
+  readonly limits?: SourceLimits;
 }
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
@@ -62,6 +69,7 @@ export class FileManifestSource implements ManifestSource {
   private readonly checkFrequencyMs: number;
   private readonly debounceMs: number;
   private readonly clock: Clock;
+  private readonly limits: SourceLimits;
   private readonly files = new Map<string, FileState>();
   /** Problems listing the path itself; the last good set stays in force meanwhile. */
   private readonly listing: FileState = { manifests: [], problems: new ChangeReporter() };
@@ -74,6 +82,7 @@ export class FileManifestSource implements ManifestSource {
   private rescan = false;
   private readonly delivered = new DeliveredSet();
   private readonly conflicts = new ChangeReporter();
+  private readonly overLimit = new ChangeReporter();
   private closed = false;
 
   constructor(options: FileManifestSourceOptions) {
@@ -82,6 +91,7 @@ export class FileManifestSource implements ManifestSource {
     this.debounceMs = options.debounceMs ?? 50;
     this.name = options.name ?? ADAPTER;
     this.clock = options.clock ?? systemClock;
+    this.limits = options.limits ?? {};
   }
 
   async start(sink: SourceSink): Promise<void> {
@@ -201,7 +211,7 @@ export class FileManifestSource implements ManifestSource {
       this.reportFile(state, new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
       return;
     }
-    const parsed = parseManifests(bytes, path);
+    const parsed = parseManifests(bytes, path, { maxManifests: this.limits.maxManifests });
     state.manifests = retainLastGood(parsed, state.manifests);
     const problems = parsed.unreadable !== undefined ? [parsed.unreadable] : parsed.rejected.map((r) => rejectionError(r, ADAPTER));
     this.reportFile(state, ...problems);
@@ -224,6 +234,11 @@ export class FileManifestSource implements ManifestSource {
     }
     this.conflicts.report(conflicts, (e) => this.sink?.error(e));
     const manifests = [...byId.values()].map((e) => e.manifest);
+    // Like an unreadable file, too much changes nothing: dropping some files' pods to fit would
+    // stop running pods because an unrelated file was added.
+    const problem = sourceLimitProblem(manifests, this.limits);
+    this.overLimit.report(problem === undefined ? [] : [new KubeletError('InvalidManifest', `${this.path}: the files hold ${problem}; nothing changed until they hold less`, { adapter: ADAPTER })], (e) => this.sink?.error(e));
+    if (problem !== undefined) return;
     if (this.delivered.changed(manifests)) this.sink?.update(manifests);
   }
 }

@@ -4,10 +4,12 @@ import {
   Tokens,
   parseManifests,
   silentLogger,
+  sourceLimitProblem,
   type ContainerManifest,
   type Logger,
   type ManifestSource,
   type Registry,
+  type SourceLimits,
   type SourceSink,
 } from '@kubelet-ts/core';
 import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requireContentType, routeListener } from './http-kit.js';
@@ -34,6 +36,11 @@ export interface ServerManifestSourceOptions {
   readonly allowedHosts?: readonly string[];
   /** Bodies larger than this get 413. Default 1 MiB. */
   readonly maxBodyBytes?: number;
+  /**
+   * What the posted manifests may add up to (default 1,000 manifests, 16 MiB as JSON): a POST that
+   * would put the server over them gets 413 and changes nothing.
+   */
+  readonly limits?: SourceLimits;
   /** A request (headers and body) must arrive within this. Default 10 s. */
   readonly requestTimeoutMs?: number;
   /** Default `server`. */
@@ -67,6 +74,7 @@ export class ServerManifestSource implements ManifestSource {
   private readonly authToken: string | undefined;
   private readonly allowedHosts: readonly string[];
   private readonly maxBodyBytes: number;
+  private readonly limits: SourceLimits;
   private readonly requestTimeoutMs: number;
   private readonly logger: Logger;
   private readonly manifests = new Map<string, ContainerManifest>();
@@ -86,6 +94,7 @@ export class ServerManifestSource implements ManifestSource {
     // A name (not an address) it was told to bind is one it listens on too.
     this.allowedHosts = [...allowedHostNames(options.allowedHosts), ...(isIP(this.address) === 0 ? [this.address.toLowerCase()] : [])];
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
+    this.limits = options.limits ?? {};
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
     this.logger = options.logger ?? silentLogger;
   }
@@ -174,6 +183,7 @@ export class ServerManifestSource implements ManifestSource {
     if (manifests.length !== 1) throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${manifests.length}; use POST /containers for a list`);
     const [manifest] = manifests as [ContainerManifest];
     const replaced = this.manifests.has(manifest.id);
+    this.checkLimits([...this.manifests.values()].filter((m) => m.id !== manifest.id).concat(manifest));
     this.manifests.set(manifest.id, manifest);
     this.deliver();
     return { status: replaced ? 200 : 201, json: { id: manifest.id, action: replaced ? 'replaced' : 'created' } };
@@ -184,6 +194,7 @@ export class ServerManifestSource implements ManifestSource {
     const seen = new Set<string>();
     const duplicates = manifests.filter((m) => seen.size === seen.add(m.id).size).map((m) => m.id);
     if (duplicates.length > 0) throw new HttpProblem(400, `duplicate manifest ids: ${duplicates.join(', ')}`);
+    this.checkLimits(manifests);
     this.manifests.clear();
     for (const m of manifests) this.manifests.set(m.id, m);
     this.deliver();
@@ -198,7 +209,7 @@ export class ServerManifestSource implements ManifestSource {
 
   /** Every manifest valid, or a 400 naming every wrong field (prefixed by list position). */
   private parse(body: Buffer): ContainerManifest[] {
-    const parsed = parseManifests(body, 'request body', { maxBytes: this.maxBodyBytes });
+    const parsed = parseManifests(body, 'request body', { maxBytes: this.maxBodyBytes, maxManifests: this.limits.maxManifests });
     if (parsed.unreadable !== undefined) throw new HttpProblem(400, parsed.unreadable.message);
     if (parsed.rejected.length > 0) {
       const fieldErrors = parsed.rejected.flatMap((r) =>
@@ -207,6 +218,12 @@ export class ServerManifestSource implements ManifestSource {
       throw new HttpProblem(400, `invalid manifest: ${fieldErrors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, fieldErrors);
     }
     return [...parsed.manifests];
+  }
+
+  /** A 413 when the server would hold `next`, more than its limits allow; the set stays as it was. */
+  private checkLimits(next: readonly ContainerManifest[]): void {
+    const problem = sourceLimitProblem(next, this.limits);
+    if (problem !== undefined) throw new HttpProblem(413, `the server would hold ${problem}; delete some first (DELETE /container/<id>)`);
   }
 
   private deliver(): void {

@@ -3,6 +3,13 @@ import { isDnsLabel } from './naming.js';
 import type { WrittenAs } from './yaml-decode.js';
 
 const MAX_STRING = 4096;
+/**
+ * Entries in one list of a manifest (volumes) or a container (command, env, ports, volumeMounts).
+ * The kubelet set none, but no real container comes near a thousand arguments, variables, ports or
+ * mounts, while each entry is work later (an engine call argument, a port binding, a spec hash
+ * input) and 250 containers × 5 lists of them is what one manifest may ask for.
+ */
+export const MAX_LIST_ENTRIES = 1024;
 // No argument, environment value or path of a Linux process can hold a NUL, so a string with one can
 // never run as written; paths hold no control characters at all.
 const NUL = /\u0000/;
@@ -48,9 +55,11 @@ export class FieldChecks {
     return value;
   }
 
+  /** A list of at most MAX_LIST_ENTRIES; a longer one is one error, and none of its entries is looked at. */
   protected list(value: unknown, path: string): unknown[] | undefined {
     if (value === undefined || value === null) return [];
     if (!Array.isArray(value)) return this.fail(path, `must be a list, got ${describe(value)}`);
+    if (value.length > MAX_LIST_ENTRIES) return this.fail(path, `must list at most ${MAX_LIST_ENTRIES} entries, got ${value.length}`);
     return value;
   }
 

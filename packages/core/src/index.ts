@@ -21,8 +21,10 @@ export {
   type VolumeMount,
 } from './manifest.js';
 export { MAX_CONTAINERS, validateManifest, type ValidateOptions, type ValidationResult } from './validate.js';
+export { MAX_LIST_ENTRIES } from './field-checks.js';
 export type { WrittenAs } from './yaml-decode.js';
 export { parseManifests, rejectionError, retainLastGood, type ParsedManifests, type ParseOptions, type RejectedManifest } from './parse.js';
+export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
 
 // Contracts of the pluggable parts
 export type {

@@ -1,5 +1,6 @@
 import { KubeletError, formatFieldErrors, type FieldError } from './errors.js';
 import type { ContainerManifest } from './manifest.js';
+import { DEFAULT_MAX_MANIFESTS } from './source-limits.js';
 import { validateManifest } from './validate.js';
 import { RefusedText, decodeYaml, type DecodedText } from './yaml-decode.js';
 
@@ -19,7 +20,7 @@ export interface ParsedManifests {
   readonly rejected: readonly RejectedManifest[];
   /**
    * Set when no manifest can be read from the text: not UTF-8, a YAML syntax error, too deep, an
-   * alias, too large, too many tokens, a bare scalar. A source keeps its last good set.
+   * alias, too large, too many tokens or manifests, a bare scalar. A source keeps its last good set.
    */
   readonly unreadable?: KubeletError;
 }
@@ -35,6 +36,11 @@ export interface ParseOptions {
    * manifests (about 100 tokens each in YAML, 130 in compact JSON) fits.
    */
   readonly maxTokens?: number;
+  /**
+   * Manifests one text may hold, counted before any is validated. Default 1,000, the most one
+   * source may hold (see `SourceLimits`).
+   */
+  readonly maxManifests?: number;
 }
 
 const DEFAULT_MAX_BYTES = 1024 * 1024;
@@ -71,6 +77,11 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
   const items = decoded.values;
   const listed = items.length !== 1 || Array.isArray(items[0]);
   const flat = items.flatMap((item) => (Array.isArray(item) ? item : [item]));
+  const maxManifests = options.maxManifests ?? DEFAULT_MAX_MANIFESTS;
+  // Counted before validating: the work of a text stays bounded by what one source may hold.
+  if (flat.length > maxManifests) {
+    return unreadable(`${origin}: holds ${flat.length} manifests, more than the ${maxManifests} one source may hold; run fewer pods from it`);
+  }
   // A word, a number or a list where a manifest should be is not a manifest with a wrong field:
   // it is text that is not a manifest document (an HTML error page served with 200, a file cut
   // short). Rejected as a manifest without an id, it would drop the last good set; unreadable keeps it.

@@ -64,12 +64,13 @@ class Walker extends FieldChecks {
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
-    let rawContainers = this.list(m['containers'], 'containers') ?? [];
-    if (Array.isArray(m['containers']) && rawContainers.length === 0) this.fail('containers', 'must list at least one container');
-    if (rawContainers.length > MAX_CONTAINERS) {
+    let rawContainers: unknown[] = [];
+    if (Array.isArray(m['containers']) && m['containers'].length > MAX_CONTAINERS) {
       // Refused before any is looked at: the work of a manifest stays bounded whatever it holds.
-      this.fail('containers', `must list at most ${MAX_CONTAINERS} containers, got ${rawContainers.length}; split the pod into several manifests`);
-      rawContainers = [];
+      this.fail('containers', `must list at most ${MAX_CONTAINERS} containers, got ${m['containers'].length}; split the pod into several manifests`);
+    } else {
+      rawContainers = this.list(m['containers'], 'containers') ?? [];
+      if (Array.isArray(m['containers']) && rawContainers.length === 0) this.fail('containers', 'must list at least one container');
     }
     if (m['containers'] === undefined || m['containers'] === null) this.fail('containers', 'is required');
     const containers: Container[] = [];
@@ -183,8 +184,10 @@ class Walker extends FieldChecks {
     const h = this.record(p[handler], `${path}.${handler}`, new Set(handler === 'exec' ? ['command'] : handler === 'httpGet' ? ['path', 'port'] : ['port']));
     if (h === undefined) return undefined;
     if (handler === 'exec') {
+      const before = this.errors.length;
       const command = this.command(h['command'], `${path}.exec.command`);
-      if (command === undefined) return this.fail(`${path}.exec.command`, 'is required');
+      // A command that is wrong (not a list, too long) is one error, not also a missing one.
+      if (command === undefined) return this.errors.length > before ? undefined : this.fail(`${path}.exec.command`, 'is required');
       return { exec: { command }, ...common };
     }
     const port = this.probePort(h['port'], `${path}.${handler}.port`);

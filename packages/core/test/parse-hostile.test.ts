@@ -125,3 +125,14 @@ describe('parseManifests: the token budget', () => {
     expect(parsed.manifests).toHaveLength(1000);
   });
 });
+
+/** Issue 17 item 2: what one text may hold. */
+describe('parseManifests: manifests per text', () => {
+  const list = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ id: `m${i}`, containers: [{ name: 'a', image: 'busybox' }] })));
+
+  it('refuses a text of more than maxManifests (default 1,000) as unreadable, before validating any', () => {
+    expect(parseManifests(list(1000), 'etcd').manifests).toHaveLength(1000);
+    expect(parseManifests(list(1001), 'etcd').unreadable?.message).toBe('etcd: holds 1001 manifests, more than the 1000 one source may hold; run fewer pods from it');
+    expect(parseManifests(list(3), 'etcd', { maxManifests: 2 }).unreadable?.message).toBe('etcd: holds 3 manifests, more than the 2 one source may hold; run fewer pods from it');
+  });
+});

@@ -2,6 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { isManagedBy, nodeNameProblem } from '../src/naming.js';
 import { buildContainerSpec } from '../src/spec.js';
+import { MAX_LIST_ENTRIES } from '../src/field-checks.js';
 import { MAX_CONTAINERS, validateManifest } from '../src/validate.js';
 
 /**
@@ -110,5 +111,32 @@ describe('the size of one manifest', () => {
     expect(result.ok).toBe(false);
     if (result.ok) return;
     expect(result.errors).toEqual([{ path: 'containers', message: `must list at most ${MAX_CONTAINERS} containers, got 20000; split the pod into several manifests` }]);
+  });
+});
+
+/**
+ * Issue 17 item 2: the lists of a container. Each entry is work later (an engine argument, a port
+ * binding), and a text of a megabyte holds half a million short entries.
+ */
+describe('the length of the lists in a manifest', () => {
+  const entries: Record<string, (i: number) => unknown> = {
+    command: () => 'a',
+    env: (i) => ({ name: `V${i}`, value: 'x' }),
+    ports: (i) => ({ containerPort: 1 + i }),
+    volumeMounts: (i) => ({ name: 'data', mountPath: `/d${i}` }),
+  };
+
+  it.each(Object.keys(entries))(`accepts ${MAX_LIST_ENTRIES} entries in %s, and refuses more with one error`, (field) => {
+    const list = (n: number) => Array.from({ length: n }, (_, i) => entries[field]!(i));
+    expect(validateManifest(container({ [field]: list(MAX_LIST_ENTRIES) })).ok).toBe(true);
+    const result = validateManifest(container({ [field]: list(500_000) }));
+    expect(result.ok ? [] : result.errors).toEqual([{ path: `containers[0].${field}`, message: `must list at most ${MAX_LIST_ENTRIES} entries, got 500000` }]);
+  });
+
+  it('bounds the volumes of a manifest and the command of an exec probe the same way', () => {
+    const volumes = Array.from({ length: MAX_LIST_ENTRIES + 1 }, (_, i) => ({ name: `v${i}` }));
+    expect(rejected({ ...container({}), volumes })).toEqual(['volumes']);
+    const probe = { exec: { command: Array.from({ length: MAX_LIST_ENTRIES + 1 }, () => 'true') } };
+    expect(rejected(container({ livenessProbe: probe }))).toEqual(['containers[0].livenessProbe.exec.command']);
   });
 });

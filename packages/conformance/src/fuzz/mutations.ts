@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { MAX_LIST_ENTRIES } from '@kubelet-ts/core';
 import { Picks, containersOf, env, freshName, list, port, setOwn, someContainer, someItem, someVolumeMount, type Rec } from './mutation-sites.js';
 import { validManifest, type ManifestInput, type ValidManifestOptions } from './valid-manifests.js';
 
@@ -221,6 +222,18 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
     e['value'] = r.pick([1234, 0, 1.5, true, false]);
     return `${here}.value`;
   },
+  'list-too-long': (m, r) => {
+    const [c, path] = someContainer(m, r);
+    const [target, at, field, entry] = r.pick<[Rec, string, string, unknown]>([
+      [c, path, 'command', 'a'],
+      [c, path, 'env', { name: 'A', value: 'b' }],
+      [c, path, 'ports', { containerPort: 80 }],
+      [c, path, 'volumeMounts', { name: 'data', mountPath: '/data' }],
+      [m, '', 'volumes', { name: 'data' }],
+    ]);
+    target[field] = Array.from({ length: MAX_LIST_ENTRIES + 1 + r.index(100) }, () => entry);
+    return at === '' ? field : `${at}.${field}`;
+  },
   'container-not-an-object': (m, r) => {
     const cs = containersOf(m);
     const i = r.index(cs.length);
@@ -249,7 +262,7 @@ export const MUTATION_NAMES: readonly string[] = Object.keys(MUTATIONS);
  * Manifests that are valid but for one field, each made by a named mutation of a valid manifest
  * that knows the path it broke (`containers[1].ports[0].hostPort`): bad names, ports out of range,
  * duplicates, undeclared volumes, wrong JSON types (numbers as env values too), unknown fields,
- * huge strings, bad image references, bad env names, probes that cannot work.
+ * huge strings, lists too long, bad image references, bad env names, probes that cannot work.
  */
 export function invalidManifest(options: ValidManifestOptions = {}): fc.Arbitrary<InvalidManifest> {
   return fc
