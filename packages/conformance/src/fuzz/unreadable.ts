@@ -44,6 +44,61 @@ const aliasBomb = fc.tuple(fc.integer({ min: 5, max: 12 }), fc.integer({ min: 5,
 });
 
 /**
+ * Any alias, where a manifest author might use one: a manifest listed twice, a value, a key, an
+ * item of a flow list. Manifests need no aliases, so every one is refused (issue 17).
+ */
+const aliasUse = fc.tuple(validManifest(), fc.constantFrom('list', 'value', 'key', 'flow')).map(([manifest, where]) => {
+  const json = JSON.stringify(manifest);
+  const id = `"id":${JSON.stringify(manifest['id'])}`;
+  const anchored = json.replace(id, `${id.replace(':', ': &id ')}`);
+  const text = {
+    list: `- &m ${json}\n- *m\n`,
+    value: anchored.replace(/}$/, ', "alias": *id}'),
+    key: anchored.replace(/}$/, ', *id : x}'),
+    flow: anchored.replace(/}$/, ', "more": [*id, *id]}'),
+  }[where];
+  return unreadable('alias', utf8(text));
+});
+
+/**
+ * What froze and killed the agent (issue 17): a command list anchored once and reused by up to 99
+ * containers (a 500,000-item one held 400 MB), and a mapping of alias keys (`{*a, *a, …}`, whose
+ * duplicate check yaml does in quadratic time: 128 KB froze the agent for 17 s).
+ */
+const aliasExpansion = fc.oneof(
+  fc.tuple(fc.integer({ min: 1, max: 20_000 }), fc.integer({ min: 2, max: 99 })).map(([items, copies]) => {
+    const command = `[${Array.from({ length: items }, () => 'a').join(',')}]`;
+    const containers = Array.from({ length: copies }, (_, i) => `  - name: c${i}\n    image: busybox\n    command: ${i === 0 ? `&cmd ${command}` : '*cmd'}\n`);
+    return unreadable('alias-expansion', utf8(`id: big\ncontainers:\n${containers.join('')}`));
+  }),
+  fc.integer({ min: 1, max: 40_000 }).map((keys) => unreadable('alias-keys', utf8(`id: x\nc: &a x\nb: {${'*a,'.repeat(keys)}*a}\n`))),
+);
+
+/**
+ * Just over the 250,000 YAML tokens a text may hold, in the shapes yaml is slowest on per byte:
+ * tiny flow or block items, distinct keys (quadratic in yaml's own duplicate check), line breaks,
+ * comments, empty documents. Each costs the agent up to the budget (about half a second) to refuse.
+ */
+const tokenFlood = fc.constantFrom('flow', 'block', 'keys', 'lines', 'comments', 'documents').map((shape) => {
+  const n = 260_000;
+  const text = {
+    flow: () => `id: x\nb: [${'x,'.repeat(n / 3)}x]\n`,
+    block: () => `id: x\nb:\n${'- x\n'.repeat(n / 4)}`,
+    keys: () => `id: x\nb:\n${Array.from({ length: n / 7 }, (_, i) => `k${i}: 1\n`).join('')}`,
+    lines: () => `id: x\n${'\n'.repeat(n)}`,
+    comments: () => `id: x\n${'#\n'.repeat(n / 2)}`,
+    documents: () => '---\n'.repeat(n / 2),
+  }[shape]();
+  return unreadable('token-flood', utf8(text));
+});
+
+/** More manifests in one text than one source may hold (1,000), each of them valid. */
+const tooManyManifests = fc.tuple(fc.integer({ min: 1001, max: 1100 }), documentStyle).map(([count, style]) => {
+  const manifests = Array.from({ length: count }, (_, i) => ({ id: `many-${i}`, containers: [{ name: 'a', image: 'busybox' }] }));
+  return unreadable('too-many-manifests', utf8(renderDocument(manifests, style)));
+});
+
+/**
  * Over the 1 MiB every source reads; a valid manifest with a long comment, so only its size is
  * wrong. At most 1.25 MiB: etcd refuses requests over 1.5 MiB, and the sentinel goes with it.
  */
@@ -64,15 +119,20 @@ const brokenSyntax = fc.constantFrom('{id: web', 'id: web\n  containers: [', 'id
 
 /**
  * Texts that cannot be decoded into manifests at all: not UTF-8, nested deeper than a stack,
- * alias bombs, over the size limit, duplicate keys, broken syntax. Each must be reported and
- * must change nothing.
+ * aliases (bombs, reuse, expansion), over the size limit, over the token budget, more manifests
+ * than a source may hold, duplicate keys, broken syntax. Each must be reported and must change
+ * nothing.
  */
 export function unreadableText(): fc.Arbitrary<UnreadableText> {
-  // Oversized texts are rare: each is over a megabyte to write, send and hold.
+  // Oversized texts and token floods are rare: each is a megabyte, or half a second, to refuse.
   return fc.oneof(
     { arbitrary: nonUtf8, weight: 4 },
     { arbitrary: deepNesting, weight: 2 },
     { arbitrary: aliasBomb, weight: 2 },
+    { arbitrary: aliasUse, weight: 2 },
+    { arbitrary: aliasExpansion, weight: 2 },
+    { arbitrary: tokenFlood, weight: 1 },
+    { arbitrary: tooManyManifests, weight: 1 },
     { arbitrary: oversized, weight: 1 },
     { arbitrary: duplicateKeys, weight: 2 },
     { arbitrary: brokenSyntax, weight: 2 },
