@@ -53,7 +53,8 @@ describe('parseManifests: aliases', () => {
     const { parsed, ms } = timed(`id: big\ncontainers:\n${containers.join('')}`);
     expect(parsed.unreadable?.message).toBe(`hostile.yaml: line 8 uses an alias (*cmd): ${ADVICE}`);
     expect(parsed.manifests).toEqual([]);
-    expect(ms).toBeLessThan(500);
+    // Lexing the 20,000-item anchor is all it costs (about 0.2 s); expanded, it was 2 million strings.
+    expect(ms).toBeLessThan(1000);
   });
 
   it('refuses a YAML 1.1 merge key, which copies a mapping like an alias', () => {
@@ -85,13 +86,14 @@ describe('parseManifests: keys', () => {
     expect(parsed.rejected[0]!.errors[0]).toEqual({ path: 'x', message: 'unknown field' });
     const { parsed: twice } = timed(`id: web\n${keys}k0: again\n`);
     expect(twice.unreadable?.message).toBe('hostile.yaml: not valid YAML or JSON: duplicate key "k0" at line 25002');
-    expect(ms).toBeLessThan(2500);
+    expect(ms).toBeLessThan(3000);
   });
 });
 
 /**
  * Issue 17 item 1: time. yaml spends a few µs on each lexical token, so a megabyte of `[x,x,…`
- * (1.5 million tokens) took 5 s. A budget of tokens, counted as they come, bounds it.
+ * (1.5 million tokens) took 5 s. A budget of tokens, counted as they come, bounds it: each of
+ * these takes 0.3-0.9 s here, and the bounds leave room for a loaded machine.
  */
 describe('parseManifests: the token budget', () => {
   it('refuses a text over maxTokens as unreadable, naming the limit and where it was reached', () => {
@@ -113,7 +115,7 @@ describe('parseManifests: the token budget', () => {
     for (const text of texts) {
       const { parsed, ms } = timed(text);
       expect(parsed.unreadable?.message).toMatch(/^hostile\.yaml: more than 250000 YAML tokens/);
-      expect(ms).toBeLessThan(2500);
+      expect(ms).toBeLessThan(3000);
     }
   });
 
