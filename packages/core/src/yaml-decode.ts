@@ -33,7 +33,8 @@ const MAX_NESTING = 64;
  */
 const MAX_ROUGH_DEPTH = 1000;
 
-export const ALIAS_ADVICE = 'write the values out; anchors and aliases are not needed in a manifest';
+// What to do instead, in every refusal of an alias or a merge key: the reason alone leaves the author stuck.
+const ALIAS_ADVICE = 'write the values out; anchors and aliases are not needed in a manifest';
 
 /**
  * Decodes YAML (JSON is YAML) into plain values, refusing on the way what would make decoding
@@ -45,7 +46,9 @@ export const ALIAS_ADVICE = 'write the values out; anchors and aliases are not n
  *   reusing a 500,000-item command held 400 MB), and yaml's composer spends time quadratic in the
  *   aliases of one mapping (`{*a, *a, …}`: 128 KB froze the agent for 17 s). A bounded count would
  *   still let each alias copy a large anchor, so the expansion would need an accounting of its own;
- *   without aliases a manifest is exactly as large as its text. JSON has none, and no manifest needs them;
+ *   without aliases a manifest is exactly as large as its text. JSON has none, and no manifest
+ *   needs them (a program writing manifests with a YAML library that aliases repeated objects by
+ *   default, yaml's `aliasDuplicateObjects` or js-yaml's `noRefs`, must turn that off);
  * - a duplicate key, found with one set per mapping (yaml's own `uniqueKeys` check compares each key
  *   with every earlier one: a mapping of 100,000 keys took minutes), and keys that are not plain
  *   values (`? [a]`, a YAML 1.1 merge key `<<`), which JSON cannot express;
