@@ -205,6 +205,11 @@ stop_containerd() {
   rm -f "$CRI_STARTED"
 }
 
+# services.sh's stop_services calls this (when this file was sourced): only what ensure_containerd started.
+stop_containerd_if_started() {
+  if [ -f "$CRI_STARTED" ]; then stop_containerd; fi
+}
+
 # Ends every task of the instance, the instance, and what it left inside and outside its folder.
 # Safe to run when nothing is there.
 teardown_containerd() {
@@ -292,7 +297,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   case "${1:-}" in
     start) start_containerd ;;
     stop) stop_containerd ;;
-    stop-if-started) if [ -f "$CRI_STARTED" ]; then stop_containerd; fi ;;
+    stop-if-started) stop_containerd_if_started ;;
     status) if cri_answers; then echo "containerd (CRI) answers at unix://$CRI_SOCK"; else echo "no containerd at $CRI_SOCK"; exit 1; fi ;;
     env) echo "export KUBELET_TS_CRI_ENDPOINT=unix://$CRI_SOCK KUBELET_TS_CRI_CGROUP_PARENT=$CRI_CGROUP_PARENT" ;;
     *) echo "usage: $0 start|stop|stop-if-started|status|env" >&2; exit 2 ;;
