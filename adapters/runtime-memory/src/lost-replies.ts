@@ -6,6 +6,8 @@ import {
   type ContainerSummary,
   type ExecResult,
   type ListOptions,
+  type SandboxSpec,
+  type SandboxSummary,
 } from '@kubelet-ts/core';
 import type { RuntimeOperation } from './memory-runtime.js';
 import type { SeededRandom } from './seeded-random.js';
@@ -41,6 +43,22 @@ export class LostReplies implements ContainerRuntime {
     this.active = false;
   }
 
+  runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
+    return this.relay('runSandbox', () => this.inner.runSandbox(spec));
+  }
+
+  listSandboxes(options?: ListOptions): Promise<SandboxSummary[]> {
+    return this.relay('listSandboxes', () => this.inner.listSandboxes(options));
+  }
+
+  stopSandbox(id: string): Promise<void> {
+    return this.relay('stopSandbox', () => this.inner.stopSandbox(id));
+  }
+
+  removeSandbox(id: string, options?: { readonly volumes?: boolean }): Promise<void> {
+    return this.relay('removeSandbox', () => this.inner.removeSandbox(id, options));
+  }
+
   list(options?: ListOptions): Promise<ContainerSummary[]> {
     return this.relay('list', () => this.inner.list(options));
   }
@@ -49,8 +67,8 @@ export class LostReplies implements ContainerRuntime {
     return this.relay('inspect', () => this.inner.inspect(id));
   }
 
-  create(spec: ContainerSpec): Promise<ContainerSummary> {
-    return this.relay('create', () => this.inner.create(spec));
+  create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
+    return this.relay('create', () => this.inner.create(spec, sandboxId));
   }
 
   start(id: string): Promise<void> {

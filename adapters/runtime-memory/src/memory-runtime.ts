@@ -13,9 +13,24 @@ import {
   type ExecResult,
   type ListOptions,
   type Registry,
+  type SandboxSpec,
+  type SandboxSummary,
 } from '@kubelet-ts/core';
 
-export type RuntimeOperation = 'list' | 'inspect' | 'create' | 'start' | 'stop' | 'remove' | 'pull' | 'hasImage' | 'exec';
+export type RuntimeOperation =
+  | 'runSandbox'
+  | 'listSandboxes'
+  | 'stopSandbox'
+  | 'removeSandbox'
+  | 'list'
+  | 'inspect'
+  | 'create'
+  | 'start'
+  | 'stop'
+  | 'remove'
+  | 'pull'
+  | 'hasImage'
+  | 'exec';
 
 /** What a command run in a memory container does: its exit code and output. Default: exit 0. */
 export type ExecHandler = (container: ContainerSummary, command: readonly string[]) => ExecResult;
@@ -51,6 +66,8 @@ export interface MemoryRuntimeOptions {
 interface Record_ {
   summary: Mutable<ContainerSummary>;
   readonly spec: ContainerSpec;
+  /** The sandbox whose namespace (and ports) the container shares. */
+  readonly sandbox?: string;
   /** Set by `hangOnStop`: the container ignores the stop signal and is killed at the timeout. */
   ignoresStop: boolean;
   /** Set by `onExec`: what commands run in this container do. */
@@ -61,10 +78,17 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 const ADAPTER = 'memory';
 
+interface SandboxRecord {
+  summary: SandboxSummary;
+  readonly spec: SandboxSpec;
+}
+
 /**
  * A complete `ContainerRuntime` held in memory: for embedding the agent where no engine exists,
  * and for fast, deterministic tests of everything above the runtime. Containers can be made to
- * exit or crash, every call is logged, and faults and latency can be injected per operation.
+ * exit or crash, sandboxes to die, every call is logged, and faults and latency can be injected
+ * per operation. Pods are modelled as on a real engine: the containers of a sandbox share its
+ * ports (published once, by the sandbox), and removing a sandbox removes its containers.
  */
 export class MemoryRuntime implements ContainerRuntime {
   readonly name = ADAPTER;
@@ -75,6 +99,7 @@ export class MemoryRuntime implements ContainerRuntime {
   private readonly counts = new Map<RuntimeOperation, number>();
 
   private readonly containers = new Map<string, Record_>();
+  private readonly sandboxes = new Map<string, SandboxRecord>();
   /** Container names in use, so that create's name check does not scan every container. */
   private readonly names = new Map<string, string>();
   private readonly images: Set<string>;
@@ -94,7 +119,48 @@ export class MemoryRuntime implements ContainerRuntime {
     this.callLogSize = options.callLogSize ?? 10_000;
   }
 
-  // ---- the contract -------------------------------------------------------------------------
+  // ---- the contract: pods --------------------------------------------------------------------
+
+  async runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
+    await this.enter('runSandbox', spec.name);
+    const holder = this.names.get(spec.name);
+    if (holder !== undefined) throw new KubeletError('Conflict', `sandbox name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
+    const clash = this.portClash(spec.ports, undefined);
+    if (clash !== undefined) throw new KubeletError('Conflict', `cannot run sandbox ${spec.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
+    const id = this.newId();
+    const summary: SandboxSummary = { id, name: spec.name, labels: { ...spec.labels }, state: 'ready', createdAt: this.clock.now() };
+    this.sandboxes.set(id, { summary, spec });
+    this.names.set(spec.name, id);
+    return summary;
+  }
+
+  async listSandboxes(options: ListOptions = {}): Promise<SandboxSummary[]> {
+    await this.enter('listSandboxes');
+    const out: SandboxSummary[] = [];
+    for (const s of this.sandboxes.values()) if (options.includeForeign === true || s.spec.labels[Labels.sandbox] !== undefined) out.push(s.summary);
+    return out;
+  }
+
+  async stopSandbox(id: string): Promise<void> {
+    await this.enter('stopSandbox', id);
+    if (!this.sandboxes.has(id)) throw new KubeletError('NotFound', `no such sandbox: ${id}`, { adapter: ADAPTER });
+    this.killSandbox(id);
+  }
+
+  async removeSandbox(id: string): Promise<void> {
+    await this.enter('removeSandbox', id);
+    const s = this.sandboxes.get(id);
+    if (s === undefined) return;
+    for (const [cid, r] of this.containers) {
+      if (r.sandbox !== id) continue;
+      this.containers.delete(cid);
+      this.names.delete(r.summary.name);
+    }
+    this.sandboxes.delete(id);
+    this.names.delete(s.summary.name);
+  }
+
+  // ---- the contract: containers --------------------------------------------------------------
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
     await this.enter('list');
@@ -112,12 +178,13 @@ export class MemoryRuntime implements ContainerRuntime {
     return { ...r.summary, spec: r.spec, raw: { Id: r.summary.id, Name: r.summary.name, State: { ...r.summary }, Config: r.spec } };
   }
 
-  async create(spec: ContainerSpec): Promise<ContainerSummary> {
+  async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
     await this.enter('create', spec.name);
     const holder = this.names.get(spec.name);
     if (holder !== undefined) throw new KubeletError('Conflict', `container name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
     if (!this.images.has(spec.image)) throw new KubeletError('NotFound', `no such image: ${spec.image}`, { adapter: ADAPTER });
-    const id = (this.nextId++).toString(16).padStart(12, '0');
+    if (sandboxId !== undefined && !this.sandboxes.has(sandboxId)) throw new KubeletError('NotFound', `no such sandbox: ${sandboxId}`, { adapter: ADAPTER });
+    const id = this.newId();
     const summary: Mutable<ContainerSummary> = {
       id,
       name: spec.name,
@@ -126,7 +193,7 @@ export class MemoryRuntime implements ContainerRuntime {
       state: 'created',
       createdAt: this.clock.now(),
     };
-    this.containers.set(id, { summary, spec, ignoresStop: false });
+    this.containers.set(id, { summary, spec, ignoresStop: false, ...(sandboxId === undefined ? {} : { sandbox: sandboxId }) });
     this.names.set(spec.name, id);
     return { ...summary };
   }
@@ -135,7 +202,12 @@ export class MemoryRuntime implements ContainerRuntime {
     await this.enter('start', id);
     const r = this.get(id);
     if (r.summary.state === 'running') return;
-    const clash = this.portClash(r);
+    const sandbox = r.sandbox === undefined ? undefined : this.sandboxes.get(r.sandbox);
+    if (r.sandbox !== undefined && sandbox?.summary.state !== 'ready') {
+      throw new KubeletError('Conflict', `cannot start ${r.summary.name}: its sandbox ${r.sandbox} is not ready`, { adapter: ADAPTER });
+    }
+    // In a sandbox the ports are the sandbox's, published when it was made.
+    const clash = r.sandbox === undefined ? this.portClash(r.spec.ports, r) : undefined;
     if (clash !== undefined) {
       throw new KubeletError('Conflict', `cannot start ${r.summary.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
     }
@@ -206,6 +278,27 @@ export class MemoryRuntime implements ContainerRuntime {
   exit(id: string, exitCode = 0): void {
     const r = this.get(id);
     if (r.summary.state === 'running') this.finish(r, exitCode);
+  }
+
+  /**
+   * The sandbox's namespace dies (its holder exited, the engine restarted): it is `notready` for
+   * good, and its running containers are killed (exit 137).
+   */
+  killSandbox(id: string): void {
+    const s = this.sandboxes.get(id);
+    if (s === undefined) throw new KubeletError('NotFound', `no such sandbox: ${id}`, { adapter: ADAPTER });
+    if (s.summary.state === 'ready') s.summary = { ...s.summary, state: 'notready' };
+    for (const r of this.containers.values()) if (r.sandbox === id && r.summary.state === 'running') this.finish(r, 137);
+  }
+
+  /** A synchronous view of every sandbox, foreign ones included. */
+  sandboxSnapshot(): SandboxSummary[] {
+    return [...this.sandboxes.values()].map((s) => ({ ...s.summary }));
+  }
+
+  /** The sandbox a container was created in, if any. */
+  sandboxOf(containerId: string): string | undefined {
+    return this.get(containerId).sandbox;
   }
 
   /** The container ignores stop signals and is killed only when the stop timeout runs out. */
@@ -284,15 +377,22 @@ export class MemoryRuntime implements ContainerRuntime {
     r.summary = { ...r.summary, state: 'exited', finishedAt: this.clock.now(), exitCode };
   }
 
-  private portClash(r: Record_): string | undefined {
-    const wanted = new Set(r.spec.ports.filter((p) => p.hostPort !== undefined).map((p) => `${p.hostPort}/${p.protocol}`));
+  private newId(): string {
+    return (this.nextId++).toString(16).padStart(12, '0');
+  }
+
+  /** A host port of `ports` that a ready sandbox or a running container of its own already holds. */
+  private portClash(ports: ContainerSpec['ports'], self: Record_ | undefined): string | undefined {
+    const wanted = new Set(ports.filter((p) => p.hostPort !== undefined).map((p) => `${p.hostPort}/${p.protocol}`));
     if (wanted.size === 0) return undefined;
+    const held = (list: ContainerSpec['ports']) => list.find((p) => p.hostPort !== undefined && wanted.has(`${p.hostPort}/${p.protocol}`));
+    for (const s of this.sandboxes.values()) {
+      const p = s.summary.state === 'ready' ? held(s.spec.ports) : undefined;
+      if (p !== undefined) return `${p.hostPort}/${p.protocol}`;
+    }
     for (const other of this.containers.values()) {
-      if (other === r || other.summary.state !== 'running') continue;
-      for (const p of other.spec.ports) {
-        const key = `${p.hostPort}/${p.protocol}`;
-        if (p.hostPort !== undefined && wanted.has(key)) return key;
-      }
+      const p = other === self || other.sandbox !== undefined || other.summary.state !== 'running' ? undefined : held(other.spec.ports);
+      if (p !== undefined) return `${p.hostPort}/${p.protocol}`;
     }
     return undefined;
   }

@@ -3,7 +3,21 @@ import type { Fault, MemoryRuntime, RuntimeOperation } from './memory-runtime.js
 import type { SeededRandom } from './seeded-random.js';
 
 /** Every operation of the runtime contract. */
-export const RUNTIME_OPERATIONS: readonly RuntimeOperation[] = ['list', 'inspect', 'create', 'start', 'stop', 'remove', 'pull', 'hasImage', 'exec'];
+export const RUNTIME_OPERATIONS: readonly RuntimeOperation[] = [
+  'runSandbox',
+  'listSandboxes',
+  'stopSandbox',
+  'removeSandbox',
+  'list',
+  'inspect',
+  'create',
+  'start',
+  'stop',
+  'remove',
+  'pull',
+  'hasImage',
+  'exec',
+];
 
 /** The codes a runtime call may answer with (an invalid manifest is never the runtime's answer). */
 const RUNTIME_CODES: readonly ErrorCode[] = ['NotFound', 'Conflict', 'Unavailable', 'Timeout', 'Internal'];
@@ -50,7 +64,7 @@ export class SeededFaultInjector {
       // The contract reads NotFound from stop or remove as "already gone", i.e. as success: a fault
       // must not claim what did not happen (the agent would start a container's new version beside
       // the old one, still running), so those two fail with the other codes only.
-      const codes = op === 'stop' || op === 'remove' ? this.codes.filter((c) => c !== 'NotFound') : this.codes;
+      const codes = op === 'stop' || op === 'remove' || op === 'removeSandbox' ? this.codes.filter((c) => c !== 'NotFound') : this.codes;
       if (codes.length > 0) this.runtime.setFault(op, this.fault(codes));
       if (this.maxLatencyMs > 0) this.runtime.setLatency(op, () => this.random.int(this.maxLatencyMs + 1));
     }

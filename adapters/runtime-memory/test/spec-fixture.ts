@@ -7,7 +7,6 @@ export const spec = (name: string, extra: Partial<ContainerSpec> = {}): Containe
   image: 'app:1',
   env: {},
   ports: [],
-  podPorts: [],
   mounts: [],
   labels: { [Labels.manifestId]: 'pod', [Labels.containerName]: name },
   ...extra,

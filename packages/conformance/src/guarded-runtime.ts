@@ -6,10 +6,12 @@ import {
   type ContainerSummary,
   type ExecResult,
   type ListOptions,
+  type SandboxSpec,
+  type SandboxSummary,
 } from '@kubelet-ts/core';
 
-/** The runtime calls that name one container. */
-export type ContainerOperation = 'inspect' | 'start' | 'stop' | 'remove' | 'exec';
+/** The runtime calls that name one container or sandbox (`create` names the sandbox it joins). */
+export type ContainerOperation = 'inspect' | 'start' | 'stop' | 'remove' | 'exec' | 'create' | 'stopSandbox' | 'removeSandbox';
 
 export interface ContainerCall {
   readonly op: ContainerOperation;
@@ -34,7 +36,7 @@ export class GuardedRuntime implements ContainerRuntime {
     this.name = inner.name;
   }
 
-  /** Marks containers as foreign, by id or name: any call naming one is refused and recorded. */
+  /** Marks containers or sandboxes as foreign, by id or name: any call naming one is refused and recorded. */
   protect(...idsOrNames: readonly string[]): void {
     for (const id of idsOrNames) this.protectedIds.add(id.replace(/^\//, ''));
   }
@@ -42,6 +44,22 @@ export class GuardedRuntime implements ContainerRuntime {
   /** The calls that named a protected container; empty when the agent behaved. */
   foreignCalls(): ContainerCall[] {
     return this.calls.filter((c) => this.isProtected(c.id));
+  }
+
+  runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
+    return this.inner.runSandbox(spec);
+  }
+
+  listSandboxes(options?: ListOptions): Promise<SandboxSummary[]> {
+    return this.inner.listSandboxes(options);
+  }
+
+  stopSandbox(id: string): Promise<void> {
+    return this.guard('stopSandbox', id, () => this.inner.stopSandbox(id));
+  }
+
+  removeSandbox(id: string, options?: { readonly volumes?: boolean }): Promise<void> {
+    return this.guard('removeSandbox', id, () => this.inner.removeSandbox(id, options));
   }
 
   list(options?: ListOptions): Promise<ContainerSummary[]> {
@@ -52,8 +70,10 @@ export class GuardedRuntime implements ContainerRuntime {
     return this.guard('inspect', id, () => this.inner.inspect(id));
   }
 
-  create(spec: ContainerSpec): Promise<ContainerSummary> {
-    return this.inner.create(spec);
+  create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
+    // Joining a foreign namespace holder is using it.
+    if (sandboxId === undefined) return this.inner.create(spec);
+    return this.guard('create', sandboxId, () => this.inner.create(spec, sandboxId));
   }
 
   start(id: string): Promise<void> {

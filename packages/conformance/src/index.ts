@@ -6,3 +6,4 @@ export * from './guarded-runtime.js';
 export * from './fuzz/index.js';
 export * from './manifest-fixture.js';
 export { ManualClock, heldClock, type HeldTimer } from './manual-clock.js';
+export type { PodNetworkCapability } from './pod-contract.js';

@@ -128,7 +128,6 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
         command: options.command,
         env: {},
         ports: [],
-        podPorts: [],
         mounts: [],
         labels,
       });

@@ -1,5 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubeletError, Labels, buildContainerName, type ContainerRuntime, type ContainerSpec, type ErrorCode } from '@kubelet-ts/core';
+import { podContract, type PodNetworkCapability } from './pod-contract.js';
 
 export interface RuntimeContractOptions {
   /** An image the runtime has (or can pull) whose `command` keeps running until stopped. */
@@ -10,6 +11,11 @@ export interface RuntimeContractOptions {
   readonly realExec?: boolean;
   /** An image that exists nowhere. Default `kubelet-ts.invalid/missing:none`. */
   readonly missingImage?: string;
+  /**
+   * What the runtime can show of a pod's network, checked for real (capabilities not declared are
+   * skipped, each by name, never silently). Without it, the pod tests check the bookkeeping only.
+   */
+  readonly podNetwork?: PodNetworkCapability;
 }
 
 /**
@@ -38,7 +44,6 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
       command: options.command,
       env: { CONTRACT: 'yes' },
       ports: [],
-      podPorts: [],
       mounts: [],
       labels: labels ?? {
         [Labels.manifestId]: podId,
@@ -159,5 +164,7 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
       const all = await runtime.list({ includeForeign: true });
       expect(all.some((x) => x.id === foreign.id)).toBe(true);
     });
+
+    podContract(() => runtime, { ...options, name });
   });
 }

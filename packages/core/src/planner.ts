@@ -185,9 +185,14 @@ function planPodInSandbox(pod: DesiredPod, existing: readonly ContainerSummary[]
     return [...actions, ...sandboxRemovals(pod.manifest.id, decision.stale, 'sandbox-changed', false)];
   }
   const list = existing ?? NONE;
-  if (!anyToRun(pod.manifest, list)) return NONE_ACTIONS;
   const { manifest } = pod;
   const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
+  if (!anyToRun(manifest, list)) {
+    // Every container ended for good: keep them (and the dead sandbox) for inspection, but what the
+    // manifest no longer lists goes.
+    const wanted = new Set(manifest.containers.map((c) => c.name));
+    return list.filter((c) => !wanted.has(c.labels[Labels.containerName] ?? '')).map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'not-desired', grace));
+  }
   const actions: PlanAction[] = list.map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'sandbox-changed', grace));
   actions.push(...sandboxRemovals(manifest.id, decision.stale, 'sandbox-changed', false), sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new'));
   for (const container of manifest.containers) {

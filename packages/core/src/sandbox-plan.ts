@@ -3,7 +3,7 @@ import { Labels } from './naming.js';
 import type { PlanAction, PlanReason } from './planner.js';
 import type { ContainerSummary } from './runtime.js';
 import { buildSandboxSpec, isManagedSandbox, sandboxHash, type SandboxSummary } from './sandbox.js';
-import { podPorts } from './spec.js';
+import { podPorts, specHashes } from './spec.js';
 
 /** Where a desired pod's containers go this pass. */
 export type SandboxDecision =
@@ -55,14 +55,20 @@ export function indexSandboxes(sandboxes: readonly SandboxSummary[], node: strin
   return byPod;
 }
 
-/** Whether any container of the pod still has to run (else a pod whose containers all ended for good needs no new sandbox). */
+/**
+ * Whether any container of the pod still has to run: one that has no container yet, runs, waits to
+ * start, has a newer spec, or ended and its restart policy says run it again. A pod whose containers
+ * all ended for good needs no new sandbox (as in the kubelet).
+ */
 export function anyToRun(manifest: ContainerManifest, existing: readonly ContainerSummary[]): boolean {
   const policy = manifest.restartPolicy ?? 'Always';
-  return manifest.containers.some((c) => {
+  const hashes = specHashes(manifest);
+  return manifest.containers.some((c, i) => {
     const mine = existing.filter((x) => x.labels[Labels.containerName] === c.name);
     if (mine.length === 0 || mine.some((x) => x.state !== 'exited')) return true;
-    if (policy === 'Always') return true;
     const newest = mine.reduce((a, b) => (b.createdAt > a.createdAt ? b : a));
+    if (newest.labels[Labels.specHash] !== hashes[i]) return true;
+    if (policy === 'Always') return true;
     return policy === 'OnFailure' && newest.exitCode !== 0;
   });
 }

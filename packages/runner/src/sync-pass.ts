@@ -93,8 +93,11 @@ export class SyncPass {
       return result;
     };
     try {
-      const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
+      // Busy as the lists begin: a worker that ends while they run may have acted after one of them
+      // looked (the two lists are not one snapshot), so its pod waits for the next pass, which
+      // `deferred` asks for at once.
       const busy = workers.busy();
+      const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
       metrics.desiredPods.set(desired.pods.length);
       const inputs = { desired, listed, sandboxes, allowRemovals };
       const idle = busy.size === 0 && this.options.prober.unhealthy().size === 0;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach } from '@jest/globals';
-import { Labels, buildContainerSpec, type ContainerManifest, type ContainerSpec, type ContainerSummary } from '@kubelet-ts/core';
+import { Labels, buildContainerSpec, buildSandboxSpec, type ContainerManifest, type ContainerSpec, type ContainerSummary } from '@kubelet-ts/core';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { Kubelet, type KubeletOptions } from '../src/kubelet.js';
@@ -40,12 +40,13 @@ export function agentFixture() {
       return found[0] as ContainerSummary;
     },
 
-    /** Makes containers for `m` as if an agent on `node` had created them, and starts them. */
+    /** Makes a sandbox and containers for `m` as if an agent on `node` had created them, and starts them. */
     async preexisting(m: ContainerManifest, node = HOST, source = 'b'): Promise<string[]> {
       const ids: string[] = [];
+      const sandbox = await f.runtime.runSandbox(buildSandboxSpec(m, { node, source }));
       for (const c of m.containers) {
         f.runtime.addImage(c.image);
-        const created = await f.runtime.create(buildContainerSpec(m, c, { node, source }));
+        const created = await f.runtime.create(buildContainerSpec(m, c, { node, source }), sandbox.id);
         await f.runtime.start(created.id);
         ids.push(created.id);
       }
@@ -54,7 +55,7 @@ export function agentFixture() {
 
     async foreign(name: string, labels: Record<string, string> = {}): Promise<string> {
       f.runtime.addImage('busybox:1');
-      const spec: ContainerSpec = { name, podId: name, image: 'busybox:1', env: {}, ports: [], podPorts: [], mounts: [], labels };
+      const spec: ContainerSpec = { name, podId: name, image: 'busybox:1', env: {}, ports: [], mounts: [], labels };
       const created = await f.runtime.create(spec);
       await f.runtime.start(created.id);
       return created.id;

@@ -79,7 +79,7 @@ async function runSeed(seed: number): Promise<SeedFigures> {
   // Two containers the agent must never touch: a foreign one, and one of another agent on the same
   // engine for a pod id this agent runs too.
   runtime.addImage('busybox:1');
-  const foreignSpec: ContainerSpec = { name: 'foreign', podId: 'foreign', image: 'busybox:1', env: {}, ports: [], podPorts: [], mounts: [], labels: { owner: 'someone' } };
+  const foreignSpec: ContainerSpec = { name: 'foreign', podId: 'foreign', image: 'busybox:1', env: {}, ports: [], mounts: [], labels: { owner: 'someone' } };
   // Without host ports: two agents claiming one host port could never both run.
   const other = manifest('p0', [{ name: 'main', image: 'app:1' }, { name: 'side', image: 'db:5' }]);
   const untouchable: string[] = [(await runtime.create(foreignSpec)).id];

@@ -77,7 +77,7 @@ describe('resolveKubelet', () => {
     await k.start();
     await settle();
 
-    expect(events.types('web')).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerStarted']);
+    expect(events.types('web')).toEqual(['SandboxCreated', 'ImagePulled', 'ContainerCreated', 'ContainerStarted']);
     expect(events.events.every((e) => e.time === 5_000_000)).toBe(true);
 
     // The periodic pass runs on the registered clock, at the given frequency.

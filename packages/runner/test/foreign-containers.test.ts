@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Labels, buildContainerSpec, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
+import { Labels, buildContainerSpec, buildSandboxSpec, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
 import { GuardedRuntime, checkedManifest, ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ServerManifestSource, agentApiHandler } from '@kubelet-ts/source-server';
@@ -26,9 +26,13 @@ const old = checkedManifest({ id: 'old', containers: [{ name: 'app', image: 'app
 function listingWithoutTimes(runtime: MemoryRuntime): ContainerRuntime {
   return {
     name: runtime.name,
+    runSandbox: (spec) => runtime.runSandbox(spec),
+    listSandboxes: (options) => runtime.listSandboxes(options),
+    stopSandbox: (id) => runtime.stopSandbox(id),
+    removeSandbox: (id, options) => runtime.removeSandbox(id, options),
     list: async (options) => (await runtime.list(options)).map(({ startedAt: _s, finishedAt: _f, ...c }) => c),
     inspect: (id) => runtime.inspect(id),
-    create: (spec) => runtime.create(spec),
+    create: (spec, sandboxId) => runtime.create(spec, sandboxId),
     start: (id) => runtime.start(id),
     stop: (id, timeout) => runtime.stop(id, timeout),
     remove: (id, options) => runtime.remove(id, options),
@@ -54,17 +58,22 @@ describe('foreign containers beside the agent', () => {
   let kubelet: Kubelet;
   /** Every foreign container and its record before the agent started. */
   let foreign: Map<string, { name: string; state: string; startedAt: number | undefined }>;
+  /** Every foreign sandbox (namespace holder) and its state before the agent started. */
+  let foreignSandboxes: Map<string, { name: string; state: string }>;
   /** Our container of a pod no source asks for any more. */
   let stale: string;
+  /** Our sandbox of web, and of that pod. */
+  let webSandbox: string;
+  let staleSandbox: string;
 
-  async function place(spec: ContainerSpec, state: 'running' | 'exited'): Promise<string> {
-    const created = await memory.create(spec);
+  async function place(spec: ContainerSpec, state: 'running' | 'exited', sandbox?: string): Promise<string> {
+    const created = await memory.create(spec, sandbox);
     await memory.start(created.id);
     if (state === 'exited') memory.exit(created.id, 1);
     return created.id;
   }
 
-  const bare = (name: string, labels: Record<string, string>): ContainerSpec => ({ name, podId: 'web', image: 'app:1', env: {}, ports: [], podPorts: [], mounts: [], labels });
+  const bare = (name: string, labels: Record<string, string>): ContainerSpec => ({ name, podId: 'web', image: 'app:1', env: {}, ports: [], mounts: [], labels });
   const ourSpec = (m: ContainerManifest, container: string, node = HOST) => buildContainerSpec(m, m.containers.find((c) => c.name === container)!, { node, source: 'a' });
   const ours = (podId: string, container: string) =>
     memory.snapshot().filter((c) => c.labels[Labels.node] === HOST && c.labels[Labels.manifestId] === podId && c.labels[Labels.containerName] === container && !foreign.has(c.id));
@@ -96,12 +105,26 @@ describe('foreign containers beside the agent', () => {
       await place(ourSpec(old, 'app', 'node-b'), 'running'),
     ];
     foreign = new Map(memory.snapshot().filter((c) => ids.includes(c.id)).map((c) => [c.id, { name: c.name, state: c.state, startedAt: c.startedAt }]));
+    // Namespace holders someone else made (issue 17: one labelled as ours was removed, a stopped
+    // one was started and joined): labelled as ours with a name the agent never gives, with a hash
+    // it never writes, stopped, and another agent's.
+    const ourWebSandbox = buildSandboxSpec(web(), { node: HOST, source: 'a' });
+    const holders = [
+      await memory.runSandbox({ ...ourWebSandbox, name: 'evil-holder' }),
+      await memory.runSandbox({ ...ourWebSandbox, name: 'POD--web--0badf00d', labels: { ...ourWebSandbox.labels, [Labels.sandboxHash]: 'garbage' } }),
+      await memory.runSandbox({ ...ourWebSandbox, name: 'stopped-holder' }),
+      await memory.runSandbox(buildSandboxSpec(web(), { node: 'node-b', source: 'a' })),
+    ];
+    memory.killSandbox(holders[2]!.id);
+    foreignSandboxes = new Map(memory.sandboxSnapshot().map((x) => [x.id, { name: x.name, state: x.state }]));
     // Ours from before this agent started: one to adopt, one no source asks for any more.
-    await place(ourSpec(web(), 'app'), 'running');
-    stale = await place(ourSpec(old, 'app'), 'running');
+    webSandbox = (await memory.runSandbox(ourWebSandbox)).id;
+    staleSandbox = (await memory.runSandbox(buildSandboxSpec(old, { node: HOST, source: 'a' }))).id;
+    await place(ourSpec(web(), 'app'), 'running', webSandbox);
+    stale = await place(ourSpec(old, 'app'), 'running', staleSandbox);
 
     guard = new GuardedRuntime(listingWithoutTimes(memory));
-    guard.protect(...[...foreign].flatMap(([id, c]) => [id, c.name]));
+    guard.protect(...[...foreign].flatMap(([id, c]) => [id, c.name]), ...[...foreignSandboxes].flatMap(([id, x]) => [id, x.name]));
     source = new ScriptedSource('a', { initial: [web()] });
     server = new ServerManifestSource({ port: 0 });
     kubelet = new Kubelet({ runtime: guard, sources: [source, server], clock, events: new RecordingEventSink(), hostname: HOST, syncFrequencyMs: SYNC_MS });
@@ -119,6 +142,8 @@ describe('foreign containers beside the agent', () => {
       expect({ name: c.name, state: c.state, startedAt: c.startedAt }).toEqual(before);
     }
     expect(memory.snapshot().filter((c) => foreign.has(c.id))).toHaveLength(foreign.size);
+    const holders = memory.sandboxSnapshot().filter((x) => foreignSandboxes.has(x.id));
+    expect(new Map(holders.map((x) => [x.id, { name: x.name, state: x.state }]))).toEqual(foreignSandboxes);
   });
 
   it('adopts ours, removes our stale pod and creates what is missing, beside them', async () => {
@@ -126,7 +151,11 @@ describe('foreign containers beside the agent', () => {
     expect(ours('web', 'app')).toHaveLength(1);
     expect(ours('web', 'probed')).toHaveLength(1);
     expect(called('stop', stale) && called('remove', stale)).toBe(true);
+    expect(called('removeSandbox', staleSandbox)).toBe(true);
     expect(called('start', runningOurs('probed').id)).toBe(true);
+    // Joined our own sandbox, never a foreign holder.
+    expect(memory.sandboxOf(runningOurs('probed').id)).toBe(webSandbox);
+    expect(called('create', webSandbox)).toBe(true);
   });
 
   it('inspects, restarts and collects only our crashed containers', async () => {
@@ -161,6 +190,7 @@ describe('foreign containers beside the agent', () => {
     await kubelet.sync();
     expect(ours('web', 'app')).toEqual([]);
     expect(ours('web', 'probed')).toEqual([]);
+    expect(memory.sandboxSnapshot().some((x) => x.id === webSandbox)).toBe(false);
   });
 
   it('shows no foreign container through containerInfo, pods, plan and metrics', async () => {

@@ -45,7 +45,7 @@ describe('Kubelet: failures and changes', () => {
 
       const half = one('web');
       expect(half.state).toBe('created');
-      expect(f.events.types('web')).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerFailed']);
+      expect(f.events.types('web')).toEqual(['SandboxCreated', 'ImagePulled', 'ContainerCreated', 'ContainerFailed']);
       expect(f.events.ofType('ContainerFailed')[0]).toMatchObject({ reason: 'Unavailable' });
 
       const result = await k.sync();
@@ -65,7 +65,7 @@ describe('Kubelet: failures and changes', () => {
       await settle();
 
       expect(of('web')).toEqual([]);
-      expect(f.events.types('web')).toEqual(['ImagePulled', 'ContainerCreated', 'ContainerFailed']);
+      expect(f.events.types('web')).toEqual(['SandboxCreated', 'ImagePulled', 'ContainerCreated', 'ContainerFailed']);
       expect(f.events.ofType('ContainerFailed')[0]!.message).toMatch(/injected Internal fault on start .*; removed the container, to create it afresh$/);
 
       // Not on the very next pass (issue 17: a pod that can never start was recreated every pass) …
@@ -98,7 +98,7 @@ describe('Kubelet: failures and changes', () => {
 
       const next = await k.sync();
       expect(next.error).toBeUndefined();
-      expect(next).toMatchObject({ desired: 2, actions: 1, failures: 0 });
+      expect(next).toMatchObject({ desired: 2, actions: 2, failures: 0 }); // db's sandbox and container
       expect(one('db').state).toBe('running');
       expect(one('web').id).toBe(webId);
     });
@@ -243,7 +243,7 @@ describe('Kubelet: failures and changes', () => {
       await settle();
       expect(f.runtime.snapshot()).toEqual([]);
       expect(f.runtime.calls.filter((c) => c.target === id).map((c) => c.op)).toEqual(['start', 'remove']);
-      expect(f.events.types('web').slice(-1)).toEqual(['ContainerRemoved']);
+      expect(f.events.types('web').slice(-2)).toEqual(['ContainerRemoved', 'SandboxRemoved']);
     });
   });
 

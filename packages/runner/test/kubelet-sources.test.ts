@@ -72,8 +72,8 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
         manifest('cache', [{ name: 'cache', image: 'redis:7' }]),
       ]);
       const result = await pass;
-      // db: waits out its crash back-off; cache: create (fails).
-      expect(result).toMatchObject({ desired: 3, actions: 1, failures: 1, held: 0 });
+      // db: waits out its crash back-off; cache: its sandbox, then the create (fails).
+      expect(result).toMatchObject({ desired: 3, actions: 2, failures: 1, held: 0 });
       expect(k.status()).toMatchObject({ hostname: HOST, lastPass: result });
       // sync() runs a pass of its own: only the failed creation is left to do.
       const retry = await k.sync();
@@ -119,7 +119,7 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       await settle();
 
       const waiting = await k.sync();
-      expect(waiting.held).toBe(1);
+      expect(waiting.held).toBe(2); // the container and its sandbox
       expect(of('old').map((c) => [c.id, c.state])).toEqual([[oldIds[0], 'running']]);
       expect(f.runtime.callCount('stop')).toBe(0);
       expect(f.runtime.callCount('remove')).toBe(0);
@@ -136,7 +136,7 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       b.push([]); // an empty set counts as delivered
       await settle();
       expect(of('old')).toEqual([]);
-      expect(f.events.types('old')).toEqual(['ContainerStopped', 'ContainerRemoved']);
+      expect(f.events.types('old')).toEqual(['ContainerStopped', 'ContainerRemoved', 'SandboxRemoved']);
       const after = await k.sync();
       expect(after).toMatchObject({ held: 0, actions: 0 });
     });
@@ -255,7 +255,7 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const result = await k.sync();
       expect(result).toMatchObject({ desired: 1, actions: 0 });
       expect(f.runtime.snapshot()).toEqual(before);
-      expect(f.runtime.calls.slice(calls).map((c) => c.op)).toEqual(['list']);
+      expect(f.runtime.calls.slice(calls).map((c) => c.op)).toEqual(['list', 'listSandboxes']);
     });
 
     it('reports other non-fatal source errors as SourceError', async () => {

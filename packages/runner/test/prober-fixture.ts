@@ -82,7 +82,6 @@ export function proberFixture() {
         image: 'redis:7',
         env: {},
         ports: [],
-        podPorts: [],
         mounts: [],
         labels: { [Labels.manifestId]: podId, [Labels.containerName]: container },
       };

@@ -122,7 +122,7 @@ describe('Kubelet: the sync loop', () => {
       await f.clock.advance(100);
       await f.clock.advance(SYNC_MS / 2);
       expect(passes).toHaveLength(2);
-      expect(passes[1]).toMatchObject({ desired: 3, actions: 3 });
+      expect(passes[1]).toMatchObject({ desired: 3, actions: 6 }); // a sandbox and a container each
       expect(ours()).toHaveLength(3);
     });
   });
