@@ -4,7 +4,6 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Labels } from '@kubelet-ts/core';
-import { InfraLabels } from '@kubelet-ts/runtime-docker';
 import {
   EtcdServer,
   TcpGate,
@@ -89,7 +88,7 @@ describe('an agent on a real engine through faults of its sources, its engine an
 
   /** Stop-like engine events since `mark`, as `die <pod>` or `die <pod> (infra)`. */
   const stopsSince = (mark: number) =>
-    engineEvents.since(mark, (labels, id) => labels[Labels.manifestId] ?? (labels[InfraLabels.pod] === undefined ? id.slice(0, 12) : `${labels[InfraLabels.pod]} (infra)`), STOPPING);
+    engineEvents.since(mark, (labels, id) => labels[Labels.manifestId] ?? (labels[Labels.sandbox] === undefined ? id.slice(0, 12) : `${labels[Labels.sandbox]} (infra)`), STOPPING);
 
   /** The agent's events since log line `from`, one line each, for failure messages. */
   const acted = (from: number) =>
@@ -240,7 +239,7 @@ describe('an agent on a real engine through faults of its sources, its engine an
     const now = await running();
     const missing = healthy.filter((line) => !now.includes(line));
     if (missing.length > 0) {
-      const engine = engineEvents.since(mark, (labels, id) => `${labels[Labels.manifestId] ?? labels[InfraLabels.pod] ?? '?'} ${id.slice(0, 12)}`);
+      const engine = engineEvents.since(mark, (labels, id) => `${labels[Labels.manifestId] ?? labels[Labels.sandbox] ?? '?'} ${id.slice(0, 12)}`);
       throw new Error(`healthy containers replaced: ${missing.join(', ')}\n--- the restarted agent ---\n${acted(from).join('\n')}\n--- the engine ---\n${engine.join('\n')}`);
     }
     // A half-made container of a new pod may be replaced; nothing else is stopped.

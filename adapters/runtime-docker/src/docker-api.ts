@@ -40,6 +40,8 @@ export interface DockerContainerInfo {
   State: string;
   Status: string;
   Created: number;
+  /** `container:<id>` for a container in a pod's namespace; `host`, `bridge`, `default`, … otherwise. */
+  HostConfig?: { NetworkMode?: string };
 }
 
 export interface DockerInspect {
@@ -65,6 +67,7 @@ export interface DockerInspect {
 export interface DockerCreateOptions {
   name: string;
   Image: string;
+  Hostname?: string;
   Cmd?: string[];
   WorkingDir?: string;
   Env?: string[];

@@ -1,12 +1,9 @@
-import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import Docker from 'dockerode';
 import {
   KubeletError,
   Labels,
   Tokens,
-  canonicalJson,
-  escapeNamePart,
   repeatEvery,
   silentLogger,
   systemClock,
@@ -18,10 +15,12 @@ import {
   type ExecResult,
   type ListOptions,
   type Logger,
-  type PortBinding,
   type Registry,
+  type SandboxSpec,
+  type SandboxSummary,
 } from '@kubelet-ts/core';
-import type { DockerApi, DockerContainerInfo, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
+import type { DockerApi, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
+import { DockerSandboxes, portBindings } from './docker-sandboxes.js';
 import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
 import { podVolumeDir } from './volume-dirs.js';
@@ -47,16 +46,10 @@ export interface DockerRuntimeOptions {
 export const DEFAULT_POD_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
 export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
 
-/** Labels of a pod's infrastructure container (which carries no manifest-id, so `list` never shows it). */
-export const InfraLabels = {
-  pod: 'io.kubelet-ts.pod-infra',
-  portsHash: 'io.kubelet-ts.pod-ports-hash',
-} as const;
-
 /**
- * `ContainerRuntime` on a Docker engine. The containers of one manifest share one network
- * namespace, held by an infrastructure container per pod that also publishes the pod's ports, so
- * the containers of a pod reach each other on `localhost` (as every kubelet since mid-2014).
+ * `ContainerRuntime` on a Docker engine. A pod's sandbox is an infrastructure container that holds
+ * its network namespace and publishes its ports (see `DockerSandboxes`); the pod's containers join
+ * it, so they reach each other on `localhost` (as every kubelet since mid-2014).
  */
 export class DockerRuntime implements ContainerRuntime {
   readonly name = ADAPTER;
@@ -69,6 +62,7 @@ export class DockerRuntime implements ContainerRuntime {
   private readonly pullProgressIntervalMs: number;
   private readonly clock: Clock;
   private readonly pulls = new Map<string, Promise<void>>();
+  private readonly sandboxes: DockerSandboxes;
 
   constructor(options: DockerRuntimeOptions = {}) {
     const host = options.host ?? process.env['DOCKER_HOST'] ?? 'unix:///var/run/docker.sock';
@@ -80,11 +74,39 @@ export class DockerRuntime implements ContainerRuntime {
     this.logger = options.logger ?? silentLogger;
     this.pullProgressIntervalMs = options.pullProgressIntervalMs ?? 10_000;
     this.clock = options.clock ?? systemClock;
+    this.sandboxes = new DockerSandboxes({
+      docker: this.docker,
+      hostIp: this.hostIp,
+      podInfraImage: this.podInfraImage,
+      volumesRoot: this.volumesRoot,
+      clock: this.clock,
+      logger: this.logger,
+      call: (what, fn, notModifiedIsSuccess) => this.call(what, fn, notModifiedIsSuccess),
+      ensureImage: async (image) => {
+        if (!(await this.hasImage(image))) await this.pull(image);
+      },
+    });
   }
 
   /** Resolves when the engine answers; rejects with `Unavailable` saying where and how to start one. */
   async ping(): Promise<void> {
     await this.call('ping', () => this.docker.ping());
+  }
+
+  runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
+    return this.sandboxes.run(spec);
+  }
+
+  listSandboxes(options?: ListOptions): Promise<SandboxSummary[]> {
+    return this.sandboxes.list(options);
+  }
+
+  stopSandbox(id: string): Promise<void> {
+    return this.sandboxes.stop(id);
+  }
+
+  removeSandbox(id: string, options?: { readonly volumes?: boolean }): Promise<void> {
+    return this.sandboxes.remove(id, options);
   }
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
@@ -98,13 +120,14 @@ export class DockerRuntime implements ContainerRuntime {
     return detailsOf(info);
   }
 
-  async create(spec: ContainerSpec): Promise<ContainerSummary> {
+  async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
     // No image check first: the engine answers 404 for a missing image, which is NotFound.
     const binds = await this.prepareVolumes(spec);
-    // Pods get a shared namespace; a container without our labels (an embedder's own) gets its
-    // ports directly, like `docker run -p`.
-    const pod = spec.labels[Labels.manifestId] !== undefined;
-    const network = pod ? { NetworkMode: `container:${await this.ensureInfra(spec)}` } : { PortBindings: this.bindings(spec.ports).bindings };
+    // In a sandbox the container joins its namespace, whose holder publishes the pod's ports; a
+    // container without one (an embedder's own) gets its ports directly, like `docker run -p`.
+    const pod = sandboxId !== undefined;
+    if (pod) await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
+    const network = pod ? { NetworkMode: `container:${sandboxId}` } : { PortBindings: portBindings(spec.ports, this.hostIp).bindings };
     const options: DockerCreateOptions = {
       name: spec.name,
       Image: spec.image,
@@ -112,7 +135,7 @@ export class DockerRuntime implements ContainerRuntime {
       ...(spec.workingDir === undefined ? {} : { WorkingDir: spec.workingDir }),
       Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
       Labels: { ...spec.labels },
-      ...(pod ? {} : { ExposedPorts: this.bindings(spec.ports).exposed }),
+      ...(pod ? {} : { ExposedPorts: portBindings(spec.ports, this.hostIp).exposed }),
       HostConfig: {
         ...network,
         Binds: binds,
@@ -120,28 +143,14 @@ export class DockerRuntime implements ContainerRuntime {
         ...(spec.cpuShares === undefined ? {} : { CpuShares: spec.cpuShares }),
       },
     };
-    let created: { id: string };
-    try {
-      created = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
-    } catch (error) {
-      // A namespace made for a container that could not be created must not outlive it.
-      if (pod) await this.removeInfraIfUnused(spec.labels[Labels.manifestId] ?? spec.podId, spec.labels[Labels.node] ?? '').catch(() => undefined);
-      throw error;
-    }
+    const created = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
     return { id: created.id, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: this.clock.now() };
   }
 
   async start(id: string): Promise<void> {
-    try {
-      await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
-    } catch (error) {
-      // A pod container made before its namespace holder stopped (the engine restarted, say)
-      // cannot start until that holder runs again. Only a failed start pays for the look.
-      const infra = error instanceof KubeletError && error.code === 'Conflict' ? await this.stoppedInfraOf(id) : undefined;
-      if (infra === undefined) throw error;
-      await this.startInfra(infra);
-      await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
-    }
+    // A container whose sandbox is down cannot start (Conflict): the agent replaces the sandbox,
+    // with its containers; a holder is never started again here.
+    await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
   }
 
   async stop(id: string, timeoutSeconds: number): Promise<void> {
@@ -165,9 +174,6 @@ export class DockerRuntime implements ContainerRuntime {
     } catch (error) {
       if (!(error instanceof KubeletError && error.code === 'NotFound')) throw error;
     }
-    const labels = info.Config.Labels ?? {};
-    const podId = labels[Labels.manifestId];
-    if (podId !== undefined) await this.removeInfraIfUnused(podId, labels[Labels.node] ?? '');
   }
 
   pull(image: string): Promise<void> {
@@ -201,102 +207,6 @@ export class DockerRuntime implements ContainerRuntime {
     }
     const result = await this.call(`exec in ${id}`, () => exec.inspect());
     return { exitCode: result.ExitCode ?? -1, output };
-  }
-
-  // ---- pods ----------------------------------------------------------------------------------
-
-  /** The pod's infrastructure container, created and started when missing; returns its id. */
-  private async ensureInfra(spec: ContainerSpec): Promise<string> {
-    // Keyed by the labels, which is what `remove` can read back from a container.
-    const podId = spec.labels[Labels.manifestId] ?? spec.podId;
-    const node = spec.labels[Labels.node] ?? '';
-    const portsHash = hashPorts(spec.podPorts);
-    const existing = await this.findInfra(podId, node);
-    let current: DockerContainerInfo | undefined;
-    for (const infra of existing) {
-      // Ports are fixed when a namespace is made: another port set means a new namespace. The
-      // planner has already removed the pod's containers, whose spec hashes cover the pod's ports.
-      if (infra.Labels[InfraLabels.portsHash] === portsHash && current === undefined) current = infra;
-      else await this.call(`remove pod infra ${infra.Id}`, () => this.docker.getContainer(infra.Id).remove({ force: true, v: true }));
-    }
-    if (current?.State === 'running') return current.Id;
-    if (current !== undefined) {
-      try {
-        await this.startInfra(current.Id);
-        return current.Id;
-      } catch (error) {
-        // An engine stopped while it started this container can leave it unstartable ("task
-        // already exists"): a new namespace is the way out, as the kubelet makes a new sandbox.
-        this.logger.warn({ podId, infra: current.Id.slice(0, 12), err: error }, 'pod network namespace cannot start; replacing it');
-        await this.call(`remove pod infra ${current.Id}`, () => this.docker.getContainer(current.Id).remove({ force: true, v: true }));
-      }
-    }
-    if (!(await this.hasImage(this.podInfraImage))) await this.pull(this.podInfraImage);
-    const { exposed, bindings } = this.bindings(spec.podPorts);
-    const name = `POD--${escapeNamePart(podId)}--${randomSuffix()}`;
-    const created = await this.call(`create pod infra for ${podId}`, () =>
-      this.docker.createContainer({
-        name,
-        Image: this.podInfraImage,
-        Labels: {
-          [InfraLabels.pod]: podId,
-          [InfraLabels.portsHash]: portsHash,
-          [Labels.node]: node,
-          ...(spec.labels[Labels.source] === undefined ? {} : { [Labels.source]: spec.labels[Labels.source] }),
-        },
-        ExposedPorts: exposed,
-        HostConfig: { PortBindings: bindings },
-      }),
-    );
-    await this.start(created.id);
-    this.logger.info({ podId, infra: created.id.slice(0, 12), ports: spec.podPorts.length }, 'pod network namespace created');
-    return created.id;
-  }
-
-  private async startInfra(id: string): Promise<void> {
-    await this.call(`start pod infra ${id}`, () => this.docker.getContainer(id).start(), true);
-  }
-
-  /** The id of the pod infra container whose namespace `id` joins, when that container is not running. */
-  private async stoppedInfraOf(id: string): Promise<string | undefined> {
-    const info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
-    const mode = info.HostConfig.NetworkMode ?? '';
-    if (!mode.startsWith('container:')) return undefined;
-    const infraId = mode.slice('container:'.length);
-    const infra = await this.call(`inspect pod infra ${infraId}`, () => this.docker.getContainer(infraId).inspect());
-    return infra.Config.Labels?.[InfraLabels.pod] !== undefined && infra.State.Status !== 'running' ? infra.Id : undefined;
-  }
-
-  private bindings(ports: readonly PortBinding[]) {
-    const exposed: Record<string, Record<string, never>> = {};
-    const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
-    for (const p of ports) {
-      const key = `${p.containerPort}/${p.protocol.toLowerCase()}`;
-      exposed[key] = {};
-      if (p.hostPort !== undefined) (bindings[key] ??= []).push({ HostIp: this.hostIp, HostPort: String(p.hostPort) });
-    }
-    return { exposed, bindings };
-  }
-
-  private findInfra(podId: string, node: string): Promise<DockerContainerInfo[]> {
-    return this.call(`list pod infra for ${podId}`, () =>
-      this.docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=${podId}`, `${Labels.node}=${node}`] } }),
-    );
-  }
-
-  /** The last container of a pod gone, its namespace goes too. */
-  private async removeInfraIfUnused(podId: string, node: string): Promise<void> {
-    const members = await this.call(`list pod ${podId}`, () =>
-      this.docker.listContainers({ all: true, filters: { label: [`${Labels.manifestId}=${podId}`, `${Labels.node}=${node}`] } }),
-    );
-    if (members.length > 0) return;
-    for (const infra of await this.findInfra(podId, node)) {
-      try {
-        await this.call(`remove pod infra ${infra.Id}`, () => this.docker.getContainer(infra.Id).remove({ force: true, v: true }));
-      } catch (error) {
-        if (!(error instanceof KubeletError && error.code === 'NotFound')) throw error;
-      }
-    }
   }
 
   /** Makes `<root>/<pod>/<volume>` for each mount (see `podVolumeDir`: nothing outside the root). */
@@ -361,14 +271,6 @@ function connect(host: string): DockerApi {
   if (host.startsWith('/')) return new Docker({ socketPath: host });
   const url = new URL(host.replace(/^tcp:/, 'http:'));
   return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol === 'https:' ? 'https' : 'http' });
-}
-
-function randomSuffix(): string {
-  return Math.floor(Math.random() * 0x1_0000_0000).toString(16).padStart(8, '0');
-}
-
-function hashPorts(ports: readonly PortBinding[]): string {
-  return createHash('sha256').update(canonicalJson(ports)).digest('hex').slice(0, 16);
 }
 
 /** Registers a `DockerRuntime` as the agent's runtime and returns it. */

@@ -2,7 +2,6 @@ export {
   DEFAULT_POD_INFRA_IMAGE,
   DEFAULT_VOLUMES_ROOT,
   DockerRuntime,
-  InfraLabels,
   registerDockerRuntime,
   type DockerRuntimeOptions,
 } from './docker-runtime.js';

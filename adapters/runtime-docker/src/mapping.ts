@@ -85,7 +85,6 @@ export function detailsOf(info: DockerInspect): ContainerDetails {
       ...(info.Config.WorkingDir ? { workingDir: info.Config.WorkingDir } : {}),
       env,
       ports: [],
-      podPorts: [],
       mounts: (info.HostConfig.Binds ?? []).map((b) => {
         const [host = '', containerPath = '', mode = 'rw'] = b.split(':');
         return { volume: host.split('/').at(-1) ?? '', containerPath, readOnly: mode.split(',').includes('ro') };

@@ -1,4 +1,4 @@
-import { lstat, mkdir, readlink, realpath } from 'node:fs/promises';
+import { lstat, mkdir, readlink, realpath, rm } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { KubeletError, isDnsLabel } from '@kubelet-ts/core';
 import { ADAPTER } from './errors.js';
@@ -52,4 +52,21 @@ async function ownDirectory(path: string, root: string): Promise<string> {
     throw new KubeletError('Conflict', `volume directory ${path} exists and is not a directory; refusing to mount it`, { adapter: ADAPTER });
   }
   return path;
+}
+
+/**
+ * Removes `<root>/<pod>` and every volume in it, once the pod is gone: a new pod with the same id
+ * must not find the old pod's files. A link planted there is removed as a link, never followed.
+ */
+export async function removePodVolumes(root: string, podId: string): Promise<void> {
+  if (!isDnsLabel(podId)) return;
+  let realRoot: string;
+  try {
+    realRoot = await realpath(root);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  // rm does not follow symbolic links, at the top or inside.
+  await rm(join(realRoot, podId), { recursive: true, force: true });
 }

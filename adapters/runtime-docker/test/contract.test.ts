@@ -2,7 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runtimeContract } from '@kubelet-ts/conformance';
-import { buildTestImages, TEST_IMAGES } from '@kubelet-ts/testkit';
+import { buildTestImages, busyboxPodNetwork, TEST_IMAGES } from '@kubelet-ts/testkit';
 import { DockerRuntime } from '../src/index.js';
 
 runtimeContract(
@@ -12,5 +12,5 @@ runtimeContract(
     return new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: await mkdtemp(join(tmpdir(), 'kubelet-ts-volumes-')) });
   },
   // busybox's sleep ignores SIGTERM as PID 1, so stop exercises the kill at the timeout too.
-  { image: TEST_IMAGES.busybox, command: ['sleep', '3600'] },
+  { image: TEST_IMAGES.busybox, command: ['sleep', '3600'], podNetwork: busyboxPodNetwork },
 );

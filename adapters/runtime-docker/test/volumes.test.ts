@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Labels, buildContainerSpec, validateManifest, type ContainerSpec } from '@kubelet-ts/core';
 import { buildTestImages, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
-import { DockerRuntime, InfraLabels } from '../src/index.js';
+import { DockerRuntime } from '../src/index.js';
 import { podVolumeDir } from '../src/volume-dirs.js';
 
 const NODE = `volumes-test-${process.pid}`;
@@ -144,7 +144,7 @@ describe('DockerRuntime volumes on a real engine', () => {
     const error = await runtime.create(spec('planted')).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'Conflict', message: expect.stringContaining(`${join(root, 'planted')} is a symbolic link`) });
     expect(await created('planted')).toEqual([]);
-    expect(await docker.listContainers({ all: true, filters: { label: [`${InfraLabels.pod}=planted`] } })).toEqual([]);
+    expect(await docker.listContainers({ all: true, filters: { label: [`${Labels.sandbox}=planted`] } })).toEqual([]);
     expect(await readdir(outside)).toEqual([]);
   });
 

@@ -147,7 +147,7 @@ export class MemoryRuntime implements ContainerRuntime {
     this.killSandbox(id);
   }
 
-  async removeSandbox(id: string): Promise<void> {
+  async removeSandbox(id: string, _options?: { readonly volumes?: boolean }): Promise<void> {
     await this.enter('removeSandbox', id);
     const s = this.sandboxes.get(id);
     if (s === undefined) return;

@@ -1,9 +1,28 @@
-export * from './runtime-contract.js';
-export * from './runner-scenarios.js';
-export * from './recording-sink.js';
-export * from './reliability.js';
-export * from './guarded-runtime.js';
-export * from './fuzz/index.js';
-export * from './manifest-fixture.js';
-export { ManualClock, heldClock, type HeldTimer } from './manual-clock.js';
+// What adapter authors and the agent's tests use, by name.
+
+// The contracts every adapter runs
+export { runtimeContract, type RuntimeContractOptions } from './runtime-contract.js';
 export type { PodNetworkCapability } from './pod-contract.js';
+export { runnerScenarios, type RunnerScenarioOptions, type ScenarioAgent } from './runner-scenarios.js';
+export {
+  sourceFuzzContract,
+  type DocumentFuzzHarness,
+  type RequestFuzzHarness,
+  type SourceFuzzHarness,
+  type SourceFuzzOptions,
+} from './fuzz/source-fuzz-contract.js';
+
+// Generators, for fuzzing of one's own
+export { validManifest, type ManifestInput, type ValidManifestOptions } from './fuzz/valid-manifests.js';
+export { invalidManifest, type InvalidManifest } from './fuzz/mutations.js';
+export { randomText, unreadableText, type UnreadableText } from './fuzz/unreadable.js';
+export { documentStyle, renderDocument, renderYaml, type DocumentStyle } from './fuzz/render.js';
+export { describeFuzzInput, fuzzBytes, fuzzInput, type FuzzInput } from './fuzz/cases.js';
+export { heapUsedMB } from './fuzz/memory.js';
+
+// Test helpers
+export { GuardedRuntime, type ContainerCall, type ContainerOperation } from './guarded-runtime.js';
+export { ManualClock, heldClock, type HeldTimer } from './manual-clock.js';
+export { RecordingSink } from './recording-sink.js';
+export { checkedManifest } from './manifest-fixture.js';
+export { isLongRun, recordFigures, reliabilityRuns, reliabilitySeed, type ReliabilityCounts } from './reliability.js';

@@ -1,5 +1,5 @@
-import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { KubeletError, Labels, buildContainerName, type ContainerRuntime, type ContainerSpec, type ErrorCode } from '@kubelet-ts/core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { KubeletError, Labels, buildContainerName, sandboxHash, type ContainerRuntime, type ContainerSpec, type ErrorCode } from '@kubelet-ts/core';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
 
 export interface RuntimeContractOptions {
@@ -26,11 +26,26 @@ export interface RuntimeContractOptions {
 export function runtimeContract(name: string, makeRuntime: () => ContainerRuntime | Promise<ContainerRuntime>, options: RuntimeContractOptions): void {
   describe(`ContainerRuntime contract: ${name}`, () => {
     let runtime: ContainerRuntime;
+    /** The containers of these tests live in one sandbox (a CRI runtime has no other kind). */
+    let sandboxId: string;
     const created: string[] = [];
     const missingImage = options.missingImage ?? 'kubelet-ts.invalid/missing:none';
 
     beforeAll(async () => {
       runtime = await makeRuntime();
+      const podId = `contract-${process.pid}`;
+      const sandbox = await runtime.runSandbox({
+        name: buildContainerName(podId, 'POD'),
+        podId,
+        hostname: podId,
+        ports: [],
+        labels: { [Labels.sandbox]: podId, [Labels.sandboxHash]: sandboxHash([]), [Labels.node]: 'contract-node', [Labels.source]: 'contract' },
+      });
+      sandboxId = sandbox.id;
+    });
+
+    afterAll(async () => {
+      await runtime.removeSandbox(sandboxId, { volumes: true });
     });
 
     afterEach(async () => {
@@ -55,7 +70,7 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
     });
 
     const create = async (s: ContainerSpec) => {
-      const c = await runtime.create(s);
+      const c = await runtime.create(s, sandboxId);
       created.push(c.id);
       return c;
     };
@@ -105,7 +120,7 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
     });
 
     it('refuses to remove a running container unless forced; removing a gone one succeeds', async () => {
-      const c = await runtime.create(spec('contract-d', 'main'));
+      const c = await runtime.create(spec('contract-d', 'main'), sandboxId);
       await runtime.start(c.id);
       await expectCode(runtime.remove(c.id), 'Conflict');
       await runtime.remove(c.id, { force: true });
@@ -123,13 +138,13 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
     it('answers Conflict when the name is taken', async () => {
       const s = spec('contract-e', 'main');
       await create(s);
-      await expectCode(runtime.create(s), 'Conflict');
+      await expectCode(runtime.create(s, sandboxId), 'Conflict');
     });
 
     it('does not create from an image it does not have, and cannot pull one that exists nowhere', async () => {
       expect(await runtime.hasImage(options.image)).toBe(true);
       expect(await runtime.hasImage(missingImage)).toBe(false);
-      await expectCode(runtime.create({ ...spec('contract-f', 'main'), image: missingImage }), 'NotFound');
+      await expectCode(runtime.create({ ...spec('contract-f', 'main'), image: missingImage }, sandboxId), 'NotFound');
       await expectCode(runtime.pull(missingImage), 'NotFound', 'Unavailable');
     });
 

@@ -1,6 +1,8 @@
-export * from './engine.js';
-export * from './images.js';
-export * from './etcd-server.js';
-export * from './engine-restart.js';
-export * from './tcp-gate.js';
-export * from './containerd.js';
+// Fixtures of the real-engine suites, by name.
+export { assertEngine, dockerSocketPath, independentDocker, removeLabelled } from './engine.js';
+export { buildTestImages, TEST_IMAGES, type TestImages } from './images.js';
+export { EtcdServer, freePort } from './etcd-server.js';
+export { reapEngineDebris, stopDockerEngine, type StoppedEngine } from './engine-restart.js';
+export { TcpGate } from './tcp-gate.js';
+export { assertContainerd, criCgroupParent, criEndpoint } from './containerd.js';
+export { busyboxPodNetwork } from './pod-network.js';
