@@ -145,6 +145,8 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
   it('stops and removes the containers of a removed manifest, and its network namespace', async () => {
     await rm(join(dir, 'web.yaml'));
     await agent!.until(() => agent!.events('ContainerRemoved', 'web').length === 2, 'both removed', 30_000);
+    // Its sandbox goes after its containers.
+    await agent!.until(() => agent!.events('SandboxRemoved', 'web').length === 1, 'the sandbox removed', 10_000);
     expect(await ours()).toEqual([]);
     expect(await docker.listContainers({ all: true, filters: { label: [`${Labels.node}=${node}`] } })).toEqual([]);
   });

@@ -99,7 +99,7 @@ describe('kubelet-ts CLI flags', () => {
 
   it.each([
     [['--sync-frequency', '10x'], 'invalid duration "10x"'],
-    [['--runtime', 'podman'], "Allowed choices are docker, memory, auto"],
+    [['--runtime', 'podman'], "Allowed choices are docker, cri, memory, auto"],
     [['--no-such-flag'], "unknown option '--no-such-flag'"],
   ])('refuses %j with a clear message', async (args, message) => {
     const failure = await run(process.execPath, [cliPath, ...args], { cwd: repoRoot }).then(

@@ -57,7 +57,9 @@ describe('three agents on one etcd: each runs what its own key holds', () => {
     const range = await etcd(server.endpoint, 'range', { key: '/events/web/', range_end: '/events/web0' });
     const keys = (range.kvs ?? []).map((kv) => Buffer.from(kv.key, 'base64').toString());
     expect(keys.length).toBeGreaterThanOrEqual(3); // created and started on a, removed on a, started on b …
-    expect(keys.every((k) => k.startsWith('/events/web/main/'))).toBe(true);
+    // The container's events, and its pod sandbox's (container POD).
+    expect(keys.every((k) => k.startsWith('/events/web/main/') || k.startsWith('/events/web/POD/'))).toBe(true);
+    expect(keys.some((k) => k.startsWith('/events/web/main/'))).toBe(true);
   });
 
   it('stops cleanly', async () => {

@@ -1,11 +1,13 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { DEFAULT_CRI_ENDPOINT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
 import { parseDuration } from './duration.js';
 
 export interface CliOptions {
   readonly config?: string;
   readonly hostnameOverride?: string;
-  readonly runtime: 'memory' | 'docker' | 'auto';
+  readonly runtime: 'memory' | 'docker' | 'cri' | 'auto';
+  readonly containerRuntimeEndpoint: string;
   readonly dockerHost?: string;
   readonly volumesRoot: string;
   readonly podInfraImage: string;
@@ -67,9 +69,12 @@ export function buildProgram(): Command {
     .addOption(new Option('--config <path>', 'a manifest file, or a directory of .yaml/.yml/.json manifests'))
     .addOption(new Option('--hostname-override <name>', "this host's name (labels what the agent creates)"))
     .addOption(
-      new Option('--runtime <kind>', 'container runtime: docker, memory, or auto (docker when an engine answers, else memory, said loudly)')
-        .choices(['docker', 'memory', 'auto'])
+      new Option('--runtime <kind>', 'container runtime: docker, cri, memory, or auto (docker when an engine answers, else the CRI endpoint, else memory, said loudly)')
+        .choices(['docker', 'cri', 'memory', 'auto'])
         .default('auto'),
+    )
+    .addOption(
+      new Option('--container-runtime-endpoint <endpoint>', 'the CRI runtime (containerd, CRI-O) for --runtime cri: unix:///path').default(DEFAULT_CRI_ENDPOINT),
     )
     .addOption(new Option('--docker-host <url>', 'the Docker engine: unix:///path or tcp://host:port').env('DOCKER_HOST').default(undefined, 'unix:///var/run/docker.sock'))
     .addOption(new Option('--volumes-root <dir>', 'pod volumes live in <dir>/<manifest id>/<volume>').default(DEFAULT_VOLUMES_ROOT))

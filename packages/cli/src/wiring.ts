@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Tokens, type Logger } from '@kubelet-ts/core';
 import { LogEventSink } from '@kubelet-ts/runner';
+import { registerCriRuntime } from '@kubelet-ts/runtime-cri';
 import { registerDockerRuntime } from '@kubelet-ts/runtime-docker';
 import { registerMemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { registerEtcdEventSink, registerEtcdSource } from '@kubelet-ts/source-etcd';
@@ -21,7 +22,7 @@ export interface Wiring {
 
 /**
  * The command line, registered in a DI container through each adapter's `register…()` function,
- * exactly as an embedder would: the runtime (`--runtime`), then the four sources of the 2014 agent
+ * exactly as an embedder would: the runtime (`--runtime`: docker, cri or memory), then the four sources of the 2014 agent
  * in priority order (file, url, etcd, server; the earlier wins a manifest id given twice), and the
  * event sinks (the log, and etcd when `--etcd-servers` is set). `resolveKubelet` builds the agent
  * from it.
@@ -29,7 +30,7 @@ export interface Wiring {
 export async function wire(options: CliOptions, hostname: string, logger: Logger, mode: 'agent' | 'plan' = 'agent'): Promise<Wiring> {
   const container = rootContainer.createChildContainer();
   container.register(Tokens.Logger, { useValue: logger });
-  await registerRuntime(container, options, logger);
+  const runtime = await registerRuntime(container, options, logger);
   if (options.config !== undefined) registerFileSource(container, { path: options.config, checkFrequencyMs: options.fileCheckFrequency });
   if (options.manifestUrl !== undefined) {
     registerHttpSource(container, {
@@ -42,7 +43,7 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
   if (options.etcdServers !== undefined) registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname, logger });
   if (mode === 'plan') {
     // A plan reads the sources once; the server's set lives in the running agent (GET /plan there).
-    return { container, close: async () => {} };
+    return { container, close: () => runtime.close() };
   }
   container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
   const etcdEvents = options.etcdServers === undefined ? undefined : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger });
@@ -58,15 +59,26 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     server,
     close: async () => {
       await etcdEvents?.close();
+      await runtime.close();
     },
   };
 }
 
-/** `auto` takes Docker when an engine answers within a second, else the in-memory runtime, loudly. */
-async function registerRuntime(container: DependencyContainer, options: CliOptions, logger: Logger): Promise<void> {
+/**
+ * `auto` takes Docker when an engine answers within a second, else the CRI endpoint when it
+ * answers, else the in-memory runtime, loudly. The one chosen is registered last, so it is resolved.
+ */
+async function registerRuntime(container: DependencyContainer, options: CliOptions, logger: Logger): Promise<{ close(): Promise<void> }> {
+  const none = { close: async () => {} };
   if (options.runtime === 'memory') {
     registerMemoryRuntime(container);
-    return;
+    return none;
+  }
+  const cri = () =>
+    registerCriRuntime(container, { endpoint: options.containerRuntimeEndpoint, volumesRoot: options.volumesRoot, hostIp: options.hostIp, logger });
+  if (options.runtime === 'cri') {
+    const runtime = cri();
+    return { close: async () => runtime.close() };
   }
   const docker = registerDockerRuntime(container, {
     ...(options.dockerHost === undefined ? {} : { host: options.dockerHost }),
@@ -75,18 +87,30 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
     hostIp: options.hostIp,
     logger,
   });
-  if (options.runtime === 'docker') return;
+  if (options.runtime === 'docker') return none;
+  const reasons: string[] = [];
   try {
     await withTimeout(docker.ping(), 1000);
     logger.info({ runtime: 'docker', endpoint: docker.endpoint }, 'using the Docker engine');
+    return none;
   } catch (error) {
-    logger.warn(
-      { runtime: 'memory', endpoint: docker.endpoint, reason: (error as Error).message },
-      'NO CONTAINER ENGINE ANSWERS: running on the IN-MEMORY runtime; containers are simulated and nothing runs on this host (use --runtime docker to insist on an engine)',
-    );
-    // Registered after Docker, so it is the one resolved.
-    registerMemoryRuntime(container);
+    reasons.push(`docker at ${docker.endpoint}: ${(error as Error).message}`);
   }
+  const runtime = cri();
+  try {
+    await withTimeout(runtime.version(), 1000);
+    logger.info({ runtime: 'cri', endpoint: runtime.endpoint }, 'using the CRI runtime');
+    return { close: async () => runtime.close() };
+  } catch (error) {
+    reasons.push(`cri at ${runtime.endpoint}: ${(error as Error).message}`);
+    await runtime.close();
+  }
+  logger.warn(
+    { runtime: 'memory', reasons },
+    'NO CONTAINER ENGINE ANSWERS: running on the IN-MEMORY runtime; containers are simulated and nothing runs on this host (use --runtime docker or --runtime cri to insist on an engine)',
+  );
+  registerMemoryRuntime(container);
+  return none;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
