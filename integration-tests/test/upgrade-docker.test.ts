@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StaticManifestSource, buildContainerSpec, canonicalJson, type KubeletEvent } from '@kubelet-ts/core';
+import { StaticManifestSource, buildContainerSpec, buildSandboxSpec, canonicalJson, type KubeletEvent } from '@kubelet-ts/core';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import { createKubelet } from '@kubelet-ts/runner';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
@@ -17,7 +17,7 @@ const NODE = `upgrade-${process.pid}`;
  * The pod is made here the way that release made it, literally (its label keys, its ports hash,
  * its names and its Engine API calls), not through today's code.
  */
-describe('upgrading from the release with implicit pods, on a real Docker engine', () => {
+describe('upgrading from the release with implicit pods, and an orphaned sandbox, on a real Docker engine', () => {
   const docker = independentDocker();
   let volumes: string;
   let port: number;
@@ -98,4 +98,21 @@ describe('upgrading from the release with implicit pods, on a real Docker engine
       await agent.close();
     }
   });
+
+  it('removes a sandbox left with no containers once its pod is gone (the agent died between the two)', async () => {
+    const runtime = new DockerRuntime({ podInfraImage: TEST_IMAGES.pause, hostIp: '127.0.0.1', volumesRoot: volumes });
+    const orphan = await runtime.runSandbox(buildSandboxSpec(checkedManifest({ id: 'orphan', containers: [{ name: 'x', image: TEST_IMAGES.busybox }] }), { node: NODE, source: 'test' }));
+    const events: KubeletEvent[] = [];
+    // No source asks for the orphan's pod (the adopted pod above stays as it is).
+    const agent = createKubelet({ runtime, sources: [new StaticManifestSource('test', [manifest()])], hostname: NODE, events: { emit: (e) => events.push(e) } });
+    await agent.start();
+    try {
+      await agent.sync();
+      expect(events.filter((e) => e.podId === 'orphan').map((e) => e.type)).toEqual(['SandboxRemoved']);
+      await expect(docker.getContainer(orphan.id).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    } finally {
+      await agent.close();
+    }
+  });
 });
+
