@@ -1,10 +1,11 @@
-import { hostname as osHostname } from 'node:os';
 import { CommanderError } from 'commander';
 import { nodeNameProblem } from '@kubelet-ts/core';
 import { resolveKubelet } from '@kubelet-ts/runner';
 import { agentApiHandler } from '@kubelet-ts/source-server';
 import { createLogger } from './logging.js';
-import { buildProgram, normaliseFlagSpelling, type CliOptions } from './options.js';
+import { defaultHostname } from './legacy-flags.js';
+import { buildProgram, normaliseFlagSpelling, optionsOf } from './options.js';
+import { runOnce } from './runonce.js';
 import { planMain } from './plan.js';
 import { wire } from './wiring.js';
 
@@ -18,13 +19,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof CommanderError) return error.exitCode;
     throw error;
   }
-  const options = program.opts<CliOptions>();
+  const options = optionsOf(program);
   const logger = createLogger({ level: options.logLevel, ...(options.logFormat === undefined ? {} : { pretty: options.logFormat === 'pretty' }) });
-  const hostname = (options.hostnameOverride ?? osHostname()).toLowerCase();
+  const hostname = (options.hostnameOverride ?? defaultHostname()).toLowerCase();
+  if (options.allowPrivileged) logger.warn({ flag: '--allow-privileged' }, '--allow-privileged is accepted for 2014 command lines, but privileged containers are not supported: no container runs privileged');
+  const problem = nodeNameProblem(hostname);
+  if (problem !== undefined) {
+    logger.error({}, `invalid configuration: ${problem}`);
+    return 1;
+  }
+  if (options.runonce) return runOnce(options, hostname, logger);
   let wiring;
   try {
-    const problem = nodeNameProblem(hostname);
-    if (problem !== undefined) throw new Error(problem);
     wiring = await wire(options, hostname, logger);
   } catch (error) {
     logger.error({ err: error }, `invalid configuration: ${(error as Error).message}`);

@@ -2,8 +2,11 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CRI_ENDPOINT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
 import { parseDuration } from './duration.js';
+import { addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
-export interface CliOptions {
+export { normaliseFlagSpelling } from './legacy-flags.js';
+
+export interface CliOptions extends LegacyFlags {
   readonly config?: string;
   readonly hostnameOverride?: string;
   readonly runtime: 'memory' | 'docker' | 'cri' | 'auto';
@@ -25,6 +28,9 @@ export interface CliOptions {
   readonly allowedHost: readonly string[];
   readonly logLevel: string;
   readonly logFormat?: 'json' | 'pretty';
+  readonly runonce: boolean;
+  readonly runonceTimeout: number;
+  readonly allowHostMounts: boolean;
 }
 
 function duration(value: string): number {
@@ -60,7 +66,7 @@ function port(value: string): number {
 }
 
 export function buildProgram(): Command {
-  return new Command('kubelet-ts')
+  const program = new Command('kubelet-ts')
     .description(
       'Keeps the containers on this host equal to what its manifest sources ask for.\n\n' +
         '`kubelet-ts plan [options]` takes the same options, prints what a pass would do now and exits:\n' +
@@ -100,16 +106,15 @@ export function buildProgram(): Command {
     )
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))
-    .showHelpAfterError()
-    .exitOverride();
+    .addOption(new Option('--runonce', 'start what --config and --manifest-url ask for, wait until every container runs (or fails), print one line per container and exit: 0 when all run, else 1 (no server, no watch)').default(false))
+    .addOption(new Option('--runonce-timeout <duration>', 'with --runonce: how long to wait for every container').argParser(duration).default(300_000, '5m'))
+    .addOption(new Option('--allow-host-mounts', 'let manifests bind host paths (volumeMounts[].mountType: HOST); off by default').default(false));
+  return addLegacyFlags(program).showHelpAfterError().exitOverride();
 }
 
-/** The 2014 agent spelled flags with underscores (`--manifest_url`); both spellings are accepted. */
-export function normaliseFlagSpelling(argv: readonly string[]): string[] {
-  return argv.map((arg) => {
-    if (!arg.startsWith('--')) return arg;
-    const eq = arg.indexOf('=');
-    const flag = eq === -1 ? arg : arg.slice(0, eq);
-    return flag.replaceAll('_', '-') + (eq === -1 ? '' : arg.slice(eq));
-  });
+/** The parsed options, with the 2014 flags folded into today's (`--v`, `--root-dir`). */
+export function optionsOf<T extends CliOptions>(program: Command): T {
+  const raw = program.opts<T>();
+  const given = (name: string) => program.getOptionValueSource(name) === 'cli';
+  return { ...raw, logLevel: logLevelOf(raw, given('logLevel')), volumesRoot: volumesRootOf(raw, given('volumesRoot')) };
 }

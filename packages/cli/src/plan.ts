@@ -1,11 +1,11 @@
-import { hostname as osHostname } from 'node:os';
 import { CommanderError, Option } from 'commander';
 import { pino } from 'pino';
 import { Tokens, nodeNameProblem, type ContainerRuntime, type ManifestSource } from '@kubelet-ts/core';
 import { formatPlanReport, previewPlan } from '@kubelet-ts/runner';
 import { parseDuration } from './duration.js';
 import { createLogger } from './logging.js';
-import { buildProgram, normaliseFlagSpelling, type CliOptions } from './options.js';
+import { defaultHostname } from './legacy-flags.js';
+import { buildProgram, normaliseFlagSpelling, optionsOf, type CliOptions } from './options.js';
 import { wire } from './wiring.js';
 
 /**
@@ -23,10 +23,10 @@ export async function planMain(argv: readonly string[]): Promise<number> {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 1;
     throw error;
   }
-  const options = program.opts<CliOptions & { output: 'text' | 'json'; wait: string }>();
+  const options = optionsOf<CliOptions & { output: 'text' | 'json'; wait: string }>(program);
   // The plan goes to stdout; logs go to stderr.
   const logger = createLogger({ level: options.logLevel === 'info' ? 'warn' : options.logLevel, pretty: false, destination: pino.destination({ fd: 2, sync: true }) });
-  const hostname = (options.hostnameOverride ?? osHostname()).toLowerCase();
+  const hostname = (options.hostnameOverride ?? defaultHostname()).toLowerCase();
   try {
     const problem = nodeNameProblem(hostname);
     if (problem !== undefined) throw new Error(problem);

@@ -27,7 +27,7 @@ export interface Wiring {
  * event sinks (the log, and etcd when `--etcd-servers` is set). `resolveKubelet` builds the agent
  * from it.
  */
-export async function wire(options: CliOptions, hostname: string, logger: Logger, mode: 'agent' | 'plan' = 'agent'): Promise<Wiring> {
+export async function wire(options: CliOptions, hostname: string, logger: Logger, mode: 'agent' | 'plan' | 'runonce' = 'agent'): Promise<Wiring> {
   const container = rootContainer.createChildContainer();
   container.register(Tokens.Logger, { useValue: logger });
   const runtime = await registerRuntime(container, options, logger);
@@ -40,13 +40,24 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
       headers: Object.fromEntries(options.manifestUrlHeader.map(parseHeaderFlag)),
     });
   }
-  if (options.etcdServers !== undefined) registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname, logger });
+  // --runonce reads the file and the URL only, as the 2014 agent's run-once did.
+  if (options.etcdServers !== undefined && mode !== 'runonce') registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname, logger });
+  if (mode === 'runonce') {
+    container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
+    return { container, close: () => runtime.close() };
+  }
   if (mode === 'plan') {
     // A plan reads the sources once; the server's set lives in the running agent (GET /plan there).
     return { container, close: () => runtime.close() };
   }
   container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
   const etcdEvents = options.etcdServers === undefined ? undefined : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger });
+  const close = async () => {
+    await etcdEvents?.close();
+    await runtime.close();
+  };
+  // --enable-server=false (2014): no server, so neither its manifest routes nor the read API.
+  if (!options.enableServer) return { container, close };
   const server = registerServerSource(container, {
     address: options.address,
     port: options.port,
@@ -57,10 +68,7 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
   return {
     container,
     server,
-    close: async () => {
-      await etcdEvents?.close();
-      await runtime.close();
-    },
+    close,
   };
 }
 

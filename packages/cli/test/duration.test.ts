@@ -41,8 +41,12 @@ describe('normaliseFlagSpelling', () => {
     expect(normaliseFlagSpelling(['--config', '/etc/my_manifests'])).toEqual(['--config', '/etc/my_manifests']);
   });
 
-  it('leaves positional arguments, short flags and dashed flags alone', () => {
-    expect(normaliseFlagSpelling(['a_b', '-x_y', '--already-dashed', '--'])).toEqual(['a_b', '-x_y', '--already-dashed', '--']);
+  it('leaves positional arguments, one-letter flags, negative numbers and dashed flags alone', () => {
+    expect(normaliseFlagSpelling(['a_b', '-h', '-5', '-', '--already-dashed', '--'])).toEqual(['a_b', '-h', '-5', '-', '--already-dashed', '--']);
+  });
+
+  it("reads a single dash before a long name as Go's flag package did (-config=…, -etcd_servers)", () => {
+    expect(normaliseFlagSpelling(['-config=/etc/kubelet', '-etcd_servers', 'http://a', '-x_y'])).toEqual(['--config=/etc/kubelet', '--etcd-servers', 'http://a', '--x-y']);
   });
 
   it('does not change its input', () => {
