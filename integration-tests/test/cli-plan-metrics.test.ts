@@ -71,6 +71,25 @@ describe('kubelet-ts plan against a real engine', () => {
     expect(report.steps.map((s) => `${s.action}:${s.reason}`)).toEqual(['stop:spec-changed', 'remove:spec-changed', 'create:spec-changed']);
   });
 
+  it('exits 1 and prints every field error when a source refused a manifest (never "in sync")', async () => {
+    const bad = await mkdtemp(join(tmpdir(), 'kubelet-ts-plan-bad-'));
+    try {
+      await writeFile(join(bad, 'bad.yaml'), 'id: Bad_Id\ncontainers:\n  - name: main\n    image: app:1\n    ports: [{ containerPort: 70000 }]\n');
+      const text = await plan(['--runtime', 'memory', '--config', bad, '--hostname-override', node]);
+      expect(text.code).toBe(1);
+      expect(text.stdout).toContain('rejected: 1 manifest');
+      expect(text.stdout).toMatch(/^\s+id: must be a DNS label/m);
+      expect(text.stdout).toMatch(/^\s+containers\[0\]\.ports\[0\]\.containerPort: /m);
+      const json = await plan(['--runtime', 'memory', '--config', bad, '--hostname-override', node, '--output', 'json']);
+      expect(json.code).toBe(1);
+      const report = JSON.parse(json.stdout) as { inSync: boolean; rejected: Array<{ source: string; fieldErrors: Array<{ path: string }> }> };
+      expect(report.rejected).toHaveLength(1);
+      expect(report.rejected[0]!.fieldErrors.map((f) => f.path)).toEqual(['id', 'containers[0].ports[0].containerPort']);
+    } finally {
+      await rm(bad, { recursive: true, force: true });
+    }
+  });
+
   it('exits 1 when it cannot plan', async () => {
     const result = await plan(['--runtime', 'docker', '--docker-host', 'unix:///tmp/kubelet-ts-no-engine.sock', '--config', dir]);
     expect(result.code).toBe(1);

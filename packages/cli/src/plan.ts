@@ -1,6 +1,6 @@
 import { CommanderError, Option } from 'commander';
 import { pino } from 'pino';
-import { Tokens, nodeNameProblem, type ContainerRuntime, type ManifestSource } from '@kubelet-ts/core';
+import { Tokens, isKubeletError, nodeNameProblem, type ContainerRuntime, type FieldError, type ManifestSource } from '@kubelet-ts/core';
 import { formatPlanReport, previewPlan } from '@kubelet-ts/runner';
 import { parseDuration } from './duration.js';
 import { createLogger } from './logging.js';
@@ -8,9 +8,17 @@ import { defaultHostname } from './legacy-flags.js';
 import { buildProgram, normaliseFlagSpelling, optionsOf, type CliOptions } from './options.js';
 import { wire } from './wiring.js';
 
+/** A manifest a source refused, with every field that is wrong. */
+interface Rejection {
+  readonly source: string;
+  readonly message: string;
+  readonly fieldErrors: readonly FieldError[];
+}
+
 /**
  * `kubelet-ts plan`: the agent's flags, but it only prints what a pass would do now, then exits
- * 0 (in sync), 2 (the plan has steps, as `terraform plan -detailed-exitcode`) or 1 (error).
+ * 0 (in sync), 2 (the plan has steps, as `terraform plan -detailed-exitcode`) or 1 (an error, or a
+ * manifest a source refused: each is printed with its field errors, and in JSON as `rejected`).
  */
 export async function planMain(argv: readonly string[]): Promise<number> {
   const program = buildProgram()
@@ -34,19 +42,36 @@ export async function planMain(argv: readonly string[]): Promise<number> {
     const runtime = container.resolve<ContainerRuntime>(Tokens.Runtime);
     const sources = container.isRegistered(Tokens.Source, true) ? container.resolveAll<ManifestSource>(Tokens.Source) : [];
     const problems: string[] = [];
+    const rejected: Rejection[] = [];
     const report = await previewPlan({
       runtime,
       sources,
       hostname,
       waitMs: parseDuration(options.wait),
-      onError: (source, error) => problems.push(`${source}: ${error.message}`),
+      onError: (source, error) => {
+        // A refused manifest is not in the plan: "in sync" would be a lie, so it is an answer of its own.
+        if (isKubeletError(error, 'InvalidManifest')) rejected.push({ source, message: error.message, fieldErrors: error.fieldErrors });
+        else problems.push(`${source}: ${error.message}`);
+      },
     });
     await close();
     for (const p of problems) process.stderr.write(`warning: ${p}\n`);
-    process.stdout.write(options.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatPlanReport(report, `plan for ${hostname} on ${runtime.name}`));
+    if (options.output === 'json') process.stdout.write(`${JSON.stringify({ ...report, rejected }, null, 2)}\n`);
+    else process.stdout.write(formatPlanReport(report, `plan for ${hostname} on ${runtime.name}`) + formatRejected(rejected));
+    if (rejected.length > 0) return 1;
     return report.inSync ? 0 : 2;
   } catch (error) {
     process.stderr.write(`kubelet-ts plan: ${(error as Error).message}\n`);
     return 1;
   }
+}
+
+function formatRejected(rejected: readonly Rejection[]): string {
+  if (rejected.length === 0) return '';
+  const lines = [`rejected: ${rejected.length} manifest text(s); what they ask for is not in this plan`];
+  for (const r of rejected) {
+    lines.push(`  ${r.source}: ${r.message}`);
+    for (const f of r.fieldErrors) lines.push(`    ${f.path}: ${f.message}`);
+  }
+  return `${lines.join('\n')}\n`;
 }
