@@ -25,6 +25,14 @@ export interface DockerContainerHandle {
   start(): Promise<unknown>;
   stop(options: { t: number }): Promise<unknown>;
   remove(options: { force?: boolean; v?: boolean }): Promise<unknown>;
+  stats(options: { stream: false }): Promise<DockerStats>;
+}
+
+/** The one-shot figures of `GET /containers/{id}/stats?stream=false`. */
+export interface DockerStats {
+  read?: string;
+  cpu_stats?: { cpu_usage?: { total_usage?: number } };
+  memory_stats?: { usage?: number; limit?: number };
 }
 
 export interface DockerExec {

@@ -11,6 +11,8 @@ import {
   type ContainerDetails,
   type ContainerRuntime,
   type ContainerSpec,
+  type ContainerStats,
+  type ContainerStatsSource,
   type ContainerSummary,
   type ExecResult,
   type ListOptions,
@@ -51,7 +53,7 @@ export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
  * its network namespace and publishes its ports (see `DockerSandboxes`); the pod's containers join
  * it, so they reach each other on `localhost` (as every kubelet since mid-2014).
  */
-export class DockerRuntime implements ContainerRuntime {
+export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
   readonly name = ADAPTER;
   readonly endpoint: string;
   private readonly docker: DockerApi;
@@ -217,6 +219,19 @@ export class DockerRuntime implements ContainerRuntime {
       binds.push(`${dir}:${m.containerPath}:${m.readOnly ? 'ro' : 'rw'}`);
     }
     return binds;
+  }
+
+  /** One-shot figures from the engine (`docker stats --no-stream`). */
+  async stats(id: string): Promise<ContainerStats> {
+    const figures = await this.call(`stats ${id}`, () => this.docker.getContainer(id).stats({ stream: false }));
+    const read = Date.parse(figures.read ?? '');
+    const limit = figures.memory_stats?.limit;
+    return {
+      timestamp: Number.isNaN(read) || read <= 0 ? this.clock.now() : read,
+      cpu: { usageNanoseconds: figures.cpu_stats?.cpu_usage?.total_usage ?? 0 },
+      // Without a limit of its own, the engine reports the host's memory as the limit.
+      memory: { usageBytes: figures.memory_stats?.usage ?? 0, ...(limit === undefined ? {} : { limitBytes: limit }) },
+    };
   }
 
   // ---- plumbing --------------------------------------------------------------------------------

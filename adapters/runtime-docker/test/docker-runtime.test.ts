@@ -111,6 +111,20 @@ describe('DockerRuntime on a real engine', () => {
     await expect(runtime.create(specs(m)[0]!, 'f'.repeat(64))).rejects.toMatchObject({ code: 'NotFound' });
   });
 
+  it('gives one-shot figures of a running container: CPU time, memory in use and its limit', async () => {
+    const m = checkedManifest({ id: 'figures', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], memory: 64 * 1024 * 1024 }] });
+    const sandbox = await sandboxOf(m);
+    const c = await runtime.create(specs(m)[0]!, sandbox.id);
+    await runtime.start(c.id);
+    const stats = await runtime.stats(c.id);
+    expect(stats.memory.limitBytes).toBe(64 * 1024 * 1024);
+    expect(stats.memory.usageBytes).toBeGreaterThan(0);
+    expect(stats.cpu.usageNanoseconds).toBeGreaterThanOrEqual(0);
+    expect(Math.abs(stats.timestamp - Date.now())).toBeLessThan(60_000);
+    await expect(runtime.stats('f'.repeat(64))).rejects.toMatchObject({ code: 'NotFound' });
+    await runtime.removeSandbox(sandbox.id);
+  });
+
   it('still fails the start of a container whose own problem is not the namespace', async () => {
     const m = checkedManifest({ id: 'badcmd', containers: [{ name: 'main', image: images.busybox, command: ['/no/such/binary'] }] });
     const sandbox = await sandboxOf(m);

@@ -8,45 +8,21 @@ import {
   type ContainerDetails,
   type ContainerRuntime,
   type ContainerSpec,
+  type ContainerStats,
+  type ContainerStatsSource,
   type ContainerSummary,
-  type ErrorCode,
   type ExecResult,
   type ListOptions,
   type Registry,
   type SandboxSpec,
   type SandboxSummary,
 } from '@kubelet-ts/core';
+import { CallLog } from './call-log.js';
 
-export type RuntimeOperation =
-  | 'runSandbox'
-  | 'listSandboxes'
-  | 'stopSandbox'
-  | 'removeSandbox'
-  | 'list'
-  | 'inspect'
-  | 'create'
-  | 'start'
-  | 'stop'
-  | 'remove'
-  | 'pull'
-  | 'hasImage'
-  | 'exec';
+export type { Fault, Latency, RuntimeCall, RuntimeOperation } from './call-log.js';
 
 /** What a command run in a memory container does: its exit code and output. Default: exit 0. */
 export type ExecHandler = (container: ContainerSummary, command: readonly string[]) => ExecResult;
-
-/** One recorded call. `target` is the container id, image or name the call was about. */
-export interface RuntimeCall {
-  readonly op: RuntimeOperation;
-  readonly target?: string;
-  readonly time: number;
-}
-
-/** Decides, per call, whether it fails. Return an error to fail the call, `undefined` to let it run. */
-export type Fault = (call: RuntimeCall) => Error | undefined;
-
-/** Decides, per call, how many milliseconds it takes on the clock before it acts. */
-export type Latency = (call: RuntimeCall) => number;
 
 export interface MemoryRuntimeOptions {
   readonly clock?: Clock;
@@ -90,13 +66,8 @@ interface SandboxRecord {
  * per operation. Pods are modelled as on a real engine: the containers of a sandbox share its
  * ports (published once, by the sandbox), and removing a sandbox removes its containers.
  */
-export class MemoryRuntime implements ContainerRuntime {
+export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerStatsSource {
   readonly name = ADAPTER;
-  readonly clock: Clock;
-  /** The latest calls in order (at least the last `callLogSize`), faulted ones included. */
-  readonly calls: RuntimeCall[] = [];
-  private readonly callLogSize: number;
-  private readonly counts = new Map<RuntimeOperation, number>();
 
   private readonly containers = new Map<string, Record_>();
   private readonly sandboxes = new Map<string, SandboxRecord>();
@@ -106,17 +77,15 @@ export class MemoryRuntime implements ContainerRuntime {
   private readonly pullable: 'any' | ReadonlySet<string>;
   private readonly pullLatencyMs: number;
   private readonly pulls = new Map<string, Promise<void>>();
-  private readonly faults = new Map<RuntimeOperation, Fault>();
-  private readonly latency = new Map<RuntimeOperation, Latency>();
   private readonly execLatency = new Map<string, number>();
+  private readonly figures = new Map<string, { cpuNs: number; memoryBytes: number }>();
   private nextId = 1;
 
   constructor(options: MemoryRuntimeOptions = {}) {
-    this.clock = options.clock ?? systemClock;
+    super(options.clock ?? systemClock, options.callLogSize ?? 10_000);
     this.images = new Set(options.images ?? []);
     this.pullable = options.pullable === undefined || options.pullable === 'any' ? 'any' : new Set(options.pullable);
     this.pullLatencyMs = options.pullLatencyMs ?? 0;
-    this.callLogSize = options.callLogSize ?? 10_000;
   }
 
   // ---- the contract: pods --------------------------------------------------------------------
@@ -272,7 +241,25 @@ export class MemoryRuntime implements ContainerRuntime {
     return (r.exec ?? (() => ({ exitCode: 0, output: '' })))({ ...r.summary }, command);
   }
 
+  /** The figures `setStats` gave the container (zero by default), and its memory limit. */
+  async stats(id: string): Promise<ContainerStats> {
+    await this.enter('stats', id);
+    const r = this.get(id);
+    const f = this.figures.get(id) ?? { cpuNs: 0, memoryBytes: 0 };
+    return {
+      timestamp: this.clock.now(),
+      cpu: { usageNanoseconds: f.cpuNs },
+      memory: { usageBytes: f.memoryBytes, ...(r.spec.memory === undefined ? {} : { limitBytes: r.spec.memory }) },
+    };
+  }
+
   // ---- controls for tests and embedders --------------------------------------------------------
+
+  /** What `stats` reports for the container: CPU time used (ns) and memory in use (bytes). */
+  setStats(id: string, figures: { readonly cpuNs: number; readonly memoryBytes: number }): void {
+    this.get(id);
+    this.figures.set(id, { ...figures });
+  }
 
   /** Makes a running container exit on its own with `exitCode` (a crash when non-zero). */
   exit(id: string, exitCode = 0): void {
@@ -317,55 +304,12 @@ export class MemoryRuntime implements ContainerRuntime {
     this.images.add(image);
   }
 
-  /** Every call to `op` consults `fault` first; `undefined` clears it. */
-  setFault(op: RuntimeOperation, fault: Fault | undefined): void {
-    if (fault === undefined) this.faults.delete(op);
-    else this.faults.set(op, fault);
-  }
-
-  /** The next `times` calls to `op` fail with `code`. */
-  failNext(op: RuntimeOperation, code: ErrorCode = 'Unavailable', times = 1): void {
-    let left = times;
-    this.setFault(op, (call) => {
-      if (left <= 0) return undefined;
-      left -= 1;
-      if (left === 0) this.faults.delete(op);
-      return new KubeletError(code, `injected ${code} fault on ${call.op}${call.target === undefined ? '' : ` ${call.target}`}`, { adapter: ADAPTER });
-    });
-  }
-
-  /** Every call to `op` takes `ms` on the clock before it acts (a function: per call); 0 clears it. */
-  setLatency(op: RuntimeOperation, ms: number | Latency): void {
-    if (ms === 0) this.latency.delete(op);
-    else this.latency.set(op, typeof ms === 'number' ? () => ms : ms);
-  }
-
-  /** Calls made so far to `op` (all operations when omitted). */
-  callCount(op?: RuntimeOperation): number {
-    if (op !== undefined) return this.counts.get(op) ?? 0;
-    let total = 0;
-    for (const n of this.counts.values()) total += n;
-    return total;
-  }
-
   /** A synchronous view of every container, foreign ones included. */
   snapshot(): ContainerSummary[] {
     return [...this.containers.values()].map((r) => ({ ...r.summary }));
   }
 
   // ---- internals ------------------------------------------------------------------------------
-
-  private async enter(op: RuntimeOperation, target?: string): Promise<void> {
-    const call: RuntimeCall = target === undefined ? { op, time: this.clock.now() } : { op, target, time: this.clock.now() };
-    this.calls.push(call);
-    // Trimmed in batches, so keeping the log bounded costs O(1) per call.
-    if (this.calls.length >= 2 * this.callLogSize) this.calls.splice(0, this.calls.length - this.callLogSize);
-    this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
-    const delay = this.latency.get(op)?.(call) ?? 0;
-    if (delay > 0) await sleep(this.clock, delay);
-    const error = this.faults.get(op)?.(call);
-    if (error !== undefined) throw error;
-  }
 
   private get(id: string): Record_ {
     const r = this.containers.get(id);

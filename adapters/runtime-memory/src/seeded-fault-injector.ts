@@ -17,6 +17,7 @@ export const RUNTIME_OPERATIONS: readonly RuntimeOperation[] = [
   'pull',
   'hasImage',
   'exec',
+  'stats',
 ];
 
 /** The codes a runtime call may answer with (an invalid manifest is never the runtime's answer). */

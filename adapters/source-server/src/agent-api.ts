@@ -1,6 +1,6 @@
 import type { RequestListener } from 'node:http';
-import { silentLogger, type AgentView, type Logger } from '@kubelet-ts/core';
-import { HttpProblem, allow, routeListener } from './http-kit.js';
+import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
+import { HttpProblem, allow, decodePathSegment, routeListener } from './http-kit.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
@@ -14,6 +14,8 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  * - `GET /plan`: what a sync pass would do now;
  * - `GET /containerInfo?container=NAME`: the runtime's inspect data of a container this agent
  *   manages; 400 without `container`, 404 for any other container, foreign ones included.
+ * - `GET /containerStats?container=NAME` (the 2014 route) and `GET /stats/<manifest>/<container>`:
+ *   what the container uses now (CPU, memory); 404 as above; 501 when the runtime gives no figures.
  *
  * Another method on these paths is a 405; any other path is not its route (`undefined`).
  * It reads no request body, so it needs no body limit.
@@ -45,10 +47,32 @@ export function agentApiHandler(view: AgentView): RouteHandler {
         if (info === undefined) throw new HttpProblem(404, `no container ${JSON.stringify(name)} managed by this agent`);
         return { status: 200, json: info.raw };
       }
-      default:
-        return undefined;
+      case '/containerStats': {
+        allow(req, 'GET');
+        const name = url.searchParams.get('container');
+        if (name === null || name === '') throw new HttpProblem(400, 'the query parameter "container" is required');
+        return { status: 200, json: await statsOf(view, name) };
+      }
+      default: {
+        const stats = /^\/stats\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+        if (stats === null) return undefined;
+        allow(req, 'GET');
+        return { status: 200, json: await statsOf(view, `${decodePathSegment(stats[1]!)}/${decodePathSegment(stats[2]!)}`) };
+      }
     }
   };
+}
+
+async function statsOf(view: AgentView, name: string): Promise<ContainerStats> {
+  let stats: ContainerStats | undefined;
+  try {
+    stats = await view.stats(name);
+  } catch (error) {
+    if (isKubeletError(error, 'Unsupported')) throw new HttpProblem(501, error.message);
+    throw error;
+  }
+  if (stats === undefined) throw new HttpProblem(404, `no container ${JSON.stringify(name)} managed by this agent`);
+  return stats;
 }
 
 export interface AgentApiListenerOptions {

@@ -80,9 +80,24 @@ describe.each([
     expect(await metrics.text()).toBe('kubelet_ts_desired_pods 1\n');
   });
 
+  it('serves container figures at /containerStats (2014) and /stats/<manifest>/<container>; 404 unknown, 501 without figures', async () => {
+    const { url, view } = await start();
+    const figures = { timestamp: 1_000, cpu: { usageNanoseconds: 5_000_000 }, memory: { usageBytes: 1024, limitBytes: 4096 } };
+    expect(await (await fetch(`${url}/containerStats?container=web-1`)).json()).toEqual(figures);
+    expect(await (await fetch(`${url}/stats/web/nginx`)).json()).toEqual(figures);
+    expect((await fetch(`${url}/containerStats`)).status).toBe(400);
+    expect((await fetch(`${url}/containerStats?container=someone-elses`)).status).toBe(404);
+    expect((await fetch(`${url}/stats/web/other`)).status).toBe(404);
+    expect((await fetch(`${url}/stats/web/%E0%A4%A`)).status).toBe(400);
+    view.hasStats = false;
+    const none = await fetch(`${url}/stats/web/nginx`);
+    expect(none.status).toBe(501);
+    expect(((await none.json()) as { error: string }).error).toContain('gives no container figures');
+  });
+
   it('answers 405 to another method on its routes', async () => {
     const { url } = await start();
-    for (const path of ['/healthz', '/metrics', '/pods', '/plan', '/containerInfo?container=web-1']) {
+    for (const path of ['/healthz', '/metrics', '/pods', '/plan', '/containerInfo?container=web-1', '/containerStats?container=web-1', '/stats/web/nginx']) {
       const res = await fetch(`${url}${path}`, { method: 'POST' });
       expect(res.status).toBe(405);
       expect(await res.json()).toEqual({ error: 'use GET' });

@@ -1,4 +1,4 @@
-import type { AgentView, ContainerDetails, HealthView, PlanReport, PodView } from '@kubelet-ts/core';
+import { KubeletError, type AgentView, type ContainerDetails, type ContainerStats, type HealthView, type PlanReport, type PodView } from '@kubelet-ts/core';
 
 /** A stand-in agent: one managed container `web-1`, and a health that tests can flip. */
 export class FakeView implements AgentView {
@@ -9,6 +9,13 @@ export class FakeView implements AgentView {
   async containerInfo(name: string): Promise<ContainerDetails | undefined> {
     if (name !== 'web-1') return undefined;
     return { raw: { Id: 'abc', Name: '/web-1' } } as unknown as ContainerDetails;
+  }
+  /** False: the runtime gives no figures (501). */
+  hasStats = true;
+  async stats(name: string): Promise<ContainerStats | undefined> {
+    if (!this.hasStats) throw new KubeletError('Unsupported', 'the fake runtime gives no container figures');
+    if (name !== 'web-1' && name !== 'web/nginx') return undefined;
+    return { timestamp: 1_000, cpu: { usageNanoseconds: 5_000_000 }, memory: { usageBytes: 1024, limitBytes: 4096 } };
   }
   health(): HealthView {
     return this.health_;

@@ -1,5 +1,5 @@
 import type { PlanReport } from './plan-report.js';
-import type { ContainerDetails, ContainerState } from './runtime.js';
+import type { ContainerDetails, ContainerState, ContainerStats } from './runtime.js';
 
 /** One container of a desired pod, as the runtime has it now. */
 export interface ContainerView {
@@ -44,6 +44,11 @@ export interface AgentView {
    * foreign containers included.
    */
   containerInfo(name: string): Promise<ContainerDetails | undefined>;
+  /**
+   * What a container this agent manages uses now (found as by `containerInfo`); `undefined` for
+   * any other container. Rejects with a `KubeletError` when the runtime gives no figures.
+   */
+  stats(name: string): Promise<ContainerStats | undefined>;
   /** Unhealthy when the sync loop has not completed a pass for too long. */
   health(): HealthView;
   /** What a pass would do now, without doing it. */

@@ -6,9 +6,10 @@
  * - `Conflict`: the operation clashes with current state (name taken, container running).
  * - `Unavailable`: the backend could not be reached; retrying later may succeed.
  * - `Timeout`: the backend did not answer in time; retrying later may succeed.
+ * - `Unsupported`: the runtime has not got this optional power (container figures, say).
  * - `Internal`: anything else (a bug, or a backend answer we do not understand).
  */
-export type ErrorCode = 'InvalidManifest' | 'NotFound' | 'Conflict' | 'Unavailable' | 'Timeout' | 'Internal';
+export type ErrorCode = 'InvalidManifest' | 'NotFound' | 'Conflict' | 'Unavailable' | 'Timeout' | 'Unsupported' | 'Internal';
 
 /** One problem in a manifest, located by its field path (`containers[1].ports[0].hostPort`). */
 export interface FieldError {

@@ -27,9 +27,12 @@ export { parseManifests, rejectionError, retainLastGood, type ParsedManifests, t
 export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
 
 // Contracts of the pluggable parts
+export { hasStats } from './runtime.js';
 export type {
   ContainerDetails,
   ContainerRuntime,
+  ContainerStats,
+  ContainerStatsSource,
   ContainerSpec,
   ContainerState,
   ContainerSummary,

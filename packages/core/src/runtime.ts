@@ -131,3 +131,27 @@ export interface ExecResult {
   /** stdout and stderr, at most 64 KiB. */
   readonly output: string;
 }
+
+/** What a container uses now (`GET /containerStats`, `/stats/<manifest>/<container>`). */
+export interface ContainerStats {
+  /** When the figures were taken (ms since the epoch). */
+  readonly timestamp: number;
+  /** CPU time used since the container started, in nanoseconds (all CPUs). */
+  readonly cpu: { readonly usageNanoseconds: number };
+  /** Memory in use, and the container's limit when it has one, in bytes. */
+  readonly memory: { readonly usageBytes: number; readonly limitBytes?: number };
+}
+
+/**
+ * An optional power of a runtime: figures of what a container uses. The agent checks for it
+ * (`hasStats`); without it, the stats routes answer 501.
+ */
+export interface ContainerStatsSource {
+  /** `NotFound` for an unknown container; figures of a stopped one may be zero. */
+  stats(id: string): Promise<ContainerStats>;
+}
+
+/** Whether the runtime can give container figures. */
+export function hasStats(runtime: ContainerRuntime): runtime is ContainerRuntime & ContainerStatsSource {
+  return typeof (runtime as Partial<ContainerStatsSource>).stats === 'function';
+}

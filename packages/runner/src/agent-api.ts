@@ -1,10 +1,13 @@
 import {
+  KubeletError,
+  hasStats,
   identityOf,
   plan,
   reportPlan,
   type Clock,
   type ContainerDetails,
   type ContainerRuntime,
+  type ContainerStats,
   type HealthView,
   type PlanReport,
   type PodView,
@@ -55,12 +58,29 @@ export class AgentReadApi {
   }
 
   async containerInfo(name: string): Promise<ContainerDetails | undefined> {
+    const id = await this.find(name);
+    return id === undefined ? undefined : this.options.runtime.inspect(id);
+  }
+
+  async stats(name: string): Promise<ContainerStats | undefined> {
+    const { runtime } = this.options;
+    if (!hasStats(runtime)) throw new KubeletError('Unsupported', `the ${runtime.name} runtime gives no container figures`, { adapter: runtime.name });
+    const id = await this.find(name);
+    return id === undefined ? undefined : runtime.stats(id);
+  }
+
+  /**
+   * The id of a container this agent manages on this node, by its runtime name, its id, or
+   * `<manifest id>/<container name>`; the newest when several match (a running one before an
+   * exited one of the same slot, as the kubelet answers for the current container).
+   */
+  private async find(name: string): Promise<string | undefined> {
     const { runtime, hostname } = this.options;
     const wanted = name.replace(/^\//, '');
     for (const c of await runtime.list()) {
       const identity = identityOf(c.labels);
       if (identity === undefined || identity.node !== hostname) continue;
-      if (c.name === wanted || c.id === wanted || `${identity.podId}/${identity.container}` === wanted) return runtime.inspect(c.id);
+      if (c.name === wanted || c.id === wanted || `${identity.podId}/${identity.container}` === wanted) return c.id;
     }
     return undefined;
   }

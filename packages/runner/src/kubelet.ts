@@ -9,6 +9,7 @@ import {
   type Clock,
   type ContainerDetails,
   type ContainerRuntime,
+  type ContainerStats,
   type EventSink,
   type HealthView,
   type KubeletEvent,
@@ -220,6 +221,10 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   containerInfo(name: string): Promise<ContainerDetails | undefined> {
     return this.api.containerInfo(name);
+  }
+
+  stats(name: string): Promise<ContainerStats | undefined> {
+    return this.api.stats(name);
   }
 
   health(): HealthView {

@@ -1,4 +1,5 @@
 import {
+  hasStats,
   isKubeletError,
   type ContainerRuntime,
   type ContainerSummary,
@@ -113,6 +114,8 @@ export class KubeletMetrics {
       pull: (image) => timed('pull', () => runtime.pull(image)),
       hasImage: (image) => timed('hasImage', () => runtime.hasImage(image)),
       exec: (id, command, timeoutMs) => timed('exec', () => runtime.exec(id, command, timeoutMs)),
+      // An optional power stays optional: present only when the runtime has it.
+      ...(hasStats(runtime) ? { stats: (id: string) => timed('stats', () => runtime.stats(id)) } : {}),
     };
   }
 

@@ -108,6 +108,23 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
   });
 
 
+  describe('container figures', () => {
+    it("answers what a managed container uses, by name or manifest/container, and nothing of a foreign one", async () => {
+      const a = new ScriptedSource('a', { initial: [pod('web')] });
+      const k = kubelet([a]);
+      await k.start();
+      await settle();
+      const web = one('web');
+      f.runtime.setStats(web.id, { cpuNs: 42, memoryBytes: 1024 });
+      const byName = await k.stats('web/web');
+      expect(byName).toMatchObject({ cpu: { usageNanoseconds: 42 }, memory: { usageBytes: 1024 } });
+      expect(await k.stats(web.name)).toEqual(byName);
+      const other = await foreign('someone-elses');
+      await expect(k.stats(other)).resolves.toBeUndefined();
+      await expect(k.stats('web/nope')).resolves.toBeUndefined();
+    });
+  });
+
   describe('what it leaves alone', () => {
     it('keeps containers of pods no source asks for until every source has delivered', async () => {
       const oldIds = await preexisting(manifest('old', [{ name: 'web', image: 'nginx:0' }]));
