@@ -1,68 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { formatFieldErrors } from '../src/errors.js';
-import type { ContainerManifest, DesiredPod } from '../src/manifest.js';
+import type { DesiredPod } from '../src/manifest.js';
 import { Labels } from '../src/naming.js';
-import { reportPlan } from '../src/plan-report.js';
-import { plan, type Plan, type PlanAction } from '../src/planner.js';
-import type { ContainerSpec, ContainerSummary } from '../src/runtime.js';
-import { buildContainerSpec } from '../src/spec.js';
+import { plan } from '../src/planner.js';
+import type { ContainerSummary } from '../src/runtime.js';
 import { validateManifest } from '../src/validate.js';
-
-const NODE = 'host-1';
-const SOURCE = 'file';
-
-/** A validated manifest with one container per `name:image` pair. */
-function manifest(id: string, ...containers: string[]): ContainerManifest {
-  const result = validateManifest({
-    id,
-    containers: containers.map((c) => {
-      const [name, image] = c.split(':');
-      return { name, image };
-    }),
-  });
-  if (!result.ok) throw new Error(formatFieldErrors(result.errors));
-  return result.manifest;
-}
-
-function desired(m: ContainerManifest): DesiredPod {
-  return { manifest: m, source: SOURCE };
-}
-
-function specOf(m: ContainerManifest, container: string, node = NODE): ContainerSpec {
-  const c = m.containers.find((x) => x.name === container);
-  if (c === undefined) throw new Error(`no container ${container}`);
-  return buildContainerSpec(m, c, { node, source: SOURCE });
-}
-
-let nextId = 0;
-
-/** A running container as `list` would report it, made from `spec`. */
-function running(spec: ContainerSpec, overrides: Partial<ContainerSummary> = {}): ContainerSummary {
-  nextId += 1;
-  return {
-    id: `c${nextId}`,
-    name: spec.name,
-    image: spec.image,
-    labels: spec.labels,
-    state: 'running',
-    createdAt: 1_000_000 + nextId,
-    startedAt: 1_000_000 + nextId,
-    ...overrides,
-  };
-}
-
-/** All containers of `m`, running, as on a host that is in sync. */
-function inSync(m: ContainerManifest): ContainerSummary[] {
-  return m.containers.map((c) => running(specOf(m, c.name)));
-}
-
-function actionsOf(p: Plan, podId: string): readonly PlanAction[] {
-  return p.pods.find((x) => x.podId === podId)?.actions ?? [];
-}
-
-function allActions(p: Plan): PlanAction[] {
-  return p.pods.flatMap((x) => x.actions);
-}
+import { NODE, SOURCE, manifest, desired, specOf, running, inSync, actionsOf, allActions } from './planner-fixtures.js';
 
 describe('plan', () => {
   it('plans nothing for nothing', () => {
@@ -184,25 +126,6 @@ describe('plan', () => {
     expect(p.pods).toEqual([]);
   });
 
-  it('kills a running container its liveness probe found unhealthy, with the grace period, and keeps it', () => {
-    const web = validateManifest({ id: 'web', terminationGracePeriodSeconds: 7, containers: [{ name: 'nginx', image: 'nginx' }, { name: 'side', image: 'busybox' }] });
-    if (!web.ok) throw new Error('invalid');
-    const actual = inSync(web.manifest);
-    const sick = actual[0]!;
-    const p = plan({ desired: [desired(web.manifest)], actual, node: NODE, allowRemovals: true, now: 0, unhealthy: new Map([[sick.id, 'failed 3 times: exit 1']]) });
-    expect(allActions(p)).toEqual([{ type: 'kill', podId: 'web', container: 'nginx', reason: 'unhealthy', id: sick.id, graceSeconds: 7, detail: 'failed 3 times: exit 1' }]);
-    expect(reportPlan(p).steps).toEqual([{ podId: 'web', container: 'nginx', action: 'stop', reason: 'unhealthy', id: sick.id }]);
-  });
-
-  it('ignores a liveness result for a container that no longer runs, or that is not a desired one', () => {
-    const web = manifest('web', 'nginx:nginx');
-    const exited = running(specOf(web, 'nginx'), { state: 'exited', exitCode: 137, finishedAt: 0 });
-    const foreign = running(specOf(web, 'nginx', 'other-node'));
-    const unhealthy = new Map([[exited.id, 'x'], [foreign.id, 'y'], ['gone', 'z']]);
-    const p = plan({ desired: [desired(web)], actual: [exited, foreign], node: NODE, allowRemovals: true, now: 0, unhealthy });
-    expect(allActions(p).map((a) => a.type)).toEqual([]);
-    expect(p.backOffs).toHaveLength(1);
-  });
 
   it('chooses the pull policy by the kubelet rule', () => {
     const r = validateManifest({
@@ -361,29 +284,6 @@ describe('plan', () => {
     expect(allActions(p2).filter((a) => 'id' in a && ids.has(a.id))).toEqual([]);
   });
 
-  it('plans a big pod in time linear in its containers (it was quadratic)', () => {
-    const pod = (first: string) => validateManifest({ id: 'big', containers: Array.from({ length: 250 }, (_, i) => ({ name: `c${i}`, image: i === 0 ? first : 'busybox' })) });
-    const big = pod('busybox');
-    const before = pod('busybox:old');
-    if (!big.ok || !before.ok) throw new Error('invalid');
-    // Count every look at a container's name label: the work the planner does per container.
-    let looks = 0;
-    const counted = (c: ContainerSummary): ContainerSummary => ({
-      ...c,
-      labels: new Proxy(c.labels, {
-        get: (target, key) => {
-          if (key === Labels.containerName) looks += 1;
-          return Reflect.get(target, key);
-        },
-      }),
-    });
-    const actual = inSync(big.manifest).map(counted);
-    // One container runs an older spec, so the pod is planned beyond the steady state.
-    actual[0] = counted(running(specOf(before.manifest, 'c0')));
-    const p = plan({ desired: [desired(big.manifest)], actual, node: NODE, allowRemovals: true, now: 0 });
-    expect(allActions(p).map((a) => a.type)).toEqual(['remove', 'create']);
-    expect(looks).toBeLessThanOrEqual(4 * 250);
-  });
 
   it('handles 10,000 pods that are all in sync', () => {
     const desiredPods: DesiredPod[] = [];
