@@ -1,9 +1,32 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+
+/** How a test's etcd is secured; by default it is plain HTTP with no authentication. */
+export interface EtcdServerOptions {
+  /**
+   * Serve the client port over TLS with this pair (`https://` endpoint), and with `clientCa`,
+   * require a client certificate signed by that CA (`--client-cert-auth --trusted-ca-file`).
+   * `ca` is what a client must trust to reach it (used for the health check too).
+   */
+  readonly tls?: {
+    readonly ca: { readonly certFile: string; readonly cert: string };
+    readonly server: { readonly certFile: string; readonly keyFile: string };
+    /** With it, the health check presents this pair. */
+    readonly clientCa?: { readonly certFile: string };
+    readonly client?: { readonly cert: string; readonly key: string };
+  };
+  /**
+   * Enable etcd's authentication once it is up, with user `root` (role `root`) and this password
+   * (what `etcdctl user add root && etcdctl auth enable` does, here through the JSON gateway, so
+   * without `tls` only: the gateway calls use fetch).
+   */
+  readonly rootPassword?: string;
+}
 
 /**
  * A real etcd (Debian's etcd-server) of this test's own, on free loopback ports with a temp data dir. Fault tests stop it
@@ -22,17 +45,19 @@ export class EtcdServer {
     private readonly dataDir: string,
     clientPort: number,
     private readonly peerPort: number,
+    private readonly options: EtcdServerOptions = {},
   ) {
-    this.endpoint = `http://127.0.0.1:${clientPort}`;
+    this.endpoint = `${options.tls === undefined ? 'http' : 'https'}://127.0.0.1:${clientPort}`;
   }
 
-  /** Spawns a fresh etcd and resolves once it answers `/health`. */
-  static async launch(): Promise<EtcdServer> {
+  /** Spawns a fresh etcd and resolves once it answers `/health` (and has auth on, if asked). */
+  static async launch(options: EtcdServerOptions = {}): Promise<EtcdServer> {
     const binary = findEtcd();
     const dataDir = await mkdtemp(join(tmpdir(), 'kubelet-ts-etcd-'));
-    const server = new EtcdServer(binary, dataDir, await freePort(), await freePort());
+    const server = new EtcdServer(binary, dataDir, await freePort(), await freePort(), options);
     try {
       await server.start();
+      if (options.rootPassword !== undefined) await server.enableAuth(options.rootPassword);
     } catch (error) {
       await server.destroy();
       throw error;
@@ -63,6 +88,7 @@ export class EtcdServer {
         '--election-timeout', '250',
         '--logger', 'zap',
         '--log-level', 'warn',
+        ...this.tlsArgs(),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
@@ -80,7 +106,7 @@ export class EtcdServer {
       if (this.process === child) this.process = undefined;
     });
     const deadline = Date.now() + 15_000;
-    while (!(await healthy(this.endpoint))) {
+    while (!(await healthy(this.endpoint, this.options.tls))) {
       if (gone) throw new Error(`etcd exited before answering ${this.endpoint}/health:\n${this.log.join('\n')}`);
       if (Date.now() > deadline) {
         await this.stop();
@@ -102,6 +128,24 @@ export class EtcdServer {
     await this.exited;
     clearTimeout(forced);
     this.process = undefined;
+  }
+
+  private tlsArgs(): string[] {
+    const tls = this.options.tls;
+    if (tls === undefined) return [];
+    return [
+      '--cert-file', tls.server.certFile,
+      '--key-file', tls.server.keyFile,
+      ...(tls.clientCa === undefined ? [] : ['--client-cert-auth', '--trusted-ca-file', tls.clientCa.certFile]),
+    ];
+  }
+
+  /** `etcdctl role add root; user add root; user grant-role root root; auth enable`, over the gateway. */
+  private async enableAuth(password: string): Promise<void> {
+    await this.gateway('/v3/auth/role/add', { name: 'root' });
+    await this.gateway('/v3/auth/user/add', { name: 'root', password });
+    await this.gateway('/v3/auth/user/grant', { user: 'root', role: 'root' });
+    await this.gateway('/v3/auth/enable', {});
   }
 
   /** Stops etcd and removes its data dir. */
@@ -136,13 +180,31 @@ function findEtcd(): string {
   return found;
 }
 
-async function healthy(endpoint: string): Promise<boolean> {
+async function healthy(endpoint: string, tls: EtcdServerOptions['tls']): Promise<boolean> {
+  if (tls !== undefined) return healthyOverTls(endpoint, tls);
   try {
     const response = await fetch(`${endpoint}/health`, { signal: AbortSignal.timeout(1000) });
     return response.ok;
   } catch {
     return false;
   }
+}
+
+/** fetch cannot be told which CA to trust (nor a client certificate): node's https can. */
+function healthyOverTls(endpoint: string, tls: NonNullable<EtcdServerOptions['tls']>): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = httpsRequest(
+      `${endpoint}/health`,
+      { ca: tls.ca.cert, ...(tls.client === undefined ? {} : { cert: tls.client.cert, key: tls.client.key }), timeout: 1000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+    req.end();
+  });
 }
 
 /**
