@@ -1,4 +1,5 @@
 import type { RequestListener } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
 import { HttpProblem, allow, decodePathSegment, routeListener } from './http-kit.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
@@ -82,6 +83,12 @@ export interface AgentApiListenerOptions {
    */
   readonly authToken?: string;
   /**
+   * True when the embedder's server is an `https` one made with `requestCert: true`, its client
+   * CA as `ca` and `rejectUnauthorized: false`: a client certificate that CA signed then
+   * authenticates a request as well as the token does (either is enough; `/healthz` needs neither).
+   */
+  readonly clientCertificates?: boolean;
+  /**
    * More names a request's `Host` (and `Origin`) may give, e.g. this node's DNS name or its
    * hostname; the port is always the one the request came in on. See `checkHostAndOrigin` below.
    */
@@ -108,10 +115,13 @@ export function agentApiListener(view: AgentView, options: AgentApiListenerOptio
   const extra = allowedHostNames(options.allowedHosts);
   return routeListener([agentApiHandler(view)], {
     authToken: options.authToken,
+    clientCertificates: options.clientCertificates,
     // The listener does not know what its server was bound to, but each connection knows the
     // address it reached: a server bound to every interface is named by the one a client used.
     reachableAs:
-      options.checkHostAndOrigin === false ? undefined : (req) => reachableNames(req.socket.localAddress ?? '', req.socket.localPort ?? 0, extra),
+      options.checkHostAndOrigin === false
+        ? undefined
+        : (req) => reachableNames(req.socket.localAddress ?? '', req.socket.localPort ?? 0, extra, (req.socket as Partial<TLSSocket>).encrypted === true ? 'https:' : 'http:'),
     logger: options.logger ?? silentLogger,
   });
 }

@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import type { FieldError, Logger } from '@kubelet-ts/core';
+import type { TLSSocket } from 'node:tls';
+import { systemClock, type FieldError, type Logger } from '@kubelet-ts/core';
+import { AuthThrottle } from './auth-throttle.js';
 import { checkHostAndOrigin, type ReachableNames } from './request-guard.js';
 import type { RouteHandler } from './route-handler.js';
 
@@ -14,6 +16,8 @@ export class HttpProblem extends Error {
     message: string,
     readonly fieldErrors: readonly FieldError[] = [],
     options?: ErrorOptions,
+    /** Extra response headers (`Retry-After`). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message, options);
   }
@@ -25,6 +29,14 @@ const UNAUTHENTICATED_PATH = '/healthz';
 export interface RouteListenerOptions {
   /** When set, every path but `/healthz` needs `Authorization: Bearer <token>`. Never empty. */
   readonly authToken?: string | undefined;
+  /**
+   * True when the server asks for client certificates (`requestCert`, checked against its CA):
+   * every path but `/healthz` then needs one the CA signed and that is valid now, or the bearer
+   * token when there is one too. Either authenticates, as the kubelet accepts either.
+   */
+  readonly clientCertificates?: boolean | undefined;
+  /** Slows down an address that keeps failing authentication (429). Default: an `AuthThrottle` on the system clock. */
+  readonly throttle?: AuthThrottle | undefined;
   /**
    * The names the request must give as `Host` (and `Origin`, when it has one) on every path,
    * `/healthz` included (403 otherwise); absent, neither is checked.
@@ -41,7 +53,7 @@ export interface RouteListenerOptions {
  */
 export function routeListener(handlers: readonly RouteHandler[], options: RouteListenerOptions): RequestListener {
   checkAuthToken(options.authToken);
-  const authorize = options.authToken === undefined ? undefined : bearerCheck(options.authToken);
+  const authorize = authentication(options);
   return (req, res) => {
     void serve(req, res, handlers, { ...options, authorize });
   };
@@ -80,7 +92,10 @@ async function serve(
     throw new HttpProblem(404, `no route ${req.method ?? 'GET'} ${url.pathname}`);
   } catch (error) {
     if (error instanceof HttpProblem) {
-      const headers: Record<string, string> = error.status === 401 ? { 'www-authenticate': 'Bearer' } : error.status === 413 ? { connection: 'close' } : {};
+      const headers: Record<string, string> = {
+        ...(error.status === 401 ? { 'www-authenticate': 'Bearer' } : error.status === 413 ? { connection: 'close' } : {}),
+        ...error.headers,
+      };
       // An oversized body is not read to its end: answer, then drop the connection.
       if (error.status === 413) res.once('finish', () => req.destroy());
       send(res, error.status, { error: error.message, ...(error.fieldErrors.length === 0 ? {} : { fieldErrors: error.fieldErrors }) }, headers);
@@ -101,14 +116,37 @@ function requestTarget(req: IncomingMessage): URL {
   }
 }
 
-/** Throws a 401 unless the request brings `Authorization: Bearer <token>`; never from the query string. */
-function bearerCheck(token: string): (req: IncomingMessage) => void {
-  const expected = digest(token);
+/**
+ * What lets a request in (none when neither a token nor client certificates are configured):
+ * a client certificate the TLS layer verified, else the bearer token (never from the query
+ * string), else a 401; an address locked out by `throttle` gets a 429 without its token compared.
+ */
+function authentication(options: RouteListenerOptions): ((req: IncomingMessage) => void) | undefined {
+  const { authToken, clientCertificates = false } = options;
+  if (authToken === undefined && !clientCertificates) return undefined;
+  const expected = authToken === undefined ? undefined : digest(authToken);
+  const throttle = options.throttle ?? new AuthThrottle(systemClock);
+  const wanted = [...(clientCertificates ? ['a client certificate signed by the client CA'] : []), ...(authToken === undefined ? [] : ['a valid bearer token'])].join(' or ');
   return (req) => {
-    const header = req.headers.authorization ?? '';
-    const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
-    // Digests have one length, so the comparison takes the same time whatever was presented.
-    if (!timingSafeEqual(digest(presented), expected)) throw new HttpProblem(401, 'a valid bearer token is required');
+    // `authorized` is set only by a TLS socket whose peer certificate chains to the CA and is valid now.
+    if (clientCertificates && (req.socket as Partial<TLSSocket>).authorized === true) return;
+    const address = req.socket.remoteAddress ?? '';
+    const wait = throttle.lockedFor(address);
+    if (wait > 0) {
+      const seconds = Math.ceil(wait / 1000);
+      throw new HttpProblem(429, `too many failed authentication attempts from this address: retry in ${seconds} s`, [], undefined, { 'retry-after': String(seconds) });
+    }
+    if (expected !== undefined) {
+      const header = req.headers.authorization ?? '';
+      const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+      // Digests have one length, so the comparison takes the same time whatever was presented.
+      if (timingSafeEqual(digest(presented), expected)) {
+        throttle.succeeded(address);
+        return;
+      }
+    }
+    throttle.failed(address);
+    throw new HttpProblem(401, `${wanted} is required`);
   };
 }
 

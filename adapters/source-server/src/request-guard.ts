@@ -11,6 +11,8 @@ import { HttpProblem } from './http-kit.js';
  */
 export interface ReachableNames {
   readonly port: number;
+  /** `https:` when the server speaks TLS: the scheme of its own pages' `Origin`. Default `http:`. */
+  readonly protocol?: 'http:' | 'https:';
   /** `name` lowercased, an IPv6 address in brackets as in a URL (`[::1]`). */
   includes(name: string): boolean;
 }
@@ -44,7 +46,7 @@ export function allowedHostNames(allowedHosts: readonly string[] = []): string[]
  * - bound to another address: that address;
  * and, in every case, the `extra` names (from `allowedHostNames`).
  */
-export function reachableNames(address: string, port: number, extra: readonly string[]): ReachableNames {
+export function reachableNames(address: string, port: number, extra: readonly string[], protocol: 'http:' | 'https:' = 'http:'): ReachableNames {
   const bound = unmapped(address.toLowerCase());
   const anyInterface = bound === '0.0.0.0' || bound === '::';
   const names = new Set(extra);
@@ -53,12 +55,12 @@ export function reachableNames(address: string, port: number, extra: readonly st
     names.add(isIP(bound) === 6 ? canonicalIpv6(bound) : bound);
     if (isLoopback(bound)) for (const name of LOOPBACK_NAMES) names.add(name);
   }
-  return { port, includes: (name) => names.has(name) || (anyInterface && interfaceAddresses().has(name)) };
+  return { port, protocol, includes: (name) => names.has(name) || (anyInterface && interfaceAddresses().has(name)) };
 }
 
 /**
  * Throws a 403 unless `Host` names this server (`reachable`) with its port, and unless `Origin`,
- * when there is one, is this server's own (`http://` + such a name + port). `Origin: null`, sent
+ * when there is one, is this server's own (`http://`, or `https://` over TLS, + such a name + port). `Origin: null`, sent
  * by sandboxed frames and `file:` pages, is refused like any other site. A program such as curl
  * sends no `Origin`, so it is not stopped by the second check.
  */
@@ -90,9 +92,10 @@ function isOwnOrigin(origin: string, reachable: ReachableNames): boolean {
   } catch {
     return false; // `null` (an opaque origin) lands here too
   }
-  // The agent serves plain HTTP, so an https:// page is never its own.
-  const port = url.port === '' ? 80 : Number(url.port);
-  return url.protocol === 'http:' && port === reachable.port && reachable.includes(url.hostname);
+  // A page of the other scheme is another origin, even on the same name and port.
+  const protocol = reachable.protocol ?? 'http:';
+  const port = url.port === '' ? (protocol === 'https:' ? 443 : 80) : Number(url.port);
+  return url.protocol === protocol && port === reachable.port && reachable.includes(url.hostname);
 }
 
 function parseHost(header: string): { name: string; port: number } | undefined {
@@ -118,7 +121,8 @@ function unmapped(address: string): string {
   return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 }
 
-function isLoopback(address: string): boolean {
+/** `localhost`, 127.0.0.0/8 or `::1` (a name or address as given to `listen`). */
+export function isLoopback(address: string): boolean {
   return address === 'localhost' || address.startsWith('127.') || (isIP(address) === 6 && canonicalIpv6(address) === '[::1]');
 }
 

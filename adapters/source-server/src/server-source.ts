@@ -1,10 +1,13 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { isIP, type AddressInfo } from 'node:net';
 import {
   Tokens,
   parseManifests,
   silentLogger,
   sourceLimitProblem,
+  systemClock,
+  type Clock,
   type ContainerManifest,
   type Logger,
   type ManifestSource,
@@ -13,7 +16,9 @@ import {
   type SourceSink,
 } from '@kubelet-ts/core';
 import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requireContentType, routeListener } from './http-kit.js';
-import { allowedHostNames, reachableNames, type ReachableNames } from './request-guard.js';
+import { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
+import { allowedHostNames, isLoopback, reachableNames, type ReachableNames } from './request-guard.js';
+import { ServerTls, type ServerTlsOptions } from './server-tls.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
 export interface ServerManifestSourceOptions {
@@ -22,10 +27,28 @@ export interface ServerManifestSourceOptions {
   /** Default 10250, the kubelet's port. 0 picks a free one (see `url`). */
   readonly port?: number;
   /**
-   * When set, every route but `/healthz` (mounted ones too) needs `Authorization: Bearer <token>`.
-   * An empty or whitespace-only token throws: it would let every request in.
+   * When set, every route but `/healthz` (mounted ones too) needs `Authorization: Bearer <token>`,
+   * or, with `tls.clientCaFile` too, a client certificate that CA signed: either one is enough, as
+   * the kubelet accepts any one of its authenticators. An empty or whitespace-only token throws:
+   * it would let every request in.
    */
   readonly authToken?: string;
+  /**
+   * Serve HTTPS with this certificate, reloaded when its files change (kubelet-ts:
+   * `--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`).
+   */
+  readonly tls?: ServerTlsOptions;
+  /**
+   * Secure by default: a server bound to an address that is not loopback must authenticate its
+   * callers (`authToken`, or `tls.clientCaFile`), or the constructor throws. A certificate of the
+   * server's own is not enough: it encrypts, but lets anyone in. True serves unauthenticated all
+   * the same (kubelet-ts: `--insecure-allow-unauthenticated`).
+   */
+  readonly insecureAllowUnauthenticated?: boolean;
+  /** How an address that keeps failing authentication is slowed down (429); see `AuthThrottle`. */
+  readonly authThrottle?: AuthThrottleOptions;
+  /** Time for the certificate reload and the auth throttle. Default `systemClock`. */
+  readonly clock?: Clock;
   /**
    * More names a request's `Host` (and `Origin`) may give for the server, e.g. the node's DNS name
    * behind which it is reached; the port is always the listening one. Without them, a request must
@@ -72,6 +95,8 @@ export class ServerManifestSource implements ManifestSource {
   private readonly address: string;
   private readonly port: number;
   private readonly authToken: string | undefined;
+  private readonly tls: ServerTls | undefined;
+  private readonly throttle: AuthThrottle;
   private readonly allowedHosts: readonly string[];
   private readonly maxBodyBytes: number;
   private readonly limits: SourceLimits;
@@ -91,12 +116,16 @@ export class ServerManifestSource implements ManifestSource {
     this.port = options.port ?? 10250;
     checkAuthToken(options.authToken);
     this.authToken = options.authToken;
+    this.logger = options.logger ?? silentLogger;
+    const clock = options.clock ?? systemClock;
+    checkAuthenticated(this.address, options);
+    this.tls = options.tls === undefined ? undefined : new ServerTls(options.tls, clock, this.logger);
+    this.throttle = new AuthThrottle(clock, options.authThrottle);
     // A name (not an address) it was told to bind is one it listens on too.
     this.allowedHosts = [...allowedHostNames(options.allowedHosts), ...(isIP(this.address) === 0 ? [this.address.toLowerCase()] : [])];
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.limits = options.limits ?? {};
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-    this.logger = options.logger ?? silentLogger;
   }
 
   /**
@@ -108,25 +137,32 @@ export class ServerManifestSource implements ManifestSource {
     this.routes.push(handler);
   }
 
-  /** The base URL once listening, e.g. `http://127.0.0.1:10250`. */
+  /** The base URL once listening, e.g. `http://127.0.0.1:10250` (`https://` with `tls`). */
   get url(): string {
     const address = this.server?.address() as AddressInfo | null | undefined;
     if (address == null) throw new Error('the server is not listening');
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    return `http://${host}:${address.port}`;
+    return `${this.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`;
   }
 
   async start(sink: SourceSink): Promise<void> {
     this.sink = sink;
-    const server: Server = createServer(
-      {
-        requestTimeout: this.requestTimeoutMs,
-        headersTimeout: this.requestTimeoutMs,
-        // Node checks the timeouts above only this often (30 s by default).
-        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(this.requestTimeoutMs / 4))),
-      },
-      routeListener(this.routes, { authToken: this.authToken, reachableAs: () => this.reachableNames(server), logger: this.logger }),
-    );
+    const serverOptions = {
+      requestTimeout: this.requestTimeoutMs,
+      headersTimeout: this.requestTimeoutMs,
+      // Node checks the timeouts above only this often (30 s by default).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(this.requestTimeoutMs / 4))),
+    };
+    const listener = routeListener(this.routes, {
+      authToken: this.authToken,
+      clientCertificates: this.tls?.clientCertificates ?? false,
+      throttle: this.throttle,
+      reachableAs: () => this.reachableNames(server),
+      logger: this.logger,
+    });
+    const tls = this.tls;
+    const https = tls === undefined ? undefined : createHttpsServer({ ...serverOptions, ...tls.serverOptions() }, listener);
+    const server: Server = https ?? createServer(serverOptions, listener);
     server.keepAliveTimeout = 5_000;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -136,7 +172,14 @@ export class ServerManifestSource implements ManifestSource {
       });
     });
     this.server = server;
-    this.logger.info({ url: this.url, auth: this.authToken !== undefined, allowedHosts: this.allowedHosts }, 'agent server listening');
+    if (https !== undefined) tls?.watch(https);
+    this.logger.info(
+      { url: this.url, auth: this.authToken !== undefined, clientCertificates: this.tls?.clientCertificates ?? false, allowedHosts: this.allowedHosts },
+      'agent server listening',
+    );
+    if (this.tls === undefined && this.authToken !== undefined && !isLoopback(this.address)) {
+      this.logger.warn({ address: this.address }, 'the bearer token crosses the network in clear text: serve TLS (--tls-cert-file, --tls-private-key-file)');
+    }
     // What was posted before a restart of this source is kept: deliver it (or the empty set) now.
     sink.update([...this.manifests.values()]);
   }
@@ -146,6 +189,7 @@ export class ServerManifestSource implements ManifestSource {
     this.server = undefined;
     this.reachable = undefined;
     this.sink = undefined;
+    this.tls?.stop();
     if (server === undefined) return;
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
@@ -156,7 +200,7 @@ export class ServerManifestSource implements ManifestSource {
   private reachableNames(server: Server): ReachableNames {
     if (this.reachable !== undefined) return this.reachable;
     const { address, port } = server.address() as AddressInfo;
-    return (this.reachable = reachableNames(address, port, this.allowedHosts));
+    return (this.reachable = reachableNames(address, port, this.allowedHosts, this.tls === undefined ? 'http:' : 'https:'));
   }
 
   private async manifestRoute(req: IncomingMessage, url: URL): Promise<RouteAnswer | undefined> {
@@ -229,6 +273,16 @@ export class ServerManifestSource implements ManifestSource {
   private deliver(): void {
     this.sink?.update([...this.manifests.values()]);
   }
+}
+
+/** The secure default: refuse to serve everyone on a reachable address unless told to in so many words. */
+function checkAuthenticated(address: string, options: ServerManifestSourceOptions): void {
+  if (isLoopback(address.toLowerCase()) || options.authToken !== undefined || options.tls?.clientCaFile !== undefined || options.insecureAllowUnauthenticated === true) return;
+  throw new Error(
+    `the agent server would listen on ${address}, which is not loopback, and let anyone who reaches it post manifests: ` +
+      'authenticate callers with a token (--auth-token) or client certificates (--tls-cert-file, --tls-private-key-file and --client-ca-file), ' +
+      'or bind 127.0.0.1 (--address), or accept that with --insecure-allow-unauthenticated',
+  );
 }
 
 /**

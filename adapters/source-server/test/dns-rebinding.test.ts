@@ -85,7 +85,8 @@ describe('the agent server bound to every interface', () => {
     .map((a) => (a.family === 'IPv6' ? `[${a.address}]` : a.address));
 
   it.each(['0.0.0.0', '::'])('on %s accepts each interface address, localhost and the hostname; refuses others', async (address) => {
-    const { port } = await startSource({ address });
+    // Unauthenticated on every interface only when asked in so many words (secure by default).
+    const { port } = await startSource({ address, insecureAllowUnauthenticated: true });
     const local = `http://127.0.0.1:${port}`;
     for (const name of [...addresses, 'localhost', hostname()]) expect([name, await statusWithHost(local, '/pods', `${name}:${port}`)]).toEqual([name, 200]);
     expect(await statusWithHost(local, '/healthz', `evil.example:${port}`)).toBe(403);
