@@ -43,6 +43,7 @@ ensure_docker() {
 # Stops the engine only if ensure_docker started it.
 stop_services() {
   ! declare -F stop_containerd_if_started >/dev/null || stop_containerd_if_started
+  ! declare -F stop_podman_if_started >/dev/null || stop_podman_if_started
   if [ -f "$STATE_DIR/dockerd.started" ]; then
     [ -f "$STATE_DIR/dockerd.pid" ] && as_root kill "$(cat "$STATE_DIR/dockerd.pid")" 2>/dev/null || true
     rm -f "$STATE_DIR/dockerd.started"

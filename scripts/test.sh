@@ -9,6 +9,7 @@ source scripts/services.sh
 ensure_packages
 ensure_docker
 source scripts/containerd.sh && ensure_containerd
+source scripts/podman.sh && ensure_podman
 trap stop_services EXIT
 
 export TURBO_TELEMETRY_DISABLED=1 TESTCONTAINERS_RYUK_DISABLED=true
