@@ -17,6 +17,16 @@ export interface DockerApi {
     ): void;
   };
   ping(): Promise<unknown>;
+  /** What the engine is (`GET /version`): Docker, or Podman's compatible service. */
+  version(): Promise<DockerVersion>;
+}
+
+/** The slice of `GET /version` that tells the engine apart. */
+export interface DockerVersion {
+  Version?: string;
+  /** Podman lists `Podman Engine` here. */
+  Components?: Array<{ Name: string; Version?: string }>;
+  Platform?: { Name?: string };
 }
 
 export interface DockerContainerHandle {
@@ -83,6 +93,8 @@ export interface DockerCreateOptions {
   ExposedPorts?: Record<string, Record<string, never>>;
   HostConfig: {
     NetworkMode?: string;
+    /** `container:<id>` (Podman only) joins that container's UTS namespace, and so its hostname. */
+    UTSMode?: string;
     PortBindings?: Record<string, Array<{ HostIp: string; HostPort: string }>>;
     Binds?: string[];
     Memory?: number;

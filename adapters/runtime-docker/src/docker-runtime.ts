@@ -23,6 +23,7 @@ import {
 } from '@kubelet-ts/core';
 import type { DockerApi, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
 import { DockerSandboxes, portBindings } from './docker-sandboxes.js';
+import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
 import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
 import { podVolumeDir } from './volume-dirs.js';
@@ -65,6 +66,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
   private readonly clock: Clock;
   private readonly pulls = new Map<string, Promise<void>>();
   private readonly sandboxes: DockerSandboxes;
+  private engineKind: Promise<EngineKind> | undefined;
 
   constructor(options: DockerRuntimeOptions = {}) {
     const host = options.host ?? process.env['DOCKER_HOST'] ?? 'unix:///var/run/docker.sock';
@@ -84,6 +86,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
       clock: this.clock,
       logger: this.logger,
       call: (what, fn, notModifiedIsSuccess) => this.call(what, fn, notModifiedIsSuccess),
+      engine: () => this.engine(),
       ensureImage: async (image) => {
         if (!(await this.hasImage(image))) await this.pull(image);
       },
@@ -113,13 +116,21 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
     const filters = options.includeForeign === true ? undefined : { label: [Labels.manifestId] };
-    const found = await this.call('list containers', () => this.docker.listContainers({ all: true, ...(filters === undefined ? {} : { filters }) }));
-    return found.map(summaryOf);
+    const [found, engine] = await Promise.all([
+      this.call('list containers', () => this.docker.listContainers({ all: true, ...(filters === undefined ? {} : { filters }) })),
+      this.engine(),
+    ]);
+    const summaries = found.map((c) => summaryOf(c));
+    // Podman writes image names out in full; show them as Docker does.
+    return engine === 'podman' ? summaries.map((c) => ({ ...c, image: familiarImageName(c.image) })) : summaries;
   }
 
   async inspect(id: string): Promise<ContainerDetails> {
-    const info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
-    return detailsOf(info);
+    const [info, engine] = await Promise.all([this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect()), this.engine()]);
+    const details = detailsOf(info);
+    if (engine === 'docker') return details;
+    const image = familiarImageName(details.image);
+    return { ...details, image, spec: { ...details.spec, image } };
   }
 
   async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
@@ -129,7 +140,11 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
     // container without one (an embedder's own) gets its ports directly, like `docker run -p`.
     const pod = sandboxId !== undefined;
     if (pod) await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
-    const network = pod ? { NetworkMode: `container:${sandboxId}` } : { PortBindings: portBindings(spec.ports, this.hostIp).bindings };
+    // On Podman a container that joins another's network keeps a UTS namespace of its own (its
+    // hostname would be its id); Docker gives it the sandbox's hostname. Joining the sandbox's UTS
+    // namespace too gives the pod's hostname, as in a Kubernetes pod.
+    const uts = pod && (await this.engine()) === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
+    const network = pod ? { NetworkMode: `container:${sandboxId}`, ...uts } : { PortBindings: portBindings(spec.ports, this.hostIp).bindings };
     const options: DockerCreateOptions = {
       name: spec.name,
       Image: spec.image,
@@ -268,6 +283,25 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
       stopTicker();
     }
     this.logger.info({ image, durationMs: this.clock.now() - started }, 'image pulled');
+  }
+
+  /**
+   * What serves the API (`GET /version`), asked once; a failed ask is asked again next time. The
+   * few answers of Podman that differ from Docker's are handled where they arise (see `EngineKind`).
+   */
+  private engine(): Promise<EngineKind> {
+    this.engineKind ??= this.call('version', () => this.docker.version()).then(
+      (version) => {
+        const kind = engineKindOf(version);
+        if (kind === 'podman') this.logger.info({ endpoint: this.endpoint, version: version.Version }, 'the Docker API is served by Podman');
+        return kind;
+      },
+      (error: unknown) => {
+        this.engineKind = undefined;
+        throw error;
+      },
+    );
+    return this.engineKind;
   }
 
   /** Runs an engine call, translating failures; `notModifiedIsSuccess` for start/stop's 304. */

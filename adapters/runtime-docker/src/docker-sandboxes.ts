@@ -8,8 +8,9 @@ import {
   type SandboxSpec,
   type SandboxSummary,
 } from '@kubelet-ts/core';
-import type { DockerApi, DockerContainerInfo } from './docker-api.js';
-import { ADAPTER } from './errors.js';
+import type { DockerApi, DockerContainerInfo, DockerInspect } from './docker-api.js';
+import { familiarImageName, type EngineKind } from './engine-kind.js';
+import { ADAPTER, dockerDetail } from './errors.js';
 import { removePodVolumes } from './volume-dirs.js';
 
 export interface DockerSandboxesOptions {
@@ -21,6 +22,8 @@ export interface DockerSandboxesOptions {
   readonly logger: Logger;
   /** Runs an engine call, translating its failures (`notModifiedIsSuccess` for start/stop's 304). */
   readonly call: <T>(what: string, fn: () => Promise<T>, notModifiedIsSuccess?: boolean) => Promise<T>;
+  /** What serves the API, asked once (see `EngineKind`). */
+  readonly engine: () => Promise<EngineKind>;
   /** Makes sure the pod infra image is there. */
   readonly ensureImage: (image: string) => Promise<void>;
 }
@@ -53,6 +56,7 @@ export class DockerSandboxes {
     } catch (error) {
       // A sandbox that cannot start (a host port already taken) must leave nothing behind.
       await call(`remove sandbox ${spec.name}`, () => docker.getContainer(created.id).remove({ force: true, v: true })).catch(() => undefined);
+      await this.warnOfHeldPorts(spec, error);
       throw error;
     }
     this.options.logger.info({ podId: spec.podId, sandbox: created.id.slice(0, 12), ports: spec.ports.length }, 'pod sandbox running');
@@ -63,7 +67,9 @@ export class DockerSandboxes {
     const { docker, call } = this.options;
     if (options.includeForeign === true) {
       const all = await call('list containers', () => docker.listContainers({ all: true }));
-      return all.filter((c) => c.Labels?.[Labels.sandbox] !== undefined || c.Image === this.options.podInfraImage).map(summaryOf);
+      // Podman names images in full (docker.io/…): compare the names as Docker shows them.
+      const infra = familiarImageName(this.options.podInfraImage);
+      return all.filter((c) => c.Labels?.[Labels.sandbox] !== undefined || familiarImageName(c.Image) === infra).map(summaryOf);
     }
     const found = await call('list sandboxes', () => docker.listContainers({ all: true, filters: { label: [Labels.sandbox] } }));
     // A holder whose network is not a namespace of its own (the host's, or another container's)
@@ -73,32 +79,58 @@ export class DockerSandboxes {
 
   async stop(id: string): Promise<void> {
     const { docker, call } = this.options;
-    await call(`inspect sandbox ${id}`, () => docker.getContainer(id).inspect());
+    const sandbox = await call(`inspect sandbox ${id}`, () => docker.getContainer(id).inspect());
     // Its containers first: they would keep the namespace alive without it.
-    for (const member of await this.members(id)) {
-      await call(`stop ${member.Id}`, () => docker.getContainer(member.Id).stop({ t: 0 }), true);
+    for (const member of await this.members(sandbox)) {
+      await call(`stop ${member}`, () => docker.getContainer(member).stop({ t: 0 }), true);
     }
     await call(`stop sandbox ${id}`, () => docker.getContainer(id).stop({ t: 0 }), true);
   }
 
   async remove(id: string, options: { readonly volumes?: boolean } = {}): Promise<void> {
     const { docker, call } = this.options;
-    let podId: string | undefined;
+    let sandbox: DockerInspect;
     try {
-      podId = (await call(`inspect sandbox ${id}`, () => docker.getContainer(id).inspect())).Config.Labels?.[Labels.sandbox];
+      sandbox = await call(`inspect sandbox ${id}`, () => docker.getContainer(id).inspect());
     } catch (error) {
       if (error instanceof KubeletError && error.code === 'NotFound') return;
       throw error;
     }
-    for (const member of await this.members(id)) await ignoreGone(call(`remove ${member.Id}`, () => docker.getContainer(member.Id).remove({ force: true, v: true })));
+    const podId = sandbox.Config.Labels?.[Labels.sandbox];
+    for (const member of await this.members(sandbox)) await ignoreGone(call(`remove ${member}`, () => docker.getContainer(member).remove({ force: true, v: true })));
     await ignoreGone(call(`remove sandbox ${id}`, () => docker.getContainer(id).remove({ force: true, v: true })));
     if (options.volumes === true && podId !== undefined) await removePodVolumes(this.options.volumesRoot, podId);
   }
 
-  /** The containers in the sandbox's namespace. */
-  private async members(id: string): Promise<DockerContainerInfo[]> {
-    const all = await this.options.call(`list members of ${id}`, () => this.options.docker.listContainers({ all: true }));
-    return all.filter((c) => c.HostConfig?.NetworkMode === `container:${id}`);
+  /** The ids of the containers in the sandbox's namespace. */
+  private async members(sandbox: DockerInspect): Promise<string[]> {
+    const { docker, call } = this.options;
+    const id = sandbox.Id;
+    const all = await call(`list members of ${id}`, () => docker.listContainers({ all: true }));
+    if ((await this.options.engine()) === 'docker') return all.filter((c) => c.HostConfig?.NetworkMode === `container:${id}`).map((c) => c.Id);
+    // Podman lists containers without their HostConfig: inspect those that can have joined the
+    // sandbox, which are the ones made after it (Created is in seconds in a listing).
+    const since = Math.floor(Date.parse(sandbox.Created) / 1000);
+    const candidates = all.filter((c) => c.Id !== id && c.Created >= since);
+    const inspected = await Promise.all(candidates.map((c) => docker.getContainer(c.Id).inspect().catch(() => undefined)));
+    return inspected.filter((c) => c?.HostConfig.NetworkMode === `container:${id}`).map((c) => c!.Id);
+  }
+
+  /**
+   * Podman 4.3 binds a container's host ports in its service process before the runtime starts
+   * it, and keeps them bound when that start fails for any other reason than a port: no later
+   * container can publish them until the service restarts. That cannot be undone through the
+   * API; say so once, where it happens, so that the "address already in use" that follows is
+   * understood.
+   */
+  private async warnOfHeldPorts(spec: SandboxSpec, error: unknown): Promise<void> {
+    const published = spec.ports.filter((p) => p.hostPort !== undefined).map((p) => p.hostPort);
+    if (published.length === 0 || /address already in use|already allocated/i.test(dockerDetail(error))) return;
+    if ((await this.options.engine().catch(() => 'docker')) !== 'podman') return;
+    this.options.logger.warn(
+      { podId: spec.podId, hostPorts: published, error: dockerDetail(error) },
+      'the pod sandbox failed to start on Podman, which keeps its host ports bound until the Podman service restarts (Podman 4.3)',
+    );
   }
 }
 

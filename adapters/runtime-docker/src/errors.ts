@@ -34,7 +34,9 @@ export function translate(error: unknown, what: string, endpoint: string): Kubel
   let code: ErrorCode = 'Internal';
   if (e.statusCode === 404) code = 'NotFound';
   else if (e.statusCode === 409) code = 'Conflict';
-  else if (/already allocated|address already in use/i.test(detail)) code = 'Conflict';
+  // Podman answers 500 where Docker answers 409: for a name already taken ("the container name …
+  // is already in use") and a host port already bound.
+  else if (/already allocated|address already in use|name .* is already in use/i.test(detail)) code = 'Conflict';
   return new KubeletError(code, `${what}: ${detail}`, { adapter: ADAPTER, cause: error });
 }
 

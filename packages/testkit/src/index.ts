@@ -7,3 +7,4 @@ export { reapEngineDebris, stopDockerEngine, type StoppedEngine } from './engine
 export { TcpGate } from './tcp-gate.js';
 export { assertContainerd, criCgroupParent, criEndpoint } from './containerd.js';
 export { busyboxPodNetwork } from './pod-network.js';
+export { assertPodman, independentPodman, podmanHost, removePodmanLabelled } from './podman.js';

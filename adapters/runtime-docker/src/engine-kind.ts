@@ -1,0 +1,34 @@
+import type { DockerVersion } from './docker-api.js';
+
+/**
+ * Which engine serves the Docker API. Podman's Docker-compatible service (`podman system service`)
+ * runs this adapter unchanged but for a few answers that differ; the adapter asks `GET /version`
+ * once and handles each difference where it arises, commented there:
+ *
+ * - it lists containers without `HostConfig`, so a sandbox's members are found by inspecting
+ *   (`DockerSandboxes.members`);
+ * - a container joining a sandbox's network keeps a UTS namespace (and hostname) of its own, where
+ *   Docker gives it the sandbox's hostname: it joins the sandbox's UTS namespace too (`create`);
+ * - it names images in full (`docker.io/kubelet-ts-test/busybox:1`), where Docker gives back the
+ *   name asked for: names are shown in Docker's familiar form (`familiarImageName`);
+ * - a name already taken answers 500, not 409 (`translate`, by its words).
+ */
+export type EngineKind = 'docker' | 'podman';
+
+/** Podman names itself in `Components` (`Podman Engine`); Docker's `Platform.Name` is `Docker Engine - …` or empty. */
+export function engineKindOf(version: DockerVersion): EngineKind {
+  const names = [...(version.Components ?? []).map((c) => c.Name), version.Platform?.Name ?? ''];
+  return names.some((name) => /podman/i.test(name)) ? 'podman' : 'docker';
+}
+
+/**
+ * An image name as Docker shows it (its "familiar" form): without the `docker.io/` registry and
+ * the `library/` namespace that Podman writes out. `docker.io/library/busybox:1.36` is
+ * `busybox:1.36`; names of other registries are unchanged.
+ */
+export function familiarImageName(name: string): string {
+  const match = /^(?:docker\.io|index\.docker\.io)\/(.+)$/.exec(name);
+  if (match?.[1] === undefined) return name;
+  const rest = match[1];
+  return rest.startsWith('library/') && !rest.slice('library/'.length).includes('/') ? rest.slice('library/'.length) : rest;
+}
