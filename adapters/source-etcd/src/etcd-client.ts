@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Etcd3, type IOptions } from 'etcd3';
 
 type FaultHandling = NonNullable<IOptions['faultHandling']>;
@@ -20,10 +21,32 @@ const once = {
  */
 const shortWatchBackoff: NonNullable<FaultHandling['watchBackoff']> = { duration: 100, next: () => shortWatchBackoff };
 
+/**
+ * TLS to etcd, by the names kube-apiserver gives them (`--etcd-cafile`, `--etcd-certfile`,
+ * `--etcd-keyfile`). PEM files, read each time a client is made (at the source's or sink's
+ * `start`/construction): a rotated certificate is taken on the next restart of the agent.
+ * With any of them set, or an `https://` endpoint, the client speaks TLS.
+ */
+export interface EtcdTlsOptions {
+  /** The CA etcd's certificate must chain to. Default: the system's roots. */
+  readonly caFile?: string;
+  /** A client certificate (for etcd's `--client-cert-auth`); needs `keyFile`. */
+  readonly certFile?: string;
+  readonly keyFile?: string;
+}
+
+/** etcd's own users (`etcdctl auth enable`): the password is exchanged for a token, never logged. */
+export interface EtcdAuthOptions {
+  readonly username: string;
+  readonly password: string;
+}
+
 export interface EtcdClientOptions {
   readonly endpoints: readonly string[];
   /** Deadline of each unary call (get, put, lease grant). */
   readonly requestTimeoutMs: number;
+  readonly tls?: EtcdTlsOptions | undefined;
+  readonly auth?: EtcdAuthOptions | undefined;
 }
 
 /**
@@ -31,8 +54,11 @@ export interface EtcdClientOptions {
  * restarted etcd is reached again within about a second.
  */
 export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
+  const credentials = tlsCredentials(options.tls);
   return new Etcd3({
     hosts: [...options.endpoints],
+    ...(credentials === undefined ? {} : { credentials }),
+    ...(options.auth === undefined ? {} : { auth: { username: options.auth.username, password: options.auth.password } }),
     // etcd3 1.1.2 declares `dialTimeout` but never reads it; a deadline per call is what bounds a
     // call to an etcd that accepts connections but does not answer. Streams (watch) have none:
     // they are meant to stay open, and keepalive pings find a dead peer instead.
@@ -51,6 +77,30 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
       'grpc.keepalive_timeout_ms': 10_000,
     },
   });
+}
+
+/** Throws, naming the flag and file, when a file cannot be read or a pair is half given. */
+function tlsCredentials(tls: EtcdTlsOptions | undefined): IOptions['credentials'] {
+  if (tls === undefined || (tls.caFile === undefined && tls.certFile === undefined && tls.keyFile === undefined)) return undefined;
+  if ((tls.certFile === undefined) !== (tls.keyFile === undefined)) {
+    throw new Error('etcd TLS: a client certificate needs its key and the key its certificate (--etcd-certfile with --etcd-keyfile)');
+  }
+  const read = (path: string | undefined, flag: string) => {
+    if (path === undefined) return undefined;
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new Error(`etcd TLS: cannot read ${flag} ${path}: ${(error as Error).message}`, { cause: error });
+    }
+  };
+  const certChain = read(tls.certFile, '--etcd-certfile');
+  const privateKey = read(tls.keyFile, '--etcd-keyfile');
+  return {
+    // grpc takes a missing root certificate as "the system's roots"; etcd3's type insists on one.
+    rootCertificate: read(tls.caFile, '--etcd-cafile') as Buffer,
+    ...(certChain === undefined ? {} : { certChain }),
+    ...(privateKey === undefined ? {} : { privateKey }),
+  };
 }
 
 /** The first line of a client error, which is all a reader needs (grpc appends resolution notes). */

@@ -12,7 +12,7 @@ import {
   type TimerHandle,
 } from '@kubelet-ts/core';
 import { EtcdLeaseInvalidError, type Etcd3 } from 'etcd3';
-import { createEtcdClient, describeEtcdError } from './etcd-client.js';
+import { createEtcdClient, describeEtcdError, type EtcdAuthOptions, type EtcdTlsOptions } from './etcd-client.js';
 
 interface EtcdEventSinkCommonOptions {
   /** How long an event stays in etcd. Default 172800 (two days). */
@@ -27,6 +27,10 @@ interface EtcdEventSinkCommonOptions {
   readonly retryMaxMs?: number;
   /** Deadline of one write. Default 5 s. Used only when the sink makes its own client. */
   readonly requestTimeoutMs?: number;
+  /** TLS to etcd (see `EtcdTlsOptions`). Used only when the sink makes its own client. */
+  readonly tls?: EtcdTlsOptions;
+  /** etcd user and password. Used only when the sink makes its own client. */
+  readonly auth?: EtcdAuthOptions;
   readonly logger?: Logger;
   /** Time for retries and lease ages. Default `systemClock`. */
   readonly clock?: Clock;
@@ -87,7 +91,7 @@ export class EtcdEventSink implements EventSink {
       this.client = options.client;
       this.ownsClient = false;
     } else {
-      this.client = createEtcdClient({ endpoints: options.endpoints, requestTimeoutMs: options.requestTimeoutMs ?? 5000 });
+      this.client = createEtcdClient({ endpoints: options.endpoints, requestTimeoutMs: options.requestTimeoutMs ?? 5000, tls: options.tls, auth: options.auth });
       this.ownsClient = true;
       this.endpoints = options.endpoints;
     }

@@ -21,11 +21,15 @@ import {
   type TimerHandle,
 } from '@kubelet-ts/core';
 import type { Etcd3, IWatchResponse, Watcher } from 'etcd3';
-import { createEtcdClient, describeEtcdError } from './etcd-client.js';
+import { createEtcdClient, describeEtcdError, type EtcdAuthOptions, type EtcdTlsOptions } from './etcd-client.js';
 
 export interface EtcdManifestSourceOptions {
   /** etcd client URLs, e.g. `http://127.0.0.1:2379`. */
   readonly endpoints: readonly string[];
+  /** TLS to etcd: its CA, and a client certificate (kube-apiserver's `--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`). */
+  readonly tls?: EtcdTlsOptions;
+  /** etcd user and password, when etcd has authentication enabled. */
+  readonly auth?: EtcdAuthOptions;
   /** This host's name; it picks the default key. */
   readonly hostname: string;
   /** The key holding this host's manifests. Default `etcdKeyFor(hostname)`. */
@@ -69,6 +73,8 @@ export class EtcdManifestSource implements ManifestSource {
   readonly name: string;
   readonly key: string;
   private readonly endpoints: readonly string[];
+  /** TLS and user for the client; never logged (the password is a secret). */
+  private readonly security: { readonly tls: EtcdTlsOptions | undefined; readonly auth: EtcdAuthOptions | undefined };
   private readonly retryBackoff: BackoffPolicy;
   private readonly requestTimeoutMs: number;
   private readonly logger: Logger;
@@ -96,6 +102,7 @@ export class EtcdManifestSource implements ManifestSource {
   constructor(options: EtcdManifestSourceOptions) {
     if (options.endpoints.length === 0) throw new KubeletError('Internal', 'etcd source: no endpoints given', { adapter: ADAPTER });
     this.endpoints = options.endpoints;
+    this.security = { tls: options.tls, auth: options.auth };
     this.key = options.key ?? etcdKeyFor(options.hostname);
     this.name = options.name ?? ADAPTER;
     this.retryBackoff = { initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 };
@@ -113,7 +120,7 @@ export class EtcdManifestSource implements ManifestSource {
     this.failures = 0;
     this.outage = false;
     this.cancels = 0;
-    this.client = createEtcdClient({ endpoints: this.endpoints, requestTimeoutMs: this.requestTimeoutMs });
+    this.client = createEtcdClient({ endpoints: this.endpoints, requestTimeoutMs: this.requestTimeoutMs, ...this.security });
     await this.sync();
   }
 
