@@ -1,5 +1,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import got, { TimeoutError, type Response } from 'got';
 import {
   ChangeReporter,
@@ -26,12 +28,31 @@ export interface HttpManifestSourceOptions {
   readonly checkFrequencyMs?: number;
   /** Give up on a poll (headers and body together) after this long. Default 10 s. */
   readonly timeoutMs?: number;
-  /** Extra request headers sent with every poll, e.g. `Authorization`. */
+  /**
+   * Extra request headers sent with every poll, e.g. `Authorization`. They are never sent to
+   * another origin: while any is set, a redirect to another scheme, host or port is refused (an
+   * `Unavailable` error naming both URLs) rather than followed; same-origin redirects are followed.
+   */
   readonly headers?: Readonly<Record<string, string>>;
+  /** For an `https://` URL: the CA to trust and a client certificate (`--manifest-url-*-file`). */
+  readonly tls?: HttpSourceTlsOptions;
   /** Default `http`. */
   readonly name?: string;
   /** Time for the wait between polls. Default `systemClock`. */
   readonly clock?: Clock;
+}
+
+/**
+ * PEM files for `https://` (kubelet-ts: `--manifest-url-ca-file`, `--manifest-url-cert-file`,
+ * `--manifest-url-key-file`), read again at each poll so that a rotated certificate is used from
+ * the next poll on. A server that does not chain to `caFile` is refused (`Unavailable`).
+ */
+export interface HttpSourceTlsOptions {
+  /** Default: node's bundled roots. */
+  readonly caFile?: string;
+  /** A client certificate, for a server that asks for one; needs `keyFile`. */
+  readonly certFile?: string;
+  readonly keyFile?: string;
 }
 
 const ADAPTER = 'http';
@@ -71,6 +92,7 @@ export class HttpManifestSource implements ManifestSource {
   private readonly checkFrequencyMs: number;
   private readonly timeoutMs: number;
   private readonly headers: Readonly<Record<string, string>>;
+  private readonly tls: HttpSourceTlsOptions | undefined;
   private readonly clock: Clock;
   // Our own agents, without keep-alive: a poll every 20 s gains nothing from an idle socket, which
   // the server may close just as we reuse it (a spurious ECONNRESET), and close() can end them all.
@@ -100,6 +122,7 @@ export class HttpManifestSource implements ManifestSource {
     this.checkFrequencyMs = options.checkFrequencyMs ?? 20_000;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.headers = Object.fromEntries(Object.entries(options.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+    this.tls = checkTlsFiles(options.tls);
     this.name = options.name ?? ADAPTER;
     this.clock = options.clock ?? systemClock;
   }
@@ -149,6 +172,8 @@ export class HttpManifestSource implements ManifestSource {
       const pending = got(this.url, {
         headers: this.requestHeaders(),
         agent: this.agents,
+        https: await this.tlsFiles(),
+        hooks: { beforeRedirect: [(next) => this.checkRedirect(next.url)] },
         retry: { limit: 0 }, // the poll loop is the retry
         timeout: { request: this.timeoutMs },
         throwHttpErrors: false,
@@ -190,6 +215,29 @@ export class HttpManifestSource implements ManifestSource {
     this.read(response.body);
   }
 
+  /** The TLS files as got takes them, read now (a rotated certificate is used from this poll on). */
+  private async tlsFiles(): Promise<{ certificateAuthority?: Buffer; certificate?: Buffer; key?: Buffer }> {
+    const tls = this.tls;
+    if (tls === undefined) return {};
+    const read = async (path: string | undefined) => (path === undefined ? undefined : readFile(path));
+    const [ca, cert, key] = await Promise.all([read(tls.caFile), read(tls.certFile), read(tls.keyFile)]);
+    return { ...(ca === undefined ? {} : { certificateAuthority: ca }), ...(cert === undefined ? {} : { certificate: cert }), ...(key === undefined ? {} : { key }) };
+  }
+
+  /**
+   * The headers given for the URL (credentials, usually) must not reach another origin: refuse a
+   * redirect there rather than strip them, as a manifest that another host serves is not what the
+   * operator pointed the agent at. Without headers, redirects are followed as before.
+   */
+  private checkRedirect(next: URL | string | undefined): void {
+    if (Object.keys(this.headers).length === 0 || next === undefined) return;
+    const target = new URL(String(next));
+    if (target.origin === new URL(this.url).origin) return;
+    throw new KubeletError('Unavailable', `${this.where}: redirected to another origin (${withoutPassword(target.toString())}); not followed, as --manifest-url-header headers would go with it`, {
+      adapter: ADAPTER,
+    });
+  }
+
   private requestHeaders(): Record<string, string> {
     return {
       'user-agent': 'kubelet-ts',
@@ -227,6 +275,23 @@ export class HttpManifestSource implements ManifestSource {
   private deliver(): void {
     if (this.delivered.changed(this.manifests)) this.sink?.update(this.manifests);
   }
+}
+
+/** Fails at construction, naming the flag, when a file cannot be read or a pair is half given. */
+function checkTlsFiles(tls: HttpSourceTlsOptions | undefined): HttpSourceTlsOptions | undefined {
+  if (tls === undefined) return undefined;
+  if ((tls.certFile === undefined) !== (tls.keyFile === undefined)) {
+    throw new Error('manifest URL TLS: a client certificate needs its key and the key its certificate (--manifest-url-cert-file with --manifest-url-key-file)');
+  }
+  for (const [path, flag] of [[tls.caFile, '--manifest-url-ca-file'], [tls.certFile, '--manifest-url-cert-file'], [tls.keyFile, '--manifest-url-key-file']] as const) {
+    if (path === undefined) continue;
+    try {
+      readFileSync(path);
+    } catch (error) {
+      throw new Error(`manifest URL TLS: cannot read ${flag} ${path}: ${(error as Error).message}`, { cause: error });
+    }
+  }
+  return tls;
 }
 
 function withoutPassword(url: string): string {
