@@ -15,6 +15,8 @@ export type KubeletEventType =
   | 'ImagePullFailed'
   | 'ManifestRejected'
   | 'ManifestConflict'
+  /** A manifest was accepted, but spells a field the deprecated 2014 way (`volumeMounts[].path`, `env[].key`). */
+  | 'DeprecatedField'
   | 'SourceError'
   | 'SourceRestarted';
 

@@ -1,5 +1,5 @@
 import type { FieldError } from './errors.js';
-import { isDnsLabel } from './naming.js';
+import { isDnsLabel, isManifestId } from './naming.js';
 import type { WrittenAs } from './yaml-decode.js';
 
 const MAX_STRING = 4096;
@@ -31,15 +31,43 @@ export function describe(value: unknown): string {
   return typeof value === 'object' ? 'an object' : `${typeof value} ${JSON.stringify(value).slice(0, 40)}`;
 }
 
+/**
+ * A manifest that was accepted but spells a field in a way that is going away. One per deprecated
+ * field of a manifest, however often it is used there: sources turn each into one `DeprecatedField`
+ * event per manifest version.
+ */
+export interface ValidationWarning {
+  readonly reason: 'DeprecatedField';
+  /** The deprecated field, as a pattern: `containers[].volumeMounts[].path`, `containers[].env[].key`. */
+  readonly field: string;
+  /** Every place the manifest uses it. */
+  readonly paths: readonly string[];
+  /** What it means and what to write instead. */
+  readonly message: string;
+}
+
 /** The checks every field is made of, collecting field errors rather than stopping at the first. */
 export class FieldChecks {
   readonly errors: FieldError[] = [];
+  private readonly deprecations = new Map<string, { paths: string[]; message: string }>();
 
   constructor(private readonly writtenAs: WrittenAs | undefined) {}
 
   protected fail(path: string, message: string): undefined {
     this.errors.push({ path, message });
     return undefined;
+  }
+
+  /** Notes a use of the deprecated `field` at `path`; `message` says what to write instead. */
+  protected deprecated(path: string, field: string, message: string): void {
+    const known = this.deprecations.get(field);
+    if (known === undefined) this.deprecations.set(field, { paths: [path], message });
+    else known.paths.push(path);
+  }
+
+  /** The deprecated fields used, one warning each, in the order first met. */
+  warnings(): ValidationWarning[] {
+    return [...this.deprecations].map(([field, { paths, message }]) => ({ reason: 'DeprecatedField', field, paths, message }));
   }
 
   /** How `holder[key]` was written in the text it came from, when it is not a string there. */
@@ -96,6 +124,16 @@ export class FieldChecks {
     if (s === undefined) return undefined;
     if (!isDnsLabel(s)) {
       return this.fail(path, `must be a DNS label (lower-case letters, digits and '-', at most 63), got ${JSON.stringify(s.slice(0, 70))}`);
+    }
+    return s;
+  }
+
+  /** A manifest id: a DNS subdomain (the 2014 rule; see `isManifestId`). */
+  protected manifestId(value: unknown, path: string, required: boolean): string | undefined {
+    const s = this.string(value, path, required);
+    if (s === undefined) return undefined;
+    if (!isManifestId(s)) {
+      return this.fail(path, `must be a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253), got ${JSON.stringify(s.slice(0, 70))}`);
     }
     return s;
   }

@@ -12,6 +12,7 @@ export {
   type ContainerManifest,
   type DesiredPod,
   type EnvVar,
+  type ManifestVersion,
   type Port,
   type Probe,
   type Protocol,
@@ -20,10 +21,19 @@ export {
   type Volume,
   type VolumeMount,
 } from './manifest.js';
-export { MAX_CONTAINERS, validateManifest, type ValidateOptions, type ValidationResult } from './validate.js';
+export { MAX_CONTAINERS, validateManifest, type ValidateOptions, type ValidationResult, type ValidationWarning } from './validate.js';
 export { MAX_LIST_ENTRIES } from './field-checks.js';
 export type { WrittenAs } from './yaml-decode.js';
-export { parseManifests, rejectionError, retainLastGood, type ParsedManifests, type ParseOptions, type RejectedManifest } from './parse.js';
+export {
+  parseManifests,
+  rejectionError,
+  retainLastGood,
+  type ManifestWarnings,
+  type ParsedManifests,
+  type ParseOptions,
+  type RejectedManifest,
+} from './parse.js';
+export { WarningReporter } from './warning-reporter.js';
 export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
 
 // Contracts of the pluggable parts
@@ -41,8 +51,8 @@ export type {
   Mount,
   PortBinding,
 } from './runtime.js';
-export type { ManifestSource, SourceSink } from './source.js';
-export { StaticManifestSource } from './static-source.js';
+export type { ManifestSource, SourceSink, SourceWarning } from './source.js';
+export { StaticManifestSource, type StaticManifestSourceOptions } from './static-source.js';
 export { DeliveredSet, firstOfEachId } from './set-delivery.js';
 export { ChangeReporter } from './change-reporter.js';
 export { silentLogger, type Logger } from './logger.js';
@@ -56,10 +66,12 @@ export { Backoff, backoffDelay, type BackoffPolicy } from './backoff.js';
 export {
   Labels,
   buildContainerName,
+  derivedManifestId,
   escapeNamePart,
   identityOf,
   isDnsLabel,
   isManagedBy,
+  isManifestId,
   nodeNameProblem,
   type ContainerIdentity,
 } from './naming.js';

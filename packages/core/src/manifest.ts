@@ -4,9 +4,24 @@
  * old manifest does not change when a later version adds a field.
  */
 export interface ContainerManifest {
-  readonly version: 'v1beta1';
-  /** Unique per host; a DNS label. */
+  /**
+   * The version a manifest is written in, as input: it changes a meaning (in a manifest that names
+   * its version, a port without `hostPort` is published on its `containerPort`, the 2014 rule; see
+   * `Port.hostPort`). Validation applies that meaning and leaves the version out of the manifest it
+   * returns, so that a validated manifest validates again to itself: kept, it would publish a port
+   * that `hostPort: 0` had kept unpublished.
+   */
+  readonly version?: ManifestVersion;
+  /**
+   * Unique per host; a DNS subdomain (at most 253 characters, dots allowed). A source names a
+   * manifest written without one after where it came from (see `derivedManifestId`).
+   */
   readonly id: string;
+  /**
+   * The late-2014 API's instance id of the pod, kept as written and shown with the pod. It is not
+   * part of what runs: a new uuid alone restarts nothing.
+   */
+  readonly uuid?: string;
   readonly volumes: readonly Volume[];
   readonly containers: readonly Container[];
   /** What to do when a container exits. Default `Always`. */
@@ -14,6 +29,9 @@ export interface ContainerManifest {
   /** Seconds between the stop signal and the kill. Default 30, as in the kubelet. */
   readonly terminationGracePeriodSeconds?: number;
 }
+
+/** The two 2014 versions, which share one container shape. */
+export type ManifestVersion = 'v1beta1' | 'v1beta2';
 
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
@@ -41,7 +59,11 @@ export type Protocol = 'TCP' | 'UDP';
 export interface Port {
   readonly name?: string;
   readonly containerPort: number;
-  /** Absent (or 0 in the input) means the port is not published on the host. */
+  /**
+   * Absent means the port is not published on the host. In a manifest that names its version, a
+   * port written without `hostPort` is published on its `containerPort` (as in 2014), so it is
+   * present here; `hostPort: 0` written out is the way to keep such a port unpublished.
+   */
   readonly hostPort?: number;
   readonly protocol: Protocol;
 }
@@ -53,8 +75,15 @@ export interface EnvVar {
 
 export interface VolumeMount {
   readonly name: string;
+  /** Where it appears in the container (written `path` in the first 2014 manifests). */
   readonly mountPath: string;
   readonly readOnly: boolean;
+  /**
+   * `HOST`: the host's directory at `mountPath` itself is bound there (the 2014 `mountType: HOST`),
+   * which validation accepts only with `allowHostMounts`. Absent (`LOCAL`, the default): the pod
+   * volume `name`.
+   */
+  readonly mountType?: 'HOST';
 }
 
 export interface Container {

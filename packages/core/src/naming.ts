@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /** Labels on everything the agent creates. A container without `MANIFEST_ID` is foreign. */
 export const Labels = {
@@ -33,11 +33,47 @@ export interface ContainerIdentity {
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /**
- * Whether `s` is a DNS label: what manifest ids, container, volume and port names must be (the
- * validator's rule), and so what the agent writes into labels and host paths. The one definition of it.
+ * Whether `s` is a DNS label: what container, volume and port names must be (the validator's rule),
+ * and so what the agent writes into labels and host paths. The one definition of it. Manifest ids
+ * may be longer, dotted subdomains: see `isManifestId`.
  */
 export function isDnsLabel(s: string): boolean {
   return DNS_LABEL.test(s);
+}
+
+// RFC 1123 subdomain: DNS labels joined by '.'. As in the 2014 API (and Kubernetes since), a label
+// inside it is not held to 63 characters; the whole is held to 253.
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const MAX_SUBDOMAIN = 253;
+
+/**
+ * Whether `s` is a DNS subdomain of at most 253 characters: what a manifest id may be (the 2014
+ * API's DNS_SUBDOMAIN) and a node name must be. It starts and ends with a letter or digit and has
+ * no '/', so it can never be `.`, `..` or a path: it is safe as a directory name and a label value.
+ */
+export function isDnsSubdomain(s: string): boolean {
+  return s.length <= MAX_SUBDOMAIN && DNS_SUBDOMAIN.test(s);
+}
+
+/** Whether `s` can be a manifest id (a pod's name on this host): a DNS subdomain. */
+export function isManifestId(s: string): boolean {
+  return isDnsSubdomain(s);
+}
+
+/**
+ * The id of a manifest written without one, as the 2014 agent named such pods after where they
+ * came from: `<name>[-<position>]-<12 hex>`, where `name` is made readable (lower case, runs of
+ * anything else turned into '-', at most 40 characters) and the hex digits are a hash of `origin`
+ * (a file's path, a URL, an etcd key) and the position. The same origin and position always give
+ * the same id, so a re-read or an agent restart names the pod the same and restarts nothing; two
+ * files, or two positions in one list, never share one. The result is a DNS label, so it is also
+ * a hostname and a directory name.
+ */
+export function derivedManifestId(name: string, origin: string, position?: number): string {
+  const readable = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, 40).replace(/^-+|-+$/g, '') || 'manifest';
+  const where = position === undefined ? origin : `${origin}#${position}`;
+  const digest = createHash('sha256').update(where).digest('hex').slice(0, 12);
+  return `${readable}${position === undefined ? '' : `-${position}`}-${digest}`;
 }
 
 // Spec hashes, as the agent writes them (see `buildContainerSpec`): `v<version>-<16 hex>`.
@@ -53,7 +89,7 @@ function wellFormed(labels: Readonly<Record<string, string>>): boolean {
   const podId = labels[Labels.manifestId];
   const container = labels[Labels.containerName];
   const hash = labels[Labels.specHash];
-  return podId !== undefined && container !== undefined && hash !== undefined && isDnsLabel(podId) && isDnsLabel(container) && SPEC_HASH.test(hash);
+  return podId !== undefined && container !== undefined && hash !== undefined && isManifestId(podId) && isDnsLabel(container) && SPEC_HASH.test(hash);
 }
 
 /** Whether the container is one the agent on `node` manages: the one test every code path uses. */
@@ -73,8 +109,6 @@ export function identityOf(labels: Readonly<Record<string, string>>): ContainerI
   };
 }
 
-const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /**
  * Why `name` cannot name a node, or `undefined` when it can: a lower-case DNS name of at most 253
  * characters, as Kubernetes requires. It becomes a label value the engine is filtered by and a
@@ -82,7 +116,7 @@ const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])
  * name another host's key.
  */
 export function nodeNameProblem(name: string): string | undefined {
-  if (name.length <= 253 && NODE_NAME.test(name)) return undefined;
+  if (isDnsSubdomain(name)) return undefined;
   return `invalid hostname ${JSON.stringify(name.slice(0, 300))}: use a DNS name (lower-case letters, digits, '-' and '.', at most 253 characters), e.g. with --hostname-override`;
 }
 
@@ -96,7 +130,11 @@ export function unescapeNamePart(part: string): string {
   return part.replaceAll('_-_', '-').replaceAll('___', '_');
 }
 
-/** `<container>--<manifest>--<8 hex>`, reversible with `parseContainerName`. */
+/**
+ * `<container>--<manifest>--<8 hex>`, reversible with `parseContainerName`. A manifest id may hold
+ * dots (a DNS subdomain): they are left as they are, since Docker names allow them and no escaped
+ * part can contain `--` because of one.
+ */
 export function buildContainerName(podId: string, container: string, suffix = randomBytes(4).toString('hex')): string {
   return `${escapeNamePart(container)}--${escapeNamePart(podId)}--${suffix}`;
 }

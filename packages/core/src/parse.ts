@@ -1,7 +1,7 @@
 import { KubeletError, formatFieldErrors, type FieldError } from './errors.js';
 import type { ContainerManifest } from './manifest.js';
 import { DEFAULT_MAX_MANIFESTS } from './source-limits.js';
-import { validateManifest } from './validate.js';
+import { validateManifest, type ValidationWarning } from './validate.js';
 import { RefusedText, decodeYaml, type DecodedText } from './yaml-decode.js';
 
 /** One rejected manifest from a document: where it came from and every field that is wrong. */
@@ -15,9 +15,20 @@ export interface RejectedManifest {
   readonly errors: readonly FieldError[];
 }
 
+/** An accepted manifest that uses deprecated spellings; `WarningReporter` says each once per manifest version. */
+export interface ManifestWarnings {
+  readonly origin: string;
+  /** Position in the list, when the document held a list. */
+  readonly index?: number;
+  readonly manifest: ContainerManifest;
+  readonly warnings: readonly ValidationWarning[];
+}
+
 export interface ParsedManifests {
   readonly manifests: readonly ContainerManifest[];
   readonly rejected: readonly RejectedManifest[];
+  /** The accepted manifests that use deprecated spellings, with what they use. */
+  readonly warnings: readonly ManifestWarnings[];
   /**
    * Set when no manifest can be read from the text: not UTF-8, a YAML syntax error, too deep, an
    * alias, too large, too many tokens or manifests, a bare scalar. A source keeps its last good set.
@@ -41,6 +52,14 @@ export interface ParseOptions {
    * source may hold (see `SourceLimits`).
    */
   readonly maxManifests?: number;
+  /** Accept `mountType: HOST` mounts (see `ValidateOptions.allowHostMounts`). Default false. */
+  readonly allowHostMounts?: boolean;
+  /**
+   * The id of a manifest written without one, by its position in the text (`undefined` when the
+   * text holds one manifest rather than a list). A source passes `derivedManifestId` of where the
+   * text came from; without it, every manifest must have an id.
+   */
+  readonly idFor?: (position: number | undefined) => string;
 }
 
 const DEFAULT_MAX_BYTES = 1024 * 1024;
@@ -92,10 +111,18 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
   }
   const manifests: ContainerManifest[] = [];
   const rejected: RejectedManifest[] = [];
+  const warnings: ManifestWarnings[] = [];
   flat.forEach((item, index) => {
-    const result = validateManifest(item, { writtenAs: decoded.writtenAs });
-    if (result.ok) manifests.push(result.manifest);
-    else {
+    const position = listed ? index : undefined;
+    const result = validateManifest(item, {
+      writtenAs: decoded.writtenAs,
+      allowHostMounts: options.allowHostMounts === true,
+      ...(options.idFor === undefined ? {} : { defaultId: options.idFor(position) }),
+    });
+    if (result.ok) {
+      manifests.push(result.manifest);
+      if (result.warnings.length > 0) warnings.push({ origin, ...(listed ? { index } : {}), manifest: result.manifest, warnings: result.warnings });
+    } else {
       rejected.push({
         origin,
         ...(listed ? { index } : {}),
@@ -104,11 +131,11 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
       });
     }
   });
-  return { manifests, rejected };
+  return { manifests, rejected, warnings };
 }
 
 function unreadable(message: string, cause?: unknown): ParsedManifests {
-  return { manifests: [], rejected: [], unreadable: new KubeletError('InvalidManifest', message, cause === undefined ? {} : { cause }) };
+  return { manifests: [], rejected: [], warnings: [], unreadable: new KubeletError('InvalidManifest', message, cause === undefined ? {} : { cause }) };
 }
 
 /** A one-line description of a rejected manifest, naming every wrong field. */

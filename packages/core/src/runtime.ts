@@ -31,11 +31,17 @@ export interface PortBinding {
   readonly protocol: Protocol;
 }
 
-/** A mount of a pod volume; the runtime decides where the volume lives on the host. */
+/**
+ * A mount of a pod volume; the runtime decides where the volume lives on the host. With `hostPath`
+ * (a manifest's `mountType: HOST`, accepted only when the agent allows host mounts) the runtime
+ * binds that host directory instead, as it is, and makes no pod volume for it.
+ */
 export interface Mount {
   readonly volume: string;
   readonly containerPath: string;
   readonly readOnly: boolean;
+  /** An absolute, normal host path other than `/` (validation makes sure), bound at `containerPath`. */
+  readonly hostPath?: string;
 }
 
 /** A container as `list` sees it. Times are milliseconds since the epoch. */

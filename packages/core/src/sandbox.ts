@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ContainerManifest } from './manifest.js';
-import { Labels, buildContainerName, isDnsLabel, escapeNamePart } from './naming.js';
+import { Labels, buildContainerName, escapeNamePart, isManifestId } from './naming.js';
 import type { PortBinding } from './runtime.js';
 import { canonicalJson, podPorts } from './spec.js';
 
@@ -13,7 +13,7 @@ export interface SandboxSpec {
   /** The sandbox's name on the runtime: `POD--<manifest id>--<8 hex>`. */
   readonly name: string;
   readonly podId: string;
-  /** The pod's hostname (its manifest id). */
+  /** The pod's hostname: its manifest id, cut to the 63 characters a hostname may have (see `podHostname`). */
   readonly hostname: string;
   /** Every port of the pod, in container order. */
   readonly ports: readonly PortBinding[];
@@ -35,7 +35,7 @@ export interface SandboxSummary {
 
 // What the agent writes as a sandbox hash: 16 hex digits.
 const SANDBOX_HASH = /^[0-9a-f]{16}$/;
-const SANDBOX_NAME = /^POD--([A-Za-z0-9_-]+)--[0-9a-f]{8}$/;
+const SANDBOX_NAME = /^POD--([A-Za-z0-9._-]+)--[0-9a-f]{8}$/;
 
 /**
  * The hash of what a sandbox is made with: the pod's ports (the one thing fixed when a namespace
@@ -46,13 +46,23 @@ export function sandboxHash(ports: readonly PortBinding[]): string {
   return createHash('sha256').update(canonicalJson(ports)).digest('hex').slice(0, 16);
 }
 
+/**
+ * The hostname of a pod: its id, or for an id longer than a hostname may be (63 characters, what
+ * Linux's sethostname and the engines take) its first 63, without a trailing '-' or '.' (the rule
+ * the kubelet later adopted). Ids of 63 characters or fewer, every id before ids could be
+ * subdomains, are unchanged.
+ */
+export function podHostname(id: string): string {
+  return id.length <= 63 ? id : id.slice(0, 63).replace(/[-.]+$/, '');
+}
+
 /** The sandbox a manifest needs on `node`. */
 export function buildSandboxSpec(manifest: ContainerManifest, context: { readonly node: string; readonly source: string }): SandboxSpec {
   const ports = podPorts(manifest);
   return {
     name: buildContainerName(manifest.id, 'POD'),
     podId: manifest.id,
-    hostname: manifest.id,
+    hostname: podHostname(manifest.id),
     ports,
     labels: {
       [Labels.sandbox]: manifest.id,
@@ -73,7 +83,7 @@ export function isManagedSandbox(sandbox: { readonly name: string; readonly labe
   const podId = labels[Labels.sandbox];
   const hash = labels[Labels.sandboxHash];
   if (node === '' || labels[Labels.node] !== node || podId === undefined || hash === undefined) return false;
-  if (!isDnsLabel(podId) || !SANDBOX_HASH.test(hash)) return false;
+  if (!isManifestId(podId) || !SANDBOX_HASH.test(hash)) return false;
   const name = SANDBOX_NAME.exec(sandbox.name.replace(/^\//, ''));
   return name !== null && name[1] === escapeNamePart(podId);
 }

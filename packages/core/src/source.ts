@@ -10,6 +10,26 @@ export interface SourceSink {
    * starts it again after a back-off.
    */
   error(error: Error, options?: { readonly fatal?: boolean }): void;
+  /**
+   * Optional: a manifest the source delivers is valid but uses something to change (a deprecated
+   * 2014 spelling). The agent records it as an event of type `warning.reason` (`DeprecatedField`)
+   * and logs it. Sources say each warning once per manifest version (see `WarningReporter`), not
+   * on every re-read; a sink without this method drops them.
+   */
+  warning?(warning: SourceWarning): void;
+}
+
+/** What a source says about a valid manifest that it delivers: one deprecated field of it. */
+export interface SourceWarning {
+  readonly reason: 'DeprecatedField';
+  /** The manifest's id (derived or written). */
+  readonly podId: string;
+  /** The deprecated field, as a pattern: `containers[].volumeMounts[].path`, `containers[].env[].key`. */
+  readonly field: string;
+  /** Every place the manifest uses it. */
+  readonly paths: readonly string[];
+  /** One line: where the manifest came from, its id, the places, and what to write instead. */
+  readonly message: string;
 }
 
 /**

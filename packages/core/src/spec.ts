@@ -86,7 +86,13 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
     ...(container.workingDir === undefined ? {} : { workingDir: container.workingDir }),
     env: Object.fromEntries(container.env.map((e) => [e.name, e.value])),
     ports: container.ports.map(toBinding),
-    mounts: container.volumeMounts.map((m) => ({ volume: m.name, containerPath: m.mountPath, readOnly: m.readOnly })),
+    mounts: container.volumeMounts.map((m) => ({
+      volume: m.name,
+      containerPath: m.mountPath,
+      readOnly: m.readOnly,
+      // 2014's HOST mount: the host directory at the same path.
+      ...(m.mountType === 'HOST' ? { hostPath: m.mountPath } : {}),
+    })),
     ...(container.memory === undefined ? {} : { memory: container.memory }),
     ...(container.cpu === undefined ? {} : { cpuShares: container.cpu }),
     labels: {

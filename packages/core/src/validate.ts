@@ -1,10 +1,18 @@
 import type { FieldError } from './errors.js';
-import { FieldChecks, describe, isRecord } from './field-checks.js';
-import type { Container, ContainerManifest, EnvVar, Port, Probe, Protocol, PullPolicy, RestartPolicy, Volume, VolumeMount } from './manifest.js';
+import { describe, isRecord, type ValidationWarning } from './field-checks.js';
+import type { Container, ContainerManifest, ManifestVersion, RestartPolicy, Volume } from './manifest.js';
+import { ContainerChecks } from './validate-container.js';
 import type { WrittenAs } from './yaml-decode.js';
 
+export type { ValidationWarning } from './field-checks.js';
+
 export type ValidationResult =
-  | { readonly ok: true; readonly manifest: ContainerManifest }
+  | {
+      readonly ok: true;
+      readonly manifest: ContainerManifest;
+      /** Deprecated spellings the manifest uses (one per field), for the source to report. */
+      readonly warnings: readonly ValidationWarning[];
+    }
   | { readonly ok: false; readonly errors: readonly FieldError[]; readonly id?: string };
 
 export interface ValidateOptions {
@@ -14,53 +22,60 @@ export interface ValidateOptions {
    * passes it; without it, messages show the value as JavaScript prints it.
    */
   readonly writtenAs?: WrittenAs;
+  /**
+   * Accept `volumeMounts[].mountType: HOST`, which binds the host's directory at the mount path
+   * into the container (the 2014 meaning), a path that is normal, absolute and not `/`. Default
+   * false: such a manifest is refused with a message naming `--allow-host-mounts`, the CLI flag
+   * that sets it, since it gives the pod any file of the host.
+   */
+  readonly allowHostMounts?: boolean;
+  /**
+   * The id of the manifest when it has none (or an empty one), as the source that read it names
+   * such manifests (see `derivedManifestId`). Without it, an id is required: the agent's server,
+   * whose requests have no origin to name a pod after, passes none.
+   */
+  readonly defaultId?: string;
 }
 
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-// Docker's reference grammar is looser than this, but no valid reference contains whitespace or
-// control characters, and rejecting them here gives a field error instead of an engine error later.
-const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
 /** Containers in one manifest. The kubelet sets none; a pod of more than this is a mistake or an attack. */
 export const MAX_CONTAINERS = 250;
-// A probe's path goes into its HTTP request line, which a space or a line break would end.
-const UNSAFE_IN_REQUEST_LINE = /[\s\u0000-\u001f\u007f]/;
 
-const MANIFEST_FIELDS = new Set(['version', 'id', 'volumes', 'containers', 'restartPolicy', 'terminationGracePeriodSeconds']);
-const CONTAINER_FIELDS = new Set([
-  'name', 'image', 'command', 'workingDir', 'ports', 'env', 'memory', 'cpu', 'volumeMounts', 'imagePullPolicy', 'livenessProbe',
-]);
-const PROBE_FIELDS = new Set(['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold']);
+const MANIFEST_FIELDS = new Set(['version', 'id', 'uuid', 'volumes', 'containers', 'restartPolicy', 'terminationGracePeriodSeconds']);
+const VERSIONS: readonly ManifestVersion[] = ['v1beta1', 'v1beta2'];
 const RESTART_POLICIES: readonly RestartPolicy[] = ['Always', 'OnFailure', 'Never'];
-const PULL_POLICIES: readonly PullPolicy[] = ['Always', 'IfNotPresent', 'Never'];
-const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'protocol']);
-const ENV_FIELDS = new Set(['name', 'value']);
-const MOUNT_FIELDS = new Set(['name', 'mountPath', 'readOnly']);
+/** The late-2014 v1beta1 form, `restartPolicy: {always: {}}`, by its one key. */
+const RESTART_POLICY_KEYS: Readonly<Record<string, RestartPolicy>> = { always: 'Always', onFailure: 'OnFailure', never: 'Never' };
 const VOLUME_FIELDS = new Set(['name']);
+const UUID = /^[A-Za-z0-9][-A-Za-z0-9_.:]{0,252}$/;
 
 /**
- * Validates one decoded manifest and normalises it (protocol upper-cased, defaults made explicit
- * where the runtime needs them). Every problem is reported with its field path; a manifest is
- * valid as a whole or rejected as a whole.
+ * Validates one decoded manifest and normalises it (protocol upper-cased, 2014 spellings read as
+ * today's, defaults made explicit where the runtime needs them). Every problem is reported with
+ * its field path; a manifest is valid as a whole or rejected as a whole. A manifest this returns
+ * validates again to an equal one (with the same options), so validating twice is harmless.
  */
 export function validateManifest(input: unknown, options: ValidateOptions = {}): ValidationResult {
-  const v = new Walker(options.writtenAs);
-  const manifest = v.manifest(input);
+  const v = new Walker(options.writtenAs, { allowHostMounts: options.allowHostMounts === true });
+  const manifest = v.manifest(input, options.defaultId);
   if (v.errors.length > 0 || manifest === undefined) {
-    const id = isRecord(input) && typeof input['id'] === 'string' ? input['id'] : undefined;
+    const written = isRecord(input) && typeof input['id'] === 'string' && input['id'] !== '' ? input['id'] : undefined;
+    const id = written ?? (isRecord(input) && (input['id'] == null || input['id'] === '') ? options.defaultId : undefined);
     return id === undefined ? { ok: false, errors: v.errors } : { ok: false, errors: v.errors, id };
   }
-  return { ok: true, manifest };
+  return { ok: true, manifest, warnings: v.warnings() };
 }
 
 /** The manifest's structure, field by field; every problem found is kept. */
-class Walker extends FieldChecks {
-  manifest(input: unknown): ContainerManifest | undefined {
+class Walker extends ContainerChecks {
+  manifest(input: unknown, defaultId: string | undefined): ContainerManifest | undefined {
     const m = this.record(input, '', MANIFEST_FIELDS);
     if (m === undefined) return undefined;
-    if (m['version'] != null && m['version'] !== 'v1beta1') {
-      this.fail('version', `must be "v1beta1", got ${describe(m['version'])}`);
-    }
-    const id = this.dnsLabel(m['id'], 'id', true);
+    const version = this.version(m['version']);
+    // A manifest that names its version follows the 2014 port rule; one without keeps the meaning
+    // it had before that rule came, so an upgrade changes (and restarts) none of them.
+    this.publishUnmappedPorts = version !== undefined;
+    const id = (m['id'] == null || m['id'] === '') && defaultId !== undefined ? defaultId : this.manifestId(m['id'], 'id', true);
+    const uuid = this.uuid(m);
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
@@ -69,8 +84,8 @@ class Walker extends FieldChecks {
       // Refused before any is looked at: the work of a manifest stays bounded whatever it holds.
       this.fail('containers', `must list at most ${MAX_CONTAINERS} containers, got ${m['containers'].length}; split the pod into several manifests`);
     } else {
+      // `containers: []` is a pod with nothing to run, as in 2014; a manifest without the key is a mistake.
       rawContainers = this.list(m['containers'], 'containers') ?? [];
-      if (Array.isArray(m['containers']) && rawContainers.length === 0) this.fail('containers', 'must list at least one container');
     }
     if (m['containers'] === undefined || m['containers'] === null) this.fail('containers', 'is required');
     const containers: Container[] = [];
@@ -95,24 +110,55 @@ class Walker extends FieldChecks {
         const key = `${p.hostPort}/${p.protocol}`;
         const owner = hostPorts.get(key);
         const here = `${path}.ports[${j}].hostPort`;
-        if (owner !== undefined) this.fail(here, `host port ${key} is already used by ${owner}`);
+        const why = this.implicitlyPublished.has(p) ? ` (a ${version} port without hostPort is published on its containerPort; write hostPort: 0 to publish none)` : '';
+        if (owner !== undefined) this.fail(here, `host port ${key} is already used by ${owner}${why}`);
         else hostPorts.set(key, here);
       });
       containers.push(c);
       located.push([c, path]);
     });
-    const restartPolicy = this.oneOf(m['restartPolicy'], 'restartPolicy', RESTART_POLICIES);
+    const restartPolicy = this.restartPolicy(m['restartPolicy']);
     const grace = m['terminationGracePeriodSeconds'] == null ? undefined : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
     for (const [c, path] of located) this.probePorts(c, path);
     if (id === undefined || this.errors.length > 0) return undefined;
+    // No version: its one meaning, the port rule, is applied (see ContainerManifest.version).
     return {
-      version: 'v1beta1',
       id,
+      ...(uuid === undefined ? {} : { uuid }),
       volumes,
       containers,
       ...(restartPolicy === undefined ? {} : { restartPolicy }),
       ...(grace === undefined ? {} : { terminationGracePeriodSeconds: grace }),
     };
+  }
+
+  /** `v1beta1` or `v1beta2` in any case (2014 compared without it), in lower case; undefined when not given. */
+  private version(input: unknown): ManifestVersion | undefined {
+    if (input == null || input === '') return undefined;
+    const lower = typeof input === 'string' ? input.toLowerCase() : undefined;
+    const known = VERSIONS.find((v) => v === lower);
+    return known ?? this.fail('version', `must be v1beta1 or v1beta2, got ${describe(input)}`);
+  }
+
+  private uuid(m: Record<string, unknown>): string | undefined {
+    if (m['uuid'] == null || m['uuid'] === '') return undefined;
+    const s = this.string(m['uuid'], 'uuid', false, this.written(m, 'uuid'));
+    if (s === undefined) return undefined;
+    return UUID.test(s) ? s : this.fail('uuid', `must be letters, digits, '-', '_', '.' and ':' (at most 253), got ${JSON.stringify(s.slice(0, 70))}`);
+  }
+
+  /** `Always`, `OnFailure`, `Never`, or the late-2014 v1beta1 object with one of `always`, `onFailure`, `never`. */
+  private restartPolicy(input: unknown): RestartPolicy | undefined {
+    if (!isRecord(input)) return this.oneOf(input, 'restartPolicy', RESTART_POLICIES);
+    const keys = Object.keys(input);
+    const [key] = keys;
+    if (keys.length !== 1 || key === undefined || !Object.hasOwn(RESTART_POLICY_KEYS, key)) {
+      return this.fail('restartPolicy', `must be Always, OnFailure or Never, or an object with exactly one of always, onFailure, never, got ${keys.length === 0 ? 'an empty object' : `keys ${keys.join(', ')}`}`);
+    }
+    const value = input[key];
+    // The 2014 form carries an empty object (`{always: {}}`); YAML's `{always: }` reads as null.
+    if (value !== null && this.record(value, `restartPolicy.${key}`, new Set()) === undefined) return undefined;
+    return RESTART_POLICY_KEYS[key];
   }
 
   private volumes(input: unknown): Volume[] {
@@ -129,153 +175,5 @@ class Walker extends FieldChecks {
       out.push({ name });
     });
     return out;
-  }
-
-  private container(input: unknown, path: string, volumes: Set<string>): Container | undefined {
-    const c = this.record(input, path, CONTAINER_FIELDS);
-    if (c === undefined) return undefined;
-    const before = this.errors.length;
-    const name = this.dnsLabel(c['name'], `${path}.name`, true);
-    const image = this.string(c['image'], `${path}.image`, true);
-    if (image !== undefined && !IMAGE.test(image)) this.fail(`${path}.image`, `is not a valid image reference: ${JSON.stringify(image.slice(0, 70))}`);
-    const command = this.command(c['command'], `${path}.command`);
-    const workingDir = this.absolutePath(c['workingDir'], `${path}.workingDir`, false);
-    const ports = (this.list(c['ports'], `${path}.ports`) ?? []).map((p, i) => this.port(p, `${path}.ports[${i}]`));
-    const env = this.env(c['env'], `${path}.env`);
-    const memory = c['memory'] == null ? undefined : this.integer(c['memory'], `${path}.memory`, 0, Number.MAX_SAFE_INTEGER);
-    const cpu = c['cpu'] == null ? undefined : this.integer(c['cpu'], `${path}.cpu`, 0, 262144);
-    const mounts = (this.list(c['volumeMounts'], `${path}.volumeMounts`) ?? []).map((m, i) =>
-      this.mount(m, `${path}.volumeMounts[${i}]`, volumes),
-    );
-    const imagePullPolicy = this.oneOf(c['imagePullPolicy'], `${path}.imagePullPolicy`, PULL_POLICIES);
-    const livenessProbe = c['livenessProbe'] == null ? undefined : this.probe(c['livenessProbe'], `${path}.livenessProbe`);
-    if (this.errors.length > before || name === undefined || image === undefined) return undefined;
-    return {
-      name,
-      image,
-      ...(command === undefined ? {} : { command }),
-      ...(workingDir === undefined || workingDir === '' ? {} : { workingDir }),
-      ports: ports as Port[],
-      env,
-      ...(memory === undefined || memory === 0 ? {} : { memory }),
-      ...(cpu === undefined || cpu === 0 ? {} : { cpu }),
-      volumeMounts: mounts as VolumeMount[],
-      ...(imagePullPolicy === undefined ? {} : { imagePullPolicy }),
-      ...(livenessProbe === undefined ? {} : { livenessProbe }),
-    };
-  }
-
-  private probe(input: unknown, path: string): Probe | undefined {
-    const p = this.record(input, path, PROBE_FIELDS);
-    if (p === undefined) return undefined;
-    const handlers = (['exec', 'httpGet', 'tcpSocket'] as const).filter((h) => p[h] != null);
-    if (handlers.length !== 1) {
-      return this.fail(path, `must have exactly one of exec, httpGet, tcpSocket${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`);
-    }
-    const timing = (field: string, fallback: number, min: number) =>
-      p[field] == null ? fallback : this.integer(p[field], `${path}.${field}`, min, 86_400) ?? fallback;
-    const common = {
-      initialDelaySeconds: timing('initialDelaySeconds', 0, 0),
-      periodSeconds: timing('periodSeconds', 10, 1),
-      timeoutSeconds: timing('timeoutSeconds', 1, 1),
-      failureThreshold: timing('failureThreshold', 3, 1),
-    };
-    const handler = handlers[0] as 'exec' | 'httpGet' | 'tcpSocket';
-    const h = this.record(p[handler], `${path}.${handler}`, new Set(handler === 'exec' ? ['command'] : handler === 'httpGet' ? ['path', 'port'] : ['port']));
-    if (h === undefined) return undefined;
-    if (handler === 'exec') {
-      const before = this.errors.length;
-      const command = this.command(h['command'], `${path}.exec.command`);
-      // A command that is wrong (not a list, too long) is one error, not also a missing one.
-      if (command === undefined) return this.errors.length > before ? undefined : this.fail(`${path}.exec.command`, 'is required');
-      return { exec: { command }, ...common };
-    }
-    const port = this.probePort(h['port'], `${path}.${handler}.port`);
-    if (port === undefined) return undefined;
-    if (handler === 'tcpSocket') return { tcpSocket: { port }, ...common };
-    const probePath = this.string(h['path'], `${path}.httpGet.path`, false) ?? '/';
-    if (!probePath.startsWith('/')) return this.fail(`${path}.httpGet.path`, 'must start with /');
-    if (UNSAFE_IN_REQUEST_LINE.test(probePath)) return this.fail(`${path}.httpGet.path`, `must not contain spaces or control characters, got ${JSON.stringify(probePath.slice(0, 70))}`);
-    return { httpGet: { path: probePath, port }, ...common };
-  }
-
-  private probePort(input: unknown, path: string): number | string | undefined {
-    if (typeof input === 'string' && input !== '') return input;
-    if (input == null) return this.fail(path, 'is required');
-    return this.integer(input, path, 1, 65535);
-  }
-
-  /** An http/tcp probe goes through the host port published for its port, so it must have one. */
-  private probePorts(c: Container, path: string): void {
-    const probe = c.livenessProbe;
-    const handler = probe?.httpGet ?? probe?.tcpSocket;
-    if (probe === undefined || handler === undefined) return;
-    const kind = probe.httpGet !== undefined ? 'httpGet' : 'tcpSocket';
-    const port = c.ports.find((p) => (typeof handler.port === 'number' ? p.containerPort === handler.port : p.name === handler.port));
-    if (port === undefined || port.hostPort === undefined || port.protocol !== 'TCP') {
-      this.fail(`${path}.livenessProbe.${kind}.port`, `must name a TCP port of this container with a hostPort, got ${JSON.stringify(handler.port)}`);
-    }
-  }
-
-  private command(input: unknown, path: string): string[] | undefined {
-    if (input === undefined || input === null) return undefined;
-    const list = this.list(input, path);
-    if (list === undefined) return undefined;
-    const out = list.map((arg, i) => this.string(arg, `${path}[${i}]`, false, this.written(list, i)) ?? '');
-    return out.length === 0 ? undefined : out;
-  }
-
-  private port(input: unknown, path: string): Port | undefined {
-    const p = this.record(input, path, PORT_FIELDS);
-    if (p === undefined) return undefined;
-    const name = p['name'] == null || p['name'] === '' ? undefined : this.dnsLabel(p['name'], `${path}.name`, false);
-    const containerPort = this.integer(p['containerPort'] ?? null, `${path}.containerPort`, 1, 65535);
-    const hostPort = p['hostPort'] == null ? undefined : this.integer(p['hostPort'], `${path}.hostPort`, 0, 65535);
-    const protocol = this.protocol(p['protocol'], `${path}.protocol`);
-    if (containerPort === undefined || protocol === undefined) return undefined;
-    return {
-      ...(name === undefined ? {} : { name }),
-      containerPort,
-      ...(hostPort === undefined || hostPort === 0 ? {} : { hostPort }),
-      protocol,
-    };
-  }
-
-  private protocol(input: unknown, path: string): Protocol | undefined {
-    if (input === undefined || input === null || input === '') return 'TCP';
-    // The 2014 examples spelled protocols in lower case; both spellings mean the same thing.
-    if (input === 'TCP' || input === 'tcp') return 'TCP';
-    if (input === 'UDP' || input === 'udp') return 'UDP';
-    return this.fail(path, `must be TCP or UDP, got ${describe(input)}`);
-  }
-
-  private env(input: unknown, path: string): EnvVar[] {
-    const out: EnvVar[] = [];
-    (this.list(input, path) ?? []).forEach((raw, i) => {
-      const here = `${path}[${i}]`;
-      const e = this.record(raw, here, ENV_FIELDS);
-      if (e === undefined) return;
-      const name = this.string(e['name'], `${here}.name`, true);
-      if (name !== undefined && !ENV_NAME.test(name)) this.fail(`${here}.name`, `must be a C identifier, got ${JSON.stringify(name.slice(0, 70))}`);
-      // A number or boolean is refused, not turned into text (see FieldChecks.string); a missing value is "".
-      const value = this.string(e['value'], `${here}.value`, false, this.written(e, 'value')) ?? '';
-      if (name !== undefined) out.push({ name, value });
-    });
-    return out;
-  }
-
-  private mount(input: unknown, path: string, volumes: Set<string>): VolumeMount | undefined {
-    const m = this.record(input, path, MOUNT_FIELDS);
-    if (m === undefined) return undefined;
-    const name = this.dnsLabel(m['name'], `${path}.name`, true);
-    if (name !== undefined && !volumes.has(name)) this.fail(`${path}.name`, `names no declared volume ("${name}" is not in volumes)`);
-    const mountPath = this.absolutePath(m['mountPath'], `${path}.mountPath`, true, true);
-    let readOnly = false;
-    if (m['readOnly'] != null) {
-      if (typeof m['readOnly'] === 'boolean') readOnly = m['readOnly'];
-      else this.fail(`${path}.readOnly`, `must be true or false, got ${describe(m['readOnly'])}`);
-    }
-    if (name === undefined || mountPath === undefined) return undefined;
-    return { name, mountPath, readOnly };
   }
 }

@@ -4,21 +4,26 @@ import { validateManifest } from '../src/validate.js';
 import { paths, rejectedErrors, withContainer } from './validation-fixtures.js';
 
 describe('validateManifest: names and ids', () => {
+  // The 2014 API took a DNS subdomain as the id: dots, and up to 253 characters.
   it.each([
     ['Web', 'upper case'],
-    ['a'.repeat(64), '64 characters'],
+    ['a'.repeat(254), '254 characters'],
     ['-web', 'a leading "-"'],
     ['web-', 'a trailing "-"'],
     ['web_1', 'an underscore'],
-    ['web.example', 'a dot'],
+    ['web..example', 'an empty label'],
+    ['.web', 'a leading "."'],
+    ['web.', 'a trailing "."'],
+    ['web.-x', 'a label starting with "-"'],
+    ['../etc', 'a path'],
   ])('rejects id %j (%s)', (id) => {
     const errors = rejectedErrors(withContainer({}, { id }));
     expect(errors).toHaveLength(1);
     expect(errors[0]!.path).toBe('id');
-    expect(errors[0]!.message).toContain('must be a DNS label');
+    expect(errors[0]!.message).toContain('must be a DNS subdomain');
   });
 
-  it.each(['a'.repeat(63), 'web-1', '0', 'a-b-c'])('accepts id %j', (id) => {
+  it.each(['a'.repeat(63), 'web-1', '0', 'a-b-c', 'web.example', 'web.example.com', `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}`, 'a'.repeat(64)])('accepts id %j', (id) => {
     expect(validateManifest(withContainer({}, { id })).ok).toBe(true);
   });
 
@@ -164,17 +169,15 @@ describe('validateManifest: structure and types', () => {
     expect(rejectedErrors({ id: 'web' })).toEqual([{ path: 'containers', message: 'is required' }]);
   });
 
-  it('reports an empty container list', () => {
-    expect(rejectedErrors({ id: 'web', containers: [] })).toEqual([
-      { path: 'containers', message: 'must list at least one container' },
-    ]);
+  it('reports a manifest without containers (an empty list is a pod with nothing to run)', () => {
+    expect(rejectedErrors({ id: 'web' })).toEqual([{ path: 'containers', message: 'is required' }]);
   });
 
-  it.each(['v1beta2', 'v1', 1])('rejects version %j', (version) => {
+  it.each(['v1beta3', 'v1', 'v1beta', 1])('rejects version %j', (version) => {
     const errors = rejectedErrors(withContainer({}, { version }));
     expect(errors).toHaveLength(1);
     expect(errors[0]!.path).toBe('version');
-    expect(errors[0]!.message).toContain('v1beta1');
+    expect(errors[0]!.message).toContain('v1beta1 or v1beta2');
   });
 
   it('rejects a relative mountPath', () => {

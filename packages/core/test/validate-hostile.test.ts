@@ -65,7 +65,9 @@ describe('validateManifest against values that could break out', () => {
   it.each([
     ['id', { id: 'web\n' }],
     ['id', { id: 'web\u0000' }],
-    ['id', { id: 'a'.repeat(64) }],
+    ['id', { id: 'a'.repeat(254) }],
+    ['id', { id: '../etc' }],
+    ['id', { id: 'a/b' }],
     ['containers[0].name', { containers: [{ name: 'app\n', image: 'nginx' }] }],
     ['volumes[0].name', { volumes: [{ name: '../data' }] }],
     ['containers[0].ports[0].name', { containers: [{ name: 'app', image: 'nginx', ports: [{ name: 'http\n', containerPort: 80 }] }] }],

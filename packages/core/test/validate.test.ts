@@ -46,26 +46,26 @@ describe('validateManifest: a valid manifest', () => {
   it('keeps version, id and volumes', () => {
     const result = validateManifest(input);
     if (!result.ok) throw new Error(formatFieldErrors(result.errors));
-    expect(result.manifest.version).toBe('v1beta1');
+    expect(result.manifest).not.toHaveProperty('version'); // applied: see the port rule
     expect(result.manifest.id).toBe('web');
     expect(result.manifest.volumes).toEqual([{ name: 'data' }, { name: 'logs' }]);
     expect(result.manifest.containers.map((c) => c.name)).toEqual(['nginx', 'sidecar']);
   });
 
-  it('upper-cases protocols, defaults a missing protocol to TCP and drops hostPort 0', () => {
+  // A v1beta1 manifest publishes a port without hostPort on its containerPort (the 2014 rule).
+  it('upper-cases protocols, defaults a missing protocol to TCP, publishes a port without hostPort and not one with hostPort 0', () => {
     const result = validateManifest(input);
     if (!result.ok) throw new Error(formatFieldErrors(result.errors));
     const ports = result.manifest.containers[0]!.ports;
     expect(ports).toEqual([
       { name: 'http', containerPort: 80, hostPort: 8080, protocol: 'TCP' },
       { name: 'dns', containerPort: 53, hostPort: 5353, protocol: 'UDP' },
-      { containerPort: 443, protocol: 'TCP' },
+      { containerPort: 443, hostPort: 443, protocol: 'TCP' },
       { containerPort: 9000, protocol: 'TCP' },
-      { containerPort: 9001, protocol: 'UDP' },
+      { containerPort: 9001, hostPort: 9001, protocol: 'UDP' },
     ]);
     // toEqual ignores undefined properties; "absent" must really mean absent (it feeds the spec hash).
     expect(ports[2]).not.toHaveProperty('name');
-    expect(ports[2]).not.toHaveProperty('hostPort');
     expect(ports[3]).not.toHaveProperty('hostPort');
   });
 
@@ -104,10 +104,10 @@ describe('validateManifest: a valid manifest', () => {
     for (const field of ['command', 'workingDir', 'memory', 'cpu']) expect(sidecar).not.toHaveProperty(field);
   });
 
-  it('accepts a manifest without version, and without volumes', () => {
+  it('accepts a manifest without version, and without volumes, leaving the version absent', () => {
     const result = validateManifest({ id: 'web', containers: [{ name: 'a', image: 'nginx' }] });
     if (!result.ok) throw new Error(formatFieldErrors(result.errors));
-    expect(result.manifest.version).toBe('v1beta1');
+    expect(result.manifest).not.toHaveProperty('version');
     expect(result.manifest.volumes).toEqual([]);
   });
 
@@ -150,11 +150,11 @@ describe('validateManifest: ports', () => {
   });
 
   it('accepts the port range boundaries', () => {
-    const result = validateManifest(withContainer({ ports: [{ containerPort: 1, hostPort: 65535 }, { containerPort: 65535 }] }));
+    const result = validateManifest(withContainer({ ports: [{ containerPort: 1, hostPort: 65535 }, { containerPort: 65535, hostPort: 1 }] }));
     expect(result.ok).toBe(true);
   });
 
-  it.each(['SCTP', 'Tcp', 'http', 6])('rejects protocol %j', (protocol) => {
+  it.each(['SCTP', 'TCPX', 'http', 6])('rejects protocol %j', (protocol) => {
     const errors = rejectedErrors(withContainer({ ports: [{ containerPort: 80, protocol }] }));
     expect(errors).toHaveLength(1);
     expect(errors[0]!.path).toBe('containers[0].ports[0].protocol');

@@ -1,0 +1,236 @@
+import { posix } from 'node:path';
+import { FieldChecks, describe } from './field-checks.js';
+import type { Container, EnvVar, Port, Probe, Protocol, PullPolicy, VolumeMount } from './manifest.js';
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+// Docker's reference grammar is looser than this, but no valid reference contains whitespace or
+// control characters, and rejecting them here gives a field error instead of an engine error later.
+const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
+// A probe's path goes into its HTTP request line, which a space or a line break would end.
+const UNSAFE_IN_REQUEST_LINE = /[\s\u0000-\u001f\u007f]/;
+
+const CONTAINER_FIELDS = new Set([
+  'name', 'image', 'command', 'workingDir', 'ports', 'env', 'memory', 'cpu', 'volumeMounts', 'imagePullPolicy', 'livenessProbe',
+]);
+const PROBE_FIELDS = new Set(['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold']);
+// The late-2014 v1beta1 spellings (`PullAlways`) mean the same as ours.
+const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
+  Always: 'Always', IfNotPresent: 'IfNotPresent', Never: 'Never', PullAlways: 'Always', PullIfNotPresent: 'IfNotPresent', PullNever: 'Never',
+};
+const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'protocol']);
+// `key` and `path` are the first 2014 spellings of `name` and `mountPath`.
+const ENV_FIELDS = new Set(['name', 'key', 'value']);
+const MOUNT_FIELDS = new Set(['name', 'mountPath', 'path', 'readOnly', 'mountType']);
+
+export interface ContainerCheckOptions {
+  /** Accept `mountType: HOST`. */
+  readonly allowHostMounts: boolean;
+}
+
+/** The checks of one container and what is in it, for the manifest walker. */
+export class ContainerChecks extends FieldChecks {
+  /**
+   * Set by the manifest walker when the manifest names its version: a port without `hostPort` is
+   * then published on its `containerPort`, as the 2014 agent did.
+   */
+  protected publishUnmappedPorts = false;
+  /** Ports published only because of that rule, so a clash can say why the port is claimed. */
+  protected readonly implicitlyPublished = new WeakSet<Port>();
+
+  constructor(writtenAs: ConstructorParameters<typeof FieldChecks>[0], private readonly checks: ContainerCheckOptions) {
+    super(writtenAs);
+  }
+
+  protected container(input: unknown, path: string, volumes: Set<string>): Container | undefined {
+    const c = this.record(input, path, CONTAINER_FIELDS);
+    if (c === undefined) return undefined;
+    const before = this.errors.length;
+    const name = this.dnsLabel(c['name'], `${path}.name`, true);
+    const image = this.string(c['image'], `${path}.image`, true);
+    if (image !== undefined && !IMAGE.test(image)) this.fail(`${path}.image`, `is not a valid image reference: ${JSON.stringify(image.slice(0, 70))}`);
+    const command = this.command(c['command'], `${path}.command`);
+    const workingDir = this.absolutePath(c['workingDir'], `${path}.workingDir`, false);
+    const ports = (this.list(c['ports'], `${path}.ports`) ?? []).map((p, i) => this.port(p, `${path}.ports[${i}]`));
+    const env = this.env(c['env'], `${path}.env`);
+    const memory = c['memory'] == null ? undefined : this.integer(c['memory'], `${path}.memory`, 0, Number.MAX_SAFE_INTEGER);
+    const cpu = c['cpu'] == null ? undefined : this.integer(c['cpu'], `${path}.cpu`, 0, 262144);
+    const mounts = (this.list(c['volumeMounts'], `${path}.volumeMounts`) ?? []).map((m, i) =>
+      this.mount(m, `${path}.volumeMounts[${i}]`, volumes),
+    );
+    const imagePullPolicy = this.pullPolicy(c['imagePullPolicy'], `${path}.imagePullPolicy`);
+    const livenessProbe = c['livenessProbe'] == null ? undefined : this.probe(c['livenessProbe'], `${path}.livenessProbe`);
+    if (this.errors.length > before || name === undefined || image === undefined) return undefined;
+    return {
+      name,
+      image,
+      ...(command === undefined ? {} : { command }),
+      ...(workingDir === undefined || workingDir === '' ? {} : { workingDir }),
+      ports: ports as Port[],
+      env,
+      ...(memory === undefined || memory === 0 ? {} : { memory }),
+      ...(cpu === undefined || cpu === 0 ? {} : { cpu }),
+      volumeMounts: mounts as VolumeMount[],
+      ...(imagePullPolicy === undefined ? {} : { imagePullPolicy }),
+      ...(livenessProbe === undefined ? {} : { livenessProbe }),
+    };
+  }
+
+  private pullPolicy(input: unknown, path: string): PullPolicy | undefined {
+    if (input == null) return undefined;
+    if (typeof input === 'string' && Object.hasOwn(PULL_POLICIES, input)) return PULL_POLICIES[input];
+    return this.fail(path, `must be one of Always, IfNotPresent, Never (or PullAlways, PullIfNotPresent, PullNever), got ${describe(input)}`);
+  }
+
+  private probe(input: unknown, path: string): Probe | undefined {
+    const p = this.record(input, path, PROBE_FIELDS);
+    if (p === undefined) return undefined;
+    const handlers = (['exec', 'httpGet', 'tcpSocket'] as const).filter((h) => p[h] != null);
+    if (handlers.length !== 1) {
+      return this.fail(path, `must have exactly one of exec, httpGet, tcpSocket${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`);
+    }
+    const timing = (field: string, fallback: number, min: number) =>
+      p[field] == null ? fallback : this.integer(p[field], `${path}.${field}`, min, 86_400) ?? fallback;
+    const common = {
+      initialDelaySeconds: timing('initialDelaySeconds', 0, 0),
+      periodSeconds: timing('periodSeconds', 10, 1),
+      timeoutSeconds: timing('timeoutSeconds', 1, 1),
+      failureThreshold: timing('failureThreshold', 3, 1),
+    };
+    const handler = handlers[0] as 'exec' | 'httpGet' | 'tcpSocket';
+    const h = this.record(p[handler], `${path}.${handler}`, new Set(handler === 'exec' ? ['command'] : handler === 'httpGet' ? ['path', 'port'] : ['port']));
+    if (h === undefined) return undefined;
+    if (handler === 'exec') {
+      const before = this.errors.length;
+      const command = this.command(h['command'], `${path}.exec.command`);
+      // A command that is wrong (not a list, too long) is one error, not also a missing one.
+      if (command === undefined) return this.errors.length > before ? undefined : this.fail(`${path}.exec.command`, 'is required');
+      return { exec: { command }, ...common };
+    }
+    const port = this.probePort(h['port'], `${path}.${handler}.port`);
+    if (port === undefined) return undefined;
+    if (handler === 'tcpSocket') return { tcpSocket: { port }, ...common };
+    const probePath = this.string(h['path'], `${path}.httpGet.path`, false) ?? '/';
+    if (!probePath.startsWith('/')) return this.fail(`${path}.httpGet.path`, 'must start with /');
+    if (UNSAFE_IN_REQUEST_LINE.test(probePath)) return this.fail(`${path}.httpGet.path`, `must not contain spaces or control characters, got ${JSON.stringify(probePath.slice(0, 70))}`);
+    return { httpGet: { path: probePath, port }, ...common };
+  }
+
+  private probePort(input: unknown, path: string): number | string | undefined {
+    if (typeof input === 'string' && input !== '') return input;
+    if (input == null) return this.fail(path, 'is required');
+    return this.integer(input, path, 1, 65535);
+  }
+
+  /** An http/tcp probe goes through the host port published for its port, so it must have one. */
+  protected probePorts(c: Container, path: string): void {
+    const probe = c.livenessProbe;
+    const handler = probe?.httpGet ?? probe?.tcpSocket;
+    if (probe === undefined || handler === undefined) return;
+    const kind = probe.httpGet !== undefined ? 'httpGet' : 'tcpSocket';
+    const port = c.ports.find((p) => (typeof handler.port === 'number' ? p.containerPort === handler.port : p.name === handler.port));
+    if (port === undefined || port.hostPort === undefined || port.protocol !== 'TCP') {
+      this.fail(`${path}.livenessProbe.${kind}.port`, `must name a TCP port of this container with a hostPort, got ${JSON.stringify(handler.port)}`);
+    }
+  }
+
+  private command(input: unknown, path: string): string[] | undefined {
+    if (input === undefined || input === null) return undefined;
+    const list = this.list(input, path);
+    if (list === undefined) return undefined;
+    const out = list.map((arg, i) => this.string(arg, `${path}[${i}]`, false, this.written(list, i)) ?? '');
+    return out.length === 0 ? undefined : out;
+  }
+
+  private port(input: unknown, path: string): Port | undefined {
+    const p = this.record(input, path, PORT_FIELDS);
+    if (p === undefined) return undefined;
+    const name = p['name'] == null || p['name'] === '' ? undefined : this.dnsLabel(p['name'], `${path}.name`, false);
+    const containerPort = this.integer(p['containerPort'] ?? null, `${path}.containerPort`, 1, 65535);
+    const hostPort = p['hostPort'] == null ? undefined : this.integer(p['hostPort'], `${path}.hostPort`, 0, 65535);
+    const protocol = this.protocol(p['protocol'], `${path}.protocol`);
+    if (containerPort === undefined || protocol === undefined) return undefined;
+    // `hostPort: 0` written out stays unpublished in every version: the way to opt out.
+    const published = hostPort === undefined && p['hostPort'] == null && this.publishUnmappedPorts ? containerPort : hostPort;
+    const port: Port = {
+      ...(name === undefined ? {} : { name }),
+      containerPort,
+      ...(published === undefined || published === 0 ? {} : { hostPort: published }),
+      protocol,
+    };
+    if (published !== hostPort) this.implicitlyPublished.add(port);
+    return port;
+  }
+
+  private protocol(input: unknown, path: string): Protocol | undefined {
+    if (input === undefined || input === null || input === '') return 'TCP';
+    // 2014 compared protocols without case (`tcp`, `Udp`).
+    const upper = typeof input === 'string' ? input.toUpperCase() : undefined;
+    if (upper === 'TCP' || upper === 'UDP') return upper;
+    return this.fail(path, `must be TCP or UDP, got ${describe(input)}`);
+  }
+
+  private env(input: unknown, path: string): EnvVar[] {
+    const out: EnvVar[] = [];
+    (this.list(input, path) ?? []).forEach((raw, i) => {
+      const here = `${path}[${i}]`;
+      const e = this.record(raw, here, ENV_FIELDS);
+      if (e === undefined) return;
+      const field = this.spelling(e, 'name', 'key', here, 'containers[].env[].key');
+      const name = this.string(e[field], `${here}.${field}`, true);
+      if (name !== undefined && !ENV_NAME.test(name)) this.fail(`${here}.${field}`, `must be a C identifier, got ${JSON.stringify(name.slice(0, 70))}`);
+      // A number or boolean is refused, not turned into text (see FieldChecks.string); a missing value is "".
+      const value = this.string(e['value'], `${here}.value`, false, this.written(e, 'value')) ?? '';
+      if (name !== undefined) out.push({ name, value });
+    });
+    return out;
+  }
+
+  /**
+   * Which of a field's two spellings to read: the current one when given, else the deprecated one
+   * (a warning naming it either way, since a deprecated spelling beside the current one is ignored).
+   */
+  private spelling(holder: Record<string, unknown>, current: string, old: string, path: string, pattern: string): string {
+    if (holder[old] === undefined) return current;
+    this.deprecated(`${path}.${old}`, pattern, `"${old}" is the deprecated 2014 spelling of "${current}"; write ${current} (where both are given, ${current} is used)`);
+    return holder[current] == null ? old : current;
+  }
+
+  private mount(input: unknown, path: string, volumes: Set<string>): VolumeMount | undefined {
+    const m = this.record(input, path, MOUNT_FIELDS);
+    if (m === undefined) return undefined;
+    const name = this.dnsLabel(m['name'], `${path}.name`, true);
+    if (name !== undefined && !volumes.has(name)) this.fail(`${path}.name`, `names no declared volume ("${name}" is not in volumes)`);
+    const field = this.spelling(m, 'mountPath', 'path', path, 'containers[].volumeMounts[].path');
+    const mountPath = this.absolutePath(m[field], `${path}.${field}`, true, true);
+    let readOnly = false;
+    if (m['readOnly'] != null) {
+      if (typeof m['readOnly'] === 'boolean') readOnly = m['readOnly'];
+      else this.fail(`${path}.readOnly`, `must be true or false, got ${describe(m['readOnly'])}`);
+    }
+    const host = this.mountType(m['mountType'], `${path}.mountType`);
+    if (host === true && mountPath !== undefined) this.hostPath(mountPath, `${path}.${field}`);
+    if (name === undefined || mountPath === undefined || host === undefined) return undefined;
+    return { name, mountPath, readOnly, ...(host ? { mountType: 'HOST' as const } : {}) };
+  }
+
+  /** true for HOST, false for LOCAL (the default), undefined when refused. */
+  private mountType(input: unknown, path: string): boolean | undefined {
+    if (input == null || input === '') return false;
+    const upper = typeof input === 'string' ? input.toUpperCase() : undefined;
+    if (upper === 'LOCAL') return false;
+    if (upper !== 'HOST') return this.fail(path, `must be LOCAL or HOST, got ${describe(input)}`);
+    if (!this.checks.allowHostMounts) {
+      return this.fail(path, 'HOST binds a directory of the host into the container, which this agent refuses; run it with --allow-host-mounts (allowHostMounts) to accept it');
+    }
+    return true;
+  }
+
+  /** What a HOST mount may bind: an absolute, normal path below the root (relative paths are already refused). */
+  private hostPath(mountPath: string, path: string): void {
+    if (mountPath.split('/').includes('..')) this.fail(path, `a HOST mount must not contain "..", got ${JSON.stringify(mountPath.slice(0, 70))}`);
+    else if (posix.normalize(mountPath) === '/') this.fail(path, 'a HOST mount must not bind the host\'s root directory "/"');
+    else if (posix.normalize(mountPath) !== mountPath || mountPath.endsWith('/')) {
+      this.fail(path, `a HOST mount must be a normal path (no "." or empty segments, no trailing "/"), got ${JSON.stringify(mountPath.slice(0, 70))}`);
+    }
+  }
+}
