@@ -282,25 +282,24 @@ pm_teardown_netns() {
   done
 }
 
-# The bridge, and netavark's iptables rules for our network: its per-network chains (found through
-# the POSTROUTING rule for our subnet and the DNAT rules named after our network), the rules naming
-# our subnet, and netavark's shared chains once no other network has a rule in them.
+# The bridge, and netavark's iptables rules for our network: its two chains (netavark names them
+# after the first 13 hex digits of the SHA-512 of the network's name), the jumps to them and the
+# rules naming our subnet or network elsewhere; then netavark's shared chains once no other
+# network has a rule in them.
 pm_teardown_network() {
   if ip link show "$PM_BRIDGE" >/dev/null 2>&1; then pm_as_root ip link del "$PM_BRIDGE"; fi
   command -v iptables >/dev/null || return 0
-  local table rule chain chains=()
+  local hash table rule chain
+  hash="$(printf '%s' "$PM_NETWORK" | sha512sum | cut -c1-13 | tr a-f A-F)"
   for table in nat filter; do
     while read -r rule; do
-      [ -n "$rule" ] || continue
-      chain="$(sed -nE 's/.* -j (NETAVARK-(DN-)?[0-9A-F]+)( .*|$)/\1/p' <<<"$rule")"
-      if [ -n "$chain" ]; then chains+=("$chain"); fi
       eval "pm_as_root iptables -t $table ${rule/-A /-D }" 2>/dev/null || true
-    done < <(pm_as_root iptables -t "$table" -S 2>/dev/null | grep -E '^-A ' | grep -F -e " $PM_SUBNET " -e "name: $PM_NETWORK id:" | grep -vE '^-A NETAVARK-(DN-)?[0-9A-F]+ ')
-    for chain in "${chains[@]}"; do
+    done < <(pm_as_root iptables -t "$table" -S 2>/dev/null | grep -E '^-A ' | grep -vE "^-A NETAVARK-(DN-)?$hash " |
+      grep -E -e "-j NETAVARK-(DN-)?$hash( |\$)" -e " ${PM_SUBNET//./\\.} " -e "name: $PM_NETWORK id:" || true)
+    for chain in "NETAVARK-DN-$hash" "NETAVARK-$hash"; do
       pm_as_root iptables -t "$table" -F "$chain" 2>/dev/null || true
       pm_as_root iptables -t "$table" -X "$chain" 2>/dev/null || true
     done
-    chains=()
   done
   # netavark's shared chains and the jumps to them, when they hold nothing of any other network.
   if [ "$(pm_as_root iptables -t nat -S NETAVARK-HOSTPORT-DNAT 2>/dev/null | grep -c '^-A')" = 0 ] &&
