@@ -22,6 +22,18 @@ export interface CliOptions extends LegacyFlags {
   readonly httpCheckFrequency: number;
   readonly manifestUrlTimeout: number;
   readonly etcdServers?: readonly string[];
+  readonly etcdCafile?: string;
+  readonly etcdCertfile?: string;
+  readonly etcdKeyfile?: string;
+  readonly etcdUsername?: string;
+  readonly etcdPassword?: string;
+  readonly manifestUrlCaFile?: string;
+  readonly manifestUrlCertFile?: string;
+  readonly manifestUrlKeyFile?: string;
+  readonly tlsCertFile?: string;
+  readonly tlsPrivateKeyFile?: string;
+  readonly clientCaFile?: string;
+  readonly insecureAllowUnauthenticated: boolean;
   readonly address: string;
   readonly port: number;
   readonly authToken?: string;
@@ -93,7 +105,19 @@ export function buildProgram(): Command {
     .addOption(new Option('--http-check-frequency <duration>', 'poll --manifest-url this often').argParser(duration).default(20_000, '20s'))
     .addOption(new Option('--manifest-url-timeout <duration>', 'give up on one poll of --manifest-url after this').argParser(duration).default(10_000, '10s'))
     .addOption(new Option('--etcd-servers <urls>', 'comma-separated etcd endpoints; manifests at /registry/hosts/<hostname>/kubelet, events under /events').argParser(list))
-    .addOption(new Option('--address <ip>', "the agent server's address").default('127.0.0.1'))
+    .addOption(new Option('--manifest-url-ca-file <path>', 'PEM CA that an https:// --manifest-url must chain to (default: the system roots)'))
+    .addOption(new Option('--manifest-url-cert-file <path>', 'PEM client certificate presented to --manifest-url (with --manifest-url-key-file)'))
+    .addOption(new Option('--manifest-url-key-file <path>', 'PEM key of --manifest-url-cert-file'))
+    .addOption(new Option('--etcd-cafile <path>', 'PEM CA that etcd must chain to (TLS to etcd)'))
+    .addOption(new Option('--etcd-certfile <path>', 'PEM client certificate for etcd (with --etcd-keyfile)'))
+    .addOption(new Option('--etcd-keyfile <path>', 'PEM key of --etcd-certfile'))
+    .addOption(new Option('--etcd-username <name>', 'etcd user, when etcd has authentication enabled (with --etcd-password)'))
+    .addOption(new Option('--etcd-password <password>', 'password of --etcd-username; prefer the environment variable, as arguments are visible in ps').env('KUBELET_TS_ETCD_PASSWORD'))
+    .addOption(new Option('--address <ip>', "the agent server's address; one that is not loopback needs --auth-token or --client-ca-file (or --insecure-allow-unauthenticated)").default('127.0.0.1'))
+    .addOption(new Option('--tls-cert-file <path>', 'serve HTTPS with this PEM certificate (with --tls-private-key-file); reloaded when the file changes'))
+    .addOption(new Option('--tls-private-key-file <path>', 'PEM key of --tls-cert-file'))
+    .addOption(new Option('--client-ca-file <path>', 'with --tls-cert-file: a client certificate this CA signed authenticates a request (as does --auth-token, when also set)'))
+    .addOption(new Option('--insecure-allow-unauthenticated', 'serve a non-loopback --address without --auth-token or --client-ca-file: anyone who reaches it may post manifests').default(false))
     .addOption(new Option('--port <port>', "the agent server's port (0: any free port)").argParser(port).default(10250))
     .addOption(new Option('--auth-token <token>', 'require Authorization: Bearer <token> on every server route but /healthz (never empty)').env('KUBELET_TS_AUTH_TOKEN').argParser(authToken))
     .addOption(

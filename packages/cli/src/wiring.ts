@@ -4,10 +4,10 @@ import { LogEventSink } from '@kubelet-ts/runner';
 import { registerCriRuntime } from '@kubelet-ts/runtime-cri';
 import { registerDockerRuntime } from '@kubelet-ts/runtime-docker';
 import { registerMemoryRuntime } from '@kubelet-ts/runtime-memory';
-import { registerEtcdEventSink, registerEtcdSource } from '@kubelet-ts/source-etcd';
+import { registerEtcdEventSink, registerEtcdSource, type EtcdAuthOptions, type EtcdTlsOptions } from '@kubelet-ts/source-etcd';
 import { registerFileSource } from '@kubelet-ts/source-file';
-import { parseHeaderFlag, registerHttpSource } from '@kubelet-ts/source-http';
-import { registerServerSource, type ServerManifestSource } from '@kubelet-ts/source-server';
+import { parseHeaderFlag, registerHttpSource, type HttpSourceTlsOptions } from '@kubelet-ts/source-http';
+import { registerServerSource, type ServerManifestSource, type ServerTlsOptions } from '@kubelet-ts/source-server';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import type { CliOptions } from './options.js';
 
@@ -38,10 +38,11 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
       checkFrequencyMs: options.httpCheckFrequency,
       timeoutMs: options.manifestUrlTimeout,
       headers: Object.fromEntries(options.manifestUrlHeader.map(parseHeaderFlag)),
+      ...manifestUrlTls(options),
     });
   }
   // --runonce reads the file and the URL only, as the 2014 agent's run-once did.
-  if (options.etcdServers !== undefined && mode !== 'runonce') registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname, logger });
+  if (options.etcdServers !== undefined && mode !== 'runonce') registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname, logger, ...etcdSecurity(options) });
   if (mode === 'runonce') {
     container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
     return { container, close: () => runtime.close() };
@@ -51,7 +52,7 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     return { container, close: () => runtime.close() };
   }
   container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
-  const etcdEvents = options.etcdServers === undefined ? undefined : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger });
+  const etcdEvents = options.etcdServers === undefined ? undefined : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger, ...etcdSecurity(options) });
   const close = async () => {
     await etcdEvents?.close();
     await runtime.close();
@@ -63,6 +64,8 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     port: options.port,
     ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
     allowedHosts: options.allowedHost,
+    ...serverTls(options),
+    insecureAllowUnauthenticated: options.insecureAllowUnauthenticated,
     logger,
   });
   return {
@@ -70,6 +73,35 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     server,
     close,
   };
+}
+
+/** `--tls-cert-file`/`--tls-private-key-file` go together; `--client-ca-file` needs them (it is a TLS check). */
+function serverTls(options: CliOptions): { tls?: ServerTlsOptions } {
+  const { tlsCertFile: certFile, tlsPrivateKeyFile: keyFile, clientCaFile } = options;
+  if (certFile === undefined && keyFile === undefined) {
+    if (clientCaFile !== undefined) throw new Error('--client-ca-file needs --tls-cert-file and --tls-private-key-file: client certificates are checked in the TLS handshake');
+    return {};
+  }
+  if (certFile === undefined || keyFile === undefined) throw new Error('--tls-cert-file and --tls-private-key-file go together: give both');
+  return { tls: { certFile, keyFile, ...(clientCaFile === undefined ? {} : { clientCaFile }) } };
+}
+
+function etcdSecurity(options: CliOptions): { tls?: EtcdTlsOptions; auth?: EtcdAuthOptions } {
+  const { etcdCafile: caFile, etcdCertfile: certFile, etcdKeyfile: keyFile, etcdUsername: username, etcdPassword: password } = options;
+  if ((username === undefined) !== (password === undefined)) throw new Error('--etcd-username and --etcd-password (or KUBELET_TS_ETCD_PASSWORD) go together: give both');
+  const tls = caFile === undefined && certFile === undefined && keyFile === undefined ? undefined : { caFile, certFile, keyFile };
+  return { ...(tls === undefined ? {} : { tls: defined(tls) }), ...(username === undefined || password === undefined ? {} : { auth: { username, password } }) };
+}
+
+function manifestUrlTls(options: CliOptions): { tls?: HttpSourceTlsOptions } {
+  const { manifestUrlCaFile: caFile, manifestUrlCertFile: certFile, manifestUrlKeyFile: keyFile } = options;
+  if (caFile === undefined && certFile === undefined && keyFile === undefined) return {};
+  return { tls: defined({ caFile, certFile, keyFile }) };
+}
+
+/** The object without its undefined fields (exactOptionalPropertyTypes). */
+function defined<T extends Record<string, string | undefined>>(object: T): { [K in keyof T]?: string } {
+  return Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: string };
 }
 
 /**

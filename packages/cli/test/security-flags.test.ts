@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { silentLogger } from '@kubelet-ts/core';
+import { RecordingSink } from '@kubelet-ts/conformance';
+import { TestCertificates } from '@kubelet-ts/testkit';
+import { buildProgram, normaliseFlagSpelling, optionsOf } from '../src/options.js';
+import { wire } from '../src/wiring.js';
+
+function parse(argv: readonly string[]) {
+  const program = buildProgram();
+  program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  program.parse(normaliseFlagSpelling(['--runtime', 'memory', ...argv]), { from: 'user' });
+  return optionsOf(program);
+}
+
+let certs: TestCertificates;
+beforeAll(async () => {
+  certs = await TestCertificates.create();
+});
+afterAll(async () => {
+  await certs.destroy();
+});
+
+describe('security flags', () => {
+  it('refuse a non-loopback --address without --auth-token or --client-ca-file, naming the flags; --insecure-allow-unauthenticated is the way out', async () => {
+    await expect(wire(parse(['--address', '0.0.0.0']), 'node-1', silentLogger)).rejects.toThrow(/--auth-token.*--client-ca-file.*--insecure-allow-unauthenticated/);
+    const wiring = await wire(parse(['--address', '0.0.0.0', '--insecure-allow-unauthenticated']), 'node-1', silentLogger);
+    expect(wiring.server).toBeDefined();
+    await wiring.close();
+  });
+
+  it('--tls-cert-file, --tls-private-key-file and --client-ca-file serve HTTPS', async () => {
+    const options = parse(['--port', '0', '--tls-cert-file', certs.server.certFile, '--tls-private-key-file', certs.server.keyFile, '--client-ca-file', certs.ca.certFile]);
+    const wiring = await wire(options, 'node-1', silentLogger);
+    await wiring.server!.start(new RecordingSink());
+    expect(wiring.server!.url).toMatch(/^https:/);
+    await wiring.server!.close();
+    await wiring.close();
+  });
+
+  it.each([
+    [['--tls-cert-file', '/x.pem'], /--tls-cert-file and --tls-private-key-file go together/],
+    [['--client-ca-file', '/ca.pem'], /--client-ca-file needs --tls-cert-file/],
+    [['--etcd-servers', 'http://127.0.0.1:1', '--etcd-username', 'root'], /--etcd-username and --etcd-password/],
+    [['--etcd-servers', 'http://127.0.0.1:1', '--etcd-certfile', '/c.pem'], /--etcd-certfile with --etcd-keyfile/],
+    [['--manifest-url', 'https://127.0.0.1:1/', '--manifest-url-ca-file', '/nonexistent.pem'], /--manifest-url-ca-file \/nonexistent\.pem/],
+  ])('%j is refused: %s', async (argv, message) => {
+    await expect(wire(parse(argv), 'node-1', silentLogger)).rejects.toThrow(message);
+  });
+
+  it('takes the etcd password from KUBELET_TS_ETCD_PASSWORD', () => {
+    process.env.KUBELET_TS_ETCD_PASSWORD = 'from-env';
+    try {
+      expect(parse(['--etcd-username', 'root']).etcdPassword).toBe('from-env');
+    } finally {
+      delete process.env.KUBELET_TS_ETCD_PASSWORD;
+    }
+  });
+});
