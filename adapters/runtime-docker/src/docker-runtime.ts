@@ -167,7 +167,23 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
   async start(id: string): Promise<void> {
     // A container whose sandbox is down cannot start (Conflict): the agent replaces the sandbox,
     // with its containers; a holder is never started again here.
+    if ((await this.engine()) === 'podman') await this.refuseDownSandbox(id);
     await this.call(`start ${id}`, () => this.docker.getContainer(id).start(), true);
+  }
+
+  /**
+   * Podman starts the container whose namespace another joins along with it, so starting a pod's
+   * container would bring its stopped sandbox back (Docker refuses with 409). The sandbox must
+   * stay down until the agent replaces it: on Podman, its holder is checked first.
+   */
+  private async refuseDownSandbox(id: string): Promise<void> {
+    const info = await this.call(`inspect ${id}`, () => this.docker.getContainer(id).inspect());
+    const holder = /^container:(.+)$/.exec(info.HostConfig.NetworkMode ?? '')?.[1];
+    if (holder === undefined) return;
+    const sandbox = await this.call(`inspect sandbox ${holder}`, () => this.docker.getContainer(holder).inspect());
+    if (sandbox.State.Status !== 'running') {
+      throw new KubeletError('Conflict', `start ${info.Name.replace(/^\//, '')}: its sandbox ${sandbox.Name.replace(/^\//, '')} is ${sandbox.State.Status}`, { adapter: ADAPTER });
+    }
   }
 
   async stop(id: string, timeoutSeconds: number): Promise<void> {

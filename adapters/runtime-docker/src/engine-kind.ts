@@ -11,7 +11,12 @@ import type { DockerVersion } from './docker-api.js';
  *   Docker gives it the sandbox's hostname: it joins the sandbox's UTS namespace too (`create`);
  * - it names images in full (`docker.io/kubelet-ts-test/busybox:1`), where Docker gives back the
  *   name asked for: names are shown in Docker's familiar form (`familiarImageName`);
- * - a name already taken answers 500, not 409 (`translate`, by its words).
+ * - starting a container in a stopped sandbox starts the sandbox too, where Docker refuses: the
+ *   adapter refuses first (`start`);
+ * - a name already taken and a call on a container in the wrong state answer 500, not 409
+ *   (`translate`, by their words);
+ * - a sandbox whose start failed keeps its host ports bound in the service (Podman 4.3): the
+ *   adapter warns (`DockerSandboxes.run`).
  */
 export type EngineKind = 'docker' | 'podman';
 

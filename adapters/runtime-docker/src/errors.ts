@@ -35,8 +35,9 @@ export function translate(error: unknown, what: string, endpoint: string): Kubel
   if (e.statusCode === 404) code = 'NotFound';
   else if (e.statusCode === 409) code = 'Conflict';
   // Podman answers 500 where Docker answers 409: for a name already taken ("the container name …
-  // is already in use") and a host port already bound.
-  else if (/already allocated|address already in use|name .* is already in use/i.test(detail)) code = 'Conflict';
+  // is already in use"), a host port already bound, and a container in the wrong state for the
+  // call ("container state improper", e.g. removing a running one).
+  else if (/already allocated|address already in use|name .* is already in use|container state improper/i.test(detail)) code = 'Conflict';
   return new KubeletError(code, `${what}: ${detail}`, { adapter: ADAPTER, cause: error });
 }
 

@@ -1,5 +1,9 @@
-import { describe, expect, it } from '@jest/globals';
-import { Labels, silentLogger, type Logger, type SandboxSpec } from '@kubelet-ts/core';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeletError, Labels, buildContainerName, sandboxHash, silentLogger, type Logger, type SandboxSpec } from '@kubelet-ts/core';
+import { assertPodman, independentPodman, podmanHost, TEST_IMAGES } from '@kubelet-ts/testkit';
 import { DockerRuntime, type DockerApi } from '../src/index.js';
 import { engineKindOf, familiarImageName } from '../src/engine-kind.js';
 
@@ -92,5 +96,55 @@ describe('a sandbox whose start fails, on an engine that answers as scripted', (
     const { logger, seen } = warnings();
     await expect(new DockerRuntime({ docker: taken, podInfraImage: 'pause', logger }).runSandbox(spec)).rejects.toMatchObject({ code: 'Conflict' });
     expect(seen).toEqual([]);
+  });
+});
+
+describe('on the real Podman service', () => {
+  let runtime: DockerRuntime;
+  let volumesRoot: string;
+  const sandboxes: string[] = [];
+
+  beforeAll(async () => {
+    await assertPodman();
+    volumesRoot = await mkdtemp(join(tmpdir(), 'kubelet-ts-podman-volumes-'));
+    runtime = new DockerRuntime({ host: podmanHost(), podInfraImage: TEST_IMAGES.pause, hostIp: '127.0.0.1', volumesRoot });
+  });
+
+  afterAll(async () => {
+    for (const id of sandboxes) await runtime.removeSandbox(id, { volumes: true });
+    await rm(volumesRoot, { recursive: true, force: true });
+  });
+
+  it('never brings a stopped sandbox back by starting a container in it, which Podman itself does', async () => {
+    const podId = `revive-${process.pid}`;
+    const sandbox = await runtime.runSandbox({
+      name: buildContainerName(podId, 'POD'),
+      podId,
+      hostname: podId,
+      ports: [],
+      labels: { [Labels.sandbox]: podId, [Labels.sandboxHash]: sandboxHash([]), [Labels.node]: 'podman-node', [Labels.source]: 'test' },
+    });
+    sandboxes.push(sandbox.id);
+    const container = await runtime.create(
+      {
+        name: buildContainerName(podId, 'main'),
+        podId,
+        image: TEST_IMAGES.busybox,
+        command: ['sleep', '3600'],
+        env: {},
+        ports: [],
+        mounts: [],
+        labels: { [Labels.manifestId]: podId, [Labels.containerName]: 'main', [Labels.node]: 'podman-node' },
+      },
+      sandbox.id,
+    );
+    await runtime.stopSandbox(sandbox.id);
+    const refused = await runtime.start(container.id).then(() => undefined, (e: unknown) => e);
+    expect(refused).toBeInstanceOf(KubeletError);
+    expect((refused as KubeletError).code).toBe('Conflict');
+    expect((await runtime.listSandboxes()).find((s) => s.id === sandbox.id)?.state).toBe('notready');
+    // The difference itself: Podman's own start of it starts the sandbox too.
+    await independentPodman().getContainer(container.id).start();
+    expect((await runtime.listSandboxes()).find((s) => s.id === sandbox.id)?.state).toBe('ready');
   });
 });
