@@ -140,9 +140,9 @@ export class CriRuntime implements ContainerRuntime {
       if (logDirectory !== undefined) await rm(logDirectory, { recursive: true, force: true });
       throw error;
     }
-    const status = await this.sandboxStatus(id);
     this.logger.info({ podId: spec.podId, sandbox: id.slice(0, 12), ports: portMappings.length, durationMs: this.clock.now() - started }, 'pod sandbox ready');
-    return sandboxSummaryOf(status);
+    // Ready when RunPodSandbox answers: no status call on the way to the pod's first container.
+    return { id, name: spec.name, labels: { ...spec.labels }, state: 'ready', createdAt: this.clock.now() };
   }
 
   async listSandboxes(options: ListOptions = {}): Promise<SandboxSummary[]> {
@@ -192,12 +192,15 @@ export class CriRuntime implements ContainerRuntime {
     if (sandboxId === undefined) {
       throw new KubeletError('InvalidManifest', `create ${spec.name}: CRI runs containers only in a pod sandbox; run one (runSandbox) and create the container in it`, { adapter: ADAPTER });
     }
-    const sandbox = await this.sandboxStatus(sandboxId);
+    // Both at once: they are on the path of every container start.
+    const [sandbox, { containers }] = await Promise.all([
+      this.sandboxStatus(sandboxId),
+      this.call('list containers', (deadline) => this.cri.listContainers({}, deadline)),
+    ]);
     if (sandbox.state !== 'SANDBOX_READY') {
       throw new KubeletError('Conflict', `create ${spec.name}: sandbox ${sandbox.metadata?.name ?? sandboxId} is not ready (its namespace is gone); the agent runs a new one`, { adapter: ADAPTER });
     }
     // CRI keeps names unique within a sandbox only; the contract (and Docker) across the runtime.
-    const { containers } = await this.call('list containers', (deadline) => this.cri.listContainers({}, deadline));
     const taken = containers.find((c) => c.metadata?.name === spec.name);
     if (taken !== undefined) throw new KubeletError('Conflict', `create ${spec.name}: the name is taken by container ${taken.id}`, { adapter: ADAPTER });
     const sandboxConfig = sandboxConfigOf(sandbox);
