@@ -143,8 +143,15 @@ describe('on the real Podman service', () => {
     expect(refused).toBeInstanceOf(KubeletError);
     expect((refused as KubeletError).code).toBe('Conflict');
     expect((await runtime.listSandboxes()).find((s) => s.id === sandbox.id)?.state).toBe('notready');
-    // The difference itself: Podman's own start of it starts the sandbox too.
-    await independentPodman().getContainer(container.id).start();
+    // The difference itself: Podman's own start of it starts the sandbox too (once it has cleaned
+    // the stopped sandbox up: until then runc finds its id taken, and Podman answers 500).
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const failed = await independentPodman().getContainer(container.id).start().then(() => undefined, (e: unknown) => e);
+      if (failed === undefined) break;
+      if (Date.now() > deadline) throw failed;
+      await new Promise((r) => setTimeout(r, 200));
+    }
     expect((await runtime.listSandboxes()).find((s) => s.id === sandbox.id)?.state).toBe('ready');
   });
 });
