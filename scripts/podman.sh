@@ -109,9 +109,15 @@ driver = "overlay"
 runroot = "$PM_DIR/run"
 graphroot = "$PM_DIR/root"
 EOF
-  # No registry is searched for short names: nothing here reaches one.
+  # No registry is searched for short names: nothing here reaches one. The suites' image that
+  # exists nowhere names localhost:1, blocked here so that Podman refuses it at once rather than
+  # retrying the refused connection for 3 s.
   cat >"$PM_DIR/registries.conf" <<EOF
 unqualified-search-registries = []
+
+[[registry]]
+location = "localhost:1"
+blocked = true
 EOF
   # The default network as a file: its bridge gets our name (the built-in one would be podman0).
   local gateway="${PM_SUBNET%.*}.1"

@@ -24,7 +24,8 @@ runtimeContract(
     // busybox's sleep ignores SIGTERM as PID 1, so stop exercises the kill at the timeout too.
     image: TEST_IMAGES.busybox,
     command: ['sleep', '3600'],
-    // Its registry would be 127.0.0.1:1, refused at once: the pull test dials nothing off this host.
+    // Its registry, localhost:1, is blocked in the service's registries.conf (scripts/podman.sh):
+    // refused without a dial. Another Podman dials 127.0.0.1:1, refused, and retries for 3 s.
     missingImage: 'localhost:1/kubelet-ts/missing:none',
     podNetwork: busyboxPodNetwork,
   },
