@@ -8,9 +8,10 @@ export interface Machine {
   readonly kernel: string;
   readonly node: string;
   readonly docker?: string;
+  readonly containerd?: string;
 }
 
-export function describeMachine(docker?: string): Machine {
+export function describeMachine(docker?: string, containerd?: string): Machine {
   return {
     cpu: cpus()[0]?.model.trim() ?? 'unknown',
     cores: cpus().length,
@@ -18,6 +19,7 @@ export function describeMachine(docker?: string): Machine {
     kernel: release(),
     node: process.version,
     ...(docker === undefined ? {} : { docker }),
+    ...(containerd === undefined ? {} : { containerd }),
   };
 }
 
@@ -28,7 +30,7 @@ export function markdown(rows: readonly Row[], machine: Machine, when: Date): st
   const lines = [
     '# kubelet-ts benchmark results',
     '',
-    `Measured ${when.toISOString()} with \`npm run bench\` on: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node.js ${machine.node}${machine.docker === undefined ? '' : `, Docker engine ${machine.docker}`}. Every baseline was measured in the same run.`,
+    `Measured ${when.toISOString()} with \`npm run bench\` on: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node.js ${machine.node}${machine.docker === undefined ? '' : `, Docker engine ${machine.docker}`}${machine.containerd === undefined ? '' : `, ${machine.containerd} (CRI)`}. Every baseline was measured in the same run.`,
     '',
     '| scenario | metric | median | p95 | runs | baseline | baseline median | ratio | target | met |',
     '|---|---|---:|---:|---:|---|---:|---:|---|:---:|',

@@ -1,12 +1,14 @@
 /**
  * `npm run bench`: every scenario, several runs each, ratios against baselines measured in the
  * same run. Writes bench/out/results.json and bench/out/RESULTS.md (copy the latter to
- * bench/RESULTS.md to publish it). `--quick` is the small run the test suite uses.
+ * bench/RESULTS.md to publish it). `--quick` is the small run the test suite uses; `--no-engine`
+ * leaves out both real engines (Docker and containerd), `--no-cri` containerd alone.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { independentDocker } from '@kubelet-ts/testkit';
 import { describeMachine, markdown } from './report.js';
+import { containerdVersion, criEngine } from './scenarios/cri-engine.js';
 import { engine } from './scenarios/engine.js';
 import { memory } from './scenarios/memory.js';
 import { reaction } from './scenarios/reaction.js';
@@ -16,6 +18,8 @@ import type { Row } from './stats.js';
 export interface BenchOptions {
   readonly quick: boolean;
   readonly engine: boolean;
+  /** The same two scenarios on the private containerd over CRI. Default: as `engine`. */
+  readonly cri?: boolean;
   readonly out: string;
 }
 
@@ -27,6 +31,13 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
     step('start latency and throughput on the engine');
     rows.push(...(await engine(q ? 2 : 10, q ? 5 : 100, q ? 1 : 3)));
   }
+  const cri = options.cri ?? options.engine;
+  if (cri) {
+    step('start latency and throughput on containerd (CRI)');
+    // The quick run stays a few seconds: one pod, then three.
+    const sizes = q ? { latencyRuns: 1, throughputPods: 3, throughputRuns: 1, rawConcurrency: [4] } : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8] };
+    rows.push(...(await criEngine(sizes)));
+  }
   step('steady state');
   rows.push(...(await steadyState(q ? 100 : 1_000, q ? 3 : 20, Infinity)));
   rows.push(...(await steadyState(q ? 500 : 10_000, q ? 3 : 20, q ? 50 : 200)));
@@ -36,7 +47,7 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   rows.push(...(await memory(q ? 500 : 10_000)));
 
   const version = options.engine ? ((await independentDocker().version()) as { Version?: string }).Version : undefined;
-  const machine = describeMachine(version);
+  const machine = describeMachine(version, cri ? await containerdVersion() : undefined);
   await mkdir(options.out, { recursive: true });
   const when = new Date();
   await writeFile(`${options.out}/results.json`, `${JSON.stringify({ when, machine, rows }, null, 2)}\n`);
@@ -47,7 +58,7 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = new Set(process.argv.slice(2));
   const out = fileURLToPath(new URL('../out', import.meta.url));
-  const rows = await runBench({ quick: args.has('--quick'), engine: !args.has('--no-engine'), out });
+  const rows = await runBench({ quick: args.has('--quick'), engine: !args.has('--no-engine'), cri: !args.has('--no-engine') && !args.has('--no-cri'), out });
   process.stdout.write(markdown(rows, describeMachine(), new Date()));
   process.stderr.write(`bench: wrote ${out}/results.json and ${out}/RESULTS.md\n`);
 }

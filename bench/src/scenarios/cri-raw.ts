@@ -1,0 +1,153 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+/**
+ * The baseline of the containerd rows: CRI calls made straight on a gRPC channel, with nothing of
+ * the adapter between (no listing, no status, no name checks). Its own slice of CRI v1
+ * (k8s.io/cri-api `pkg/apis/runtime/v1/api.proto` field numbers), with the fields a pod of the
+ * agent is made with, so that the raw pod is the same pod.
+ */
+const PROTO = `
+syntax = "proto3";
+package runtime.v1;
+
+service RuntimeService {
+  rpc Version(VersionRequest) returns (VersionResponse) {}
+  rpc RunPodSandbox(RunPodSandboxRequest) returns (RunPodSandboxResponse) {}
+  rpc StopPodSandbox(PodSandboxIdRequest) returns (Empty) {}
+  rpc RemovePodSandbox(PodSandboxIdRequest) returns (Empty) {}
+  rpc ListPodSandbox(ListPodSandboxRequest) returns (ListPodSandboxResponse) {}
+  rpc CreateContainer(CreateContainerRequest) returns (CreateContainerResponse) {}
+  rpc StartContainer(ContainerIdRequest) returns (Empty) {}
+}
+
+message Empty {}
+message VersionRequest { string version = 1; }
+message VersionResponse { string runtime_name = 2; string runtime_version = 3; }
+
+enum NamespaceMode { POD = 0; CONTAINER = 1; NODE = 2; TARGET = 3; }
+message NamespaceOption { NamespaceMode network = 1; NamespaceMode pid = 2; NamespaceMode ipc = 3; }
+message SecurityProfile {
+  enum ProfileType { RuntimeDefault = 0; Unconfined = 1; Localhost = 2; }
+  ProfileType profile_type = 1;
+}
+message LinuxSandboxSecurityContext { NamespaceOption namespace_options = 1; SecurityProfile seccomp = 9; }
+message LinuxPodSandboxConfig { string cgroup_parent = 1; LinuxSandboxSecurityContext security_context = 2; }
+message PodSandboxMetadata { string name = 1; string uid = 2; string namespace = 3; uint32 attempt = 4; }
+message PodSandboxConfig {
+  PodSandboxMetadata metadata = 1;
+  string hostname = 2;
+  string log_directory = 3;
+  map<string, string> labels = 6;
+  LinuxPodSandboxConfig linux = 8;
+}
+message RunPodSandboxRequest { PodSandboxConfig config = 1; }
+message RunPodSandboxResponse { string pod_sandbox_id = 1; }
+message PodSandboxIdRequest { string pod_sandbox_id = 1; }
+message PodSandboxFilter { map<string, string> label_selector = 3; }
+message ListPodSandboxRequest { PodSandboxFilter filter = 1; }
+message PodSandbox { string id = 1; }
+message ListPodSandboxResponse { repeated PodSandbox items = 1; }
+
+message ImageSpec { string image = 1; }
+message ContainerMetadata { string name = 1; uint32 attempt = 2; }
+message LinuxContainerSecurityContext { NamespaceOption namespace_options = 3; SecurityProfile seccomp = 15; }
+message LinuxContainerConfig { LinuxContainerSecurityContext security_context = 2; }
+message ContainerConfig {
+  ContainerMetadata metadata = 1;
+  ImageSpec image = 2;
+  repeated string command = 3;
+  map<string, string> labels = 9;
+  string log_path = 11;
+  LinuxContainerConfig linux = 15;
+}
+message CreateContainerRequest { string pod_sandbox_id = 1; ContainerConfig config = 2; PodSandboxConfig sandbox_config = 3; }
+message CreateContainerResponse { string container_id = 1; }
+message ContainerIdRequest { string container_id = 1; }
+`;
+
+// What the adapter runs every pod with (its sandbox-config.ts): the kubelet's defaults.
+const SECURITY_CONTEXT = { namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' }, seccomp: { profileType: 'RuntimeDefault' } };
+
+export interface RawCriPod {
+  readonly name: string;
+  readonly image: string;
+  readonly command: readonly string[];
+  readonly labels: Readonly<Record<string, string>>;
+  /** The folder the pod's log directory goes in, as the agent's `logsRoot`. */
+  readonly logsRoot: string;
+  readonly cgroupParent: string;
+}
+
+export interface RawCri {
+  version(): Promise<{ runtimeName: string; runtimeVersion: string }>;
+  /** RunPodSandbox, CreateContainer, StartContainer: a pod of one container, running. Its sandbox id. */
+  runPod(pod: RawCriPod): Promise<string>;
+  /** StopPodSandbox, RemovePodSandbox (which removes its containers). */
+  removePod(sandboxId: string): Promise<void>;
+  /** Sandboxes carrying these label values. */
+  sandboxes(labelSelector: Readonly<Record<string, string>>): Promise<string[]>;
+  close(): void;
+}
+
+type Unary = (request: object, options: grpc.CallOptions, callback: (error: grpc.ServiceError | null, response: unknown) => void) => void;
+
+export function rawCri(endpoint: string): RawCri {
+  const { v1 } = (grpc.loadPackageDefinition(loadProto()) as unknown as { runtime: { v1: { RuntimeService: new (target: string, credentials: grpc.ChannelCredentials) => grpc.Client } } }).runtime;
+  const client = new v1.RuntimeService(endpoint, grpc.credentials.createInsecure());
+  const call = <T>(method: string, request: object): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const fn = (client as unknown as Record<string, Unary>)[method]!;
+      fn.call(client, request, { deadline: Date.now() + 120_000 }, (error, response) => (error === null ? resolve(response as T) : reject(error)));
+    });
+  return {
+    version: () => call('Version', {}),
+    async runPod(pod) {
+      const config = {
+        metadata: { name: pod.name, uid: pod.name, namespace: 'bench-raw', attempt: 0 },
+        hostname: pod.name,
+        logDirectory: join(pod.logsRoot, pod.name),
+        labels: pod.labels,
+        linux: { cgroupParent: pod.cgroupParent, securityContext: SECURITY_CONTEXT },
+      };
+      // The agent makes the log directory too; containerd writes the container's log in it.
+      await mkdir(config.logDirectory, { recursive: true });
+      const { podSandboxId } = await call<{ podSandboxId: string }>('RunPodSandbox', { config });
+      const { containerId } = await call<{ containerId: string }>('CreateContainer', {
+        podSandboxId,
+        config: {
+          metadata: { name: 'c0', attempt: 0 },
+          image: { image: pod.image },
+          command: [...pod.command],
+          labels: pod.labels,
+          logPath: 'c0.log',
+          linux: { securityContext: SECURITY_CONTEXT },
+        },
+        sandboxConfig: config,
+      });
+      await call('StartContainer', { containerId });
+      return podSandboxId;
+    },
+    async removePod(sandboxId) {
+      await call('StopPodSandbox', { podSandboxId: sandboxId });
+      await call('RemovePodSandbox', { podSandboxId: sandboxId });
+    },
+    sandboxes: async (labelSelector) => (await call<{ items: Array<{ id: string }> }>('ListPodSandbox', { filter: { labelSelector } })).items.map((s) => s.id),
+    close: () => client.close(),
+  };
+}
+
+/** proto-loader reads files only: the schema above goes through one for a moment. */
+function loadProto(): protoLoader.PackageDefinition {
+  const dir = mkdtempSync(join(tmpdir(), 'kubelet-ts-bench-proto-'));
+  try {
+    writeFileSync(join(dir, 'cri.proto'), PROTO);
+    return protoLoader.loadSync(join(dir, 'cri.proto'), { keepCase: false, longs: String, enums: String, defaults: true });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
