@@ -1,9 +1,10 @@
-import type { ContainerManifest, KubeletError, SourceSink } from '@kubelet-ts/core';
+import type { ContainerManifest, KubeletError, SourceSink, SourceWarning } from '@kubelet-ts/core';
 
 /** A sink that records what a source said, and waits for what a test expects. For source tests. */
 export class RecordingSink implements SourceSink {
   readonly updates: (readonly ContainerManifest[])[] = [];
   readonly errors: KubeletError[] = [];
+  readonly warnings: SourceWarning[] = [];
 
   update(manifests: readonly ContainerManifest[]): void {
     this.updates.push(manifests);
@@ -11,6 +12,10 @@ export class RecordingSink implements SourceSink {
 
   error(error: Error): void {
     this.errors.push(error as KubeletError);
+  }
+
+  warning(warning: SourceWarning): void {
+    this.warnings.push(warning);
   }
 
   /** The ids of the latest set, sorted. */

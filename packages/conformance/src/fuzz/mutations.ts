@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { MAX_LIST_ENTRIES } from '@kubelet-ts/core';
 import { Picks, containersOf, env, freshName, list, port, setOwn, someContainer, someItem, someVolumeMount, type Rec } from './mutation-sites.js';
-import { validManifest, type ManifestInput, type ValidManifestOptions } from './valid-manifests.js';
+import { claimedHostPort, validManifest, type ManifestInput, type ValidManifestOptions } from './valid-manifests.js';
 
 /** A valid manifest broken in one place, and the field path the validator must name for it. */
 export interface InvalidManifest {
@@ -16,16 +16,19 @@ export interface InvalidManifest {
 }
 
 const BAD_LABELS = ['', 'Upper', 'has_underscore', 'has.dot', '-lead', 'trail-', 'a'.repeat(64), 'spa ce', 'ünï', 'tab\t', '0'.repeat(70)];
+// An id is a DNS subdomain (dots, up to 253). No empty id here: a source that names id-less
+// manifests after their origin accepts one.
+const BAD_IDS = ['Upper', 'has_underscore', 'a..b', '.lead', 'trail.', '-lead', 'trail-', 'a.-b', 'a'.repeat(254), 'spa ce', 'ünï', 'tab\t', 'a/b', '..'];
 const BAD_IMAGES = [' nginx', 'nginx latest', 'ngi\nnx', '-nginx', 'nginx\u0000', 'ünicode', ':tag', 'a\u007f'];
 const BAD_ENV_NAMES = ['1ABC', 'A-B', 'A B', 'A=B', '', 'é', 'A\u0000'];
 const UNKNOWN_KEYS = ['labels', 'Image', 'hostNetwork', 'ports ', '__proto__', 'constructor', 'toString', ''];
 
 /** Each mutation breaks the draft in place and returns the path of the field it broke. */
 const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
-  'id-not-dns-label': (m, r) => ((m['id'] = r.pick(BAD_LABELS)), 'id'),
-  'id-missing': (m) => (delete m['id'], 'id'),
-  'bad-version': (m, r) => ((m['version'] = r.pick(['v1beta2', 'v1', 1])), 'version'),
-  'no-containers': (m) => ((m['containers'] = []), 'containers'),
+  'id-not-dns-subdomain': (m, r) => ((m['id'] = r.pick(BAD_IDS)), 'id'),
+  'bad-version': (m, r) => ((m['version'] = r.pick(['v1beta3', 'v1', 'v1beta', 1])), 'version'),
+  'containers-missing': (m) => (delete m['containers'], 'containers'),
+  'bad-uuid': (m, r) => ((m['uuid'] = r.pick(['has space', 'a\nb', 'x'.repeat(254), 42, '-lead'])), 'uuid'),
   'container-name-not-dns-label': (m, r) => {
     const [c, path] = someContainer(m, r);
     c['name'] = r.pick(BAD_LABELS);
@@ -66,20 +69,22 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
   },
   'duplicate-host-port': (m) => {
     const cs = containersOf(m);
-    const published = cs.flatMap((c) => list(c['ports'])).find((p) => typeof p['hostPort'] === 'number' && p['hostPort'] !== 0);
+    // A port without hostPort is published on its containerPort when the manifest names its version.
+    const claim = cs.flatMap((c) => list(c['ports'])).map((p) => claimedHostPort(p, m['version'] !== undefined)).find((key) => key !== undefined);
+    const [hostPort, protocol] = claim === undefined ? [8080, 'TCP'] : [Number(claim.split('/')[0]), claim.split('/')[1]!];
     // Added to the end of the last container, so that it comes after the port it clashes with.
     const last = cs[cs.length - 1]!;
     const ports = list(last['ports']);
     last['ports'] = ports;
-    const clash = { containerPort: 1, hostPort: published?.['hostPort'] ?? 8080, protocol: String(published?.['protocol'] || 'TCP').toUpperCase() };
-    if (published === undefined) ports.push({ ...clash, containerPort: 2 });
+    const clash = { containerPort: 1, hostPort, protocol };
+    if (claim === undefined) ports.push({ ...clash, containerPort: 2 });
     ports.push(clash);
     return `containers[${cs.length - 1}].ports[${ports.length - 1}].hostPort`;
   },
   'bad-protocol': (m, r) => {
     const [c, path] = someContainer(m, r);
     const [p, here] = port(c, path, r);
-    p['protocol'] = r.pick(['SCTP', 'Tcp', 'http', 6]);
+    p['protocol'] = r.pick(['SCTP', 'TCPX', 'http', 6]);
     return `${here}.protocol`;
   },
   'port-name-not-dns-label': (m, r) => {
@@ -114,6 +119,16 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
     const [e, here] = env(c, path, r);
     e['value'] = 'a\u0000b';
     return `${here}.value`;
+  },
+  'host-mount-not-allowed': (m, r) => {
+    const [mount, here] = someVolumeMount(m, r);
+    mount['mountType'] = r.pick(['HOST', 'host']);
+    return `${here}.mountType`;
+  },
+  'bad-mount-type': (m, r) => {
+    const [mount, here] = someVolumeMount(m, r);
+    mount['mountType'] = r.pick(['NFS', 'Host ', 7, true]);
+    return `${here}.mountType`;
   },
   'mount-read-only-not-boolean': (m, r) => {
     const [mount, here] = someVolumeMount(m, r);
@@ -167,10 +182,10 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
     c[field] = field === 'memory' ? r.pick([-1, 2 ** 60, 1.5]) : r.pick([-1, 262_145, 0.5]);
     return `${path}.${field}`;
   },
-  'bad-restart-policy': (m, r) => ((m['restartPolicy'] = r.pick(['always', 'Sometimes', 1])), 'restartPolicy'),
+  'bad-restart-policy': (m, r) => ((m['restartPolicy'] = r.pick(['always', 'Sometimes', 1, {}, { always: {}, never: {} }, { sometimes: {} }])), 'restartPolicy'),
   'bad-pull-policy': (m, r) => {
     const [c, path] = someContainer(m, r);
-    c['imagePullPolicy'] = r.pick(['always', 'IfNewer', false]);
+    c['imagePullPolicy'] = r.pick(['always', 'IfNewer', false, 'pullAlways']);
     return `${path}.imagePullPolicy`;
   },
   'grace-period-out-of-range': (m, r) => ((m['terminationGracePeriodSeconds'] = r.pick([-1, 86_401, 2.5])), 'terminationGracePeriodSeconds'),
@@ -266,7 +281,8 @@ export const MUTATION_NAMES: readonly string[] = Object.keys(MUTATIONS);
  */
 export function invalidManifest(options: ValidManifestOptions = {}): fc.Arbitrary<InvalidManifest> {
   return fc
-    .tuple(validManifest(options), fc.constantFrom(...MUTATION_NAMES), fc.array(fc.nat(), { minLength: 6, maxLength: 6 }))
+    // A mutation breaks a container, so the valid manifest it starts from has one.
+    .tuple(validManifest({ ...options, minContainers: 1 }), fc.constantFrom(...MUTATION_NAMES), fc.array(fc.nat(), { minLength: 6, maxLength: 6 }))
     .map(([base, mutation, picks]) => {
       const input = structuredClone(base);
       const path = MUTATIONS[mutation]!(input, new Picks(picks));
