@@ -1,11 +1,13 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { basename, extname, join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import {
   ChangeReporter,
   KubeletError,
   Tokens,
   DeliveredSet,
+  WarningReporter,
+  derivedManifestId,
   parseManifests,
   rejectionError,
   repeatEvery,
@@ -22,7 +24,11 @@ import {
 } from '@kubelet-ts/core';
 
 export interface FileManifestSourceOptions {
-  /** A manifest file, or a directory whose `.yaml`, `.yml` and `.json` files are manifests. */
+  /**
+   * A manifest file, or a directory whose every regular file is one, whatever its name ends with
+   * (`cadvisor.manifest` was the 2014 convention), except dotfiles and editors' swap and backup
+   * copies (see `isManifestFileName`).
+   */
   readonly path: string;
   /** Re-list this often even without a watch event, so a missed event heals. Default 20 s. */
   readonly checkFrequencyMs?: number;
@@ -37,19 +43,29 @@ export interface FileManifestSourceOptions {
    * delivered last stays in force and the problem is reported once, until the files shrink.
    */
   readonly limits?: SourceLimits;
+  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: refused. */
+  readonly allowHostMounts?: boolean;
 }
 
-const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
+/**
+ * What editors, merge tools and package managers leave beside a file they change: vim's swap
+ * files (`.web.yaml.swp` is a dotfile anyway, `web.yaml.swp` with `directory=.`), Emacs' `web.yaml~`
+ * and `#web.yaml#`, `.bak`/`.orig`/`.rej`/`.tmp` copies, dpkg's and rpm's saved configurations.
+ */
+const EDITOR_LEFTOVERS = /(~|\.sw[a-p]|\.bak|\.orig|\.rej|\.tmp|\.dpkg-(old|new|dist|bak|tmp)|\.rpm(new|save|orig))$|^#.*#$/i;
 const ADAPTER = 'file';
 /** Longer than chokidar's 50 ms throttle of repeated `change` events for one file. */
 const SETTLE_MS = 120;
 
 /**
- * Only plain manifest files count: a dotfile, an editor's swap or backup copy (`.web.yaml.swp`,
- * `web.yaml~`, `web.yaml.bak`) or anything in a subdirectory must never override `web.yaml`.
+ * Every file of a `--config` directory is a manifest, as in 2014 (which read every file whose name
+ * does not start with a dot), whatever its extension: `cadvisor.manifest`, `web.yaml`, `pods`. What
+ * is not one is a dotfile or an editor's swap or backup copy (`.web.yaml.swp`, `web.yaml~`,
+ * `web.yaml.bak`), which must never override `web.yaml`; subdirectories are not read either. A
+ * file that is read and is not a manifest (a README) is reported, never skipped in silence.
  */
 export function isManifestFileName(name: string): boolean {
-  return !name.startsWith('.') && EXTENSIONS.has(extname(name).toLowerCase());
+  return name !== '' && !name.startsWith('.') && !EDITOR_LEFTOVERS.test(name);
 }
 
 interface FileState {
@@ -57,6 +73,8 @@ interface FileState {
   manifests: readonly ContainerManifest[];
   /** What was last reported about this file, so a periodic re-list does not repeat it. */
   readonly problems: ChangeReporter;
+  /** Its deprecated spellings, said once per manifest version. */
+  readonly warnings: WarningReporter;
 }
 
 /**
@@ -70,9 +88,10 @@ export class FileManifestSource implements ManifestSource {
   private readonly debounceMs: number;
   private readonly clock: Clock;
   private readonly limits: SourceLimits;
+  private readonly allowHostMounts: boolean;
   private readonly files = new Map<string, FileState>();
   /** Problems listing the path itself; the last good set stays in force meanwhile. */
-  private readonly listing: FileState = { manifests: [], problems: new ChangeReporter() };
+  private readonly listing: FileState = { manifests: [], problems: new ChangeReporter(), warnings: new WarningReporter() };
   private sink: SourceSink | undefined;
   private watcher: FSWatcher | undefined;
   private debounce: TimerHandle | undefined;
@@ -92,12 +111,14 @@ export class FileManifestSource implements ManifestSource {
     this.name = options.name ?? ADAPTER;
     this.clock = options.clock ?? systemClock;
     this.limits = options.limits ?? {};
+    this.allowHostMounts = options.allowHostMounts === true;
   }
 
   async start(sink: SourceSink): Promise<void> {
     this.sink = sink;
     this.closed = false;
     this.delivered.reset(); // a (re)started source always delivers its first read
+    for (const state of this.files.values()) state.warnings.reset();
     this.watcher = watch(this.path, {
       ignoreInitial: true,
       depth: 0,
@@ -196,7 +217,7 @@ export class FileManifestSource implements ManifestSource {
   }
 
   private async readFile(path: string): Promise<void> {
-    const state = this.files.get(path) ?? { manifests: [], problems: new ChangeReporter() };
+    const state = this.files.get(path) ?? { manifests: [], problems: new ChangeReporter(), warnings: new WarningReporter() };
     this.files.set(path, state);
     // Bytes, so that a file that is not UTF-8 is unreadable rather than read with replacement characters.
     let bytes: Buffer;
@@ -211,10 +232,17 @@ export class FileManifestSource implements ManifestSource {
       this.reportFile(state, new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
       return;
     }
-    const parsed = parseManifests(bytes, path, { maxManifests: this.limits.maxManifests });
+    const parsed = parseManifests(bytes, path, {
+      maxManifests: this.limits.maxManifests,
+      allowHostMounts: this.allowHostMounts,
+      // A manifest without an id is named after its file (and its place in it), as in 2014: the
+      // same file gives the same id on every read, and two files never give one id.
+      idFor: (position) => derivedManifestId(basename(path), path, position),
+    });
     state.manifests = retainLastGood(parsed, state.manifests);
     const problems = parsed.unreadable !== undefined ? [parsed.unreadable] : parsed.rejected.map((r) => rejectionError(r, ADAPTER));
     this.reportFile(state, ...problems);
+    state.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));
   }
 
   private reportFile(state: FileState, ...errors: KubeletError[]): void {

@@ -53,20 +53,35 @@ describe('FileManifestSource', () => {
     expect(sink.ids).toEqual(['a', 'b', 'c']);
   });
 
-  it('ignores dotfiles, backup and swap files, other extensions and subdirectories', async () => {
+  // 2014 read every file of the directory whose name does not start with a dot (`cadvisor.manifest`).
+  it('reads every file whatever its extension, but not dotfiles, backup and swap files or subdirectories', async () => {
     await writeFile(join(dir, 'web.yaml'), manifest('web', 'app:new'));
+    await writeFile(join(dir, 'cadvisor.manifest'), manifest('cadvisor'));
+    await writeFile(join(dir, 'pods'), manifest('plain'));
+    await writeFile(join(dir, 'notes.txt'), manifest('notes'));
     await writeFile(join(dir, 'web.yaml.bak'), manifest('web', 'app:stale'));
     await writeFile(join(dir, 'web.yaml~'), manifest('web', 'app:stale'));
+    await writeFile(join(dir, 'web.yaml.swp'), manifest('web', 'app:stale'));
     await writeFile(join(dir, '.web.yaml.swp'), manifest('web', 'app:stale'));
+    await writeFile(join(dir, '#web.yaml#'), manifest('web', 'app:stale'));
+    await writeFile(join(dir, 'web.yaml.dpkg-old'), manifest('web', 'app:stale'));
     await writeFile(join(dir, '.hidden.yaml'), manifest('hidden'));
-    await writeFile(join(dir, 'notes.txt'), manifest('notes'));
     await mkdir(join(dir, 'sub'));
     await writeFile(join(dir, 'sub', 'deep.yaml'), manifest('deep'));
     const sink = await start();
-    expect(sink.ids).toEqual(['web']);
+    expect(sink.ids).toEqual(['cadvisor', 'notes', 'plain', 'web']);
     expect(sink.image('web')).toBe('app:new');
-    expect(['web.yaml', 'a.yml', 'b.JSON'].every(isManifestFileName)).toBe(true);
-    expect(['.a.yaml', 'a.yaml.bak', 'a.yaml~', 'a.swp', '#a.yaml#'].some(isManifestFileName)).toBe(false);
+    expect(sink.errors).toEqual([]);
+    expect(['web.yaml', 'a.yml', 'b.JSON', 'cadvisor.manifest', 'pods', 'x.conf', 'a~b'].every(isManifestFileName)).toBe(true);
+    expect(['.a.yaml', 'a.yaml.bak', 'a.yaml~', 'a.swp', 'a.yaml.swo', '#a.yaml#', 'a.orig', 'a.yaml.rpmnew', 'a.yaml.dpkg-dist', 'a.tmp', ''].some(isManifestFileName)).toBe(false);
+  });
+
+  it('reports a file that is not a manifest (a README), never skipping it in silence', async () => {
+    await writeFile(join(dir, 'web.yaml'), manifest('web'));
+    await writeFile(join(dir, 'README'), 'These are the manifests of this host.\n');
+    const sink = await start();
+    expect(sink.ids).toEqual(['web']);
+    expect(sink.errors.map((e) => [e.code, e.message])).toEqual([['InvalidManifest', `${join(dir, 'README')}: the document is a string, not a manifest`]]);
   });
 
   it('follows edits, new files, deletions and rename-saves through the watcher', async () => {
