@@ -8,6 +8,8 @@ import {
   KubeletError,
   Tokens,
   DeliveredSet,
+  WarningReporter,
+  derivedManifestId,
   firstOfEachId,
   parseManifests,
   rejectionError,
@@ -40,6 +42,8 @@ export interface HttpManifestSourceOptions {
   readonly name?: string;
   /** Time for the wait between polls. Default `systemClock`. */
   readonly clock?: Clock;
+  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: refused. */
+  readonly allowHostMounts?: boolean;
 }
 
 /**
@@ -94,6 +98,9 @@ export class HttpManifestSource implements ManifestSource {
   private readonly headers: Readonly<Record<string, string>>;
   private readonly tls: HttpSourceTlsOptions | undefined;
   private readonly clock: Clock;
+  private readonly allowHostMounts: boolean;
+  /** Names a manifest served without an id, by its position in the body (see `manifestIdFor`). */
+  private readonly idFor: (position: number | undefined) => string;
   // Our own agents, without keep-alive: a poll every 20 s gains nothing from an idle socket, which
   // the server may close just as we reuse it (a spurious ECONNRESET), and close() can end them all.
   private readonly agents = { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) };
@@ -113,6 +120,7 @@ export class HttpManifestSource implements ManifestSource {
   private reported = new Set<string>();
   /** The request failure last said, forgotten on any answer, so that the next failure is said again. */
   private readonly failure = new ChangeReporter();
+  private readonly warnings = new WarningReporter();
 
   constructor(options: HttpManifestSourceOptions) {
     const protocol = URL.canParse(options.url) ? new URL(options.url).protocol : '';
@@ -125,6 +133,9 @@ export class HttpManifestSource implements ManifestSource {
     this.tls = checkTlsFiles(options.tls);
     this.name = options.name ?? ADAPTER;
     this.clock = options.clock ?? systemClock;
+    this.allowHostMounts = options.allowHostMounts === true;
+    const named = manifestIdFor(options.url);
+    this.idFor = (position) => derivedManifestId(named.name, named.origin, position);
   }
 
   /** Polls once before resolving, whatever the answer: a backend that is down is an `error`, not a failed start. */
@@ -139,6 +150,7 @@ export class HttpManifestSource implements ManifestSource {
     this.delivered.reset();
     this.reported = new Set();
     this.failure.reset();
+    this.warnings.reset();
     await this.poll();
   }
 
@@ -249,7 +261,7 @@ export class HttpManifestSource implements ManifestSource {
 
   private read(body: Buffer): void {
     this.body = body;
-    const parsed = parseManifests(body, this.where, { maxBytes: MAX_BODY_BYTES });
+    const parsed = parseManifests(body, this.where, { maxBytes: MAX_BODY_BYTES, allowHostMounts: this.allowHostMounts, idFor: this.idFor });
     const { manifests, conflicts } = firstOfEachId(retainLastGood(parsed, this.manifests), this.where, ADAPTER);
     this.manifests = manifests;
     if (parsed.unreadable !== undefined) {
@@ -257,6 +269,7 @@ export class HttpManifestSource implements ManifestSource {
       return; // an unreadable body changes nothing, not even on the first read: no empty set
     }
     this.report([...parsed.rejected.map((r) => rejectionError(r, ADAPTER)), ...conflicts]);
+    this.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));
     this.deliver();
   }
 
@@ -292,6 +305,25 @@ function checkTlsFiles(tls: HttpSourceTlsOptions | undefined): HttpSourceTlsOpti
     }
   }
   return tls;
+}
+
+/**
+ * What a manifest served without an id is named after: the URL's last path segment (or its host),
+ * made readable, and a hash of the URL without its credentials and fragment, so that a changed
+ * password or an `#anchor` renames no pod (see `derivedManifestId`).
+ */
+export function manifestIdFor(url: string): { name: string; origin: string } {
+  const parsed = new URL(url);
+  const name = parsed.pathname.split('/').filter((part) => part !== '').at(-1) ?? parsed.hostname;
+  return { name: decodeURIComponentSafe(name), origin: `${parsed.protocol}//${parsed.host}${parsed.pathname}${parsed.search}` };
+}
+
+function decodeURIComponentSafe(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 function withoutPassword(url: string): string {
