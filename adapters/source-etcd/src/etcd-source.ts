@@ -5,6 +5,8 @@ import {
   nodeNameProblem,
   Tokens,
   DeliveredSet,
+  WarningReporter,
+  derivedManifestId,
   firstOfEachId,
   parseManifests,
   rejectionError,
@@ -16,6 +18,7 @@ import {
   type ContainerManifest,
   type Logger,
   type ManifestSource,
+  type ParseOptions,
   type Registry,
   type SourceSink,
   type TimerHandle,
@@ -45,6 +48,8 @@ export interface EtcdManifestSourceOptions {
   readonly logger?: Logger;
   /** Time for retries and watch deadlines. Default `systemClock`. */
   readonly clock?: Clock;
+  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: refused. */
+  readonly allowHostMounts?: boolean;
 }
 
 const ADAPTER = 'etcd';
@@ -91,6 +96,13 @@ export class EtcdManifestSource implements ManifestSource {
   private readonly delivered = new DeliveredSet();
   /** What was last reported about the key's content, so that a re-read does not repeat it. */
   private readonly problems = new ChangeReporter();
+  /** The deprecated spellings of the key's manifests, said once per manifest version. */
+  private readonly warnings = new WarningReporter();
+  /**
+   * How the key's value is read: a manifest without an id is named after the source and its
+   * position in the list, hashed with the key (see `derivedManifestId`).
+   */
+  private readonly parseOptions: ParseOptions;
   /** Attempts failed in a row; sets the back-off. */
   private failures = 0;
   /** Unavailable has been reported for the current outage. */
@@ -109,6 +121,7 @@ export class EtcdManifestSource implements ManifestSource {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
+    this.parseOptions = { allowHostMounts: options.allowHostMounts === true, idFor: (position) => derivedManifestId(this.name, this.key, position) };
   }
 
   /** Resolves after the first attempt, read or not: an etcd that is down is retried, not fatal. */
@@ -117,6 +130,7 @@ export class EtcdManifestSource implements ManifestSource {
     this.closed = false;
     this.delivered.reset(); // a (re)started source always delivers its first read
     this.problems.reset();
+    this.warnings.reset();
     this.failures = 0;
     this.outage = false;
     this.cancels = 0;
@@ -294,7 +308,8 @@ export class EtcdManifestSource implements ManifestSource {
       // A missing or deleted key is "nothing to run", like a missing --config path.
       this.manifests = [];
     } else {
-      const parsed = parseManifests(value, this.key); // bytes: a value that is not UTF-8 is unreadable
+      const parsed = parseManifests(value, this.key, this.parseOptions); // bytes: a value that is not UTF-8 is unreadable
+      this.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));
       this.manifests = retainLastGood(parsed, this.manifests);
       if (parsed.unreadable !== undefined) problems.push(parsed.unreadable);
       else problems.push(...parsed.rejected.map((r) => rejectionError(r, ADAPTER)));
