@@ -3,6 +3,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { isIP, type AddressInfo } from 'node:net';
 import {
   Tokens,
+  WarningReporter,
   parseManifests,
   silentLogger,
   sourceLimitProblem,
@@ -11,6 +12,7 @@ import {
   type ContainerManifest,
   type Logger,
   type ManifestSource,
+  type ManifestWarnings,
   type Registry,
   type SourceLimits,
   type SourceSink,
@@ -69,6 +71,8 @@ export interface ServerManifestSourceOptions {
   /** Default `server`. */
   readonly name?: string;
   readonly logger?: Logger;
+  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: a 400. */
+  readonly allowHostMounts?: boolean;
 }
 
 const ADAPTER = 'server';
@@ -102,7 +106,11 @@ export class ServerManifestSource implements ManifestSource {
   private readonly limits: SourceLimits;
   private readonly requestTimeoutMs: number;
   private readonly logger: Logger;
+  private readonly allowHostMounts: boolean;
   private readonly manifests = new Map<string, ContainerManifest>();
+  /** The deprecated spellings of the manifests held, by id, said once per manifest version. */
+  private readonly warnings = new Map<string, ManifestWarnings>();
+  private readonly warned = new WarningReporter();
   /** The manifest routes first, then mounted handlers in the order they were mounted. */
   private readonly routes: RouteHandler[] = [(req, url) => this.manifestRoute(req, url)];
   private server: Server | undefined;
@@ -126,6 +134,7 @@ export class ServerManifestSource implements ManifestSource {
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.limits = options.limits ?? {};
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+    this.allowHostMounts = options.allowHostMounts === true;
   }
 
   /**
@@ -181,7 +190,8 @@ export class ServerManifestSource implements ManifestSource {
       this.logger.warn({ address: this.address }, 'the bearer token crosses the network in clear text: serve TLS (--tls-cert-file, --tls-private-key-file)');
     }
     // What was posted before a restart of this source is kept: deliver it (or the empty set) now.
-    sink.update([...this.manifests.values()]);
+    this.warned.reset();
+    this.deliver();
   }
 
   async close(): Promise<void> {
@@ -223,37 +233,44 @@ export class ServerManifestSource implements ManifestSource {
   }
 
   private postOne(body: Buffer): RouteAnswer {
-    const manifests = this.parse(body);
+    const { manifests, warnings } = this.parse(body);
     if (manifests.length !== 1) throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${manifests.length}; use POST /containers for a list`);
     const [manifest] = manifests as [ContainerManifest];
     const replaced = this.manifests.has(manifest.id);
     this.checkLimits([...this.manifests.values()].filter((m) => m.id !== manifest.id).concat(manifest));
     this.manifests.set(manifest.id, manifest);
+    this.warnings.delete(manifest.id);
+    for (const w of warnings) this.warnings.set(manifest.id, w);
     this.deliver();
     return { status: replaced ? 200 : 201, json: { id: manifest.id, action: replaced ? 'replaced' : 'created' } };
   }
 
   private postAll(body: Buffer): RouteAnswer {
-    const manifests = this.parse(body);
+    const { manifests, warnings } = this.parse(body);
     const seen = new Set<string>();
     const duplicates = manifests.filter((m) => seen.size === seen.add(m.id).size).map((m) => m.id);
     if (duplicates.length > 0) throw new HttpProblem(400, `duplicate manifest ids: ${duplicates.join(', ')}`);
     this.checkLimits(manifests);
     this.manifests.clear();
     for (const m of manifests) this.manifests.set(m.id, m);
+    this.warnings.clear();
+    for (const w of warnings) this.warnings.set(w.manifest.id, w);
     this.deliver();
     return { status: 200, json: { ids: manifests.map((m) => m.id) } };
   }
 
   private deleteOne(id: string): RouteAnswer {
     if (!this.manifests.delete(id)) throw new HttpProblem(404, `no manifest ${JSON.stringify(id)} was posted to this agent`);
+    this.warnings.delete(id);
     this.deliver();
     return { status: 200, json: { id, action: 'deleted' } };
   }
 
   /** Every manifest valid, or a 400 naming every wrong field (prefixed by list position). */
-  private parse(body: Buffer): ContainerManifest[] {
-    const parsed = parseManifests(body, 'request body', { maxBytes: this.maxBodyBytes, maxManifests: this.limits.maxManifests });
+  private parse(body: Buffer): { manifests: ContainerManifest[]; warnings: readonly ManifestWarnings[] } {
+    // No idFor: a request has no origin to name a pod after, so a manifest without an id is a 400
+    // naming `id`, as the 2014 server's was.
+    const parsed = parseManifests(body, 'request body', { maxBytes: this.maxBodyBytes, maxManifests: this.limits.maxManifests, allowHostMounts: this.allowHostMounts });
     if (parsed.unreadable !== undefined) throw new HttpProblem(400, parsed.unreadable.message);
     if (parsed.rejected.length > 0) {
       const fieldErrors = parsed.rejected.flatMap((r) =>
@@ -261,7 +278,7 @@ export class ServerManifestSource implements ManifestSource {
       );
       throw new HttpProblem(400, `invalid manifest: ${fieldErrors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, fieldErrors);
     }
-    return [...parsed.manifests];
+    return { manifests: [...parsed.manifests], warnings: parsed.warnings };
   }
 
   /** A 413 when the server would hold `next`, more than its limits allow; the set stays as it was. */
@@ -272,6 +289,7 @@ export class ServerManifestSource implements ManifestSource {
 
   private deliver(): void {
     this.sink?.update([...this.manifests.values()]);
+    this.warned.report([...this.warnings.values()], (w) => this.sink?.warning?.(w));
   }
 }
 
