@@ -57,7 +57,7 @@ describe('kubelet-ts CLI on the in-memory runtime, driven through a manifest dir
     await agent.until(() => agent.events('ManifestRejected').length === 1, 'rejection reported');
     const rejection = agent.events('ManifestRejected')[0]!;
     expect(rejection.msg).toContain(join(dir, 'broken.yaml'));
-    expect(rejection.msg).toContain('id: must be a DNS label');
+    expect(rejection.msg).toContain('id: must be a DNS subdomain');
     expect(rejection['source']).toBe('file');
     await new Promise((r) => setTimeout(r, 1200)); // a periodic pass and a re-list go by
     expect(removed('web')).toBe(0);

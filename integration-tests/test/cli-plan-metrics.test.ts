@@ -78,7 +78,7 @@ describe('kubelet-ts plan against a real engine', () => {
       const text = await plan(['--runtime', 'memory', '--config', bad, '--hostname-override', node]);
       expect(text.code).toBe(1);
       expect(text.stdout).toContain('rejected: 1 manifest');
-      expect(text.stdout).toMatch(/^\s+id: must be a DNS label/m);
+      expect(text.stdout).toMatch(/^\s+id: must be a DNS subdomain/m);
       expect(text.stdout).toMatch(/^\s+containers\[0\]\.ports\[0\]\.containerPort: /m);
       const json = await plan(['--runtime', 'memory', '--config', bad, '--hostname-override', node, '--output', 'json']);
       expect(json.code).toBe(1);

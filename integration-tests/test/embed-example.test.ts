@@ -13,6 +13,6 @@ describe('examples/embed.ts', () => {
     expect(lines.filter((l) => l.startsWith('running:'))).toEqual(['running: cache-warmer, nightly-report', 'running: nightly-report']);
     // The invalid job is rejected with the field that is wrong, and does not stop the others.
     const rejected = lines.filter((l) => l.includes('ManifestRejected')).map((l) => JSON.parse(l) as { msg: string });
-    expect(rejected[0]?.msg).toContain('job Bad Job: id: must be a DNS label');
+    expect(rejected[0]?.msg).toContain('job Bad Job: id: must be a DNS subdomain');
   });
 });
