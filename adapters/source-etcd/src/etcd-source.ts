@@ -59,7 +59,9 @@ const ADAPTER = 'etcd';
  * hostname must be a DNS name, so that no name (`a/b`, `..`) can point at another host's key.
  */
 export function etcdKeyFor(hostname: string): string {
-  const problem = nodeNameProblem(hostname);
+  // The key keeps the hostname as given (2014 wrote it so, case and all); only its form is checked,
+  // so that no `/` or `..` names another host's key.
+  const problem = nodeNameProblem(hostname.toLowerCase());
   if (problem !== undefined) throw new KubeletError('InvalidManifest', problem, { adapter: ADAPTER });
   return `/registry/hosts/${hostname}/kubelet`;
 }
@@ -307,6 +309,14 @@ export class EtcdManifestSource implements ManifestSource {
     if (value === undefined) {
       // A missing or deleted key is "nothing to run", like a missing --config path.
       this.manifests = [];
+    } else if (value.toString('utf8').trim() === '') {
+      // An empty value is not "run nothing": a cut-short write or a wrong `etcdctl put` must not stop
+      // every container on the host. It is unreadable, and the last good set stays.
+      problems.push(
+        new KubeletError('InvalidManifest', `${this.key}: the value is empty, which is unreadable (not "run nothing"); the last good set stays. To run nothing, delete the key or put "[]"`, {
+          adapter: ADAPTER,
+        }),
+      );
     } else {
       const parsed = parseManifests(value, this.key, this.parseOptions); // bytes: a value that is not UTF-8 is unreadable
       this.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));

@@ -21,7 +21,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const options = optionsOf(program);
   const logger = createLogger({ level: options.logLevel, ...(options.logFormat === undefined ? {} : { pretty: options.logFormat === 'pretty' }) });
-  const hostname = (options.hostnameOverride ?? defaultHostname()).toLowerCase();
+  // The etcd key takes the hostname as given; labels and names its normalized form.
+  const givenHostname = options.hostnameOverride ?? defaultHostname();
+  const hostname = givenHostname.toLowerCase();
   if (options.allowPrivileged) logger.warn({ flag: '--allow-privileged' }, '--allow-privileged is accepted for 2014 command lines, but privileged containers are not supported: no container runs privileged');
   const problem = nodeNameProblem(hostname);
   if (problem !== undefined) {
@@ -31,7 +33,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (options.runonce) return runOnce(options, hostname, logger);
   let wiring;
   try {
-    wiring = await wire(options, hostname, logger);
+    wiring = await wire(options, hostname, logger, 'agent', givenHostname);
   } catch (error) {
     logger.error({ err: error }, `invalid configuration: ${(error as Error).message}`);
     return 1;

@@ -34,11 +34,12 @@ export async function planMain(argv: readonly string[]): Promise<number> {
   const options = optionsOf<CliOptions & { output: 'text' | 'json'; wait: string }>(program);
   // The plan goes to stdout; logs go to stderr.
   const logger = createLogger({ level: options.logLevel === 'info' ? 'warn' : options.logLevel, pretty: false, destination: pino.destination({ fd: 2, sync: true }) });
-  const hostname = (options.hostnameOverride ?? defaultHostname()).toLowerCase();
+  const givenHostname = options.hostnameOverride ?? defaultHostname();
+  const hostname = givenHostname.toLowerCase();
   try {
     const problem = nodeNameProblem(hostname);
     if (problem !== undefined) throw new Error(problem);
-    const { container, close } = await wire(options, hostname, logger, 'plan');
+    const { container, close } = await wire(options, hostname, logger, 'plan', givenHostname);
     const runtime = container.resolve<ContainerRuntime>(Tokens.Runtime);
     const sources = container.isRegistered(Tokens.Source, true) ? container.resolveAll<ManifestSource>(Tokens.Source) : [];
     const problems: string[] = [];

@@ -27,7 +27,7 @@ export interface Wiring {
  * event sinks (the log, and etcd when `--etcd-servers` is set). `resolveKubelet` builds the agent
  * from it.
  */
-export async function wire(options: CliOptions, hostname: string, logger: Logger, mode: 'agent' | 'plan' | 'runonce' = 'agent'): Promise<Wiring> {
+export async function wire(options: CliOptions, hostname: string, logger: Logger, mode: 'agent' | 'plan' | 'runonce' = 'agent', givenHostname = hostname): Promise<Wiring> {
   const container = rootContainer.createChildContainer();
   container.register(Tokens.Logger, { useValue: logger });
   const runtime = await registerRuntime(container, options, logger);
@@ -42,7 +42,7 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     });
   }
   // --runonce reads the file and the URL only, as the 2014 agent's run-once did.
-  if (options.etcdServers !== undefined && mode !== 'runonce') registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname, logger, ...etcdSecurity(options) });
+  if (options.etcdServers !== undefined && mode !== 'runonce') registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname: givenHostname, logger, ...etcdSecurity(options) });
   if (mode === 'runonce') {
     container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
     return { container, close: () => runtime.close() };

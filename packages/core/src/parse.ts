@@ -93,7 +93,8 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     return unreadable(`${origin}: not valid YAML or JSON: ${message}`, error);
   }
-  const items = decoded.values;
+  // The 2014 API's list kind, as etcd kept it: `{"kind": "ContainerManifestList", "items": [...]}`.
+  const items = decoded.values.map((item) => (isManifestList(item) ? item['items'] : item));
   const listed = items.length !== 1 || Array.isArray(items[0]);
   const flat = items.flatMap((item) => (Array.isArray(item) ? item : [item]));
   const maxManifests = options.maxManifests ?? DEFAULT_MAX_MANIFESTS;
@@ -132,6 +133,13 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
     }
   });
   return { manifests, rejected, warnings };
+}
+
+/** A 2014 `ContainerManifestList` wrapper (any `apiVersion`), whose `items` are the manifests. */
+function isManifestList(item: unknown): item is { readonly items: unknown[] } & Record<string, unknown> {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return false;
+  const record = item as Record<string, unknown>;
+  return typeof record['kind'] === 'string' && record['kind'].toLowerCase() === 'containermanifestlist' && Array.isArray(record['items']);
 }
 
 function unreadable(message: string, cause?: unknown): ParsedManifests {
