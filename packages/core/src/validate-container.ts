@@ -1,6 +1,7 @@
 import { posix } from 'node:path';
 import { FieldChecks, describe } from './field-checks.js';
 import type { Container, EnvVar, Port, Probe, Protocol, PullPolicy, VolumeMount } from './manifest.js';
+import type { WrittenAs } from './yaml-decode.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // Docker's reference grammar is looser than this, but no valid reference contains whitespace or
@@ -37,7 +38,7 @@ export class ContainerChecks extends FieldChecks {
   /** Ports published only because of that rule, so a clash can say why the port is claimed. */
   protected readonly implicitlyPublished = new WeakSet<Port>();
 
-  constructor(writtenAs: ConstructorParameters<typeof FieldChecks>[0], private readonly checks: ContainerCheckOptions) {
+  constructor(writtenAs: WrittenAs | undefined, private readonly checks: ContainerCheckOptions) {
     super(writtenAs);
   }
 
