@@ -75,7 +75,11 @@ export function detailsOf(status: ContainerStatus, info: Record<string, string>)
   const name = status.metadata?.name ?? '';
   const image = status.annotations?.[CriAnnotations.image] ?? status.image?.image ?? '';
   const startedAt = millis(status.startedAt);
-  const finishedAt = state === 'exited' ? millis(status.finishedAt) : undefined;
+  // containerd stamps startedAt when its StartContainer has started the task, and finishedAt with
+  // the exit event's own time: a process that ends inside the start call (a container that fails at
+  // once) is reported as ending a few ms before it started. It ran for no time: finished = started.
+  const exitedAt = state === 'exited' ? millis(status.finishedAt) : undefined;
+  const finishedAt = exitedAt !== undefined && startedAt !== undefined ? Math.max(exitedAt, startedAt) : exitedAt;
   const config = verboseConfig(info);
   const resources = status.resources?.linux ?? undefined;
   const memory = positive(resources?.memoryLimitInBytes);
