@@ -21,7 +21,7 @@ export {
   type Volume,
   type VolumeMount,
 } from './manifest.js';
-export { MAX_CONTAINERS, validateManifest, type ValidateOptions, type ValidationResult, type ValidationWarning } from './validate.js';
+export { MAX_CONTAINERS, isValidatedManifest, validateManifest, type ValidateOptions, type ValidationResult, type ValidationWarning } from './validate.js';
 export { MAX_LIST_ENTRIES } from './field-checks.js';
 export type { WrittenAs } from './yaml-decode.js';
 export {

@@ -62,7 +62,19 @@ export function validateManifest(input: unknown, options: ValidateOptions = {}):
     const id = written ?? (isRecord(input) && (input['id'] == null || input['id'] === '') ? options.defaultId : undefined);
     return id === undefined ? { ok: false, errors: v.errors } : { ok: false, errors: v.errors, id };
   }
+  validated.add(manifest);
   return { ok: true, manifest, warnings: v.warnings() };
+}
+
+const validated = new WeakSet<object>();
+
+/**
+ * Whether `manifest` is an object `validateManifest` returned (so its fields are in the normal
+ * form the agent relies on): the agent validates what a source hands it only when it is not, as
+ * when an embedder's own source builds manifests from plain objects.
+ */
+export function isValidatedManifest(manifest: unknown): boolean {
+  return typeof manifest === 'object' && manifest !== null && validated.has(manifest);
 }
 
 /** The manifest's structure, field by field; every problem found is kept. */

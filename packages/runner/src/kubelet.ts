@@ -57,6 +57,11 @@ export interface KubeletOptions {
   readonly probes?: { readonly host?: string; readonly network?: NetworkCheck };
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
+  /**
+   * Whether a manifest a source built from plain objects may bind host paths (`mountType: HOST`);
+   * off by default, as the CLI's `--allow-host-mounts`. Adapters' sources take their own option.
+   */
+  readonly allowHostMounts?: boolean;
 }
 
 export interface KubeletStatus {
@@ -109,6 +114,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       metrics,
       emit,
       ...(options.sourceBackoff === undefined ? {} : { backoff: options.sourceBackoff }),
+      ...(options.allowHostMounts === undefined ? {} : { allowHostMounts: options.allowHostMounts }),
       onUpdate: (changed) => {
         if (changed || this.passes.passes === 0) this.loop.request();
       },

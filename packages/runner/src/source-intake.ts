@@ -1,4 +1,14 @@
-import { ChangeReporter, type Clock, type ContainerManifest, type KubeletError, type KubeletEvent, type Logger, type ManifestSource } from '@kubelet-ts/core';
+import {
+  ChangeReporter,
+  KubeletError,
+  isValidatedManifest,
+  validateManifest,
+  type Clock,
+  type ContainerManifest,
+  type KubeletEvent,
+  type Logger,
+  type ManifestSource,
+} from '@kubelet-ts/core';
 import type { KubeletMetrics } from './metrics.js';
 import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
@@ -21,6 +31,8 @@ export interface SourceIntakeOptions {
   readonly onUpdate: (changed: boolean) => void;
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+  /** Whether manifests an embedder's source builds itself may bind host paths (see `validateManifest`). */
+  readonly allowHostMounts?: boolean;
 }
 
 /**
@@ -43,6 +55,7 @@ export class SourceIntake {
           {
             update: (manifests) => this.onUpdate(source.name, manifests),
             error: (error) => this.onError(source.name, error),
+            warning: (w) => options.emit({ type: w.reason, podId: w.podId, source: source.name, reason: w.reason, message: w.message }),
             restarting: (error, delayMs) => {
               this.errors.set(source.name, error.message);
               options.emit({ type: 'SourceRestarted', source: source.name, reason: error.code, message: `source crashed (${error.message}); restarting in ${delayMs} ms` });
@@ -94,15 +107,36 @@ export class SourceIntake {
     });
   }
 
-  private onUpdate(source: string, manifests: readonly ContainerManifest[]): void {
+  private onUpdate(source: string, delivered: readonly ContainerManifest[]): void {
     this.options.metrics.sourceUpdates.inc({ source });
     this.errors.delete(source);
+    const manifests = this.checked(source, delivered);
     const changed = this.mux.update(source, manifests);
     if (changed) {
       this.options.logger.debug({ source, manifests: manifests.length }, 'source update');
       this.reportConflicts();
     }
     this.options.onUpdate(changed);
+  }
+
+  /**
+   * The set as the agent can run it. What a source built from plain objects (an embedder's own) is
+   * validated here: an invalid manifest is reported with its fields and left out, never run half-read.
+   * Adapters hand over validated manifests, which pass through untouched.
+   */
+  private checked(source: string, delivered: readonly ContainerManifest[]): readonly ContainerManifest[] {
+    if (delivered.every(isValidatedManifest)) return delivered;
+    const out: ContainerManifest[] = [];
+    delivered.forEach((m, index) => {
+      if (isValidatedManifest(m)) return void out.push(m);
+      const result = validateManifest(m, { allowHostMounts: this.options.allowHostMounts === true });
+      if (result.ok) out.push(result.manifest);
+      else {
+        const where = typeof (m as { id?: unknown }).id === 'string' ? `manifest "${(m as { id: string }).id}"` : `manifest [${index}]`;
+        this.onError(source, new KubeletError('InvalidManifest', `${where} from ${source}: ${result.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { fieldErrors: result.errors }));
+      }
+    });
+    return out;
   }
 
   private onError(source: string, error: KubeletError): void {

@@ -1,10 +1,12 @@
-import { Backoff, toKubeletError, type Clock, type ContainerManifest, type KubeletError, type ManifestSource, type TimerHandle } from '@kubelet-ts/core';
+import { Backoff, toKubeletError, type Clock, type ContainerManifest, type KubeletError, type ManifestSource, type SourceWarning, type TimerHandle } from '@kubelet-ts/core';
 
 export interface SupervisorHandlers {
   update(manifests: readonly ContainerManifest[]): void;
   error(error: KubeletError): void;
   /** The source crashed and will be started again after `delayMs`. */
   restarting(error: KubeletError, delayMs: number): void;
+  /** A valid manifest uses something to change (a deprecated 2014 spelling). */
+  warning(warning: SourceWarning): void;
 }
 
 export interface SourceSupervisorOptions {
@@ -60,6 +62,9 @@ export class SourceSupervisor {
           if (!live()) return;
           this.backoff.reset();
           this.handlers.update(manifests);
+        },
+        warning: (warning) => {
+          if (live()) this.handlers.warning(warning);
         },
         error: (error, options) => {
           if (!live()) return;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { KubeletError, Labels } from '@kubelet-ts/core';
+import { KubeletError, Labels, type ContainerManifest } from '@kubelet-ts/core';
 import { Kubelet } from '../src/kubelet.js';
 import { agentFixture, HOST, SYNC_MS } from './agent-fixture.js';
 import { manifest, pod, settle, ScriptedSource } from './helpers.js';
@@ -107,6 +107,32 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
     });
   });
 
+
+  describe('what an embedder\'s source hands over', () => {
+    it('validates manifests built from plain objects: a valid one runs in normal form, an invalid one is rejected by field and left out', async () => {
+      const a = new ScriptedSource('a');
+      const k = kubelet([a]);
+      await k.start();
+      const plain = [
+        { id: 'plain', containers: [{ name: 'web', image: 'nginx:1', env: [{ key: 'MODE', value: 'x' }] }] },
+        { id: 'Bad Id', containers: [{ name: 'web', image: 'nginx:1' }] },
+      ] as unknown as ContainerManifest[];
+      a.push(plain);
+      await settle();
+      expect(one('plain').state).toBe('running');
+      expect(f.events.ofType('ManifestRejected')).toEqual([expect.objectContaining({ source: 'a', message: expect.stringMatching(/manifest "Bad Id" from a: id: /) })]);
+      expect(k.desired().pods.map((p) => p.manifest.id)).toEqual(['plain']);
+    });
+
+    it('records a deprecated 2014 spelling a source reports as a DeprecatedField event', async () => {
+      const a = new ScriptedSource('a', { initial: [pod('web')] });
+      const k = kubelet([a]);
+      await k.start();
+      await settle();
+      a.sinks.at(-1)!.warning!({ reason: 'DeprecatedField', podId: 'web', field: 'containers[].env[].key', paths: ['containers[0].env[0].key'], message: 'containers[0].env[0].key: "key" is the deprecated spelling of "name"' });
+      expect(f.events.ofType('DeprecatedField')).toEqual([expect.objectContaining({ podId: 'web', source: 'a', reason: 'DeprecatedField' })]);
+    });
+  });
 
   describe('container figures', () => {
     it("answers what a managed container uses, by name or manifest/container, and nothing of a foreign one", async () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { KubeletError, type ContainerManifest } from '@kubelet-ts/core';
+import { KubeletError, type ContainerManifest, type SourceWarning } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { SourceSupervisor, type SourceSupervisorOptions, type SupervisorHandlers } from '../src/supervisor.js';
 import { pod, settle, ScriptedSource } from './helpers.js';
@@ -9,6 +9,11 @@ class Recorder implements SupervisorHandlers {
   readonly updates: Array<readonly ContainerManifest[]> = [];
   readonly errors: KubeletError[] = [];
   readonly restarts: Array<{ error: KubeletError; delayMs: number }> = [];
+  readonly warnings: SourceWarning[] = [];
+
+  warning(warning: SourceWarning): void {
+    this.warnings.push(warning);
+  }
 
   update(manifests: readonly ContainerManifest[]): void {
     this.updates.push(manifests);
