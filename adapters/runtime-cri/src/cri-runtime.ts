@@ -17,6 +17,8 @@ import {
   type Registry,
   type SandboxSpec,
   type SandboxSummary,
+  podVolumeDir,
+  removePodVolumes,
 } from '@kubelet-ts/core';
 import type { ContainerConfig, ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
 import { connectCri } from './cri-client.js';
@@ -24,7 +26,6 @@ import { ADAPTER, classifyPullError, translate } from './errors.js';
 import { assertHostPortsFree } from './host-ports.js';
 import { CriAnnotations, detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
 import { SECURITY_CONTEXT, buildSandboxConfig, portsOfVerboseInfo, recordOf, sandboxConfigOf } from './sandbox-config.js';
-import { podVolumeDir, removePodVolumes } from './volume-dirs.js';
 
 export interface CriRuntimeOptions {
   /** A ready client (tests, another transport); by default one is made for `endpoint`. */
@@ -205,7 +206,8 @@ export class CriRuntime implements ContainerRuntime {
     if (taken !== undefined) throw new KubeletError('Conflict', `create ${spec.name}: the name is taken by container ${taken.id}`, { adapter: ADAPTER });
     const sandboxConfig = sandboxConfigOf(sandbox);
     const mounts: CriMount[] = [];
-    for (const m of spec.mounts) mounts.push({ containerPath: m.containerPath, hostPath: await podVolumeDir(this.volumesRoot, spec.podId, m.volume), readonly: m.readOnly });
+    // A HOST mount (2014's mountType: HOST, allowed by --allow-host-mounts) binds the host path as it is.
+    for (const m of spec.mounts) mounts.push({ containerPath: m.containerPath, hostPath: m.hostPath ?? (await podVolumeDir(this.volumesRoot, spec.podId, m.volume)), readonly: m.readOnly });
     const restarts = Number(spec.labels[Labels.restartCount] ?? 0);
     const config: ContainerConfig = {
       // (name, attempt) is what CRI keeps unique in a sandbox; the attempt is the kubelet's restart count.

@@ -20,13 +20,13 @@ import {
   type Registry,
   type SandboxSpec,
   type SandboxSummary,
+  podVolumeDir,
 } from '@kubelet-ts/core';
 import type { DockerApi, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
 import { DockerSandboxes, portBindings } from './docker-sandboxes.js';
 import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
 import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
-import { podVolumeDir } from './volume-dirs.js';
 
 export interface DockerRuntimeOptions {
   /** A ready client; by default one is made for `host`. */
@@ -246,7 +246,8 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
   private async prepareVolumes(spec: ContainerSpec): Promise<string[]> {
     const binds: string[] = [];
     for (const m of spec.mounts) {
-      const dir = await podVolumeDir(this.volumesRoot, spec.podId, m.volume);
+      // A HOST mount (2014's mountType: HOST, allowed by --allow-host-mounts) binds the host path as it is.
+      const dir = m.hostPath ?? (await podVolumeDir(this.volumesRoot, spec.podId, m.volume));
       binds.push(`${dir}:${m.containerPath}:${m.readOnly ? 'ro' : 'rw'}`);
     }
     return binds;

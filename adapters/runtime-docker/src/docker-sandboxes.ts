@@ -7,11 +7,11 @@ import {
   type PortBinding,
   type SandboxSpec,
   type SandboxSummary,
+  removePodVolumes,
 } from '@kubelet-ts/core';
 import type { DockerApi, DockerContainerInfo, DockerInspect } from './docker-api.js';
 import { familiarImageName, type EngineKind } from './engine-kind.js';
 import { ADAPTER, dockerDetail } from './errors.js';
-import { removePodVolumes } from './volume-dirs.js';
 
 export interface DockerSandboxesOptions {
   readonly docker: DockerApi;

@@ -84,6 +84,22 @@ describe('DockerRuntime on a real engine', () => {
     expect(await readdir(volumesRoot)).not.toContain('vols');
   });
 
+  it('binds a HOST mount (2014 mountType: HOST) at its host path, making no pod volume directory for it', async () => {
+    const host = await mkdtemp(join(tmpdir(), 'kubelet-ts-hostmount-'));
+    try {
+      const m = checkedManifest({ id: 'hostmount', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'] }] });
+      const sandbox = await sandboxOf(m);
+      const spec = { ...specs(m)[0]!, mounts: [{ volume: 'host', containerPath: host, readOnly: true, hostPath: host }] };
+      const c = await runtime.create(spec, sandbox.id);
+      expect((await docker.getContainer(c.id).inspect()).HostConfig.Binds).toEqual([`${host}:${host}:ro`]);
+      expect(await readdir(volumesRoot)).not.toContain('hostmount');
+      await runtime.removeSandbox(sandbox.id, { volumes: true });
+      expect(await readdir(host)).toEqual([]);
+    } finally {
+      await rm(host, { recursive: true, force: true });
+    }
+  });
+
   it('leaves nothing behind when a sandbox cannot start (its host port is taken)', async () => {
     const port = await freePort();
     const ports = (id: string) => checkedManifest({ id, containers: [{ name: 'main', image: images.busybox, ports: [{ containerPort: 80, hostPort: port }] }] });
