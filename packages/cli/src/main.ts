@@ -39,6 +39,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 1;
   }
   const kubelet = resolveKubelet(wiring.container, {
+    allowHostMounts: options.allowHostMounts,
     syncFrequencyMs: options.syncFrequency,
     hostname,
     // Probes dial published ports where they are published; all interfaces includes loopback.

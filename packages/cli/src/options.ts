@@ -84,7 +84,7 @@ export function buildProgram(): Command {
         '`kubelet-ts plan [options]` takes the same options, prints what a pass would do now and exits:\n' +
         '0 when the host is in sync, 2 when the plan has steps, 1 on error.',
     )
-    .addOption(new Option('--config <path>', 'a manifest file, or a directory of .yaml/.yml/.json manifests'))
+    .addOption(new Option('--config <path>', 'a manifest file, or a directory of manifests (every regular file but dotfiles and editor leftovers)'))
     .addOption(new Option('--hostname-override <name>', "this host's name (labels what the agent creates)"))
     .addOption(
       new Option('--runtime <kind>', 'container runtime: docker, cri, memory, or auto (docker when an engine answers, else the CRI endpoint, else memory, said loudly)')

@@ -21,7 +21,7 @@ export async function runOnce(options: CliOptions, hostname: string, logger: Log
       },
     },
   });
-  const kubelet = resolveKubelet(wiring.container, { hostname, syncFrequencyMs: options.syncFrequency });
+  const kubelet = resolveKubelet(wiring.container, { allowHostMounts: options.allowHostMounts, hostname, syncFrequencyMs: options.syncFrequency });
   const deadline = Date.now() + options.runonceTimeout;
   let lines: Array<{ name: string; running: boolean; detail: string }> = [];
   try {

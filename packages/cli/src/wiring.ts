@@ -31,9 +31,10 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
   const container = rootContainer.createChildContainer();
   container.register(Tokens.Logger, { useValue: logger });
   const runtime = await registerRuntime(container, options, logger);
-  if (options.config !== undefined) registerFileSource(container, { path: options.config, checkFrequencyMs: options.fileCheckFrequency });
+  if (options.config !== undefined) registerFileSource(container, { path: options.config, checkFrequencyMs: options.fileCheckFrequency, allowHostMounts: options.allowHostMounts });
   if (options.manifestUrl !== undefined) {
     registerHttpSource(container, {
+      allowHostMounts: options.allowHostMounts,
       url: options.manifestUrl,
       checkFrequencyMs: options.httpCheckFrequency,
       timeoutMs: options.manifestUrlTimeout,
@@ -42,7 +43,7 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     });
   }
   // --runonce reads the file and the URL only, as the 2014 agent's run-once did.
-  if (options.etcdServers !== undefined && mode !== 'runonce') registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname: givenHostname, logger, ...etcdSecurity(options) });
+  if (options.etcdServers !== undefined && mode !== 'runonce') registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname: givenHostname, logger, allowHostMounts: options.allowHostMounts, ...etcdSecurity(options) });
   if (mode === 'runonce') {
     container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
     return { container, close: () => runtime.close() };
@@ -60,6 +61,7 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
   // --enable-server=false (2014): no server, so neither its manifest routes nor the read API.
   if (!options.enableServer) return { container, close };
   const server = registerServerSource(container, {
+    allowHostMounts: options.allowHostMounts,
     address: options.address,
     port: options.port,
     ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
