@@ -34,6 +34,7 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
     const node = `scenario-${name}-${process.pid}`.toLowerCase();
     let runtime: ContainerRuntime;
     const foreign: string[] = [];
+    const foreignSandboxes: string[] = [];
 
     const pod = (id: string, containers: Array<{ name: string; env?: string }>): ContainerManifest => {
       const r = validateManifest({
@@ -81,8 +82,12 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
     });
 
     afterAll(async () => {
+      if (runtime === undefined) return; // it never started: nothing was made
       for (const c of await runtime.list({ includeForeign: true })) {
         if (identityOf(c.labels)?.node === node || foreign.includes(c.id)) await runtime.remove(c.id, { force: true });
+      }
+      for (const s of await runtime.listSandboxes({ includeForeign: true })) {
+        if (s.labels[Labels.node] === node || foreignSandboxes.includes(s.id)) await runtime.removeSandbox(s.id, { volumes: true });
       }
     });
 
@@ -131,10 +136,13 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
         mounts: [],
         labels,
       });
-      const mine = await runtime.create(spec('foreign', { owner: 'someone-else' }));
+      // In a sandbox of their own, as any client of a CRI runtime makes them (it has no other kind).
+      const holder = await runtime.runSandbox({ name: `scenario-foreign-pod-${process.pid}`, podId: 'foreign', hostname: 'foreign', ports: [], labels: { owner: 'someone-else' } });
+      foreignSandboxes.push(holder.id);
+      const mine = await runtime.create(spec('foreign', { owner: 'someone-else' }), holder.id);
       foreign.push(mine.id);
       await runtime.start(mine.id);
-      const other = await runtime.create(spec('other-node', { [Labels.manifestId]: 'x', [Labels.containerName]: 'y', [Labels.node]: `${node}-elsewhere` }));
+      const other = await runtime.create(spec('other-node', { [Labels.manifestId]: 'x', [Labels.containerName]: 'y', [Labels.node]: `${node}-elsewhere` }), holder.id);
       foreign.push(other.id);
       await runtime.start(other.id);
 
