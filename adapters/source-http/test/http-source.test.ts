@@ -1,59 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Tokens, type ManifestSource } from '@kubelet-ts/core';
 import { HttpManifestSource, parseHeaderFlag, registerHttpSource, type HttpManifestSourceOptions } from '../src/index.js';
 import { RecordingSink, heldClock } from '@kubelet-ts/conformance';
+import { ManifestServer } from './manifest-server.js';
 
 const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
 const yamlList = (...items: string[]) => items.map((m) => `- ${m.replaceAll('\n', '\n  ').trimEnd()}`).join('\n') + '\n';
 const json = (id: string, image = 'app:1') => ({ id, containers: [{ name: 'main', image }] });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-type Handler = (req: IncomingMessage, res: ServerResponse) => void;
-
-/** A real HTTP server on 127.0.0.1 whose answer a test sets; it keeps the headers of every request. */
-class ManifestServer {
-  readonly requests: IncomingHttpHeaders[] = [];
-  /** Requests being answered right now, and the most there ever were at once. */
-  inFlight = 0;
-  maxInFlight = 0;
-  handler: Handler = (_req, res) => res.end();
-  private readonly server: Server = createServer((req, res) => {
-    this.requests.push(req.headers);
-    this.inFlight += 1;
-    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    res.on('close', () => (this.inFlight -= 1));
-    this.handler(req, res);
-  });
-
-  async listen(port = 0): Promise<string> {
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, '127.0.0.1', () => resolve());
-    });
-    return this.url;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/manifests`;
-  }
-
-  serve(body: string, headers: Record<string, string> = {}): void {
-    this.handler = (_req, res) => res.writeHead(200, headers).end(body);
-  }
-
-  /** Accepts the request and never answers it. */
-  hang(): void {
-    this.handler = () => {};
-  }
-
-  async close(): Promise<void> {
-    if (!this.server.listening) return;
-    this.server.closeAllConnections(); // hanging requests included
-    await new Promise((r) => this.server.close(r));
-  }
-}
 
 describe('HttpManifestSource', () => {
   let server: ManifestServer;
