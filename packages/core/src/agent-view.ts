@@ -20,6 +20,8 @@ export interface ContainerView {
 /** One desired manifest, the source it came from, and the actual state of its containers. */
 export interface PodView {
   readonly id: string;
+  /** The manifest's `uuid`, as a 2014 v1beta1 manifest may give it. */
+  readonly uuid?: string;
   readonly source: string;
   readonly containers: readonly ContainerView[];
 }

@@ -12,6 +12,7 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
   const waiting = new Map(backOffs.map((b) => [`${b.podId}/${b.container}`, b]));
   return desired.map(({ manifest, source }) => ({
     id: manifest.id,
+    ...(manifest.uuid === undefined ? {} : { uuid: manifest.uuid }),
     source,
     containers: manifest.containers.map((c): ContainerView => {
       const key = `${manifest.id}/${c.name}`;

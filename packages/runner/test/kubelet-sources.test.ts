@@ -124,6 +124,15 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       expect(k.desired().pods.map((p) => p.manifest.id)).toEqual(['plain']);
     });
 
+    it('shows the uuid a 2014 manifest gives in pods()', async () => {
+      const a = new ScriptedSource('a');
+      const k = kubelet([a]);
+      await k.start();
+      a.push([{ id: 'tagged', uuid: '6f1c3c62-1d2e-11e4-8c21-0800200c9a66', containers: [{ name: 'web', image: 'nginx:1' }] }] as unknown as ContainerManifest[]);
+      await settle();
+      expect((await k.pods()).map((p) => [p.id, p.uuid])).toEqual([['tagged', '6f1c3c62-1d2e-11e4-8c21-0800200c9a66']]);
+    });
+
     it('records a deprecated 2014 spelling a source reports as a DeprecatedField event', async () => {
       const a = new ScriptedSource('a', { initial: [pod('web')] });
       const k = kubelet([a]);
