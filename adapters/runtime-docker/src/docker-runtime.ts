@@ -139,6 +139,8 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
     // In a sandbox the container joins its namespace, whose holder publishes the pod's ports; a
     // container without one (an embedder's own) gets its ports directly, like `docker run -p`.
     const pod = sandboxId !== undefined;
+    // The engine creates a container that names an unknown container's network (it fails only at
+    // start): one inspect gives the contract's NotFound at create.
     if (pod) await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
     // On Podman a container that joins another's network keeps a UTS namespace of its own (its
     // hostname would be its id); Docker gives it the sandbox's hostname. Joining the sandbox's UTS
