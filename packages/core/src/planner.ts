@@ -187,7 +187,9 @@ function planPodInSandbox(pod: DesiredPod, existing: readonly ContainerSummary[]
   const list = existing ?? NONE;
   const { manifest } = pod;
   const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
-  if (!anyToRun(manifest, list)) {
+  // By name once: the replacement of a big pod stays linear in its containers too.
+  const named = byContainerName(list);
+  if (!anyToRun(manifest, named)) {
     // Every container ended for good: keep them (and the dead sandbox) for inspection, but what the
     // manifest no longer lists goes.
     const wanted = new Set(manifest.containers.map((c) => c.name));
@@ -197,7 +199,7 @@ function planPodInSandbox(pod: DesiredPod, existing: readonly ContainerSummary[]
   actions.push(...sandboxRemovals(manifest.id, decision.stale, 'sandbox-changed', false), sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new'));
   for (const container of manifest.containers) {
     // The same container, restarted in a new namespace: its restart count goes on.
-    const before = list.filter((c) => c.labels[Labels.containerName] === container.name).sort((a, b) => b.createdAt - a.createdAt)[0];
+    const before = (named.get(container.name) ?? NONE).reduce<ContainerSummary | undefined>((newest, c) => (newest === undefined || c.createdAt > newest.createdAt ? c : newest), undefined);
     const restartCount = before === undefined ? undefined : (Number(before.labels[Labels.restartCount] ?? 0) || 0) + 1;
     actions.push({
       type: 'create',

@@ -60,11 +60,11 @@ export function indexSandboxes(sandboxes: readonly SandboxSummary[], node: strin
  * start, has a newer spec, or ended and its restart policy says run it again. A pod whose containers
  * all ended for good needs no new sandbox (as in the kubelet).
  */
-export function anyToRun(manifest: ContainerManifest, existing: readonly ContainerSummary[]): boolean {
+export function anyToRun(manifest: ContainerManifest, named: ReadonlyMap<string, readonly ContainerSummary[]>): boolean {
   const policy = manifest.restartPolicy ?? 'Always';
   const hashes = specHashes(manifest);
   return manifest.containers.some((c, i) => {
-    const mine = existing.filter((x) => x.labels[Labels.containerName] === c.name);
+    const mine = named.get(c.name) ?? [];
     if (mine.length === 0 || mine.some((x) => x.state !== 'exited')) return true;
     const newest = mine.reduce((a, b) => (b.createdAt > a.createdAt ? b : a));
     if (newest.labels[Labels.specHash] !== hashes[i]) return true;
