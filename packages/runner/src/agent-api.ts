@@ -71,8 +71,7 @@ export class AgentReadApi {
 
   /**
    * The id of a container this agent manages on this node, by its runtime name, its id, or
-   * `<manifest id>/<container name>`; the newest when several match (a running one before an
-   * exited one of the same slot, as the kubelet answers for the current container).
+   * `<manifest id>/<container name>` (the first the runtime lists, when an exited one is kept beside it).
    */
   private async find(name: string): Promise<string | undefined> {
     const { runtime, hostname } = this.options;
