@@ -71,17 +71,20 @@ export class AgentReadApi {
 
   /**
    * The id of a container this agent manages on this node, by its runtime name, its id, or
-   * `<manifest id>/<container name>` (the first the runtime lists, when an exited one is kept beside it).
+   * `<manifest id>/<container name>`; the running one when an exited one is kept beside it.
    */
   private async find(name: string): Promise<string | undefined> {
     const { runtime, hostname } = this.options;
     const wanted = name.replace(/^\//, '');
+    let found: string | undefined;
     for (const c of await runtime.list()) {
       const identity = identityOf(c.labels);
       if (identity === undefined || identity.node !== hostname) continue;
-      if (c.name === wanted || c.id === wanted || `${identity.podId}/${identity.container}` === wanted) return c.id;
+      if (c.name !== wanted && c.id !== wanted && `${identity.podId}/${identity.container}` !== wanted) continue;
+      if (c.state === 'running') return c.id;
+      found ??= c.id;
     }
-    return undefined;
+    return found;
   }
 
   health(): HealthView {

@@ -157,6 +157,15 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const other = await foreign('someone-elses');
       await expect(k.stats(other)).resolves.toBeUndefined();
       await expect(k.stats('web/nope')).resolves.toBeUndefined();
+      // After a crash, the exited container is kept beside its replacement: the running one answers.
+      f.runtime.exit(web.id, 1);
+      await f.clock.advance(10_000);
+      await k.sync();
+      const replacement = f.of('web').find((c) => c.state === 'running')!;
+      expect(replacement.id).not.toBe(web.id);
+      f.runtime.setStats(replacement.id, { cpuNs: 7, memoryBytes: 2048 });
+      expect(await k.stats('web/web')).toMatchObject({ cpu: { usageNanoseconds: 7 } });
+      expect((await k.containerInfo('web/web'))?.id).toBe(replacement.id);
     });
   });
 
