@@ -14,6 +14,7 @@ export {
   type EnvVar,
   type ManifestVersion,
   type Port,
+  type HostPathType,
   type Probe,
   type Protocol,
   type PullPolicy,
@@ -37,9 +38,11 @@ export { WarningReporter } from './warning-reporter.js';
 export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
 
 // Contracts of the pluggable parts
-export { hasStats } from './runtime.js';
+export { hasEvents, hasStats } from './runtime.js';
 export type {
   ContainerDetails,
+  ContainerEvent,
+  ContainerEventSource,
   ContainerRuntime,
   ContainerStats,
   ContainerStatsSource,

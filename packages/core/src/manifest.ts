@@ -22,6 +22,22 @@ export interface ContainerManifest {
    * part of what runs: a new uuid alone restarts nothing.
    */
   readonly uuid?: string;
+  /**
+   * A Kubernetes v1 Pod's `metadata.namespace`, kept as written (absent in 2014 manifests). Part of
+   * the pod's identity: a v1 Pod's id is its `metadata.name`, followed by `.<namespace>` unless the
+   * namespace is absent or `default` (see `v1PodId`).
+   */
+  readonly namespace?: string;
+  /** A v1 Pod's `metadata.labels`, kept on the pod and shown with it; not part of what runs. */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** A v1 Pod's `metadata.annotations`, kept on the pod and shown with it; not part of what runs. */
+  readonly annotations?: Readonly<Record<string, string>>;
+  /**
+   * The pod uses the host's network namespace (v1 `spec.hostNetwork`): its sandbox makes no
+   * network namespace of its own and publishes nothing, as container ports are already the
+   * host's. Absent means false.
+   */
+  readonly hostNetwork?: boolean;
   readonly volumes: readonly Volume[];
   readonly containers: readonly Container[];
   /** What to do when a container exits. Default `Always`. */
@@ -38,20 +54,42 @@ export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 
-/** A liveness check; exactly one of `exec`, `httpGet`, `tcpSocket`. */
+/** A liveness, readiness or startup check; exactly one of `exec`, `httpGet`, `tcpSocket`. */
 export interface Probe {
   readonly exec?: { readonly command: readonly string[] };
-  /** Through the host port published for `port` (a number or a port name). */
-  readonly httpGet?: { readonly path: string; readonly port: number | string };
-  readonly tcpSocket?: { readonly port: number | string };
+  /**
+   * Through the host port published for `port` (a number or a port name); in a `hostNetwork` pod,
+   * or with `host` set, that address and the port itself. Absent `scheme`/`host`/`httpHeaders`
+   * are HTTP, the published address, none.
+   */
+  readonly httpGet?: {
+    readonly path: string;
+    readonly port: number | string;
+    readonly host?: string;
+    /** `HTTPS` does not verify the certificate, as the kubelet does not. */
+    readonly scheme?: 'HTTP' | 'HTTPS';
+    readonly httpHeaders?: readonly { readonly name: string; readonly value: string }[];
+  };
+  readonly tcpSocket?: { readonly port: number | string; readonly host?: string };
   readonly initialDelaySeconds: number;
   readonly periodSeconds: number;
   readonly timeoutSeconds: number;
   readonly failureThreshold: number;
+  /** Successes in a row that count as passing after a failure. Absent means 1 (the only value liveness and startup take). */
+  readonly successThreshold?: number;
 }
 
+/** The v1 `hostPath.type` checks, made on the host before the container is created. Absent or `''`: none. */
+export type HostPathType = '' | 'DirectoryOrCreate' | 'Directory' | 'FileOrCreate' | 'File' | 'Socket' | 'CharDevice' | 'BlockDevice';
+
+/**
+ * A pod volume. Without `hostPath` it is the pod's own directory, made empty when the pod first
+ * runs and removed with the pod (the 2014 volume, v1's `emptyDir`). With `hostPath` (accepted only
+ * with `allowHostMounts`) it is that directory or file of the host, bound as it is.
+ */
 export interface Volume {
   readonly name: string;
+  readonly hostPath?: { readonly path: string; readonly type?: HostPathType };
 }
 
 export type Protocol = 'TCP' | 'UDP';
@@ -65,6 +103,8 @@ export interface Port {
    * present here; `hostPort: 0` written out is the way to keep such a port unpublished.
    */
   readonly hostPort?: number;
+  /** The host address the port is published on (v1 `hostIP`). Absent: every address. */
+  readonly hostIP?: string;
   readonly protocol: Protocol;
 }
 
@@ -89,7 +129,13 @@ export interface VolumeMount {
 export interface Container {
   readonly name: string;
   readonly image: string;
+  /**
+   * The 2014 `command`: replaces the image's CMD and keeps its ENTRYPOINT (the 2014 kubelet set
+   * Docker's `Cmd` from it). A v1 Pod's `args` is this same field.
+   */
   readonly command?: readonly string[];
+  /** A v1 Pod's `command`: replaces the image's ENTRYPOINT (and with it the CMD, unless `command` is set). */
+  readonly entrypoint?: readonly string[];
   readonly workingDir?: string;
   readonly ports: readonly Port[];
   readonly env: readonly EnvVar[];
@@ -97,10 +143,16 @@ export interface Container {
   readonly memory?: number;
   /** Relative CPU shares. */
   readonly cpu?: number;
+  /** A CPU limit in thousandths of a CPU (v1 `resources.limits.cpu`: `500m` is 500), enforced as a CFS quota. */
+  readonly cpuLimitMillis?: number;
   readonly volumeMounts: readonly VolumeMount[];
   /** Absent: `Always` for `:latest` or an untagged image, else `IfNotPresent` (the kubelet's rule). */
   readonly imagePullPolicy?: PullPolicy;
   readonly livenessProbe?: Probe;
+  /** Reported (the pod's `Ready` condition), never acted on. */
+  readonly readinessProbe?: Probe;
+  /** Until it passes, liveness and readiness are not probed; failing `failureThreshold` times kills the container, as liveness does. */
+  readonly startupProbe?: Probe;
 }
 
 /** The kubelet's default: `:latest` or no tag → `Always`, anything else → `IfNotPresent`. */

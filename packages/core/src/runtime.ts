@@ -10,7 +10,10 @@ export interface ContainerSpec {
   /** The manifest (pod) this container belongs to; runtimes keep its volumes per pod. */
   readonly podId: string;
   readonly image: string;
+  /** Replaces the image's CMD (Docker `Cmd`, CRI `args`). */
   readonly command?: readonly string[];
+  /** Replaces the image's ENTRYPOINT (Docker `Entrypoint`, CRI `command`). */
+  readonly entrypoint?: readonly string[];
   readonly workingDir?: string;
   readonly env: Readonly<Record<string, string>>;
   /**
@@ -21,6 +24,8 @@ export interface ContainerSpec {
   readonly mounts: readonly Mount[];
   readonly memory?: number;
   readonly cpuShares?: number;
+  /** CPU limit in thousandths of a CPU: a CFS quota of `cpuLimitMillis × 100` µs per 100,000 µs period. */
+  readonly cpuLimitMillis?: number;
   /** Labels stored with the container and returned by `list` and `inspect` unchanged. */
   readonly labels: Readonly<Record<string, string>>;
 }
@@ -28,6 +33,8 @@ export interface ContainerSpec {
 export interface PortBinding {
   readonly containerPort: number;
   readonly hostPort?: number;
+  /** The host address to publish on; absent: every address. */
+  readonly hostIp?: string;
   readonly protocol: Protocol;
 }
 
@@ -160,4 +167,38 @@ export interface ContainerStatsSource {
 /** Whether the runtime can give container figures. */
 export function hasStats(runtime: ContainerRuntime): runtime is ContainerRuntime & ContainerStatsSource {
   return typeof (runtime as Partial<ContainerStatsSource>).stats === 'function';
+}
+
+/** A change of one of the agent's containers, as the runtime reports it the moment it happens. */
+export interface ContainerEvent {
+  readonly type: 'started' | 'exited' | 'removed';
+  /** The runtime's container id. */
+  readonly containerId: string;
+  /** The pod (manifest id) the container belongs to, when the runtime's event carries its labels. */
+  readonly podId?: string;
+  /** With `exited`, when the runtime says. */
+  readonly exitCode?: number;
+  /** When it happened (ms since the epoch), as the runtime says; else when the adapter heard of it. */
+  readonly time: number;
+}
+
+/**
+ * An optional power of a runtime: a stream of changes of the agent's containers (those carrying
+ * the `io.kubelet-ts.manifest-id` label), so the agent reacts in milliseconds rather than at its
+ * next relist. The agent checks for it (`hasEvents`); a runtime without it is relisted only.
+ *
+ * The contract: `events(signal)` connects and yields events in the order the runtime gives them,
+ * from the moment the iterator's first `next()` is called, until `signal` aborts (the iterator then
+ * returns) or the connection ends (it throws a `KubeletError`, `Unavailable` when the runtime
+ * cannot be reached). Events are never replayed: after an end the caller reconnects and relists
+ * once, since events may have been missed in between. Events for containers of other pods, or
+ * foreign ones, may arrive; the caller filters.
+ */
+export interface ContainerEventSource {
+  events(signal: AbortSignal): AsyncIterable<ContainerEvent>;
+}
+
+/** Whether the runtime can stream container events. */
+export function hasEvents(runtime: ContainerRuntime): runtime is ContainerRuntime & ContainerEventSource {
+  return typeof (runtime as Partial<ContainerEventSource>).events === 'function';
 }

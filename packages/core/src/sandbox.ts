@@ -15,8 +15,13 @@ export interface SandboxSpec {
   readonly podId: string;
   /** The pod's hostname: its manifest id, cut to the 63 characters a hostname may have (see `podHostname`). */
   readonly hostname: string;
-  /** Every port of the pod, in container order. */
+  /** Every port of the pod, in container order; empty in a `hostNetwork` sandbox, whose ports are the host's. */
   readonly ports: readonly PortBinding[];
+  /**
+   * The sandbox joins the host's network namespace instead of making one (a v1 Pod's
+   * `hostNetwork`): containers in it see the host's interfaces and ports, and no hostname is set.
+   */
+  readonly hostNetwork?: boolean;
   /** Stored with the sandbox and returned by `listSandboxes` unchanged (see `Labels.sandbox`). */
   readonly labels: Readonly<Record<string, string>>;
 }
