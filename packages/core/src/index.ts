@@ -35,6 +35,8 @@ export {
   type RejectedManifest,
 } from './parse.js';
 export { WarningReporter } from './warning-reporter.js';
+export { toV1Pod, type V1Pod } from './v1/to-v1.js';
+export { v1PodId } from './v1/pod-id.js';
 export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
 
 // Contracts of the pluggable parts
