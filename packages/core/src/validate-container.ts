@@ -1,24 +1,24 @@
 import { posix } from 'node:path';
-import { FieldChecks, describe } from './field-checks.js';
+import { isIP } from 'node:net';
+import { describe } from './field-checks.js';
 import type { Container, EnvVar, Port, Probe, Protocol, PullPolicy, VolumeMount } from './manifest.js';
+import { PROBE_KINDS, ProbeChecks } from './validate-probe.js';
 import type { WrittenAs } from './yaml-decode.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // Docker's reference grammar is looser than this, but no valid reference contains whitespace or
 // control characters, and rejecting them here gives a field error instead of an engine error later.
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
-// A probe's path goes into its HTTP request line, which a space or a line break would end.
-const UNSAFE_IN_REQUEST_LINE = /[\s\u0000-\u001f\u007f]/;
 
 const CONTAINER_FIELDS = new Set([
-  'name', 'image', 'command', 'workingDir', 'ports', 'env', 'memory', 'cpu', 'volumeMounts', 'imagePullPolicy', 'livenessProbe',
+  'name', 'image', 'command', 'entrypoint', 'workingDir', 'ports', 'env', 'memory', 'cpu', 'cpuLimitMillis', 'volumeMounts', 'imagePullPolicy',
+  'livenessProbe', 'readinessProbe', 'startupProbe',
 ]);
-const PROBE_FIELDS = new Set(['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold']);
 // The late-2014 v1beta1 spellings (`PullAlways`) mean the same as ours.
 const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
   Always: 'Always', IfNotPresent: 'IfNotPresent', Never: 'Never', PullAlways: 'Always', PullIfNotPresent: 'IfNotPresent', PullNever: 'Never',
 };
-const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'protocol']);
+const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'hostIP', 'protocol']);
 // `key` and `path` are the first 2014 spellings of `name` and `mountPath`.
 const ENV_FIELDS = new Set(['name', 'key', 'value']);
 const MOUNT_FIELDS = new Set(['name', 'mountPath', 'path', 'readOnly', 'mountType']);
@@ -29,7 +29,7 @@ export interface ContainerCheckOptions {
 }
 
 /** The checks of one container and what is in it, for the manifest walker. */
-export class ContainerChecks extends FieldChecks {
+export class ContainerChecks extends ProbeChecks {
   /**
    * Set by the manifest walker when the manifest names its version: a port without `hostPort` is
    * then published on its `containerPort`, as the 2014 agent did.
@@ -38,7 +38,7 @@ export class ContainerChecks extends FieldChecks {
   /** Ports published only because of that rule, so a clash can say why the port is claimed. */
   protected readonly implicitlyPublished = new WeakSet<Port>();
 
-  constructor(writtenAs: WrittenAs | undefined, private readonly checks: ContainerCheckOptions) {
+  constructor(writtenAs: WrittenAs | undefined, protected readonly checks: ContainerCheckOptions) {
     super(writtenAs);
   }
 
@@ -50,29 +50,38 @@ export class ContainerChecks extends FieldChecks {
     const image = this.string(c['image'], `${path}.image`, true);
     if (image !== undefined && !IMAGE.test(image)) this.fail(`${path}.image`, `is not a valid image reference: ${JSON.stringify(image.slice(0, 70))}`);
     const command = this.command(c['command'], `${path}.command`);
+    const entrypoint = this.command(c['entrypoint'], `${path}.entrypoint`);
     const workingDir = this.absolutePath(c['workingDir'], `${path}.workingDir`, false);
     const ports = (this.list(c['ports'], `${path}.ports`) ?? []).map((p, i) => this.port(p, `${path}.ports[${i}]`));
     const env = this.env(c['env'], `${path}.env`);
     const memory = c['memory'] == null ? undefined : this.integer(c['memory'], `${path}.memory`, 0, Number.MAX_SAFE_INTEGER);
     const cpu = c['cpu'] == null ? undefined : this.integer(c['cpu'], `${path}.cpu`, 0, 262144);
+    // At most 1,000 CPUs: far beyond any host, far below where a CFS quota overflows.
+    const cpuLimitMillis = c['cpuLimitMillis'] == null ? undefined : this.integer(c['cpuLimitMillis'], `${path}.cpuLimitMillis`, 1, 1_000_000);
     const mounts = (this.list(c['volumeMounts'], `${path}.volumeMounts`) ?? []).map((m, i) =>
       this.mount(m, `${path}.volumeMounts[${i}]`, volumes),
     );
     const imagePullPolicy = this.pullPolicy(c['imagePullPolicy'], `${path}.imagePullPolicy`);
-    const livenessProbe = c['livenessProbe'] == null ? undefined : this.probe(c['livenessProbe'], `${path}.livenessProbe`);
+    const probes: Partial<Record<(typeof PROBE_KINDS)[number], Probe>> = {};
+    for (const kind of PROBE_KINDS) {
+      const probe = c[kind] == null ? undefined : this.probe(c[kind], `${path}.${kind}`, kind);
+      if (probe !== undefined) probes[kind] = probe;
+    }
     if (this.errors.length > before || name === undefined || image === undefined) return undefined;
     return {
       name,
       image,
       ...(command === undefined ? {} : { command }),
+      ...(entrypoint === undefined ? {} : { entrypoint }),
       ...(workingDir === undefined || workingDir === '' ? {} : { workingDir }),
       ports: ports as Port[],
       env,
       ...(memory === undefined || memory === 0 ? {} : { memory }),
       ...(cpu === undefined || cpu === 0 ? {} : { cpu }),
+      ...(cpuLimitMillis === undefined ? {} : { cpuLimitMillis }),
       volumeMounts: mounts as VolumeMount[],
       ...(imagePullPolicy === undefined ? {} : { imagePullPolicy }),
-      ...(livenessProbe === undefined ? {} : { livenessProbe }),
+      ...probes,
     };
   }
 
@@ -82,72 +91,13 @@ export class ContainerChecks extends FieldChecks {
     return this.fail(path, `must be one of Always, IfNotPresent, Never (or PullAlways, PullIfNotPresent, PullNever), got ${describe(input)}`);
   }
 
-  private probe(input: unknown, path: string): Probe | undefined {
-    const p = this.record(input, path, PROBE_FIELDS);
-    if (p === undefined) return undefined;
-    const handlers = (['exec', 'httpGet', 'tcpSocket'] as const).filter((h) => p[h] != null);
-    if (handlers.length !== 1) {
-      return this.fail(path, `must have exactly one of exec, httpGet, tcpSocket${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`);
-    }
-    const timing = (field: string, fallback: number, min: number) =>
-      p[field] == null ? fallback : this.integer(p[field], `${path}.${field}`, min, 86_400) ?? fallback;
-    const common = {
-      initialDelaySeconds: timing('initialDelaySeconds', 0, 0),
-      periodSeconds: timing('periodSeconds', 10, 1),
-      timeoutSeconds: timing('timeoutSeconds', 1, 1),
-      failureThreshold: timing('failureThreshold', 3, 1),
-    };
-    const handler = handlers[0] as 'exec' | 'httpGet' | 'tcpSocket';
-    const h = this.record(p[handler], `${path}.${handler}`, new Set(handler === 'exec' ? ['command'] : handler === 'httpGet' ? ['path', 'port'] : ['port']));
-    if (h === undefined) return undefined;
-    if (handler === 'exec') {
-      const before = this.errors.length;
-      const command = this.command(h['command'], `${path}.exec.command`);
-      // A command that is wrong (not a list, too long) is one error, not also a missing one.
-      if (command === undefined) return this.errors.length > before ? undefined : this.fail(`${path}.exec.command`, 'is required');
-      return { exec: { command }, ...common };
-    }
-    const port = this.probePort(h['port'], `${path}.${handler}.port`);
-    if (port === undefined) return undefined;
-    if (handler === 'tcpSocket') return { tcpSocket: { port }, ...common };
-    const probePath = this.string(h['path'], `${path}.httpGet.path`, false) ?? '/';
-    if (!probePath.startsWith('/')) return this.fail(`${path}.httpGet.path`, 'must start with /');
-    if (UNSAFE_IN_REQUEST_LINE.test(probePath)) return this.fail(`${path}.httpGet.path`, `must not contain spaces or control characters, got ${JSON.stringify(probePath.slice(0, 70))}`);
-    return { httpGet: { path: probePath, port }, ...common };
-  }
-
-  private probePort(input: unknown, path: string): number | string | undefined {
-    if (typeof input === 'string' && input !== '') return input;
-    if (input == null) return this.fail(path, 'is required');
-    return this.integer(input, path, 1, 65535);
-  }
-
-  /** An http/tcp probe goes through the host port published for its port, so it must have one. */
-  protected probePorts(c: Container, path: string): void {
-    const probe = c.livenessProbe;
-    const handler = probe?.httpGet ?? probe?.tcpSocket;
-    if (probe === undefined || handler === undefined) return;
-    const kind = probe.httpGet !== undefined ? 'httpGet' : 'tcpSocket';
-    const port = c.ports.find((p) => (typeof handler.port === 'number' ? p.containerPort === handler.port : p.name === handler.port));
-    if (port === undefined || port.hostPort === undefined || port.protocol !== 'TCP') {
-      this.fail(`${path}.livenessProbe.${kind}.port`, `must name a TCP port of this container with a hostPort, got ${JSON.stringify(handler.port)}`);
-    }
-  }
-
-  private command(input: unknown, path: string): string[] | undefined {
-    if (input === undefined || input === null) return undefined;
-    const list = this.list(input, path);
-    if (list === undefined) return undefined;
-    const out = list.map((arg, i) => this.string(arg, `${path}[${i}]`, false, this.written(list, i)) ?? '');
-    return out.length === 0 ? undefined : out;
-  }
-
   private port(input: unknown, path: string): Port | undefined {
     const p = this.record(input, path, PORT_FIELDS);
     if (p === undefined) return undefined;
     const name = p['name'] == null || p['name'] === '' ? undefined : this.dnsLabel(p['name'], `${path}.name`, false);
     const containerPort = this.integer(p['containerPort'] ?? null, `${path}.containerPort`, 1, 65535);
     const hostPort = p['hostPort'] == null ? undefined : this.integer(p['hostPort'], `${path}.hostPort`, 0, 65535);
+    const hostIP = this.hostIP(p['hostIP'], `${path}.hostIP`);
     const protocol = this.protocol(p['protocol'], `${path}.protocol`);
     if (containerPort === undefined || protocol === undefined) return undefined;
     // `hostPort: 0` written out stays unpublished in every version: the way to opt out.
@@ -156,10 +106,19 @@ export class ContainerChecks extends FieldChecks {
       ...(name === undefined ? {} : { name }),
       containerPort,
       ...(published === undefined || published === 0 ? {} : { hostPort: published }),
+      ...(hostIP === undefined ? {} : { hostIP }),
       protocol,
     };
     if (published !== hostPort) this.implicitlyPublished.add(port);
     return port;
+  }
+
+  /** The address a port is published on: an IPv4 or IPv6 address as written. */
+  private hostIP(input: unknown, path: string): string | undefined {
+    if (input == null || input === '') return undefined;
+    const s = this.string(input, path, false);
+    if (s === undefined) return undefined;
+    return isIP(s) === 0 ? this.fail(path, `must be an IPv4 or IPv6 address, got ${JSON.stringify(s.slice(0, 70))}`) : s;
   }
 
   private protocol(input: unknown, path: string): Protocol | undefined {
@@ -209,7 +168,7 @@ export class ContainerChecks extends FieldChecks {
       else this.fail(`${path}.readOnly`, `must be true or false, got ${describe(m['readOnly'])}`);
     }
     const host = this.mountType(m['mountType'], `${path}.mountType`);
-    if (host === true && mountPath !== undefined) this.hostPath(mountPath, `${path}.${field}`);
+    if (host === true && mountPath !== undefined) this.hostPath(mountPath, `${path}.${field}`, 'a HOST mount');
     if (name === undefined || mountPath === undefined || host === undefined) return undefined;
     return { name, mountPath, readOnly, ...(host ? { mountType: 'HOST' as const } : {}) };
   }
@@ -226,12 +185,12 @@ export class ContainerChecks extends FieldChecks {
     return true;
   }
 
-  /** What a HOST mount may bind: an absolute, normal path below the root (relative paths are already refused). */
-  private hostPath(mountPath: string, path: string): void {
-    if (mountPath.split('/').includes('..')) this.fail(path, `a HOST mount must not contain "..", got ${JSON.stringify(mountPath.slice(0, 70))}`);
-    else if (posix.normalize(mountPath) === '/') this.fail(path, 'a HOST mount must not bind the host\'s root directory "/"');
-    else if (posix.normalize(mountPath) !== mountPath || mountPath.endsWith('/')) {
-      this.fail(path, `a HOST mount must be a normal path (no "." or empty segments, no trailing "/"), got ${JSON.stringify(mountPath.slice(0, 70))}`);
+  /** What a HOST mount or a hostPath volume may bind: an absolute, normal path below the root (relative paths are already refused). */
+  protected hostPath(hostPath: string, path: string, what: string): void {
+    if (hostPath.split('/').includes('..')) this.fail(path, `${what} must not contain "..", got ${JSON.stringify(hostPath.slice(0, 70))}`);
+    else if (posix.normalize(hostPath) === '/') this.fail(path, `${what} must not bind the host's root directory "/"`);
+    else if (posix.normalize(hostPath) !== hostPath || hostPath.endsWith('/')) {
+      this.fail(path, `${what} must be a normal path (no "." or empty segments, no trailing "/"), got ${JSON.stringify(hostPath.slice(0, 70))}`);
     }
   }
 }

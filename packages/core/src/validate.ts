@@ -1,6 +1,7 @@
 import type { FieldError } from './errors.js';
-import { describe, isRecord, type ValidationWarning } from './field-checks.js';
-import type { Container, ContainerManifest, ManifestVersion, RestartPolicy, Volume } from './manifest.js';
+import { MAX_LIST_ENTRIES, describe, isRecord, type ValidationWarning } from './field-checks.js';
+import type { Container, ContainerManifest, HostPathType, ManifestVersion, RestartPolicy, Volume } from './manifest.js';
+import { isDnsSubdomain } from './naming.js';
 import { ContainerChecks } from './validate-container.js';
 import type { WrittenAs } from './yaml-decode.js';
 
@@ -40,12 +41,22 @@ export interface ValidateOptions {
 /** Containers in one manifest. The kubelet sets none; a pod of more than this is a mistake or an attack. */
 export const MAX_CONTAINERS = 250;
 
-const MANIFEST_FIELDS = new Set(['version', 'id', 'uuid', 'volumes', 'containers', 'restartPolicy', 'terminationGracePeriodSeconds']);
+const MANIFEST_FIELDS = new Set([
+  'version', 'id', 'uuid', 'namespace', 'labels', 'annotations', 'hostNetwork', 'volumes', 'containers', 'restartPolicy', 'terminationGracePeriodSeconds',
+]);
 const VERSIONS: readonly ManifestVersion[] = ['v1beta1', 'v1beta2'];
 const RESTART_POLICIES: readonly RestartPolicy[] = ['Always', 'OnFailure', 'Never'];
 /** The late-2014 v1beta1 form, `restartPolicy: {always: {}}`, by its one key. */
 const RESTART_POLICY_KEYS: Readonly<Record<string, RestartPolicy>> = { always: 'Always', onFailure: 'OnFailure', never: 'Never' };
-const VOLUME_FIELDS = new Set(['name']);
+const VOLUME_FIELDS = new Set(['name', 'hostPath']);
+const HOST_PATH_FIELDS = new Set(['path', 'type']);
+const HOST_PATH_TYPES: readonly HostPathType[] = ['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice'];
+// Kubernetes' label and annotation keys: an optional DNS subdomain prefix and '/', then a name of
+// at most 63 letters, digits, '-', '_' and '.', beginning and ending with a letter or digit.
+const KEY_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+/** Kubernetes' limit on all of a pod's annotations together. */
+const MAX_ANNOTATION_BYTES = 256 * 1024;
 const UUID = /^[A-Za-z0-9][-A-Za-z0-9_.:]{0,252}$/;
 
 /**
@@ -88,6 +99,14 @@ class Walker extends ContainerChecks {
     this.publishUnmappedPorts = version !== undefined;
     const id = (m['id'] == null || m['id'] === '') && defaultId !== undefined ? defaultId : this.manifestId(m['id'], 'id', true);
     const uuid = this.uuid(m);
+    const namespace = m['namespace'] == null ? undefined : this.dnsLabel(m['namespace'], 'namespace', true);
+    const labels = this.keyValues(m['labels'], 'labels', true);
+    const annotations = this.keyValues(m['annotations'], 'annotations', false);
+    let hostNetwork = false;
+    if (m['hostNetwork'] != null) {
+      if (typeof m['hostNetwork'] === 'boolean') hostNetwork = m['hostNetwork'];
+      else this.fail('hostNetwork', `must be true or false, got ${describe(m['hostNetwork'])}`);
+    }
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
@@ -131,12 +150,16 @@ class Walker extends ContainerChecks {
     });
     const restartPolicy = this.restartPolicy(m['restartPolicy']);
     const grace = m['terminationGracePeriodSeconds'] == null ? undefined : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
-    for (const [c, path] of located) this.probePorts(c, path);
+    for (const [c, path] of located) this.probePorts(c, path, hostNetwork);
     if (id === undefined || this.errors.length > 0) return undefined;
     // No version: its one meaning, the port rule, is applied (see ContainerManifest.version).
     return {
       id,
       ...(uuid === undefined ? {} : { uuid }),
+      ...(namespace === undefined ? {} : { namespace }),
+      ...(labels === undefined ? {} : { labels }),
+      ...(annotations === undefined ? {} : { annotations }),
+      ...(hostNetwork ? { hostNetwork } : {}),
       volumes,
       containers,
       ...(restartPolicy === undefined ? {} : { restartPolicy }),
@@ -184,8 +207,56 @@ class Walker extends ContainerChecks {
       if (name === undefined) return;
       if (seen.has(name)) this.fail(`${path}.name`, `duplicate volume name "${name}"`);
       seen.add(name);
-      out.push({ name });
+      const hostPath = v['hostPath'] == null ? undefined : this.hostPathVolume(v['hostPath'], `${path}.hostPath`);
+      out.push(hostPath === undefined ? { name } : { name, hostPath });
     });
     return out;
+  }
+
+  /** A host directory or file as a volume: accepted only with `allowHostMounts`, as `mountType: HOST` is. */
+  private hostPathVolume(input: unknown, path: string): Volume['hostPath'] {
+    const h = this.record(input, path, HOST_PATH_FIELDS);
+    if (h === undefined) return undefined;
+    if (!this.checks.allowHostMounts) {
+      return this.fail(path, 'binds a directory or file of the host into the pod, which this agent refuses; run it with --allow-host-mounts (allowHostMounts) to accept it, or use an emptyDir volume');
+    }
+    const hostPath = this.absolutePath(h['path'], `${path}.path`, true, true);
+    if (hostPath !== undefined) this.hostPath(hostPath, `${path}.path`, 'a hostPath');
+    const type = h['type'] == null ? undefined : this.oneOf(h['type'], `${path}.type`, HOST_PATH_TYPES);
+    if (hostPath === undefined) return undefined;
+    // '' means no check, as absent does: left out, so one volume has one form.
+    return { path: hostPath, ...(type === undefined || type === '' ? {} : { type }) };
+  }
+
+  /**
+   * Labels or annotations: Kubernetes' key syntax; a label value is at most 63 letters, digits,
+   * '-', '_' and '.', an annotation value any string, all annotations together at most 256 KiB.
+   * An empty map is left out.
+   */
+  private keyValues(input: unknown, path: string, label: boolean): Record<string, string> | undefined {
+    if (input == null) return undefined;
+    const map = this.record(input, path, new Set(Object.keys(isRecord(input) ? input : {})));
+    if (map === undefined) return undefined;
+    const keys = Object.keys(map);
+    if (keys.length > MAX_LIST_ENTRIES) return this.fail(path, `must hold at most ${MAX_LIST_ENTRIES} entries, got ${keys.length}`);
+    const out: Record<string, string> = {};
+    let bytes = 0;
+    for (const key of keys) {
+      const here = `${path}.${key}`;
+      const slash = key.lastIndexOf('/');
+      const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
+      if (!KEY_NAME.test(name) || (prefix !== undefined && !isDnsSubdomain(prefix))) {
+        this.fail(here, 'must be a key: an optional DNS subdomain and "/", then at most 63 letters, digits, "-", "_" and ".", beginning and ending with a letter or digit');
+        continue;
+      }
+      // An annotation value may be long (tools keep whole objects in one); only the total is held.
+      const raw = map[key];
+      const value = (label || typeof raw !== 'string' ? this.string(raw, here, false, this.written(map, key)) : raw.includes('\u0000') ? this.fail(here, 'must not contain a NUL character') : raw) ?? '';
+      if (label && !LABEL_VALUE.test(value)) this.fail(here, `must be a label value (at most 63 letters, digits, "-", "_" and ".", beginning and ending with a letter or digit), got ${JSON.stringify(value.slice(0, 70))}`);
+      bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
+      Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+    }
+    if (!label && bytes > MAX_ANNOTATION_BYTES) this.fail(path, `must be at most ${MAX_ANNOTATION_BYTES} bytes together, got ${bytes}`);
+    return keys.length === 0 ? undefined : out;
   }
 }

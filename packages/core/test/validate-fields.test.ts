@@ -101,7 +101,7 @@ describe('validateManifest: structure and types', () => {
 
   it.each([
     [{ kind: 'Pod' }, 'kind'],
-    [{ volumes: [{ name: 'data', hostPath: '/x' }] }, 'volumes[0].hostPath'],
+    [{ volumes: [{ name: 'data', emptyDir: {} }] }, 'volumes[0].emptyDir'],
   ])('reports an unknown manifest field %j', (extra, path) => {
     expect(rejectedErrors(withContainer({}, extra))).toEqual([{ path, message: 'unknown field' }]);
   });
