@@ -6,6 +6,8 @@ import {
   systemClock,
   type Clock,
   type ContainerDetails,
+  type ContainerEvent,
+  type ContainerEventSource,
   type ContainerRuntime,
   type ContainerSpec,
   type ContainerStats,
@@ -18,6 +20,7 @@ import {
   type SandboxSummary,
 } from '@kubelet-ts/core';
 import { CallLog } from './call-log.js';
+import { MemoryEvents } from './memory-events.js';
 
 export type { Fault, Latency, RuntimeCall, RuntimeOperation } from './call-log.js';
 
@@ -66,7 +69,7 @@ interface SandboxRecord {
  * per operation. Pods are modelled as on a real engine: the containers of a sandbox share its
  * ports (published once, by the sandbox), and removing a sandbox removes its containers.
  */
-export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerStatsSource {
+export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerStatsSource, ContainerEventSource {
   readonly name = ADAPTER;
 
   private readonly containers = new Map<string, Record_>();
@@ -80,6 +83,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   private readonly execLatency = new Map<string, number>();
   private readonly figures = new Map<string, { cpuNs: number; memoryBytes: number }>();
   private nextId = 1;
+  private readonly changes = new MemoryEvents(ADAPTER);
 
   constructor(options: MemoryRuntimeOptions = {}) {
     super(options.clock ?? systemClock, options.callLogSize ?? 10_000);
@@ -124,6 +128,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
       if (r.sandbox !== id) continue;
       this.containers.delete(cid);
       this.names.delete(r.summary.name);
+      this.changes.emit('removed', cid, r.spec.labels, this.clock.now());
     }
     this.sandboxes.delete(id);
     this.names.delete(s.summary.name);
@@ -183,6 +188,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     // A new object without the last run's end (not `delete`, which would slow every reader).
     const { finishedAt: _finished, exitCode: _code, ...rest } = r.summary;
     r.summary = { ...rest, state: 'running', startedAt: this.clock.now() };
+    this.changes.emit('started', id, r.spec.labels, this.clock.now());
   }
 
   async stop(id: string, timeoutSeconds: number): Promise<void> {
@@ -206,6 +212,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     }
     this.containers.delete(id);
     this.names.delete(r.summary.name);
+    this.changes.emit('removed', id, r.spec.labels, this.clock.now());
   }
 
   async pull(image: string): Promise<void> {
@@ -253,7 +260,25 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     };
   }
 
+  /**
+   * Started, exited (with its code) and removed events of labelled containers, emitted by the call
+   * or control (`exit`, `killSandbox`, a stop timeout) that made the change, in that order.
+   */
+  events(signal: AbortSignal): AsyncIterable<ContainerEvent> {
+    return this.changes.stream(signal);
+  }
+
   // ---- controls for tests and embedders --------------------------------------------------------
+
+  /** Ends every open event stream with `error` (default `Unavailable`), as a lost engine would. */
+  breakEvents(error?: Error): void {
+    this.changes.break(error);
+  }
+
+  /** How many event streams are open (aborted ones must let go). */
+  get openEventStreams(): number {
+    return this.changes.openStreams;
+  }
 
   /** What `stats` reports for the container: CPU time used (ns) and memory in use (bytes). */
   setStats(id: string, figures: { readonly cpuNs: number; readonly memoryBytes: number }): void {
@@ -319,6 +344,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
 
   private finish(r: Record_, exitCode: number): void {
     r.summary = { ...r.summary, state: 'exited', finishedAt: this.clock.now(), exitCode };
+    this.changes.emit('exited', r.summary.id, r.spec.labels, this.clock.now(), exitCode);
   }
 
   private newId(): string {
