@@ -2,6 +2,7 @@ import { KubeletError, formatFieldErrors, type FieldError } from './errors.js';
 import type { ContainerManifest } from './manifest.js';
 import { DEFAULT_MAX_MANIFESTS } from './source-limits.js';
 import { validateManifest, type ValidationWarning } from './validate.js';
+import { isKubernetesObject, v1ListItems, validateV1Pod } from './v1/validate-v1.js';
 import { RefusedText, decodeYaml, type DecodedText } from './yaml-decode.js';
 
 /** One rejected manifest from a document: where it came from and every field that is wrong. */
@@ -68,7 +69,9 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Decodes YAML or JSON holding one manifest or a list of them (JSON is YAML), then validates each.
- * Empty text is an empty list. A list may also be spread over several `---` documents.
+ * Empty text is an empty list. A list may also be spread over several `---` documents. Each
+ * manifest is a 2014 manifest or a Kubernetes v1 Pod (it has `apiVersion` and `kind`; a v1 `List`
+ * or `PodList` holds Pods), in any mix; both become the same domain manifest.
  *
  * Sources pass what they read as bytes: text that is not UTF-8 is unreadable. Decoding it with
  * replacement characters would run a manifest whose values (an env value, a command) silently
@@ -93,8 +96,15 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     return unreadable(`${origin}: not valid YAML or JSON: ${message}`, error);
   }
-  // The 2014 API's list kind, as etcd kept it: `{"kind": "ContainerManifestList", "items": [...]}`.
-  const items = decoded.values.map((item) => (isManifestList(item) ? item['items'] : item));
+  // The 2014 API's list kind, as etcd kept it: `{"kind": "ContainerManifestList", "items": [...]}`,
+  // and a Kubernetes v1 `List` or `PodList`, whose items must each be a Pod.
+  const inV1List = new WeakSet<object>();
+  const items = decoded.values.map((item) => {
+    if (isManifestList(item)) return item['items'];
+    const v1Items = v1ListItems(item);
+    v1Items?.forEach((i) => typeof i === 'object' && i !== null && inV1List.add(i));
+    return v1Items ?? item;
+  });
   const listed = items.length !== 1 || Array.isArray(items[0]);
   const flat = items.flatMap((item) => (Array.isArray(item) ? item : [item]));
   const maxManifests = options.maxManifests ?? DEFAULT_MAX_MANIFESTS;
@@ -115,11 +125,11 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
   const warnings: ManifestWarnings[] = [];
   flat.forEach((item, index) => {
     const position = listed ? index : undefined;
-    const result = validateManifest(item, {
-      writtenAs: decoded.writtenAs,
-      allowHostMounts: options.allowHostMounts === true,
-      ...(options.idFor === undefined ? {} : { defaultId: options.idFor(position) }),
-    });
+    const checks = { writtenAs: decoded.writtenAs, allowHostMounts: options.allowHostMounts === true };
+    // A Kubernetes object, or any item of a v1 List, is read as a v1 Pod; the rest as 2014 manifests.
+    const result = isKubernetesObject(item) || inV1List.has(item as object)
+      ? validateV1Pod(item, checks)
+      : validateManifest(item, { ...checks, ...(options.idFor === undefined ? {} : { defaultId: options.idFor(position) }) });
     if (result.ok) {
       manifests.push(result.manifest);
       if (result.warnings.length > 0) warnings.push({ origin, ...(listed ? { index } : {}), manifest: result.manifest, warnings: result.warnings });

@@ -78,11 +78,6 @@ export function formatBytes(bytes: number): string {
   return bytes % MI === 0 ? `${bytes / MI}Mi` : String(bytes);
 }
 
-/** The kubelet's CPU shares of a request in millicores: `milli × 1024 / 1000`, at least 2. */
-export function sharesOfMillis(milli: number): number {
-  return Math.max(2, Math.floor((milli * 1024) / 1000));
-}
-
 /**
  * The request in millicores that gives `shares` back: the smallest milli whose shares are at least
  * `shares` (`ceil(shares × 1000 / 1024)`), so a conversion round-trips whenever any milli value

@@ -1,0 +1,53 @@
+/**
+ * The fields of a v1 Pod that describe it to a cluster and mean nothing on one host: accepted and
+ * ignored, so a manifest written for (or read back from) a cluster runs unchanged. Every other field
+ * that is not mapped is refused with its path and "not supported": a field that would change what
+ * runs (`initContainers`, `lifecycle`, `hostPID`, …) is never silently dropped. The README's v1 Pod
+ * section lists these same names.
+ */
+export const IGNORED_V1_FIELDS = {
+  /** Top level: `status` is what a cluster reported, not what is asked for. */
+  pod: ['status'],
+  metadata: [
+    'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'resourceVersion', 'generation', 'selfLink',
+    'managedFields', 'ownerReferences', 'finalizers', 'generateName',
+  ],
+  spec: [
+    'priority', 'priorityClassName', 'preemptionPolicy', 'schedulerName', 'tolerations', 'nodeName', 'nodeSelector', 'affinity',
+    'topologySpreadConstraints', 'serviceAccountName', 'serviceAccount', 'automountServiceAccountToken', 'enableServiceLinks',
+    'dnsPolicy', 'readinessGates', 'overhead',
+  ],
+  container: ['terminationMessagePath', 'terminationMessagePolicy'],
+} as const;
+
+/** The fields that are read (the mapping), per object; anything neither read nor ignored is refused. */
+export const MAPPED_V1_FIELDS = {
+  pod: ['apiVersion', 'kind', 'metadata', 'spec'],
+  metadata: ['name', 'namespace', 'uid', 'labels', 'annotations'],
+  spec: ['containers', 'volumes', 'restartPolicy', 'terminationGracePeriodSeconds', 'hostNetwork', 'securityContext'],
+  container: [
+    'name', 'image', 'command', 'args', 'workingDir', 'env', 'ports', 'volumeMounts', 'resources', 'livenessProbe', 'readinessProbe',
+    'startupProbe', 'imagePullPolicy', 'securityContext',
+  ],
+  port: ['name', 'containerPort', 'hostPort', 'hostIP', 'protocol'],
+  env: ['name', 'value'],
+  volumeMount: ['name', 'mountPath', 'readOnly', 'mountPropagation'],
+  volume: ['name', 'emptyDir', 'hostPath'],
+  emptyDir: ['medium'],
+  hostPath: ['path', 'type'],
+  resources: ['limits', 'requests'],
+  probe: ['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold', 'successThreshold'],
+} as const;
+
+/** What to write instead of a refused field, where there is something to say. */
+export const REFUSED_ADVICE: Readonly<Record<string, string>> = {
+  initContainers: 'run the step in the container\'s own command, or as a pod of its own',
+  ephemeralContainers: 'use the engine\'s exec to debug a running container',
+  valueFrom: 'write the value itself',
+  envFrom: 'list each variable under env with its value',
+  grpc: 'use exec, httpGet or tcpSocket',
+  subPath: 'mount the whole volume, or a hostPath of the file itself',
+  subPathExpr: 'mount the whole volume',
+  lifecycle: 'run the step in the container\'s command',
+  securityContext: 'only seccompProfile type RuntimeDefault (the engines\' default) is accepted',
+};
