@@ -10,6 +10,7 @@ import { independentDocker } from '@kubelet-ts/testkit';
 import { describeMachine, markdown } from './report.js';
 import { containerdVersion, criEngine } from './scenarios/cri-engine.js';
 import { engine } from './scenarios/engine.js';
+import { fleet } from './scenarios/fleet.js';
 import { memory } from './scenarios/memory.js';
 import { reaction } from './scenarios/reaction.js';
 import { steadyState } from './scenarios/steady-state.js';
@@ -45,6 +46,8 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   rows.push(...(await reaction(q ? 3 : 15)));
   step('memory');
   rows.push(...(await memory(q ? 500 : 10_000)));
+  step('fleet: agents on one etcd');
+  rows.push(...(await fleet(q ? 20 : 1_000)));
 
   const version = options.engine ? ((await independentDocker().version()) as { Version?: string }).Version : undefined;
   const machine = describeMachine(version, cri ? await containerdVersion() : undefined);

@@ -16,10 +16,15 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     out = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-'));
     const rows = await runBench({ quick: true, engine: true, out });
     const scenarios = new Set(rows.map((r) => r.scenario));
-    expect([...scenarios].sort()).toEqual(['1. start latency', '2. throughput', '3. steady state', '4. reaction', '5. memory']);
+    expect([...scenarios].sort()).toEqual(['1. start latency', '2. throughput', '3. steady state', '4. reaction', '5. memory', '6. fleet']);
     // The steady state makes two runtime calls per pass (list the containers, list the sandboxes), whatever the size.
     for (const r of rows.filter((x) => x.metric.startsWith('runtime calls per pass'))) expect(r.value.max).toBe(2);
     for (const r of rows.filter((x) => x.baseline !== undefined)) expect(r.ratio).toBeGreaterThan(0);
+    // The fleet: etcd serves one watcher per agent, and every agent gets each rollout, through etcd's restarts too.
+    expect(rows.find((x) => x.metric.includes("etcd's watchers"))?.value.median).toBe(20);
+    const converging = rows.filter((x) => x.scenario === '6. fleet' && x.target?.text.startsWith('every agent converges'));
+    expect(converging).toHaveLength(2);
+    for (const r of converging) expect({ metric: r.metric, met: r.target?.met }).toEqual({ metric: r.metric, met: true });
     const json = JSON.parse(await readFile(join(out, 'results.json'), 'utf8')) as { rows: unknown[]; machine: { cores: number } };
     expect(json.rows).toHaveLength(rows.length);
     expect(json.machine.cores).toBeGreaterThan(0);

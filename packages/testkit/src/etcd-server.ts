@@ -26,6 +26,11 @@ export interface EtcdServerOptions {
    * without `tls` only: the gateway calls use fetch).
    */
   readonly rootPassword?: string;
+  /**
+   * etcd's `--max-txn-ops` (default 128): the most operations one transaction may hold. A bench
+   * writing every host's key in one transaction needs one per host.
+   */
+  readonly maxTxnOps?: number;
 }
 
 /**
@@ -69,6 +74,14 @@ export class EtcdServer {
     return this.process !== undefined;
   }
 
+  /**
+   * The running etcd's process id, for a test that must kill it from outside this process's event
+   * loop (at an exact moment, e.g. right after a write commits); `stop()` still waits for the exit.
+   */
+  get pid(): number | undefined {
+    return this.process?.pid;
+  }
+
   /** Starts etcd again on the same ports and data dir; resolves once it answers `/health`. */
   async start(): Promise<void> {
     if (this.process !== undefined) return;
@@ -89,6 +102,7 @@ export class EtcdServer {
         '--logger', 'zap',
         '--log-level', 'warn',
         ...this.tlsArgs(),
+        ...(this.options.maxTxnOps === undefined ? [] : ['--max-txn-ops', String(this.options.maxTxnOps)]),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -1,0 +1,247 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ContainerSpec, ContainerSummary } from '@kubelet-ts/core';
+import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
+import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { EtcdManifestSource, etcdKeyFor } from '@kubelet-ts/source-etcd';
+import { EtcdServer } from '@kubelet-ts/testkit';
+import { row, summarise, type Row } from '../stats.js';
+
+/** The env variable that tells one rollout's containers from another's. */
+const GENERATION = 'FLEET_GENERATION';
+const CONTAINERS_PER_POD = 2;
+const pause = (msec: number) => new Promise((r) => setTimeout(r, msec));
+
+/**
+ * A host's in-memory engine that says when a rollout's containers have all started, without
+ * anyone polling it: `create` notes the generation a container was made for, `start` counts the
+ * distinct containers of that generation now running, and the last one settles `converged(g)`.
+ */
+class RolloutWatch extends MemoryRuntime {
+  private readonly generationOf = new Map<string, string>();
+  private readonly started = new Map<string, Set<string>>();
+  private readonly waiting = new Map<string, (at: bigint) => void>();
+  private readonly reached = new Map<string, bigint>();
+
+  override async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
+    const created = await super.create(spec, sandboxId);
+    const generation = spec.env[GENERATION];
+    if (generation !== undefined) this.generationOf.set(created.id, generation);
+    return created;
+  }
+
+  override async start(id: string): Promise<void> {
+    await super.start(id);
+    const generation = this.generationOf.get(id);
+    if (generation === undefined) return;
+    const names = this.started.get(generation) ?? new Set<string>();
+    this.started.set(generation, names);
+    names.add(id);
+    if (names.size === CONTAINERS_PER_POD && !this.reached.has(generation)) {
+      const at = process.hrtime.bigint();
+      this.reached.set(generation, at);
+      this.waiting.get(generation)?.(at);
+    }
+  }
+
+  /** When every container of `generation` was running (at once if it already is). */
+  converged(generation: string): Promise<bigint> {
+    const at = this.reached.get(generation);
+    if (at !== undefined) return Promise.resolve(at);
+    return new Promise((resolve) => this.waiting.set(generation, resolve));
+  }
+}
+
+interface Host {
+  readonly name: string;
+  readonly runtime: RolloutWatch;
+  readonly kubelet: Kubelet;
+}
+
+const podFor = (host: string, generation: string) =>
+  JSON.stringify([
+    {
+      id: `web-${host}`,
+      containers: Array.from({ length: CONTAINERS_PER_POD }, (_, c) => ({ name: `c${c}`, image: 'app:1', env: [{ name: GENERATION, value: generation }] })),
+    },
+  ]);
+
+/** The gateway's body of one transaction putting every host's key. */
+function rolloutTxn(hosts: readonly Host[], generation: string): object {
+  const b64 = (s: string) => Buffer.from(s).toString('base64');
+  return { success: hosts.map((h) => ({ requestPut: { key: b64(etcdKeyFor(h.name)), value: b64(podFor(h.name, generation)) } })) };
+}
+
+/** Every host's key in one transaction; resolves with the time it was sent. */
+async function rollout(etcd: EtcdServer, hosts: readonly Host[], generation: string): Promise<{ sent: bigint; roundTripMs: number }> {
+  const body = rolloutTxn(hosts, generation);
+  const sent = process.hrtime.bigint();
+  await etcd.gateway('/v3/kv/txn', body);
+  return { sent, roundTripMs: Number(process.hrtime.bigint() - sent) / 1e6 };
+}
+
+/**
+ * The transaction, and SIGKILL to etcd the instant its answer is in. A shell does both, outside
+ * this process's event loop, which a thousand agents keep busy: from here, the kill would come
+ * only after every agent had handled its event.
+ */
+async function rolloutThenKill(etcd: EtcdServer, hosts: readonly Host[], generation: string): Promise<{ sent: bigint }> {
+  const pid = etcd.pid;
+  if (pid === undefined) throw new Error('fleet: etcd is not running');
+  const dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-fleet-'));
+  try {
+    const file = join(dir, 'txn.json');
+    await writeFile(file, JSON.stringify(rolloutTxn(hosts, generation)));
+    const sent = process.hrtime.bigint();
+    const script = `curl -sf -o /dev/null --data-binary @"$1" "$2/v3/kv/txn" && kill -KILL "$3"`;
+    const status = await new Promise<number | null>((resolve, reject) => {
+      const child = spawn('sh', ['-c', script, 'sh', file, etcd.endpoint, String(pid)], { stdio: 'inherit' });
+      child.once('error', reject);
+      child.once('exit', resolve);
+    });
+    if (status !== 0) throw new Error(`fleet: curl (the transaction) or kill failed (exit ${status}); the fleet's restart needs curl on PATH`);
+    await etcd.stop('SIGKILL'); // already dead: waits for the exit to be seen
+    return { sent };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** etcd's own gauges of its watchers and watch streams (`etcd_debugging_mvcc_*`). */
+async function watchGauges(etcd: EtcdServer): Promise<{ watchers: number; streams: number | undefined }> {
+  const text = await (await fetch(`${etcd.endpoint}/metrics`)).text();
+  const gauge = (name: string) => {
+    const m = new RegExp(`^${name} (\\S+)`, 'm').exec(text);
+    return m === null ? undefined : Number(m[1]);
+  };
+  const watchers = gauge('etcd_debugging_mvcc_watcher_total');
+  if (watchers === undefined) throw new Error('etcd metrics: no etcd_debugging_mvcc_watcher_total');
+  return { watchers, streams: gauge('etcd_debugging_mvcc_watch_stream_total') };
+}
+
+async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`fleet: ${what} not reached within ${timeoutMs} ms`);
+    await pause(100);
+  }
+}
+
+/** In batches, so that 1,000 starts or closes do not all wait on one another. */
+async function inBatches<T>(items: readonly T[], size: number, work: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(work));
+}
+
+/** Times of every host's convergence to `generation`, from `sent`, in ms; hosts not there by `timeoutMs` are left out. */
+async function convergence(hosts: readonly Host[], generation: string, sent: bigint, timeoutMs: number): Promise<number[]> {
+  const timeout = pause(timeoutMs).then(() => undefined);
+  const times = await Promise.all(hosts.map((h) => Promise.race([h.runtime.converged(generation), timeout])));
+  return times.filter((t): t is bigint => t !== undefined).map((t) => Number(t - sent) / 1e6);
+}
+
+function memoryNow(): { rss: number; heap: number } {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
+  const m = process.memoryUsage();
+  return { rss: m.rss, heap: m.heapUsed };
+}
+
+/**
+ * A fleet of `size` agents in this one process, as `size` hosts would be: each its own in-memory
+ * engine, its own etcd source with its own etcd3 client (its own gRPC channel and watch stream),
+ * watching `/registry/hosts/<host>/kubelet` on one real etcd. One transaction writes every key;
+ * each agent's time is from the transaction being sent to both its containers running. Then a
+ * second rollout, and etcd is killed (SIGKILL, a crash) the moment the transaction has committed
+ * and restarted on the same data dir and port: no agent may miss it.
+ */
+export async function fleet(size: number): Promise<Row[]> {
+  const etcd = await EtcdServer.launch({ maxTxnOps: Math.max(128, size) });
+  const hosts: Host[] = [];
+  try {
+    const before = memoryNow();
+    for (let i = 0; i < size; i++) {
+      const name = `host-${i}`;
+      const runtime = new RolloutWatch({ pullable: 'any', callLogSize: 100 });
+      const source = new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: name });
+      hosts.push({ name, runtime, kubelet: createKubelet({ runtime, sources: [source], hostname: name }) });
+    }
+    await inBatches(hosts, 50, (h) => h.kubelet.start());
+    await until(`${size} watchers on etcd`, 60_000, async () => (await watchGauges(etcd)).watchers >= size);
+
+    const first = await rollout(etcd, hosts, '1');
+    const firstTimes = await convergence(hosts, '1', first.sent, 60_000);
+    const gauges = await watchGauges(etcd);
+    const after = memoryNow();
+    const s = summarise(firstTimes.length > 0 ? firstTimes : [Number.NaN]);
+    const perAgentKb = (bytes: number) => bytes / size / 1024;
+
+    // Two restarts. (a) SIGKILL as soon as the transaction's answer is in, down for a second, then
+    // the same data dir and port: a watch event etcd had not sent yet is lost with it. (b) The
+    // harder one: SIGKILL, restart, and the transaction written the moment etcd answers /health,
+    // while every agent is between its lost watch and its re-read: none can get it from the watch
+    // it had, each must find it by reading again or on its new watch.
+    const second = await rolloutThenKill(etcd, hosts, '2');
+    const killedMs = Number(process.hrtime.bigint() - second.sent) / 1e6;
+    await pause(1000);
+    await etcd.start();
+    const backMs = Number(process.hrtime.bigint() - second.sent) / 1e6;
+    const secondTimes = await convergence(hosts, '2', second.sent, 60_000);
+    // An agent that converged before etcd came back had the event from the watch etcd died with.
+    const beforeBack = secondTimes.filter((t) => t < backMs).length;
+    const r = summarise(secondTimes.length > 0 ? secondTimes : [Number.NaN]);
+
+    await etcd.stop('SIGKILL');
+    await etcd.start();
+    const third = await rollout(etcd, hosts, '3');
+    const thirdTimes = await convergence(hosts, '3', third.sent, 60_000);
+    const w = summarise(thirdTimes.length > 0 ? thirdTimes : [Number.NaN]);
+    const fleetLabel = `${size.toLocaleString('en')} agents`;
+    return [
+      row({
+        scenario: '6. fleet',
+        metric: `${fleetLabel}: one etcd txn of every key → the agent's 2 containers running`,
+        unit: 'ms',
+        value: s,
+        target: { text: 'p99 ≤ 2 s, every agent', met: s.p99 <= 2000 && firstTimes.length === size },
+        note: `p50 ${s.median.toFixed(0)} ms, p99 ${s.p99.toFixed(0)} ms, max ${s.max.toFixed(0)} ms; ${firstTimes.length} of ${size} agents converged; timed from the txn being sent (its round trip, ${first.roundTripMs.toFixed(0)} ms, is inside); each agent has its own etcd3 client (gRPC channel) and MemoryRuntime, all in one Node process on this machine's ${availableParallelism()} cores, shared`,
+      }),
+      row({
+        scenario: '6. fleet',
+        metric: `${fleetLabel}: etcd's watchers (etcd_debugging_mvcc_watcher_total)`,
+        unit: 'watchers',
+        value: summarise([gauges.watchers]),
+        target: { text: `= ${size} (one per agent)`, met: gauges.watchers === size },
+        ...(gauges.streams === undefined ? {} : { note: `watch streams (etcd_debugging_mvcc_watch_stream_total): ${gauges.streams}` }),
+      }),
+      row({
+        scenario: '6. fleet',
+        metric: `${fleetLabel}: memory per agent, RSS`,
+        unit: 'KB',
+        value: summarise([perAgentKb(after.rss - before.rss)]),
+        note: `(RSS once every agent ran its pods − RSS before the first agent was made) / ${size}, after full GCs; heap alone ${perAgentKb(after.heap - before.heap).toFixed(0)} KB per agent. Includes each agent's etcd3 client and its in-memory engine holding 2 containers and a sandbox`,
+      }),
+      row({
+        scenario: '6. fleet',
+        metric: `${fleetLabel}: rollout written as etcd comes back from a SIGKILL → the agent's containers running`,
+        unit: 'ms',
+        value: w,
+        target: { text: `every agent converges (${size} of ${size})`, met: thirdTimes.length === size },
+        note: `${thirdTimes.length} of ${size} agents converged (p50 ${w.median.toFixed(0)} ms, p99 ${w.p99.toFixed(0)} ms, max ${w.max.toFixed(0)} ms from the txn being sent, the moment the restarted etcd answered /health); every agent had lost its watch to the kill and was backing off (from 500 ms, doubling) before reading the key again`,
+      }),
+      row({
+        scenario: '6. fleet',
+        metric: `${fleetLabel}: etcd SIGKILLed as the rollout txn commits, then restarted → the agent's containers running`,
+        unit: 'ms',
+        value: r,
+        target: { text: `every agent converges (${size} of ${size})`, met: secondTimes.length === size },
+        note: `${secondTimes.length} of ${size} agents converged (max ${r.max.toFixed(0)} ms from the txn being sent, p99 ${r.p99.toFixed(0)} ms); ${beforeBack} had it before etcd came back (from the watch etcd died with), ${secondTimes.length - beforeBack} only after (by reading the key again). A shell ran the txn with curl and \`kill -KILL\` at once when it answered (seen by this process ${killedMs.toFixed(0)} ms after sending); etcd was back (same data dir and port, /health answering) ${backMs.toFixed(0)} ms after sending. The agents re-read the key after losing the watch (back-off from 500 ms, doubling)`,
+      }),
+    ];
+  } finally {
+    await inBatches(hosts, 100, (h) => h.kubelet.close());
+    await etcd.destroy();
+  }
+}
