@@ -5,4 +5,6 @@ runtimeContract('memory', () => new MemoryRuntime({ images: ['busybox:1.36'], pu
   image: 'busybox:1.36',
   command: ['sleep', '3600'],
   realExec: false,
+  // Its containers run nothing: the kill is the test control.
+  events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
 });

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubeletError, Labels, buildContainerName, sandboxHash, type ContainerRuntime, type ContainerSpec, type ErrorCode } from '@kubelet-ts/core';
+import { eventsContract, type EventsCapability } from './events-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
 
 export interface RuntimeContractOptions {
@@ -16,6 +17,8 @@ export interface RuntimeContractOptions {
    * skipped, each by name, never silently). Without it, the pod tests check the bookkeeping only.
    */
   readonly podNetwork?: PodNetworkCapability;
+  /** Declared by runtimes that stream container events; without it the event checks are skipped, by name. */
+  readonly events?: EventsCapability;
 }
 
 /**
@@ -181,5 +184,6 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
     });
 
     podContract(() => runtime, { ...options, name });
+    eventsContract(() => runtime, create, { ...options, name });
   });
 }

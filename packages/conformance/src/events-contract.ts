@@ -1,0 +1,152 @@
+import { describe, expect, it } from '@jest/globals';
+import { Labels, buildContainerName, hasEvents, type ContainerEvent, type ContainerEventSource, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
+
+/**
+ * Declared by runtimes that stream container events (`ContainerEventSource`): how the contract
+ * makes a running container exit with code 3 as a kill outside the agent would.
+ */
+export interface EventsCapability {
+  /**
+   * Makes the running contract container `containerId` exit with code 3. Default, for runtimes that
+   * run real processes: exec `kill 1`, which the container's shell (`EVENTS_COMMAND`) traps.
+   */
+  readonly kill?: (runtime: ContainerRuntime, containerId: string) => Promise<void>;
+}
+
+interface EventsContractOptions {
+  readonly name: string;
+  readonly image: string;
+  readonly events?: EventsCapability;
+}
+
+/** Runs until SIGTERM, then exits 3 (busybox sh as PID 1 gets the signal because it traps it). */
+const EVENTS_COMMAND = ['sh', '-c', 'trap "exit 3" TERM; sleep 3600 & wait'];
+/** How long an engine may take to tell of a change. */
+const EVENT_WAIT_MS = 10_000;
+
+/** Reads a stream in the background and lets a test wait for the event it expects. */
+class EventLog {
+  readonly seen: { readonly event: ContainerEvent; readonly at: number }[] = [];
+  ended: { readonly error?: unknown } | undefined;
+  private wake: () => void = () => undefined;
+  readonly done: Promise<void>;
+
+  constructor(stream: AsyncIterable<ContainerEvent>) {
+    this.done = (async () => {
+      try {
+        for await (const event of stream) {
+          this.seen.push({ event, at: performance.now() });
+          this.wake();
+        }
+        this.ended = {};
+      } catch (error) {
+        this.ended = { error };
+      }
+      this.wake();
+    })();
+  }
+
+  /** The first event (seen or to come) that `match` accepts, with when it arrived. */
+  async waitFor(what: string, match: (e: ContainerEvent) => boolean): Promise<{ readonly event: ContainerEvent; readonly at: number }> {
+    const deadline = performance.now() + EVENT_WAIT_MS;
+    for (;;) {
+      const found = this.seen.find((s) => match(s.event));
+      if (found !== undefined) return found;
+      if (this.ended !== undefined) throw new Error(`the event stream ended (${String(this.ended.error ?? 'returned')}) before ${what}; saw ${this.describe()}`);
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error(`no ${what} within ${EVENT_WAIT_MS} ms; saw ${this.describe()}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
+
+  private describe(): string {
+    return JSON.stringify(this.seen.map((s) => s.event));
+  }
+}
+
+/**
+ * The event half of `runtimeContract`, for runtimes that declare `events`; otherwise each check is
+ * skipped by name. `create` makes a container in the contract's sandbox and removes it after the test.
+ */
+export function eventsContract(runtime: () => ContainerRuntime, create: (spec: ContainerSpec) => Promise<{ readonly id: string }>, options: EventsContractOptions): void {
+  describe('events', () => {
+    const capability = options.events;
+    const withEvents = (title: string, body: (r: ContainerRuntime & ContainerEventSource, c: EventsCapability) => Promise<void>) =>
+      capability === undefined
+        ? it.skip(`${title} (${options.name} declares no events)`, () => {})
+        : it(
+            title,
+            async () => {
+              const r = runtime();
+              if (!hasEvents(r)) throw new Error(`${options.name} declares events, but has no events(signal) method`);
+              await body(r, capability);
+            },
+            30_000,
+          );
+
+    it('has events(signal) exactly when it declares the events capability', () => {
+      expect(hasEvents(runtime())).toBe(capability !== undefined);
+    });
+
+    const spec = (podId: string, labels?: Record<string, string>): ContainerSpec => ({
+      name: `${buildContainerName(podId, 'main')}-${Date.now().toString(36)}`,
+      podId,
+      image: options.image,
+      command: EVENTS_COMMAND,
+      env: {},
+      ports: [],
+      mounts: [],
+      labels: labels ?? { [Labels.manifestId]: podId, [Labels.containerName]: 'main', [Labels.specHash]: 'v1-events', [Labels.source]: 'contract', [Labels.node]: 'contract-node' },
+    });
+
+    withEvents('streams started, exited with its code and removed of its containers, and nothing of foreign ones', async (r, c) => {
+      const abort = new AbortController();
+      const log = new EventLog(r.events(abort.signal));
+      try {
+        const foreign = await create(spec('events-foreign', { owner: 'someone-else' }));
+        await r.start(foreign.id);
+        const podId = `events-${process.pid}`;
+        const mine = await create(spec(podId));
+        await r.start(mine.id);
+        const started = await log.waitFor('started', (e) => e.type === 'started' && e.containerId === mine.id);
+        expect(started.event).toMatchObject({ podId });
+        expect(typeof started.event.time).toBe('number');
+
+        const killedAt = performance.now();
+        await (c.kill ?? ((rt, id) => rt.exec(id, ['kill', '1'], 5000).then(() => undefined)))(r, mine.id);
+        const exited = await log.waitFor('exited', (e) => e.type === 'exited' && e.containerId === mine.id);
+        expect(exited.event).toMatchObject({ podId, exitCode: 3 });
+        // Written out by the adapters' contract runs, for the issue's figure (kill → event).
+        process.stdout.write(`events contract ${options.name}: kill → exited event in ${(exited.at - killedAt).toFixed(1)} ms\n`);
+
+        await r.remove(foreign.id, { force: true });
+        await r.remove(mine.id);
+        await log.waitFor('removed', (e) => e.type === 'removed' && e.containerId === mine.id);
+        // Events come in order: by our removal, every event of the foreign container would be here.
+        expect(log.seen.filter((s) => s.event.containerId === foreign.id).map((s) => s.event)).toEqual([]);
+        expect(log.seen.filter((s) => s.event.containerId === mine.id).map((s) => s.event.type)).toEqual(['started', 'exited', 'removed']);
+      } finally {
+        abort.abort();
+        await log.done;
+      }
+    });
+
+    withEvents('returns promptly when the signal aborts, while waiting for an event', async (r) => {
+      const abort = new AbortController();
+      const it = r.events(abort.signal)[Symbol.asyncIterator]();
+      const pending = it.next();
+      setTimeout(() => abort.abort(), 50);
+      const startedAt = performance.now();
+      await expect(pending).resolves.toMatchObject({ done: true });
+      expect(performance.now() - startedAt).toBeLessThan(2000);
+      // An aborted signal: ends at once.
+      await expect(r.events(abort.signal)[Symbol.asyncIterator]().next()).resolves.toMatchObject({ done: true });
+    });
+  });
+}
