@@ -65,6 +65,7 @@ export { Tokens, type Registry, type Token } from './tokens.js';
 
 // Pod volumes on the host (for runtime adapters)
 export { podVolumeDir, removePodVolumes } from './host-volumes.js';
+export { prepareHostPath, prepareHostPaths } from './host-path.js';
 
 // Time
 export { repeatEvery, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
@@ -84,7 +85,7 @@ export {
   type ContainerIdentity,
 } from './naming.js';
 export { buildContainerSpec, canonicalJson, specHash, specHashes, type SpecContext } from './spec.js';
-export { buildSandboxSpec, isManagedSandbox, sandboxHash, type SandboxSpec, type SandboxState, type SandboxSummary } from './sandbox.js';
+export { HOST_NETWORK_SANDBOX_HASH, buildSandboxSpec, isManagedSandbox, manifestSandboxHash, sandboxHash, type SandboxSpec, type SandboxState, type SandboxSummary } from './sandbox.js';
 
 // Planning, and what the agent shows of itself
 export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';

@@ -18,6 +18,8 @@ export const Labels = {
   sandbox: 'io.kubelet-ts.pod-infra',
   /** On a pod sandbox: `sandboxHash` of the ports it was made with. */
   sandboxHash: 'io.kubelet-ts.pod-ports-hash',
+  /** On containers and sandboxes of a pod that has one: its v1 `metadata.namespace`, shown, never matched on. */
+  namespace: 'io.kubelet-ts.namespace',
 } as const;
 
 /** The identity of a managed container, read from its labels. */

@@ -1,4 +1,4 @@
-import type { Protocol } from './manifest.js';
+import type { HostPathType, Protocol } from './manifest.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
 export type ContainerState = 'created' | 'running' | 'exited';
@@ -49,6 +49,12 @@ export interface Mount {
   readonly readOnly: boolean;
   /** An absolute, normal host path other than `/` (validation makes sure), bound at `containerPath`. */
   readonly hostPath?: string;
+  /**
+   * With a v1 `hostPath` volume: the `type` the host path must have, checked (and for the `…OrCreate`
+   * types, made) by the agent before the container is created (see `prepareHostPath`); runtimes only
+   * bind. Absent (and for 2014 HOST mounts): no check.
+   */
+  readonly hostPathType?: HostPathType;
 }
 
 /** A container as `list` sees it. Times are milliseconds since the epoch. */

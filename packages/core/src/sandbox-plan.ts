@@ -2,8 +2,8 @@ import type { ContainerManifest, DesiredPod } from './manifest.js';
 import { Labels } from './naming.js';
 import type { PlanAction, PlanReason } from './planner.js';
 import type { ContainerSummary } from './runtime.js';
-import { buildSandboxSpec, isManagedSandbox, sandboxHash, type SandboxSummary } from './sandbox.js';
-import { podPorts, specHashes } from './spec.js';
+import { buildSandboxSpec, isManagedSandbox, manifestSandboxHash, type SandboxSummary } from './sandbox.js';
+import { specHashes } from './spec.js';
 
 /** Where a desired pod's containers go this pass. */
 export type SandboxDecision =
@@ -17,7 +17,7 @@ const hashes = new WeakMap<ContainerManifest, string>();
 /** The sandbox hash of a manifest, remembered per manifest object (a pass asks it of every pod). */
 function wantedHash(manifest: ContainerManifest): string {
   let hash = hashes.get(manifest);
-  if (hash === undefined) hashes.set(manifest, (hash = sandboxHash(podPorts(manifest))));
+  if (hash === undefined) hashes.set(manifest, (hash = manifestSandboxHash(manifest)));
   return hash;
 }
 

@@ -44,11 +44,23 @@ const SANDBOX_NAME = /^POD--([A-Za-z0-9._-]+)--[0-9a-f]{8}$/;
 
 /**
  * The hash of what a sandbox is made with: the pod's ports (the one thing fixed when a namespace
- * is made). Written as the `io.kubelet-ts.pod-ports-hash` label, exactly as the release before
- * pods were explicit wrote it on its infrastructure containers, so an upgraded agent adopts them.
+ * is made), and with `hostNetwork` the host's network instead. Written as the
+ * `io.kubelet-ts.pod-ports-hash` label, exactly as the release before pods were explicit wrote it
+ * on its infrastructure containers (the ports alone, hostNetwork false or absent), so an upgraded
+ * agent adopts them.
  */
-export function sandboxHash(ports: readonly PortBinding[]): string {
-  return createHash('sha256').update(canonicalJson(ports)).digest('hex').slice(0, 16);
+export function sandboxHash(ports: readonly PortBinding[], hostNetwork = false): string {
+  // A host-network sandbox publishes nothing: its ports are the host's, and changing them needs no new one.
+  const made = hostNetwork ? { hostNetwork: true } : ports;
+  return createHash('sha256').update(canonicalJson(made)).digest('hex').slice(0, 16);
+}
+
+/** The sandbox hash of every host-network sandbox (see `sandboxHash`): how a runtime knows a holder on the host's network is meant to be there. */
+export const HOST_NETWORK_SANDBOX_HASH = sandboxHash([], true);
+
+/** The sandbox hash a manifest's sandbox is made with. */
+export function manifestSandboxHash(manifest: ContainerManifest): string {
+  return manifest.hostNetwork === true ? HOST_NETWORK_SANDBOX_HASH : sandboxHash(podPorts(manifest));
 }
 
 /**
@@ -63,17 +75,19 @@ export function podHostname(id: string): string {
 
 /** The sandbox a manifest needs on `node`. */
 export function buildSandboxSpec(manifest: ContainerManifest, context: { readonly node: string; readonly source: string }): SandboxSpec {
-  const ports = podPorts(manifest);
+  const hostNetwork = manifest.hostNetwork === true;
   return {
     name: buildContainerName(manifest.id, 'POD'),
     podId: manifest.id,
     hostname: podHostname(manifest.id),
-    ports,
+    ports: hostNetwork ? [] : podPorts(manifest),
+    ...(hostNetwork ? { hostNetwork: true } : {}),
     labels: {
       [Labels.sandbox]: manifest.id,
-      [Labels.sandboxHash]: sandboxHash(ports),
+      [Labels.sandboxHash]: manifestSandboxHash(manifest),
       [Labels.node]: context.node,
       [Labels.source]: context.source,
+      ...(manifest.namespace === undefined ? {} : { [Labels.namespace]: manifest.namespace }),
     },
   };
 }

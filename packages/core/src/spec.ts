@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { DEFAULT_GRACE_PERIOD_SECONDS, type Container, type ContainerManifest, type Port } from './manifest.js';
+import { DEFAULT_GRACE_PERIOD_SECONDS, type Container, type ContainerManifest, type Port, type Volume, type VolumeMount } from './manifest.js';
 import { Labels, buildContainerName } from './naming.js';
-import type { ContainerSpec, PortBinding } from './runtime.js';
+import type { ContainerSpec, Mount, PortBinding } from './runtime.js';
 
 /**
  * Bump only when the meaning of a field changes. Adding an optional field must not change the
@@ -19,8 +19,10 @@ export function specHash(manifest: ContainerManifest, container: Container): str
   if (known !== undefined) return known;
   const mounted = new Set(container.volumeMounts.map((m) => m.name));
   // How the agent watches and pulls a container does not change what runs: a new probe or pull
-  // policy must not restart it.
-  const { livenessProbe: _probe, imagePullPolicy: _pull, ...applied } = container;
+  // policy must not restart it. (The v1 fields of a container, entrypoint, cpuLimitMillis and a
+  // port's hostIP, are in `applied` when present, and absent fields are not hashed.)
+  const { livenessProbe: _probe, readinessProbe: _ready, startupProbe: _startup, imagePullPolicy: _pull, ...applied } = container;
+  const hostPaths = mountedHostPaths(manifest, mounted);
   const hashed = {
     container: applied,
     // The pod's ports belong to its shared network namespace: changing any of them replaces the
@@ -29,11 +31,21 @@ export function specHash(manifest: ContainerManifest, container: Container): str
     // Only what this container mounts, in name order: reordering or adding other volumes in the
     // manifest changes nothing for this container.
     volumes: [...mounted].sort(),
+    // v1 only, each added when present so that no 2014 manifest's hash moves: the host's network
+    // replaces the pod's namespace; a mounted volume's host path (or its type) is what is bound.
+    ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
+    ...(hostPaths === undefined ? {} : { hostPaths }),
   };
   const digest = createHash('sha256').update(canonicalJson(hashed)).digest('hex').slice(0, 16);
   const hash = `v${SPEC_HASH_VERSION}-${digest}`;
   hashes.set(container, hash);
   return hash;
+}
+
+/** The host paths of the mounted volumes that have one, by volume name; `undefined` when none does. */
+function mountedHostPaths(manifest: ContainerManifest, mounted: ReadonlySet<string>): Record<string, Volume['hostPath']> | undefined {
+  const withPath = manifest.volumes.filter((v) => v.hostPath !== undefined && mounted.has(v.name));
+  return withPath.length === 0 ? undefined : Object.fromEntries(withPath.map((v) => [v.name, v.hostPath]));
 }
 
 const hashes = new WeakMap<Container, string>();
@@ -47,7 +59,12 @@ export function specHashes(manifest: ContainerManifest): readonly string[] {
 }
 
 function toBinding(p: Port): PortBinding {
-  return { containerPort: p.containerPort, ...(p.hostPort === undefined ? {} : { hostPort: p.hostPort }), protocol: p.protocol };
+  return {
+    containerPort: p.containerPort,
+    ...(p.hostPort === undefined ? {} : { hostPort: p.hostPort }),
+    ...(p.hostIP === undefined ? {} : { hostIp: p.hostIP }),
+    protocol: p.protocol,
+  };
 }
 
 /** Every port of the manifest, in container order. */
@@ -78,23 +95,20 @@ export interface SpecContext {
 
 /** Maps one manifest container onto what the runtime creates, labels included. */
 export function buildContainerSpec(manifest: ContainerManifest, container: Container, context: SpecContext): ContainerSpec {
+  const volumes = new Map(manifest.volumes.map((v) => [v.name, v]));
   return {
     name: buildContainerName(manifest.id, container.name),
     podId: manifest.id,
     image: container.image,
     ...(container.command === undefined ? {} : { command: container.command }),
+    ...(container.entrypoint === undefined ? {} : { entrypoint: container.entrypoint }),
     ...(container.workingDir === undefined ? {} : { workingDir: container.workingDir }),
     env: Object.fromEntries(container.env.map((e) => [e.name, e.value])),
     ports: container.ports.map(toBinding),
-    mounts: container.volumeMounts.map((m) => ({
-      volume: m.name,
-      containerPath: m.mountPath,
-      readOnly: m.readOnly,
-      // 2014's HOST mount: the host directory at the same path.
-      ...(m.mountType === 'HOST' ? { hostPath: m.mountPath } : {}),
-    })),
+    mounts: container.volumeMounts.map((m) => mountOf(m, volumes.get(m.name))),
     ...(container.memory === undefined ? {} : { memory: container.memory }),
     ...(container.cpu === undefined ? {} : { cpuShares: container.cpu }),
+    ...(container.cpuLimitMillis === undefined ? {} : { cpuLimitMillis: container.cpuLimitMillis }),
     labels: {
       [Labels.manifestId]: manifest.id,
       [Labels.containerName]: container.name,
@@ -102,8 +116,18 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
       [Labels.source]: context.source,
       [Labels.node]: context.node,
       [Labels.gracePeriod]: String(manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS),
+      ...(manifest.namespace === undefined ? {} : { [Labels.namespace]: manifest.namespace }),
       ...(context.restartCount === undefined ? {} : { [Labels.restartCount]: String(context.restartCount) }),
       ...(context.crashStreak === undefined ? {} : { [Labels.crashStreak]: String(context.crashStreak) }),
     },
   };
+}
+
+function mountOf(m: VolumeMount, volume: Volume | undefined): Mount {
+  const base = { volume: m.name, containerPath: m.mountPath, readOnly: m.readOnly };
+  // A v1 hostPath volume: its host path, checked by the agent for its type before the create.
+  const hostPath = volume?.hostPath;
+  if (hostPath !== undefined) return { ...base, hostPath: hostPath.path, ...(hostPath.type ? { hostPathType: hostPath.type } : {}) };
+  // 2014's HOST mount: the host directory at the same path, as it is.
+  return m.mountType === 'HOST' ? { ...base, hostPath: m.mountPath } : base;
 }

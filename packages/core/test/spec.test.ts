@@ -221,8 +221,9 @@ describe('buildContainerSpec', () => {
     expect(Labels.specHash).toBe('io.kubelet-ts.spec-hash');
     expect(Labels.source).toBe('io.kubelet-ts.source');
     expect(Labels.node).toBe('io.kubelet-ts.node');
-    // Restart counters appear only on a container that replaces an exited one; the sandbox labels only on sandboxes.
-    const notOnContainers: string[] = [Labels.restartCount, Labels.crashStreak, Labels.sandbox, Labels.sandboxHash];
+    // Restart counters appear only on a container that replaces an exited one; the sandbox labels only on sandboxes;
+    // the namespace only for a pod that has one (a v1 Pod).
+    const notOnContainers: string[] = [Labels.restartCount, Labels.crashStreak, Labels.sandbox, Labels.sandboxHash, Labels.namespace];
     expect(Object.keys(spec.labels).sort()).toEqual(Object.values(Labels).filter((l) => !notOnContainers.includes(l)).sort());
     expect(spec.labels[Labels.gracePeriod]).toBe('30');
   });

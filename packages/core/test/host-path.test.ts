@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeletError } from '../src/errors.js';
+import { prepareHostPath, prepareHostPaths } from '../src/host-path.js';
+
+let root: string;
+let socketServer: Server;
+const socketPath = () => join(root, 'sock');
+
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'kubelet-ts-host-path-'));
+  await mkdir(join(root, 'dir'));
+  await writeFile(join(root, 'file'), 'kept');
+  await symlink(join(root, 'dir'), join(root, 'link-to-dir'));
+  socketServer = createServer();
+  await new Promise<void>((resolve) => socketServer.listen(socketPath(), resolve));
+});
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => socketServer.close(() => resolve()));
+  await rm(root, { recursive: true, force: true });
+});
+
+const failure = (call: Promise<unknown>) =>
+  call.then(
+    () => undefined,
+    (e: unknown) => e as KubeletError,
+  );
+
+describe('prepareHostPath', () => {
+  it('DirectoryOrCreate makes a missing directory (and its parents) with mode 0755, and keeps an existing one', async () => {
+    const path = join(root, 'made', 'deep');
+    await prepareHostPath(path, 'DirectoryOrCreate', 'data');
+    const made = await stat(path);
+    expect(made.isDirectory()).toBe(true);
+    expect(made.mode & 0o777).toBe(0o755 & ~process.umask());
+    await prepareHostPath(join(root, 'dir'), 'DirectoryOrCreate', 'data');
+  });
+
+  it('DirectoryOrCreate refuses a file there, naming the volume and the path', async () => {
+    const e = await failure(prepareHostPath(join(root, 'file'), 'DirectoryOrCreate', 'data'));
+    expect(e).toBeInstanceOf(KubeletError);
+    expect(e?.code).toBe('Conflict');
+    expect(e?.message).toContain('volume "data"');
+    expect(e?.message).toContain(join(root, 'file'));
+    expect(e?.message).toMatch(/is a file, not a directory/);
+  });
+
+  it('Directory takes a directory (through a link too), refuses an absent path and a file', async () => {
+    await prepareHostPath(join(root, 'dir'), 'Directory', 'v');
+    await prepareHostPath(join(root, 'link-to-dir'), 'Directory', 'v');
+    const absent = await failure(prepareHostPath(join(root, 'absent'), 'Directory', 'v'));
+    expect(absent?.code).toBe('NotFound');
+    expect(absent?.message).toMatch(/does not exist: create it, or use type DirectoryOrCreate/);
+    expect((await failure(prepareHostPath(join(root, 'file'), 'Directory', 'v')))?.code).toBe('Conflict');
+    await expect(stat(join(root, 'absent'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('FileOrCreate makes a missing empty file with mode 0644, keeps an existing one unchanged, and refuses a directory', async () => {
+    const path = join(root, 'new-file');
+    await prepareHostPath(path, 'FileOrCreate', 'f');
+    const made = await stat(path);
+    expect(made.isFile()).toBe(true);
+    expect(made.size).toBe(0);
+    expect(made.mode & 0o777).toBe(0o644 & ~process.umask());
+    await prepareHostPath(join(root, 'file'), 'FileOrCreate', 'f');
+    expect(await readFile(join(root, 'file'), 'utf8')).toBe('kept');
+    expect((await failure(prepareHostPath(join(root, 'dir'), 'FileOrCreate', 'f')))?.code).toBe('Conflict');
+  });
+
+  it('FileOrCreate does not make a missing parent directory, as the kubelet does not', async () => {
+    const e = await failure(prepareHostPath(join(root, 'no-parent', 'file'), 'FileOrCreate', 'f'));
+    expect(e?.code).toBe('NotFound');
+    expect(e?.message).toMatch(/parent directory does not exist/);
+    await expect(stat(join(root, 'no-parent'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('File takes a file, refuses an absent path and a directory', async () => {
+    await prepareHostPath(join(root, 'file'), 'File', 'f');
+    expect((await failure(prepareHostPath(join(root, 'absent-file'), 'File', 'f')))?.code).toBe('NotFound');
+    expect((await failure(prepareHostPath(join(root, 'dir'), 'File', 'f')))?.code).toBe('Conflict');
+  });
+
+  it('Socket takes a socket and refuses a file or an absent path', async () => {
+    await prepareHostPath(socketPath(), 'Socket', 's');
+    expect((await failure(prepareHostPath(join(root, 'file'), 'Socket', 's')))?.message).toMatch(/is a file, not a socket/);
+    expect((await failure(prepareHostPath(join(root, 'absent.sock'), 'Socket', 's')))?.code).toBe('NotFound');
+  });
+
+  it('CharDevice takes a character device (/dev/null) and refuses a directory', async () => {
+    await prepareHostPath('/dev/null', 'CharDevice', 'dev');
+    expect((await failure(prepareHostPath(join(root, 'dir'), 'CharDevice', 'dev')))?.message).toMatch(/is a directory, not a character device/);
+  });
+
+  it('BlockDevice refuses a character device and an absent path', async () => {
+    expect((await failure(prepareHostPath('/dev/null', 'BlockDevice', 'dev')))?.message).toMatch(/is a character device, not a block device/);
+    expect((await failure(prepareHostPath(join(root, 'absent-dev'), 'BlockDevice', 'dev')))?.code).toBe('NotFound');
+  });
+
+  it("checks nothing for '' or no type: an absent path is left absent", async () => {
+    await prepareHostPath(join(root, 'unchecked'), '', 'v');
+    await prepareHostPath(join(root, 'unchecked'), undefined, 'v');
+    await expect(stat(join(root, 'unchecked'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('prepareHostPaths checks the typed mounts of a spec only (2014 HOST mounts carry no type)', async () => {
+    await prepareHostPaths([
+      { volume: 'host2014', containerPath: '/x', readOnly: false, hostPath: join(root, 'absent-2014') },
+      { volume: 'made', containerPath: '/y', readOnly: false, hostPath: join(root, 'by-spec'), hostPathType: 'DirectoryOrCreate' },
+      { volume: 'pod', containerPath: '/z', readOnly: false },
+    ]);
+    expect((await stat(join(root, 'by-spec'))).isDirectory()).toBe(true);
+    await expect(stat(join(root, 'absent-2014'))).rejects.toMatchObject({ code: 'ENOENT' });
+    const e = await failure(prepareHostPaths([{ volume: 'gone', containerPath: '/y', readOnly: false, hostPath: join(root, 'gone'), hostPathType: 'Directory' }]));
+    expect(e?.message).toContain('volume "gone"');
+  });
+});
