@@ -36,6 +36,8 @@ export {
 } from './parse.js';
 export { WarningReporter } from './warning-reporter.js';
 export { toV1Pod, type V1Pod } from './v1/to-v1.js';
+export { toV1beta1 } from './v1/to-v1beta1.js';
+export { IGNORED_V1_FIELDS } from './v1/fields.js';
 export { v1PodId } from './v1/pod-id.js';
 export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
 
@@ -84,10 +86,11 @@ export {
   nodeNameProblem,
   type ContainerIdentity,
 } from './naming.js';
-export { buildContainerSpec, canonicalJson, specHash, specHashes, type SpecContext } from './spec.js';
+export { CFS_PERIOD_US, buildContainerSpec, canonicalJson, cfsQuotaOf, cpuLimitMillisOf, specHash, specHashes, type SpecContext } from './spec.js';
 export { HOST_NETWORK_SANDBOX_HASH, buildSandboxSpec, isManagedSandbox, manifestSandboxHash, sandboxHash, type SandboxSpec, type SandboxState, type SandboxSummary } from './sandbox.js';
 
 // Planning, and what the agent shows of itself
 export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';
 export { reportPlan, type PlannedStep, type PlanReport } from './plan-report.js';
-export type { AgentView, ContainerView, HealthView, PodView } from './agent-view.js';
+export type { AgentView, ContainerView, EndedRun, HealthView, PodView, WaitingReason } from './agent-view.js';
+export { PodListAnnotations, podPhase, renderPodList, rfc3339, type PodListOptions, type V1PodList, type V1PodWithStatus } from './pod-list.js';
