@@ -7,11 +7,13 @@ import { defaultHostname } from './legacy-flags.js';
 import { buildProgram, normaliseFlagSpelling, optionsOf } from './options.js';
 import { runOnce } from './runonce.js';
 import { planMain } from './plan.js';
+import { convertMain } from './convert.js';
 import { wire } from './wiring.js';
 
 /** Runs the agent until SIGINT or SIGTERM; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'plan') return planMain(argv.slice(1));
+  if (argv[0] === 'convert') return convertMain(argv.slice(1));
   const program = buildProgram();
   try {
     program.parse(normaliseFlagSpelling(argv), { from: 'user' });

@@ -38,6 +38,7 @@ export { WarningReporter } from './warning-reporter.js';
 export { toV1Pod, type V1Pod } from './v1/to-v1.js';
 export { toV1beta1 } from './v1/to-v1beta1.js';
 export { IGNORED_V1_FIELDS } from './v1/fields.js';
+export { isFromV1Pod } from './v1/validate-v1.js';
 export { v1PodId } from './v1/pod-id.js';
 export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
 

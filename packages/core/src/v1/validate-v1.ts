@@ -20,6 +20,16 @@ export function v1ListItems(value: unknown): readonly unknown[] | undefined {
   return Array.isArray(value['items']) ? value['items'] : undefined;
 }
 
+const fromV1Pod = new WeakSet<object>();
+
+/**
+ * Whether `parseManifests` read this manifest from a v1 Pod (rather than a 2014 manifest), so a
+ * converter can write it in the other format by default. A manifest built any other way is not.
+ */
+export function isFromV1Pod(manifest: object): boolean {
+  return fromV1Pod.has(manifest);
+}
+
 /**
  * Validates a Kubernetes object as a v1 Pod: the mapping refuses what is not supported, then the
  * domain manifest gets every check a 2014 manifest gets. Every error names the v1 path written.
@@ -35,7 +45,10 @@ export function validateV1Pod(input: unknown, options: Omit<ValidateOptions, 'de
   }
   const decoded = decodeV1Pod(input);
   const result = validateManifest(decoded.manifest, options);
-  if (result.ok && decoded.errors.length === 0) return result;
+  if (result.ok && decoded.errors.length === 0) {
+    fromV1Pod.add(result.manifest);
+    return result;
+  }
   const seen = new Set(decoded.errors.map((e) => e.path));
   const checked = (result.ok ? [] : result.errors)
     .map((e) => ({ path: v1PathOf(e.path), message: e.message === 'unknown field' ? 'not supported' : e.message }))
