@@ -20,12 +20,13 @@ import {
   podVolumeDir,
   removePodVolumes,
 } from '@kubelet-ts/core';
-import type { ContainerConfig, ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
+import type { ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
 import { connectCri } from './cri-client.js';
 import { ADAPTER, classifyPullError, translate } from './errors.js';
 import { assertHostPortsFree } from './host-ports.js';
-import { CriAnnotations, detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
-import { SECURITY_CONTEXT, buildSandboxConfig, portsOfVerboseInfo, recordOf, sandboxConfigOf } from './sandbox-config.js';
+import { buildContainerConfig } from './container-config.js';
+import { detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
+import { buildSandboxConfig, portsOfVerboseInfo, recordOf, sandboxConfigOf } from './sandbox-config.js';
 
 export interface CriRuntimeOptions {
   /** A ready client (tests, another transport); by default one is made for `endpoint`. */
@@ -208,27 +209,7 @@ export class CriRuntime implements ContainerRuntime {
     const mounts: CriMount[] = [];
     // A HOST mount (2014's mountType: HOST, allowed by --allow-host-mounts) binds the host path as it is.
     for (const m of spec.mounts) mounts.push({ containerPath: m.containerPath, hostPath: m.hostPath ?? (await podVolumeDir(this.volumesRoot, spec.podId, m.volume)), readonly: m.readOnly });
-    const restarts = Number(spec.labels[Labels.restartCount] ?? 0);
-    const config: ContainerConfig = {
-      // (name, attempt) is what CRI keeps unique in a sandbox; the attempt is the kubelet's restart count.
-      metadata: { name: spec.name, attempt: Number.isSafeInteger(restarts) && restarts >= 0 ? restarts : 0 },
-      image: { image: spec.image },
-      // The manifest's command replaces the image's entrypoint, as the kubelet's `command` does.
-      ...(spec.command === undefined ? {} : { command: [...spec.command] }),
-      ...(spec.workingDir === undefined ? {} : { workingDir: spec.workingDir }),
-      envs: Object.entries(spec.env).map(([key, value]) => ({ key, value })),
-      mounts,
-      labels: { ...spec.labels },
-      annotations: { [CriAnnotations.image]: spec.image },
-      ...(sandboxConfig.logDirectory && SAFE_NAME.test(spec.name) ? { logPath: `${spec.name}.log` } : {}),
-      linux: {
-        resources: {
-          ...(spec.memory === undefined ? {} : { memoryLimitInBytes: spec.memory }),
-          ...(spec.cpuShares === undefined ? {} : { cpuShares: spec.cpuShares }),
-        },
-        securityContext: SECURITY_CONTEXT,
-      },
-    };
+    const config = buildContainerConfig(spec, sandboxConfig, mounts, sandboxConfig.logDirectory && SAFE_NAME.test(spec.name) ? `${spec.name}.log` : undefined);
     // No image check first: CreateContainer answers NOT_FOUND for a missing image.
     const { containerId } = await this.call(`create ${spec.name}`, (deadline) => this.cri.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }, deadline));
     return { id: containerId, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: this.clock.now() };

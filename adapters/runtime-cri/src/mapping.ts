@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import { Labels, type ContainerDetails, type ContainerState, type ContainerSummary, type SandboxSummary } from '@kubelet-ts/core';
+import { Labels, cpuLimitMillisOf, type ContainerDetails, type ContainerState, type ContainerSummary, type SandboxSummary } from '@kubelet-ts/core';
 import type { ContainerStateName, ContainerStatus, CriContainer, Int64, PodSandbox } from './cri-api.js';
 
 /** CRI records → the core's domain types. */
@@ -53,6 +53,7 @@ interface VerboseConfig {
   args?: string[];
   working_dir?: string;
   envs?: Array<{ key: string; value: string }>;
+  linux?: { resources?: { cpu_period?: number; cpu_quota?: number } };
 }
 
 function verboseConfig(info: Record<string, string>): VerboseConfig {
@@ -84,6 +85,9 @@ export function detailsOf(status: ContainerStatus, info: Record<string, string>)
   const resources = status.resources?.linux ?? undefined;
   const memory = positive(resources?.memoryLimitInBytes);
   const cpuShares = positive(resources?.cpuShares);
+  // containerd 1.6 may leave the status's resources out: the config it was created with says too.
+  const asCreated = config.linux?.resources;
+  const cpuLimitMillis = cpuLimitMillisOf(positive(resources?.cpuPeriod) ?? asCreated?.cpu_period, positive(resources?.cpuQuota) ?? asCreated?.cpu_quota);
   return {
     id: status.id,
     name,
@@ -99,13 +103,16 @@ export function detailsOf(status: ContainerStatus, info: Record<string, string>)
       name,
       podId: labels[Labels.manifestId] ?? '',
       image,
-      ...(Array.isArray(config.command) ? { command: config.command } : {}),
+      // CRI `args` is our command (the image's CMD replaced), CRI `command` our entrypoint.
+      ...(Array.isArray(config.args) && config.args.length > 0 ? { command: config.args } : {}),
+      ...(Array.isArray(config.command) && config.command.length > 0 ? { entrypoint: config.command } : {}),
       ...(config.working_dir ? { workingDir: config.working_dir } : {}),
       env: Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value])),
       ports: [],
       mounts: (status.mounts ?? []).map((m) => ({ volume: basename(m.hostPath), containerPath: m.containerPath, readOnly: m.readonly })),
       ...(memory === undefined ? {} : { memory }),
       ...(cpuShares === undefined ? {} : { cpuShares }),
+      ...(cpuLimitMillis === undefined ? {} : { cpuLimitMillis }),
       labels,
     },
     raw: { status, info: parseInfo(info) },

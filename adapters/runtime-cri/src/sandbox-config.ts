@@ -27,17 +27,31 @@ export interface SandboxConfigOptions {
 
 /** RunPodSandbox's config for `spec`; its labels are the spec's, unchanged. */
 export function buildSandboxConfig(spec: SandboxSpec, options: SandboxConfigOptions): PodSandboxConfig {
+  // A host-network sandbox is in the node's network namespace (NODE, as the kubelet asks for a
+  // hostNetwork pod): no CNI, so nothing to publish, and no hostname, which the runtime cannot set
+  // without a UTS namespace of the pod's own.
+  const hostNetwork = spec.hostNetwork === true;
   const record: SandboxConfigRecord = {
     // The pod's identity is its manifest id; the name (with its random part) is the sandbox's.
     metadata: { name: spec.name, uid: spec.podId, namespace: CRI_NAMESPACE, attempt: 0 },
-    hostname: spec.hostname,
+    ...(hostNetwork ? {} : { hostname: spec.hostname }),
     ...(options.logDirectory === undefined ? {} : { logDirectory: options.logDirectory }),
-    portMappings: spec.ports.flatMap((p) =>
-      p.hostPort === undefined ? [] : [{ protocol: p.protocol, containerPort: p.containerPort, hostPort: p.hostPort, hostIp: options.hostIp }],
-    ),
-    linux: { ...(options.cgroupParent === undefined ? {} : { cgroupParent: options.cgroupParent }), securityContext: SECURITY_CONTEXT },
+    portMappings: hostNetwork
+      ? []
+      : spec.ports.flatMap((p) =>
+          p.hostPort === undefined ? [] : [{ protocol: p.protocol, containerPort: p.containerPort, hostPort: p.hostPort, hostIp: criHostIp(p.hostIp ?? options.hostIp) }],
+        ),
+    linux: {
+      ...(options.cgroupParent === undefined ? {} : { cgroupParent: options.cgroupParent }),
+      securityContext: hostNetwork ? { ...SECURITY_CONTEXT, namespaceOptions: { ...SECURITY_CONTEXT.namespaceOptions, network: 'NODE' } } : SECURITY_CONTEXT,
+    },
   };
   return { ...record, labels: { ...spec.labels }, annotations: { [CriAnnotations.sandboxConfig]: JSON.stringify(record) } };
+}
+
+/** CRI's empty host IP is "every address" (portmap is then given no `-d`). */
+function criHostIp(ip: string): string {
+  return ip === '0.0.0.0' ? '' : ip;
 }
 
 /** What a sandbox of ours was run with; `undefined` for one made by someone else. */
