@@ -15,6 +15,7 @@ import {
   type ContainerSummary,
   type ExecResult,
   type ListOptions,
+  type PortBinding,
   type Registry,
   type SandboxSpec,
   type SandboxSummary,
@@ -308,6 +309,16 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     return [...this.sandboxes.values()].map((s) => ({ ...s.summary }));
   }
 
+  /**
+   * The spec a sandbox was run with, as given: a host-network sandbox (`hostNetwork: true`) is kept
+   * like any other, publishing nothing, since its ports are the host's.
+   */
+  sandboxSpecOf(id: string): SandboxSpec {
+    const s = this.sandboxes.get(id);
+    if (s === undefined) throw new KubeletError('NotFound', `no such sandbox: ${id}`, { adapter: ADAPTER });
+    return s.spec;
+  }
+
   /** The sandbox a container was created in, if any. */
   sandboxOf(containerId: string): string | undefined {
     return this.get(containerId).sandbox;
@@ -351,11 +362,16 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     return (this.nextId++).toString(16).padStart(12, '0');
   }
 
-  /** A host port of `ports` that a ready sandbox or a running container of its own already holds. */
+  /**
+   * A host port of `ports` that a ready sandbox or a running container of its own already holds:
+   * the same port and protocol on the same address, or on every address (no `hostIp`) on either side.
+   */
   private portClash(ports: ContainerSpec['ports'], self: Record_ | undefined): string | undefined {
-    const wanted = new Set(ports.filter((p) => p.hostPort !== undefined).map((p) => `${p.hostPort}/${p.protocol}`));
-    if (wanted.size === 0) return undefined;
-    const held = (list: ContainerSpec['ports']) => list.find((p) => p.hostPort !== undefined && wanted.has(`${p.hostPort}/${p.protocol}`));
+    const wanted = ports.filter((p) => p.hostPort !== undefined);
+    if (wanted.length === 0) return undefined;
+    const any = (ip: string | undefined) => ip === undefined || ip === '0.0.0.0' || ip === '::';
+    const clash = (a: PortBinding, b: PortBinding) => a.hostPort === b.hostPort && a.protocol === b.protocol && (any(a.hostIp) || any(b.hostIp) || a.hostIp === b.hostIp);
+    const held = (list: ContainerSpec['ports']) => list.find((p) => p.hostPort !== undefined && wanted.some((w) => clash(w, p)));
     for (const s of this.sandboxes.values()) {
       const p = s.summary.state === 'ready' ? held(s.spec.ports) : undefined;
       if (p !== undefined) return `${p.hostPort}/${p.protocol}`;
