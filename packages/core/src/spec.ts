@@ -84,6 +84,23 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** The CFS period a CPU limit is enforced over, in µs (the kubelet's, and the engines' default). */
+export const CFS_PERIOD_US = 100_000;
+// The kernel's least quota (1 ms); the kubelet raises smaller ones to it (`milliCPUToQuota`).
+const MIN_CFS_QUOTA_US = 1_000;
+
+/** The CFS quota (µs per `CFS_PERIOD_US`) of a limit of `millis` thousandths of a CPU: `millis × 100`, at least 1,000. */
+export function cfsQuotaOf(millis: number): number {
+  return Math.max(MIN_CFS_QUOTA_US, Math.round((millis * CFS_PERIOD_US) / 1000));
+}
+
+/** The CPU limit a CFS period and quota enforce, in thousandths of a CPU; `undefined` for none (a quota of 0 or -1). */
+export function cpuLimitMillisOf(periodUs: number | undefined, quotaUs: number | undefined): number | undefined {
+  if (quotaUs === undefined || quotaUs <= 0) return undefined;
+  const period = periodUs === undefined || periodUs <= 0 ? CFS_PERIOD_US : periodUs;
+  return Math.round((quotaUs * 1000) / period);
+}
+
 export interface SpecContext {
   /** The agent's hostname, written into the node label. */
   readonly node: string;

@@ -4,7 +4,7 @@ import type { ContainerManifest } from '../src/manifest.js';
 import { Labels } from '../src/naming.js';
 import { HOST_NETWORK_SANDBOX_HASH, buildSandboxSpec, manifestSandboxHash, sandboxHash } from '../src/sandbox.js';
 import { decideSandbox } from '../src/sandbox-plan.js';
-import { buildContainerSpec, podPorts, specHash } from '../src/spec.js';
+import { CFS_PERIOD_US, buildContainerSpec, cfsQuotaOf, cpuLimitMillisOf, podPorts, specHash } from '../src/spec.js';
 import { validateManifest } from '../src/validate.js';
 
 type Obj = Record<string, unknown>;
@@ -133,5 +133,18 @@ describe('buildSandboxSpec and buildContainerSpec with v1 fields', () => {
       { volume: 'data', containerPath: '/data', readOnly: false, hostPath: '/srv/data' },
       { volume: 'host', containerPath: '/var/log', readOnly: false, hostPath: '/var/log' },
     ]);
+  });
+});
+
+describe('the CFS quota of a CPU limit', () => {
+  it('is millis × 100 µs per 100,000 µs, at least 1,000 µs (as the kubelet), and reads back', () => {
+    expect(cfsQuotaOf(500)).toBe(50_000);
+    expect(cfsQuotaOf(2500)).toBe(250_000);
+    expect(cfsQuotaOf(5)).toBe(1_000);
+    expect(cpuLimitMillisOf(CFS_PERIOD_US, 50_000)).toBe(500);
+    expect(cpuLimitMillisOf(50_000, 50_000)).toBe(1000);
+    expect(cpuLimitMillisOf(CFS_PERIOD_US, 0)).toBeUndefined();
+    expect(cpuLimitMillisOf(CFS_PERIOD_US, -1)).toBeUndefined();
+    expect(cpuLimitMillisOf(undefined, undefined)).toBeUndefined();
   });
 });
