@@ -11,6 +11,10 @@ export type KubeletEventType =
   | 'SandboxRemoved'
   | 'BackOff'
   | 'ProbeFailed'
+  /** A readiness probe passed successThreshold times in a row (reported only: nothing is acted on). */
+  | 'ContainerReady'
+  /** A ready container's readiness probe failed failureThreshold times in a row (reported only). */
+  | 'ContainerNotReady'
   | 'ImagePulled'
   | 'ImagePullFailed'
   | 'ManifestRejected'

@@ -133,7 +133,7 @@ export class PlanExecutor {
       case 'kill':
         // The prober only recorded the failures; the pod's worker acts on them, so a pod is never
         // acted on twice at once. A kill that fails is planned again by the next pass.
-        this.emit(action, 'ContainerKilled', `liveness probe ${action.detail}; killing it (restart policy decides what next)`, 'Liveness');
+        this.emit(action, 'ContainerKilled', `${action.detail}; killing it (restart policy decides what next)`, 'Liveness');
         await ignoreNotFound(runtime.stop(action.id, action.graceSeconds));
         return;
       case 'remove':

@@ -25,7 +25,7 @@ import { KubeletMetrics } from './metrics.js';
 import type { DesiredState } from './mux.js';
 import { PodWorkers } from './pod-workers.js';
 import { Slots } from './slots.js';
-import { LivenessProber, type NetworkCheck } from './prober.js';
+import { Prober, type NetworkCheck } from './prober.js';
 import { SourceIntake, type SourceStatus } from './source-intake.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
@@ -53,7 +53,7 @@ export interface KubeletOptions {
   readonly healthThresholdMs?: number;
   /** Crash back-off of exited containers. Default the kubelet's: 10 s doubling to 300 s. */
   readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
-  /** Liveness probes: the address published ports are dialled on (default 127.0.0.1), and the checker. */
+  /** Liveness, readiness and startup probes: the address published ports are dialled on (default 127.0.0.1), and the checker. */
   readonly probes?: { readonly host?: string; readonly network?: NetworkCheck };
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
@@ -77,7 +77,7 @@ type KubeletEvents = { pass: [PassResult] };
  * The agent: sources → mux (latest set per source) → desired state → planner → pod workers →
  * events. This class wires the parts and owns their lifecycle; each part is one idea:
  * `SourceIntake` (sources in), `SyncLoop` (when to pass), `SyncPass` (what to do), `PodWorkers`
- * (the only ones that act), `LivenessProber` (records results), `AgentReadApi` (what it shows).
+ * (the only ones that act), `Prober` (records probe results), `AgentReadApi` (what it shows).
  */
 export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   readonly hostname: string;
@@ -88,7 +88,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly syncFrequencyMs: number;
   private readonly intake: SourceIntake;
   private readonly workers: PodWorkers<DesiredState>;
-  private readonly prober: LivenessProber;
+  private readonly prober: Prober;
   private readonly passes: SyncPass;
   private readonly loop: SyncLoop;
   private readonly api: AgentReadApi;
@@ -119,7 +119,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         if (changed || this.passes.passes === 0) this.loop.request();
       },
     });
-    this.prober = new LivenessProber({
+    this.prober = new Prober({
       runtime: this.runtime,
       clock: this.clock,
       events: this.events,
@@ -136,7 +136,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     const startSlots = new Slots(options.concurrency ?? defaultConcurrency());
     const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots });
     this.workers = new PodWorkers<DesiredState>(executor, (podId, result, lookAgain) => {
-      // New containers with liveness probes: a pass hands them to the prober now, not a period later.
+      // New containers with probes: a pass hands them to the prober now, not a period later.
       if (lookAgain || (result.failures === 0 && this.passes.hasProbes(podId))) this.loop.request();
     });
     this.passes = new SyncPass({

@@ -1,5 +1,14 @@
-import { request } from 'node:http';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
+
+/** How an httpGet probe asks, beyond where: v1's `scheme` and `httpHeaders`. */
+export interface HttpCheckOptions {
+  /** `HTTPS` does not verify the server's certificate (the kubelet's prober does not either). Default `HTTP`. */
+  readonly scheme?: 'HTTP' | 'HTTPS';
+  /** Sent as given; a `User-Agent` here replaces the prober's own. */
+  readonly headers?: readonly { readonly name: string; readonly value: string }[];
+}
 
 /**
  * How httpGet and tcpSocket probes reach a container. Each call answers within `timeoutMs` and
@@ -7,7 +16,7 @@ import { connect } from 'node:net';
  */
 export interface NetworkCheck {
   /** `ok` when the answer's status is 200-399 (a redirect is not followed: it counts as alive). */
-  http(host: string, port: number, path: string, timeoutMs: number): Promise<{ ok: boolean; detail: string }>;
+  http(host: string, port: number, path: string, timeoutMs: number, options?: HttpCheckOptions): Promise<{ ok: boolean; detail: string }>;
   /** `ok` when a TCP connection opens. */
   tcp(host: string, port: number, timeoutMs: number): Promise<{ ok: boolean; detail: string }>;
 }
@@ -19,9 +28,19 @@ function socketError(error: NodeJS.ErrnoException): string {
   return error.code === undefined ? error.message : `${error.code}: ${error.message}`;
 }
 
+/** Headers as node sends them: repeated names are joined into one list, as Go's `http.Header.Add` sends them. */
+function headersOf(options: HttpCheckOptions | undefined): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = { 'User-Agent': 'kubelet-ts-probe' };
+  const given = new Map<string, string[]>();
+  for (const { name, value } of options?.headers ?? []) given.set(name.toLowerCase(), [...(given.get(name.toLowerCase()) ?? []), value]);
+  if (given.has('user-agent')) delete headers['User-Agent'];
+  for (const [name, values] of given) headers[name] = values.length === 1 ? values[0]! : values;
+  return headers;
+}
+
 /** The default NetworkCheck: real sockets, each call ended by a real timer after `timeoutMs`. */
 export const socketNetworkCheck: NetworkCheck = {
-  http(host, port, path, timeoutMs) {
+  http(host, port, path, timeoutMs, options) {
     return new Promise((resolve) => {
       let settled = false;
       const finish = (ok: boolean, detail: string) => {
@@ -32,11 +51,13 @@ export const socketNetworkCheck: NetworkCheck = {
         resolve({ ok, detail });
       };
       // No keep-alive agent: every probe is its own connection, and nothing stays open afterwards.
-      const req = request({ host, port, path, method: 'GET', agent: false, headers: { 'User-Agent': 'kubelet-ts-probe' } }, (res) => {
+      const common = { host, port, path, method: 'GET', agent: false, headers: headersOf(options) } as const;
+      const onResponse = (res: import('node:http').IncomingMessage) => {
         const status = res.statusCode ?? 0;
         res.resume();
         finish(status >= 200 && status < 400, `status ${status}`);
-      });
+      };
+      const req = options?.scheme === 'HTTPS' ? httpsRequest({ ...common, rejectUnauthorized: false }, onResponse) : httpRequest(common, onResponse);
       req.on('error', (error) => finish(false, socketError(error)));
       const timer = setTimeout(() => finish(false, `no answer within ${timeoutMs} ms`), timeoutMs);
       req.end();

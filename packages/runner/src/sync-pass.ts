@@ -15,8 +15,8 @@ import type { ExecutionResult } from './executor.js';
 import { withExitTimes } from './exit-times.js';
 import type { KubeletMetrics } from './metrics.js';
 import type { DesiredState } from './mux.js';
-import { probeTargets } from './probe-targets.js';
-import type { LivenessProber } from './prober.js';
+import { hasAnyProbe, probeTargets } from './probe-targets.js';
+import type { Prober } from './prober.js';
 import type { PodWorkers } from './pod-workers.js';
 import { QuietPass } from './quiet-pass.js';
 import type { SourceIntake } from './source-intake.js';
@@ -30,7 +30,7 @@ export interface SyncPassOptions {
   readonly logger: Logger;
   readonly intake: SourceIntake;
   readonly workers: PodWorkers<DesiredState>;
-  readonly prober: LivenessProber;
+  readonly prober: Prober;
   readonly transitions: TransitionReporter;
   readonly metrics: KubeletMetrics;
   readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
@@ -46,7 +46,7 @@ export interface SyncPassOptions {
 export class SyncPass {
   private readonly quiet = new QuietPass();
   private backOffs: readonly BackOff[] = [];
-  /** Pods with liveness probes, per desired state (recomputed only when that changes). */
+  /** Pods with probes, per desired state (recomputed only when that changes). */
   private probed: { of: DesiredState; ids: Set<string> } | undefined;
   passes = 0;
   lastPass: PassResult | undefined;
@@ -124,11 +124,11 @@ export class SyncPass {
     }
   }
 
-  /** Whether a pod has containers with liveness probes (their new containers are handed to the prober at once). */
+  /** Whether a pod has containers with probes (their new containers are handed to the prober at once). */
   hasProbes(podId: string): boolean {
     const desired = this.options.intake.desired();
     if (this.probed?.of !== desired) {
-      const ids = new Set(desired.pods.filter((p) => p.manifest.containers.some((c) => c.livenessProbe !== undefined)).map((p) => p.manifest.id));
+      const ids = new Set(desired.pods.filter((p) => p.manifest.containers.some(hasAnyProbe)).map((p) => p.manifest.id));
       this.probed = { of: desired, ids };
     }
     return this.probed.ids.has(podId);

@@ -3,8 +3,8 @@ import { Labels, type ContainerSpec, type ExecResult, type Probe } from '@kubele
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { PlanExecutor } from '../src/executor.js';
-import type { NetworkCheck } from '../src/network-check.js';
-import { LivenessProber, type LivenessProberOptions, type ProbeTarget } from '../src/prober.js';
+import type { HttpCheckOptions, NetworkCheck } from '../src/network-check.js';
+import { Prober, type ProberOptions, type ProbeTarget } from '../src/prober.js';
 import { RecordingEventSink } from './helpers.js';
 
 
@@ -20,11 +20,11 @@ export type Answer = { ok: boolean; detail: string } | 'hang';
 
 /** A NetworkCheck answering what the test says, and recording what it was asked. */
 export class FakeNetwork implements NetworkCheck {
-  readonly calls: Array<{ kind: 'http' | 'tcp'; host: string; port: number; path?: string; timeoutMs: number }> = [];
+  readonly calls: Array<{ kind: 'http' | 'tcp'; host: string; port: number; path?: string; timeoutMs: number; options?: HttpCheckOptions }> = [];
   answer: Answer = { ok: true, detail: 'status 200' };
 
-  http(host: string, port: number, path: string, timeoutMs: number): Promise<{ ok: boolean; detail: string }> {
-    this.calls.push({ kind: 'http', host, port, path, timeoutMs });
+  http(host: string, port: number, path: string, timeoutMs: number, options?: HttpCheckOptions): Promise<{ ok: boolean; detail: string }> {
+    this.calls.push({ kind: 'http', host, port, path, timeoutMs, ...(options === undefined ? {} : { options }) });
     return this.reply();
   }
 
@@ -52,10 +52,10 @@ export function proberFixture() {
     events: undefined as unknown as RecordingEventSink,
     network: undefined as unknown as FakeNetwork,
     killed: [] as ProbeTarget[],
-    opened: [] as LivenessProber[],
+    opened: [] as Prober[],
 
-    prober(options: Partial<LivenessProberOptions> = {}): LivenessProber {
-      const p: LivenessProber = new LivenessProber({ runtime: f.runtime, clock: f.clock, events: f.events, network: f.network, onUnhealthy: (t) => void f.act(p, t), ...options });
+    prober(options: Partial<ProberOptions> = {}): Prober {
+      const p: Prober = new Prober({ runtime: f.runtime, clock: f.clock, events: f.events, network: f.network, onUnhealthy: (t) => void f.act(p, t), ...options });
       f.opened.push(p);
       return p;
     },
@@ -64,7 +64,7 @@ export function proberFixture() {
      * What the agent does with an unhealthy result: the next pass plans a kill, and the pod's worker
      * (the executor) carries it out. `killed` records the targets whose kill succeeded.
      */
-    async act(p: LivenessProber, t: ProbeTarget): Promise<void> {
+    async act(p: Prober, t: ProbeTarget): Promise<void> {
       const detail = p.unhealthy().get(t.id);
       if (detail === undefined) return;
       const graceSeconds = graces.get(t.id) ?? 30;

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { proberFixture, T0, ok, sick } from './prober-fixture.js';
 import { settle } from './helpers.js';
 
-describe('LivenessProber: targets, containers going away, close', () => {
+describe('Prober (liveness): targets, containers going away, close', () => {
   const f = proberFixture();
   const { prober, running, target, execTimes, stateOf } = f;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { proberFixture, T0, HTTP, TCP, ok, sick } from './prober-fixture.js';
 import { RecordingLogger } from './helpers.js';
 
-describe('LivenessProber: timing and failures', () => {
+describe('Prober (liveness): timing and failures', () => {
   const f = proberFixture();
   const { prober, act, running, target, execTimes, stateOf } = f;
 
@@ -172,7 +172,7 @@ describe('LivenessProber: timing and failures', () => {
       expect(f.events.ofType('ContainerFailed')[0]).toMatchObject({ reason: 'Unavailable', container: 'redis' });
       expect(stateOf(id)).toBe('running');
       expect(f.killed).toEqual([]);
-      expect(p.unhealthy().get(id)).toMatch(/^failed 1 times: exited with code 1/);
+      expect(p.unhealthy().get(id)).toMatch(/^liveness probe failed 1 times: exited with code 1/);
       await act(p, t); // the next pass
       expect(stateOf(id)).toBe('exited');
       expect(f.killed).toHaveLength(1);

@@ -1,0 +1,66 @@
+import { describe, expect, it } from '@jest/globals';
+import { checkedManifest } from '@kubelet-ts/conformance';
+import { buildContainerSpec, type ContainerManifest, type ContainerSummary } from '@kubelet-ts/core';
+import { probeTargets } from '../src/probe-targets.js';
+import { manifest } from './helpers.js';
+
+const NODE = 'node-1';
+
+/** The manifest's containers as running on this node, ids `<container>-id`. */
+function runningOf(m: ContainerManifest): ContainerSummary[] {
+  return m.containers.map((c) => {
+    const spec = buildContainerSpec(m, c, { node: NODE, source: 'file' });
+    return { id: `${c.name}-id`, name: spec.name, image: spec.image, labels: spec.labels, state: 'running', createdAt: 1_000, startedAt: 2_000 };
+  });
+}
+
+const timing = { initialDelaySeconds: 1, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3 };
+
+describe('probeTargets', () => {
+  it('gives each probe of a running container its kind, and where network probes dial', () => {
+    const m = manifest('web', [
+      {
+        name: 'app',
+        image: 'app:1',
+        ports: [{ name: 'http', containerPort: 8080, hostPort: 18080 }, { containerPort: 9000, hostPort: 19000 }],
+        startupProbe: { ...timing, tcpSocket: { port: 'http' } },
+        livenessProbe: { ...timing, httpGet: { path: '/live', port: 9000 } },
+        readinessProbe: { ...timing, httpGet: { path: '/ready', port: 8080, host: '10.1.2.3', scheme: 'HTTPS' } },
+      },
+      { name: 'plain', image: 'app:1' },
+    ]);
+    const targets = probeTargets([{ manifest: m, source: 'file' }], runningOf(m), NODE);
+    expect(targets.map(({ kind, id, startedAt, host, hostPort }) => ({ kind, id, startedAt, host, hostPort }))).toEqual([
+      { kind: 'startup', id: 'app-id', startedAt: 2_000, host: undefined, hostPort: 18080 }, // the published port, by name
+      { kind: 'liveness', id: 'app-id', startedAt: 2_000, host: undefined, hostPort: 19000 },
+      { kind: 'readiness', id: 'app-id', startedAt: 2_000, host: '10.1.2.3', hostPort: 8080 }, // `host` set: that address, the port itself
+    ]);
+  });
+
+  it('dials 127.0.0.1 and the container port itself in a hostNetwork pod, published or not', () => {
+    const m = checkedManifest({
+      version: 'v1beta1',
+      id: 'node-exporter',
+      hostNetwork: true,
+      containers: [{ name: 'exporter', image: 'exporter:1', livenessProbe: { ...timing, httpGet: { path: '/metrics', port: 9100 } }, readinessProbe: { ...timing, tcpSocket: { port: 9100, host: '192.0.2.1' } } }],
+    });
+    const targets = probeTargets([{ manifest: m, source: 'file' }], runningOf(m), NODE);
+    expect(targets.map(({ kind, host, hostPort }) => ({ kind, host, hostPort }))).toEqual([
+      { kind: 'liveness', host: '127.0.0.1', hostPort: 9100 },
+      { kind: 'readiness', host: '192.0.2.1', hostPort: 9100 },
+    ]);
+  });
+
+  it('leaves out exited containers, those of an older spec, and other nodes', () => {
+    const m = manifest('web', [{ name: 'app', image: 'app:1', readinessProbe: { ...timing, exec: { command: ['true'] } } }]);
+    const [c] = runningOf(m);
+    const older = manifest('web', [{ name: 'app', image: 'app:0', readinessProbe: { ...timing, exec: { command: ['true'] } } }]);
+    const actual: ContainerSummary[] = [
+      { ...c!, id: 'exited', state: 'exited' },
+      { ...runningOf(older)[0]!, id: 'older' },
+      { ...c!, id: 'elsewhere', labels: { ...c!.labels, 'io.kubelet-ts.node': 'node-2' } },
+      c!,
+    ];
+    expect(probeTargets([{ manifest: m, source: 'file' }], actual, NODE).map((t) => t.id)).toEqual(['app-id']);
+  });
+});
