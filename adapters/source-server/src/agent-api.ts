@@ -11,7 +11,8 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  * - `GET /healthz`: 200 `{ status: 'ok', ...health }`, or 503 `{ status: 'unhealthy', ... }` when
  *   the agent reports itself unhealthy;
  * - `GET /metrics`: the Prometheus text exposition, with its own content type;
- * - `GET /pods`: each desired pod with its source and its containers' actual state;
+ * - `GET /pods`: the desired pods as the kubelet's `/pods` answers, a Kubernetes v1 `PodList`
+ *   (`AgentView.podList`: metadata, spec, and status with phase, conditions, container statuses);
  * - `GET /plan`: what a sync pass would do now;
  * - `GET /containerInfo?container=NAME`: the runtime's inspect data of a container this agent
  *   manages; 400 without `container`, 404 for any other container, foreign ones included.
@@ -36,7 +37,7 @@ export function agentApiHandler(view: AgentView): RouteHandler {
       }
       case '/pods':
         allow(req, 'GET');
-        return { status: 200, json: await view.pods() };
+        return { status: 200, json: await view.podList() };
       case '/plan':
         allow(req, 'GET');
         return { status: 200, json: await view.plan() };

@@ -1,5 +1,21 @@
 import type { PlanReport } from './plan-report.js';
+import type { V1PodList } from './pod-list.js';
 import type { ContainerDetails, ContainerState, ContainerStats } from './runtime.js';
+
+/** An earlier run of a manifest container that ended (the kubelet's `lastState.terminated`). */
+export interface EndedRun {
+  readonly id: string;
+  readonly exitCode?: number;
+  readonly startedAt?: number;
+  readonly finishedAt?: number;
+}
+
+/**
+ * Why a container is not running, in the kubelet's words: `ContainerCreating` (none made or
+ * started yet), `CrashLoopBackOff` (it exited and waits out its crash back-off),
+ * `ImagePullBackOff` (its image's pull failed and waits out its back-off).
+ */
+export type WaitingReason = 'ContainerCreating' | 'CrashLoopBackOff' | 'ImagePullBackOff';
 
 /** One container of a desired pod, as the runtime has it now. */
 export interface ContainerView {
@@ -11,10 +27,22 @@ export interface ContainerView {
   /** The exit code of the container's last run that ended (the running one's predecessor). */
   readonly exitCode?: number;
   readonly startedAt?: number;
+  /** When the shown container ended, when it is `exited` and the runtime says. */
+  readonly finishedAt?: number;
   /** Restarts of this manifest container so far. */
   readonly restartCount: number;
   /** Set while an exited container waits out its crash back-off. */
   readonly backOff?: { readonly until: number; readonly delayMs: number };
+  /** Set while the container's image waits out a failed pull's back-off (nothing is made meanwhile). */
+  readonly pullBackOff?: { readonly until: number; readonly message: string };
+  /** Set when the container does not run and is expected to (not ended for good). */
+  readonly waitingReason?: WaitingReason;
+  /** The run before the shown one, when one ended. */
+  readonly lastRun?: EndedRun;
+  /** Running, and its startup probe has succeeded (or it has none). */
+  readonly started: boolean;
+  /** Started, and its readiness probe passes (or it has none): what the kubelet's `ready` says. */
+  readonly ready: boolean;
 }
 
 /** One desired manifest, the source it came from, and the actual state of its containers. */
@@ -23,6 +51,10 @@ export interface PodView {
   /** The manifest's `uuid`, as a 2014 v1beta1 manifest may give it. */
   readonly uuid?: string;
   readonly source: string;
+  /** The manifest's v1 `metadata.namespace`, `labels`, `annotations`, when given. */
+  readonly namespace?: string;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly annotations?: Readonly<Record<string, string>>;
   readonly containers: readonly ContainerView[];
 }
 
@@ -40,6 +72,8 @@ export interface HealthView {
 export interface AgentView {
   /** Each desired manifest with its source and its containers' actual state. */
   pods(): Promise<PodView[]>;
+  /** The same as a Kubernetes v1 `PodList`, as the kubelet's `/pods` answers (see `renderPodList`). */
+  podList(): Promise<V1PodList>;
   /**
    * The runtime's inspect data for a container the agent manages on this node, found by its
    * runtime name, its id, or `<manifest id>/<container name>`; `undefined` for anything else,

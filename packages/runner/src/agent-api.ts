@@ -1,20 +1,25 @@
+import { networkInterfaces } from 'node:os';
 import {
   KubeletError,
   hasStats,
   identityOf,
   plan,
+  renderPodList,
   reportPlan,
   type Clock,
   type ContainerDetails,
+  type ContainerManifest,
   type ContainerRuntime,
   type ContainerStats,
   type HealthView,
   type PlanReport,
   type PodView,
+  type V1PodList,
 } from '@kubelet-ts/core';
 import { withExitTimes } from './exit-times.js';
 import type { KubeletMetrics } from './metrics.js';
 import { podViews } from './pod-views.js';
+import type { Prober } from './prober.js';
 import type { SourceIntake } from './source-intake.js';
 import type { PassResult } from './sync-loop.js';
 import type { SyncPass } from './sync-pass.js';
@@ -25,6 +30,12 @@ export interface AgentReadApiOptions {
   readonly clock: Clock;
   readonly intake: SourceIntake;
   readonly pass: SyncPass;
+  /** Whether containers have started and are ready, as their probes say. */
+  readonly prober: Pick<Prober, 'verdict'>;
+  /** While an image's failed pull waits out its back-off (the executor's). */
+  readonly pullBackOff?: (image: string) => { readonly until: number; readonly message: string } | undefined;
+  /** The node's address for `status.hostIP` (and a hostNetwork pod's `podIP`). Default: the first non-internal IPv4 address of the host, if any. */
+  readonly hostIP?: string;
   readonly metrics: KubeletMetrics;
   readonly healthThresholdMs: number;
   /** The agent's lifecycle state, and when it started. */
@@ -40,8 +51,28 @@ export class AgentReadApi {
   constructor(private readonly options: AgentReadApiOptions) {}
 
   async pods(): Promise<PodView[]> {
-    const { intake, runtime, hostname, pass } = this.options;
-    return podViews(intake.desired().pods, await runtime.list(), hostname, pass.currentBackOffs());
+    return (await this.viewsWithManifests()).map(({ view }) => view);
+  }
+
+  /** `pods()` as a Kubernetes v1 `PodList` (`renderPodList`), with the node's name and address. */
+  async podList(): Promise<V1PodList> {
+    const { runtime, hostname } = this.options;
+    const hostIP = this.options.hostIP ?? firstHostAddress();
+    return renderPodList(await this.viewsWithManifests(), { nodeName: hostname, runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) });
+  }
+
+  private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {
+    const { intake, runtime, hostname, pass, prober, pullBackOff } = this.options;
+    const desired = intake.desired().pods;
+    // Exited containers' end times and exit codes (Docker's list has neither): their states show them.
+    const actual = await withExitTimes(runtime, await runtime.list(), hostname);
+    const views = podViews(desired, actual, {
+      node: hostname,
+      backOffs: pass.currentBackOffs(),
+      verdict: (id) => prober.verdict(id),
+      ...(pullBackOff === undefined ? {} : { pullBackOff }),
+    });
+    return views.map((view, i) => ({ view, manifest: desired[i]!.manifest }));
   }
 
   async plan(): Promise<PlanReport> {
@@ -102,4 +133,13 @@ export class AgentReadApi {
     const error = lastPass?.error === undefined ? '' : `; the last pass failed: ${lastPass.error.message}`;
     return { healthy: true, ...last, message: `last pass ${lastPass === undefined ? 'not yet run' : `completed ${age} ms ago`}${error}` };
   }
+}
+
+/** The host's first non-internal IPv4 address (what the kubelet reports as its node's InternalIP by default). */
+function firstHostAddress(): string | undefined {
+  for (const addresses of Object.values(networkInterfaces())) {
+    const found = addresses?.find((a) => a.family === 'IPv4' && !a.internal);
+    if (found !== undefined) return found.address;
+  }
+  return undefined;
 }

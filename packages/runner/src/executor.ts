@@ -58,6 +58,12 @@ export class PlanExecutor {
     this.starts = new FailureBackoff(options.startBackoff ?? CrashBackOff);
   }
 
+  /** While `image`'s failed pull waits out its back-off: until when, and what the pull said (`/pods` shows it). */
+  pullBackOff(image: string): { readonly until: number; readonly message: string } | undefined {
+    const waiting = this.pulls.peek(image, this.options.clock.now());
+    return waiting === undefined ? undefined : { until: waiting.until, message: waiting.detail ?? 'the pull failed' };
+  }
+
   async executePod(pod: PodPlan): Promise<ExecutionResult> {
     const removals = pod.actions.filter((a) => a.type === 'remove');
     const others = pod.actions.filter((a) => a.type !== 'remove');
@@ -200,7 +206,7 @@ export class PlanExecutor {
       this.emit(action, 'ImagePulled', `pulled ${image}`);
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
-      const delay = this.pulls.failed(image, clock.now(), since);
+      const delay = this.pulls.failed(image, clock.now(), since, `${e.code}: ${e.message}`);
       this.emit(action, 'ImagePullFailed', `pull ${image} failed (${e.code}): ${e.message}; next try in ${delay} ms`, e.code);
       throw new AlreadyReported();
     }

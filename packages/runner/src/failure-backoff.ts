@@ -3,6 +3,7 @@ import { backoffDelay, type BackoffPolicy } from '@kubelet-ts/core';
 interface Entry {
   readonly failures: number;
   readonly until: number;
+  readonly detail?: string;
   reported: boolean;
 }
 
@@ -28,17 +29,24 @@ export class FailureBackoff {
     return { leftMs: entry.until - now, first };
   }
 
+  /** While `key` backs off: until when, and what the failure said; read only (it reports nothing). */
+  peek(key: string, now: number): { readonly until: number; readonly detail?: string } | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined || now >= entry.until) return undefined;
+    return { until: entry.until, ...(entry.detail === undefined ? {} : { detail: entry.detail }) };
+  }
+
   /** The state a try began from; pass it to `failed` so that concurrent tries count one failure. */
   snapshot(key: string): object | undefined {
     return this.entries.get(key);
   }
 
-  /** Records a failed try that began from `since`; returns the delay before the next one. */
-  failed(key: string, now: number, since: object | undefined = this.entries.get(key)): number {
+  /** Records a failed try that began from `since` (and what it said); returns the delay before the next one. */
+  failed(key: string, now: number, since: object | undefined = this.entries.get(key), detail?: string): number {
     const current = this.entries.get(key);
     const failures = ((since as Entry | undefined)?.failures ?? 0) + 1;
     const delay = backoffDelay(failures, this.policy);
-    if (current === since) this.entries.set(key, { failures, until: now + delay, reported: false });
+    if (current === since) this.entries.set(key, { failures, until: now + delay, ...(detail === undefined ? {} : { detail }), reported: false });
     return delay;
   }
 

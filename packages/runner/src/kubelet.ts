@@ -17,6 +17,7 @@ import {
   type ManifestSource,
   type PlanReport,
   type PodView,
+  type V1PodList,
 } from '@kubelet-ts/core';
 import { AgentReadApi } from './agent-api.js';
 import { PlanExecutor } from './executor.js';
@@ -165,6 +166,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       clock: this.clock,
       intake: this.intake,
       pass: this.passes,
+      prober: this.prober,
+      pullBackOff: (image) => executor.pullBackOff(image),
       metrics,
       healthThresholdMs: options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000),
       lifecycle: () => ({ state: this.state, startedAt: this.startedAt }),
@@ -215,6 +218,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   pods(): Promise<PodView[]> {
     return this.api.pods();
+  }
+
+  /** The desired pods as a Kubernetes v1 `PodList` with their status, as the kubelet's `/pods` answers. */
+  podList(): Promise<V1PodList> {
+    return this.api.podList();
   }
 
   plan(): Promise<PlanReport> {

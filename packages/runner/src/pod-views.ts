@@ -1,27 +1,50 @@
-import { Labels, identityOf, type BackOff, type ContainerSummary, type ContainerView, type DesiredPod, type PodView } from '@kubelet-ts/core';
+import { Labels, identityOf, type BackOff, type ContainerSummary, type ContainerView, type DesiredPod, type EndedRun, type PodView } from '@kubelet-ts/core';
+import type { ProbeVerdict } from './prober.js';
+
+/** What `podViews` reads besides the desired pods and the runtime's containers. */
+export interface PodViewInputs {
+  readonly node: string;
+  /** The crash back-offs of the last pass. */
+  readonly backOffs: readonly BackOff[];
+  /** What the probes say of a container, by runtime id. */
+  readonly verdict: (id: string) => ProbeVerdict;
+  /** While an image's failed pull waits out its back-off: until when, and the failure. */
+  readonly pullBackOff?: (image: string) => { readonly until: number; readonly message: string } | undefined;
+}
 
 /** Each desired pod with its source and the actual state of its containers (`GET /pods`). */
-export function podViews(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], node: string, backOffs: readonly BackOff[]): PodView[] {
+export function podViews(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], inputs: PodViewInputs): PodView[] {
   const slots = new Map<string, ContainerSummary[]>();
   for (const c of actual) {
     const identity = identityOf(c.labels);
-    if (identity === undefined || identity.node !== node) continue;
+    if (identity === undefined || identity.node !== inputs.node) continue;
     const key = `${identity.podId}/${identity.container}`;
     slots.set(key, [...(slots.get(key) ?? []), c]);
   }
-  const waiting = new Map(backOffs.map((b) => [`${b.podId}/${b.container}`, b]));
+  const waiting = new Map(inputs.backOffs.map((b) => [`${b.podId}/${b.container}`, b]));
   return desired.map(({ manifest, source }) => ({
     id: manifest.id,
     ...(manifest.uuid === undefined ? {} : { uuid: manifest.uuid }),
     source,
+    ...(manifest.namespace === undefined ? {} : { namespace: manifest.namespace }),
+    ...(manifest.labels === undefined ? {} : { labels: manifest.labels }),
+    ...(manifest.annotations === undefined ? {} : { annotations: manifest.annotations }),
     containers: manifest.containers.map((c): ContainerView => {
       const key = `${manifest.id}/${c.name}`;
-      // Newest first: the running container speaks for the slot, else the newest exited one.
+      // Newest first: the running container speaks for the slot, else the newest one.
       const found = [...(slots.get(key) ?? [])].sort((a, b) => b.createdAt - a.createdAt);
       const shown = found.find((x) => x.state === 'running') ?? found[0];
       const lastExit = found.find((x) => x.state === 'exited');
+      const earlier = found.find((x) => x.state === 'exited' && x !== shown);
       const backOff = waiting.get(key);
-      if (shown === undefined) return { name: c.name, image: c.image, state: 'missing', restartCount: 0 };
+      const pull = shown === undefined ? inputs.pullBackOff?.(c.image) : undefined;
+      if (shown === undefined) {
+        const reason = pull === undefined ? 'ContainerCreating' : 'ImagePullBackOff';
+        return { name: c.name, image: c.image, state: 'missing', restartCount: 0, ...(pull === undefined ? {} : { pullBackOff: pull }), waitingReason: reason, started: false, ready: false };
+      }
+      const verdict = shown.state === 'running' ? inputs.verdict(shown.id) : {};
+      const started = shown.state === 'running' && verdict.started !== false;
+      const waitingReason = shown.state === 'created' ? 'ContainerCreating' : backOff === undefined ? undefined : 'CrashLoopBackOff';
       return {
         name: c.name,
         image: shown.image,
@@ -30,8 +53,22 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
         restartCount: Number(shown.labels[Labels.restartCount] ?? 0) || 0,
         ...(lastExit?.exitCode === undefined ? {} : { exitCode: lastExit.exitCode }),
         ...(shown.startedAt === undefined ? {} : { startedAt: shown.startedAt }),
+        ...(shown.state === 'exited' && shown.finishedAt !== undefined ? { finishedAt: shown.finishedAt } : {}),
         ...(backOff === undefined ? {} : { backOff: { until: backOff.until, delayMs: backOff.delayMs } }),
+        ...(waitingReason === undefined ? {} : { waitingReason }),
+        ...(earlier === undefined ? {} : { lastRun: endedRun(earlier) }),
+        started,
+        ready: started && verdict.ready !== false,
       };
     }),
   }));
+}
+
+function endedRun(c: ContainerSummary): EndedRun {
+  return {
+    id: c.id,
+    ...(c.exitCode === undefined ? {} : { exitCode: c.exitCode }),
+    ...(c.startedAt === undefined ? {} : { startedAt: c.startedAt }),
+    ...(c.finishedAt === undefined ? {} : { finishedAt: c.finishedAt }),
+  };
 }
