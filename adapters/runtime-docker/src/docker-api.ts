@@ -19,6 +19,15 @@ export interface DockerApi {
   ping(): Promise<unknown>;
   /** What the engine is (`GET /version`): Docker, or Podman's compatible service. */
   version(): Promise<DockerVersion>;
+  /** `GET /events`: the engine's events as they happen, one JSON object a line (see `dockerEvents`). */
+  getEvents?(options: { since?: number; filters?: DockerEventFilters }): Promise<NodeJS.ReadableStream>;
+}
+
+/** The filters of `GET /events` this adapter uses. */
+export interface DockerEventFilters {
+  type?: Array<'container'>;
+  label?: string[];
+  event?: string[];
 }
 
 /** The slice of `GET /version` that tells the engine apart. */

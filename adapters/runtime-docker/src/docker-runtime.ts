@@ -9,6 +9,8 @@ import {
   systemClock,
   type Clock,
   type ContainerDetails,
+  type ContainerEvent,
+  type ContainerEventSource,
   type ContainerRuntime,
   type ContainerSpec,
   type ContainerStats,
@@ -23,6 +25,7 @@ import {
   podVolumeDir,
 } from '@kubelet-ts/core';
 import type { DockerApi, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
+import { dockerEvents } from './docker-events.js';
 import { DockerSandboxes, portBindings } from './docker-sandboxes.js';
 import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
 import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
@@ -54,7 +57,7 @@ export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
  * its network namespace and publishes its ports (see `DockerSandboxes`); the pod's containers join
  * it, so they reach each other on `localhost` (as every kubelet since mid-2014).
  */
-export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
+export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, ContainerEventSource {
   readonly name = ADAPTER;
   readonly endpoint: string;
   private readonly docker: DockerApi;
@@ -266,6 +269,20 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource {
       // Without a limit of its own, the engine reports the host's memory as the limit.
       memory: { usageBytes: figures.memory_stats?.usage ?? 0, ...(limit === undefined ? {} : { limitBytes: limit }) },
     };
+  }
+
+  /** Started, exited and removed events of the agent's containers, from `GET /events` (see `dockerEvents`). */
+  events(signal: AbortSignal): AsyncIterable<ContainerEvent> {
+    const docker = this.docker;
+    return dockerEvents(signal, {
+      getEvents: async (options) => {
+        if (docker.getEvents === undefined) throw new KubeletError('Unavailable', 'the client given as options.docker has no getEvents: pass a dockerode client', { adapter: ADAPTER });
+        return docker.getEvents(options);
+      },
+      engine: () => this.engine(),
+      endpoint: this.endpoint,
+      logger: this.logger,
+    });
   }
 
   // ---- plumbing --------------------------------------------------------------------------------

@@ -17,6 +17,9 @@ import type { DockerVersion } from './docker-api.js';
  *   (`translate`, by their words);
  * - a sandbox whose start failed keeps its host ports bound in the service (Podman 4.3): the
  *   adapter warns (`DockerSandboxes.run`).
+ * - its events filter names `died` and `remove` where Docker's are `die` and `destroy` (the lines
+ *   themselves say `die`, with the same `exitCode` attribute), and its label filter matches
+ *   `key=value` only, so our label is checked on each line's attributes (`eventFilters`).
  */
 export type EngineKind = 'docker' | 'podman';
 

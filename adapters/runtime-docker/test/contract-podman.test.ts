@@ -28,5 +28,6 @@ runtimeContract(
     // refused without a dial. Another Podman dials 127.0.0.1:1, refused, and retries for 3 s.
     missingImage: 'localhost:1/kubelet-ts/missing:none',
     podNetwork: busyboxPodNetwork,
+    events: {},
   },
 );
