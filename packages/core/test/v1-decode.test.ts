@@ -195,6 +195,19 @@ describe('v1 Pod: values are checked as every manifest is, at the v1 path', () =
     expect(refused(input)).toContainEqual({ path, message: expect.stringContaining(message) });
   });
 
+  it('names the v1 paths inside messages, and shows a value as it was written', () => {
+    const twice = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'w' }, spec: { containers: [
+      { name: 'a', image: 'x', ports: [{ containerPort: 80, hostPort: 80 }] },
+      { name: 'a', image: 'x', ports: [{ containerPort: 81, hostPort: 80 }] },
+    ] } };
+    expect(refused(twice)).toEqual([
+      { path: 'spec.containers[1].name', message: 'duplicate container name "a" (also spec.containers[0])' },
+      { path: 'spec.containers[1].ports[0].hostPort', message: 'host port 80/TCP is already used by spec.containers[0].ports[0].hostPort' },
+    ]);
+    const parsed = parseManifests('apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers: [{name: a, image: x, env: [{name: A, value: 01234}]}]', 'w.yaml');
+    expect(parsed.rejected[0]?.errors).toEqual([{ path: 'spec.containers[0].env[0].value', message: 'must be a string; quote it: "01234"' }]);
+  });
+
   it('refuses a hostPath volume without --allow-host-mounts, naming the flag', () => {
     expect(refused(pod({}, { volumes: [{ name: 'h', hostPath: { path: '/x' } }] }), false)).toEqual([
       { path: 'spec.volumes[0].hostPath', message: expect.stringContaining('--allow-host-mounts') },

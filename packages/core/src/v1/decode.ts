@@ -1,6 +1,7 @@
 import type { FieldError } from '../errors.js';
 import { describe, isRecord } from '../field-checks.js';
 import { IGNORED_V1_FIELDS, MAPPED_V1_FIELDS, REFUSED_ADVICE } from './fields.js';
+import { joinV1PodId } from './pod-id.js';
 import { decodeResources } from './resources.js';
 
 /** A v1 Pod in the domain manifest's shape (for `validateManifest`), with what was refused on the way. */
@@ -57,8 +58,8 @@ class V1PodDecoder {
     this.hostNetwork = s['hostNetwork'] === true;
     const name = m['name'];
     const namespace = m['namespace'];
-    // The id rule of `v1PodId`; validation then checks it is a DNS subdomain, at `metadata.name`.
-    const id = typeof name === 'string' && typeof namespace === 'string' && namespace !== '' && namespace !== 'default' ? `${name}.${namespace}` : name;
+    // Validation then checks the id is a DNS subdomain, and says so at `metadata.name`.
+    const id = typeof name === 'string' && (namespace == null || typeof namespace === 'string') ? joinV1PodId(name, namespace ?? undefined) : name;
     const containers = s['containers'];
     const volumes = s['volumes'];
     return defined({
@@ -120,9 +121,10 @@ class V1PodDecoder {
       command: input['args'],
       workingDir: input['workingDir'],
       ports: this.each(input['ports'], `${path}.ports`, (p, at) => this.port(p, at)),
+      // Passed on as the same objects, so a message can show how a value was written (`"01234"`).
       env: this.each(input['env'], `${path}.env`, (e, at) => {
         this.known(e, at, MAPPED_V1_FIELDS.env);
-        return defined({ name: e['name'], value: e['value'] });
+        return e;
       }),
       ...resources,
       volumeMounts: this.each(input['volumeMounts'], `${path}.volumeMounts`, (v, at) => {
@@ -149,18 +151,19 @@ class V1PodDecoder {
     if (this.hostNetwork && p['hostPort'] != null && p['hostPort'] !== 0 && p['hostPort'] !== p['containerPort']) {
       this.fail(`${path}.hostPort`, 'must equal containerPort in a hostNetwork pod; leave it out');
     }
-    return defined({ name: p['name'], containerPort: p['containerPort'], hostPort: p['hostPort'], hostIP: p['hostIP'], protocol: p['protocol'] === 'SCTP' ? undefined : p['protocol'] });
+    return p;
   }
 
   private probe(input: unknown, path: string): unknown {
     if (!isRecord(input)) return input;
     this.known(input, path, MAPPED_V1_FIELDS.probe);
-    const out: Record<string, unknown> = {};
-    for (const key of MAPPED_V1_FIELDS.probe) if (input[key] !== undefined) out[key] = input[key];
-    // A probe that is only a refused handler (grpc) is refused once, not also as one without a handler.
-    return Object.keys(input).some((k) => !MAPPED_V1_FIELDS.probe.includes(k as never)) && !['exec', 'httpGet', 'tcpSocket'].some((h) => input[h] != null) ? undefined : out;
+    // A probe whose only handler is refused (grpc) is refused once, not also as one without a handler.
+    if (!['exec', 'httpGet', 'tcpSocket'].some((h) => input[h] != null)) return Object.keys(input).some((k) => !isMapped(k)) ? undefined : input;
+    return Object.fromEntries(Object.entries(input).filter(([key]) => isMapped(key)));
   }
 }
+
+const isMapped = (key: string): boolean => (MAPPED_V1_FIELDS.probe as readonly string[]).includes(key);
 
 /** The object without its undefined values: a field not written stays absent. */
 function defined(o: Record<string, unknown>): Record<string, unknown> {

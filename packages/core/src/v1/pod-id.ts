@@ -7,6 +7,11 @@ import { isManifestId } from '../naming.js';
  * when the result is not a manifest id (a DNS subdomain of at most 253 characters).
  */
 export function v1PodId(name: string, namespace?: string): string | undefined {
-  const id = namespace === undefined || namespace === '' || namespace === 'default' ? name : `${name}.${namespace}`;
+  const id = joinV1PodId(name, namespace);
   return isManifestId(id) ? id : undefined;
+}
+
+/** `v1PodId` before the check, for the decoder: validation then says what is wrong with it. */
+export function joinV1PodId(name: string, namespace: string | undefined): string {
+  return namespace === undefined || namespace === '' || namespace === 'default' ? name : `${name}.${namespace}`;
 }

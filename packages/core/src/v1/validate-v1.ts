@@ -21,6 +21,8 @@ export function v1ListItems(value: unknown): readonly unknown[] | undefined {
 }
 
 const fromV1Pod = new WeakSet<object>();
+/** A container field's domain path inside a message (`already used by containers[0].ports[1].hostPort`). */
+const DOMAIN_PATH = /\bcontainers\[\d+\](?:\.[A-Za-z]+(?:\[\d+\])?)*/g;
 
 /**
  * Whether `parseManifests` read this manifest from a v1 Pod (rather than a 2014 manifest), so a
@@ -51,7 +53,7 @@ export function validateV1Pod(input: unknown, options: Omit<ValidateOptions, 'de
   }
   const seen = new Set(decoded.errors.map((e) => e.path));
   const checked = (result.ok ? [] : result.errors)
-    .map((e) => ({ path: v1PathOf(e.path), message: e.message === 'unknown field' ? 'not supported' : e.message }))
+    .map((e) => ({ path: v1PathOf(e.path), message: e.message === 'unknown field' ? 'not supported' : e.message.replace(DOMAIN_PATH, (p) => v1PathOf(p)) }))
     .filter((e) => !seen.has(e.path));
   const id = result.ok ? result.manifest.id : result.id;
   const errors = [...decoded.errors, ...checked];
