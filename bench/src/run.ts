@@ -10,9 +10,11 @@ import { independentDocker } from '@kubelet-ts/testkit';
 import { describeMachine, markdown } from './report.js';
 import { containerdVersion, criEngine } from './scenarios/cri-engine.js';
 import { engine } from './scenarios/engine.js';
+import { engineReaction } from './scenarios/engine-reaction.js';
 import { fleet } from './scenarios/fleet.js';
 import { memory } from './scenarios/memory.js';
 import { reaction } from './scenarios/reaction.js';
+import { steadyEngine } from './scenarios/steady-engine.js';
 import { steadyState } from './scenarios/steady-state.js';
 import type { Row } from './stats.js';
 
@@ -38,6 +40,15 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
     // The quick run stays a few seconds: one pod, then three.
     const sizes = q ? { latencyRuns: 1, throughputPods: 3, throughputRuns: 1, rawConcurrency: [4] } : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8] };
     rows.push(...(await criEngine(sizes)));
+  }
+  if (options.engine) {
+    step(`steady state on Docker${cri ? ' and containerd' : ''}, and the idle CLI's CPU`);
+    rows.push(...(await steadyEngine(q ? { pods: 3, passes: 3, idleSeconds: 3 } : { pods: 200, passes: 20, idleSeconds: 60 }, cri)));
+  }
+  if (options.engine && !q) {
+    // Left out of the quick run: until the agent reacts to runtime events, one kill waits for a relist (up to 10 s).
+    step(`reaction to a killed container on Docker${cri ? ' and containerd' : ''}`);
+    rows.push(...(await engineReaction(10, cri)));
   }
   step('steady state');
   rows.push(...(await steadyState(q ? 100 : 1_000, q ? 3 : 20, Infinity)));

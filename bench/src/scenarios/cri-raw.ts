@@ -23,6 +23,9 @@ service RuntimeService {
   rpc ListPodSandbox(ListPodSandboxRequest) returns (ListPodSandboxResponse) {}
   rpc CreateContainer(CreateContainerRequest) returns (CreateContainerResponse) {}
   rpc StartContainer(ContainerIdRequest) returns (Empty) {}
+  rpc ListContainers(ListContainersRequest) returns (ListContainersResponse) {}
+  rpc StopContainer(StopContainerRequest) returns (Empty) {}
+  rpc RemoveContainer(ContainerIdRequest) returns (Empty) {}
 }
 
 message Empty {}
@@ -68,6 +71,24 @@ message ContainerConfig {
 message CreateContainerRequest { string pod_sandbox_id = 1; ContainerConfig config = 2; PodSandboxConfig sandbox_config = 3; }
 message CreateContainerResponse { string container_id = 1; }
 message ContainerIdRequest { string container_id = 1; }
+enum ContainerState { CONTAINER_CREATED = 0; CONTAINER_RUNNING = 1; CONTAINER_EXITED = 2; CONTAINER_UNKNOWN = 3; }
+message ContainerStateValue { ContainerState state = 1; }
+message ContainerFilter { string id = 1; ContainerStateValue state = 2; string pod_sandbox_id = 3; map<string, string> label_selector = 4; }
+message ListContainersRequest { ContainerFilter filter = 1; }
+// Every field of CRI's Container, so that the raw list decodes what the adapter's list decodes.
+message Container {
+  string id = 1;
+  string pod_sandbox_id = 2;
+  ContainerMetadata metadata = 3;
+  ImageSpec image = 4;
+  string image_ref = 5;
+  ContainerState state = 6;
+  int64 created_at = 7;
+  map<string, string> labels = 8;
+  map<string, string> annotations = 9;
+}
+message ListContainersResponse { repeated Container containers = 1; }
+message StopContainerRequest { string container_id = 1; int64 timeout = 2; }
 `;
 
 // What the adapter runs every pod with (its sandbox-config.ts): the kubelet's defaults.
@@ -91,6 +112,15 @@ export interface RawCri {
   removePod(sandboxId: string): Promise<void>;
   /** Sandboxes carrying these label values. */
   sandboxes(labelSelector: Readonly<Record<string, string>>): Promise<string[]>;
+  /** One `ListContainers` of the containers carrying these label values: how many, and how many run. */
+  containers(labelSelector: Readonly<Record<string, string>>): Promise<{ all: number; running: number }>;
+  /** The running containers carrying these label values, with their sandbox. */
+  running(labelSelector: Readonly<Record<string, string>>): Promise<Array<{ id: string; podSandboxId: string }>>;
+  /** `StopContainer` with a timeout of 0: the container is killed at once. */
+  kill(containerId: string): Promise<void>;
+  /** CreateContainer + StartContainer in a sandbox of `runPod`'s (same config): the new container's id. */
+  createStart(sandboxId: string, pod: RawCriPod, name: string): Promise<string>;
+  removeContainer(containerId: string): Promise<void>;
   close(): void;
 }
 
@@ -107,37 +137,55 @@ export function rawCri(endpoint: string): RawCri {
   return {
     version: () => call('Version', {}),
     async runPod(pod) {
-      const config = {
-        metadata: { name: pod.name, uid: pod.name, namespace: 'bench-raw', attempt: 0 },
-        hostname: pod.name,
-        logDirectory: join(pod.logsRoot, pod.name),
-        labels: pod.labels,
-        linux: { cgroupParent: pod.cgroupParent, securityContext: SECURITY_CONTEXT },
-      };
+      const config = sandboxConfig(pod);
       // The agent makes the log directory too; containerd writes the container's log in it.
       await mkdir(config.logDirectory, { recursive: true });
       const { podSandboxId } = await call<{ podSandboxId: string }>('RunPodSandbox', { config });
+      await this.createStart(podSandboxId, pod, 'c0');
+      return podSandboxId;
+    },
+    async createStart(podSandboxId, pod, name) {
       const { containerId } = await call<{ containerId: string }>('CreateContainer', {
         podSandboxId,
         config: {
-          metadata: { name: 'c0', attempt: 0 },
+          metadata: { name, attempt: 0 },
           image: { image: pod.image },
           command: [...pod.command],
           labels: pod.labels,
-          logPath: 'c0.log',
+          logPath: `${name}.log`,
           linux: { securityContext: SECURITY_CONTEXT },
         },
-        sandboxConfig: config,
+        sandboxConfig: sandboxConfig(pod),
       });
       await call('StartContainer', { containerId });
-      return podSandboxId;
+      return containerId;
     },
+    async running(labelSelector) {
+      const { containers } = await call<{ containers: Array<{ id: string; podSandboxId: string }> }>('ListContainers', { filter: { labelSelector, state: { state: 'CONTAINER_RUNNING' } } });
+      return containers.map(({ id, podSandboxId }) => ({ id, podSandboxId }));
+    },
+    kill: async (containerId) => void (await call('StopContainer', { containerId, timeout: 0 })),
+    removeContainer: async (containerId) => void (await call('RemoveContainer', { containerId })),
     async removePod(sandboxId) {
       await call('StopPodSandbox', { podSandboxId: sandboxId });
       await call('RemovePodSandbox', { podSandboxId: sandboxId });
     },
     sandboxes: async (labelSelector) => (await call<{ items: Array<{ id: string }> }>('ListPodSandbox', { filter: { labelSelector } })).items.map((s) => s.id),
+    async containers(labelSelector) {
+      const { containers } = await call<{ containers: Array<{ state: string }> }>('ListContainers', { filter: { labelSelector } });
+      return { all: containers.length, running: containers.filter((c) => c.state === 'CONTAINER_RUNNING').length };
+    },
     close: () => client.close(),
+  };
+}
+
+function sandboxConfig(pod: RawCriPod) {
+  return {
+    metadata: { name: pod.name, uid: pod.name, namespace: 'bench-raw', attempt: 0 },
+    hostname: pod.name,
+    logDirectory: join(pod.logsRoot, pod.name),
+    labels: pod.labels,
+    linux: { cgroupParent: pod.cgroupParent, securityContext: SECURITY_CONTEXT },
   };
 }
 

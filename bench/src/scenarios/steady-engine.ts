@@ -1,0 +1,229 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Labels, type ContainerRuntime } from '@kubelet-ts/core';
+import { createKubelet } from '@kubelet-ts/runner';
+import { CriRuntime } from '@kubelet-ts/runtime-cri';
+import { DockerRuntime } from '@kubelet-ts/runtime-docker';
+import { FileManifestSource } from '@kubelet-ts/source-file';
+import { assertContainerd, buildTestImages, criCgroupParent, criEndpoint, independentDocker, removeLabelled, TEST_IMAGES } from '@kubelet-ts/testkit';
+import { ms, row, summarise, type Row } from '../stats.js';
+import { rawCri } from './cri-raw.js';
+
+const COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
+const CLI = fileURLToPath(new URL('../../../packages/cli/bin/kubelet-ts.js', import.meta.url));
+const pause = (msec: number) => new Promise((r) => setTimeout(r, msec));
+
+export interface SteadyEngineSizes {
+  readonly pods: number;
+  /** Timed no-op passes (each beside one timed raw list). */
+  readonly passes: number;
+  /** How long the CLI's CPU is sampled once it is idle. */
+  readonly idleSeconds: number;
+}
+
+/** One engine as the scenario sees it: the agent's runtime, the raw list beside it, the CLI's flags. */
+interface Engine {
+  readonly label: string;
+  readonly runtime: ContainerRuntime;
+  readonly rawListName: string;
+  /** One raw list of this node's containers, as the engine's own client makes it. */
+  rawList(): Promise<{ all: number; running: number }>;
+  /** The same with the second list a pass makes (the sandboxes), for the note. */
+  rawListBoth(): Promise<void>;
+  readonly cliArgs: readonly string[];
+  cleanup(): Promise<void>;
+}
+
+/**
+ * The issue-14 steady state on a real engine: `pods` pods (one busybox sleeping each) started by
+ * an agent, then no-op passes (`kubelet.sync()`) timed against one raw list of the engine's
+ * containers in the same run, alternating. Then the CLI with default flags adopts the same pods
+ * from the same manifest directory and its CPU is sampled from /proc while it idles.
+ */
+async function steadyOn(engine: Engine, node: string, manifests: string, sizes: SteadyEngineSizes): Promise<Row[]> {
+  const kubelet = createKubelet({ runtime: engine.runtime, sources: [new FileManifestSource({ path: manifests })], hostname: node, syncFrequencyMs: 3_600_000 });
+  const passTimes: number[] = [];
+  const rawTimes: number[] = [];
+  const bothTimes: number[] = [];
+  try {
+    await kubelet.start();
+    const deadline = Date.now() + 15 * 60_000;
+    for (;;) {
+      const r = await kubelet.sync();
+      if (r.desired === sizes.pods && r.actions === 0 && r.busy === 0 && r.failures === 0 && r.error === undefined && (await engine.rawList()).running === sizes.pods) break;
+      if (Date.now() > deadline) throw new Error(`${engine.label}: ${sizes.pods} pods not running after 15 min: ${JSON.stringify(r)}`);
+      await pause(1000);
+    }
+    for (let i = 0; i < sizes.passes; i++) {
+      let t = process.hrtime.bigint();
+      const r = await kubelet.sync();
+      passTimes.push(ms(t));
+      if (r.actions !== 0 || r.error !== undefined) throw new Error(`${engine.label}: a steady pass acted: ${JSON.stringify(r)}`);
+      t = process.hrtime.bigint();
+      await engine.rawList();
+      rawTimes.push(ms(t));
+      t = process.hrtime.bigint();
+      await engine.rawListBoth();
+      bothTimes.push(ms(t));
+    }
+  } finally {
+    await kubelet.close();
+  }
+  const pass = summarise(passTimes);
+  const raw = summarise(rawTimes);
+  const both = summarise(bothTimes);
+  const idle = await idleCpu(engine, node, manifests, sizes);
+  return [
+    row({
+      scenario: '7. steady state on the engine',
+      metric: `${engine.label}: no-op pass, ${sizes.pods} pods running`,
+      unit: 'ms',
+      value: pass,
+      baseline: { name: `one raw ${engine.rawListName}`, value: raw },
+      target: { text: 'ratio ≤ 1.5', met: pass.median / raw.median <= 1.5 },
+      note: `the pass makes two lists (containers, sandboxes) and plans; the same two raw lists take ${both.median.toFixed(1)} ms (median), so against them the ratio is ${(pass.median / both.median).toFixed(2)}. Passes and raw lists alternate`,
+    }),
+    idle,
+  ];
+}
+
+/** The CLI's CPU over `idleSeconds` once it holds the pods, from /proc/<pid>/stat (utime + stime). */
+async function idleCpu(engine: Engine, node: string, manifests: string, sizes: SteadyEngineSizes): Promise<Row> {
+  const before = await engine.rawList();
+  const args = [CLI, ...engine.cliArgs, '--config', manifests, '--hostname-override', node, '--port', '0'];
+  const cli = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  cli.stdout?.on('data', (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-20_000)));
+  try {
+    // Settled: listening, then one sync period (its first pass adopts the pods, its second finds nothing to do).
+    const deadline = Date.now() + 60_000;
+    while (!output.includes('agent server listening')) {
+      if (cli.exitCode !== null || Date.now() > deadline) throw new Error(`the CLI did not start (exit ${cli.exitCode}):\n${output}`);
+      await pause(100);
+    }
+    await pause(sizes.idleSeconds >= 60 ? 12_000 : 1000);
+    const ticks0 = await cpuTicks(cli);
+    const t = process.hrtime.bigint();
+    await pause(sizes.idleSeconds * 1000);
+    const ticks1 = await cpuTicks(cli);
+    const wallMs = ms(t);
+    const after = await engine.rawList();
+    if (cli.exitCode !== null) throw new Error(`the CLI exited while idle (exit ${cli.exitCode}):\n${output}`);
+    const hz = 100; // USER_HZ, the unit of /proc/<pid>/stat's times on Linux
+    const percent = (((ticks1 - ticks0) / hz) * 1000 * 100) / wallMs;
+    const acted = before.all !== after.all || after.running !== sizes.pods;
+    return row({
+      scenario: '7. steady state on the engine',
+      metric: `${engine.label}: CLI idle CPU, ${sizes.pods} pods, default flags`,
+      unit: '% of a core',
+      value: summarise([percent]),
+      target: { text: '≤ 0.5 %', met: percent <= 0.5 && !acted },
+      note: `utime+stime of the CLI's process over ${(wallMs / 1000).toFixed(0)} s (${ticks1 - ticks0} ticks of 10 ms), sampled after it had adopted the ${sizes.pods} pods the bench's agent started (its own process; \`${engine.cliArgs.join(' ').split(tmpdir()).join('<tmp>')} --config <dir> --hostname-override <node> --port 0\`, the rest default: 10 s sync, 20 s file check, info logs)${acted ? `; **the CLI changed the pods while idle**: ${before.all} containers before, ${after.all} (${after.running} running) after` : '; it left every container as it was'}`,
+    });
+  } finally {
+    await stop(cli);
+  }
+}
+
+async function cpuTicks(child: ChildProcess): Promise<number> {
+  const stat = await readFile(`/proc/${child.pid}/stat`, 'utf8');
+  // Fields after the command (which may hold spaces) start at state; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const forced = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(forced);
+}
+
+async function writeManifests(dir: string, pods: number, image: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (let i = 0; i < pods; i++) {
+    const m = { id: `steady-${i}`, terminationGracePeriodSeconds: 10, containers: [{ name: 'c0', image, command: COMMAND }] };
+    await writeFile(join(dir, `steady-${i}.json`), JSON.stringify(m));
+  }
+}
+
+async function docker(sizes: SteadyEngineSizes, work: string): Promise<Row[]> {
+  const images = await buildTestImages();
+  const node = `bench-steady-${process.pid}`;
+  const volumes = join(work, 'docker-volumes');
+  const manifests = join(work, 'docker-manifests');
+  await writeManifests(manifests, sizes.pods, images.busybox);
+  const client = independentDocker();
+  const list = (label: string) => client.listContainers({ all: true, filters: { label: [label] } });
+  const engine: Engine = {
+    label: 'Docker',
+    runtime: new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: volumes }),
+    rawListName: 'dockerode listContainers({ all: true, filters: label })',
+    async rawList() {
+      // The app containers: the pods' namespace holders carry the node label too, and are left out.
+      const all = (await list(`${Labels.node}=${node}`)).filter((c) => c.Labels[Labels.sandbox] === undefined && c.Labels[Labels.containerName] !== undefined);
+      return { all: all.length, running: all.filter((c) => c.State === 'running').length };
+    },
+    async rawListBoth() {
+      await Promise.all([list(`${Labels.node}=${node}`), list(`${Labels.node}=${node}`)]);
+    },
+    cliArgs: ['--runtime', 'docker', '--pod-infra-image', images.pause, '--host-ip', '127.0.0.1', '--volumes-root', volumes],
+    async cleanup() {
+      await removeLabelled(`${Labels.node}=${node}`);
+    },
+  };
+  try {
+    return await steadyOn(engine, node, manifests, sizes);
+  } finally {
+    await engine.cleanup();
+  }
+}
+
+async function containerd(sizes: SteadyEngineSizes, work: string): Promise<Row[]> {
+  const endpoint = criEndpoint();
+  await assertContainerd(endpoint);
+  const node = `bench-steady-cri-${process.pid}`;
+  const volumes = join(work, 'cri-volumes');
+  const manifests = join(work, 'cri-manifests');
+  await writeManifests(manifests, sizes.pods, TEST_IMAGES.busybox);
+  const raw = rawCri(endpoint);
+  const runtime = new CriRuntime({ endpoint, hostIp: '127.0.0.1', volumesRoot: volumes, logsRoot: join(work, 'cri-logs'), cgroupParent: criCgroupParent() });
+  const selector = { [Labels.node]: node };
+  const engine: Engine = {
+    label: 'containerd (CRI)',
+    runtime,
+    rawListName: 'CRI ListContainers (label selector)',
+    rawList: () => raw.containers(selector),
+    async rawListBoth() {
+      await Promise.all([raw.containers(selector), raw.sandboxes(selector)]);
+    },
+    cliArgs: ['--runtime', 'cri', '--container-runtime-endpoint', endpoint, '--host-ip', '127.0.0.1', '--volumes-root', volumes],
+    async cleanup() {
+      for (const id of await raw.sandboxes(selector).catch(() => [])) await raw.removePod(id).catch(() => undefined);
+    },
+  };
+  try {
+    return await steadyOn(engine, node, manifests, sizes);
+  } finally {
+    await engine.cleanup();
+    raw.close();
+    runtime.close();
+  }
+}
+
+/** The steady state and idle CPU on Docker, then (with `cri`) on the private containerd. */
+export async function steadyEngine(sizes: SteadyEngineSizes, cri: boolean): Promise<Row[]> {
+  const work = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-steady-'));
+  try {
+    const rows = await docker(sizes, work);
+    if (cri) rows.push(...(await containerd(sizes, work)));
+    return rows;
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
