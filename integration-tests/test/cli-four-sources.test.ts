@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EtcdServer } from '@kubelet-ts/testkit';
+import type { V1PodList } from '@kubelet-ts/core';
 import { AgentProcess } from './agent-process.js';
 
 const pod = (id: string, image = 'busybox:1.36') => ({ version: 'v1beta1', id, containers: [{ name: 'main', image }] });
@@ -47,8 +48,8 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
     const res = await fetch(`${server}/container`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pod('from-server')) });
     expect(res.status).toBe(201);
     await agent.until(() => ['from-file', 'from-url', 'from-etcd', 'from-server'].every((id) => started(id) === 1), 'four pods started');
-    const pods = (await (await fetch(`${server}/pods`)).json()) as Array<{ id: string; source: string }>;
-    expect(Object.fromEntries(pods.map((p) => [p.id, p.source]))).toEqual({ 'from-file': 'file', 'from-url': 'http', 'from-etcd': 'etcd', 'from-server': 'server' });
+    const { items } = (await (await fetch(`${server}/pods`)).json()) as V1PodList;
+    expect(Object.fromEntries(items.map((p) => [p.metadata['name'], (p.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/source']]))).toEqual({ 'from-file': 'file', 'from-url': 'http', 'from-etcd': 'etcd', 'from-server': 'server' });
   });
 
   it('runs one copy of a manifest id given by two sources, from the higher-priority source, and says so', async () => {

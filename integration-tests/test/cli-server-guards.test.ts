@@ -100,7 +100,7 @@ describe('kubelet-ts CLI: the agent server against a page in a browser on the sa
     const res = await send(url, '/container', { method: 'POST', headers: { ...auth, origin: 'http://evil.example', 'content-type': 'text/plain' }, body: manifest });
     expect(res.status).toBe(403);
     expect(JSON.parse(res.body)).toEqual({ error: expect.stringContaining('cross-site requests are refused') });
-    expect(JSON.parse((await send(url, '/pods', { headers: auth })).body)).toEqual([]);
+    expect(JSON.parse((await send(url, '/pods', { headers: auth })).body)).toEqual({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: [] });
   });
 
   it('refuses every route, /healthz included, to a Host it does not listen on (DNS rebinding)', async () => {

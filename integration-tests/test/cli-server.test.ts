@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { V1PodList } from '@kubelet-ts/core';
 import { AgentProcess } from './agent-process.js';
 
 const manifest = { version: 'v1beta1', id: 'posted', containers: [{ name: 'main', image: 'busybox:1.36', env: [{ name: 'A', value: '1' }] }] };
@@ -31,8 +32,10 @@ describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP 
     const res = await fetch(`${url}/container`, { method: 'POST', headers: postAs, body: JSON.stringify(manifest) });
     expect(res.status).toBe(201);
     await agent.until(() => agent.events('ContainerStarted', 'posted').length === 1, 'posted pod started');
-    const pods = (await (await fetch(`${url}/pods`, { headers: auth })).json()) as Array<{ id: string; source: string; containers: Array<{ name: string; state: string }> }>;
-    expect(pods).toEqual([{ id: 'posted', source: 'server', containers: [expect.objectContaining({ name: 'main', state: 'running' })] }]);
+    const list = (await (await fetch(`${url}/pods`, { headers: auth })).json()) as V1PodList;
+    expect(list).toMatchObject({ kind: 'PodList', apiVersion: 'v1' });
+    expect(list.items.map((p) => [p.metadata['name'], (p.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/source']])).toEqual([['posted', 'server']]);
+    expect(list.items[0]?.status['containerStatuses']).toEqual([expect.objectContaining({ name: 'main', state: { running: expect.anything() } })]);
   });
 
   it('serves containerInfo for a managed container by manifest/container, 404 otherwise', async () => {
