@@ -79,6 +79,7 @@ export interface DockerInspect {
   Config: {
     Image: string;
     Cmd?: string[] | null;
+    Entrypoint?: string | string[] | null;
     WorkingDir?: string;
     Env?: string[] | null;
     Labels?: Record<string, string> | null;
@@ -88,6 +89,8 @@ export interface DockerInspect {
     Binds?: string[] | null;
     Memory?: number;
     CpuShares?: number;
+    CpuPeriod?: number;
+    CpuQuota?: number;
   };
 }
 
@@ -96,11 +99,13 @@ export interface DockerCreateOptions {
   Image: string;
   Hostname?: string;
   Cmd?: string[];
+  Entrypoint?: string[];
   WorkingDir?: string;
   Env?: string[];
   Labels: Record<string, string>;
   ExposedPorts?: Record<string, Record<string, never>>;
   HostConfig: {
+    /** `container:<id>` joins that container's network namespace; `host` (a host-network sandbox) the host's. */
     NetworkMode?: string;
     /** `container:<id>` (Podman only) joins that container's UTS namespace, and so its hostname. */
     UTSMode?: string;
@@ -108,6 +113,9 @@ export interface DockerCreateOptions {
     Binds?: string[];
     Memory?: number;
     CpuShares?: number;
+    /** The CFS period and quota of a CPU limit, in µs (Podman's compatible API takes them too). */
+    CpuPeriod?: number;
+    CpuQuota?: number;
     RestartPolicy?: { Name: string };
   };
 }

@@ -22,6 +22,8 @@ import {
   type Registry,
   type SandboxSpec,
   type SandboxSummary,
+  CFS_PERIOD_US,
+  cfsQuotaOf,
   podVolumeDir,
 } from '@kubelet-ts/core';
 import type { DockerApi, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
@@ -153,7 +155,10 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     const options: DockerCreateOptions = {
       name: spec.name,
       Image: spec.image,
+      // The 2014 command is the image's CMD replaced; a v1 command (entrypoint) its ENTRYPOINT,
+      // and the engine then leaves the image's CMD out unless Cmd is given, as Kubernetes does.
       ...(spec.command === undefined ? {} : { Cmd: [...spec.command] }),
+      ...(spec.entrypoint === undefined ? {} : { Entrypoint: [...spec.entrypoint] }),
       ...(spec.workingDir === undefined ? {} : { WorkingDir: spec.workingDir }),
       Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
       Labels: { ...spec.labels },
@@ -163,6 +168,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
         Binds: binds,
         ...(spec.memory === undefined ? {} : { Memory: spec.memory }),
         ...(spec.cpuShares === undefined ? {} : { CpuShares: spec.cpuShares }),
+        ...(spec.cpuLimitMillis === undefined ? {} : { CpuPeriod: CFS_PERIOD_US, CpuQuota: cfsQuotaOf(spec.cpuLimitMillis) }),
       },
     };
     const created = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));

@@ -1,4 +1,5 @@
 import {
+  HOST_NETWORK_SANDBOX_HASH,
   KubeletError,
   Labels,
   type Clock,
@@ -41,16 +42,10 @@ export class DockerSandboxes {
     const { docker, call } = this.options;
     await this.options.ensureImage(this.options.podInfraImage);
     const { exposed, bindings } = portBindings(spec.ports, this.options.hostIp);
-    const created = await call(`create sandbox ${spec.name}`, () =>
-      docker.createContainer({
-        name: spec.name,
-        Image: this.options.podInfraImage,
-        Hostname: spec.hostname,
-        Labels: { ...spec.labels },
-        ExposedPorts: exposed,
-        HostConfig: { PortBindings: bindings },
-      }),
-    );
+    // A host-network holder is on the host's network, as its pod's containers then are through it:
+    // it publishes nothing (its ports are the host's), and sets no hostname (the host's stays).
+    const network = spec.hostNetwork === true ? { Labels: { ...spec.labels }, HostConfig: { NetworkMode: 'host' } } : { Hostname: spec.hostname, Labels: { ...spec.labels }, ExposedPorts: exposed, HostConfig: { PortBindings: bindings } };
+    const created = await call(`create sandbox ${spec.name}`, () => docker.createContainer({ name: spec.name, Image: this.options.podInfraImage, ...network }));
     try {
       await call(`start sandbox ${spec.name}`, () => docker.getContainer(created.id).start(), true);
     } catch (error) {
@@ -73,8 +68,10 @@ export class DockerSandboxes {
     }
     const found = await call('list sandboxes', () => docker.listContainers({ all: true, filters: { label: [Labels.sandbox] } }));
     // A holder whose network is not a namespace of its own (the host's, or another container's)
-    // was not made by this adapter, whatever its labels say: joining it would be using it.
-    return found.filter((c) => ownNamespace(c)).map(summaryOf);
+    // was not made by this adapter, whatever its labels say: joining it would be using it. The one
+    // exception is ours: a holder on the host's network labelled as a host-network sandbox, which is
+    // where this adapter puts one (a holder made for a namespace of its own never is).
+    return found.filter((c) => ownNamespace(c) || hostNetworkHolder(c)).map(summaryOf);
   }
 
   async stop(id: string): Promise<void> {
@@ -134,16 +131,21 @@ export class DockerSandboxes {
   }
 }
 
-/** The Engine API's exposed ports and bindings for `ports`, bound to `hostIp`. */
+/** The Engine API's exposed ports and bindings for `ports`, bound to each port's `hostIp`, else to `hostIp`. */
 export function portBindings(ports: readonly PortBinding[], hostIp: string) {
   const exposed: Record<string, Record<string, never>> = {};
   const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
   for (const p of ports) {
     const key = `${p.containerPort}/${p.protocol.toLowerCase()}`;
     exposed[key] = {};
-    if (p.hostPort !== undefined) (bindings[key] ??= []).push({ HostIp: hostIp, HostPort: String(p.hostPort) });
+    // A port's own address (v1 hostIP) before the adapter's default.
+    if (p.hostPort !== undefined) (bindings[key] ??= []).push({ HostIp: p.hostIp ?? hostIp, HostPort: String(p.hostPort) });
   }
   return { exposed, bindings };
+}
+
+function hostNetworkHolder(c: DockerContainerInfo): boolean {
+  return c.HostConfig?.NetworkMode === 'host' && c.Labels?.[Labels.sandboxHash] === HOST_NETWORK_SANDBOX_HASH;
 }
 
 function ownNamespace(c: DockerContainerInfo): boolean {

@@ -20,6 +20,11 @@ import type { DockerVersion } from './docker-api.js';
  * - its events filter names `died` and `remove` where Docker's are `die` and `destroy` (the lines
  *   themselves say `die`, with the same `exitCode` attribute), and its label filter matches
  *   `key=value` only, so our label is checked on each line's attributes (`eventFilters`).
+ *
+ * Checked alike on both (test/host-network.test.ts, the v1 contract): a host-network holder
+ * (`NetworkMode: host`) and containers joining it with `container:<holder>` share the host's
+ * network, and on Podman, through the UTS join above, the host's hostname; `Entrypoint`, and a CPU
+ * limit as `CpuPeriod`/`CpuQuota`, are taken and shown back the same.
  */
 export type EngineKind = 'docker' | 'podman';
 

@@ -1,4 +1,4 @@
-import { Labels, type Clock, type ContainerDetails, type ContainerState, type ContainerSummary } from '@kubelet-ts/core';
+import { Labels, cpuLimitMillisOf, type Clock, type ContainerDetails, type ContainerState, type ContainerSummary } from '@kubelet-ts/core';
 import type { DockerContainerInfo, DockerInspect } from './docker-api.js';
 
 /** Engine records → the core's domain types, and the exec stream → text. */
@@ -66,6 +66,10 @@ export function detailsOf(info: DockerInspect): ContainerDetails {
   const startedAt = time(info.State.StartedAt);
   const finishedAt = state === 'exited' ? time(info.State.FinishedAt) : undefined;
   const env = Object.fromEntries((info.Config.Env ?? []).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+  // An engine may give a single string for a shell-form entrypoint.
+  const raw = info.Config.Entrypoint;
+  const entrypoint = raw == null || raw.length === 0 ? undefined : typeof raw === 'string' ? [raw] : raw;
+  const cpuLimitMillis = cpuLimitMillisOf(info.HostConfig.CpuPeriod, info.HostConfig.CpuQuota);
   return {
     id: info.Id,
     name: info.Name.replace(/^\//, ''),
@@ -82,6 +86,7 @@ export function detailsOf(info: DockerInspect): ContainerDetails {
       podId: labels[Labels.manifestId] ?? '',
       image: info.Config.Image,
       ...(info.Config.Cmd == null ? {} : { command: info.Config.Cmd }),
+      ...(entrypoint === undefined ? {} : { entrypoint }),
       ...(info.Config.WorkingDir ? { workingDir: info.Config.WorkingDir } : {}),
       env,
       ports: [],
@@ -91,6 +96,7 @@ export function detailsOf(info: DockerInspect): ContainerDetails {
       }),
       ...(info.HostConfig.Memory ? { memory: info.HostConfig.Memory } : {}),
       ...(info.HostConfig.CpuShares ? { cpuShares: info.HostConfig.CpuShares } : {}),
+      ...(cpuLimitMillis === undefined ? {} : { cpuLimitMillis }),
       labels,
     },
     raw: info,

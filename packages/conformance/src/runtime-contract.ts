@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/glob
 import { KubeletError, Labels, buildContainerName, sandboxHash, type ContainerRuntime, type ContainerSpec, type ErrorCode } from '@kubelet-ts/core';
 import { eventsContract, type EventsCapability } from './events-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
+import { v1Contract } from './v1-contract.js';
 
 export interface RuntimeContractOptions {
   /** An image the runtime has (or can pull) whose `command` keeps running until stopped. */
@@ -184,6 +185,7 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
     });
 
     podContract(() => runtime, { ...options, name });
+    v1Contract(() => runtime, { ...options, name });
     eventsContract(() => runtime, create, { ...options, name });
   });
 }

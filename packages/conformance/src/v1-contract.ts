@@ -1,0 +1,145 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import {
+  HOST_NETWORK_SANDBOX_HASH,
+  Labels,
+  buildContainerName,
+  sandboxHash,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type PortBinding,
+  type SandboxSpec,
+} from '@kubelet-ts/core';
+import type { PodNetworkCapability } from './pod-contract.js';
+
+interface V1ContractOptions {
+  readonly name: string;
+  readonly image: string;
+  readonly command: readonly string[];
+  readonly realExec?: boolean;
+  readonly podNetwork?: PodNetworkCapability;
+}
+
+/**
+ * The fields a Kubernetes v1 Pod brings (issue 15), as every runtime must run them: `entrypoint`
+ * (the image's ENTRYPOINT) beside `command` (its CMD), a CPU limit, a port's host address, and
+ * host-network sandboxes. Checks that need a real network run only where `podNetwork` is declared.
+ */
+export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractOptions): void {
+  describe('v1 Pod fields', () => {
+    const sandboxes: string[] = [];
+    const net = options.podNetwork;
+    const withNetwork = (title: string, body: (n: PodNetworkCapability) => Promise<void>) =>
+      net === undefined ? it.skip(`${title} (${options.name} declares no podNetwork)`, () => {}) : it(title, () => body(net), 60_000);
+
+    afterEach(async () => {
+      for (const id of sandboxes.splice(0)) await runtime().removeSandbox(id, { volumes: true });
+    });
+
+    const sandboxSpec = (podId: string, ports: readonly PortBinding[] = [], hostNetwork = false): SandboxSpec => ({
+      name: buildContainerName(podId, 'POD'),
+      podId,
+      hostname: podId,
+      ports,
+      ...(hostNetwork ? { hostNetwork: true } : {}),
+      labels: {
+        [Labels.sandbox]: podId,
+        [Labels.sandboxHash]: hostNetwork ? HOST_NETWORK_SANDBOX_HASH : sandboxHash(ports),
+        [Labels.node]: 'contract-node',
+        [Labels.source]: 'contract',
+        [Labels.namespace]: 'contract-ns',
+      },
+    });
+    const run = async (s: SandboxSpec) => {
+      const sandbox = await runtime().runSandbox(s);
+      sandboxes.push(sandbox.id);
+      return sandbox;
+    };
+    const spec = (podId: string, container: string, fields: Partial<ContainerSpec> = {}): ContainerSpec => ({
+      name: buildContainerName(podId, container),
+      podId,
+      image: options.image,
+      command: options.command,
+      env: {},
+      ports: [],
+      mounts: [],
+      labels: { [Labels.manifestId]: podId, [Labels.containerName]: container, [Labels.specHash]: 'v1-0123456789abcdef', [Labels.source]: 'contract', [Labels.node]: 'contract-node' },
+      ...fields,
+    });
+    const started = async (s: ContainerSpec, sandboxId: string) => {
+      const c = await runtime().create(s, sandboxId);
+      await runtime().start(c.id);
+      return c;
+    };
+
+    it('runs entrypoint as the ENTRYPOINT and command as its arguments (the CMD)', async () => {
+      const sandbox = await run(sandboxSpec('v1-entry'));
+      // `sh -c SCRIPT ARG`: only an entrypoint of [sh, -c] followed by the command makes $0 `from-command`.
+      const script = 'echo "ran $0" > /v1-out; exec sleep 3600';
+      const c = await started(spec('v1-entry', 'main', { entrypoint: ['sh', '-c'], command: [script, 'from-command'] }), sandbox.id);
+      const details = await runtime().inspect(c.id);
+      expect(details.spec.entrypoint).toEqual(['sh', '-c']);
+      expect(details.spec.command).toEqual([script, 'from-command']);
+      expect(details.state).toBe('running');
+      if (options.realExec !== false) {
+        // Empty until the script has run (the file does not exist yet).
+        const read = async () => {
+          const result = await runtime().exec(c.id, ['cat', '/v1-out'], 5000);
+          return result.exitCode === 0 ? result.output : '';
+        };
+        expect(await eventually(read)).toContain('ran from-command');
+      }
+    });
+
+    it('keeps the CPU limit and shows it back as cpuLimitMillis', async () => {
+      const sandbox = await run(sandboxSpec('v1-cpu'));
+      const c = await started(spec('v1-cpu', 'main', { cpuLimitMillis: 250 }), sandbox.id);
+      expect((await runtime().inspect(c.id)).spec.cpuLimitMillis).toBe(250);
+      // Without a limit, none is shown.
+      const free = await started(spec('v1-cpu', 'free'), sandbox.id);
+      expect((await runtime().inspect(free.id)).spec.cpuLimitMillis).toBeUndefined();
+    });
+
+    it('runs a host-network sandbox that publishes nothing, lists it as ours and ready, and runs containers in it', async () => {
+      const s = sandboxSpec('v1-hostnet', [], true);
+      const sandbox = await run(s);
+      const listed = (await runtime().listSandboxes()).find((x) => x.id === sandbox.id);
+      expect(listed?.state).toBe('ready');
+      expect(listed?.labels).toMatchObject(s.labels);
+      const c = await started(spec('v1-hostnet', 'main'), sandbox.id);
+      expect((await runtime().inspect(c.id)).state).toBe('running');
+    });
+
+    withNetwork('serves a container of a host-network sandbox on the host at 127.0.0.1:<its port>, with no port published', async (n) => {
+      const port = await n.hostPort();
+      const sandbox = await run(sandboxSpec('v1-hostnet-serve', [], true));
+      await started(spec('v1-hostnet-serve', 'server', { command: n.server(port, 'on-the-host') }), sandbox.id);
+      expect(await eventually(async () => (await fetch(`http://127.0.0.1:${port}/`)).text())).toContain('on-the-host');
+    });
+
+    withNetwork("publishes a port on its hostIp: 127.0.0.2 answers, 127.0.0.1 does not", async (n) => {
+      const port = await n.hostPort();
+      const sandbox = await run(sandboxSpec('v1-hostip', [{ containerPort: 8080, hostPort: port, hostIp: '127.0.0.2', protocol: 'TCP' }]));
+      await started(spec('v1-hostip', 'server', { command: n.server(8080, 'on-its-address') }), sandbox.id);
+      expect(await eventually(async () => (await fetch(`http://127.0.0.2:${port}/`)).text())).toContain('on-its-address');
+      const other = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) }).then(
+        (r) => `answered ${r.status}`,
+        () => 'no answer',
+      );
+      expect(other).toBe('no answer');
+    });
+  });
+}
+
+/** The first answer that contains something, retried for up to 10 s (a server needs a moment to listen). */
+async function eventually(read: () => Promise<string>): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      const text = await read();
+      if (text.trim() !== '' || Date.now() > deadline) return text;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
