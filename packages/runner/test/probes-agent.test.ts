@@ -1,0 +1,96 @@
+import { describe, expect, it } from '@jest/globals';
+import { checkedManifest } from '@kubelet-ts/conformance';
+import { Labels, type ContainerManifest, type ExecResult } from '@kubelet-ts/core';
+import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
+import { agentFixture } from './agent-fixture.js';
+import { ScriptedSource, settle } from './helpers.js';
+
+const ok: ExecResult = { exitCode: 0, output: '' };
+const fail: ExecResult = { exitCode: 1, output: 'no' };
+
+describe('the agent with startup, readiness and liveness probes (in-memory runtime, virtual clock)', () => {
+  const f = agentFixture();
+
+  async function agent(manifests: ContainerManifest[]) {
+    const k = f.kubelet([new ScriptedSource('a', { initial: manifests })]);
+    await k.start();
+    await settle();
+    return k;
+  }
+  const runningOf = (podId: string) => f.of(podId).find((c) => c.state === 'running');
+  async function statusOf(k: Awaited<ReturnType<typeof agent>>) {
+    const [item] = (await k.podList()).items;
+    const conditions = item!.status['conditions'] as Array<{ type: string; status: string }>;
+    const [container] = item!.status['containerStatuses'] as Array<{ started: boolean; ready: boolean; state: Record<string, unknown>; restartCount: number }>;
+    return { phase: item!.status['phase'], ready: conditions.find((c) => c.type === 'Ready')!.status, container: container! };
+  }
+
+  it('goes through startup → ready → not ready (no restart) → liveness failure → kill, and /pods says so at each step', async () => {
+    const timing = { initialDelaySeconds: 0, periodSeconds: 2 };
+    const m = checkedManifest({
+      id: 'web',
+      containers: [
+        {
+          name: 'app',
+          image: 'app:1',
+          startupProbe: { ...timing, exec: { command: ['started'] }, failureThreshold: 10 },
+          readinessProbe: { ...timing, exec: { command: ['ready'] }, failureThreshold: 2 },
+          livenessProbe: { ...timing, exec: { command: ['live'] }, failureThreshold: 2 },
+        },
+      ],
+    });
+    const answers: Record<string, ExecResult> = { started: fail, ready: ok, live: ok };
+    const asked: string[] = [];
+    const k = await agent([m]);
+    const first = runningOf('web')!;
+    f.runtime.onExec(first.id, (_c, command) => {
+      asked.push(command[0]!);
+      return answers[command[0]!]!;
+    });
+
+    // Starting: the startup probe fails; liveness and readiness wait; the container is neither started nor ready.
+    await f.clock.advance(4_000);
+    await settle();
+    expect(asked).toEqual(['started', 'started', 'started']); // at 0, 2 and 4 s
+    expect(await statusOf(k)).toMatchObject({ phase: 'Running', ready: 'False', container: { started: false, ready: false, state: { running: {} } } });
+
+    // Started: the other two begin; readiness passes at once.
+    answers['started'] = ok;
+    await f.clock.advance(2_000);
+    await settle();
+    expect(asked.filter((c) => c !== 'started')).toEqual(['live', 'ready']);
+    expect(await statusOf(k)).toMatchObject({ ready: 'True', container: { started: true, ready: true } });
+    expect(f.events.ofType('ContainerReady', 'web')).toHaveLength(1);
+
+    // Not ready: reported, nothing restarted.
+    answers['ready'] = fail;
+    await f.clock.advance(10_000);
+    await settle();
+    expect(await statusOf(k)).toMatchObject({ ready: 'False', container: { started: true, ready: false, restartCount: 0 } });
+    expect(f.events.ofType('ContainerNotReady', 'web')).toHaveLength(1);
+    expect(runningOf('web')?.id).toBe(first.id);
+    expect(f.events.ofType('ContainerKilled')).toEqual([]);
+
+    // Liveness fails twice: the pod's worker kills the container, saying why.
+    answers['live'] = fail;
+    await f.clock.advance(4_000);
+    await settle();
+    const [kill, ...more] = f.events.ofType('ContainerKilled', 'web');
+    expect(more).toEqual([]);
+    expect(kill?.message).toMatch(/^liveness probe failed 2 times: exited with code 1: no; killing it/);
+    expect(f.of('web').find((c) => c.id === first.id)?.state).toBe('exited');
+    expect(f.runtime.callCount('stop')).toBe(1);
+  });
+
+  it('shows a container whose image cannot be pulled as waiting in ImagePullBackOff, with the pull’s error', async () => {
+    f.runtime = new MemoryRuntime({ clock: f.clock, pullable: [] });
+    const k = await agent([checkedManifest({ id: 'nopull', containers: [{ name: 'app', image: 'missing:1' }] })]);
+    expect(f.events.ofType('ImagePullFailed', 'nopull')).toHaveLength(1);
+    const { container, phase } = await statusOf(k);
+    expect(phase).toBe('Pending');
+    expect(container.state).toEqual({ waiting: { reason: 'ImagePullBackOff', message: expect.stringMatching(/^Back-off pulling image "missing:1" until \S+Z: NotFound: /) } });
+    const [view] = await k.pods();
+    expect(view?.containers[0]).toMatchObject({ state: 'missing', waitingReason: 'ImagePullBackOff', pullBackOff: { until: expect.any(Number) } });
+    expect(f.of('nopull').filter((c) => c.labels[Labels.containerName] === 'app')).toEqual([]);
+  });
+});
