@@ -3,6 +3,7 @@ import {
   Labels,
   CrashBackOff,
   isKubeletError,
+  prepareHostPaths,
   toKubeletError,
   type BackoffPolicy,
   type Clock,
@@ -120,6 +121,9 @@ export class PlanExecutor {
           if (waiting.first) this.emit(action, 'BackOff', `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to start it last time`, 'RunContainerError');
           throw new AlreadyReported();
         }
+        // v1 hostPath volumes are checked (or made) on the host first, as the kubelet does; a
+        // failure names the volume and path, and the next pass tries again.
+        await prepareHostPaths(action.spec.mounts);
         await this.ensureImage(action);
         const sandbox = action.sandbox ?? progress?.sandbox;
         const created = await runtime.create(action.spec, sandbox);
