@@ -34,7 +34,10 @@ export interface AgentReadApiOptions {
   readonly prober: Pick<Prober, 'verdict'>;
   /** While an image's failed pull waits out its back-off (the executor's). */
   readonly pullBackOff?: (image: string) => { readonly until: number; readonly message: string } | undefined;
-  /** The node's address for `status.hostIP` (and a hostNetwork pod's `podIP`). Default: the first non-internal IPv4 address of the host, if any. */
+  /**
+   * The node's address for `status.hostIP` (and a hostNetwork pod's `podIP`): the address ports are
+   * published on, unless it is a loopback one; then the host's first non-internal IPv4 address, if any.
+   */
   readonly hostIP?: string;
   readonly metrics: KubeletMetrics;
   readonly healthThresholdMs: number;
@@ -57,7 +60,8 @@ export class AgentReadApi {
   /** `pods()` as a Kubernetes v1 `PodList` (`renderPodList`), with the node's name and address. */
   async podList(): Promise<V1PodList> {
     const { runtime, hostname } = this.options;
-    const hostIP = this.options.hostIP ?? firstHostAddress();
+    const given = this.options.hostIP;
+    const hostIP = given !== undefined && !isLoopback(given) ? given : firstHostAddress();
     return renderPodList(await this.viewsWithManifests(), { nodeName: hostname, runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) });
   }
 
@@ -133,6 +137,10 @@ export class AgentReadApi {
     const error = lastPass?.error === undefined ? '' : `; the last pass failed: ${lastPass.error.message}`;
     return { healthy: true, ...last, message: `last pass ${lastPass === undefined ? 'not yet run' : `completed ${age} ms ago`}${error}` };
   }
+}
+
+function isLoopback(address: string): boolean {
+  return address.startsWith('127.') || address === '::1' || address === 'localhost';
 }
 
 /** The host's first non-internal IPv4 address (what the kubelet reports as its node's InternalIP by default). */

@@ -7,4 +7,4 @@ export type { Conflict, DesiredState } from './mux.js';
 export { resolveKubelet, type KubeletSettings, type Resolver } from './di.js';
 export { FanOutEventSink, LogEventSink } from './log-event-sink.js';
 export { formatPlanReport, previewPlan, type PreviewOptions } from './preview.js';
-export { socketNetworkCheck, type NetworkCheck } from './network-check.js';
+export { socketNetworkCheck, type HttpCheckOptions, type NetworkCheck } from './network-check.js';

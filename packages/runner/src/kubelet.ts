@@ -168,6 +168,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       pass: this.passes,
       prober: this.prober,
       pullBackOff: (image) => executor.pullBackOff(image),
+      ...(options.probes?.host === undefined ? {} : { hostIP: options.probes.host }),
       metrics,
       healthThresholdMs: options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000),
       lifecycle: () => ({ state: this.state, startedAt: this.startedAt }),

@@ -93,4 +93,13 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     expect(view?.containers[0]).toMatchObject({ state: 'missing', waitingReason: 'ImagePullBackOff', pullBackOff: { until: expect.any(Number) } });
     expect(f.of('nopull').filter((c) => c.labels[Labels.containerName] === 'app')).toEqual([]);
   });
+
+  it('gives the address ports are published on as hostIP, and the node name as spec.nodeName', async () => {
+    const k = f.kubelet([new ScriptedSource('a', { initial: [checkedManifest({ id: 'web', containers: [{ name: 'app', image: 'app:1' }] })] })], { probes: { host: '10.9.8.7' } });
+    await k.start();
+    await settle();
+    const [item] = (await k.podList()).items;
+    expect(item).toMatchObject({ spec: { nodeName: 'node-a' }, status: { hostIP: '10.9.8.7', phase: 'Running' } });
+    expect(item!.status['containerStatuses']).toEqual([expect.objectContaining({ containerID: expect.stringMatching(/^memory:\/\//), started: true, ready: true })]);
+  });
 });
