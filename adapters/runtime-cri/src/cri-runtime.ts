@@ -8,6 +8,8 @@ import {
   systemClock,
   type Clock,
   type ContainerDetails,
+  type ContainerEvent,
+  type ContainerEventSource,
   type ContainerRuntime,
   type ContainerSpec,
   type ContainerSummary,
@@ -21,6 +23,7 @@ import {
   removePodVolumes,
 } from '@kubelet-ts/core';
 import type { ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
+import { ContainerdEvents } from './containerd-events.js';
 import { connectCri } from './cri-client.js';
 import { ADAPTER, classifyPullError, translate } from './errors.js';
 import { assertHostPortsFree } from './host-ports.js';
@@ -71,7 +74,7 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
  * Host ports are checked before a sandbox runs (see `assertHostPortsFree`): CNI's portmap would
  * let two sandboxes share one. Call `close()` (or `dispose()`) to close the gRPC channel.
  */
-export class CriRuntime implements ContainerRuntime {
+export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly name = ADAPTER;
   readonly endpoint: string;
   private readonly cri: CriApi;
@@ -85,6 +88,7 @@ export class CriRuntime implements ContainerRuntime {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly pulls = new Map<string, Promise<void>>();
+  private readonly changes: ContainerdEvents;
 
   constructor(options: CriRuntimeOptions = {}) {
     this.endpoint = options.endpoint ?? DEFAULT_CRI_ENDPOINT;
@@ -98,6 +102,10 @@ export class CriRuntime implements ContainerRuntime {
     this.pullTimeoutMs = options.pullTimeoutMs ?? 15 * 60_000;
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
+    this.changes = new ContainerdEvents({
+      endpoint: this.endpoint,
+      labelsOf: async (id) => (await ignoreNotFound(this.containerStatus(id)))?.labels ?? undefined,
+    });
   }
 
   /** The runtime's name and versions; rejects with `Unavailable` saying where and how to start one. */
@@ -108,6 +116,7 @@ export class CriRuntime implements ContainerRuntime {
   /** Closes the gRPC channel; calls after it fail. */
   close(): void {
     this.cri.close();
+    this.changes.close();
   }
 
   /** `close()`, under the name tsyringe's `container.dispose()` calls. */
@@ -181,6 +190,7 @@ export class CriRuntime implements ContainerRuntime {
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
     const { containers } = await this.call('list containers', (deadline) => this.cri.listContainers({}, deadline));
+    for (const c of containers) this.changes.remember(c.id, c.labels ?? undefined);
     return containers.filter((c) => options.includeForeign === true || c.labels?.[Labels.manifestId] !== undefined).map(summaryOf);
   }
 
@@ -212,6 +222,7 @@ export class CriRuntime implements ContainerRuntime {
     const config = buildContainerConfig(spec, sandboxConfig, mounts, sandboxConfig.logDirectory && SAFE_NAME.test(spec.name) ? `${spec.name}.log` : undefined);
     // No image check first: CreateContainer answers NOT_FOUND for a missing image.
     const { containerId } = await this.call(`create ${spec.name}`, (deadline) => this.cri.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }, deadline));
+    this.changes.remember(containerId, spec.labels);
     return { id: containerId, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: this.clock.now() };
   }
 
@@ -264,6 +275,11 @@ export class CriRuntime implements ContainerRuntime {
       }
       throw error;
     }
+  }
+
+  /** Started, exited and removed events of the agent's containers, from containerd's event service (see `ContainerdEvents`). */
+  events(signal: AbortSignal): AsyncIterable<ContainerEvent> {
+    return this.changes.stream(signal);
   }
 
   // ---- images ---------------------------------------------------------------------------------

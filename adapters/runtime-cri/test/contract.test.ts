@@ -26,5 +26,7 @@ runtimeContract(
       fetch: (port) => ['wget', '-q', '-O', '-', `http://127.0.0.1:${port}/`],
       hostPort: freePort,
     },
+    // containerd's own event service (see ContainerdEvents).
+    events: {},
   },
 );
