@@ -72,10 +72,10 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
     },
   };
   const statuses = view.containers.map((c) => containerStatus(c, view.id, options.runtime));
-  const ready = view.containers.filter((c) => !c.ready).map((c) => c.name);
+  const unready = view.containers.filter((c) => !c.ready).map((c) => c.name);
   const phase = podPhase(view.containers, manifest.restartPolicy ?? 'Always');
-  const allReady = ready.length === 0 && phase !== 'Succeeded';
-  const notReady = phase === 'Succeeded' ? { reason: 'PodCompleted' } : { reason: 'ContainersNotReady', message: `containers with unready status: [${ready.join(' ')}]` };
+  const allReady = unready.length === 0 && phase !== 'Succeeded';
+  const notReady = phase === 'Succeeded' ? { reason: 'PodCompleted' } : { reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` };
   const podIP = manifest.hostNetwork === true ? options.hostIP : undefined;
   const startTime = earliest(view.containers.flatMap((c) => [c.startedAt, c.lastRun?.startedAt]));
   return {
