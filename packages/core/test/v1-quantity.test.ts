@@ -54,9 +54,9 @@ describe('Kubernetes quantities', () => {
   it('gives the smallest request in millis whose kubelet shares are the shares asked for', () => {
     const sharesOf = (m: number) => Math.max(2, Math.floor((m * 1024) / 1000));
     const smallest = new Map<number, number>();
-    for (let m = 6000; m >= 0; m--) smallest.set(sharesOf(m), m);
+    for (let m = 6000; m >= 1; m--) smallest.set(sharesOf(m), m);
     let inexpressible = 0;
-    for (let shares = 3; shares <= 5000; shares++) {
+    for (let shares = 2; shares <= 5000; shares++) {
       const m = smallest.get(shares);
       if (m === undefined) inexpressible += 1;
       else expect(millisOfShares(shares)).toBe(m);
@@ -66,5 +66,6 @@ describe('Kubernetes quantities', () => {
     expect(sharesOf(millisOfShares(1023))).toBe(1024);
     expect(millisOfShares(1024)).toBe(1000);
     expect(millisOfShares(102)).toBe(100);
+    expect(millisOfShares(2)).toBe(1);
   });
 });

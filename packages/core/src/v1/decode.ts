@@ -147,7 +147,8 @@ class V1PodDecoder {
   private port(p: Record<string, unknown>, path: string): unknown {
     this.known(p, path, MAPPED_V1_FIELDS.port);
     if (p['protocol'] === 'SCTP') this.fail(`${path}.protocol`, 'SCTP is not supported; use TCP or UDP');
-    // As Kubernetes validates it: a hostNetwork pod's ports are the host's, so a hostPort is its containerPort.
+    // As Kubernetes validates a v1 Pod: a hostNetwork pod's ports are the host's, so a hostPort is its containerPort.
+    // (The domain form leaves such a port unpublished whatever its hostPort, so it checks nothing there.)
     if (this.hostNetwork && p['hostPort'] != null && p['hostPort'] !== 0 && p['hostPort'] !== p['containerPort']) {
       this.fail(`${path}.hostPort`, 'must equal containerPort in a hostNetwork pod; leave it out');
     }

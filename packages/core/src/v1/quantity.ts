@@ -79,10 +79,11 @@ export function formatBytes(bytes: number): string {
 }
 
 /**
- * The request in millicores that gives `shares` back: the smallest milli whose shares are at least
- * `shares` (`ceil(shares × 1000 / 1024)`), so a conversion round-trips whenever any milli value
- * can. Some share counts (1, 1023, …) have none: 1 is below the kubelet's minimum of 2.
+ * The request in millicores that gives `shares` back: the smallest positive milli whose shares are
+ * at least `shares` (`ceil(shares × 1000 / 1024)`, 1m for the minimum of 2), so a conversion
+ * round-trips whenever any milli value can. Some share counts (1, 1023, …) have none: 1 is below
+ * the kubelet's minimum of 2.
  */
 export function millisOfShares(shares: number): number {
-  return Math.ceil((shares * 1000) / 1024);
+  return shares <= 2 ? 1 : Math.ceil((shares * 1000) / 1024);
 }

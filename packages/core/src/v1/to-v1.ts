@@ -16,7 +16,9 @@ export interface V1Pod {
  * - `command` (Docker's Cmd) becomes `args`; `entrypoint` is `command`;
  * - `memory` becomes `resources.limits.memory` (`Mi` when exact, else bytes), CPU shares become
  *   `resources.requests.cpu` in millicores, `ceil(shares × 1000 / 1024)`: the smallest request whose
- *   kubelet shares (`floor(milli × 1024 / 1000)`, at least 2) are the same, when one exists;
+ *   kubelet shares (`floor(milli × 1024 / 1000)`, at least 2) are the same, when one exists (a
+ *   `cpuLimitMillis` without shares reads back with the limit's shares, as Kubernetes defaults a
+ *   request to the limit);
  * - a published port keeps its `hostPort`, an unpublished one has none (v1's meaning);
  * - a 2014 `mountType: HOST` mount becomes a `hostPath` volume of its own, and the 2014 volumes
  *   `emptyDir` volumes.
