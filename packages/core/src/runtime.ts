@@ -194,11 +194,14 @@ export interface ContainerEvent {
  * next relist. The agent checks for it (`hasEvents`); a runtime without it is relisted only.
  *
  * The contract: `events(signal)` connects and yields events in the order the runtime gives them,
- * from the moment the iterator's first `next()` is called, until `signal` aborts (the iterator then
- * returns) or the connection ends (it throws a `KubeletError`, `Unavailable` when the runtime
- * cannot be reached). Events are never replayed: after an end the caller reconnects and relists
- * once, since events may have been missed in between. Events for containers of other pods, or
- * foreign ones, may arrive; the caller filters.
+ * from the moment the iterator's first `next()` is called (a runtime that cannot ask "since then",
+ * such as containerd's event service, from when its subscription arrives, milliseconds later),
+ * until `signal` aborts (the iterator then returns at once, a pending `next()` included, and lets go
+ * of its connection) or the connection ends (it throws a `KubeletError`, `Unavailable` when the
+ * runtime cannot be reached or closed the stream). Events are never replayed: after an end the
+ * caller reconnects and relists once, since events may have been missed in between. `exited` is
+ * the container's own process, never an exec'd one. Events for containers of other pods, or
+ * foreign ones, may arrive; the caller filters (the adapters here deliver only labelled ones).
  */
 export interface ContainerEventSource {
   events(signal: AbortSignal): AsyncIterable<ContainerEvent>;
