@@ -38,7 +38,7 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (cri) {
     step('start latency and throughput on containerd (CRI)');
     // The quick run stays a few seconds: one pod, then three.
-    const sizes = q ? { latencyRuns: 1, throughputPods: 3, throughputRuns: 1, rawConcurrency: [4] } : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8] };
+    const sizes = q ? { latencyRuns: 1, throughputPods: 3, throughputRuns: 1, rawConcurrency: [4] } : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8, 16] };
     rows.push(...(await criEngine(sizes)));
   }
   if (options.engine) {

@@ -7,6 +7,7 @@ import { assertContainerd, criCgroupParent, criEndpoint, TEST_IMAGES } from '@ku
 import { ms, row, summarise, type Row } from '../stats.js';
 import { rawCri, type RawCri } from './cri-raw.js';
 import { BenchAgent, manifest } from './fixtures.js';
+import { paceRows, type PaceRun } from './pace.js';
 
 // Ends at once on SIGTERM (`wait` is interrupted by a trapped signal), as on the Docker engine.
 const COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
@@ -103,7 +104,9 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
     const downTimes: number[] = [];
     const rawUp = new Map<number, number[]>();
     const rawDown = new Map<number, number[]>();
+    const paceRuns: PaceRun[] = [];
     for (let run = 0; run < sizes.throughputRuns; run++) {
+      const rawOfRun = new Map<number, { upMs: number; downMs: number }>();
       const started = agent.expect('ContainerStarted', sizes.throughputPods);
       let t = process.hrtime.bigint();
       agent.source.set(ids.map((id) => manifest(id, TEST_IMAGES.busybox, 1, COMMAND, 10)));
@@ -121,11 +124,15 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
         await pool(ids, concurrency, async (id) => {
           made.push(await rawPod(`bench-raw-${process.pid}-${run}-${concurrency}-${id}`));
         });
-        rawUp.set(concurrency, [...(rawUp.get(concurrency) ?? []), ms(t)]);
+        const upMs = ms(t);
+        rawUp.set(concurrency, [...(rawUp.get(concurrency) ?? []), upMs]);
         t = process.hrtime.bigint();
         await pool(made, concurrency, (id) => raw.removePod(id));
-        rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), ms(t)]);
+        const downMs = ms(t);
+        rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), downMs]);
+        rawOfRun.set(concurrency, { upMs, downMs });
       }
+      paceRuns.push({ agentUpMs: upTimes.at(-1)!, agentDownMs: downTimes.at(-1)!, raw: rawOfRun });
     }
     const best = (runs: Map<number, number[]>) =>
       [...runs].map(([concurrency, samples]) => ({ concurrency, value: summarise(samples) })).sort((a, b) => a.value.median - b.value.median)[0]!;
@@ -151,6 +158,7 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
         value: down,
         baseline: { name: `best raw concurrent StopPodSandbox + RemovePodSandbox (concurrency ${bestDown.concurrency})`, value: bestDown.value },
       }),
+      ...paceRows('containerd (CRI)', sizes.throughputPods, paceRuns, 'its default pace'),
     );
   } finally {
     await agent.kubelet.close();

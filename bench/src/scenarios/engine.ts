@@ -7,6 +7,7 @@ import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { buildTestImages, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
 import { ms, row, summarise, type Row } from '../stats.js';
 import { BenchAgent, manifest } from './fixtures.js';
+import { paceRows, type PaceRun } from './pace.js';
 
 // Ends at once on SIGTERM (`wait` is interrupted by a trapped signal), so stops measure the engine.
 const COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
@@ -116,7 +117,9 @@ export async function engine(latencyRuns: number, throughputPods: number, throug
     const downTimes: number[] = [];
     const rawUp = new Map<number, number[]>();
     const rawDown = new Map<number, number[]>();
+    const paceRuns: PaceRun[] = [];
     for (let run = 0; run < throughputRuns; run++) {
+      const rawOfRun = new Map<number, { upMs: number; downMs: number }>();
       const started = agent.expect('ContainerStarted', throughputPods);
       let t = process.hrtime.bigint();
       agent.source.set(ids.map((id) => manifest(id, images.busybox, 1, COMMAND, 10)));
@@ -127,18 +130,22 @@ export async function engine(latencyRuns: number, throughputPods: number, throug
       agent.source.set([]);
       await removed;
       downTimes.push(ms(t));
-      // Concurrency 1 is far behind; once is enough to show it.
-      for (const concurrency of run === 0 ? [1, 2, 4, 8] : [2, 4, 8]) {
+      // Concurrency 1 is far behind (never the best); once is enough to show it.
+      for (const concurrency of run === 0 ? [1, 2, 4, 8, 16] : [2, 4, 8, 16]) {
         const made: string[][] = [];
         t = process.hrtime.bigint();
         await pool(ids, concurrency, async (id) => {
           made.push(await rawPod(images, `bench-raw-${process.pid}-${run}-${concurrency}-${id}`, true));
         });
-        rawUp.set(concurrency, [...(rawUp.get(concurrency) ?? []), ms(t)]);
+        const upMs = ms(t);
+        rawUp.set(concurrency, [...(rawUp.get(concurrency) ?? []), upMs]);
         t = process.hrtime.bigint();
         await pool(made, concurrency, rawRemove);
-        rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), ms(t)]);
+        const downMs = ms(t);
+        rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), downMs]);
+        rawOfRun.set(concurrency, { upMs, downMs });
       }
+      paceRuns.push({ agentUpMs: upTimes.at(-1)!, agentDownMs: downTimes.at(-1)!, raw: rawOfRun });
     }
     const best = (runs: Map<number, number[]>) =>
       [...runs].map(([concurrency, samples]) => ({ concurrency, value: summarise(samples) })).sort((a, b) => a.value.median - b.value.median)[0]!;
@@ -164,6 +171,7 @@ export async function engine(latencyRuns: number, throughputPods: number, throug
         value: down,
         baseline: { name: `best raw concurrent stop+remove (concurrency ${bestDown.concurrency})`, value: bestDown.value },
       }),
+      ...paceRows('Docker', throughputPods, paceRuns, 'its default pace'),
     );
   } finally {
     await agent.kubelet.close();

@@ -1,0 +1,37 @@
+import { row, summarise, type Row } from '../stats.js';
+
+/** One throughput run: the agent's times, and the raw times at each concurrency tried in that run. */
+export interface PaceRun {
+  readonly agentUpMs: number;
+  readonly agentDownMs: number;
+  readonly raw: ReadonlyMap<number, { readonly upMs: number; readonly downMs: number }>;
+}
+
+/**
+ * Issue 14's pace: every run published, each against the best raw concurrency of that same run
+ * (not the median over runs), so that a single slow run cannot hide behind two good ones.
+ */
+export function paceRows(engine: string, pods: number, runs: readonly PaceRun[], agentConcurrency: string): Row[] {
+  const rows: Row[] = [];
+  runs.forEach((run, i) => {
+    for (const [direction, agentMs, rawOf] of [
+      ['up (empty → all running)', run.agentUpMs, (r: { upMs: number }) => r.upMs],
+      ['down (all removed)', run.agentDownMs, (r: { downMs: number }) => r.downMs],
+    ] as const) {
+      const tried = [...run.raw].map(([concurrency, r]) => ({ concurrency, ms: rawOf(r) }));
+      const best = tried.reduce((a, b) => (b.ms < a.ms ? b : a));
+      rows.push(
+        row({
+          scenario: '9. pace',
+          metric: `${engine}: ${pods} pods ${direction}, run ${i + 1} of ${runs.length}`,
+          unit: 'ms',
+          value: summarise([agentMs]),
+          baseline: { name: `best raw of this run (concurrency ${best.concurrency})`, value: summarise([best.ms]) },
+          target: { text: 'ratio ≤ 1.10, every run', met: agentMs / best.ms <= 1.1 },
+          note: `raw by concurrency: ${tried.map((t) => `c${t.concurrency} ${Math.round(t.ms)} ms`).join(', ')}; the agent: ${agentConcurrency}`,
+        }),
+      );
+    }
+  });
+  return rows;
+}
