@@ -167,10 +167,10 @@ async function containerd(): Promise<Engine> {
   };
 }
 
-/** On Docker, then (with `cri`) on the private containerd; `runs` kills each. */
-export async function engineReaction(runs: number, cri: boolean): Promise<Row[]> {
+/** On Docker, then on the private containerd (each when asked); `runs` kills each. */
+export async function engineReaction(runs: number, engines: { readonly docker: boolean; readonly cri: boolean }): Promise<Row[]> {
   const rows: Row[] = [];
-  for (const make of cri ? [docker, containerd] : [docker]) {
+  for (const make of [...(engines.docker ? [docker] : []), ...(engines.cri ? [containerd] : [])]) {
     const engine = await make();
     try {
       rows.push(...(await reactOn(engine, runs)));

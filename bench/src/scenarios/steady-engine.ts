@@ -216,12 +216,12 @@ async function containerd(sizes: SteadyEngineSizes, work: string): Promise<Row[]
   }
 }
 
-/** The steady state and idle CPU on Docker, then (with `cri`) on the private containerd. */
-export async function steadyEngine(sizes: SteadyEngineSizes, cri: boolean): Promise<Row[]> {
+/** The steady state and idle CPU on Docker, then on the private containerd (each when asked). */
+export async function steadyEngine(sizes: SteadyEngineSizes, engines: { readonly docker: boolean; readonly cri: boolean }): Promise<Row[]> {
   const work = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-steady-'));
   try {
-    const rows = await docker(sizes, work);
-    if (cri) rows.push(...(await containerd(sizes, work)));
+    const rows = engines.docker ? await docker(sizes, work) : [];
+    if (engines.cri) rows.push(...(await containerd(sizes, work)));
     return rows;
   } finally {
     await rm(work, { recursive: true, force: true });
