@@ -122,8 +122,9 @@ export class PlanExecutor {
           throw new AlreadyReported();
         }
         // v1 hostPath volumes are checked (or made) on the host first, as the kubelet does; a
-        // failure names the volume and path, and the next pass tries again.
-        await prepareHostPaths(action.spec.mounts);
+        // failure names the volume and path, and the next pass tries again. (Only then awaited:
+        // a pod without them takes no extra turn on its way to the engine.)
+        if (action.spec.mounts.some((m) => m.hostPathType !== undefined)) await prepareHostPaths(action.spec.mounts);
         await this.ensureImage(action);
         const sandbox = action.sandbox ?? progress?.sandbox;
         const created = await runtime.create(action.spec, sandbox);
