@@ -96,7 +96,10 @@ export interface Plan {
   readonly backOffs: readonly BackOff[];
 }
 
-/** The kubelet's crash back-off: 10 s, doubling per consecutive short run, capped at 300 s. */
+/**
+ * The kubelet's crash back-off: a first crash restarts at once; the second consecutive short run
+ * waits 10 s, each further one twice as long, capped at 300 s.
+ */
 export const CrashBackOff = {
   initialMs: 10_000,
   maxMs: 300_000,
@@ -255,7 +258,9 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
     }
     // Newest first: the newest running container is the one that counts, the newest exited one is
     // kept for inspection, anything older is garbage.
-    current.sort((a, b) => b.createdAt - a.createdAt);
+    // A first crash is replaced at once, so a replacement may share its predecessor's creation
+    // time (a virtual clock; Docker's list counts seconds): the restart count breaks the tie.
+    current.sort((a, b) => b.createdAt - a.createdAt || restartsOf(b) - restartsOf(a));
     const running = current.filter((c) => c.state === 'running');
     const stopped = current.filter((c) => c.state !== 'running');
     for (const extra of running.slice(1)) remove(removal(manifest.id, container.name, extra, 'duplicate', grace));
@@ -331,10 +336,16 @@ function nextRestart(
   const streak = Number(exited.labels[Labels.crashStreak] ?? 0) || 0;
   const finished = exited.finishedAt ?? now;
   const ran = exited.startedAt === undefined ? 0 : finished - exited.startedAt;
-  // Ten minutes of clean running wipes the slate: the next crash waits the initial 10 s again.
+  // Ten minutes of clean running wipes the slate: the next crash is a first crash again.
   const crashStreak = ran >= CrashBackOff.resetAfterMs ? 1 : streak + 1;
-  const delayMs = backoffDelay(crashStreak, backOff);
+  // As the kubelet does, the first crash of a streak restarts at once; back-off (10 s, 20 s, …
+  // 300 s) starts from the second consecutive crash.
+  const delayMs = crashStreak <= 1 ? 0 : backoffDelay(crashStreak - 1, backOff);
   return { at: finished + delayMs, delayMs, restartCount: restarts + 1, crashStreak };
+}
+
+function restartsOf(c: ContainerSummary): number {
+  return Number(c.labels[Labels.restartCount] ?? 0) || 0;
 }
 
 function graceFromLabel(c: ContainerSummary): number {

@@ -19,7 +19,9 @@ describe('plan: liveness results and big pods', () => {
 
   it('ignores a liveness result for a container that no longer runs, or that is not a desired one', () => {
     const web = manifest('web', 'nginx:nginx');
-    const exited = running(specOf(web, 'nginx'), { state: 'exited', exitCode: 137, finishedAt: 0 });
+    // A second crash in a row, so it waits out its back-off rather than being replaced at once.
+    const spec = specOf(web, 'nginx');
+    const exited = running(spec, { labels: { ...spec.labels, [Labels.crashStreak]: '1' }, state: 'exited', exitCode: 137, finishedAt: 0 });
     const foreign = running(specOf(web, 'nginx', 'other-node'));
     const unhealthy = new Map([[exited.id, 'x'], [foreign.id, 'y'], ['gone', 'z']]);
     const p = plan({ desired: [desired(web)], actual: [exited, foreign], node: NODE, allowRemovals: true, now: 0, unhealthy });

@@ -39,13 +39,10 @@ describe('plan', () => {
     expect(p.held).toBe(0);
   });
 
-  it('restarts an exited container after its crash back-off (10 s), as a new container that counts the restart', () => {
+  it('restarts a first crash at once, as a new container that counts the restart', () => {
     const web = manifest('web', 'nginx:nginx');
     const exited = running(specOf(web, 'nginx'), { state: 'exited', startedAt: 1_990_000, finishedAt: 2_000_000, exitCode: 1 });
-    const waiting = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_009_999 });
-    expect(waiting.pods).toEqual([]);
-    expect(waiting.backOffs).toEqual([{ podId: 'web', container: 'nginx', id: exited.id, exitCode: 1, until: 2_010_000, delayMs: 10_000, restartCount: 0 }]);
-    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_010_000 });
+    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_000_000 });
     const [action] = allActions(p);
     expect(action).toMatchObject({ type: 'create', reason: 'restart', container: 'nginx' });
     if (action?.type !== 'create') throw new Error('expected create');
@@ -54,14 +51,31 @@ describe('plan', () => {
     expect(p.backOffs).toEqual([]);
   });
 
+  it('restarts a second consecutive crash after its crash back-off (10 s)', () => {
+    const web = manifest('web', 'nginx:nginx');
+    const spec = specOf(web, 'nginx');
+    const labels = { ...spec.labels, [Labels.crashStreak]: '1', [Labels.restartCount]: '1' };
+    const exited = running(spec, { labels, state: 'exited', startedAt: 1_990_000, finishedAt: 2_000_000, exitCode: 1 });
+    const waiting = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_009_999 });
+    expect(waiting.pods).toEqual([]);
+    expect(waiting.backOffs).toEqual([{ podId: 'web', container: 'nginx', id: exited.id, exitCode: 1, until: 2_010_000, delayMs: 10_000, restartCount: 1 }]);
+    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_010_000 });
+    const [action] = allActions(p);
+    expect(action).toMatchObject({ type: 'create', reason: 'restart', container: 'nginx' });
+    if (action?.type !== 'create') throw new Error('expected create');
+    expect(action.spec.labels[Labels.restartCount]).toBe('2');
+    expect(action.spec.labels[Labels.crashStreak]).toBe('2');
+    expect(p.backOffs).toEqual([]);
+  });
+
   it.each([
-    [0, 10_000],
-    [1, 20_000],
-    [2, 40_000],
-    [4, 160_000],
-    [5, 300_000],
+    [1, 10_000],
+    [2, 20_000],
+    [3, 40_000],
+    [5, 160_000],
+    [6, 300_000],
     [9, 300_000],
-  ])('doubles the back-off per consecutive crash (streak %i → %i ms), capped at 300 s', (streak, delay) => {
+  ])('doubles the back-off per consecutive crash after the first (streak %i → %i ms), capped at 300 s', (streak, delay) => {
     const web = manifest('web', 'nginx:nginx');
     const spec = specOf(web, 'nginx');
     const labels = { ...spec.labels, [Labels.crashStreak]: String(streak), [Labels.restartCount]: String(streak) };
@@ -70,13 +84,17 @@ describe('plan', () => {
     expect(p.backOffs[0]).toMatchObject({ delayMs: delay, until: 2_000_000 + delay, restartCount: streak });
   });
 
-  it('starts the back-off over after ten minutes of clean running', () => {
+  it('starts the back-off over after ten minutes of clean running: the next crash is a first crash, restarted at once', () => {
     const web = manifest('web', 'nginx:nginx');
     const spec = specOf(web, 'nginx');
     const labels = { ...spec.labels, [Labels.crashStreak]: '6', [Labels.restartCount]: '6' };
     const exited = running(spec, { labels, state: 'exited', startedAt: 1_000_000, finishedAt: 1_600_000, exitCode: 1 });
     const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 1_600_000 });
-    expect(p.backOffs[0]).toMatchObject({ delayMs: 10_000, restartCount: 6 });
+    expect(p.backOffs).toEqual([]);
+    const [action] = allActions(p);
+    if (action?.type !== 'create') throw new Error('expected create');
+    expect(action.spec.labels[Labels.crashStreak]).toBe('1');
+    expect(action.spec.labels[Labels.restartCount]).toBe('7');
   });
 
   it.each<[string | undefined, number, boolean]>([
