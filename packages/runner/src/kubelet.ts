@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { availableParallelism, hostname as osHostname } from 'node:os';
 import {
+  hasEvents,
   isManagedBy,
   nodeNameProblem,
   silentLogger,
@@ -28,6 +29,7 @@ import { PodWorkers } from './pod-workers.js';
 import { Slots } from './slots.js';
 import { Prober, type NetworkCheck } from './prober.js';
 import { SourceIntake, type SourceStatus } from './source-intake.js';
+import { RuntimeWatch } from './runtime-watch.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
 import { TransitionReporter } from './transition-reporter.js';
@@ -92,6 +94,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly prober: Prober;
   private readonly passes: SyncPass;
   private readonly loop: SyncLoop;
+  /** Follows the runtime's container events, when it has them. */
+  private readonly watch: RuntimeWatch | undefined;
   private readonly api: AgentReadApi;
   private state: 'new' | 'running' | 'closed' = 'new';
   private startedAt = 0;
@@ -138,7 +142,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots });
     this.workers = new PodWorkers<DesiredState>(executor, (podId, result, lookAgain) => {
       // New containers with probes: a pass hands them to the prober now, not a period later.
-      if (lookAgain || (result.failures === 0 && this.passes.hasProbes(podId))) this.loop.request();
+      if (result.failures === 0 && this.passes.hasProbes(podId)) this.loop.request();
+      else if (lookAgain) this.loop.requestPods([podId]);
     });
     this.passes = new SyncPass({
       runtime: this.runtime,
@@ -155,11 +160,24 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     });
     this.loop = new SyncLoop({
       clock: this.clock,
-      pass: () => this.passes.run(),
+      pass: (pods) => this.passes.run(pods),
       wakeIn: () => this.nextWakeIn(),
       idle: () => this.workers.idle(),
       onDone: (result) => this.notify(result),
     });
+    const source = options.runtime;
+    this.watch = hasEvents(source)
+      ? new RuntimeWatch({
+          runtime: source,
+          clock: this.clock,
+          logger: this.logger,
+          podOf: (event) => this.passes.podOf(event),
+          requestPods: (ids) => this.loop.requestPods(ids),
+          requestRelist: () => this.loop.request(),
+          onEvent: (event) => metrics.runtimeEvents.inc({ type: event.type }),
+          onReconnect: () => metrics.eventStreamReconnects.inc(),
+        })
+      : undefined;
     this.api = new AgentReadApi({
       runtime: this.runtime,
       hostname: this.hostname,
@@ -182,6 +200,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.startedAt = this.clock.now();
     this.loop.start();
     this.logger.info({ hostname: this.hostname, runtime: this.runtime.name, sources: this.intake.names }, 'kubelet starting');
+    // Subscribed before the first pass lists, so no exit falls between that list and the stream.
+    this.watch?.start();
     await this.intake.start();
     // Sources that delivered while starting have already asked for a pass; ask only if none did,
     // so that the agent adopts what the runtime runs even before any source speaks.
@@ -193,6 +213,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     if (this.state === 'closed') return;
     this.state = 'closed';
     const closing = this.loop.close();
+    await this.watch?.close();
     await this.intake.close();
     await closing;
     await this.prober.close();

@@ -52,6 +52,17 @@ export class KubeletMetrics {
     help: 'Containers restarted under their restart policy.',
     registers: [this.registry],
   });
+  readonly runtimeEvents = new Counter({
+    name: 'kubelet_ts_runtime_events_total',
+    help: 'Container events received from the runtime, by type.',
+    labelNames: ['type'],
+    registers: [this.registry],
+  });
+  readonly eventStreamReconnects = new Counter({
+    name: 'kubelet_ts_runtime_event_stream_reconnects_total',
+    help: 'Times the runtime event stream ended or failed and was reconnected.',
+    registers: [this.registry],
+  });
   readonly desiredPods = new Gauge({
     name: 'kubelet_ts_desired_pods',
     help: 'Pods the union of all sources asks for.',

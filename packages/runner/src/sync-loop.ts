@@ -11,14 +11,19 @@ export interface PassResult {
   readonly held: number;
   /** Pods left out of the pass because their worker was still acting on them. */
   readonly busy: number;
+  /** Set for a pass of these pods only (a runtime event named them); absent for a full pass. */
+  readonly pods?: readonly string[];
   /** Set when the pass could not run at all (the runtime could not list). */
   readonly error?: KubeletError;
 }
 
 export interface SyncLoopOptions {
   readonly clock: Clock;
-  /** Plans and dispatches one pass; `done` resolves with its result once its work is done. */
-  readonly pass: () => Promise<{ readonly done: Promise<PassResult> }>;
+  /**
+   * Plans and dispatches one pass (of every pod, or of `pods` only); `done` resolves with its
+   * result once its work is done.
+   */
+  readonly pass: (pods?: ReadonlySet<string>) => Promise<{ readonly done: Promise<PassResult> }>;
   /** How long to sleep after a pass when nothing asks for one (the sync period, or sooner). */
   readonly wakeIn: () => number;
   /** Resolves when no pod worker is acting. */
@@ -29,7 +34,9 @@ export interface SyncLoopOptions {
 
 /**
  * Schedules passes: one at a time; a request during a pass makes exactly one more pass after it;
- * otherwise one after `wakeIn()`. The loop goes on as soon as a pass has dispatched its work, so a
+ * otherwise one after `wakeIn()`. Requests for pods coalesce: those arriving during a pass make
+ * one pass of all of them after it, and a full-pass request wins over them. Pod passes do not
+ * postpone the periodic full pass (the safety net), but may bring it forward (a back-off ending). The loop goes on as soon as a pass has dispatched its work, so a
  * slow pod never delays the next pass; `sync()` callers hear when the work is done.
  */
 export class SyncLoop {
@@ -37,6 +44,9 @@ export class SyncLoop {
   private timer: TimerHandle | undefined;
   private loop: Promise<void> | undefined;
   private pending = false;
+  /** Pods asked for since the last pass began (meaningless while `pending`: a full pass covers them). */
+  private pendingPods = new Set<string>();
+  private timerAt = Infinity;
   private waiters: Array<(result: PassResult) => void> = [];
   private lastDone: Promise<PassResult> | undefined;
 
@@ -55,6 +65,7 @@ export class SyncLoop {
   async close(): Promise<void> {
     this.state = 'closed';
     if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
+    this.timer = undefined;
     await this.loop;
   }
 
@@ -64,11 +75,16 @@ export class SyncLoop {
       this.flushWaiters();
       return;
     }
-    if (this.loop !== undefined) {
-      this.pending = true;
-      return;
-    }
-    this.loop = this.run();
+    this.pending = true;
+    this.loop ??= this.run();
+  }
+
+  /** Asks for a pass of these pods: now, or right after the one being planned, with any others asked for meanwhile. */
+  requestPods(podIds: Iterable<string>): void {
+    if (this.state !== 'running') return;
+    for (const id of podIds) this.pendingPods.add(id);
+    if (this.pendingPods.size === 0) return;
+    this.loop ??= this.run();
   }
 
   /**
@@ -88,26 +104,53 @@ export class SyncLoop {
 
   private async run(): Promise<void> {
     const { clock } = this.options;
+    let full = false;
     try {
       do {
+        // A full pass covers every pod asked for.
+        const pods = this.pending ? undefined : this.pendingPods;
         this.pending = false;
-        if (this.timer !== undefined) clock.clearTimeout(this.timer);
-        const waiters = this.waiters;
-        this.waiters = [];
-        const { done } = await this.options.pass();
-        this.lastDone = done;
-        void done.then((result) => {
-          for (const resolve of waiters) resolve(result);
-          this.options.onDone(result);
-        });
-      } while (this.pending && this.state === 'running');
+        this.pendingPods = new Set();
+        if (pods === undefined) {
+          full = true;
+          this.clearTimer();
+          const waiters = this.waiters;
+          this.waiters = [];
+          const { done } = await this.options.pass();
+          this.lastDone = done;
+          void done.then((result) => {
+            for (const resolve of waiters) resolve(result);
+            this.options.onDone(result);
+          });
+        } else {
+          const { done } = await this.options.pass(pods);
+          void done.then((result) => this.options.onDone(result));
+        }
+      } while ((this.pending || this.pendingPods.size > 0) && this.state === 'running');
     } finally {
       // Cleared in the same turn as the last `pending` check: a request arriving after this point
       // starts a new loop instead of setting a flag that nobody reads.
       this.loop = undefined;
     }
-    if (this.state === 'running') this.timer = clock.setTimeout(() => this.request(), this.options.wakeIn());
-    else this.flushWaiters();
+    if (this.state !== 'running') {
+      this.flushWaiters();
+      return;
+    }
+    const at = clock.now() + this.options.wakeIn();
+    if (full || this.timer === undefined || at < this.timerAt) {
+      this.clearTimer();
+      this.timerAt = at;
+      this.timer = clock.setTimeout(() => {
+        this.timer = undefined;
+        this.request();
+      }, at - clock.now());
+    }
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = Infinity;
   }
 
   /** Answers sync() calls that no pass will serve (the loop is closed) with the last pass's result. */

@@ -1,9 +1,12 @@
 import {
+  identityOf,
+  Labels,
   plan,
   toKubeletError,
   type BackOff,
   type Clock,
   type ContainerRuntime,
+  type ContainerEvent,
   type ContainerSummary,
   type DesiredPod,
   type KubeletError,
@@ -46,6 +49,8 @@ export interface SyncPassOptions {
 export class SyncPass {
   private readonly quiet = new QuietPass();
   private backOffs: readonly BackOff[] = [];
+  /** This node's containers in the last list, by id → pod (to place runtime events). */
+  private ours = new Map<string, string>();
   /** Pods with probes, per desired state (recomputed only when that changes). */
   private probed: { of: DesiredState; ids: Set<string> } | undefined;
   passes = 0;
@@ -56,6 +61,19 @@ export class SyncPass {
   /** Exited containers waiting out their crash back-off, as the last pass saw them. */
   currentBackOffs(): readonly BackOff[] {
     return this.backOffs;
+  }
+
+  /**
+   * The agent's pod a runtime event is about: the pod it names when that pod is desired or has
+   * containers of ours, else the pod of that container in the last list; undefined for a foreign
+   * or unknown container (no pass is asked for it).
+   */
+  podOf(event: ContainerEvent): string | undefined {
+    const known = this.ours.get(event.containerId);
+    if (known !== undefined) return known;
+    const podId = event.podId;
+    if (podId === undefined) return undefined;
+    return this.options.intake.desired().pods.some((p) => p.manifest.id === podId) ? podId : undefined;
   }
 
   /** The planner's input for this node now (also what `plan()` previews). */
@@ -74,8 +92,14 @@ export class SyncPass {
     };
   }
 
-  /** Plans and dispatches; `done` resolves with the pass's result once its work is done. */
-  async run(): Promise<{ done: Promise<PassResult> }> {
+  /**
+   * Plans and dispatches; `done` resolves with the pass's result once its work is done. With
+   * `pods`, a pass of those pods only (a runtime event named them): the runtime is listed as for a
+   * full pass, but only those pods are planned, nothing else is removed, and the quiet-pass memory,
+   * the other pods' back-offs and the prober's targets are left as the last full pass set them.
+   */
+  async run(pods?: ReadonlySet<string>): Promise<{ done: Promise<PassResult> }> {
+    if (pods !== undefined) return this.runPods(pods);
     const { clock, intake, runtime, workers, metrics, logger, hostname } = this.options;
     const startedAt = clock.now();
     // Taken together, before anything is awaited: a source that first delivers while the runtime
@@ -104,6 +128,7 @@ export class SyncPass {
       const quietHeld = idle ? this.quiet.matches(inputs) : undefined;
       if (quietHeld !== undefined) return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, quietHeld, 0)) };
       const actual = await withExitTimes(runtime, listed, hostname);
+      this.ours = oursById(actual, hostname);
       this.options.transitions.exits(actual);
       const p = plan(this.planInput(desired.pods, allowRemovals, actual, sandboxes, busy));
       this.quiet.record(inputs, p.pods.length === 0 && p.backOffs.length === 0 && idle, p.held);
@@ -124,6 +149,42 @@ export class SyncPass {
     }
   }
 
+  /** A pass of `pods` only (see `run`). */
+  private async runPods(pods: ReadonlySet<string>): Promise<{ done: Promise<PassResult> }> {
+    const { clock, intake, runtime, workers, logger, hostname } = this.options;
+    const startedAt = clock.now();
+    const state = intake.desired();
+    const desired = state.pods.filter((p) => pods.has(p.manifest.id));
+    const finish = (executed: ExecutionResult, busy: number, error?: KubeletError): PassResult => {
+      const result: PassResult = { startedAt, desired: desired.length, durationMs: clock.now() - startedAt, ...executed, held: 0, busy, pods: [...pods], ...(error === undefined ? {} : { error }) };
+      logger[executed.actions > 0 ? 'info' : 'debug']({ pods: result.pods, actions: result.actions, failures: result.failures, durationMs: result.durationMs }, 'pod pass');
+      return result;
+    };
+    try {
+      // A busy pod's worker is acting: it is looked at again when that worker ends.
+      const busy = new Set([...workers.busy()].filter((id) => pods.has(id)));
+      for (const id of busy) workers.update(id);
+      const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
+      this.ours = oursById(listed, hostname);
+      // Exit times are looked up for these pods only; the others' exits were seen by earlier passes.
+      const inScope = (c: ContainerSummary) => pods.has(c.labels[Labels.manifestId] ?? '');
+      const actual = await withExitTimes(runtime, listed.filter(inScope), hostname);
+      this.options.transitions.exits([...listed.filter((c) => !inScope(c)), ...actual]);
+      const mine = sandboxes.filter((s) => pods.has(s.labels[Labels.sandbox] ?? ''));
+      const p = plan(this.planInput(desired, intake.allSeen(), actual, mine, busy));
+      // A busy pod was not planned: its back-offs stand until a pass plans it.
+      this.backOffs = [...this.backOffs.filter((b) => !pods.has(b.podId) || busy.has(b.podId)), ...p.backOffs];
+      this.options.transitions.backOffs(this.backOffs);
+      if (workers.deferred(busy, state)) this.options.requestPass();
+      const work = p.pods.map((pod) => workers.dispatch(pod, state));
+      return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, busy.size)) };
+    } catch (error) {
+      const e = toKubeletError(error, runtime.name);
+      logger.error({ code: e.code, err: e, pods: [...pods] }, `pod pass failed: ${e.message}`);
+      return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, e)) };
+    }
+  }
+
   /** Whether a pod has containers with probes (their new containers are handed to the prober at once). */
   hasProbes(podId: string): boolean {
     const desired = this.options.intake.desired();
@@ -133,6 +194,16 @@ export class SyncPass {
     }
     return this.probed.ids.has(podId);
   }
+}
+
+/** This node's containers, by id → pod. */
+function oursById(actual: readonly ContainerSummary[], node: string): Map<string, string> {
+  const ours = new Map<string, string>();
+  for (const c of actual) {
+    const identity = identityOf(c.labels);
+    if (identity !== undefined && identity.node === node) ours.set(c.id, identity.podId);
+  }
+  return ours;
 }
 
 function sum(results: readonly ExecutionResult[], key: keyof ExecutionResult): number {

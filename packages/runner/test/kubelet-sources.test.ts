@@ -63,7 +63,11 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       expect(quiet).toMatchObject({ desired: 2, actions: 0, failures: 0, held: 0, startedAt: 1_000_000 });
       expect(quiet.error).toBeUndefined();
 
+      // A first crash: its event makes a pass of db alone, which replaces it at once.
+      const podPass = nextPass(k);
       f.runtime.exit(one('db').id, 1);
+      expect(await podPass).toMatchObject({ pods: ['db'], desired: 1, actions: 1, failures: 0 });
+      expect(k.status().lastPass).toBe(quiet); // a pod pass is not the last full pass
       f.runtime.setFault('create', (call) => (call.target?.startsWith('cache--') ? new KubeletError('Internal', 'disk full') : undefined));
       const pass = nextPass(k);
       a.push([
@@ -72,7 +76,7 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
         manifest('cache', [{ name: 'cache', image: 'redis:7' }]),
       ]);
       const result = await pass;
-      // db: waits out its crash back-off; cache: its sandbox, then the create (fails).
+      // db: nothing left to do; cache: its sandbox, then the create (fails).
       expect(result).toMatchObject({ desired: 3, actions: 2, failures: 1, held: 0 });
       expect(k.status()).toMatchObject({ hostname: HOST, lastPass: result });
       // sync() runs a pass of its own: only the failed creation is left to do.

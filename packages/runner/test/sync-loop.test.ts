@@ -29,33 +29,42 @@ describe('Kubelet: the sync loop', () => {
       expect(k.status().passes).toBe(before + 2);
     });
 
-    it('restarts an exited container as a new one when its 10 s back-off ends, keeping the exited one', async () => {
+    it('replaces a first exit at once (its event asks for a pass of the pod), and a second when its 10 s back-off ends', async () => {
       const a = new ScriptedSource('a', { initial: [pod('web')] });
       const k = kubelet([a]);
       await k.start();
       await settle();
       const id = one('web').id;
       await f.clock.advance(1000);
-      f.runtime.exit(id, 137);
 
-      // The periodic pass sees the exit and backs off until exit + 10 s …
-      const waiting = nextPass(k);
-      await f.clock.advance(SYNC_MS - 1000);
-      expect(await waiting).toMatchObject({ actions: 0 });
-      expect(f.events.ofType('ContainerExited', 'web')).toEqual([expect.objectContaining({ reason: 'Error', time: 1_000_000 + SYNC_MS })]);
+      // The exit's event makes a pass of that pod, without waiting for the period.
+      const atOnce = nextPass(k);
+      f.runtime.exit(id, 137);
+      expect(await atOnce).toMatchObject({ pods: ['web'], actions: 1, failures: 0, startedAt: 1_001_000 });
+      expect(f.events.ofType('ContainerExited', 'web')).toEqual([expect.objectContaining({ reason: 'Error', time: 1_001_000 })]);
       expect(f.events.ofType('ContainerExited', 'web')[0]?.message).toContain('exited with code 137');
-      expect(f.events.ofType('BackOff', 'web')).toHaveLength(1);
-      // … and a pass runs when it ends, not a whole period later.
-      const restart = nextPass(k);
-      await f.clock.advance(1000);
-      expect(await restart).toMatchObject({ actions: 1, failures: 0, startedAt: 1_000_000 + 11_000 });
       const [replacement, exited] = [...of('web')].sort((x, y) => y.createdAt - x.createdAt);
       expect(replacement).toMatchObject({ state: 'running' });
       expect(replacement?.id).not.toBe(id);
       expect(replacement?.labels[Labels.restartCount]).toBe('1');
       expect(exited).toMatchObject({ id, state: 'exited', exitCode: 137 });
-      expect(f.events.ofType('ContainerRestarted', 'web')).toHaveLength(1);
-      expect(f.runtime.callCount('create')).toBe(2);
+
+      // The second exit in a row backs off until exit + 10 s …
+      await f.clock.advance(1000);
+      f.runtime.exit(replacement!.id, 1);
+      await settle();
+      expect(f.events.ofType('BackOff', 'web')).toHaveLength(1);
+      await f.clock.advance(10_000 - 1);
+      expect(of('web').filter((c) => c.state === 'running')).toEqual([]);
+      // … and a pass runs when it ends, not a whole period later.
+      const restart = nextPass(k);
+      await f.clock.advance(1);
+      expect(await restart).toMatchObject({ actions: 1, failures: 0, startedAt: 1_002_000 + 10_000 });
+      const [second] = of('web').filter((c) => c.state === 'running');
+      expect(second).toMatchObject({ createdAt: 1_012_000 });
+      expect(second?.labels[Labels.restartCount]).toBe('2');
+      expect(f.events.ofType('ContainerRestarted', 'web')).toHaveLength(2);
+      expect(f.runtime.callCount('create')).toBe(3);
     });
 
     it('pushes the periodic pass back after a pass caused by a change', async () => {

@@ -1,0 +1,95 @@
+import { Backoff, toKubeletError, type Clock, type ContainerEvent, type ContainerEventSource, type Logger, type TimerHandle } from '@kubelet-ts/core';
+
+export interface RuntimeWatchOptions {
+  readonly runtime: ContainerEventSource & { readonly name: string };
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The agent's pod an event is about, or undefined when the container is not the agent's. */
+  readonly podOf: (event: ContainerEvent) => string | undefined;
+  /** Asks for a pass of these pods. */
+  readonly requestPods: (podIds: readonly string[]) => void;
+  /** Asks for a full pass: after a reconnection, when events may have been missed. */
+  readonly requestRelist: () => void;
+  /** Hears each event (metrics). */
+  readonly onEvent?: (event: ContainerEvent) => void;
+  /** Hears each reconnection attempt (metrics). */
+  readonly onReconnect?: () => void;
+  /** Reconnection back-off. Default 100 ms doubling to 10 s. */
+  readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+  /** A connection that lasted this long resets the back-off. Default 10 s. */
+  readonly healthyAfterMs?: number;
+}
+
+/**
+ * Follows the runtime's container events, so the agent reacts to an exit in milliseconds rather
+ * than at its next relist (the modern kubelet's evented PLEG). Each event of one of the agent's
+ * pods (an exit, a removal) asks for a pass of that pod. The stream is reconnected with back-off when it ends or
+ * fails, and every reconnection asks for one full pass, since events were missed in between; the
+ * periodic full pass stays the safety net.
+ */
+export class RuntimeWatch {
+  private readonly abort = new AbortController();
+  private readonly backoff: Backoff;
+  private timer: TimerHandle | undefined;
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly options: RuntimeWatchOptions) {
+    const policy = options.backoff ?? { initialMs: 100, maxMs: 10_000 };
+    this.backoff = new Backoff(policy.initialMs, policy.maxMs);
+  }
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Aborts the stream and any pending reconnection; resolves once the watch has let go. */
+  async close(): Promise<void> {
+    this.abort.abort();
+    if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const { clock, logger, runtime } = this.options;
+    const signal = this.abort.signal;
+    let first = true;
+    while (!signal.aborted) {
+      const connectedAt = clock.now();
+      if (!first) {
+        logger.info({ runtime: runtime.name, attempt: this.backoff.attempts }, 'runtime event stream reconnected; relisting once');
+        this.options.requestRelist();
+      }
+      first = false;
+      let failure: unknown;
+      try {
+        for await (const event of runtime.events(signal)) this.handle(event);
+      } catch (error) {
+        failure = error;
+      }
+      if (signal.aborted) return;
+      if (clock.now() - connectedAt >= (this.options.healthyAfterMs ?? 10_000)) this.backoff.reset();
+      const delay = this.backoff.next();
+      const e = failure === undefined ? undefined : toKubeletError(failure, runtime.name);
+      logger.warn({ runtime: runtime.name, ...(e === undefined ? {} : { code: e.code, err: e }), retryInMs: delay }, `runtime event stream ${e === undefined ? 'ended' : `failed: ${e.message}`}; reconnecting`);
+      this.options.onReconnect?.();
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        this.timer = clock.setTimeout(resolve, delay);
+      });
+      this.timer = undefined;
+      this.wake = undefined;
+    }
+  }
+
+  private handle(event: ContainerEvent): void {
+    this.options.onEvent?.(event);
+    // A start is the agent's own doing (a pod worker's) or leaves a running container, which
+    // needs nothing: only exits and removals ask for a pass.
+    if (event.type === 'started') return;
+    // A container that is not ours (foreign, another node's, or unknown to the last list): no pass.
+    const podId = this.options.podOf(event);
+    if (podId !== undefined) this.options.requestPods([podId]);
+  }
+}
