@@ -14,7 +14,7 @@ import {
   type PodPlan,
 } from '@kubelet-ts/core';
 import { FailureBackoff } from './failure-backoff.js';
-import type { Slots } from './slots.js';
+import type { StartSlots } from './slots.js';
 
 export interface ExecutorOptions {
   readonly runtime: ContainerRuntime;
@@ -32,7 +32,7 @@ export interface ExecutorOptions {
    * for a slot: a pod stopping with a long grace period must not hold up pods that start.
    * Default: unbounded.
    */
-  readonly startSlots?: Slots;
+  readonly startSlots?: StartSlots;
 }
 
 export interface ExecutionResult {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { availableParallelism, hostname as osHostname } from 'node:os';
+import { hostname as osHostname } from 'node:os';
 import {
   hasEvents,
   isManagedBy,
@@ -20,6 +20,7 @@ import {
   type PodView,
   type V1PodList,
 } from '@kubelet-ts/core';
+import { AdaptiveSlots } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
 import { PlanExecutor } from './executor.js';
 import { LogEventSink } from './log-event-sink.js';
@@ -47,9 +48,10 @@ export interface KubeletOptions {
   /** A pass runs after every change and at least this often. Default 10 s. */
   readonly syncFrequencyMs?: number;
   /**
-   * Pods that pull, create and start containers at once. Default twice the CPU count (2 to 16): the
-   * engine does the work, and the bench found a 2-core engine faster at 4 concurrent pod starts than
-   * at 8. Stopping is not bounded: a pod with a long grace period never holds up pods that start.
+   * Pods that pull, create and start containers at once, fixed. Default: adaptive — from 4, within
+   * [1, 32], grown while completions per second rise and cut when they fall or the calls slow down
+   * (`AdaptiveSlots`; the gauge `kubelet_ts_start_concurrency` shows it). Stopping is not bounded:
+   * a pod with a long grace period never holds up pods that start.
    */
   readonly concurrency?: number;
   /** `health()` turns unhealthy when no pass has completed for this long. Default: 3 × syncFrequencyMs, at least 30 s. */
@@ -138,7 +140,12 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         this.loop.request();
       },
     });
-    const startSlots = new Slots(options.concurrency ?? defaultConcurrency());
+    // A fixed concurrency when asked for; else the limit is found while the agent works.
+    const startSlots =
+      options.concurrency === undefined
+        ? new AdaptiveSlots({ clock: this.clock, max: MAX_CONCURRENCY, onLimit: (limit) => metrics.startConcurrency.set(limit) })
+        : new Slots(options.concurrency);
+    if (options.concurrency !== undefined) metrics.startConcurrency.set(options.concurrency);
     const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots });
     this.workers = new PodWorkers<DesiredState>(executor, (podId, result, lookAgain) => {
       // New containers with probes: a pass hands them to the prober now, not a period later.
@@ -294,6 +301,9 @@ export function createKubelet(options: KubeletOptions): Kubelet {
   return new Kubelet(options);
 }
 
-function defaultConcurrency(): number {
-  return Math.min(16, Math.max(2, 2 * availableParallelism()));
-}
+/**
+ * The adaptive limit's ceiling. The engine does the work, so the agent's cores do not bound it;
+ * the bench's best raw concurrency was 8 on 2 cores, and 32 leaves room for a bigger engine while
+ * capping what a misjudged window can pile onto one.
+ */
+const MAX_CONCURRENCY = 32;

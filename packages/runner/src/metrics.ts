@@ -63,6 +63,11 @@ export class KubeletMetrics {
     help: 'Times the runtime event stream ended or failed and was reconnected.',
     registers: [this.registry],
   });
+  readonly startConcurrency = new Gauge({
+    name: 'kubelet_ts_start_concurrency',
+    help: 'Pods that may pull, create and start containers at once: the current limit.',
+    registers: [this.registry],
+  });
   readonly desiredPods = new Gauge({
     name: 'kubelet_ts_desired_pods',
     help: 'Pods the union of all sources asks for.',

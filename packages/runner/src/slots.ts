@@ -1,7 +1,13 @@
+/** What the executor takes a slot from before it pulls, creates and starts a pod's containers. */
+export interface StartSlots {
+  /** Waits for a slot; call the returned function once to give it back. */
+  acquire(): Promise<() => void>;
+}
+
 /**
  * A counting semaphore: at most `size` holders at once, the others wait in arrival order.
  */
-export class Slots {
+export class Slots implements StartSlots {
   private held = 0;
   private readonly waiting: Array<() => void> = [];
 

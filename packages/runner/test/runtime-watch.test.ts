@@ -32,6 +32,8 @@ describe('the agent follows the runtime event stream (issue 14)', () => {
     const metrics = (await k.metrics()).body;
     expect(metrics).toMatch(/kubelet_ts_runtime_events_total\{type="exited"\} 1/);
     expect(metrics).toMatch(/kubelet_ts_runtime_events_total\{type="started"\} \d+/);
+    // Adaptive by default: the start limit begins at 4 (too few starts here to move it).
+    expect(metrics).toMatch(/^kubelet_ts_start_concurrency 4$/m);
   });
 
   it('restarts the first crash at once and the second after 10 s', async () => {
