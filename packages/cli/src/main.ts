@@ -43,6 +43,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const kubelet = resolveKubelet(wiring.container, {
     allowHostMounts: options.allowHostMounts,
     syncFrequencyMs: options.syncFrequency,
+    ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
     hostname,
     // Probes dial published ports where they are published; all interfaces includes loopback.
     probes: { host: options.hostIp === '0.0.0.0' ? '127.0.0.1' : options.hostIp },

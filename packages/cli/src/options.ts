@@ -16,6 +16,8 @@ export interface CliOptions extends LegacyFlags {
   readonly podInfraImage: string;
   readonly hostIp: string;
   readonly syncFrequency: number;
+  /** Pods that pull, create and start at once, fixed; absent: adaptive. */
+  readonly concurrency?: number;
   readonly fileCheckFrequency: number;
   readonly manifestUrl?: string;
   readonly manifestUrlHeader: readonly string[];
@@ -71,6 +73,14 @@ function authToken(value: string): string {
   return value;
 }
 
+function concurrency(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < 1 || n > 1024) {
+    throw new InvalidArgumentError(`--concurrency: expected a whole number of pods from 1 to 1024, got ${JSON.stringify(value)}; leave it out for the adaptive default`);
+  }
+  return n;
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`invalid port ${JSON.stringify(value)}: use 0-65535`);
@@ -99,6 +109,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--pod-infra-image <image>', "the image of each pod's network-namespace container").default(DEFAULT_POD_INFRA_IMAGE))
     .addOption(new Option('--host-ip <address>', 'the host address published ports bind to').default('0.0.0.0'))
     .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
+    .addOption(new Option('--concurrency <n>', 'pods that pull, create and start containers at once, fixed (default: adaptive, found while working, 1 to 32)').argParser(concurrency))
     .addOption(new Option('--file-check-frequency <duration>', 're-list --config this often, besides watching it').argParser(duration).default(20_000, '20s'))
     .addOption(new Option('--manifest-url <url>', 'a URL serving one manifest or a list, polled'))
     .addOption(new Option('--manifest-url-header <header>', "an extra request header 'Name: value' (repeatable)").argParser(collect).default([]))

@@ -79,4 +79,10 @@ describe('buildProgram', () => {
   it('rejects a bad duration with the text quoted', () => {
     expect(() => parse(['--sync-frequency', '10x'])).toThrow('"10x"');
   });
+
+  it('takes --concurrency as a fixed whole number of pods, adaptive when absent', () => {
+    expect(parse([]).concurrency).toBeUndefined();
+    expect(parse(['--concurrency', '8'])).toMatchObject({ concurrency: 8 });
+    for (const bad of ['0', '-1', '2.5', 'x', '2000']) expect(() => parse(['--concurrency', bad])).toThrow(/--concurrency: expected a whole number of pods from 1 to 1024, got .*adaptive default/);
+  });
 });
