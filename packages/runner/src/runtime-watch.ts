@@ -70,9 +70,11 @@ export class RuntimeWatch {
       }
       if (signal.aborted) return;
       if (clock.now() - connectedAt >= (this.options.healthyAfterMs ?? 10_000)) this.backoff.reset();
+      // Warned once per outage: the retries of an engine that stays away are debug lines.
+      const level = this.backoff.attempts === 0 ? 'warn' : 'debug';
       const delay = this.backoff.next();
       const e = failure === undefined ? undefined : toKubeletError(failure, runtime.name);
-      logger.warn({ runtime: runtime.name, ...(e === undefined ? {} : { code: e.code, err: e }), retryInMs: delay }, `runtime event stream ${e === undefined ? 'ended' : `failed: ${e.message}`}; reconnecting`);
+      logger[level]({ runtime: runtime.name, ...(e === undefined ? {} : { code: e.code, err: e }), retryInMs: delay }, `runtime event stream ${e === undefined ? 'ended' : `failed: ${e.message}`}; reconnecting`);
       this.options.onReconnect?.();
       await new Promise<void>((resolve) => {
         this.wake = resolve;

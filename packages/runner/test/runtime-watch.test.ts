@@ -111,6 +111,9 @@ describe('the agent follows the runtime event stream (issue 14)', () => {
     await settle();
     expect(f.runtime.openEventStreams).toBe(1);
     expect(passes.filter((p) => p.pods === undefined)).toHaveLength(2);
+    // One warning per outage: the quick second break is a retry of the same one.
+    expect(logger.lines.filter((l) => l.level === 'warn' && l.message.includes('event stream'))).toHaveLength(1);
+    expect(logger.lines.filter((l) => l.level === 'debug' && l.message.includes('event stream failed'))).toHaveLength(1);
     // Events flow again on the new stream.
     const pass = f.nextPass(k);
     f.runtime.exit(running('web')[0]!.id, 1);
