@@ -69,7 +69,7 @@ async function reactOn(engine: Engine, runs: number): Promise<Row[]> {
   const replace = summarise(replaceTimes);
   const raw = summarise(rawTimes);
   // Whether the runtime offers a stream says nothing of whether the agent listens to it: the figures do.
-  const how = `the runtime ${hasEvents(engine.runtime) ? 'offers' : 'offers no'} event stream (ContainerEventSource); an exit seen only after seconds was seen at the agent's periodic relist (every 10 s by default)`;
+  const how = `the runtime ${hasEvents(engine.runtime) ? 'offers an' : 'offers no'} event stream (ContainerEventSource); an exit seen only after seconds was seen at the agent's periodic relist (every 10 s by default)`;
   return [
     row({
       scenario: '8. reaction on the engine',
