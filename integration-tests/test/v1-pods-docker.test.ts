@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Labels } from '@kubelet-ts/core';
+import { Labels, type KubeletEvent } from '@kubelet-ts/core';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { FileManifestSource } from '@kubelet-ts/source-file';
@@ -22,6 +22,8 @@ let runtime: DockerRuntime;
 let kubelet: Kubelet;
 let hostPort: number;
 let probedPort: number;
+/** Everything the agent reported: a wait that times out says what the pod went through. */
+const events: KubeletEvent[] = [];
 
 const v1Pod = (name: string, spec: object) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'kube-system' }, spec });
 const shell = (script: string) => ({ image: TEST_IMAGES.busybox, command: ['sh', '-c'], args: [script] });
@@ -66,7 +68,7 @@ beforeAll(async () => {
   await mkdir(manifests);
   for (const [file, pod] of Object.entries(pods)) await writeFile(join(manifests, file), stringify(pod));
   runtime = new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: join(work, 'volumes') });
-  kubelet = createKubelet({ runtime, sources: [new FileManifestSource({ path: manifests, allowHostMounts: true })], hostname: NODE, syncFrequencyMs: 500, allowHostMounts: true });
+  kubelet = createKubelet({ runtime, sources: [new FileManifestSource({ path: manifests, allowHostMounts: true })], hostname: NODE, syncFrequencyMs: 500, allowHostMounts: true, events: { emit: (e) => events.push(e) } });
   await kubelet.start();
 }, 60_000);
 
@@ -82,10 +84,13 @@ async function until<T>(read: () => Promise<T | undefined>, what: string, ms = 3
   for (;;) {
     const value = await read().catch(() => undefined);
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; the agent reported:\n${trail()}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** The agent's events, one per line, for a timed-out wait to show. */
+const trail = () => events.map((e) => `${new Date(e.time).toISOString()} ${e.podId ?? '-'} ${e.container ?? '-'} ${e.type} ${e.reason ?? ''} ${e.message ?? ''}`).join('\n');
 
 const container = async (podId: string, name: string) => (await kubelet.pods()).find((p) => p.id === podId)?.containers.find((c) => c.name === name);
 const running = async (podId: string, name: string) => {
@@ -112,7 +117,7 @@ describe('static v1 Pods on Docker', () => {
   }, 60_000);
 
   it('reports readiness from its probe, and restarts the container when liveness fails', async () => {
-    await until(async () => ((await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'the container ready');
+    await until(async () => ((await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'the container ready', 45_000);
     const restarted = await until(async () => {
       const c = await container('probed.kube-system', 'web');
       return c !== undefined && c.restartCount >= 1 ? c : undefined;
@@ -120,7 +125,7 @@ describe('static v1 Pods on Docker', () => {
     expect(restarted.restartCount).toBeGreaterThanOrEqual(1);
     // The new container serves /healthz again, and is reported ready again.
     await until(async () => ((await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'ready again');
-  }, 90_000);
+  }, 150_000);
 
   it('makes a DirectoryOrCreate hostPath on the host, and the pod writes through it', async () => {
     const dir = join(work, 'made', 'by-agent');
