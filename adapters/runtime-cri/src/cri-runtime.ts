@@ -21,6 +21,7 @@ import {
   type SandboxSummary,
   podVolumeDir,
   removePodVolumes,
+  settledEvents,
 } from '@kubelet-ts/core';
 import type { ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
 import { ContainerdEvents } from './containerd-events.js';
@@ -279,7 +280,16 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
 
   /** Started, exited and removed events of the agent's containers, from containerd's event service (see `ContainerdEvents`). */
   events(signal: AbortSignal): AsyncIterable<ContainerEvent> {
-    return this.changes.stream(signal);
+    // containerd publishes a task's exit before its CRI plugin (which handles the same event)
+    // updates the store ListContainers reads: each exit and removal waits until the list agrees.
+    return settledEvents(this.changes.stream(signal), signal, {
+      listedState: async (id) => {
+        const { containers } = await this.call(`list container ${id}`, (deadline) => this.cri.listContainers({ filter: { id } }, deadline));
+        const found = containers.find((c) => c.id === id);
+        return found === undefined ? undefined : summaryOf(found).state;
+      },
+      onUnsettled: (event, why) => this.logger.debug({ endpoint: this.endpoint, containerId: event.containerId, type: event.type }, `event passed on unchecked: ${why}`),
+    });
   }
 
   // ---- images ---------------------------------------------------------------------------------

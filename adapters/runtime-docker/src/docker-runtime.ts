@@ -25,6 +25,7 @@ import {
   CFS_PERIOD_US,
   cfsQuotaOf,
   podVolumeDir,
+  settledEvents,
 } from '@kubelet-ts/core';
 import type { DockerApi, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
 import { dockerEvents } from './docker-events.js';
@@ -280,7 +281,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   /** Started, exited and removed events of the agent's containers, from `GET /events` (see `dockerEvents`). */
   events(signal: AbortSignal): AsyncIterable<ContainerEvent> {
     const docker = this.docker;
-    return dockerEvents(signal, {
+    const stream = dockerEvents(signal, {
       getEvents: async (options) => {
         if (docker.getEvents === undefined) throw new KubeletError('Unavailable', 'the client given as options.docker has no getEvents: pass a dockerode client', { adapter: ADAPTER });
         return docker.getEvents(options);
@@ -288,6 +289,15 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       engine: () => this.engine(),
       endpoint: this.endpoint,
       logger: this.logger,
+    });
+    // Docker logs `die` and `destroy` before its list (read from a copy the daemon updates
+    // afterwards) shows them: each waits until the list agrees.
+    return settledEvents(stream, signal, {
+      listedState: async (id) => {
+        const [found] = await this.call('list containers', () => this.docker.listContainers({ all: true, filters: { id: [id] } }));
+        return found === undefined ? undefined : summaryOf(found).state;
+      },
+      onUnsettled: (event, why) => this.logger.debug({ endpoint: this.endpoint, containerId: event.containerId, type: event.type }, `event passed on unchecked: ${why}`),
     });
   }
 

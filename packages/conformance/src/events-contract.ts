@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { Labels, buildContainerName, hasEvents, type ContainerEvent, type ContainerEventSource, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
+import { Labels, buildContainerName, hasEvents, type ContainerEvent, type ContainerEventSource, type ContainerRuntime, type ContainerSpec, type ContainerState } from '@kubelet-ts/core';
 
 /**
  * Declared by runtimes that stream container events (`ContainerEventSource`): how the contract
@@ -31,11 +31,13 @@ class EventLog {
   private wake: () => void = () => undefined;
   readonly done: Promise<void>;
 
-  constructor(stream: AsyncIterable<ContainerEvent>) {
+  /** `onEvent` hears each event the moment it arrives (before the stream is read further). */
+  constructor(stream: AsyncIterable<ContainerEvent>, onEvent?: (event: ContainerEvent) => void) {
     this.done = (async () => {
       try {
         for await (const event of stream) {
           this.seen.push({ event, at: performance.now() });
+          onEvent?.(event);
           this.wake();
         }
         this.ended = {};
@@ -107,7 +109,13 @@ export function eventsContract(runtime: () => ContainerRuntime, create: (spec: C
 
     withEvents('streams started, exited with its code and removed of its containers, and nothing of foreign ones', async (r, c) => {
       const abort = new AbortController();
-      const log = new EventLog(r.events(abort.signal));
+      // What list() said the moment each exited/removed event arrived: an agent relists on an event
+      // at once, and must see what the event said (Docker's list lags its events by milliseconds).
+      const listedOnArrival = new Map<string, Promise<ContainerState | 'absent'>>();
+      const log = new EventLog(r.events(abort.signal), (event) => {
+        if (event.type === 'started') return;
+        listedOnArrival.set(`${event.type}/${event.containerId}`, r.list().then((all) => all.find((x) => x.id === event.containerId)?.state ?? 'absent'));
+      });
       try {
         const foreign = await create(spec('events-foreign', { owner: 'someone-else' }));
         await r.start(foreign.id);
@@ -122,12 +130,14 @@ export function eventsContract(runtime: () => ContainerRuntime, create: (spec: C
         await (c.kill ?? ((rt, id) => rt.exec(id, ['kill', '1'], 5000).then(() => undefined)))(r, mine.id);
         const exited = await log.waitFor('exited', (e) => e.type === 'exited' && e.containerId === mine.id);
         expect(exited.event).toMatchObject({ podId, exitCode: 3 });
+        expect(await listedOnArrival.get(`exited/${mine.id}`)).toBe('exited');
         // Written out by the adapters' contract runs, for the issue's figure (kill → event).
         process.stdout.write(`events contract ${options.name}: kill → exited event in ${(exited.at - killedAt).toFixed(1)} ms\n`);
 
         await r.remove(foreign.id, { force: true });
         await r.remove(mine.id);
         await log.waitFor('removed', (e) => e.type === 'removed' && e.containerId === mine.id);
+        expect(await listedOnArrival.get(`removed/${mine.id}`)).toBe('absent');
         // Events come in order: by our removal, every event of the foreign container would be here.
         expect(log.seen.filter((s) => s.event.containerId === foreign.id).map((s) => s.event)).toEqual([]);
         expect(log.seen.filter((s) => s.event.containerId === mine.id).map((s) => s.event.type)).toEqual(['started', 'exited', 'removed']);

@@ -44,6 +44,7 @@ export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, 
 
 // Contracts of the pluggable parts
 export { hasEvents, hasStats } from './runtime.js';
+export { settledEvents, type SettleOptions } from './settle-events.js';
 export type {
   ContainerDetails,
   ContainerEvent,
