@@ -21,7 +21,7 @@ PM_STARTED="$PM_DIR.started"
 # that it meets no other Podman here; no DNS (aardvark-dns would bind port 53 on the gateway).
 PM_NETWORK=kubelet-ts-podman
 PM_BRIDGE=kts-podman0
-# A /24 that nothing else here uses (Docker 172.17/16, the private containerd 10.231.64/24).
+# A /24 that nothing else here uses (Docker 172.17/16, the private containerd 10.231.64/22).
 PM_SUBNET="${KUBELET_TS_PODMAN_SUBNET:-10.231.80.0/24}"
 # The names of @kubelet-ts/testkit's TEST_IMAGES, as Podman's Docker API spells them.
 PM_BUSYBOX_IMAGE=docker.io/kubelet-ts-test/busybox:1
