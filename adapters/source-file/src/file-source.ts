@@ -75,6 +75,23 @@ interface FileState {
   readonly problems: ChangeReporter;
   /** Its deprecated spellings, said once per manifest version. */
   readonly warnings: WarningReporter;
+  /**
+   * The file's identity and times when it was last read, if it had then been still for a while:
+   * a read that finds them unchanged reuses what was read (an idle agent re-lists every 20 s).
+   */
+  unchanged?: string;
+}
+
+/**
+ * A file changed less than this long before it was read may change again within the same
+ * timestamp (file systems stamp times at a coarse tick): its read is not reused (as git's "racy" index).
+ */
+const STILL_MS = 2_000;
+
+/** The file's identity and times (device, inode, size, mtime, ctime), to the nanosecond. */
+async function stamp(path: string): Promise<{ key: string; changedAtMs: number }> {
+  const s = await stat(path, { bigint: true });
+  return { key: `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, changedAtMs: Number((s.ctimeNs > s.mtimeNs ? s.ctimeNs : s.mtimeNs) / 1_000_000n) };
 }
 
 /**
@@ -103,6 +120,7 @@ export class FileManifestSource implements ManifestSource {
   private readonly conflicts = new ChangeReporter();
   private readonly overLimit = new ChangeReporter();
   private closed = false;
+  private reads = 0;
 
   constructor(options: FileManifestSourceOptions) {
     this.path = resolve(options.path);
@@ -118,7 +136,10 @@ export class FileManifestSource implements ManifestSource {
     this.sink = sink;
     this.closed = false;
     this.delivered.reset(); // a (re)started source always delivers its first read
-    for (const state of this.files.values()) state.warnings.reset();
+    for (const state of this.files.values()) {
+      state.warnings.reset();
+      state.unchanged = undefined; // and reads every file again, to say its warnings again
+    }
     this.watcher = watch(this.path, {
       ignoreInitial: true,
       depth: 0,
@@ -139,6 +160,14 @@ export class FileManifestSource implements ManifestSource {
     await this.watcher?.close();
     this.watcher = undefined;
     await this.scanning;
+  }
+
+  /**
+   * Files read and parsed since this source was made. A re-list reads only files that changed (by
+   * inode, size, mtime and ctime) or that had changed within 2 s of their last read.
+   */
+  get readCount(): number {
+    return this.reads;
   }
 
   /** Reads now (or after the current read), for callers that know the files changed. */
@@ -221,7 +250,10 @@ export class FileManifestSource implements ManifestSource {
     this.files.set(path, state);
     // Bytes, so that a file that is not UTF-8 is unreadable rather than read with replacement characters.
     let bytes: Buffer;
+    let seen: { key: string; changedAtMs: number };
     try {
+      seen = await stamp(path);
+      if (state.unchanged === seen.key) return;
       bytes = await readFile(path);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -240,6 +272,9 @@ export class FileManifestSource implements ManifestSource {
       idFor: (position) => derivedManifestId(basename(path), path, position),
     });
     state.manifests = retainLastGood(parsed, state.manifests);
+    this.reads += 1;
+    // Reused next time only when it had been still for a while.
+    state.unchanged = this.clock.now() - seen.changedAtMs >= STILL_MS ? seen.key : undefined;
     const problems = parsed.unreadable !== undefined ? [parsed.unreadable] : parsed.rejected.map((r) => rejectionError(r, ADAPTER));
     this.reportFile(state, ...problems);
     state.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileManifestSource, isManifestFileName } from '../src/index.js';
 import { RecordingSink, heldClock } from '@kubelet-ts/conformance';
+import { systemClock } from '@kubelet-ts/core';
 
 const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
 
@@ -180,5 +181,60 @@ describe('FileManifestSource', () => {
     await writeFile(join(dir, 'b.yaml'), manifest('b'));
     await new Promise((r) => setTimeout(r, 200));
     expect(sink.updates).toHaveLength(1);
+  });
+});
+
+describe('FileManifestSource: re-lists of unchanged files', () => {
+  let dir: string;
+  const sources: FileManifestSource[] = [];
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-file-still-'));
+  });
+
+  afterEach(async () => {
+    for (const s of sources.splice(0)) await s.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  /** A clock `aheadMs` ahead of the wall clock: files written now look that old to the source. */
+  const start = async (aheadMs: number) => {
+    const sink = new RecordingSink();
+    const clock = { ...systemClock, now: () => Date.now() + aheadMs };
+    const source = new FileManifestSource({ path: dir, checkFrequencyMs: 60_000, debounceMs: 10, clock });
+    sources.push(source);
+    await source.start(sink);
+    return { sink, source };
+  };
+
+  it('reads a file that has been still for 2 s once, and reads it again when it changes, even to the same size', async () => {
+    for (const id of ['a', 'b', 'c']) await writeFile(join(dir, `${id}.yaml`), manifest(id, 'app:1'));
+    const { sink, source } = await start(10_000);
+    expect(source.readCount).toBe(3);
+    await source.refresh();
+    await source.refresh();
+    expect(source.readCount).toBe(3);
+    expect(sink.ids).toEqual(['a', 'b', 'c']);
+
+    await writeFile(join(dir, 'b.yaml'), manifest('b', 'app:2'));
+    await source.refresh();
+    expect(source.readCount).toBe(4);
+    expect(sink.image('b')).toBe('app:2');
+  });
+
+  it('reads again a file that changed within 2 s of its read (its next change may keep its times)', async () => {
+    for (const id of ['a', 'b']) await writeFile(join(dir, `${id}.yaml`), manifest(id));
+    const { source } = await start(0);
+    expect(source.readCount).toBe(2);
+    await source.refresh();
+    expect(source.readCount).toBe(4);
+  });
+
+  it('reads every file again when it is started again, so that it says its warnings again', async () => {
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    const { sink, source } = await start(10_000);
+    await source.close();
+    await source.start(sink);
+    expect(source.readCount).toBe(2);
   });
 });
