@@ -25,5 +25,6 @@ export { heapUsedMB } from './fuzz/memory.js';
 export { GuardedRuntime, type ContainerCall, type ContainerOperation } from './guarded-runtime.js';
 export { ManualClock, heldClock, type HeldTimer } from './manual-clock.js';
 export { RecordingSink } from './recording-sink.js';
+export { RecordingLogger, type LogEntry } from './recording-logger.js';
 export { checkedManifest } from './manifest-fixture.js';
 export { isLongRun, recordFigures, reliabilityRuns, reliabilitySeed, type ReliabilityCounts } from './reliability.js';

@@ -100,8 +100,8 @@ describe('resolveKubelet', () => {
     await settle();
 
     expect(runtime.snapshot()).toHaveLength(1);
-    expect(logger.lines.find((l) => l.message === 'kubelet starting')?.fields).toMatchObject({ hostname: 'node-a', runtime: 'memory', sources: ['file'] });
-    const started = logger.lines.filter((l) => l.fields['event'] === 'ContainerStarted');
+    expect(logger.entries.find((l) => l.message === 'kubelet starting')?.fields).toMatchObject({ hostname: 'node-a', runtime: 'memory', sources: ['file'] });
+    const started = logger.entries.filter((l) => l.fields['event'] === 'ContainerStarted');
     expect(started).toEqual([expect.objectContaining({ level: 'info', fields: expect.objectContaining({ podId: 'web', container: 'web' }) })]);
   });
 

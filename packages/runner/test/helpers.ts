@@ -4,7 +4,6 @@ import {
   type EventSink,
   type KubeletEvent,
   type KubeletEventType,
-  type Logger,
   type ManifestSource,
   type SourceSink,
 } from '@kubelet-ts/core';
@@ -109,36 +108,7 @@ export class RecordingEventSink implements EventSink {
   }
 }
 
-export interface LogLine {
-  readonly level: 'debug' | 'info' | 'warn' | 'error';
-  readonly fields: Record<string, unknown>;
-  readonly message: string;
-}
-
-/** A Logger that keeps every line. */
-export class RecordingLogger implements Logger {
-  constructor(readonly lines: LogLine[] = []) {}
-
-  debug(fields: object, message: string): void {
-    this.lines.push({ level: 'debug', fields: { ...fields }, message });
-  }
-
-  info(fields: object, message: string): void {
-    this.lines.push({ level: 'info', fields: { ...fields }, message });
-  }
-
-  warn(fields: object, message: string): void {
-    this.lines.push({ level: 'warn', fields: { ...fields }, message });
-  }
-
-  error(fields: object, message: string): void {
-    this.lines.push({ level: 'error', fields: { ...fields }, message });
-  }
-
-  child(): Logger {
-    return this;
-  }
-}
+export { RecordingLogger } from '@kubelet-ts/conformance';
 
 /**
  * Lets every queued promise chain run: a few macrotask turns (no timers, no real waiting). Work on

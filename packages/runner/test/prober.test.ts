@@ -155,7 +155,7 @@ describe('Prober (liveness): timing and failures', () => {
       expect(execTimes(id)).toEqual([5_000]);
       expect(p.state(id)).toEqual({ failures: 0 });
       expect(f.events.events).toEqual([]);
-      expect(logger.lines.some((l) => l.level === 'warn' && l.message.includes('Unavailable'))).toBe(true);
+      expect(logger.entries.some((l) => l.level === 'warn' && l.message.includes('Unavailable'))).toBe(true);
       await f.clock.advance(10_000);
       expect(p.state(id)).toMatchObject({ failures: 1 });
     });

@@ -93,7 +93,7 @@ describe('the agent follows the runtime event stream (issue 14)', () => {
     f.runtime.breakEvents();
     await settle();
     expect(f.runtime.openEventStreams).toBe(0);
-    expect(logger.lines.filter((l) => l.level === 'warn' && l.message.includes('event stream'))).toHaveLength(1);
+    expect(logger.entries.filter((l) => l.level === 'warn' && l.message.includes('event stream'))).toHaveLength(1);
     // Reconnects after 100 ms, and relists once: one full pass.
     await f.clock.advance(99);
     expect(f.runtime.openEventStreams).toBe(0);
@@ -101,7 +101,7 @@ describe('the agent follows the runtime event stream (issue 14)', () => {
     await settle();
     expect(f.runtime.openEventStreams).toBe(1);
     expect(passes.filter((p) => p.pods === undefined)).toHaveLength(1);
-    expect(logger.lines.filter((l) => l.level === 'info' && l.message.includes('reconnected'))).toHaveLength(1);
+    expect(logger.entries.filter((l) => l.level === 'info' && l.message.includes('reconnected'))).toHaveLength(1);
     // A second break soon after waits twice as long.
     f.runtime.breakEvents();
     await settle();
@@ -112,8 +112,8 @@ describe('the agent follows the runtime event stream (issue 14)', () => {
     expect(f.runtime.openEventStreams).toBe(1);
     expect(passes.filter((p) => p.pods === undefined)).toHaveLength(2);
     // One warning per outage: the quick second break is a retry of the same one.
-    expect(logger.lines.filter((l) => l.level === 'warn' && l.message.includes('event stream'))).toHaveLength(1);
-    expect(logger.lines.filter((l) => l.level === 'debug' && l.message.includes('event stream failed'))).toHaveLength(1);
+    expect(logger.entries.filter((l) => l.level === 'warn' && l.message.includes('event stream'))).toHaveLength(1);
+    expect(logger.entries.filter((l) => l.level === 'debug' && l.message.includes('event stream failed'))).toHaveLength(1);
     // Events flow again on the new stream.
     const pass = f.nextPass(k);
     f.runtime.exit(running('web')[0]!.id, 1);

@@ -153,7 +153,7 @@ describe('Kubelet: the sync loop', () => {
       const before = k.status().passes;
       await f.clock.advance(SYNC_MS);
       expect(k.status().passes).toBe(before + 1);
-      expect(logger.lines.filter((l) => l.level === 'error').map((l) => l.message)).toContain('a pass listener threw');
+      expect(logger.entries.filter((l) => l.level === 'error').map((l) => l.message)).toContain('a pass listener threw');
     });
   });
 
@@ -251,8 +251,8 @@ describe('Kubelet: the sync loop', () => {
       await k.start();
       await settle();
       await k.close();
-      expect(logger.lines.find((l) => l.message === 'kubelet starting')?.fields).toMatchObject({ hostname: HOST, runtime: 'memory', sources: ['a'] });
-      expect(logger.lines.some((l) => l.message === 'kubelet stopped')).toBe(true);
+      expect(logger.entries.find((l) => l.message === 'kubelet starting')?.fields).toMatchObject({ hostname: HOST, runtime: 'memory', sources: ['a'] });
+      expect(logger.entries.some((l) => l.message === 'kubelet stopped')).toBe(true);
     });
   });
 });
