@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { KubeletError, Labels, buildContainerName, sandboxHash, type ContainerRuntime, type ContainerSpec, type PortBinding, type SandboxSpec } from '@kubelet-ts/core';
+import { podFixture } from './pod-fixture.js';
 
 /**
  * Declared by runtimes whose pods have a real network: how to serve and fetch a word over TCP with
@@ -24,15 +25,8 @@ interface PodContractOptions {
 /** The pod half of `runtimeContract`: sandboxes, and containers in them. */
 export function podContract(runtime: () => ContainerRuntime, options: PodContractOptions): void {
   describe('pods', () => {
-    const sandboxes: string[] = [];
     const net = options.podNetwork;
-    /** Runs `body` when the runtime declared the capability; otherwise the test is skipped, by name. */
-    const withNetwork = (title: string, body: (n: PodNetworkCapability) => Promise<void>) =>
-      net === undefined ? it.skip(`${title} (${options.name} declares no podNetwork)`, () => {}) : it(title, () => body(net), 60_000);
-
-    afterEach(async () => {
-      for (const id of sandboxes.splice(0)) await runtime().removeSandbox(id, { volumes: true });
-    });
+    const { run, withNetwork } = podFixture(runtime, options);
 
     const sandboxSpec = (podId: string, ports: readonly PortBinding[] = []): SandboxSpec => ({
       name: buildContainerName(podId, 'POD'),
@@ -41,11 +35,6 @@ export function podContract(runtime: () => ContainerRuntime, options: PodContrac
       ports,
       labels: { [Labels.sandbox]: podId, [Labels.sandboxHash]: sandboxHash(ports), [Labels.node]: 'contract-node', [Labels.source]: 'contract' },
     });
-    const run = async (s: SandboxSpec) => {
-      const sandbox = await runtime().runSandbox(s);
-      sandboxes.push(sandbox.id);
-      return sandbox;
-    };
     const spec = (podId: string, container: string, command = options.command): ContainerSpec => ({
       name: buildContainerName(podId, container),
       podId,

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import {
   HOST_NETWORK_SANDBOX_HASH,
   Labels,
@@ -10,6 +10,7 @@ import {
   type SandboxSpec,
 } from '@kubelet-ts/core';
 import type { PodNetworkCapability } from './pod-contract.js';
+import { podFixture } from './pod-fixture.js';
 
 interface V1ContractOptions {
   readonly name: string;
@@ -26,14 +27,7 @@ interface V1ContractOptions {
  */
 export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractOptions): void {
   describe('v1 Pod fields', () => {
-    const sandboxes: string[] = [];
-    const net = options.podNetwork;
-    const withNetwork = (title: string, body: (n: PodNetworkCapability) => Promise<void>) =>
-      net === undefined ? it.skip(`${title} (${options.name} declares no podNetwork)`, () => {}) : it(title, () => body(net), 60_000);
-
-    afterEach(async () => {
-      for (const id of sandboxes.splice(0)) await runtime().removeSandbox(id, { volumes: true });
-    });
+    const { run, withNetwork } = podFixture(runtime, options);
 
     const sandboxSpec = (podId: string, ports: readonly PortBinding[] = [], hostNetwork = false): SandboxSpec => ({
       name: buildContainerName(podId, 'POD'),
@@ -49,11 +43,6 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
         [Labels.namespace]: 'contract-ns',
       },
     });
-    const run = async (s: SandboxSpec) => {
-      const sandbox = await runtime().runSandbox(s);
-      sandboxes.push(sandbox.id);
-      return sandbox;
-    };
     const spec = (podId: string, container: string, fields: Partial<ContainerSpec> = {}): ContainerSpec => ({
       name: buildContainerName(podId, container),
       podId,

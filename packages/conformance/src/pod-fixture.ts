@@ -1,0 +1,27 @@
+import { afterEach, it } from '@jest/globals';
+import type { ContainerRuntime, SandboxSpec, SandboxSummary } from '@kubelet-ts/core';
+import type { PodNetworkCapability } from './pod-contract.js';
+
+/**
+ * What the pod-level contracts share, inside their `describe`: `run` makes a sandbox that is
+ * removed (with its volumes) after the test; `withNetwork` declares a test that needs a real pod
+ * network, skipped by name where the runtime declares no `podNetwork`.
+ */
+export function podFixture(runtime: () => ContainerRuntime, options: { readonly name: string; readonly podNetwork?: PodNetworkCapability | undefined }) {
+  const sandboxes: string[] = [];
+  afterEach(async () => {
+    for (const id of sandboxes.splice(0)) await runtime().removeSandbox(id, { volumes: true });
+  });
+  const net = options.podNetwork;
+  return {
+    async run(spec: SandboxSpec): Promise<SandboxSummary> {
+      const sandbox = await runtime().runSandbox(spec);
+      sandboxes.push(sandbox.id);
+      return sandbox;
+    },
+    withNetwork(title: string, body: (n: PodNetworkCapability) => Promise<void>): void {
+      if (net === undefined) it.skip(`${title} (${options.name} declares no podNetwork)`, () => {});
+      else it(title, () => body(net), 60_000);
+    },
+  };
+}
