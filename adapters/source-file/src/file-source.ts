@@ -121,6 +121,8 @@ export class FileManifestSource implements ManifestSource {
   private readonly overLimit = new ChangeReporter();
   private closed = false;
   private reads = 0;
+  /** The files of the last read, in order. */
+  private lastPaths: readonly string[] | undefined;
 
   constructor(options: FileManifestSourceOptions) {
     this.path = resolve(options.path);
@@ -140,6 +142,7 @@ export class FileManifestSource implements ManifestSource {
       state.warnings.reset();
       state.unchanged = undefined; // and reads every file again, to say its warnings again
     }
+    this.lastPaths = undefined;
     this.watcher = watch(this.path, {
       ignoreInitial: true,
       depth: 0,
@@ -223,9 +226,13 @@ export class FileManifestSource implements ManifestSource {
     }
     this.listing.problems.reset();
     for (const known of this.files.keys()) if (!paths.includes(known)) this.files.delete(known);
-    for (const path of paths) await this.readFile(path);
+    let read = false;
+    for (const path of paths) if (await this.readFile(path)) read = true;
     if (this.closed) return;
-    this.deliver(paths);
+    // The same files, none of them read again: the same manifests, nothing to compare or deliver.
+    const same = !read && this.lastPaths !== undefined && paths.length === this.lastPaths.length && paths.every((p, i) => p === this.lastPaths![i]);
+    this.lastPaths = paths;
+    if (!same) this.deliver(paths);
   }
 
   private async list(): Promise<string[]> {
@@ -245,7 +252,8 @@ export class FileManifestSource implements ManifestSource {
       .sort();
   }
 
-  private async readFile(path: string): Promise<void> {
+  /** Reads `path` unless it is unchanged since its last read (see `unchanged`); false when its last read was reused. */
+  private async readFile(path: string): Promise<boolean> {
     const state = this.files.get(path) ?? { manifests: [], problems: new ChangeReporter(), warnings: new WarningReporter() };
     this.files.set(path, state);
     // Bytes, so that a file that is not UTF-8 is unreadable rather than read with replacement characters.
@@ -253,16 +261,17 @@ export class FileManifestSource implements ManifestSource {
     let seen: { key: string; changedAtMs: number };
     try {
       seen = await stamp(path);
-      if (state.unchanged === seen.key) return;
+      if (state.unchanged === seen.key) return false;
       bytes = await readFile(path);
     } catch (error) {
+      state.unchanged = undefined;
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'EISDIR') {
         this.files.delete(path); // gone between list and read: the next event re-reads
-        return;
+        return true;
       }
       this.reportFile(state, new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
-      return;
+      return true;
     }
     const parsed = parseManifests(bytes, path, {
       maxManifests: this.limits.maxManifests,
@@ -278,6 +287,7 @@ export class FileManifestSource implements ManifestSource {
     const problems = parsed.unreadable !== undefined ? [parsed.unreadable] : parsed.rejected.map((r) => rejectionError(r, ADAPTER));
     this.reportFile(state, ...problems);
     state.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));
+    return true;
   }
 
   private reportFile(state: FileState, ...errors: KubeletError[]): void {
