@@ -45,10 +45,9 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
     step(`steady state on Docker${cri ? ' and containerd' : ''}, and the idle CLI's CPU`);
     rows.push(...(await steadyEngine(q ? { pods: 3, passes: 3, idleSeconds: 3 } : { pods: 200, passes: 20, idleSeconds: 60 }, { docker: true, cri })));
   }
-  if (options.engine && !q) {
-    // Left out of the quick run: until the agent reacts to runtime events, one kill waits for a relist (up to 10 s).
+  if (options.engine) {
     step(`reaction to a killed container on Docker${cri ? ' and containerd' : ''}`);
-    rows.push(...(await engineReaction(10, { docker: true, cri })));
+    rows.push(...(await engineReaction(q ? 2 : 10, { docker: true, cri })));
   }
   step('steady state');
   rows.push(...(await steadyState(q ? 100 : 1_000, q ? 3 : 20, Infinity)));

@@ -116,6 +116,8 @@ export interface RawCri {
   containers(labelSelector: Readonly<Record<string, string>>): Promise<{ all: number; running: number }>;
   /** The running containers carrying these label values, with their sandbox. */
   running(labelSelector: Readonly<Record<string, string>>): Promise<Array<{ id: string; podSandboxId: string }>>;
+  /** The container's state as ListContainers has it (`CONTAINER_RUNNING`, `CONTAINER_EXITED`, …); undefined when it lists none. */
+  state(containerId: string): Promise<string | undefined>;
   /** `StopContainer` with a timeout of 0: the container is killed at once. */
   kill(containerId: string): Promise<void>;
   /** CreateContainer + StartContainer in a sandbox of `runPod`'s (same config): the new container's id. */
@@ -163,6 +165,10 @@ export function rawCri(endpoint: string): RawCri {
     async running(labelSelector) {
       const { containers } = await call<{ containers: Array<{ id: string; podSandboxId: string }> }>('ListContainers', { filter: { labelSelector, state: { state: 'CONTAINER_RUNNING' } } });
       return containers.map(({ id, podSandboxId }) => ({ id, podSandboxId }));
+    },
+    async state(containerId) {
+      const { containers } = await call<{ containers: Array<{ id: string; state: string }> }>('ListContainers', { filter: { id: containerId } });
+      return containers.find((c) => c.id === containerId)?.state;
     },
     kill: async (containerId) => void (await call('StopContainer', { containerId, timeout: 0 })),
     removeContainer: async (containerId) => void (await call('RemoveContainer', { containerId })),

@@ -93,7 +93,9 @@ async function steadyOn(engine: Engine, node: string, manifests: string, sizes: 
 /** The CLI's CPU over `idleSeconds` once it holds the pods, from /proc/<pid>/stat (utime + stime). */
 async function idleCpu(engine: Engine, node: string, manifests: string, sizes: SteadyEngineSizes): Promise<Row> {
   const before = await engine.rawList();
-  const args = [CLI, ...engine.cliArgs, '--config', manifests, '--hostname-override', node, '--port', '0'];
+  // KUBELET_TS_BENCH_CLI_PROFILE=<dir>: the idle CLI writes a V8 CPU profile there when it exits.
+  const profile = process.env['KUBELET_TS_BENCH_CLI_PROFILE'];
+  const args = [...(profile === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profile]), CLI, ...engine.cliArgs, '--config', manifests, '--hostname-override', node, '--port', '0'];
   const cli = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   cli.stdout?.on('data', (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-20_000)));
