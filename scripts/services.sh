@@ -28,6 +28,10 @@ ensure_packages() {
 # own pidfile, so an engine a fault test stopped and started again (same arguments) is still ours.
 ensure_docker() {
   if docker info >/dev/null 2>&1; then echo "== docker engine already running"; return; fi
+  # A dockerd that was killed (SIGKILL: a wedged engine) leaves its pidfile, and a new one refuses to start.
+  if [ -f "$STATE_DIR/dockerd.pid" ] && ! kill -0 "$(cat "$STATE_DIR/dockerd.pid")" 2>/dev/null; then
+    as_root rm -f "$STATE_DIR/dockerd.pid"
+  fi
   echo "== starting dockerd (log: $STATE_DIR/dockerd.log)"
   as_root sh -c "dockerd --pidfile '$STATE_DIR/dockerd.pid' >>'$STATE_DIR/dockerd.log' 2>&1 &"
   touch "$STATE_DIR/dockerd.started"
