@@ -16,7 +16,14 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     out = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-'));
     const rows = await runBench({ quick: true, engine: true, out });
     const scenarios = new Set(rows.map((r) => r.scenario));
-    expect([...scenarios].sort()).toEqual(['1. start latency', '2. throughput', '3. steady state', '4. reaction', '5. memory', '6. fleet', '7. steady state on the engine', '9. pace']);
+    expect([...scenarios].sort()).toEqual(['1. start latency', '2. throughput', '3. steady state', '4. reaction', '5. memory', '6. fleet', '7. steady state on the engine', '8. reaction on the engine', '9. pace']);
+    // Reaction: on each engine, the exit and the replacement, each beside its baseline.
+    expect(rows.filter((x) => x.scenario === '8. reaction on the engine').map((x) => [x.metric.split(':')[0], x.baseline !== undefined])).toEqual([
+      ['Docker', true],
+      ['Docker', true],
+      ['containerd (CRI)', true],
+      ['containerd (CRI)', true],
+    ]);
     // The steady state makes two runtime calls per pass (list the containers, list the sandboxes), whatever the size.
     for (const r of rows.filter((x) => x.metric.startsWith('runtime calls per pass'))) expect(r.value.max).toBe(2);
     for (const r of rows.filter((x) => x.baseline !== undefined)) expect(r.ratio).toBeGreaterThan(0);

@@ -117,14 +117,19 @@ describe('static v1 Pods on Docker', () => {
   }, 60_000);
 
   it('reports readiness from its probe, and restarts the container when liveness fails', async () => {
-    await until(async () => ((await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'the container ready', 45_000);
+    // Ready is a window (from the first readiness success to the liveness kill, about 5 s): the view
+    // is polled, and the ContainerReady event, which cannot be missed, counts too.
+    const readyEvents = () => events.filter((e) => e.podId === 'probed.kube-system' && e.type === 'ContainerReady').length;
+    await until(async () => (readyEvents() > 0 || (await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'the container ready', 45_000);
+    expect(readyEvents()).toBeGreaterThanOrEqual(1);
     const restarted = await until(async () => {
       const c = await container('probed.kube-system', 'web');
       return c !== undefined && c.restartCount >= 1 ? c : undefined;
     }, 'a liveness restart', 45_000);
     expect(restarted.restartCount).toBeGreaterThanOrEqual(1);
     // The new container serves /healthz again, and is reported ready again.
-    await until(async () => ((await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'ready again');
+    const before = readyEvents();
+    await until(async () => (readyEvents() > before || (await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'ready again');
   }, 150_000);
 
   it('makes a DirectoryOrCreate hostPath on the host, and the pod writes through it', async () => {
