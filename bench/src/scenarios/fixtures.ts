@@ -23,6 +23,13 @@ export class BenchAgent {
     this.kubelet = createKubelet({ ...options, sources: [this.source], events: { emit: (e) => this.listeners.forEach((l) => l(e)) } });
   }
 
+  /** How many pods the agent starts at once now (its `kubelet_ts_start_concurrency` gauge). */
+  async pace(): Promise<number | undefined> {
+    const { body } = await this.kubelet.metrics();
+    const found = /^kubelet_ts_start_concurrency (\d+(?:\.\d+)?)$/m.exec(body);
+    return found === null ? undefined : Number(found[1]);
+  }
+
   /** Resolves when `count` events of `type` have arrived after this call. */
   expect(type: KubeletEvent['type'], count: number): Promise<void> {
     return new Promise((resolve) => {

@@ -4,6 +4,8 @@ import { row, summarise, type Row } from '../stats.js';
 export interface PaceRun {
   readonly agentUpMs: number;
   readonly agentDownMs: number;
+  /** The agent's start concurrency when all its pods ran (its gauge), when known. */
+  readonly agentPace?: number;
   readonly raw: ReadonlyMap<number, { readonly upMs: number; readonly downMs: number }>;
 }
 
@@ -19,6 +21,7 @@ export function paceRows(engine: string, pods: number, runs: readonly PaceRun[],
       ['down (all removed)', run.agentDownMs, (r: { downMs: number }) => r.downMs],
     ] as const) {
       const tried = [...run.raw].map(([concurrency, r]) => ({ concurrency, ms: rawOf(r) }));
+      const pace = direction.startsWith('up') && run.agentPace !== undefined ? ` (${run.agentPace} pods at once when all ran)` : '';
       const best = tried.reduce((a, b) => (b.ms < a.ms ? b : a));
       rows.push(
         row({
@@ -28,7 +31,7 @@ export function paceRows(engine: string, pods: number, runs: readonly PaceRun[],
           value: summarise([agentMs]),
           baseline: { name: `best raw of this run (concurrency ${best.concurrency})`, value: summarise([best.ms]) },
           target: { text: 'ratio ≤ 1.10, every run', met: agentMs / best.ms <= 1.1 },
-          note: `raw by concurrency: ${tried.map((t) => `c${t.concurrency} ${Math.round(t.ms)} ms`).join(', ')}; the agent: ${agentConcurrency}`,
+          note: `raw by concurrency: ${tried.map((t) => `c${t.concurrency} ${Math.round(t.ms)} ms`).join(', ')}; the agent: ${agentConcurrency}${pace}`,
         }),
       );
     }
