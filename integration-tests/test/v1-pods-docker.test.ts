@@ -52,7 +52,9 @@ beforeAll(async () => {
       containers: [
         {
           name: 'web',
-          ...shell('mkdir -p /www && echo ok > /www/ready.html && echo ok > /www/healthz && (sleep 4; rm /www/healthz) & exec httpd -f -p 8080 -h /www'),
+          // `;`, not `&&`: `a && b && (sleep…) & exec httpd` sends the whole list to the background, and
+          // httpd, started at once, raced mkdir for /www (a lost race exits 1: a crash loop, never ready).
+          ...shell('mkdir -p /www; echo ok > /www/ready.html; echo ok > /www/healthz; (sleep 4; rm /www/healthz) & exec httpd -f -p 8080 -h /www'),
           ports: [{ containerPort: 8080, hostPort: probedPort }],
           readinessProbe: { httpGet: { path: '/ready.html', port: 8080 }, periodSeconds: 1 },
           livenessProbe: { httpGet: { path: '/healthz', port: 8080 }, initialDelaySeconds: 1, periodSeconds: 1, failureThreshold: 2 },
