@@ -201,9 +201,10 @@ export interface ContainerEvent {
  * runtime cannot be reached or closed the stream). Events are never replayed: after an end the
  * caller reconnects and relists once, since events may have been missed in between. `exited` is
  * the container's own process, never an exec'd one. An `exited` or `removed` event is yielded
- * only once `list()` says so too (not running; gone), so a caller that relists on an event sees what
- * it said. Events for containers of other pods, or
- * foreign ones, may arrive; the caller filters (the adapters here deliver only labelled ones).
+ * only once `list()` says so too (not running; gone), so a caller that relists on an event sees
+ * what it said (`settledEvents` does this for an engine that announces before it lists). Events for
+ * containers of other pods, or foreign ones, may arrive; the caller filters (the adapters here
+ * deliver only labelled ones).
  */
 export interface ContainerEventSource {
   events(signal: AbortSignal): AsyncIterable<ContainerEvent>;
