@@ -47,6 +47,15 @@ describe('QuietPass', () => {
     expect(quiet.matches({ desired, listed: [container()], sandboxes: [sandbox()], allowRemovals: false })).toBeUndefined();
   });
 
+  it('matches the same records listed in another order, and not when one of them changed', () => {
+    const quiet = new QuietPass();
+    const other = container({ id: 'c2', name: 'main--db--1234abcd' });
+    quiet.record({ desired, listed: [container(), other], sandboxes: [sandbox()], allowRemovals: true }, true, 0);
+    expect(quiet.matches({ desired, listed: [other, container()], sandboxes: [sandbox()], allowRemovals: true })).toBe(0);
+    expect(quiet.matches({ desired, listed: [container({ id: 'c2', name: 'main--db--1234abcd', state: 'exited' }), container()], sandboxes: [sandbox()], allowRemovals: true })).toBeUndefined();
+    expect(quiet.matches({ desired, listed: [container({ id: 'c3' }), container()], sandboxes: [sandbox()], allowRemovals: true })).toBeUndefined();
+  });
+
   it('matches nothing after a pass that had something to do', () => {
     const quiet = new QuietPass();
     quiet.record({ desired, listed: [container()], sandboxes: [sandbox()], allowRemovals: true }, false, 0);
