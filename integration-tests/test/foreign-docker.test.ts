@@ -80,7 +80,7 @@ describe('foreign containers beside the agent on a real Docker engine', () => {
     guard = new GuardedRuntime(new DockerRuntime({ podInfraImage: TEST_IMAGES.pause, hostIp: '127.0.0.1', volumesRoot: volumes }));
     guard.protect(...[...foreign].flatMap(([id, c]) => [id, c.name]));
     kubelet = createKubelet({
-      runtime: guard,
+      runtime: guard.runtime,
       sources: [source],
       hostname: NODE,
       syncFrequencyMs: 300,

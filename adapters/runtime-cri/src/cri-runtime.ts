@@ -17,6 +17,7 @@ import {
   type ListOptions,
   type Logger,
   type Registry,
+  type RuntimeCapabilities,
   type SandboxSpec,
   type SandboxSummary,
   podVolumeDir,
@@ -77,6 +78,8 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
  */
 export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly name = ADAPTER;
+  /** containerd's own event service; no figures yet (CRI `ContainerStats` is not mapped). */
+  readonly capabilities: RuntimeCapabilities = { events: this };
   readonly endpoint: string;
   private readonly cri: CriApi;
   private readonly volumesRoot: string;

@@ -20,6 +20,7 @@ import {
   type ListOptions,
   type Logger,
   type Registry,
+  type RuntimeCapabilities,
   type SandboxSpec,
   type SandboxSummary,
   CFS_PERIOD_US,
@@ -62,6 +63,8 @@ export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
  */
 export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, ContainerEventSource {
   readonly name = ADAPTER;
+  /** The engine's event stream and its one-shot figures (Docker and Podman both serve them). */
+  readonly capabilities: RuntimeCapabilities = { events: this, stats: this };
   readonly endpoint: string;
   private readonly docker: DockerApi;
   private readonly volumesRoot: string;

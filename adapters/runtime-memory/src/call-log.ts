@@ -1,20 +1,6 @@
-import { KubeletError, sleep, type Clock, type ErrorCode } from '@kubelet-ts/core';
+import { KubeletError, sleep, type Clock, type ErrorCode, type RuntimeOperation } from '@kubelet-ts/core';
 
-export type RuntimeOperation =
-  | 'runSandbox'
-  | 'listSandboxes'
-  | 'stopSandbox'
-  | 'removeSandbox'
-  | 'list'
-  | 'inspect'
-  | 'create'
-  | 'start'
-  | 'stop'
-  | 'remove'
-  | 'pull'
-  | 'hasImage'
-  | 'exec'
-  | 'stats';
+export type { RuntimeOperation };
 
 /** One recorded call. `target` is the container id, image or name the call was about. */
 export interface RuntimeCall {

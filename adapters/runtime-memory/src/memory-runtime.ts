@@ -16,6 +16,7 @@ import {
   type ExecResult,
   type ListOptions,
   type PortBinding,
+  type RuntimeCapabilities,
   type Registry,
   type SandboxSpec,
   type SandboxSummary,
@@ -72,6 +73,8 @@ interface SandboxRecord {
  */
 export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerStatsSource, ContainerEventSource {
   readonly name = ADAPTER;
+  /** Events and figures, as the real engines have (the figures are what `setStats` says). */
+  readonly capabilities: RuntimeCapabilities = { events: this, stats: this };
 
   private readonly containers = new Map<string, Record_>();
   private readonly sandboxes = new Map<string, SandboxRecord>();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { Labels, hasEvents, type ContainerEvent } from '@kubelet-ts/core';
+import { Labels, type ContainerEvent } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '../src/index.js';
 import { spec } from './spec-fixture.js';
@@ -21,7 +21,7 @@ function open(runtime: MemoryRuntime, signal: AbortSignal): AsyncIterator<Contai
 
 describe('MemoryRuntime events', () => {
   it('is an event source', () => {
-    expect(hasEvents(new MemoryRuntime())).toBe(true);
+    expect(new MemoryRuntime().capabilities.events).toBeDefined();
   });
 
   it('streams started, exited with its code and removed, in order, from the calls and the controls', async () => {

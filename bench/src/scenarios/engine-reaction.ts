@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hasEvents, Labels, type ContainerRuntime } from '@kubelet-ts/core';
+import { Labels, type ContainerRuntime } from '@kubelet-ts/core';
 import { CriRuntime } from '@kubelet-ts/runtime-cri';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { assertContainerd, buildTestImages, criCgroupParent, criEndpoint, independentDocker, removeLabelled, TEST_IMAGES } from '@kubelet-ts/testkit';
@@ -83,7 +83,7 @@ async function reactOn(engine: Engine, runs: number): Promise<Row[]> {
   const engineListed = summarise(engineListTimes);
   const replace = summarise(replaceTimes);
   const raw = summarise(rawTimes);
-  const how = hasEvents(engine.runtime)
+  const how = engine.runtime.capabilities.events !== undefined
     ? "the agent follows the runtime's event stream (ContainerEventSource): an exit asks for a pass of its pod"
     : "the runtime has no event stream: the exit is seen at the agent's periodic relist (every 10 s by default)";
   return [

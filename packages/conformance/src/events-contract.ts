@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { Labels, buildContainerName, hasEvents, type ContainerEvent, type ContainerEventSource, type ContainerRuntime, type ContainerSpec, type ContainerState } from '@kubelet-ts/core';
+import { Labels, buildContainerName, type ContainerEvent, type ContainerEventSource, type ContainerRuntime, type ContainerSpec, type ContainerState } from '@kubelet-ts/core';
 
 /**
  * Declared by runtimes that stream container events (`ContainerEventSource`): how the contract
@@ -79,21 +79,24 @@ class EventLog {
 export function eventsContract(runtime: () => ContainerRuntime, create: (spec: ContainerSpec) => Promise<{ readonly id: string }>, options: EventsContractOptions): void {
   describe('events', () => {
     const capability = options.events;
-    const withEvents = (title: string, body: (r: ContainerRuntime & ContainerEventSource, c: EventsCapability) => Promise<void>) =>
+    const withEvents = (title: string, body: (r: ContainerRuntime, source: ContainerEventSource, c: EventsCapability) => Promise<void>) =>
       capability === undefined
         ? it.skip(`${title} (${options.name} declares no events)`, () => {})
         : it(
             title,
             async () => {
               const r = runtime();
-              if (!hasEvents(r)) throw new Error(`${options.name} declares events, but has no events(signal) method`);
-              await body(r, capability);
+              const source = r.capabilities.events;
+              if (source === undefined) throw new Error(`${options.name} is said to have events, but declares no capabilities.events`);
+              await body(r, source, capability);
             },
             30_000,
           );
 
-    it('has events(signal) exactly when it declares the events capability', () => {
-      expect(hasEvents(runtime())).toBe(capability !== undefined);
+    it('declares the events capability exactly when it has events, with an events(signal) method', () => {
+      const declared = runtime().capabilities.events;
+      expect(declared !== undefined).toBe(capability !== undefined);
+      if (declared !== undefined) expect(typeof declared.events).toBe('function');
     });
 
     const spec = (podId: string, labels?: Record<string, string>): ContainerSpec => ({
@@ -107,12 +110,12 @@ export function eventsContract(runtime: () => ContainerRuntime, create: (spec: C
       labels: labels ?? { [Labels.manifestId]: podId, [Labels.containerName]: 'main', [Labels.specHash]: 'v1-events', [Labels.source]: 'contract', [Labels.node]: 'contract-node' },
     });
 
-    withEvents('streams started, exited with its code and removed of its containers, and nothing of foreign ones', async (r, c) => {
+    withEvents('streams started, exited with its code and removed of its containers, and nothing of foreign ones', async (r, source, c) => {
       const abort = new AbortController();
       // What list() said the moment each exited/removed event arrived: an agent relists on an event
       // at once, and must see what the event said (Docker's list lags its events by milliseconds).
       const listedOnArrival = new Map<string, Promise<ContainerState | 'absent'>>();
-      const log = new EventLog(r.events(abort.signal), (event) => {
+      const log = new EventLog(source.events(abort.signal), (event) => {
         if (event.type === 'started') return;
         listedOnArrival.set(`${event.type}/${event.containerId}`, r.list().then((all) => all.find((x) => x.id === event.containerId)?.state ?? 'absent'));
       });
@@ -147,16 +150,16 @@ export function eventsContract(runtime: () => ContainerRuntime, create: (spec: C
       }
     });
 
-    withEvents('returns promptly when the signal aborts, while waiting for an event', async (r) => {
+    withEvents('returns promptly when the signal aborts, while waiting for an event', async (r, source) => {
       const abort = new AbortController();
-      const it = r.events(abort.signal)[Symbol.asyncIterator]();
+      const it = source.events(abort.signal)[Symbol.asyncIterator]();
       const pending = it.next();
       setTimeout(() => abort.abort(), 50);
       const startedAt = performance.now();
       await expect(pending).resolves.toMatchObject({ done: true });
       expect(performance.now() - startedAt).toBeLessThan(2000);
       // An aborted signal: ends at once.
-      await expect(r.events(abort.signal)[Symbol.asyncIterator]().next()).resolves.toMatchObject({ done: true });
+      await expect(source.events(abort.signal)[Symbol.asyncIterator]().next()).resolves.toMatchObject({ done: true });
     });
   });
 }

@@ -43,9 +43,11 @@ export { v1PodId } from './v1/pod-id.js';
 export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
 
 // Contracts of the pluggable parts
-export { hasEvents, hasStats } from './runtime.js';
+export { CAPABILITIES } from './runtime.js';
+export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
 export { settledEvents, type SettleOptions } from './settle-events.js';
 export type {
+  Capability,
   ContainerDetails,
   ContainerEvent,
   ContainerEventSource,
@@ -58,6 +60,7 @@ export type {
   ExecResult,
   ListOptions,
   Mount,
+  RuntimeCapabilities,
   PortBinding,
 } from './runtime.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';

@@ -124,6 +124,11 @@ export interface ListOptions {
 export interface ContainerRuntime {
   /** Short name used in logs and errors (`docker`, `memory`, `cri`). */
   readonly name: string;
+  /**
+   * The optional powers this runtime has, declared: the agent and the conformance suite read this,
+   * never the presence of a method, and `wrapRuntime` keeps every one of them.
+   */
+  readonly capabilities: RuntimeCapabilities;
   runSandbox(spec: SandboxSpec): Promise<SandboxSummary>;
   listSandboxes(options?: ListOptions): Promise<SandboxSummary[]>;
   stopSandbox(id: string): Promise<void>;
@@ -162,17 +167,12 @@ export interface ContainerStats {
 }
 
 /**
- * An optional power of a runtime: figures of what a container uses. The agent checks for it
- * (`hasStats`); without it, the stats routes answer 501.
+ * An optional power of a runtime (`capabilities.stats`): figures of what a container uses. Without
+ * it, the stats routes answer 501.
  */
 export interface ContainerStatsSource {
   /** `NotFound` for an unknown container; figures of a stopped one may be zero. */
   stats(id: string): Promise<ContainerStats>;
-}
-
-/** Whether the runtime can give container figures. */
-export function hasStats(runtime: ContainerRuntime): runtime is ContainerRuntime & ContainerStatsSource {
-  return typeof (runtime as Partial<ContainerStatsSource>).stats === 'function';
 }
 
 /** A change of one of the agent's containers, as the runtime reports it the moment it happens. */
@@ -189,9 +189,9 @@ export interface ContainerEvent {
 }
 
 /**
- * An optional power of a runtime: a stream of changes of the agent's containers (those carrying
- * the `io.kubelet-ts.manifest-id` label), so the agent reacts in milliseconds rather than at its
- * next relist. The agent checks for it (`hasEvents`); a runtime without it is relisted only.
+ * An optional power of a runtime (`capabilities.events`): a stream of changes of the agent's
+ * containers (those carrying the `io.kubelet-ts.manifest-id` label), so the agent reacts in
+ * milliseconds rather than at its next relist. A runtime without it is relisted only.
  *
  * The contract: `events(signal)` connects and yields events in the order the runtime gives them,
  * from the moment the iterator's first `next()` is called (a runtime that cannot ask "since then",
@@ -210,7 +210,25 @@ export interface ContainerEventSource {
   events(signal: AbortSignal): AsyncIterable<ContainerEvent>;
 }
 
-/** Whether the runtime can stream container events. */
-export function hasEvents(runtime: ContainerRuntime): runtime is ContainerRuntime & ContainerEventSource {
-  return typeof (runtime as Partial<ContainerEventSource>).events === 'function';
+/**
+ * What a runtime can do beyond the calls every runtime has (virtual-kubelet's optional provider
+ * interfaces, CRI's separate services). Each key present is a power the runtime has, given as the
+ * object that does it (usually the runtime itself: `{ events: this }`); a key absent is a power it
+ * lacks, and the agent does without (relists only; the stats routes answer 501). A runtime
+ * declares exactly what it can do: the conformance suite runs the checks of each declared power
+ * and skips, by name, those of the others.
+ */
+export interface RuntimeCapabilities {
+  readonly events?: ContainerEventSource;
+  readonly stats?: ContainerStatsSource;
 }
+
+/** The name of an optional power (`'events'`, `'stats'`). */
+export type Capability = keyof RuntimeCapabilities;
+
+// A `Record` of every key, so that a power added to `RuntimeCapabilities` without being listed here
+// fails to compile rather than being missed by the checks that walk this list.
+const EVERY_CAPABILITY: Readonly<Record<Capability, true>> = { events: true, stats: true };
+
+/** Every optional power (for checks that must cover each one). */
+export const CAPABILITIES = Object.keys(EVERY_CAPABILITY) as readonly Capability[];

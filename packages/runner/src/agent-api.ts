@@ -1,7 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import {
   KubeletError,
-  hasStats,
   identityOf,
   plan,
   renderPodList,
@@ -99,9 +98,10 @@ export class AgentReadApi {
 
   async stats(name: string): Promise<ContainerStats | undefined> {
     const { runtime } = this.options;
-    if (!hasStats(runtime)) throw new KubeletError('Unsupported', `the ${runtime.name} runtime gives no container figures`, { adapter: runtime.name });
+    const figures = runtime.capabilities.stats;
+    if (figures === undefined) throw new KubeletError('Unsupported', `the ${runtime.name} runtime gives no container figures`, { adapter: runtime.name });
     const id = await this.find(name);
-    return id === undefined ? undefined : runtime.stats(id);
+    return id === undefined ? undefined : figures.stats(id);
   }
 
   /**

@@ -1,12 +1,13 @@
 import { EventEmitter } from 'node:events';
 import { hostname as osHostname } from 'node:os';
 import {
-  hasEvents,
+  CAPABILITIES,
   isManagedBy,
   nodeNameProblem,
   silentLogger,
   systemClock,
   type AgentView,
+  type Capability,
   type Clock,
   type ContainerDetails,
   type ContainerRuntime,
@@ -108,6 +109,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     const problem = nodeNameProblem(this.hostname);
     if (problem !== undefined) throw new Error(problem);
     const metrics = new KubeletMetrics(async () => (await this.runtime.list()).filter((c) => isManagedBy(c.labels, this.hostname)));
+    checkCapabilities(options.runtime);
     this.runtime = metrics.instrument(options.runtime);
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
@@ -172,10 +174,13 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       idle: () => this.workers.idle(),
       onDone: (result) => this.notify(result),
     });
-    const source = options.runtime;
-    this.watch = hasEvents(source)
-      ? new RuntimeWatch({
-          runtime: source,
+    // Through the instrumented runtime: a wrapper built with `wrapRuntime` keeps the power.
+    const events = this.runtime.capabilities.events;
+    this.watch =
+      events === undefined
+        ? undefined
+        : new RuntimeWatch({
+          runtime: { name: this.runtime.name, events: (signal) => events.events(signal) },
           clock: this.clock,
           logger: this.logger,
           podOf: (event) => this.passes.podOf(event),
@@ -183,8 +188,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
           requestRelist: () => this.loop.request(),
           onEvent: (event) => metrics.runtimeEvents.inc({ type: event.type }),
           onReconnect: () => metrics.eventStreamReconnects.inc(),
-        })
-      : undefined;
+        });
     this.api = new AgentReadApi({
       runtime: this.runtime,
       hostname: this.hostname,
@@ -293,6 +297,23 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   private emitEvent(event: Omit<KubeletEvent, 'time'>): void {
     this.events.emit({ ...event, time: this.clock.now() });
+  }
+}
+
+/**
+ * A runtime's declared powers must be there: a declaration the object cannot keep fails now, with
+ * the power named, rather than at the first event or figure.
+ */
+function checkCapabilities(runtime: ContainerRuntime): void {
+  const methods: Readonly<Record<Capability, string>> = { events: 'events', stats: 'stats' };
+  if (typeof runtime.capabilities !== 'object' || runtime.capabilities === null) {
+    throw new Error(`the ${runtime.name} runtime declares no capabilities: give it \`capabilities: {}\` (or the powers it has)`);
+  }
+  for (const key of CAPABILITIES) {
+    const facet = runtime.capabilities[key] as Record<string, unknown> | undefined;
+    if (facet !== undefined && typeof facet[methods[key]] !== 'function') {
+      throw new Error(`the ${runtime.name} runtime declares the ${key} capability, but capabilities.${key} has no ${methods[key]}() method`);
+    }
   }
 }
 

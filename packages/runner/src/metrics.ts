@@ -1,6 +1,6 @@
 import {
-  hasStats,
   isKubeletError,
+  wrapRuntime,
   type ContainerRuntime,
   type ContainerSummary,
   type EventSink,
@@ -99,40 +99,24 @@ export class KubeletMetrics {
     };
   }
 
-  /** The runtime with every call timed and every failure counted. */
+  /** The runtime with every call timed and every failure counted; it keeps every power of `runtime`. */
   instrument(runtime: ContainerRuntime): ContainerRuntime {
-    const timed = <T>(operation: string, call: () => Promise<T>): Promise<T> => {
-      const end = this.runtimeCalls.startTimer({ operation });
-      return call().then(
-        (value) => {
-          end();
-          return value;
-        },
-        (error: unknown) => {
-          end();
-          this.runtimeErrors.inc({ operation, code: isKubeletError(error) ? error.code : 'Internal' });
-          throw error;
-        },
-      );
-    };
-    return {
-      name: runtime.name,
-      runSandbox: (spec) => timed('runSandbox', () => runtime.runSandbox(spec)),
-      listSandboxes: (options?: ListOptions) => timed('listSandboxes', () => runtime.listSandboxes(options)),
-      stopSandbox: (id) => timed('stopSandbox', () => runtime.stopSandbox(id)),
-      removeSandbox: (id, options) => timed('removeSandbox', () => runtime.removeSandbox(id, options)),
-      list: (options?: ListOptions) => timed('list', () => runtime.list(options)),
-      inspect: (id) => timed('inspect', () => runtime.inspect(id)),
-      create: (spec, sandboxId) => timed('create', () => runtime.create(spec, sandboxId)),
-      start: (id) => timed('start', () => runtime.start(id)),
-      stop: (id, timeout) => timed('stop', () => runtime.stop(id, timeout)),
-      remove: (id, options) => timed('remove', () => runtime.remove(id, options)),
-      pull: (image) => timed('pull', () => runtime.pull(image)),
-      hasImage: (image) => timed('hasImage', () => runtime.hasImage(image)),
-      exec: (id, command, timeoutMs) => timed('exec', () => runtime.exec(id, command, timeoutMs)),
-      // An optional power stays optional: present only when the runtime has it.
-      ...(hasStats(runtime) ? { stats: (id: string) => timed('stats', () => runtime.stats(id)) } : {}),
-    };
+    return wrapRuntime(runtime, {
+      around: (operation, _args, call) => {
+        const end = this.runtimeCalls.startTimer({ operation });
+        return call().then(
+          (value) => {
+            end();
+            return value;
+          },
+          (error: unknown) => {
+            end();
+            this.runtimeErrors.inc({ operation, code: isKubeletError(error) ? error.code : 'Internal' });
+            throw error;
+          },
+        );
+      },
+    });
   }
 
   async text(): Promise<{ contentType: string; body: string }> {

@@ -49,6 +49,8 @@ interface SeedFigures {
   readonly calls: number;
   readonly faults: number;
   readonly lostReplies: number;
+  /** Runtime events the agent received (it reacts to them, as on every real engine). */
+  readonly runtimeEvents: number;
   /** Containers the liveness prober killed (its exec calls fail too). */
   readonly probeKills: number;
   /** Differences (missing, stale, leaked, duplicate containers) left when the faults stopped. */
@@ -100,7 +102,7 @@ async function runSeed(seed: number): Promise<SeedFigures> {
     },
   };
   const lossy = new LostReplies(runtime, replies, LOST_REPLY_RATE);
-  const k = new Kubelet({ runtime: lossy, sources: world.sources, events, clock, hostname: HOST, syncFrequencyMs: SYNC_MS, concurrency: 4 });
+  const k = new Kubelet({ runtime: lossy.runtime, sources: world.sources, events, clock, hostname: HOST, syncFrequencyMs: SYNC_MS, concurrency: 4 });
   const chaos = new SeededFaultInjector(runtime, faults, { failureRate: FAILURE_RATE, maxLatencyMs: MAX_LATENCY_MS });
   // Passes that follow one another at one instant without end would never yield to the clock
   // (seed 1005 found one): stop the agent after too many, so the seed fails instead of hanging.
@@ -168,12 +170,16 @@ async function runSeed(seed: number): Promise<SeedFigures> {
     if (runtime.calls.length !== runtime.callCount()) fail('the call log dropped calls; raise callLogSize');
     const untouchedAfter = runtime.snapshot().filter((c) => untouchable.includes(c.id));
     if (JSON.stringify(untouchedAfter) !== JSON.stringify(untouchedBefore)) fail('a container that is not its own changed');
+    // The event path every real engine takes must be in the chaos too (issue 21: a wrapper dropped it).
+    const runtimeEvents = [...(await k.metrics()).body.matchAll(/^kubelet_ts_runtime_events_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    if (runtimeEvents === 0) fail('the agent received no runtime event: a wrapper dropped the events capability');
 
     return {
       seed,
       calls: callsBefore,
       faults: chaos.injected,
       lostReplies: lossy.lost,
+      runtimeEvents,
       probeKills,
       divergedAtFaultsStop: atStop.leaks.length + atStop.duplicates.length + atStop.pending.length,
       passesToConverge: convergedAfter?.passes ?? passes,
@@ -213,6 +219,7 @@ describe(`chaos: ${CHANGES} random changes per seed, ${FAILURE_RATE * 100} % of 
       runtimeCalls: total('calls'),
       injectedFaults: total('faults'),
       lostReplies: total('lostReplies'),
+      runtimeEvents: total('runtimeEvents'),
       probeKills: total('probeKills'),
       divergedAtFaultsStop: { max: max('divergedAtFaultsStop'), mean: total('divergedAtFaultsStop') / results.length },
       passesToConverge: { max: max('passesToConverge'), mean: total('passesToConverge') / results.length },

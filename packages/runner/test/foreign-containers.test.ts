@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Labels, buildContainerSpec, buildSandboxSpec, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
+import { Labels, buildContainerSpec, wrapRuntime, buildSandboxSpec, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
 import { GuardedRuntime, checkedManifest, ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ServerManifestSource, agentApiHandler } from '@kubelet-ts/source-server';
@@ -24,22 +24,7 @@ const old = checkedManifest({ id: 'old', containers: [{ name: 'app', image: 'app
  * inspect exited containers (`withExitTimes`): one more path that acts on container ids.
  */
 function listingWithoutTimes(runtime: MemoryRuntime): ContainerRuntime {
-  return {
-    name: runtime.name,
-    runSandbox: (spec) => runtime.runSandbox(spec),
-    listSandboxes: (options) => runtime.listSandboxes(options),
-    stopSandbox: (id) => runtime.stopSandbox(id),
-    removeSandbox: (id, options) => runtime.removeSandbox(id, options),
-    list: async (options) => (await runtime.list(options)).map(({ startedAt: _s, finishedAt: _f, ...c }) => c),
-    inspect: (id) => runtime.inspect(id),
-    create: (spec, sandboxId) => runtime.create(spec, sandboxId),
-    start: (id) => runtime.start(id),
-    stop: (id, timeout) => runtime.stop(id, timeout),
-    remove: (id, options) => runtime.remove(id, options),
-    pull: (image) => runtime.pull(image),
-    hasImage: (image) => runtime.hasImage(image),
-    exec: (id, command, timeoutMs) => runtime.exec(id, command, timeoutMs),
-  };
+  return { ...wrapRuntime(runtime, {}), list: async (options) => (await runtime.list(options)).map(({ startedAt: _s, finishedAt: _f, ...c }) => c) };
 }
 
 /**
@@ -127,7 +112,7 @@ describe('foreign containers beside the agent', () => {
     guard.protect(...[...foreign].flatMap(([id, c]) => [id, c.name]), ...[...foreignSandboxes].flatMap(([id, x]) => [id, x.name]));
     source = new ScriptedSource('a', { initial: [web()] });
     server = new ServerManifestSource({ port: 0 });
-    kubelet = new Kubelet({ runtime: guard, sources: [source, server], clock, events: new RecordingEventSink(), hostname: HOST, syncFrequencyMs: SYNC_MS });
+    kubelet = new Kubelet({ runtime: guard.runtime, sources: [source, server], clock, events: new RecordingEventSink(), hostname: HOST, syncFrequencyMs: SYNC_MS });
     server.mount(agentApiHandler(kubelet));
     await kubelet.start();
     await kubelet.sync();

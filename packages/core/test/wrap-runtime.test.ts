@@ -1,0 +1,92 @@
+import { describe, expect, it } from '@jest/globals';
+import { CAPABILITIES, wrapRuntime, type ContainerEvent, type ContainerRuntime, type RuntimeCapabilities, type RuntimeOperation } from '../src/index.js';
+
+/** A runtime whose every call answers with its own name and arguments, declaring `capabilities`. */
+function fakeRuntime(capabilities: RuntimeCapabilities): ContainerRuntime {
+  const answer = (op: string) => async (...args: unknown[]) => ({ op, args }) as never;
+  return {
+    name: 'fake',
+    capabilities,
+    runSandbox: answer('runSandbox'),
+    listSandboxes: answer('listSandboxes'),
+    stopSandbox: answer('stopSandbox'),
+    removeSandbox: answer('removeSandbox'),
+    list: answer('list'),
+    inspect: answer('inspect'),
+    create: answer('create'),
+    start: answer('start'),
+    stop: answer('stop'),
+    remove: answer('remove'),
+    pull: answer('pull'),
+    hasImage: answer('hasImage'),
+    exec: answer('exec'),
+  };
+}
+
+const oneEvent: ContainerEvent = { type: 'exited', containerId: 'c1', podId: 'p', exitCode: 3, time: 1 };
+
+const everyPower: RuntimeCapabilities = {
+  events: {
+    async *events() {
+      yield oneEvent;
+    },
+  },
+  stats: { stats: async (id) => ({ timestamp: 1, cpu: { usageNanoseconds: id.length }, memory: { usageBytes: 2 } }) },
+};
+
+describe('wrapRuntime', () => {
+  it('keeps every power the wrapped runtime declares, and adds none', () => {
+    expect(Object.keys(wrapRuntime(fakeRuntime(everyPower), {}).capabilities).sort()).toEqual([...CAPABILITIES].sort());
+    expect(wrapRuntime(fakeRuntime({}), {}).capabilities).toEqual({});
+    expect(Object.keys(wrapRuntime(fakeRuntime({ stats: everyPower.stats! }), {}).capabilities)).toEqual(['stats']);
+  });
+
+  it('keeps them through wrappers of wrappers', () => {
+    let wrapped = fakeRuntime(everyPower);
+    for (let i = 0; i < 3; i++) wrapped = wrapRuntime(wrapped, { around: (_op, _args, proceed) => proceed() });
+    expect(Object.keys(wrapped.capabilities).sort()).toEqual([...CAPABILITIES].sort());
+    expect(wrapped.name).toBe('fake');
+  });
+
+  it('puts every call, figures included, through `around` with its operation and arguments', async () => {
+    const seen: Array<{ operation: RuntimeOperation; args: readonly unknown[] }> = [];
+    const wrapped = wrapRuntime(fakeRuntime(everyPower), {
+      around: (operation, args, proceed) => {
+        seen.push({ operation, args });
+        return proceed();
+      },
+    });
+    await expect(wrapped.create({ name: 'a' } as never, 'sandbox-1')).resolves.toEqual({ op: 'create', args: [{ name: 'a' }, 'sandbox-1'] });
+    await wrapped.stop('c1', 5);
+    await expect(wrapped.capabilities.stats!.stats('abc')).resolves.toMatchObject({ cpu: { usageNanoseconds: 3 } });
+    expect(seen).toEqual([
+      { operation: 'create', args: [{ name: 'a' }, 'sandbox-1'] },
+      { operation: 'stop', args: ['c1', 5] },
+      { operation: 'stats', args: ['abc'] },
+    ]);
+  });
+
+  it('lets `around` refuse a call without making it', async () => {
+    const inner = fakeRuntime({});
+    let made = 0;
+    const counted = wrapRuntime(inner, { around: (_op, _args, proceed) => ((made += 1), proceed()) });
+    const refusing = wrapRuntime(counted, { around: async () => Promise.reject(new Error('refused')) });
+    await expect(refusing.remove('c1')).rejects.toThrow('refused');
+    expect(made).toBe(0);
+  });
+
+  it('passes the event stream whole, or through `events` when given', async () => {
+    const read = async (runtime: ContainerRuntime) => {
+      const out: ContainerEvent[] = [];
+      for await (const e of runtime.capabilities.events!.events(new AbortController().signal)) out.push(e);
+      return out;
+    };
+    expect(await read(wrapRuntime(fakeRuntime(everyPower), {}))).toEqual([oneEvent]);
+    const relabelled = wrapRuntime(fakeRuntime(everyPower), {
+      events: async function* (stream) {
+        for await (const e of stream) yield { ...e, exitCode: 9 };
+      },
+    });
+    expect(await read(relabelled)).toEqual([{ ...oneEvent, exitCode: 9 }]);
+  });
+});
