@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { isIP, type AddressInfo } from 'node:net';
+import { isIP, type AddressInfo, type Socket } from 'node:net';
 import {
   Tokens,
   WarningReporter,
@@ -21,6 +21,7 @@ import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requir
 import { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 import { allowedHostNames, isLoopback, reachableNames, type ReachableNames } from './request-guard.js';
 import { ServerTls, type ServerTlsOptions } from './server-tls.js';
+import { answerPlainHttp } from './plain-http-answer.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
 export interface ServerManifestSourceOptions {
@@ -68,6 +69,18 @@ export interface ServerManifestSourceOptions {
   readonly limits?: SourceLimits;
   /** A request (headers and body) must arrive within this. Default 10 s. */
   readonly requestTimeoutMs?: number;
+  /**
+   * With `tls`: a client must send its first byte within this, and then finish the TLS handshake
+   * within it again, or it is closed. Default 10 s, like a request (Node's own is 120 s, which let
+   * silent connections use up the agent's file descriptors).
+   */
+  readonly handshakeTimeoutMs?: number;
+  /**
+   * Connections open at once, beyond which new ones are closed as they come until some end.
+   * Default 1,024; keep it below the process's file descriptor limit, which the engine's sockets
+   * and the agent's files share.
+   */
+  readonly maxConnections?: number;
   /** Default `server`. */
   readonly name?: string;
   readonly logger?: Logger;
@@ -77,6 +90,8 @@ export interface ServerManifestSourceOptions {
 
 const ADAPTER = 'server';
 const DEFAULT_MAX_BODY = 1024 * 1024;
+const DEFAULT_TIMEOUT_MS = 10_000;
+const DEFAULT_MAX_CONNECTIONS = 1024;
 /** What a manifest may be posted as; none of them is a type a browser form can send. */
 const MANIFEST_TYPES = ['application/json', 'application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
 
@@ -105,6 +120,8 @@ export class ServerManifestSource implements ManifestSource {
   private readonly maxBodyBytes: number;
   private readonly limits: SourceLimits;
   private readonly requestTimeoutMs: number;
+  private readonly handshakeTimeoutMs: number;
+  private readonly maxConnections: number;
   private readonly logger: Logger;
   private readonly allowHostMounts: boolean;
   private readonly manifests = new Map<string, ContainerManifest>();
@@ -114,6 +131,11 @@ export class ServerManifestSource implements ManifestSource {
   /** The manifest routes first, then mounted handlers in the order they were mounted. */
   private readonly routes: RouteHandler[] = [(req, url) => this.manifestRoute(req, url)];
   private server: Server | undefined;
+  /**
+   * Every connection open, TLS or not: a half-open handshake is no HTTP connection yet, so
+   * `closeAllConnections` would leave it, and `close` would wait for its timeout.
+   */
+  private readonly sockets = new Set<Socket>();
   /** What requests may call this server, known once it listens (the port may have been 0). */
   private reachable: ReachableNames | undefined;
   private sink: SourceSink | undefined;
@@ -133,7 +155,9 @@ export class ServerManifestSource implements ManifestSource {
     this.allowedHosts = [...allowedHostNames(options.allowedHosts), ...(isIP(this.address) === 0 ? [this.address.toLowerCase()] : [])];
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
     this.limits = options.limits ?? {};
-    this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     this.allowHostMounts = options.allowHostMounts === true;
   }
 
@@ -170,9 +194,11 @@ export class ServerManifestSource implements ManifestSource {
       logger: this.logger,
     });
     const tls = this.tls;
-    const https = tls === undefined ? undefined : createHttpsServer({ ...serverOptions, ...tls.serverOptions() }, listener);
+    const https = tls === undefined ? undefined : createHttpsServer({ ...serverOptions, ...tls.serverOptions(), handshakeTimeout: this.handshakeTimeoutMs }, listener);
+    if (https !== undefined) answerPlainHttp(https, this.handshakeTimeoutMs);
     const server: Server = https ?? createServer(serverOptions, listener);
     server.keepAliveTimeout = 5_000;
+    this.holdConnections(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.port, this.address, () => {
@@ -204,6 +230,21 @@ export class ServerManifestSource implements ManifestSource {
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
+      for (const socket of this.sockets) socket.destroy();
+    });
+  }
+
+  /** Bounds the connections open at once (issue 27 item 1), and keeps them so that `close` ends every one. */
+  private holdConnections(server: Server): void {
+    server.maxConnections = this.maxConnections;
+    server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+    let saidFull = false;
+    server.on('drop', () => {
+      if (!saidFull) this.logger.warn({ maxConnections: this.maxConnections }, 'agent server has its maximum of connections open; new ones are closed until some end');
+      saidFull = true;
     });
   }
 

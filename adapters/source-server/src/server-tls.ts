@@ -125,8 +125,27 @@ function readAll(options: ServerTlsOptions): Files {
   };
 }
 
+/**
+ * TLS 1.2 offers forward-secret AEAD suites only: ECDHE with AES-GCM or ChaCha20-Poly1305, as Go's
+ * defaults and Mozilla's "intermediate" profile do; Node's default list also offers CBC with SHA-1
+ * and CCM8 (issue 27 item 2). The TLS 1.3 suites are OpenSSL's defaults, named because a list
+ * without any would turn TLS 1.3 off.
+ */
+const CIPHERS = [
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'TLS_AES_128_GCM_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+
+/** Also what a reload serves (`setSecureContext` replaces the cipher list with the rest). */
 function contextOptions(files: Files): SecureContextOptions {
-  return { cert: files.cert, key: files.key, ...(files.ca === undefined ? {} : { ca: files.ca }) };
+  return { cert: files.cert, key: files.key, ciphers: CIPHERS, ...(files.ca === undefined ? {} : { ca: files.ca }) };
 }
 
 function sameFiles(a: Files, b: Files): boolean {

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { mkdir, open, stat } from 'node:fs/promises';
+import { mkdir, open, realpath, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { KubeletError } from './errors.js';
 import type { HostPathType } from './manifest.js';
@@ -24,12 +24,17 @@ const WANTED: Record<Exclude<HostPathType, ''>, Kind> = {
  * as `os.MkdirAll`), `FileOrCreate` a missing empty file (mode 0644; its parent directory must
  * exist, as in the kubelet, which does not make it), and every other type (`Directory`, `File`,
  * `Socket`, `CharDevice`, `BlockDevice`) must find the path existing and of that kind. Links are
- * followed, as the kubelet's `stat` does. `''` or no type checks nothing.
+ * followed, as the kubelet's `stat` does. `''` or no type checks no kind.
+ *
+ * Whatever the type, a path that resolves to the host's root (a link to `/`, `/proc/self/root`)
+ * is refused with `InvalidManifest`: the validator refuses `/` as written, but only the file
+ * system knows where a link leads, so the rule is checked again here, just before the mount.
  *
  * Rejects with `NotFound` (absent, or a parent missing) or `Conflict` (of another kind), naming
  * `volume` and the path and saying what to do.
  */
 export async function prepareHostPath(path: string, type: HostPathType | undefined, volume: string): Promise<void> {
+  await refuseHostRoot(path, volume);
   if (type === undefined || type === '') return;
   const wanted = WANTED[type];
   let found = await kindOf(path);
@@ -51,9 +56,33 @@ export async function prepareHostPath(path: string, type: HostPathType | undefin
   }
 }
 
-/** `prepareHostPath` for each mount of a container spec that carries a `hostPathType`, in order. */
+/**
+ * `prepareHostPath` for each mount of a container spec that binds a host path, in order: a 2014
+ * HOST mount (no type) is checked only for the host's root.
+ */
 export async function prepareHostPaths(mounts: readonly Mount[]): Promise<void> {
-  for (const m of mounts) if (m.hostPath !== undefined && m.hostPathType !== undefined) await prepareHostPath(m.hostPath, m.hostPathType, m.volume);
+  for (const m of mounts) if (m.hostPath !== undefined) await prepareHostPath(m.hostPath, m.hostPathType, m.volume);
+}
+
+/**
+ * Refuses a host path whose real path is `/` (issue 27 item 4). A path that does not exist yet
+ * cannot be the root, and what is made for it (here or by the engine) is a new directory.
+ */
+async function refuseHostRoot(path: string, volume: string): Promise<void> {
+  let real: string;
+  try {
+    real = await realpath(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return;
+    throw new KubeletError('Conflict', `volume ${JSON.stringify(volume)}: hostPath ${path} cannot be resolved (${code ?? String(error)}); fix the path or its permissions`, { cause: error });
+  }
+  if (real !== '/') return;
+  throw new KubeletError(
+    'InvalidManifest',
+    `volume ${JSON.stringify(volume)}: hostPath ${path} leads to the host's root directory "/" (through a link), which this agent never binds: ` +
+      'point the volume at the directory the container needs (e.g. /var/lib/<app>), not at a link to the root',
+  );
 }
 
 async function kindOf(path: string): Promise<Kind | 'other' | undefined> {

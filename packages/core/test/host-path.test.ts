@@ -15,6 +15,8 @@ beforeAll(async () => {
   await mkdir(join(root, 'dir'));
   await writeFile(join(root, 'file'), 'kept');
   await symlink(join(root, 'dir'), join(root, 'link-to-dir'));
+  await symlink('/', join(root, 'link-to-root'));
+  await symlink(join(root, 'link-to-root'), join(root, 'link-to-link-to-root'));
   socketServer = createServer();
   await new Promise<void>((resolve) => socketServer.listen(socketPath(), resolve));
 });
@@ -106,7 +108,7 @@ describe('prepareHostPath', () => {
     await expect(stat(join(root, 'unchecked'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('prepareHostPaths checks the typed mounts of a spec only (2014 HOST mounts carry no type)', async () => {
+  it('prepareHostPaths checks the kind of typed mounts only (2014 HOST mounts carry no type)', async () => {
     await prepareHostPaths([
       { volume: 'host2014', containerPath: '/x', readOnly: false, hostPath: join(root, 'absent-2014') },
       { volume: 'made', containerPath: '/y', readOnly: false, hostPath: join(root, 'by-spec'), hostPathType: 'DirectoryOrCreate' },
@@ -116,5 +118,30 @@ describe('prepareHostPath', () => {
     await expect(stat(join(root, 'absent-2014'))).rejects.toMatchObject({ code: 'ENOENT' });
     const e = await failure(prepareHostPaths([{ volume: 'gone', containerPath: '/y', readOnly: false, hostPath: join(root, 'gone'), hostPathType: 'Directory' }]));
     expect(e?.message).toContain('volume "gone"');
+  });
+});
+
+describe('a host path that leads to the host root (issue 27 item 4)', () => {
+  const rootPaths = () => [join(root, 'link-to-root'), join(root, 'link-to-link-to-root'), '/proc/self/root'];
+
+  it.each(['', undefined, 'Directory', 'DirectoryOrCreate'] as const)('is refused with type %p, naming the volume and saying what to do', async (type) => {
+    for (const path of rootPaths()) {
+      const e = await failure(prepareHostPath(path, type, 'escape'));
+      expect(e).toBeInstanceOf(KubeletError);
+      expect(e?.code).toBe('InvalidManifest');
+      expect(e?.message).toContain('volume "escape"');
+      expect(e?.message).toContain(path);
+      expect(e?.message).toMatch(/host's root directory "\/".*point the volume at the directory the container needs/);
+    }
+  });
+
+  it('is refused for a 2014 HOST mount too (no type), while a link to a directory below the root and an absent path pass', async () => {
+    const e = await failure(prepareHostPaths([{ volume: 'host2014', containerPath: '/host', readOnly: false, hostPath: join(root, 'link-to-root') }]));
+    expect(e?.code).toBe('InvalidManifest');
+    expect(e?.message).toContain('volume "host2014"');
+    await prepareHostPaths([
+      { volume: 'ok', containerPath: '/x', readOnly: false, hostPath: join(root, 'link-to-dir') },
+      { volume: 'absent', containerPath: '/y', readOnly: false, hostPath: join(root, 'absent-host') },
+    ]);
   });
 });

@@ -121,10 +121,11 @@ export class PlanExecutor {
           if (waiting.first) this.emit(action, 'BackOff', `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to start it last time`, 'RunContainerError');
           throw new AlreadyReported();
         }
-        // v1 hostPath volumes are checked (or made) on the host first, as the kubelet does; a
+        // Host paths are checked (v1 hostPath: made, for the …OrCreate types) on the host first, as the
+        // kubelet does, and one that leads to the host's root through a link is refused; a
         // failure names the volume and path, and the next pass tries again. (Only then awaited:
         // a pod without them takes no extra turn on its way to the engine.)
-        if (action.spec.mounts.some((m) => m.hostPathType !== undefined)) await prepareHostPaths(action.spec.mounts);
+        if (action.spec.mounts.some((m) => m.hostPath !== undefined)) await prepareHostPaths(action.spec.mounts);
         await this.ensureImage(action);
         const sandbox = action.sandbox ?? progress?.sandbox;
         const created = await runtime.create(action.spec, sandbox);

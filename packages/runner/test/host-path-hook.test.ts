@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateManifest, type ContainerManifest, type HostPathType } from '@kubelet-ts/core';
@@ -55,6 +55,25 @@ describe('the agent checks hostPath volumes before it creates a container', () =
     expect(f.one('needs-dir').state).toBe('running');
     const [created] = f.of('needs-dir');
     expect((await f.runtime.inspect(created!.id)).spec.mounts).toEqual([{ volume: 'data', containerPath: '/data', readOnly: false, hostPath: path, hostPathType: 'Directory' }]);
+  });
+
+  it("refuses a 2014 HOST mount whose path is a link to the host's root, and creates nothing (issue 27)", async () => {
+    const link = join(root, 'root-link');
+    await symlink('/', link);
+    const result = validateManifest(
+      { id: 'sneaky', volumes: [{ name: 'data' }], containers: [{ name: 'web', image: 'app:1', volumeMounts: [{ name: 'data', mountPath: link, mountType: 'HOST' }] }] },
+      { allowHostMounts: true },
+    );
+    if (!result.ok) throw new Error(JSON.stringify(result.errors));
+    const a = new ScriptedSource('a');
+    const k = f.kubelet([a], { allowHostMounts: true });
+    await k.start();
+    a.push([result.manifest]);
+    await until(() => f.events.ofType('ContainerFailed').length > 0);
+    expect(f.runtime.calls.some((c) => c.op === 'create')).toBe(false);
+    const failed = f.events.ofType('ContainerFailed');
+    expect(failed[0]).toMatchObject({ podId: 'sneaky', container: 'web', reason: 'InvalidManifest' });
+    expect(failed[0]?.message).toContain(`hostPath ${link} leads to the host's root directory`);
   });
 
   it('makes the directory of a DirectoryOrCreate volume, and the container runs', async () => {
