@@ -162,7 +162,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
 
   async listSandboxes(options: ListOptions = {}): Promise<SandboxSummary[]> {
     // CRI's label selector matches values only; "has our label" is decided here.
-    const { items } = await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox({}, deadline));
+    const filter = options.podId === undefined ? {} : { filter: { labelSelector: { [Labels.sandbox]: options.podId } } };
+    const { items } = await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox(filter, deadline));
     return items.filter((s) => options.includeForeign === true || s.labels?.[Labels.sandbox] !== undefined).map(sandboxSummaryOf);
   }
 
@@ -193,7 +194,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   // ---- containers ----------------------------------------------------------------------------
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
-    const { containers } = await this.call('list containers', (deadline) => this.cri.listContainers({}, deadline));
+    const filter = options.podId === undefined ? {} : { filter: { labelSelector: { [Labels.manifestId]: options.podId } } };
+    const { containers } = await this.call('list containers', (deadline) => this.cri.listContainers(filter, deadline));
     for (const c of containers) this.changes.remember(c.id, c.labels ?? undefined);
     return containers.filter((c) => options.includeForeign === true || c.labels?.[Labels.manifestId] !== undefined).map(summaryOf);
   }

@@ -124,7 +124,8 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   }
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
-    const filters = options.includeForeign === true ? undefined : { label: [Labels.manifestId] };
+    const filters =
+      options.podId !== undefined ? { label: [`${Labels.manifestId}=${options.podId}`] } : options.includeForeign === true ? undefined : { label: [Labels.manifestId] };
     const [found, engine] = await Promise.all([
       this.call('list containers', () => this.docker.listContainers({ all: true, ...(filters === undefined ? {} : { filters }) })),
       this.engine(),

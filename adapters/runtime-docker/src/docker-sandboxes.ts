@@ -60,13 +60,14 @@ export class DockerSandboxes {
 
   async list(options: ListOptions = {}): Promise<SandboxSummary[]> {
     const { docker, call } = this.options;
-    if (options.includeForeign === true) {
+    if (options.includeForeign === true && options.podId === undefined) {
       const all = await call('list containers', () => docker.listContainers({ all: true }));
       // Podman names images in full (docker.io/…): compare the names as Docker shows them.
       const infra = familiarImageName(this.options.podInfraImage);
       return all.filter((c) => c.Labels?.[Labels.sandbox] !== undefined || familiarImageName(c.Image) === infra).map(summaryOf);
     }
-    const found = await call('list sandboxes', () => docker.listContainers({ all: true, filters: { label: [Labels.sandbox] } }));
+    const label = options.podId === undefined ? Labels.sandbox : `${Labels.sandbox}=${options.podId}`;
+    const found = await call('list sandboxes', () => docker.listContainers({ all: true, filters: { label: [label] } }));
     // A holder whose network is not a namespace of its own (the host's, or another container's)
     // was not made by this adapter, whatever its labels say: joining it would be using it. The one
     // exception is ours: a holder on the host's network labelled as a host-network sandbox, which is

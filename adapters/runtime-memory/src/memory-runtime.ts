@@ -112,9 +112,13 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   }
 
   async listSandboxes(options: ListOptions = {}): Promise<SandboxSummary[]> {
-    await this.enter('listSandboxes');
+    // A pod's list is logged with the pod as its target; a list of the whole host has none.
+    await this.enter('listSandboxes', options.podId);
     const out: SandboxSummary[] = [];
-    for (const s of this.sandboxes.values()) if (options.includeForeign === true || s.spec.labels[Labels.sandbox] !== undefined) out.push(s.summary);
+    for (const s of this.sandboxes.values()) {
+      const pod = s.spec.labels[Labels.sandbox];
+      if (options.podId === undefined ? options.includeForeign === true || pod !== undefined : pod === options.podId) out.push(s.summary);
+    }
     return out;
   }
 
@@ -141,11 +145,12 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   // ---- the contract: containers --------------------------------------------------------------
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
-    await this.enter('list');
+    await this.enter('list', options.podId);
     const out: ContainerSummary[] = [];
     for (const r of this.containers.values()) {
+      const pod = r.spec.labels[Labels.manifestId];
       // Summaries are replaced, never changed in place, so handing out the object itself is safe.
-      if (options.includeForeign === true || r.spec.labels[Labels.manifestId] !== undefined) out.push(r.summary);
+      if (options.podId === undefined ? options.includeForeign === true || pod !== undefined : pod === options.podId) out.push(r.summary);
     }
     return out;
   }

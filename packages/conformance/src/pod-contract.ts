@@ -63,6 +63,26 @@ export function podContract(runtime: () => ContainerRuntime, options: PodContrac
       expect((await runtime().listSandboxes({ includeForeign: true })).some((x) => x.id === foreign.id)).toBe(true);
     });
 
+    it("lists one pod's containers and sandbox with podId, and nothing of another pod or a foreign one", async () => {
+      const mine = await run(sandboxSpec('pod-f'));
+      const other = await run(sandboxSpec('pod-f-other'));
+      const foreign = await run({ ...sandboxSpec('pod-f-foreign'), labels: { owner: 'someone-else' } });
+      const a = await runtime().create(spec('pod-f', 'one'), mine.id);
+      const b = await runtime().create(spec('pod-f', 'two'), mine.id);
+      const c = await runtime().create(spec('pod-f-other', 'one'), other.id);
+      const d = await runtime().create({ ...spec('pod-f-foreign', 'one'), labels: { owner: 'someone-else' } }, foreign.id);
+      const ids = (listed: readonly { readonly id: string }[]) => listed.map((x) => x.id).sort();
+      expect(ids(await runtime().list({ podId: 'pod-f' }))).toEqual([a.id, b.id].sort());
+      expect(ids(await runtime().list({ podId: 'pod-f-other' }))).toEqual([c.id]);
+      expect(ids(await runtime().listSandboxes({ podId: 'pod-f' }))).toEqual([mine.id]);
+      expect(await runtime().list({ podId: 'pod-none' })).toEqual([]);
+      expect(await runtime().listSandboxes({ podId: 'pod-none' })).toEqual([]);
+      // The whole host's list still has them all (the foreign container only when asked).
+      const all = ids(await runtime().list());
+      expect([a.id, b.id, c.id].every((id) => all.includes(id))).toBe(true);
+      expect(all.includes(d.id)).toBe(false);
+    });
+
     it('creates containers in a sandbox, and refuses an unknown sandbox with NotFound', async () => {
       const sandbox = await run(sandboxSpec('pod-b'));
       const c = await runtime().create(spec('pod-b', 'main'), sandbox.id);

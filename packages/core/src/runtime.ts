@@ -80,6 +80,12 @@ export interface ContainerDetails extends ContainerSummary {
 export interface ListOptions {
   /** Include containers without the agent's labels. Default false: foreign containers are invisible. */
   readonly includeForeign?: boolean;
+  /**
+   * Only the containers of this pod (those whose `io.kubelet-ts.manifest-id` label is `podId`), or
+   * its sandboxes (`io.kubelet-ts.pod-infra`): what the agent asks when an event names one pod, so
+   * that it need not list the whole host. Ignores `includeForeign`.
+   */
+  readonly podId?: string;
 }
 
 /**
@@ -92,7 +98,7 @@ export interface ListOptions {
  *   is `ready`. A name already taken rejects with `Conflict`; a host port another holds rejects (and
  *   leaves no sandbox behind).
  * - `listSandboxes` returns every sandbox carrying the `io.kubelet-ts.pod-infra` label, in any
- *   state, and nothing else unless `includeForeign` is set. A sandbox whose namespace is gone (its
+ *   state, and nothing else unless `includeForeign` is set; with `podId`, only that pod's. A sandbox whose namespace is gone (its
  *   holder exited, the engine restarted) is `notready`, and a `notready` sandbox is never made
  *   ready again by the runtime: the agent replaces it.
  * - `create(spec, sandboxId)` puts the container in the sandbox's namespace: containers of one
@@ -104,7 +110,8 @@ export interface ListOptions {
  *
  * The contract of containers:
  * - `list` returns every container carrying the `io.kubelet-ts.manifest-id` label, in any state,
- *   and nothing else unless `includeForeign` is set. One call per sync pass.
+ *   and nothing else unless `includeForeign` is set; with `podId`, only that pod's. One call per
+ *   relist; the agent reads what it saw from its pod cache between relists.
  * - `inspect`, `start`, `stop` of an unknown id reject with `NotFound`.
  * - `create` of a name already taken rejects with `Conflict`; an image the runtime does not have
  *   rejects with `NotFound` (pull first). It never starts the container.

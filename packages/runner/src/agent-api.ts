@@ -15,8 +15,8 @@ import {
   type PodView,
   type V1PodList,
 } from '@kubelet-ts/core';
-import { withExitTimes } from './exit-times.js';
 import type { KubeletMetrics } from './metrics.js';
+import type { PodCache } from './pod-cache.js';
 import { podViews } from './pod-views.js';
 import type { Prober } from './prober.js';
 import type { SourceIntake } from './source-intake.js';
@@ -25,6 +25,8 @@ import type { SyncPass } from './sync-pass.js';
 
 export interface AgentReadApiOptions {
   readonly runtime: ContainerRuntime;
+  /** What it shows of the runtime: reads never call the engine (but `containerInfo`'s inspect and `stats`). */
+  readonly cache: PodCache;
   readonly hostname: string;
   readonly clock: Clock;
   readonly intake: SourceIntake;
@@ -65,10 +67,9 @@ export class AgentReadApi {
   }
 
   private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {
-    const { intake, runtime, hostname, pass, prober, pullBackOff } = this.options;
+    const { intake, cache, hostname, pass, prober, pullBackOff } = this.options;
     const desired = intake.desired().pods;
-    // Exited containers' end times and exit codes (Docker's list has neither): their states show them.
-    const actual = await withExitTimes(runtime, await runtime.list(), hostname);
+    const actual = cache.snapshot().containers;
     const views = podViews(desired, actual, {
       node: hostname,
       backOffs: pass.currentBackOffs(),
@@ -79,11 +80,10 @@ export class AgentReadApi {
   }
 
   async plan(): Promise<PlanReport> {
-    const { intake, runtime, hostname, pass } = this.options;
+    const { intake, cache, pass } = this.options;
     const desired = intake.desired();
     const allowRemovals = intake.allSeen();
-    const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
-    const actual = await withExitTimes(runtime, listed, hostname);
+    const { containers: actual, sandboxes } = cache.snapshot();
     return reportPlan(plan(pass.planInput(desired.pods, allowRemovals, actual, sandboxes, new Set())), intake.unseen());
   }
 
@@ -109,10 +109,10 @@ export class AgentReadApi {
    * `<manifest id>/<container name>`; the running one when an exited one is kept beside it.
    */
   private async find(name: string): Promise<string | undefined> {
-    const { runtime, hostname } = this.options;
+    const { cache, hostname } = this.options;
     const wanted = name.replace(/^\//, '');
     let found: string | undefined;
-    for (const c of await runtime.list()) {
+    for (const c of cache.snapshot().containers) {
       const identity = identityOf(c.labels);
       if (identity === undefined || identity.node !== hostname) continue;
       if (c.name !== wanted && c.id !== wanted && `${identity.podId}/${identity.container}` !== wanted) continue;

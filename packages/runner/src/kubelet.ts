@@ -27,6 +27,7 @@ import { PlanExecutor } from './executor.js';
 import { LogEventSink } from './log-event-sink.js';
 import { KubeletMetrics } from './metrics.js';
 import type { DesiredState } from './mux.js';
+import { PodCache } from './pod-cache.js';
 import { PodWorkers } from './pod-workers.js';
 import { Slots } from './slots.js';
 import { Prober, type NetworkCheck } from './prober.js';
@@ -88,6 +89,8 @@ type KubeletEvents = { pass: [PassResult] };
 export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   readonly hostname: string;
   private readonly runtime: ContainerRuntime;
+  /** The runtime as last seen: passes write it, everything else reads it. */
+  private readonly cache: PodCache;
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly events: EventSink;
@@ -108,10 +111,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.hostname = (options.hostname ?? osHostname()).toLowerCase();
     const problem = nodeNameProblem(this.hostname);
     if (problem !== undefined) throw new Error(problem);
-    const metrics = new KubeletMetrics(async () => (await this.runtime.list()).filter((c) => isManagedBy(c.labels, this.hostname)));
+    const metrics = new KubeletMetrics(async () => this.cache.snapshot().containers.filter((c) => isManagedBy(c.labels, this.hostname)));
     checkCapabilities(options.runtime);
     this.runtime = metrics.instrument(options.runtime);
     this.clock = options.clock ?? systemClock;
+    this.cache = new PodCache({ runtime: this.runtime, hostname: this.hostname, clock: this.clock });
     this.logger = options.logger ?? silentLogger;
     this.events = metrics.events(options.events ?? new LogEventSink(this.logger));
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
@@ -149,13 +153,22 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         : new Slots(options.concurrency);
     if (options.concurrency !== undefined) metrics.startConcurrency.set(options.concurrency);
     const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots });
-    this.workers = new PodWorkers<DesiredState>(executor, (podId, result, lookAgain) => {
-      // New containers with probes: a pass hands them to the prober now, not a period later.
-      if (result.failures === 0 && this.passes.hasProbes(podId)) this.loop.request();
-      else if (lookAgain) this.loop.requestPods([podId]);
-    });
+    this.workers = new PodWorkers<DesiredState>(
+      executor,
+      (podId, result, lookAgain) => {
+        // New containers with probes: a pass hands them to the prober now, not a period later.
+        if (result.failures === 0 && this.passes.hasProbes(podId)) this.loop.request();
+        else if (lookAgain) this.loop.requestPods([podId]);
+      },
+      (podId) =>
+        this.cache.refresh([podId]).catch((error: unknown) => {
+          // The next relist looks again; until then the agent shows the pod as it was.
+          this.logger.debug({ podId, err: error }, 'could not list the pod its worker acted on');
+        }),
+    );
     this.passes = new SyncPass({
       runtime: this.runtime,
+      cache: this.cache,
       hostname: this.hostname,
       clock: this.clock,
       logger: this.logger,
@@ -191,6 +204,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         });
     this.api = new AgentReadApi({
       runtime: this.runtime,
+      cache: this.cache,
       hostname: this.hostname,
       clock: this.clock,
       intake: this.intake,

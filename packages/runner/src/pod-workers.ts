@@ -25,6 +25,12 @@ export class PodWorkers<V = unknown> {
     private readonly executor: PlanExecutor,
     /** Called when a pod's worker ends; `lookAgain` when a newer desired state waits for that pod. */
     private readonly onSettled: (podId: string, result: ExecutionResult, lookAgain: boolean) => void = () => {},
+    /**
+     * After a worker acted, before it ends: looks at what it did (the agent refreshes the pod's
+     * entry in its pod cache), so that what the agent shows once `sync()` resolves is what the
+     * runtime now runs. Must not reject.
+     */
+    private readonly observe: (podId: string) => Promise<void> = async () => {},
   ) {}
 
   /** Pods with a worker (acting, or waiting for a slot to start containers). */
@@ -58,7 +64,13 @@ export class PodWorkers<V = unknown> {
   dispatch(pod: PodPlan, version: V): Promise<ExecutionResult> {
     if (this.running.has(pod.podId)) throw new Error(`pod ${pod.podId} already has a worker`);
     this.plannedFrom.set(pod.podId, version);
-    const work = this.executor.executePod(pod).finally(() => this.running.delete(pod.podId));
+    const work = this.executor
+      .executePod(pod)
+      .then(async (result) => {
+        if (result.actions > 0 || result.failures > 0) await this.observe(pod.podId);
+        return result;
+      })
+      .finally(() => this.running.delete(pod.podId));
     this.running.set(pod.podId, work);
     return work.then((result) => {
       this.plannedFrom.delete(pod.podId);

@@ -15,8 +15,8 @@ import {
   type SandboxSummary,
 } from '@kubelet-ts/core';
 import type { ExecutionResult } from './executor.js';
-import { withExitTimes } from './exit-times.js';
 import type { KubeletMetrics } from './metrics.js';
+import type { PodCache } from './pod-cache.js';
 import type { DesiredState } from './mux.js';
 import { hasAnyProbe, probeTargets } from './probe-targets.js';
 import type { Prober } from './prober.js';
@@ -28,6 +28,8 @@ import type { TransitionReporter } from './transition-reporter.js';
 
 export interface SyncPassOptions {
   readonly runtime: ContainerRuntime;
+  /** What the runtime showed: a full pass relists it, a pod pass refreshes its pods. */
+  readonly cache: PodCache;
   readonly hostname: string;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -42,7 +44,7 @@ export interface SyncPassOptions {
 }
 
 /**
- * One pass: desired state × one runtime list → plan → each pod's plan to its worker. It decides
+ * One pass: desired state × one relist (into the pod cache) → plan → each pod's plan to its worker. It decides
  * and dispatches; only the pod workers act. Remembers what the agent's read API shows between
  * passes (the back-offs, the last result).
  */
@@ -94,13 +96,13 @@ export class SyncPass {
 
   /**
    * Plans and dispatches; `done` resolves with the pass's result once its work is done. With
-   * `pods`, a pass of those pods only (a runtime event named them): the runtime is listed as for a
-   * full pass, but only those pods are planned, nothing else is removed, and the quiet-pass memory,
+   * `pods`, a pass of those pods only (a runtime event named them): only those pods are listed
+   * (their entries in the pod cache refreshed) and planned, nothing else is removed, and the quiet-pass memory,
    * the other pods' back-offs and the prober's targets are left as the last full pass set them.
    */
   async run(pods?: ReadonlySet<string>): Promise<{ done: Promise<PassResult> }> {
     if (pods !== undefined) return this.runPods(pods);
-    const { clock, intake, runtime, workers, metrics, logger, hostname } = this.options;
+    const { clock, intake, runtime, cache, workers, metrics, logger, hostname } = this.options;
     const startedAt = clock.now();
     // Taken together, before anything is awaited: a source that first delivers while the runtime
     // lists would otherwise allow removals against a desired state from before its delivery, and
@@ -121,13 +123,12 @@ export class SyncPass {
       // looked (the two lists are not one snapshot), so its pod waits for the next pass, which
       // `deferred` asks for at once.
       const busy = workers.busy();
-      const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
+      const { listed, sandboxes, containers: actual } = await cache.relist();
       metrics.desiredPods.set(desired.pods.length);
       const inputs = { desired, listed, sandboxes, allowRemovals };
       const idle = busy.size === 0 && this.options.prober.unhealthy().size === 0;
       const quietHeld = idle ? this.quiet.matches(inputs) : undefined;
       if (quietHeld !== undefined) return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, quietHeld, 0)) };
-      const actual = await withExitTimes(runtime, listed, hostname);
       this.ours = oursById(actual, hostname);
       this.options.transitions.exits(actual);
       const p = plan(this.planInput(desired.pods, allowRemovals, actual, sandboxes, busy));
@@ -151,7 +152,7 @@ export class SyncPass {
 
   /** A pass of `pods` only (see `run`). */
   private async runPods(pods: ReadonlySet<string>): Promise<{ done: Promise<PassResult> }> {
-    const { clock, intake, runtime, workers, logger, hostname } = this.options;
+    const { clock, intake, runtime, cache, workers, logger, hostname } = this.options;
     const startedAt = clock.now();
     const state = intake.desired();
     const desired = state.pods.filter((p) => pods.has(p.manifest.id));
@@ -164,12 +165,11 @@ export class SyncPass {
       // A busy pod's worker is acting: it is looked at again when that worker ends.
       const busy = new Set([...workers.busy()].filter((id) => pods.has(id)));
       for (const id of busy) workers.update(id);
-      const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
-      this.ours = oursById(listed, hostname);
-      // Exit times are looked up for these pods only; the others' exits were seen by earlier passes.
-      const inScope = (c: ContainerSummary) => pods.has(c.labels[Labels.manifestId] ?? '');
-      const actual = await withExitTimes(runtime, listed.filter(inScope), hostname);
-      this.options.transitions.exits([...listed.filter((c) => !inScope(c)), ...actual]);
+      await cache.refresh(pods);
+      const { containers, sandboxes } = cache.snapshot();
+      this.ours = oursById(containers, hostname);
+      const actual = containers.filter((c) => pods.has(c.labels[Labels.manifestId] ?? ''));
+      this.options.transitions.exits(containers);
       const mine = sandboxes.filter((s) => pods.has(s.labels[Labels.sandbox] ?? ''));
       const p = plan(this.planInput(desired, intake.allSeen(), actual, mine, busy));
       // A busy pod was not planned: its back-offs stand until a pass plans it.

@@ -230,6 +230,8 @@ describe('Kubelet: the sync loop', () => {
       await k.start();
       const waiting = k.sync(); // queued behind the pass that is waiting on list
       const closing = k.close();
+      // The pass lists (100 ms), then its worker starts web and lists that pod (the pod cache: 100 ms).
+      await f.clock.advance(100);
       await f.clock.advance(100);
       await closing;
       await expect(waiting).resolves.toMatchObject({ desired: 1 });

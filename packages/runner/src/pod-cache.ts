@@ -1,0 +1,118 @@
+import { Labels, type Clock, type ContainerRuntime, type ContainerSummary, type SandboxSummary } from '@kubelet-ts/core';
+import { withExitTimes } from './exit-times.js';
+
+/** The runtime as the agent last saw it. */
+export interface PodCacheSnapshot {
+  /** Every labelled container (of every node sharing the engine), this node's exited ones with their exit times. */
+  readonly containers: readonly ContainerSummary[];
+  readonly sandboxes: readonly SandboxSummary[];
+  /** When the runtime was last looked at (a relist or a pod's list); undefined before the first relist. */
+  readonly updatedAt: number | undefined;
+}
+
+/** What a relist saw: the runtime's records as listed (for the quiet pass), and the snapshot they made. */
+export interface Relisted extends PodCacheSnapshot {
+  readonly listed: readonly ContainerSummary[];
+}
+
+type ExitTimes = Pick<ContainerSummary, 'startedAt' | 'finishedAt' | 'exitCode'>;
+
+interface PodEntry {
+  containers: readonly ContainerSummary[];
+  sandboxes: readonly SandboxSummary[];
+  /** The sequence number of the look that gave this entry (see `PodCache`). */
+  seq: number;
+}
+
+/** Containers and sandboxes that carry no pod label (foreign ones listed by mistake) are kept under this key. */
+const NO_POD = '';
+
+/**
+ * The pod cache (the kubelet's PLEG cache, `pleg/generic.go`): every pod's sandboxes and containers
+ * as the runtime last showed them, with the time of that look. It is written by relists (each full
+ * pass) and by one pod's list (`refresh`: a runtime event named the pod, or its worker just acted
+ * on it); passes, the read API, the plan preview and the metrics read it, so a read of the agent
+ * never calls the engine and an event costs a list of one pod, not of the host.
+ *
+ * Looks can overlap (a relist, slow on a big host, and a pod's list started after it): each look
+ * takes a sequence number when it starts, and a pod's entry is only replaced by a look that started
+ * after the one that gave it, so an older relist never undoes what a newer pod list saw.
+ *
+ * Exited containers need their start and end times (the crash back-off); a runtime whose list lacks
+ * them (Docker) is asked once per exited container (`inspect`), and the answer is kept while the
+ * container is listed: an exited container's times never change.
+ */
+export class PodCache {
+  private pods = new Map<string, PodEntry>();
+  private readonly exits = new Map<string, ExitTimes>();
+  private seq = 0;
+  private updatedAt: number | undefined;
+  private flat: { containers: readonly ContainerSummary[]; sandboxes: readonly SandboxSummary[] } | undefined;
+
+  constructor(private readonly options: { readonly runtime: ContainerRuntime; readonly hostname: string; readonly clock: Clock }) {}
+
+  /** What the runtime last showed. Calls nothing. */
+  snapshot(): PodCacheSnapshot {
+    this.flat ??= {
+      containers: [...this.pods.values()].flatMap((p) => p.containers),
+      sandboxes: [...this.pods.values()].flatMap((p) => p.sandboxes),
+    };
+    return { ...this.flat, updatedAt: this.updatedAt };
+  }
+
+  /** Lists the whole host (containers and sandboxes) and replaces what the cache holds. */
+  async relist(): Promise<Relisted> {
+    const { runtime } = this.options;
+    const seq = ++this.seq;
+    const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
+    const containers = await this.withExitTimes(listed);
+    const next = new Map<string, PodEntry>();
+    const entry = (podId: string) => {
+      let e = next.get(podId);
+      if (e === undefined) next.set(podId, (e = { containers: [], sandboxes: [], seq }));
+      return e;
+    };
+    for (const c of containers) (entry(c.labels[Labels.manifestId] ?? NO_POD).containers as ContainerSummary[]).push(c);
+    for (const s of sandboxes) (entry(s.labels[Labels.sandbox] ?? NO_POD).sandboxes as SandboxSummary[]).push(s);
+    // A pod looked at after this relist began is as that newer look saw it, listed here or not
+    // (an empty entry is such a look that found the pod gone).
+    for (const [podId, held] of this.pods) if (held.seq > seq) next.set(podId, held);
+    this.pods = next;
+    this.changed();
+    this.forgetExitsOfGone();
+    return { listed, ...this.snapshot() };
+  }
+
+  /** Lists these pods only (`list({ podId })`) and replaces their entries. */
+  async refresh(podIds: Iterable<string>): Promise<void> {
+    const { runtime } = this.options;
+    await Promise.all(
+      [...podIds].map(async (podId) => {
+        const seq = ++this.seq;
+        const [listed, sandboxes] = await Promise.all([runtime.list({ podId }), runtime.listSandboxes({ podId })]);
+        const containers = await this.withExitTimes(listed);
+        const held = this.pods.get(podId);
+        if (held !== undefined && held.seq > seq) return; // a newer look already answered
+        // Kept even when empty, until a later relist: an older relist must not bring the pod back.
+        this.pods.set(podId, { containers, sandboxes, seq });
+        this.changed();
+      }),
+    );
+  }
+
+  /** This node's exited containers with their exit times, from memory or, once each, from `inspect`. */
+  private withExitTimes(listed: readonly ContainerSummary[]): Promise<readonly ContainerSummary[]> {
+    return withExitTimes(this.options.runtime, listed, this.options.hostname, this.exits);
+  }
+
+  private forgetExitsOfGone(): void {
+    if (this.exits.size === 0) return;
+    const listed = new Set(this.snapshot().containers.map((c) => c.id));
+    for (const id of this.exits.keys()) if (!listed.has(id)) this.exits.delete(id);
+  }
+
+  private changed(): void {
+    this.flat = undefined;
+    this.updatedAt = this.options.clock.now();
+  }
+}
