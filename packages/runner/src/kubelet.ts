@@ -27,6 +27,7 @@ import { PlanExecutor } from './executor.js';
 import { LogEventSink } from './log-event-sink.js';
 import { KubeletMetrics } from './metrics.js';
 import type { DesiredState } from './mux.js';
+import { AgentInbox } from './inbox.js';
 import { PodCache } from './pod-cache.js';
 import { PodWorkers } from './pod-workers.js';
 import { Slots } from './slots.js';
@@ -96,7 +97,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly events: EventSink;
   private readonly syncFrequencyMs: number;
   private readonly intake: SourceIntake;
-  private readonly workers: PodWorkers<DesiredState>;
+  private readonly workers: PodWorkers;
   private readonly prober: Prober;
   private readonly passes: SyncPass;
   private readonly loop: SyncLoop;
@@ -120,6 +121,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.events = metrics.events(options.events ?? new LogEventSink(this.logger));
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
     const emit = (event: Omit<KubeletEvent, 'time'>) => this.emitEvent(event);
+    // Every part posts here; the inbox alone decides what follows (wired below, once all exist).
+    const inbox = new AgentInbox();
     this.intake = new SourceIntake({
       sources: options.sources,
       clock: this.clock,
@@ -128,9 +131,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       emit,
       ...(options.sourceBackoff === undefined ? {} : { backoff: options.sourceBackoff }),
       ...(options.allowHostMounts === undefined ? {} : { allowHostMounts: options.allowHostMounts }),
-      onUpdate: (changed) => {
-        if (changed || this.passes.passes === 0) this.loop.request();
-      },
+      inbox,
     });
     this.prober = new Prober({
       runtime: this.runtime,
@@ -139,12 +140,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       logger: this.logger,
       ...(options.probes?.host === undefined ? {} : { host: options.probes.host }),
       ...(options.probes?.network === undefined ? {} : { network: options.probes.network }),
-      // An unhealthy container is killed by its pod's worker: plan that now, not a period later;
-      // if the worker is acting on the pod, as soon as it is done.
-      onUnhealthy: (target) => {
-        this.workers.update(target.podId);
-        this.loop.request();
-      },
+      inbox,
     });
     // A fixed concurrency when asked for; else the limit is found while the agent works.
     const startSlots =
@@ -153,19 +149,19 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         : new Slots(options.concurrency);
     if (options.concurrency !== undefined) metrics.startConcurrency.set(options.concurrency);
     const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots });
-    this.workers = new PodWorkers<DesiredState>(
-      executor,
-      (podId, result, lookAgain) => {
-        // New containers with probes: a pass hands them to the prober now, not a period later.
-        if (result.failures === 0 && this.passes.hasProbes(podId)) this.loop.request();
-        else if (lookAgain) this.loop.requestPods([podId]);
-      },
-      (podId) =>
-        this.cache.refresh([podId]).catch((error: unknown) => {
-          // The next relist looks again; until then the agent shows the pod as it was.
-          this.logger.debug({ podId, err: error }, 'could not list the pod its worker acted on');
-        }),
-    );
+    this.workers = new PodWorkers(executor, {
+      inbox,
+      observe: (podId) =>
+        this.cache.refresh([podId]).then(
+          () => true,
+          (error: unknown) => {
+            // The next look at the pod sees it; until then the agent shows the pod as it was.
+            this.logger.debug({ podId, err: error }, 'could not list the pod its worker acted on');
+            return false;
+          },
+        ),
+      planPod: (podId) => this.passes.planPod(podId),
+    });
     this.passes = new SyncPass({
       runtime: this.runtime,
       cache: this.cache,
@@ -178,7 +174,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       transitions: new TransitionReporter(this.hostname, emit, () => this.startedAt),
       metrics,
       ...(options.crashBackOff === undefined ? {} : { crashBackOff: options.crashBackOff }),
-      requestPass: () => this.loop.request(),
+      inbox,
     });
     this.loop = new SyncLoop({
       clock: this.clock,
@@ -197,11 +193,19 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
           clock: this.clock,
           logger: this.logger,
           podOf: (event) => this.passes.podOf(event),
-          requestPods: (ids) => this.loop.requestPods(ids),
-          requestRelist: () => this.loop.request(),
-          onEvent: (event) => metrics.runtimeEvents.inc({ type: event.type }),
-          onReconnect: () => metrics.eventStreamReconnects.inc(),
+          inbox,
         });
+    inbox.connect({
+      requestPass: () => this.loop.request(),
+      requestPods: (ids) => this.loop.requestPods(ids),
+      newsFor: (podId) => this.workers.news(podId),
+      passedOnce: () => this.passes.passes > 0,
+      hasProbes: (podId) => this.passes.hasProbes(podId),
+      count: {
+        runtimeEvent: (event) => metrics.runtimeEvents.inc({ type: event.type }),
+        eventStreamLost: () => metrics.eventStreamReconnects.inc(),
+      },
+    });
     this.api = new AgentReadApi({
       runtime: this.runtime,
       cache: this.cache,

@@ -1,4 +1,5 @@
 import { silentLogger, type Clock, type ContainerRuntime, type EventSink, type KubeletEvent, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import type { Inbox } from './inbox.js';
 import { socketNetworkCheck, type NetworkCheck } from './network-check.js';
 import { ProbeCheck, type CheckTarget } from './probe-check.js';
 
@@ -26,11 +27,11 @@ export interface ProberOptions {
   /** Default: real sockets (`socketNetworkCheck`). */
   readonly network?: NetworkCheck;
   /**
-   * Called when a container turned unhealthy (failureThreshold consecutive liveness or startup
-   * failures), so the agent runs a pass at once: that pass plans the kill, and the pod's worker
-   * carries it out.
+   * Told when a container turned unhealthy (failureThreshold consecutive liveness or startup
+   * failures: `container-unhealthy`), so the agent plans the kill at once, and the pod's worker
+   * carries it out. The prober itself only records.
    */
-  readonly onUnhealthy?: (target: ProbeTarget) => void;
+  readonly inbox?: Inbox;
 }
 
 /** What `state` reports of one probe of a container. */
@@ -90,7 +91,7 @@ export class Prober {
   private readonly events: EventSink;
   private readonly logger: Logger;
   private readonly check: ProbeCheck;
-  private readonly onUnhealthy: ((target: ProbeTarget) => void) | undefined;
+  private readonly inbox: Inbox | undefined;
   /** By `<kind>/<container id>`. */
   private readonly entries = new Map<string, Entry>();
   /** The results the agent acts on: unhealthy container id → what the probe last said. */
@@ -104,7 +105,7 @@ export class Prober {
     this.events = options.events;
     this.logger = options.logger ?? silentLogger;
     this.check = new ProbeCheck(options.runtime, options.clock, options.network ?? socketNetworkCheck, options.host ?? '127.0.0.1');
-    this.onUnhealthy = options.onUnhealthy;
+    this.inbox = options.inbox;
   }
 
   /**
@@ -301,11 +302,7 @@ export class Prober {
     entry.done = true;
     this.failed.set(target.id, `${kind} probe failed ${entry.failures} times: ${detail}`);
     this.logger.info({ podId: target.podId, container: target.container, id: target.id, failures: entry.failures }, `container unhealthy after ${kind} failures`);
-    try {
-      this.onUnhealthy?.(target);
-    } catch (error) {
-      this.logger.error({ err: error, id: target.id }, 'the onUnhealthy callback threw');
-    }
+    this.inbox?.post({ type: 'container-unhealthy', target });
   }
 
   private emit(target: ProbeTarget, type: KubeletEvent['type'], message: string, kind: ProbeKind): void {

@@ -1,4 +1,5 @@
 import { Backoff, toKubeletError, type Clock, type ContainerEvent, type ContainerEventSource, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import type { Inbox } from './inbox.js';
 
 export interface RuntimeWatchOptions {
   readonly runtime: ContainerEventSource & { readonly name: string };
@@ -6,14 +7,11 @@ export interface RuntimeWatchOptions {
   readonly logger: Logger;
   /** The agent's pod an event is about, or undefined when the container is not the agent's. */
   readonly podOf: (event: ContainerEvent) => string | undefined;
-  /** Asks for a pass of these pods. */
-  readonly requestPods: (podIds: readonly string[]) => void;
-  /** Asks for a full pass: after a reconnection, when events may have been missed. */
-  readonly requestRelist: () => void;
-  /** Hears each event (metrics). */
-  readonly onEvent?: (event: ContainerEvent) => void;
-  /** Hears each reconnection attempt (metrics). */
-  readonly onReconnect?: () => void;
+  /**
+   * Told each event with its pod (`runtime-event`), each break of the stream (`event-stream-lost`)
+   * and each reconnection after one (`event-stream-reconnected`: events may have been missed).
+   */
+  readonly inbox: Inbox;
   /** Reconnection back-off. Default 100 ms doubling to 10 s. */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
   /** A connection that lasted this long resets the back-off. Default 10 s. */
@@ -22,10 +20,10 @@ export interface RuntimeWatchOptions {
 
 /**
  * Follows the runtime's container events, so the agent reacts to an exit in milliseconds rather
- * than at its next relist (the modern kubelet's evented PLEG). Each event of one of the agent's
- * pods (an exit, a removal) asks for a pass of that pod. The stream is reconnected with back-off when it ends or
- * fails, and every reconnection asks for one full pass, since events were missed in between; the
- * periodic full pass stays the safety net.
+ * than at its next relist (the modern kubelet's evented PLEG). Each event goes to the inbox with
+ * the agent's pod it is about (the inbox asks for a pass of that pod on an exit or a removal). The
+ * stream is reconnected with back-off when it ends or fails, and every reconnection is told, since
+ * events were missed in between; the periodic full pass stays the safety net.
  */
 export class RuntimeWatch {
   private readonly abort = new AbortController();
@@ -59,7 +57,7 @@ export class RuntimeWatch {
       const connectedAt = clock.now();
       if (!first) {
         logger.info({ runtime: runtime.name, attempt: this.backoff.attempts }, 'runtime event stream reconnected; relisting once');
-        this.options.requestRelist();
+        this.options.inbox.post({ type: 'event-stream-reconnected' });
       }
       first = false;
       let failure: unknown;
@@ -75,7 +73,7 @@ export class RuntimeWatch {
       const delay = this.backoff.next();
       const e = failure === undefined ? undefined : toKubeletError(failure, runtime.name);
       logger[level]({ runtime: runtime.name, ...(e === undefined ? {} : { code: e.code, err: e }), retryInMs: delay }, `runtime event stream ${e === undefined ? 'ended' : `failed: ${e.message}`}; reconnecting`);
-      this.options.onReconnect?.();
+      this.options.inbox.post({ type: 'event-stream-lost' });
       await new Promise<void>((resolve) => {
         this.wake = resolve;
         this.timer = clock.setTimeout(resolve, delay);
@@ -85,13 +83,8 @@ export class RuntimeWatch {
     }
   }
 
+  /** Places the event (undefined for a foreign, another node's or unknown container) and tells it. */
   private handle(event: ContainerEvent): void {
-    this.options.onEvent?.(event);
-    // A start is the agent's own doing (a pod worker's) or leaves a running container, which
-    // needs nothing: only exits and removals ask for a pass.
-    if (event.type === 'started') return;
-    // A container that is not ours (foreign, another node's, or unknown to the last list): no pass.
-    const podId = this.options.podOf(event);
-    if (podId !== undefined) this.options.requestPods([podId]);
+    this.options.inbox.post({ type: 'runtime-event', event, podId: event.type === 'started' ? undefined : this.options.podOf(event) });
   }
 }

@@ -9,6 +9,7 @@ import {
   type Logger,
   type ManifestSource,
 } from '@kubelet-ts/core';
+import type { Inbox } from './inbox.js';
 import type { KubeletMetrics } from './metrics.js';
 import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
@@ -27,8 +28,8 @@ export interface SourceIntakeOptions {
   readonly logger: Logger;
   readonly metrics: KubeletMetrics;
   readonly emit: (event: Omit<KubeletEvent, 'time'>) => void;
-  /** A source delivered; `changed` is false when its set is the very one it delivered before. */
-  readonly onUpdate: (changed: boolean) => void;
+  /** Where a delivery is told (`sources-changed`). */
+  readonly inbox: Inbox;
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
   /** Whether manifests an embedder's source builds itself may bind host paths (see `validateManifest`). */
@@ -116,7 +117,7 @@ export class SourceIntake {
       this.options.logger.debug({ source, manifests: manifests.length }, 'source update');
       this.reportConflicts();
     }
-    this.options.onUpdate(changed);
+    this.options.inbox.post({ type: 'sources-changed', changed });
   }
 
   /**

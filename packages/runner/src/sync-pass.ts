@@ -11,11 +11,14 @@ import {
   type DesiredPod,
   type KubeletError,
   type Logger,
+  type Plan,
   type PlanInput,
+  type PodPlan,
   type SandboxSummary,
 } from '@kubelet-ts/core';
 import type { ExecutionResult } from './executor.js';
 import type { KubeletMetrics } from './metrics.js';
+import type { Inbox } from './inbox.js';
 import type { PodCache } from './pod-cache.js';
 import type { DesiredState } from './mux.js';
 import { hasAnyProbe, probeTargets } from './probe-targets.js';
@@ -34,13 +37,13 @@ export interface SyncPassOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly intake: SourceIntake;
-  readonly workers: PodWorkers<DesiredState>;
+  readonly workers: PodWorkers;
   readonly prober: Prober;
   readonly transitions: TransitionReporter;
   readonly metrics: KubeletMetrics;
   readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
-  /** Asks the loop for one more pass. */
-  readonly requestPass: () => void;
+  /** Where a pass says that a pod it left out has been planned by nobody (`pod-missed`). */
+  readonly inbox: Inbox;
 }
 
 /**
@@ -137,11 +140,10 @@ export class SyncPass {
       this.options.transitions.backOffs(p.backOffs);
       this.options.prober.update(probeTargets(desired.pods, actual, hostname));
       if (p.held > 0) logger.info({ held: p.held, waitingFor: intake.unseen() }, 'keeping containers until every source has been seen');
-      // A busy pod was left out of this plan: its worker looks again when it ends if the desired
-      // state moved on meanwhile (see PodWorkers). A worker that ended while this pass listed
-      // needs a pass now.
-      if (workers.deferred(busy, desired)) this.options.requestPass();
-      const work = p.pods.map((pod) => workers.dispatch(pod, desired));
+      // A busy pod was left out of this plan: its worker plans it again when it is done (see
+      // PodWorkers). One whose worker ended while this pass listed was planned by nobody.
+      this.leftOut(busy);
+      const work = p.pods.map((pod) => workers.dispatch(pod));
       return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, p.held, busy.size)) };
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
@@ -152,37 +154,59 @@ export class SyncPass {
 
   /** A pass of `pods` only (see `run`). */
   private async runPods(pods: ReadonlySet<string>): Promise<{ done: Promise<PassResult> }> {
-    const { clock, intake, runtime, cache, workers, logger, hostname } = this.options;
+    const { clock, runtime, cache, workers, logger, hostname } = this.options;
     const startedAt = clock.now();
-    const state = intake.desired();
-    const desired = state.pods.filter((p) => pods.has(p.manifest.id));
+    let desired = 0;
     const finish = (executed: ExecutionResult, busy: number, error?: KubeletError): PassResult => {
-      const result: PassResult = { startedAt, desired: desired.length, durationMs: clock.now() - startedAt, ...executed, held: 0, busy, pods: [...pods], ...(error === undefined ? {} : { error }) };
+      const result: PassResult = { startedAt, desired, durationMs: clock.now() - startedAt, ...executed, held: 0, busy, pods: [...pods], ...(error === undefined ? {} : { error }) };
       logger[executed.actions > 0 ? 'info' : 'debug']({ pods: result.pods, actions: result.actions, failures: result.failures, durationMs: result.durationMs }, 'pod pass');
       return result;
     };
     try {
-      // A busy pod's worker is acting: it is looked at again when that worker ends.
+      // A busy pod's worker is acting: it plans the pod again when it is done.
       const busy = new Set([...workers.busy()].filter((id) => pods.has(id)));
-      for (const id of busy) workers.update(id);
+      for (const id of busy) workers.news(id);
       await cache.refresh(pods);
-      const { containers, sandboxes } = cache.snapshot();
+      const { containers } = cache.snapshot();
       this.ours = oursById(containers, hostname);
-      const actual = containers.filter((c) => pods.has(c.labels[Labels.manifestId] ?? ''));
       this.options.transitions.exits(containers);
-      const mine = sandboxes.filter((s) => pods.has(s.labels[Labels.sandbox] ?? ''));
-      const p = plan(this.planInput(desired, intake.allSeen(), actual, mine, busy));
-      // A busy pod was not planned: its back-offs stand until a pass plans it.
-      this.backOffs = [...this.backOffs.filter((b) => !pods.has(b.podId) || busy.has(b.podId)), ...p.backOffs];
-      this.options.transitions.backOffs(this.backOffs);
-      if (workers.deferred(busy, state)) this.options.requestPass();
-      const work = p.pods.map((pod) => workers.dispatch(pod, state));
+      const scoped = this.planScope(pods, busy);
+      desired = scoped.desired;
+      this.leftOut(busy);
+      const work = scoped.plan.pods.map((pod) => workers.dispatch(pod));
       return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, busy.size)) };
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
       logger.error({ code: e.code, err: e, pods: [...pods] }, `pod pass failed: ${e.message}`);
       return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, e)) };
     }
+  }
+
+  /**
+   * One pod's plan from the newest desired state and what the pod cache holds of it: what its
+   * worker acts on next when news arrived while it worked. Undefined when there is nothing to do.
+   */
+  planPod(podId: string): PodPlan | undefined {
+    return this.planScope(new Set([podId]), new Set()).plan.pods[0];
+  }
+
+  /** Plans `pods` (but the `busy` ones) from the pod cache, and records their back-offs. */
+  private planScope(pods: ReadonlySet<string>, busy: ReadonlySet<string>): { readonly plan: Plan; readonly desired: number } {
+    const { intake, cache } = this.options;
+    const { containers, sandboxes } = cache.snapshot();
+    const desired = intake.desired().pods.filter((p) => pods.has(p.manifest.id));
+    const actual = containers.filter((c) => pods.has(c.labels[Labels.manifestId] ?? ''));
+    const mine = sandboxes.filter((s) => pods.has(s.labels[Labels.sandbox] ?? ''));
+    const p = plan(this.planInput(desired, intake.allSeen(), actual, mine, busy));
+    // A busy pod was not planned: its back-offs stand until a plan of it is made.
+    this.backOffs = [...this.backOffs.filter((b) => !pods.has(b.podId) || busy.has(b.podId)), ...p.backOffs];
+    this.options.transitions.backOffs(this.backOffs);
+    return { plan: p, desired: desired.length };
+  }
+
+  /** Busy pods a pass left out: news for their workers; one that has ended was planned by nobody. */
+  private leftOut(busy: ReadonlySet<string>): void {
+    for (const id of busy) if (!this.options.workers.news(id)) this.options.inbox.post({ type: 'pod-missed', podId: id });
   }
 
   /** Whether a pod has containers with probes (their new containers are handed to the prober at once). */

@@ -55,7 +55,7 @@ export function proberFixture() {
     opened: [] as Prober[],
 
     prober(options: Partial<ProberOptions> = {}): Prober {
-      const p: Prober = new Prober({ runtime: f.runtime, clock: f.clock, events: f.events, network: f.network, onUnhealthy: (t) => void f.act(p, t), ...options });
+      const p: Prober = new Prober({ runtime: f.runtime, clock: f.clock, events: f.events, network: f.network, inbox: { post: (m) => m.type === 'container-unhealthy' && void f.act(p, m.target) }, ...options });
       f.opened.push(p);
       return p;
     },

@@ -166,8 +166,13 @@ describe('RuntimeWatch', () => {
       clock,
       logger: new RecordingLogger(),
       podOf: (e) => (e.containerId === 'known' ? 'web' : undefined),
-      requestPods: (ids) => asked.push([...ids]),
-      requestRelist: () => (relists += 1),
+      // What the agent's inbox would do: a pass of the pod of an exit or removal, a relist on reconnection.
+      inbox: {
+        post: (m) => {
+          if (m.type === 'runtime-event' && m.event.type !== 'started' && m.podId !== undefined) asked.push([m.podId]);
+          if (m.type === 'event-stream-reconnected') relists += 1;
+        },
+      },
       backoff: { initialMs: 100, maxMs: 1_000 },
     });
     watch.start();
