@@ -14,6 +14,6 @@ trap stop_services EXIT
 
 export TURBO_TELEMETRY_DISABLED=1 TESTCONTAINERS_RYUK_DISABLED=true
 npm run typecheck --silent
-find . -name .jest-results.json -not -path "*/node_modules/*" -delete
+find . \( -name .jest-results.json -o -name .vitest-results.json \) -not -path "*/node_modules/*" -delete
 npx turbo run test --concurrency=1 --output-logs=full --log-order=grouped
 node scripts/summarise-tests.js

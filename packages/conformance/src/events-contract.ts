@@ -1,5 +1,5 @@
-import { describe, expect, it } from '@jest/globals';
 import { Labels, buildContainerName, type ContainerEvent, type ContainerEventSource, type ContainerRuntime, type ContainerSpec, type ContainerState } from '@kubelet-ts/core';
+import type { TestApi } from './test-api.js';
 
 /**
  * Declared by runtimes that stream container events (`ContainerEventSource`): how the contract
@@ -17,6 +17,7 @@ interface EventsContractOptions {
   readonly name: string;
   readonly image: string;
   readonly events?: EventsCapability;
+  readonly testApi: TestApi;
 }
 
 /** Runs until SIGTERM, then exits 3 (busybox sh as PID 1 gets the signal because it traps it). */
@@ -77,6 +78,7 @@ class EventLog {
  * skipped by name. `create` makes a container in the contract's sandbox and removes it after the test.
  */
 export function eventsContract(runtime: () => ContainerRuntime, create: (spec: ContainerSpec) => Promise<{ readonly id: string }>, options: EventsContractOptions): void {
+  const { describe, expect, it } = options.testApi;
   describe('events', () => {
     const capability = options.events;
     const withEvents = (title: string, body: (r: ContainerRuntime, source: ContainerEventSource, c: EventsCapability) => Promise<void>) =>

@@ -2,6 +2,7 @@
 
 // The contracts every adapter runs
 export { runtimeContract, type RuntimeContractOptions } from './runtime-contract.js';
+export type { TestApi, TestApiOption } from './test-api.js';
 export type { PodNetworkCapability } from './pod-contract.js';
 export type { EventsCapability } from './events-contract.js';
 export { runnerScenarios, type RunnerScenarioOptions, type ScenarioAgent } from './runner-scenarios.js';

@@ -1,6 +1,6 @@
-import { describe, expect, it } from '@jest/globals';
 import { KubeletError, Labels, buildContainerName, sandboxHash, type ContainerRuntime, type ContainerSpec, type PortBinding, type SandboxSpec } from '@kubelet-ts/core';
 import { podFixture } from './pod-fixture.js';
+import type { TestApi } from './test-api.js';
 
 /**
  * Declared by runtimes whose pods have a real network: how to serve and fetch a word over TCP with
@@ -20,10 +20,12 @@ interface PodContractOptions {
   readonly image: string;
   readonly command: readonly string[];
   readonly podNetwork?: PodNetworkCapability;
+  readonly testApi: TestApi;
 }
 
 /** The pod half of `runtimeContract`: sandboxes, and containers in them. */
 export function podContract(runtime: () => ContainerRuntime, options: PodContractOptions): void {
+  const { describe, expect, it } = options.testApi;
   describe('pods', () => {
     const net = options.podNetwork;
     const { run, withNetwork } = podFixture(runtime, options);

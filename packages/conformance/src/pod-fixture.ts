@@ -1,13 +1,14 @@
-import { afterEach, it } from '@jest/globals';
 import type { ContainerRuntime, SandboxSpec, SandboxSummary } from '@kubelet-ts/core';
 import type { PodNetworkCapability } from './pod-contract.js';
+import type { TestApi } from './test-api.js';
 
 /**
  * What the pod-level contracts share, inside their `describe`: `run` makes a sandbox that is
  * removed (with its volumes) after the test; `withNetwork` declares a test that needs a real pod
  * network, skipped by name where the runtime declares no `podNetwork`.
  */
-export function podFixture(runtime: () => ContainerRuntime, options: { readonly name: string; readonly podNetwork?: PodNetworkCapability | undefined }) {
+export function podFixture(runtime: () => ContainerRuntime, options: { readonly name: string; readonly podNetwork?: PodNetworkCapability | undefined; readonly testApi: TestApi }) {
+  const { afterEach, it } = options.testApi;
   const sandboxes: string[] = [];
   afterEach(async () => {
     for (const id of sandboxes.splice(0)) await runtime().removeSandbox(id, { volumes: true });

@@ -1,4 +1,3 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   Labels,
   identityOf,
@@ -9,6 +8,7 @@ import {
   type ManifestSource,
   StaticManifestSource,
 } from '@kubelet-ts/core';
+import { resolveTestApi, type TestApiOption } from './test-api.js';
 
 /** The slice of an agent the scenarios drive; `createKubelet` from `@kubelet-ts/runner` fits. */
 export interface ScenarioAgent {
@@ -17,7 +17,7 @@ export interface ScenarioAgent {
   close(): Promise<void>;
 }
 
-export interface RunnerScenarioOptions {
+export interface RunnerScenarioOptions extends TestApiOption {
   readonly makeRuntime: () => ContainerRuntime | Promise<ContainerRuntime>;
   readonly makeAgent: (parts: { runtime: ContainerRuntime; sources: ManifestSource[]; hostname: string }) => ScenarioAgent;
   /** An image the runtime has whose `command` runs until stopped, and stops promptly on SIGTERM. */
@@ -30,6 +30,7 @@ export interface RunnerScenarioOptions {
  * runtime and on a real engine, which is what proves the fake behaves like the engine.
  */
 export function runnerScenarios(name: string, options: RunnerScenarioOptions): void {
+  const { afterAll, beforeAll, describe, expect, it } = resolveTestApi(options.testApi, `runnerScenarios('${name}')`);
   describe(`runner scenarios: ${name}`, () => {
     const node = `scenario-${name}-${process.pid}`.toLowerCase();
     let runtime: ContainerRuntime;

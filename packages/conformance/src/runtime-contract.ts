@@ -1,10 +1,10 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { KubeletError, Labels, buildContainerName, sandboxHash, type ContainerRuntime, type ContainerSpec, type ErrorCode } from '@kubelet-ts/core';
 import { eventsContract, type EventsCapability } from './events-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
+import { resolveTestApi, type TestApiOption } from './test-api.js';
 import { v1Contract } from './v1-contract.js';
 
-export interface RuntimeContractOptions {
+export interface RuntimeContractOptions extends TestApiOption {
   /** An image the runtime has (or can pull) whose `command` keeps running until stopped. */
   readonly image: string;
   /** A command that runs until it is signalled, e.g. `['sleep', '3600']`. */
@@ -26,8 +26,12 @@ export interface RuntimeContractOptions {
  * The `ContainerRuntime` contract as one suite. An adapter's contract test is:
  *
  *     runtimeContract('docker', () => new DockerRuntime(...), { image, command });
+ *
+ * Under jest as it is; under vitest with `testApi` (or `globals: true`).
  */
 export function runtimeContract(name: string, makeRuntime: () => ContainerRuntime | Promise<ContainerRuntime>, options: RuntimeContractOptions): void {
+  const testApi = resolveTestApi(options.testApi, `runtimeContract('${name}')`);
+  const { afterAll, afterEach, beforeAll, describe, expect, it } = testApi;
   describe(`ContainerRuntime contract: ${name}`, () => {
     let runtime: ContainerRuntime;
     /** The containers of these tests live in one sandbox (a CRI runtime has no other kind). */
@@ -184,8 +188,8 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
       expect(all.some((x) => x.id === foreign.id)).toBe(true);
     });
 
-    podContract(() => runtime, { ...options, name });
-    v1Contract(() => runtime, { ...options, name });
-    eventsContract(() => runtime, create, { ...options, name });
+    podContract(() => runtime, { ...options, name, testApi });
+    v1Contract(() => runtime, { ...options, name, testApi });
+    eventsContract(() => runtime, create, { ...options, name, testApi });
   });
 }

@@ -1,4 +1,3 @@
-import { describe, expect, it } from '@jest/globals';
 import {
   HOST_NETWORK_SANDBOX_HASH,
   Labels,
@@ -11,6 +10,7 @@ import {
 } from '@kubelet-ts/core';
 import type { PodNetworkCapability } from './pod-contract.js';
 import { podFixture } from './pod-fixture.js';
+import type { TestApi } from './test-api.js';
 
 interface V1ContractOptions {
   readonly name: string;
@@ -18,6 +18,7 @@ interface V1ContractOptions {
   readonly command: readonly string[];
   readonly realExec?: boolean;
   readonly podNetwork?: PodNetworkCapability;
+  readonly testApi: TestApi;
 }
 
 /**
@@ -26,6 +27,7 @@ interface V1ContractOptions {
  * host-network sandboxes. Checks that need a real network run only where `podNetwork` is declared.
  */
 export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractOptions): void {
+  const { describe, expect, it } = options.testApi;
   describe('v1 Pod fields', () => {
     const { run, withNetwork } = podFixture(runtime, options);
 

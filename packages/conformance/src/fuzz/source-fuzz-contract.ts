@@ -1,4 +1,3 @@
-import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import {
   canonicalJson,
@@ -12,6 +11,7 @@ import {
   type SourceSink,
 } from '@kubelet-ts/core';
 import { recordFigures, reliabilityRuns, reliabilitySeed, type ReliabilityCounts } from '../reliability.js';
+import { resolveTestApi, type TestApiExpect, type TestApiOption } from '../test-api.js';
 import { describeFuzzInput, fuzzBytes, fuzzInput, type FuzzInput } from './cases.js';
 import { heapUsedMB } from './memory.js';
 import { renderDocument } from './render.js';
@@ -47,12 +47,12 @@ export interface RequestFuzzHarness {
 
 export type SourceFuzzHarness = DocumentFuzzHarness | RequestFuzzHarness;
 
-export interface SourceFuzzOptions {
+export interface SourceFuzzOptions extends TestApiOption {
   /** Inputs per run (short in CI, long under `KUBELET_TS_RELIABILITY=long`). */
   readonly runs: ReliabilityCounts;
   /** How long the source may take to act on one publication. Default 10 s. */
   readonly stepTimeoutMs?: number;
-  /** The jest timeout of the whole run. Default 15 min. */
+  /** The test timeout of the whole run. Default 15 min. */
   readonly testTimeoutMs?: number;
   /**
    * Heap growth allowed over the run, after a full collection. Default 48 MB: a source holds one
@@ -148,6 +148,7 @@ const encode = (text: string) => new TextEncoder().encode(text);
  * This also tests the case that matters: a valid manifest running, then a broken version of it.
  */
 export function sourceFuzzContract(name: string, makeHarness: () => SourceFuzzHarness | Promise<SourceFuzzHarness>, options: SourceFuzzOptions): void {
+  const { describe, expect, it } = resolveTestApi(options.testApi, `sourceFuzzContract('${name}')`);
   const stepMs = options.stepTimeoutMs ?? 10_000;
   describe(`source fuzz: ${name}`, () => {
     it(
@@ -167,7 +168,7 @@ export function sourceFuzzContract(name: string, makeHarness: () => SourceFuzzHa
         const started = Date.now();
         process.on('unhandledRejection', onUnhandled);
         try {
-          const step = harness.kind === 'document' ? await documentSteps(harness, sink, sentinel, stepMs) : await requestSteps(harness, sink, sentinel);
+          const step = harness.kind === 'document' ? await documentSteps(harness, sink, sentinel, stepMs, expect) : await requestSteps(harness, sink, sentinel, expect);
           await fc.assert(
             fc.asyncProperty(fuzzInput({ avoidId: reserved }), async (input) => {
               counts[input.kind] += 1;
@@ -211,7 +212,7 @@ export function sourceFuzzContract(name: string, makeHarness: () => SourceFuzzHa
 
 type Step = (input: FuzzInput, barrierId: string) => Promise<void>;
 
-async function documentSteps(harness: DocumentFuzzHarness, sink: FuzzSink, sentinel: ContainerManifest, stepMs: number): Promise<Step> {
+async function documentSteps(harness: DocumentFuzzHarness, sink: FuzzSink, sentinel: ContainerManifest, stepMs: number, expect: TestApiExpect): Promise<Step> {
   const sentinelText = renderDocument(SENTINEL_INPUT, 'yaml');
   const prefix = encode(`${sentinelText}---\n`);
   const compose = (bytes: Uint8Array) => (harness.sentinel === 'embedded' ? Buffer.concat([prefix, bytes]) : bytes);
@@ -269,7 +270,7 @@ async function documentSteps(harness: DocumentFuzzHarness, sink: FuzzSink, senti
   };
 }
 
-async function requestSteps(harness: RequestFuzzHarness, sink: FuzzSink, sentinel: ContainerManifest): Promise<Step> {
+async function requestSteps(harness: RequestFuzzHarness, sink: FuzzSink, sentinel: ContainerManifest, expect: TestApiExpect): Promise<Step> {
   const held = new Map<string, ContainerManifest>();
   /** Sends `bytes`; the answer and the set must be what parsing one manifest says. */
   const send = async (bytes: Uint8Array) => {

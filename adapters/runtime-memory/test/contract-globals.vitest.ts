@@ -1,0 +1,11 @@
+import { runtimeContract } from '@kubelet-ts/conformance';
+import { MemoryRuntime } from '../src/index.js';
+
+// The contract under vitest with no `testApi`: it finds vitest's globals (`globals: true` in this
+// file's project in vitest.config.js), as it finds jest's.
+runtimeContract('memory under vitest, by its globals', () => new MemoryRuntime({ images: ['busybox:1.36'], pullable: [] }), {
+  image: 'busybox:1.36',
+  command: ['sleep', '3600'],
+  realExec: false,
+  events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
+});

@@ -1,0 +1,13 @@
+import * as vitest from 'vitest';
+import { runtimeContract } from '@kubelet-ts/conformance';
+import { MemoryRuntime } from '../src/index.js';
+
+// The contract of contract.test.ts under vitest, as an adapter author who uses vitest runs it: with
+// vitest's test functions handed over (contract-globals.vitest.ts relies on `globals: true` instead).
+runtimeContract('memory under vitest', () => new MemoryRuntime({ images: ['busybox:1.36'], pullable: [] }), {
+  image: 'busybox:1.36',
+  command: ['sleep', '3600'],
+  realExec: false,
+  events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
+  testApi: vitest,
+});
