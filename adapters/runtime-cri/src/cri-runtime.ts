@@ -70,11 +70,10 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
  * `cri` plugin) or CRI-O. A pod is a CRI pod sandbox (RunPodSandbox: its network namespace and
  * host ports), and its containers are made in it (CreateContainer with the sandbox's config).
  *
- * CRI has no container outside a sandbox: `create` without a `sandboxId` rejects with
- * `InvalidManifest`. Labels are CRI labels, so ownership and adoption after an agent restart work
- * as on Docker; what the adapter needs beyond them is kept in annotations (`CriAnnotations`).
- * Host ports are checked before a sandbox runs (see `assertHostPortsFree`): CNI's portmap would
- * let two sandboxes share one. Call `close()` (or `dispose()`) to close the gRPC channel.
+ * Labels are CRI labels, so ownership and adoption after an agent restart work as on Docker; what
+ * the adapter needs beyond them is kept in annotations (`CriAnnotations`). Host ports are checked
+ * before a sandbox runs (see `assertHostPortsFree`): CNI's portmap would let two sandboxes share
+ * one. Call `close()` (or `dispose()`) to close the gRPC channel.
  */
 export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly name = ADAPTER;
@@ -206,10 +205,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     return detailsOf(status, info);
   }
 
-  async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
-    if (sandboxId === undefined) {
-      throw new KubeletError('InvalidManifest', `create ${spec.name}: CRI runs containers only in a pod sandbox; run one (runSandbox) and create the container in it`, { adapter: ADAPTER });
-    }
+  async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
     // Both at once: they are on the path of every container start.
     const [sandbox, { containers }] = await Promise.all([
       this.sandboxStatus(sandboxId),

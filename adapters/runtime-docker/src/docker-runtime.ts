@@ -30,7 +30,7 @@ import {
 } from '@kubelet-ts/core';
 import type { DockerApi, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
 import { dockerEvents } from './docker-events.js';
-import { DockerSandboxes, portBindings } from './docker-sandboxes.js';
+import { DockerSandboxes } from './docker-sandboxes.js';
 import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
 import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
@@ -68,7 +68,6 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   readonly endpoint: string;
   private readonly docker: DockerApi;
   private readonly volumesRoot: string;
-  private readonly hostIp: string;
   private readonly podInfraImage: string;
   private readonly logger: Logger;
   private readonly pullProgressIntervalMs: number;
@@ -82,14 +81,13 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     this.endpoint = host;
     this.docker = options.docker ?? connect(host);
     this.volumesRoot = resolve(options.volumesRoot ?? DEFAULT_VOLUMES_ROOT);
-    this.hostIp = options.hostIp ?? '0.0.0.0';
     this.podInfraImage = options.podInfraImage ?? DEFAULT_POD_INFRA_IMAGE;
     this.logger = options.logger ?? silentLogger;
     this.pullProgressIntervalMs = options.pullProgressIntervalMs ?? 10_000;
     this.clock = options.clock ?? systemClock;
     this.sandboxes = new DockerSandboxes({
       docker: this.docker,
-      hostIp: this.hostIp,
+      hostIp: options.hostIp ?? '0.0.0.0',
       podInfraImage: this.podInfraImage,
       volumesRoot: this.volumesRoot,
       clock: this.clock,
@@ -143,20 +141,17 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     return { ...details, image, spec: { ...details.spec, image } };
   }
 
-  async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
+  async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
     // No image check first: the engine answers 404 for a missing image, which is NotFound.
     const binds = await this.prepareVolumes(spec);
-    // In a sandbox the container joins its namespace, whose holder publishes the pod's ports; a
-    // container without one (an embedder's own) gets its ports directly, like `docker run -p`.
-    const pod = sandboxId !== undefined;
     // The engine creates a container that names an unknown container's network (it fails only at
     // start): one inspect gives the contract's NotFound at create.
-    if (pod) await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
-    // On Podman a container that joins another's network keeps a UTS namespace of its own (its
+    await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
+    // The container joins the sandbox's namespace, whose holder publishes the pod's ports. On
+    // Podman a container that joins another's network keeps a UTS namespace of its own (its
     // hostname would be its id); Docker gives it the sandbox's hostname. Joining the sandbox's UTS
     // namespace too gives the pod's hostname, as in a Kubernetes pod.
-    const uts = pod && (await this.engine()) === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
-    const network = pod ? { NetworkMode: `container:${sandboxId}`, ...uts } : { PortBindings: portBindings(spec.ports, this.hostIp).bindings };
+    const uts = (await this.engine()) === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
     const options: DockerCreateOptions = {
       name: spec.name,
       Image: spec.image,
@@ -167,9 +162,9 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       ...(spec.workingDir === undefined ? {} : { WorkingDir: spec.workingDir }),
       Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
       Labels: { ...spec.labels },
-      ...(pod ? {} : { ExposedPorts: portBindings(spec.ports, this.hostIp).exposed }),
       HostConfig: {
-        ...network,
+        NetworkMode: `container:${sandboxId}`,
+        ...uts,
         Binds: binds,
         ...(spec.memory === undefined ? {} : { Memory: spec.memory }),
         ...(spec.cpuShares === undefined ? {} : { CpuShares: spec.cpuShares }),

@@ -17,8 +17,8 @@ export interface ContainerSpec {
   readonly workingDir?: string;
   readonly env: Readonly<Record<string, string>>;
   /**
-   * This container's own ports. In a sandbox they are published by the sandbox (its `ports`), and
-   * the container publishes nothing itself; only a container created without a sandbox publishes them.
+   * This container's own ports, kept with it for the record. Its sandbox publishes them (the pod's
+   * `ports`, made when the sandbox runs); the container publishes nothing itself.
    */
   readonly ports: readonly PortBinding[];
   readonly mounts: readonly Mount[];
@@ -102,7 +102,8 @@ export interface ListOptions {
  *   holder exited, the engine restarted) is `notready`, and a `notready` sandbox is never made
  *   ready again by the runtime: the agent replaces it.
  * - `create(spec, sandboxId)` puts the container in the sandbox's namespace: containers of one
- *   sandbox reach each other on 127.0.0.1. An unknown sandbox rejects with `NotFound`.
+ *   sandbox reach each other on 127.0.0.1. Every container is made in a sandbox (as in CRI: there
+ *   is no container outside one); an unknown sandbox rejects with `NotFound`.
  * - `stopSandbox` ends the namespace (its containers are then stopped too); stopping a stopped one
  *   succeeds; an unknown id rejects with `NotFound`.
  * - `removeSandbox` removes every container in the sandbox (forced) and the sandbox; with
@@ -142,8 +143,11 @@ export interface ContainerRuntime {
   removeSandbox(id: string, options?: { readonly volumes?: boolean }): Promise<void>;
   list(options?: ListOptions): Promise<ContainerSummary[]>;
   inspect(id: string): Promise<ContainerDetails>;
-  /** Creates the container in the sandbox `sandboxId`, or, without one, in a namespace of its own. */
-  create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary>;
+  /**
+   * Creates (never starts) the container in the sandbox `sandboxId`, whose namespace and published
+   * ports it shares. `NotFound` when there is no such sandbox (see the contract above).
+   */
+  create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary>;
   start(id: string): Promise<void>;
   stop(id: string, timeoutSeconds: number): Promise<void>;
   remove(id: string, options?: { readonly force?: boolean }): Promise<void>;

@@ -121,13 +121,16 @@ export class PlanExecutor {
           if (waiting.first) this.emit(action, 'BackOff', `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to start it last time`, 'RunContainerError');
           throw new AlreadyReported();
         }
+        // Its pod's ready sandbox, or the one the pod's run-sandbox step just made: the planner
+        // gives every create one or the other, and a container is never made outside a sandbox.
+        const sandbox = action.sandbox ?? progress?.sandbox;
+        if (sandbox === undefined) throw new KubeletError('Internal', `create ${action.container}: the plan gives it no sandbox (none ready, and no run-sandbox step before it)`);
         // Host paths are checked (v1 hostPath: made, for the …OrCreate types) on the host first, as the
         // kubelet does, and one that leads to the host's root through a link is refused; a
         // failure names the volume and path, and the next pass tries again. (Only then awaited:
         // a pod without them takes no extra turn on its way to the engine.)
         if (action.spec.mounts.some((m) => m.hostPath !== undefined)) await prepareHostPaths(action.spec.mounts);
         await this.ensureImage(action);
-        const sandbox = action.sandbox ?? progress?.sandbox;
         const created = await runtime.create(action.spec, sandbox);
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
         await this.startOrDiscard(created.id, key);
