@@ -159,7 +159,7 @@ describe('DockerRuntime on a real engine', () => {
   });
 
   it('fails a pull with no registry as a clear error, not a hang', async () => {
-    const error = (await runtime.pull('kubelet-ts.invalid/nothing:1').catch((e: unknown) => e)) as KubeletError;
+    const error = (await runtime.images.pull('kubelet-ts.invalid/nothing:1').catch((e: unknown) => e)) as KubeletError;
     expect(['NotFound', 'Unavailable']).toContain(error.code);
     expect(error.message).toContain('pull kubelet-ts.invalid/nothing:1');
   });

@@ -23,6 +23,7 @@ import {
 } from '@kubelet-ts/core';
 import { CallLog } from './call-log.js';
 import { MemoryEvents } from './memory-events.js';
+import { MemoryImages } from './memory-images.js';
 
 export type { Fault, Latency, RuntimeCall, RuntimeOperation } from './call-log.js';
 
@@ -34,8 +35,8 @@ export interface MemoryRuntimeOptions {
   /** Images present from the start. */
   readonly images?: readonly string[];
   /**
-   * Which images `pull` can fetch: `'any'` (default) or a list. Anything else is `NotFound`, as an
-   * engine with no registry would answer.
+   * Which images `images.pull` can fetch: `'any'` (default) or a list. Anything else is
+   * `NotFound`, as an engine with no registry would answer.
    */
   readonly pullable?: 'any' | readonly string[];
   /** Milliseconds each pull takes on the clock. Default 0. */
@@ -75,15 +76,13 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   readonly name = ADAPTER;
   /** Events and figures, as the real engines have (the figures are what `setStats` says). */
   readonly capabilities: RuntimeCapabilities = { events: this, stats: this };
+  /** Its images: `pull` and `hasImage` are logged, delayed and faulted like every other call. */
+  readonly images: MemoryImages;
 
   private readonly containers = new Map<string, Record_>();
   private readonly sandboxes = new Map<string, SandboxRecord>();
   /** Container names in use, so that create's name check does not scan every container. */
   private readonly names = new Map<string, string>();
-  private readonly images: Set<string>;
-  private readonly pullable: 'any' | ReadonlySet<string>;
-  private readonly pullLatencyMs: number;
-  private readonly pulls = new Map<string, Promise<void>>();
   private readonly execLatency = new Map<string, number>();
   private readonly figures = new Map<string, { cpuNs: number; memoryBytes: number }>();
   private nextId = 1;
@@ -91,9 +90,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
 
   constructor(options: MemoryRuntimeOptions = {}) {
     super(options.clock ?? systemClock, options.callLogSize ?? 10_000);
-    this.images = new Set(options.images ?? []);
-    this.pullable = options.pullable === undefined || options.pullable === 'any' ? 'any' : new Set(options.pullable);
-    this.pullLatencyMs = options.pullLatencyMs ?? 0;
+    this.images = new MemoryImages({ ...options, clock: this.clock, enter: (op, target) => this.enter(op, target), adapter: ADAPTER });
   }
 
   // ---- the contract: pods --------------------------------------------------------------------
@@ -219,26 +216,6 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     this.changes.emit('removed', id, r.spec.labels, this.clock.now());
   }
 
-  async pull(image: string): Promise<void> {
-    await this.enter('pull', image);
-    const pending = this.pulls.get(image);
-    if (pending !== undefined) return pending;
-    const transfer = (async () => {
-      if (this.pullLatencyMs > 0) await sleep(this.clock, this.pullLatencyMs);
-      if (this.pullable !== 'any' && !this.pullable.has(image)) {
-        throw new KubeletError('NotFound', `pull ${image}: repository does not exist or no registry is reachable`, { adapter: ADAPTER });
-      }
-      this.images.add(image);
-    })().finally(() => this.pulls.delete(image));
-    this.pulls.set(image, transfer);
-    return transfer;
-  }
-
-  async hasImage(image: string): Promise<boolean> {
-    await this.enter('hasImage', image);
-    return this.images.has(image);
-  }
-
   async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
     await this.enter('exec', id);
     const r = this.get(id);
@@ -338,7 +315,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     this.execLatency.set(id, delayMs);
   }
 
-  /** Adds an image as if it had been built locally. */
+  /** Adds an image as if it had been built locally (`images.add`). */
   addImage(image: string): void {
     this.images.add(image);
   }

@@ -100,10 +100,10 @@ describe('MemoryRuntime', () => {
   it('shares one pull between concurrent requests for an image', async () => {
     const clock = new ManualClock();
     const runtime = new MemoryRuntime({ clock, pullLatencyMs: 100 });
-    const pulls = Promise.all([runtime.pull('app:2'), runtime.pull('app:2')]);
+    const pulls = Promise.all([runtime.images.pull('app:2'), runtime.images.pull('app:2')]);
     await clock.advance(100);
     await pulls;
-    expect(await runtime.hasImage('app:2')).toBe(true);
+    expect(await runtime.images.hasImage('app:2')).toBe(true);
     expect(clock.pending).toBe(0); // one transfer timer, not two
   });
 

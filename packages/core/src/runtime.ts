@@ -89,9 +89,27 @@ export interface ListOptions {
 }
 
 /**
- * The five calls of the 2014 agent, the two a real engine needs (pull, remove), and the pod sandbox
- * (CRI's RunPodSandbox, then containers in it), in domain types only. Every implementation runs
- * `runtimeContract` from `@kubelet-ts/conformance`.
+ * The images a runtime runs containers from, a service of their own beside the containers (CRI's
+ * ImageService beside its RuntimeService): the agent makes sure a container's image is there, by
+ * its pull policy, before it creates the container.
+ *
+ * The contract:
+ * - `hasImage` says whether the runtime has the image now; it never pulls.
+ * - `pull` of an image it cannot get rejects with `NotFound`; an unreachable registry or engine
+ *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer, and every caller
+ *   gets its one outcome: the agent pulls for each pod that needs an image and relies on this
+ *   rather than keeping a single-flight of its own.
+ * - Any call may reject with `Unavailable` when the runtime cannot be reached.
+ */
+export interface ImageService {
+  pull(image: string): Promise<void>;
+  hasImage(image: string): Promise<boolean>;
+}
+
+/**
+ * The five calls of the 2014 agent, the one more a real engine needs (remove), the pod sandbox
+ * (CRI's RunPodSandbox, then containers in it) and, beside them, the runtime's images (`images`),
+ * in domain types only. Every implementation runs `runtimeContract` from `@kubelet-ts/conformance`.
  *
  * The contract of pods:
  * - `runSandbox` makes the pod's namespace, publishes `spec.ports` on it once, and resolves when it
@@ -115,17 +133,13 @@ export interface ListOptions {
  *   relist; the agent reads what it saw from its pod cache between relists.
  * - `inspect`, `start`, `stop` of an unknown id reject with `NotFound`.
  * - `create` of a name already taken rejects with `Conflict`; an image the runtime does not have
- *   rejects with `NotFound` (pull first). It never starts the container.
+ *   rejects with `NotFound` (pull it first, through `images`). It never starts the container.
  * - `start` of a running container succeeds and changes nothing. A start that fails leaves the
  *   container `exited` (or `created`) and rejects.
  * - `stop` asks the container to end, waits up to `timeoutSeconds`, then kills it. Stopping a
  *   container that is not running succeeds.
  * - `remove` of a running container rejects with `Conflict` unless `force`; removing an id that is
  *   already gone succeeds.
- * - `pull` of an image it cannot get rejects with `NotFound`; an unreachable registry or engine
- *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer, and every caller
- *   gets its one outcome: the agent pulls for each pod that needs an image and relies on this
- *   rather than keeping a single-flight of its own.
  * - `exec` runs a command in a running container (see its own doc).
  * - Any call may reject with `Unavailable` when the runtime cannot be reached.
  */
@@ -137,6 +151,8 @@ export interface ContainerRuntime {
    * never the presence of a method, and `wrapRuntime` keeps every one of them.
    */
   readonly capabilities: RuntimeCapabilities;
+  /** The images it runs containers from (see `ImageService`): every runtime has them. */
+  readonly images: ImageService;
   runSandbox(spec: SandboxSpec): Promise<SandboxSummary>;
   listSandboxes(options?: ListOptions): Promise<SandboxSummary[]>;
   stopSandbox(id: string): Promise<void>;
@@ -151,8 +167,6 @@ export interface ContainerRuntime {
   start(id: string): Promise<void>;
   stop(id: string, timeoutSeconds: number): Promise<void>;
   remove(id: string, options?: { readonly force?: boolean }): Promise<void>;
-  pull(image: string): Promise<void>;
-  hasImage(image: string): Promise<boolean>;
   /**
    * Runs `command` inside a running container (liveness probes) and resolves with its exit code
    * and combined output. `Conflict` when the container is not running; `Timeout` when the command

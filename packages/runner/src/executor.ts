@@ -192,12 +192,13 @@ export class PlanExecutor {
   /**
    * Applies the pull policy. A failed pull backs off per image (10 s doubling to 300 s) so a missing
    * image neither hammers the registry nor blocks other pods. Pods wanting one image at once share
-   * one transfer: the runtime contract requires it of `pull`, so the executor keeps no copy of it.
+   * one transfer: the image service's contract requires it of `pull`, so the executor keeps no
+   * copy of it.
    */
   private async ensureImage(action: CreateAction): Promise<void> {
     const { runtime, clock } = this.options;
     const image = action.spec.image;
-    if (action.pullPolicy !== 'Always' && (await runtime.hasImage(image))) return;
+    if (action.pullPolicy !== 'Always' && (await runtime.images.hasImage(image))) return;
     if (action.pullPolicy === 'Never') {
       this.emit(action, 'ImagePullFailed', `image ${image} is not present and imagePullPolicy is Never`, 'ErrImageNeverPull');
       throw new AlreadyReported();
@@ -210,7 +211,7 @@ export class PlanExecutor {
     // Concurrent waiters of one failed pull count it once.
     const since = this.pulls.snapshot(image);
     try {
-      await runtime.pull(image);
+      await runtime.images.pull(image);
       this.pulls.succeeded(image);
       this.emit(action, 'ImagePulled', `pulled ${image}`);
     } catch (error) {

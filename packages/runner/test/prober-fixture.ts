@@ -77,7 +77,7 @@ export function proberFixture() {
 
     /** Creates and starts a container of pod `podId` (in the pod's sandbox) on the memory runtime; returns its id. */
     async running(podId = 'cache', container = 'redis'): Promise<string> {
-      await f.runtime.pull('redis:7');
+      await f.runtime.images.pull('redis:7');
       let sandbox = sandboxes.get(podId);
       if (sandbox === undefined) {
         sandbox = (await f.runtime.runSandbox({ name: buildContainerName(podId, 'POD'), podId, hostname: podId, ports: [], labels: { [Labels.sandbox]: podId } })).id;
