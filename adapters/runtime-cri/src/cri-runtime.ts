@@ -14,6 +14,7 @@ import {
   type ContainerSpec,
   type ContainerSummary,
   type ExecResult,
+  type ImageService,
   type ListOptions,
   type Logger,
   type Registry,
@@ -26,8 +27,9 @@ import {
 } from '@kubelet-ts/core';
 import type { ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
 import { ContainerdEvents } from './containerd-events.js';
+import { CriImages } from './cri-images.js';
 import { connectCri } from './cri-client.js';
-import { ADAPTER, classifyPullError, translate } from './errors.js';
+import { ADAPTER, translate } from './errors.js';
 import { assertHostPortsFree } from './host-ports.js';
 import { buildContainerConfig } from './container-config.js';
 import { detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
@@ -70,16 +72,17 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
  * `cri` plugin) or CRI-O. A pod is a CRI pod sandbox (RunPodSandbox: its network namespace and
  * host ports), and its containers are made in it (CreateContainer with the sandbox's config).
  *
- * CRI has no container outside a sandbox: `create` without a `sandboxId` rejects with
- * `InvalidManifest`. Labels are CRI labels, so ownership and adoption after an agent restart work
- * as on Docker; what the adapter needs beyond them is kept in annotations (`CriAnnotations`).
- * Host ports are checked before a sandbox runs (see `assertHostPortsFree`): CNI's portmap would
- * let two sandboxes share one. Call `close()` (or `dispose()`) to close the gRPC channel.
+ * Labels are CRI labels, so ownership and adoption after an agent restart work as on Docker; what
+ * the adapter needs beyond them is kept in annotations (`CriAnnotations`). Host ports are checked
+ * before a sandbox runs (see `assertHostPortsFree`): CNI's portmap would let two sandboxes share
+ * one. Call `close()` (or `dispose()`) to close the gRPC channel.
  */
 export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly name = ADAPTER;
   /** containerd's own event service; no figures yet (CRI `ContainerStats` is not mapped). */
   readonly capabilities: RuntimeCapabilities = { events: this };
+  /** CRI's ImageService (see `CriImages`). */
+  readonly images: ImageService;
   readonly endpoint: string;
   private readonly cri: CriApi;
   private readonly volumesRoot: string;
@@ -88,10 +91,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   private readonly cgroupParent: string | undefined;
   private readonly runtimeHandler: string | undefined;
   private readonly requestTimeoutMs: number;
-  private readonly pullTimeoutMs: number;
   private readonly logger: Logger;
   private readonly clock: Clock;
-  private readonly pulls = new Map<string, Promise<void>>();
   private readonly changes: ContainerdEvents;
 
   constructor(options: CriRuntimeOptions = {}) {
@@ -103,9 +104,16 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.cgroupParent = options.cgroupParent;
     this.runtimeHandler = options.runtimeHandler;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
-    this.pullTimeoutMs = options.pullTimeoutMs ?? 15 * 60_000;
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
+    this.images = new CriImages({
+      cri: this.cri,
+      endpoint: this.endpoint,
+      pullTimeoutMs: options.pullTimeoutMs ?? 15 * 60_000,
+      clock: this.clock,
+      logger: this.logger,
+      call: (what, fn) => this.call(what, fn),
+    });
     this.changes = new ContainerdEvents({
       endpoint: this.endpoint,
       labelsOf: async (id) => (await ignoreNotFound(this.containerStatus(id)))?.labels ?? undefined,
@@ -206,10 +214,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     return detailsOf(status, info);
   }
 
-  async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
-    if (sandboxId === undefined) {
-      throw new KubeletError('InvalidManifest', `create ${spec.name}: CRI runs containers only in a pod sandbox; run one (runSandbox) and create the container in it`, { adapter: ADAPTER });
-    }
+  async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
     // Both at once: they are on the path of every container start.
     const [sandbox, { containers }] = await Promise.all([
       this.sandboxStatus(sandboxId),
@@ -297,35 +302,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     });
   }
 
-  // ---- images ---------------------------------------------------------------------------------
-
-  pull(image: string): Promise<void> {
-    let pending = this.pulls.get(image);
-    if (pending === undefined) {
-      pending = this.transfer(image).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pending);
-    }
-    return pending;
-  }
-
-  async hasImage(image: string): Promise<boolean> {
-    const { image: found } = await this.call(`image status ${image}`, (deadline) => this.cri.imageStatus({ image: { image } }, deadline));
-    return found !== null && found.id !== '';
-  }
-
   // ---- plumbing --------------------------------------------------------------------------------
-
-  private async transfer(image: string): Promise<void> {
-    // An imported image is not in any registry: PullImage of it would fail where ImageStatus knows it.
-    if (await this.hasImage(image)) return;
-    const started = this.clock.now();
-    try {
-      await this.cri.pullImage({ image: { image } }, Date.now() + this.pullTimeoutMs);
-    } catch (error) {
-      throw classifyPullError(image, error, this.endpoint);
-    }
-    this.logger.info({ image, durationMs: this.clock.now() - started }, 'image pulled');
-  }
 
   private async sandboxStatus(id: string): Promise<PodSandboxStatus> {
     const { status } = await this.call(`sandbox ${id}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: id }, deadline));

@@ -54,11 +54,11 @@ describe('CRI failures become the core codes, with the cause kept', () => {
       // The image is not there; the pull itself fails.
       return new CriRuntime({ cri: { ...cri, imageStatus: () => Promise.resolve({ image: null }), pullImage: cri.pullImage, close: () => undefined } as CriApi });
     };
-    expect((await errorOf(pulling(2, 'failed to resolve reference "x": docker.io/library/x:1: not found').pull('x:1'))).code).toBe('NotFound');
-    const unreachable = await errorOf(pulling(2, 'failed to do request: Head "https://kubelet-ts.invalid/v2/": dial tcp: lookup kubelet-ts.invalid: no such host').pull('kubelet-ts.invalid/x:1'));
+    expect((await errorOf(pulling(2, 'failed to resolve reference "x": docker.io/library/x:1: not found').images.pull('x:1'))).code).toBe('NotFound');
+    const unreachable = await errorOf(pulling(2, 'failed to do request: Head "https://kubelet-ts.invalid/v2/": dial tcp: lookup kubelet-ts.invalid: no such host').images.pull('kubelet-ts.invalid/x:1'));
     expect(unreachable.code).toBe('Unavailable');
     expect(unreachable.message).toContain('ctr -n k8s.io images import');
-    expect((await errorOf(pulling(14, 'No connection established').pull('x:1'))).code).toBe('Unavailable');
+    expect((await errorOf(pulling(14, 'No connection established').images.pull('x:1'))).code).toBe('Unavailable');
   });
 
   it('shares one pull per image between concurrent callers', async () => {
@@ -73,7 +73,7 @@ describe('CRI failures become the core codes, with the cause kept', () => {
       close: () => undefined,
     } as unknown as CriApi;
     const runtime = new CriRuntime({ cri });
-    const both = Promise.all([runtime.pull('a:1'), runtime.pull('a:1')]);
+    const both = Promise.all([runtime.images.pull('a:1'), runtime.images.pull('a:1')]);
     await new Promise((r) => setImmediate(r));
     release();
     await both;
@@ -90,7 +90,7 @@ describe('CRI failures become the core codes, with the cause kept', () => {
       },
       close: () => undefined,
     } as unknown as CriApi;
-    await new CriRuntime({ cri }).pull('a:1');
+    await new CriRuntime({ cri }).images.pull('a:1');
     expect(pulls).toBe(0);
   });
 });

@@ -4,7 +4,6 @@ import {
   KubeletError,
   Labels,
   Tokens,
-  repeatEvery,
   silentLogger,
   systemClock,
   type Clock,
@@ -17,6 +16,7 @@ import {
   type ContainerStatsSource,
   type ContainerSummary,
   type ExecResult,
+  type ImageService,
   type ListOptions,
   type Logger,
   type Registry,
@@ -28,11 +28,12 @@ import {
   podVolumeDir,
   settledEvents,
 } from '@kubelet-ts/core';
-import type { DockerApi, DockerCreateOptions, DockerInspect, PullProgressEvent } from './docker-api.js';
+import type { DockerApi, DockerCreateOptions, DockerInspect } from './docker-api.js';
 import { dockerEvents } from './docker-events.js';
-import { DockerSandboxes, portBindings } from './docker-sandboxes.js';
+import { DockerImages } from './docker-images.js';
+import { DockerSandboxes } from './docker-sandboxes.js';
 import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
-import { ADAPTER, classifyPullError, dockerDetail, isNotModified, translate } from './errors.js';
+import { ADAPTER, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
 
 export interface DockerRuntimeOptions {
@@ -65,15 +66,14 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   readonly name = ADAPTER;
   /** The engine's event stream and its one-shot figures (Docker and Podman both serve them). */
   readonly capabilities: RuntimeCapabilities = { events: this, stats: this };
+  /** The engine's images (see `DockerImages`). */
+  readonly images: ImageService;
   readonly endpoint: string;
   private readonly docker: DockerApi;
   private readonly volumesRoot: string;
-  private readonly hostIp: string;
   private readonly podInfraImage: string;
   private readonly logger: Logger;
-  private readonly pullProgressIntervalMs: number;
   private readonly clock: Clock;
-  private readonly pulls = new Map<string, Promise<void>>();
   private readonly sandboxes: DockerSandboxes;
   private engineKind: Promise<EngineKind> | undefined;
 
@@ -82,14 +82,20 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     this.endpoint = host;
     this.docker = options.docker ?? connect(host);
     this.volumesRoot = resolve(options.volumesRoot ?? DEFAULT_VOLUMES_ROOT);
-    this.hostIp = options.hostIp ?? '0.0.0.0';
     this.podInfraImage = options.podInfraImage ?? DEFAULT_POD_INFRA_IMAGE;
     this.logger = options.logger ?? silentLogger;
-    this.pullProgressIntervalMs = options.pullProgressIntervalMs ?? 10_000;
     this.clock = options.clock ?? systemClock;
+    this.images = new DockerImages({
+      docker: this.docker,
+      endpoint: host,
+      clock: this.clock,
+      logger: this.logger,
+      pullProgressIntervalMs: options.pullProgressIntervalMs ?? 10_000,
+      call: (what, fn) => this.call(what, fn),
+    });
     this.sandboxes = new DockerSandboxes({
       docker: this.docker,
-      hostIp: this.hostIp,
+      hostIp: options.hostIp ?? '0.0.0.0',
       podInfraImage: this.podInfraImage,
       volumesRoot: this.volumesRoot,
       clock: this.clock,
@@ -97,7 +103,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       call: (what, fn, notModifiedIsSuccess) => this.call(what, fn, notModifiedIsSuccess),
       engine: () => this.engine(),
       ensureImage: async (image) => {
-        if (!(await this.hasImage(image))) await this.pull(image);
+        if (!(await this.images.hasImage(image))) await this.images.pull(image);
       },
     });
   }
@@ -143,20 +149,17 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     return { ...details, image, spec: { ...details.spec, image } };
   }
 
-  async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
+  async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
     // No image check first: the engine answers 404 for a missing image, which is NotFound.
     const binds = await this.prepareVolumes(spec);
-    // In a sandbox the container joins its namespace, whose holder publishes the pod's ports; a
-    // container without one (an embedder's own) gets its ports directly, like `docker run -p`.
-    const pod = sandboxId !== undefined;
     // The engine creates a container that names an unknown container's network (it fails only at
     // start): one inspect gives the contract's NotFound at create.
-    if (pod) await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
-    // On Podman a container that joins another's network keeps a UTS namespace of its own (its
+    await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
+    // The container joins the sandbox's namespace, whose holder publishes the pod's ports. On
+    // Podman a container that joins another's network keeps a UTS namespace of its own (its
     // hostname would be its id); Docker gives it the sandbox's hostname. Joining the sandbox's UTS
     // namespace too gives the pod's hostname, as in a Kubernetes pod.
-    const uts = pod && (await this.engine()) === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
-    const network = pod ? { NetworkMode: `container:${sandboxId}`, ...uts } : { PortBindings: portBindings(spec.ports, this.hostIp).bindings };
+    const uts = (await this.engine()) === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
     const options: DockerCreateOptions = {
       name: spec.name,
       Image: spec.image,
@@ -167,9 +170,9 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       ...(spec.workingDir === undefined ? {} : { WorkingDir: spec.workingDir }),
       Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
       Labels: { ...spec.labels },
-      ...(pod ? {} : { ExposedPorts: portBindings(spec.ports, this.hostIp).exposed }),
       HostConfig: {
-        ...network,
+        NetworkMode: `container:${sandboxId}`,
+        ...uts,
         Binds: binds,
         ...(spec.memory === undefined ? {} : { Memory: spec.memory }),
         ...(spec.cpuShares === undefined ? {} : { CpuShares: spec.cpuShares }),
@@ -222,25 +225,6 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       await this.call(`remove ${id}`, () => this.docker.getContainer(id).remove({ force: options.force === true, v: true }));
     } catch (error) {
       if (!(error instanceof KubeletError && error.code === 'NotFound')) throw error;
-    }
-  }
-
-  pull(image: string): Promise<void> {
-    let pending = this.pulls.get(image);
-    if (pending === undefined) {
-      pending = this.transfer(image).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pending);
-    }
-    return pending;
-  }
-
-  async hasImage(image: string): Promise<boolean> {
-    try {
-      await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
-      return true;
-    } catch (error) {
-      if (error instanceof KubeletError && error.code === 'NotFound') return false;
-      throw error;
     }
   }
 
@@ -306,40 +290,6 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   }
 
   // ---- plumbing --------------------------------------------------------------------------------
-
-  private async transfer(image: string): Promise<void> {
-    const started = this.clock.now();
-    let stream: NodeJS.ReadableStream;
-    try {
-      stream = await this.docker.pull(image);
-    } catch (error) {
-      const t = translate(error, `pull ${image}`, this.endpoint);
-      if (t.code === 'Unavailable') throw t; // the engine itself does not answer
-      throw classifyPullError(image, dockerDetail(error), error);
-    }
-    let last: PullProgressEvent | undefined;
-    const stopTicker = repeatEvery(this.clock, this.pullProgressIntervalMs, () => {
-      this.logger.info({ image, elapsedMs: this.clock.now() - started, status: last?.status, progress: last?.progress }, 'pulling image');
-    });
-    try {
-      await new Promise<void>((resolvePull, reject) => {
-        this.docker.modem.followProgress(
-          stream,
-          (error, output) => {
-            const failed = output.find((e): e is PullProgressEvent => typeof (e as PullProgressEvent).error === 'string');
-            if (error !== null || failed !== undefined) reject(classifyPullError(image, failed?.error ?? error?.message ?? 'pull failed', error));
-            else resolvePull();
-          },
-          (event) => {
-            last = event;
-          },
-        );
-      });
-    } finally {
-      stopTicker();
-    }
-    this.logger.info({ image, durationMs: this.clock.now() - started }, 'image pulled');
-  }
 
   /**
    * What serves the API (`GET /version`), asked once; a failed ask is asked again next time. The

@@ -133,7 +133,7 @@ export class DockerSandboxes {
 }
 
 /** The Engine API's exposed ports and bindings for `ports`, bound to each port's `hostIp`, else to `hostIp`. */
-export function portBindings(ports: readonly PortBinding[], hostIp: string) {
+function portBindings(ports: readonly PortBinding[], hostIp: string) {
   const exposed: Record<string, Record<string, never>> = {};
   const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
   for (const p of ports) {

@@ -151,13 +151,15 @@ describe('DockerRuntime on a real engine', () => {
 
   it('refuses a volume name that could leave the root', async () => {
     const m = checkedManifest({ id: 'escape', containers: [{ name: 'main', image: images.busybox }] });
+    const sandbox = await sandboxOf(m);
     const [spec] = specs(m);
     const bad = { ...spec!, mounts: [{ volume: '../../etc', containerPath: '/x', readOnly: false }] };
-    await expect(runtime.create(bad)).rejects.toMatchObject({ code: 'InvalidManifest' });
+    await expect(runtime.create(bad, sandbox.id)).rejects.toMatchObject({ code: 'InvalidManifest' });
+    await runtime.removeSandbox(sandbox.id);
   });
 
   it('fails a pull with no registry as a clear error, not a hang', async () => {
-    const error = (await runtime.pull('kubelet-ts.invalid/nothing:1').catch((e: unknown) => e)) as KubeletError;
+    const error = (await runtime.images.pull('kubelet-ts.invalid/nothing:1').catch((e: unknown) => e)) as KubeletError;
     expect(['NotFound', 'Unavailable']).toContain(error.code);
     expect(error.message).toContain('pull kubelet-ts.invalid/nothing:1');
   });

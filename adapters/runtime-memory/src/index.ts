@@ -8,6 +8,7 @@ export {
   type RuntimeCall,
   type RuntimeOperation,
 } from './memory-runtime.js';
+export type { MemoryImages } from './memory-images.js';
 export { SeededRandom } from './seeded-random.js';
 export { SeededFaultInjector, type SeededFaultInjectorOptions } from './seeded-fault-injector.js';
 export { LostReplies } from './lost-replies.js';

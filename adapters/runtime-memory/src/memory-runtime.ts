@@ -23,6 +23,7 @@ import {
 } from '@kubelet-ts/core';
 import { CallLog } from './call-log.js';
 import { MemoryEvents } from './memory-events.js';
+import { MemoryImages } from './memory-images.js';
 
 export type { Fault, Latency, RuntimeCall, RuntimeOperation } from './call-log.js';
 
@@ -34,8 +35,8 @@ export interface MemoryRuntimeOptions {
   /** Images present from the start. */
   readonly images?: readonly string[];
   /**
-   * Which images `pull` can fetch: `'any'` (default) or a list. Anything else is `NotFound`, as an
-   * engine with no registry would answer.
+   * Which images `images.pull` can fetch: `'any'` (default) or a list. Anything else is
+   * `NotFound`, as an engine with no registry would answer.
    */
   readonly pullable?: 'any' | readonly string[];
   /** Milliseconds each pull takes on the clock. Default 0. */
@@ -48,7 +49,7 @@ interface Record_ {
   summary: Mutable<ContainerSummary>;
   readonly spec: ContainerSpec;
   /** The sandbox whose namespace (and ports) the container shares. */
-  readonly sandbox?: string;
+  readonly sandbox: string;
   /** Set by `hangOnStop`: the container ignores the stop signal and is killed at the timeout. */
   ignoresStop: boolean;
   /** Set by `onExec`: what commands run in this container do. */
@@ -75,15 +76,13 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   readonly name = ADAPTER;
   /** Events and figures, as the real engines have (the figures are what `setStats` says). */
   readonly capabilities: RuntimeCapabilities = { events: this, stats: this };
+  /** Its images: `pull` and `hasImage` are logged, delayed and faulted like every other call. */
+  readonly images: MemoryImages;
 
   private readonly containers = new Map<string, Record_>();
   private readonly sandboxes = new Map<string, SandboxRecord>();
   /** Container names in use, so that create's name check does not scan every container. */
   private readonly names = new Map<string, string>();
-  private readonly images: Set<string>;
-  private readonly pullable: 'any' | ReadonlySet<string>;
-  private readonly pullLatencyMs: number;
-  private readonly pulls = new Map<string, Promise<void>>();
   private readonly execLatency = new Map<string, number>();
   private readonly figures = new Map<string, { cpuNs: number; memoryBytes: number }>();
   private nextId = 1;
@@ -91,9 +90,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
 
   constructor(options: MemoryRuntimeOptions = {}) {
     super(options.clock ?? systemClock, options.callLogSize ?? 10_000);
-    this.images = new Set(options.images ?? []);
-    this.pullable = options.pullable === undefined || options.pullable === 'any' ? 'any' : new Set(options.pullable);
-    this.pullLatencyMs = options.pullLatencyMs ?? 0;
+    this.images = new MemoryImages({ ...options, clock: this.clock, enter: (op, target) => this.enter(op, target), adapter: ADAPTER });
   }
 
   // ---- the contract: pods --------------------------------------------------------------------
@@ -102,7 +99,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     await this.enter('runSandbox', spec.name);
     const holder = this.names.get(spec.name);
     if (holder !== undefined) throw new KubeletError('Conflict', `sandbox name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
-    const clash = this.portClash(spec.ports, undefined);
+    const clash = this.portClash(spec.ports);
     if (clash !== undefined) throw new KubeletError('Conflict', `cannot run sandbox ${spec.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
     const id = this.newId();
     const summary: SandboxSummary = { id, name: spec.name, labels: { ...spec.labels }, state: 'ready', createdAt: this.clock.now() };
@@ -161,12 +158,12 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     return { ...r.summary, spec: r.spec, raw: { Id: r.summary.id, Name: r.summary.name, State: { ...r.summary }, Config: r.spec } };
   }
 
-  async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
+  async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
     await this.enter('create', spec.name);
     const holder = this.names.get(spec.name);
     if (holder !== undefined) throw new KubeletError('Conflict', `container name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
     if (!this.images.has(spec.image)) throw new KubeletError('NotFound', `no such image: ${spec.image}`, { adapter: ADAPTER });
-    if (sandboxId !== undefined && !this.sandboxes.has(sandboxId)) throw new KubeletError('NotFound', `no such sandbox: ${sandboxId}`, { adapter: ADAPTER });
+    if (!this.sandboxes.has(sandboxId)) throw new KubeletError('NotFound', `no such sandbox: ${sandboxId}`, { adapter: ADAPTER });
     const id = this.newId();
     const summary: Mutable<ContainerSummary> = {
       id,
@@ -176,7 +173,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
       state: 'created',
       createdAt: this.clock.now(),
     };
-    this.containers.set(id, { summary, spec, ignoresStop: false, ...(sandboxId === undefined ? {} : { sandbox: sandboxId }) });
+    this.containers.set(id, { summary, spec, sandbox: sandboxId, ignoresStop: false });
     this.names.set(spec.name, id);
     return { ...summary };
   }
@@ -185,14 +182,9 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     await this.enter('start', id);
     const r = this.get(id);
     if (r.summary.state === 'running') return;
-    const sandbox = r.sandbox === undefined ? undefined : this.sandboxes.get(r.sandbox);
-    if (r.sandbox !== undefined && sandbox?.summary.state !== 'ready') {
+    // Its ports are the sandbox's, published when the sandbox was made: nothing to allocate here.
+    if (this.sandboxes.get(r.sandbox)?.summary.state !== 'ready') {
       throw new KubeletError('Conflict', `cannot start ${r.summary.name}: its sandbox ${r.sandbox} is not ready`, { adapter: ADAPTER });
-    }
-    // In a sandbox the ports are the sandbox's, published when it was made.
-    const clash = r.sandbox === undefined ? this.portClash(r.spec.ports, r) : undefined;
-    if (clash !== undefined) {
-      throw new KubeletError('Conflict', `cannot start ${r.summary.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
     }
     // A new object without the last run's end (not `delete`, which would slow every reader).
     const { finishedAt: _finished, exitCode: _code, ...rest } = r.summary;
@@ -222,26 +214,6 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     this.containers.delete(id);
     this.names.delete(r.summary.name);
     this.changes.emit('removed', id, r.spec.labels, this.clock.now());
-  }
-
-  async pull(image: string): Promise<void> {
-    await this.enter('pull', image);
-    const pending = this.pulls.get(image);
-    if (pending !== undefined) return pending;
-    const transfer = (async () => {
-      if (this.pullLatencyMs > 0) await sleep(this.clock, this.pullLatencyMs);
-      if (this.pullable !== 'any' && !this.pullable.has(image)) {
-        throw new KubeletError('NotFound', `pull ${image}: repository does not exist or no registry is reachable`, { adapter: ADAPTER });
-      }
-      this.images.add(image);
-    })().finally(() => this.pulls.delete(image));
-    this.pulls.set(image, transfer);
-    return transfer;
-  }
-
-  async hasImage(image: string): Promise<boolean> {
-    await this.enter('hasImage', image);
-    return this.images.has(image);
   }
 
   async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
@@ -327,8 +299,8 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     return s.spec;
   }
 
-  /** The sandbox a container was created in, if any. */
-  sandboxOf(containerId: string): string | undefined {
+  /** The sandbox a container was created in. */
+  sandboxOf(containerId: string): string {
     return this.get(containerId).sandbox;
   }
 
@@ -343,7 +315,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     this.execLatency.set(id, delayMs);
   }
 
-  /** Adds an image as if it had been built locally. */
+  /** Adds an image as if it had been built locally (`images.add`). */
   addImage(image: string): void {
     this.images.add(image);
   }
@@ -371,21 +343,16 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   }
 
   /**
-   * A host port of `ports` that a ready sandbox or a running container of its own already holds:
-   * the same port and protocol on the same address, or on every address (no `hostIp`) on either side.
+   * A host port of `ports` that a ready sandbox already holds (only sandboxes publish ports): the
+   * same port and protocol on the same address, or on every address (no `hostIp`) on either side.
    */
-  private portClash(ports: ContainerSpec['ports'], self: Record_ | undefined): string | undefined {
+  private portClash(ports: SandboxSpec['ports']): string | undefined {
     const wanted = ports.filter((p) => p.hostPort !== undefined);
     if (wanted.length === 0) return undefined;
     const any = (ip: string | undefined) => ip === undefined || ip === '0.0.0.0' || ip === '::';
     const clash = (a: PortBinding, b: PortBinding) => a.hostPort === b.hostPort && a.protocol === b.protocol && (any(a.hostIp) || any(b.hostIp) || a.hostIp === b.hostIp);
-    const held = (list: ContainerSpec['ports']) => list.find((p) => p.hostPort !== undefined && wanted.some((w) => clash(w, p)));
     for (const s of this.sandboxes.values()) {
-      const p = s.summary.state === 'ready' ? held(s.spec.ports) : undefined;
-      if (p !== undefined) return `${p.hostPort}/${p.protocol}`;
-    }
-    for (const other of this.containers.values()) {
-      const p = other === self || other.sandbox !== undefined || other.summary.state !== 'running' ? undefined : held(other.spec.ports);
+      const p = s.summary.state === 'ready' ? s.spec.ports.find((b) => b.hostPort !== undefined && wanted.some((w) => clash(w, b))) : undefined;
       if (p !== undefined) return `${p.hostPort}/${p.protocol}`;
     }
     return undefined;

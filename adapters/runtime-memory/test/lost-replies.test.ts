@@ -1,13 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { LostReplies, MemoryRuntime, SeededRandom } from '../src/index.js';
-import { spec } from './spec-fixture.js';
+import { podSandbox, spec } from './spec-fixture.js';
 
 describe('LostReplies', () => {
   it('lets a call act, then says it timed out', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
     const lossy = new LostReplies(runtime, new SeededRandom(1), 1);
+    const sandbox = await podSandbox(runtime);
     lossy.enable();
-    await expect(lossy.runtime.create(spec('a'))).rejects.toMatchObject({ code: 'Timeout', message: 'chaos: the reply to create was lost (the call went through)' });
+    await expect(lossy.runtime.create(spec('a'), sandbox)).rejects.toMatchObject({ code: 'Timeout', message: 'chaos: the reply to create was lost (the call went through)' });
     const [created] = runtime.snapshot();
     expect(created).toMatchObject({ name: 'a', state: 'created' });
     await expect(lossy.runtime.start(created!.id)).rejects.toMatchObject({ code: 'Timeout' });
@@ -18,7 +19,7 @@ describe('LostReplies', () => {
   it('passes every reply on while disabled', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
     const lossy = new LostReplies(runtime, new SeededRandom(1), 1);
-    const created = await lossy.runtime.create(spec('a'));
+    const created = await lossy.runtime.create(spec('a'), await podSandbox(lossy.runtime));
     await lossy.runtime.start(created.id);
     expect(await lossy.runtime.list()).toHaveLength(1);
     lossy.enable();
@@ -34,7 +35,7 @@ describe('LostReplies', () => {
     const abort = new AbortController();
     const stream = lossy.runtime.capabilities.events!.events(abort.signal)[Symbol.asyncIterator]();
     const first = stream.next();
-    const created = await lossy.runtime.create(spec('a'));
+    const created = await lossy.runtime.create(spec('a'), await podSandbox(lossy.runtime));
     lossy.enable();
     await expect(lossy.runtime.start(created.id)).rejects.toMatchObject({ code: 'Timeout' });
     expect(await first).toMatchObject({ done: false, value: { type: 'started', containerId: created.id } });

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Labels, type ContainerEvent } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '../src/index.js';
-import { spec } from './spec-fixture.js';
+import { podSandbox, spec } from './spec-fixture.js';
 
 /** Takes `n` events from an open iterator. */
 async function take(it: AsyncIterator<ContainerEvent>, n: number): Promise<ContainerEvent[]> {
@@ -29,13 +29,14 @@ describe('MemoryRuntime events', () => {
     const runtime = new MemoryRuntime({ clock, images: ['app:1'] });
     const abort = new AbortController();
     const it = open(runtime, abort.signal);
+    const sandbox = await podSandbox(runtime);
     const first = it.next(); // subscribes
-    const a = await runtime.create(spec('a'));
+    const a = await runtime.create(spec('a'), sandbox);
     await runtime.start(a.id);
     await clock.advance(5);
     runtime.exit(a.id, 3);
     await runtime.remove(a.id);
-    const b = await runtime.create(spec('b'));
+    const b = await runtime.create(spec('b'), sandbox);
     await runtime.start(b.id);
     await runtime.stop(b.id, 10);
     const events = [(await first).value as ContainerEvent, ...(await take(it, 4))];
@@ -70,12 +71,13 @@ describe('MemoryRuntime events', () => {
 
   it('does not tell of foreign (unlabelled) containers, nor of changes before the first next()', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
-    const early = await runtime.create(spec('early'));
+    const early = await runtime.create(spec('early'), await podSandbox(runtime));
     const abort = new AbortController();
     const it = open(runtime, abort.signal);
     await runtime.start(early.id); // before the stream subscribed: not replayed
     const first = it.next();
-    const foreign = await runtime.create(spec('foreign', { labels: { other: 'x' } }));
+    // A foreign container, in a foreign sandbox (neither carries our labels).
+    const foreign = await runtime.create(spec('foreign', { labels: { other: 'x' } }), await podSandbox(runtime, 'their-holder', {}));
     await runtime.start(foreign.id);
     runtime.exit(foreign.id, 1);
     runtime.exit(early.id, 2);
@@ -102,7 +104,7 @@ describe('MemoryRuntime events', () => {
     const abort = new AbortController();
     const it = open(runtime, abort.signal);
     const first = it.next();
-    const c = await runtime.create(spec('a'));
+    const c = await runtime.create(spec('a'), await podSandbox(runtime));
     await runtime.start(c.id);
     await first;
     runtime.exit(c.id, 1); // buffered, never taken
@@ -124,7 +126,7 @@ describe('MemoryRuntime events', () => {
 
     const three = open(runtime, abort.signal);
     const p3 = three.next();
-    const c = await runtime.create(spec('a'));
+    const c = await runtime.create(spec('a'), await podSandbox(runtime));
     await runtime.start(c.id);
     await expect(p3).resolves.toMatchObject({ value: { type: 'started', containerId: c.id } });
     const p4 = three.next();

@@ -1,11 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { KubeletError, type ContainerSpec } from '@kubelet-ts/core';
+import { KubeletError, type ContainerSpec, type PortBinding } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '../src/index.js';
-import { spec } from './spec-fixture.js';
+import { podSandbox, spec } from './spec-fixture.js';
 
-async function running(runtime: MemoryRuntime, name: string, extra: Partial<ContainerSpec> = {}) {
-  const c = await runtime.create(spec(name, extra));
+async function running(runtime: MemoryRuntime, sandbox: string, name: string, extra: Partial<ContainerSpec> = {}) {
+  const c = await runtime.create(spec(name, extra), sandbox);
   await runtime.start(c.id);
   return c.id;
 }
@@ -14,7 +14,7 @@ describe('MemoryRuntime', () => {
   it('lets a test make a container exit or crash, with its exit code and time', async () => {
     const clock = new ManualClock(1000);
     const runtime = new MemoryRuntime({ clock, images: ['app:1'] });
-    const id = await running(runtime, 'a');
+    const id = await running(runtime, await podSandbox(runtime), 'a');
     await clock.advance(500);
     runtime.exit(id, 3);
     const c = await runtime.inspect(id);
@@ -24,9 +24,10 @@ describe('MemoryRuntime', () => {
   it('logs every call in order, with its target and time', async () => {
     const clock = new ManualClock(7);
     const runtime = new MemoryRuntime({ clock, images: ['app:1'] });
-    const id = await running(runtime, 'a');
+    const id = await running(runtime, await podSandbox(runtime), 'a');
     await runtime.list();
     expect(runtime.calls).toEqual([
+      { op: 'runSandbox', target: 'POD--pod--1', time: 7 },
       { op: 'create', target: 'a', time: 7 },
       { op: 'start', target: id, time: 7 },
       { op: 'list', time: 7 },
@@ -44,11 +45,12 @@ describe('MemoryRuntime', () => {
 
   it('takes a custom fault that sees each call', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
+    const sandbox = await podSandbox(runtime);
     runtime.setFault('create', (call) => (call.target === 'bad' ? new KubeletError('Internal', 'boom') : undefined));
-    await expect(runtime.create(spec('bad'))).rejects.toThrow('boom');
-    await expect(runtime.create(spec('good'))).resolves.toMatchObject({ name: 'good' });
+    await expect(runtime.create(spec('bad'), sandbox)).rejects.toThrow('boom');
+    await expect(runtime.create(spec('good'), sandbox)).resolves.toMatchObject({ name: 'good' });
     runtime.setFault('create', undefined);
-    await expect(runtime.create(spec('bad'))).resolves.toMatchObject({ name: 'bad' });
+    await expect(runtime.create(spec('bad'), sandbox)).resolves.toMatchObject({ name: 'bad' });
   });
 
   it('delays an operation by its injected latency on the clock', async () => {
@@ -68,7 +70,7 @@ describe('MemoryRuntime', () => {
     const clock = new ManualClock();
     const runtime = new MemoryRuntime({ clock, images: ['app:1'] });
     runtime.setLatency('inspect', (call) => (call.target === 'slow' ? 500 : 0));
-    const id = await running(runtime, 'a');
+    const id = await running(runtime, await podSandbox(runtime), 'a');
     await expect(runtime.inspect(id)).resolves.toMatchObject({ id });
     let done = false;
     const slow = runtime.inspect('slow').catch(() => (done = true));
@@ -85,7 +87,7 @@ describe('MemoryRuntime', () => {
   it('kills a container that ignores the stop signal when the timeout runs out', async () => {
     const clock = new ManualClock();
     const runtime = new MemoryRuntime({ clock, images: ['app:1'] });
-    const id = await running(runtime, 'stubborn');
+    const id = await running(runtime, await podSandbox(runtime), 'stubborn');
     runtime.hangOnStop(id);
     const stopping = runtime.stop(id, 30);
     await clock.advance(29_000);
@@ -98,22 +100,32 @@ describe('MemoryRuntime', () => {
   it('shares one pull between concurrent requests for an image', async () => {
     const clock = new ManualClock();
     const runtime = new MemoryRuntime({ clock, pullLatencyMs: 100 });
-    const pulls = Promise.all([runtime.pull('app:2'), runtime.pull('app:2')]);
+    const pulls = Promise.all([runtime.images.pull('app:2'), runtime.images.pull('app:2')]);
     await clock.advance(100);
     await pulls;
-    expect(await runtime.hasImage('app:2')).toBe(true);
+    expect(await runtime.images.hasImage('app:2')).toBe(true);
     expect(clock.pending).toBe(0); // one transfer timer, not two
   });
 
-  it('refuses to start a container whose host port another running container holds', async () => {
+  it('creates a container only in a sandbox it has: NotFound for an unknown or removed one', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
-    const port = [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' as const }];
-    await running(runtime, 'first', { ports: port });
-    const second = await runtime.create(spec('second', { ports: port }));
-    await expect(runtime.start(second.id)).rejects.toMatchObject({ code: 'Conflict' });
-    expect((await runtime.inspect(second.id)).state).toBe('created');
-    const udp = await runtime.create(spec('udp', { ports: [{ ...port[0]!, protocol: 'UDP' }] }));
-    await expect(runtime.start(udp.id)).resolves.toBeUndefined();
+    await expect(runtime.create(spec('a'), 'f'.repeat(12))).rejects.toMatchObject({ code: 'NotFound' });
+    const sandbox = await podSandbox(runtime);
+    await runtime.removeSandbox(sandbox);
+    await expect(runtime.create(spec('a'), sandbox)).rejects.toMatchObject({ code: 'NotFound' });
+    expect(runtime.snapshot()).toEqual([]);
+  });
+
+  it('refuses to run a sandbox whose host port another ready sandbox holds (ports are published by sandboxes only)', async () => {
+    const runtime = new MemoryRuntime({ images: ['app:1'] });
+    const port: PortBinding[] = [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }];
+    const pod = (name: string, ports: PortBinding[]) => ({ name, podId: name, hostname: name, ports, labels: {} });
+    const first = await runtime.runSandbox(pod('first', port));
+    await expect(runtime.runSandbox(pod('second', port))).rejects.toMatchObject({ code: 'Conflict' });
+    expect(runtime.sandboxSnapshot().map((s) => s.name)).toEqual(['first']);
+    // A container of the first pod publishes nothing of its own: its ports are the sandbox's.
+    await running(runtime, first.id, 'web', { ports: port });
+    await expect(runtime.runSandbox(pod('udp', [{ ...port[0]!, protocol: 'UDP' }]))).resolves.toMatchObject({ state: 'ready' });
   });
 });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { KubeletError } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime, SeededFaultInjector, SeededRandom } from '../src/index.js';
-import { spec } from './spec-fixture.js';
+import { podSandbox, spec } from './spec-fixture.js';
 
 /** Makes `calls` list calls, each given its time on the clock, and says how each ended and when. */
 async function listCalls(seed: number, calls: number): Promise<string[]> {
@@ -61,7 +61,7 @@ describe('SeededFaultInjector', () => {
 
   it('never fails a stop or remove with NotFound, which the contract reads as "already gone"', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
-    const id = (await runtime.create(spec('a'))).id;
+    const id = (await runtime.create(spec('a'), await podSandbox(runtime))).id;
     await runtime.start(id);
     const chaos = new SeededFaultInjector(runtime, new SeededRandom(3), { failureRate: 1, codes: ['NotFound'] });
     chaos.start();
@@ -75,13 +75,14 @@ describe('SeededFaultInjector', () => {
 
   it('counts what it injected, fails before acting, and stops disturbing calls when stopped', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
+    const sandbox = await podSandbox(runtime);
     const chaos = new SeededFaultInjector(runtime, new SeededRandom(5), { failureRate: 1, codes: ['Unavailable'], operations: ['create'] });
     chaos.start();
-    await expect(runtime.create(spec('a'))).rejects.toMatchObject({ code: 'Unavailable' });
+    await expect(runtime.create(spec('a'), sandbox)).rejects.toMatchObject({ code: 'Unavailable' });
     await expect(runtime.list()).resolves.toEqual([]);
     expect(chaos.injected).toBe(1);
     chaos.stop();
-    await expect(runtime.create(spec('a'))).resolves.toMatchObject({ name: 'a' });
+    await expect(runtime.create(spec('a'), sandbox)).resolves.toMatchObject({ name: 'a' });
     expect(chaos.injected).toBe(1);
   });
 });

@@ -58,7 +58,7 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
   const rows: Row[] = [];
   try {
     // An image missing here would send the agent to a registry this machine cannot reach.
-    if (!(await runtime.hasImage(TEST_IMAGES.busybox))) {
+    if (!(await runtime.images.hasImage(TEST_IMAGES.busybox))) {
       throw new Error(`containerd at ${endpoint} lacks ${TEST_IMAGES.busybox}: \`bash scripts/containerd.sh start\` imports it (npm run bench does)`);
     }
     // Both channels connected before the first measurement (the agent's by the check above).

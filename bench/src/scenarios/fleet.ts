@@ -25,7 +25,7 @@ class RolloutWatch extends MemoryRuntime {
   private readonly waiting = new Map<string, (at: bigint) => void>();
   private readonly reached = new Map<string, bigint>();
 
-  override async create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary> {
+  override async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
     const created = await super.create(spec, sandboxId);
     const generation = spec.env[GENERATION];
     if (generation !== undefined) this.generationOf.set(created.id, generation);

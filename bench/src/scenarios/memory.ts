@@ -26,7 +26,7 @@ export async function memory(pods: number): Promise<Row[]> {
       value: summarise([mb(agentRss)]),
       baseline: { name: 'Node.js alone', value: summarise([mb(node)]) },
       target: { text: '≤ 150 MB', met: mb(agentRss) <= 150 },
-      note: `one process: Node alone ${mb(node).toFixed(0)} MB; with an in-memory engine running ${(2 * pods).toLocaleString('en')} containers ${mb(engine).toFixed(0)} MB; plus the agent holding the manifests and adopting them ${mb(agent).toFixed(0)} MB. The agent's RSS is Node's plus what the agent added (a Docker-backed agent holds no containers)`,
+      note: `one process: Node alone ${mb(node).toFixed(0)} MB; with an in-memory engine running ${pods.toLocaleString('en')} pods (a sandbox and 2 containers each) ${mb(engine).toFixed(0)} MB; plus the agent holding the manifests and adopting them ${mb(agent).toFixed(0)} MB. The agent's RSS is Node's plus what the agent added (a Docker-backed agent holds no containers)`,
     }),
   ];
 }

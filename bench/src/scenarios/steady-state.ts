@@ -48,12 +48,12 @@ export async function steadyState(pods: number, runs: number, sampled2014Lists: 
   await kubelet.close();
 
   // Planner alone, for the record: the pure function over the same input.
-  const actual = await runtime.list();
+  const [actual, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
   const desired = manifests.map((m) => ({ manifest: m, source: 'bench' }));
   const plannerTimes: number[] = [];
   for (let i = 0; i < runs; i++) {
     const t = process.hrtime.bigint();
-    plan({ desired, actual, node, allowRemovals: true, now: Date.now() });
+    plan({ desired, actual, sandboxes, node, allowRemovals: true, now: Date.now() });
     plannerTimes.push(ms(t));
   }
 

@@ -41,7 +41,6 @@ export class GuardedRuntime {
       around: (operation, args, proceed) => {
         const named = NAMED_BY[operation];
         const id = named === undefined ? undefined : args[named.arg];
-        // A container created without a sandbox joins no one's namespace.
         if (named === undefined || typeof id !== 'string') return proceed();
         this.calls.push({ op: named.op, id });
         if (this.isProtected(id)) throw new KubeletError('Internal', `${named.op} of foreign container ${id} refused by GuardedRuntime`, { adapter: inner.name });

@@ -149,18 +149,18 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
       await expectCode(runtime.create(s, sandboxId), 'Conflict');
     });
 
-    it('does not create from an image it does not have, and cannot pull one that exists nowhere', async () => {
-      expect(await runtime.hasImage(options.image)).toBe(true);
-      expect(await runtime.hasImage(missingImage)).toBe(false);
+    it('does not create from an image it does not have, and its image service cannot pull one that exists nowhere', async () => {
+      expect(await runtime.images.hasImage(options.image)).toBe(true);
+      expect(await runtime.images.hasImage(missingImage)).toBe(false);
       await expectCode(runtime.create({ ...spec('contract-f', 'main'), image: missingImage }, sandboxId), 'NotFound');
-      await expectCode(runtime.pull(missingImage), 'NotFound', 'Unavailable');
+      await expectCode(runtime.images.pull(missingImage), 'NotFound', 'Unavailable');
     });
 
     it('shares one pull between concurrent callers of one image: both get its one outcome', async () => {
       // The executor relies on this (it keeps no single-flight of its own). A transfer that fails is
       // the one outcome a test can see on every runtime: a shared transfer rejects both callers with
       // the very same error, where two transfers would give two.
-      const [first, second] = await Promise.all([runtime.pull(missingImage), runtime.pull(missingImage)].map((p) => p.then(() => undefined, (e: unknown) => e)));
+      const [first, second] = await Promise.all([runtime.images.pull(missingImage), runtime.images.pull(missingImage)].map((p) => p.then(() => undefined, (e: unknown) => e)));
       expect(first).toBeInstanceOf(KubeletError);
       expect(second).toBe(first);
     });

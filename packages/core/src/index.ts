@@ -58,6 +58,7 @@ export type {
   ContainerState,
   ContainerSummary,
   ExecResult,
+  ImageService,
   ListOptions,
   Mount,
   RuntimeCapabilities,

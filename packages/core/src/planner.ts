@@ -24,10 +24,7 @@ export type PlanReason =
   | 'not-desired'; // no source asks for it any more
 
 export type PlanAction =
-  /**
-   * Pull the image as `pullPolicy` says, create the container in the sandbox `sandbox` (or, without
-   * it, in the sandbox a `run-sandbox` step earlier in the same pod's plan made), start it.
-   */
+  /** Pull the image as `pullPolicy` says, create the container in the pod's sandbox, start it. */
   | {
       readonly type: 'create';
       readonly podId: string;
@@ -35,6 +32,10 @@ export type PlanAction =
       readonly reason: PlanReason;
       readonly spec: ContainerSpec;
       readonly pullPolicy: PullPolicy;
+      /**
+       * The pod's ready sandbox. Absent only when the pod gets a new one: a `run-sandbox` step
+       * earlier in the same pod's plan makes it, and the container goes into that one.
+       */
       readonly sandbox?: string;
     }
   /** Run the pod's sandbox; the pod's creates that follow go into it. `container` is `POD`. */
@@ -132,11 +133,11 @@ export interface PlanInput {
    */
   readonly unhealthy?: ReadonlyMap<string, string>;
   /**
-   * One `listSandboxes`. When given, the pod's sandbox is planned too: made when missing, replaced
-   * (with every container of the pod) when dead or made with other ports, removed when the pod is
-   * gone. Without it, containers are planned alone (no sandbox steps).
+   * One `listSandboxes`. Every container lives in its pod's sandbox, so the sandbox is planned with
+   * the pod: made when missing, replaced (with every container of the pod) when dead or made with
+   * other ports, removed when the pod is gone.
    */
-  readonly sandboxes?: readonly SandboxSummary[];
+  readonly sandboxes: readonly SandboxSummary[];
   /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
   readonly crashBackOff?: BackoffPolicy;
 }
@@ -147,7 +148,7 @@ export interface PlanInput {
  */
 export function plan(input: PlanInput): Plan {
   const byPod = indexActual(input.actual, input.node);
-  const sandboxesByPod = input.sandboxes === undefined ? undefined : indexSandboxes(input.sandboxes, input.node);
+  const sandboxesByPod = indexSandboxes(input.sandboxes, input.node);
   const pods: PodPlan[] = [];
   const backOffs: BackOff[] = [];
   const busy = input.busy ?? new Set<string>();
@@ -156,18 +157,18 @@ export function plan(input: PlanInput): Plan {
     const id = pod.manifest.id;
     desiredIds.add(id);
     if (busy.size > 0 && busy.has(id)) continue;
-    const actions = sandboxesByPod === undefined ? planPod(pod, byPod.get(id), input, backOffs) : planPodInSandbox(pod, byPod.get(id), sandboxesByPod.get(id) ?? NO_SANDBOXES, input, backOffs);
+    const actions = planPod(pod, byPod.get(id), sandboxesByPod.get(id) ?? NO_SANDBOXES, input, backOffs);
     if (actions.length > 0) pods.push({ podId: id, actions });
   }
   let held = 0;
-  const gone = new Set([...byPod.keys(), ...(sandboxesByPod?.keys() ?? [])]);
+  const gone = new Set([...byPod.keys(), ...sandboxesByPod.keys()]);
   for (const podId of gone) {
     if (desiredIds.has(podId) || busy.has(podId)) continue;
     // Containers first (each stopped with its grace period), then the sandbox and the pod's volumes:
     // a sandbox left with no containers (the agent died between making it and its first container)
     // goes too.
     const actions: PlanAction[] = (byPod.get(podId) ?? NONE).map((c) => removal(podId, c.labels[Labels.containerName] ?? '', c, 'not-desired', graceFromLabel(c)));
-    actions.push(...sandboxRemovals(podId, sandboxesByPod?.get(podId) ?? NO_SANDBOXES, 'not-desired', true));
+    actions.push(...sandboxRemovals(podId, sandboxesByPod.get(podId) ?? NO_SANDBOXES, 'not-desired', true));
     if (input.allowRemovals) pods.push({ podId, actions });
     else held += actions.length;
   }
@@ -175,15 +176,15 @@ export function plan(input: PlanInput): Plan {
 }
 
 /**
- * Plans one desired pod and its sandbox: in its ready sandbox, as `planPod` does (creates go into
- * it; stale sandboxes are removed after); or, when it has none that is ready with its ports, a new
- * sandbox and every container anew (the old ones stopped and removed first), unless none of its
- * containers has to run any more.
+ * Plans one desired pod and its sandbox: in its ready sandbox, container by container (see
+ * `planContainers`; stale sandboxes are removed after); or, when it has none that is ready with its
+ * ports, a new sandbox and every container anew (the old ones stopped and removed first), unless
+ * none of its containers has to run any more.
  */
-function planPodInSandbox(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, mine: readonly SandboxSummary[], input: PlanInput, backOffs: BackOff[]): readonly PlanAction[] {
+function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, mine: readonly SandboxSummary[], input: PlanInput, backOffs: BackOff[]): readonly PlanAction[] {
   const decision = decideSandbox(pod.manifest, mine);
   if (decision.kind === 'ready') {
-    const actions = planPod(pod, existing, input, backOffs, decision.id);
+    const actions = planContainers(pod, existing, decision.id, input, backOffs);
     if (decision.stale.length === 0) return actions;
     return [...actions, ...sandboxRemovals(pod.manifest.id, decision.stale, 'sandbox-changed', false)];
   }
@@ -216,8 +217,8 @@ function planPodInSandbox(pod: DesiredPod, existing: readonly ContainerSummary[]
   return actions;
 }
 
-/** Plans one desired pod against the containers that exist for it (in any order). */
-function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, input: PlanInput, backOffs: BackOff[], sandbox?: string): readonly PlanAction[] {
+/** Plans the containers of a desired pod in its ready sandbox `sandbox`, against those that exist for it (in any order). */
+function planContainers(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, sandbox: string, input: PlanInput, backOffs: BackOff[]): readonly PlanAction[] {
   const { manifest } = pod;
   const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   let removals: PlanAction[] | undefined;
@@ -279,7 +280,7 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
       reason,
       pullPolicy: effectivePullPolicy(container),
       spec: buildContainerSpec(manifest, container, { node: input.node, source: pod.source, ...restart }),
-      ...(sandbox === undefined ? {} : { sandbox }),
+      sandbox,
     });
     if (last === undefined) {
       act(create(found.length > 0 ? 'spec-changed' : 'new'));

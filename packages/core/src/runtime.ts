@@ -17,8 +17,8 @@ export interface ContainerSpec {
   readonly workingDir?: string;
   readonly env: Readonly<Record<string, string>>;
   /**
-   * This container's own ports. In a sandbox they are published by the sandbox (its `ports`), and
-   * the container publishes nothing itself; only a container created without a sandbox publishes them.
+   * This container's own ports, kept with it for the record. Its sandbox publishes them (the pod's
+   * `ports`, made when the sandbox runs); the container publishes nothing itself.
    */
   readonly ports: readonly PortBinding[];
   readonly mounts: readonly Mount[];
@@ -89,9 +89,27 @@ export interface ListOptions {
 }
 
 /**
- * The five calls of the 2014 agent, the two a real engine needs (pull, remove), and the pod sandbox
- * (CRI's RunPodSandbox, then containers in it), in domain types only. Every implementation runs
- * `runtimeContract` from `@kubelet-ts/conformance`.
+ * The images a runtime runs containers from, a service of their own beside the containers (CRI's
+ * ImageService beside its RuntimeService): the agent makes sure a container's image is there, by
+ * its pull policy, before it creates the container.
+ *
+ * The contract:
+ * - `hasImage` says whether the runtime has the image now; it never pulls.
+ * - `pull` of an image it cannot get rejects with `NotFound`; an unreachable registry or engine
+ *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer, and every caller
+ *   gets its one outcome: the agent pulls for each pod that needs an image and relies on this
+ *   rather than keeping a single-flight of its own.
+ * - Any call may reject with `Unavailable` when the runtime cannot be reached.
+ */
+export interface ImageService {
+  pull(image: string): Promise<void>;
+  hasImage(image: string): Promise<boolean>;
+}
+
+/**
+ * The five calls of the 2014 agent, the one more a real engine needs (remove), the pod sandbox
+ * (CRI's RunPodSandbox, then containers in it) and, beside them, the runtime's images (`images`),
+ * in domain types only. Every implementation runs `runtimeContract` from `@kubelet-ts/conformance`.
  *
  * The contract of pods:
  * - `runSandbox` makes the pod's namespace, publishes `spec.ports` on it once, and resolves when it
@@ -102,7 +120,8 @@ export interface ListOptions {
  *   holder exited, the engine restarted) is `notready`, and a `notready` sandbox is never made
  *   ready again by the runtime: the agent replaces it.
  * - `create(spec, sandboxId)` puts the container in the sandbox's namespace: containers of one
- *   sandbox reach each other on 127.0.0.1. An unknown sandbox rejects with `NotFound`.
+ *   sandbox reach each other on 127.0.0.1. Every container is made in a sandbox (as in CRI: there
+ *   is no container outside one); an unknown sandbox rejects with `NotFound`.
  * - `stopSandbox` ends the namespace (its containers are then stopped too); stopping a stopped one
  *   succeeds; an unknown id rejects with `NotFound`.
  * - `removeSandbox` removes every container in the sandbox (forced) and the sandbox; with
@@ -114,17 +133,13 @@ export interface ListOptions {
  *   relist; the agent reads what it saw from its pod cache between relists.
  * - `inspect`, `start`, `stop` of an unknown id reject with `NotFound`.
  * - `create` of a name already taken rejects with `Conflict`; an image the runtime does not have
- *   rejects with `NotFound` (pull first). It never starts the container.
+ *   rejects with `NotFound` (pull it first, through `images`). It never starts the container.
  * - `start` of a running container succeeds and changes nothing. A start that fails leaves the
  *   container `exited` (or `created`) and rejects.
  * - `stop` asks the container to end, waits up to `timeoutSeconds`, then kills it. Stopping a
  *   container that is not running succeeds.
  * - `remove` of a running container rejects with `Conflict` unless `force`; removing an id that is
  *   already gone succeeds.
- * - `pull` of an image it cannot get rejects with `NotFound`; an unreachable registry or engine
- *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer, and every caller
- *   gets its one outcome: the agent pulls for each pod that needs an image and relies on this
- *   rather than keeping a single-flight of its own.
  * - `exec` runs a command in a running container (see its own doc).
  * - Any call may reject with `Unavailable` when the runtime cannot be reached.
  */
@@ -136,19 +151,22 @@ export interface ContainerRuntime {
    * never the presence of a method, and `wrapRuntime` keeps every one of them.
    */
   readonly capabilities: RuntimeCapabilities;
+  /** The images it runs containers from (see `ImageService`): every runtime has them. */
+  readonly images: ImageService;
   runSandbox(spec: SandboxSpec): Promise<SandboxSummary>;
   listSandboxes(options?: ListOptions): Promise<SandboxSummary[]>;
   stopSandbox(id: string): Promise<void>;
   removeSandbox(id: string, options?: { readonly volumes?: boolean }): Promise<void>;
   list(options?: ListOptions): Promise<ContainerSummary[]>;
   inspect(id: string): Promise<ContainerDetails>;
-  /** Creates the container in the sandbox `sandboxId`, or, without one, in a namespace of its own. */
-  create(spec: ContainerSpec, sandboxId?: string): Promise<ContainerSummary>;
+  /**
+   * Creates (never starts) the container in the sandbox `sandboxId`, whose namespace and published
+   * ports it shares. `NotFound` when there is no such sandbox (see the contract above).
+   */
+  create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary>;
   start(id: string): Promise<void>;
   stop(id: string, timeoutSeconds: number): Promise<void>;
   remove(id: string, options?: { readonly force?: boolean }): Promise<void>;
-  pull(image: string): Promise<void>;
-  hasImage(image: string): Promise<boolean>;
   /**
    * Runs `command` inside a running container (liveness probes) and resolves with its exit code
    * and combined output. `Conflict` when the container is not running; `Timeout` when the command

@@ -1,6 +1,6 @@
 import { CAPABILITIES, type Capability, type ContainerEvent, type ContainerRuntime, type RuntimeCapabilities } from './runtime.js';
 
-/** Every call a runtime answers with a promise: the calls every runtime has, and those of its powers. */
+/** Every call a runtime answers with a promise: those every runtime has (its images' too), and those of its powers. */
 export type RuntimeOperation =
   | 'runSandbox'
   | 'listSandboxes'
@@ -25,7 +25,10 @@ export type AroundCall = <T>(operation: RuntimeOperation, args: readonly unknown
 
 /** What a wrapper changes; everything it leaves out is passed through as it is. */
 export interface RuntimeWrapping {
-  /** Around every call that returns a promise, those of the powers included (`stats`). */
+  /**
+   * Around every call that returns a promise, those of the image service (`pull`, `hasImage`) and
+   * of the powers (`stats`) included.
+   */
   readonly around?: AroundCall;
   /** Around the event stream of a runtime that has one (`capabilities.events`). */
   readonly events?: (stream: AsyncIterable<ContainerEvent>, signal: AbortSignal) => AsyncIterable<ContainerEvent>;
@@ -47,14 +50,14 @@ const passThrough: AroundCall = (_operation, _args, proceed) => proceed();
 /**
  * `inner` with `wrapping` around its calls, keeping every power it declares (and no other): the one
  * way to build a decorator of a runtime (metrics, injected faults, guards). Each call goes through
- * `around` with its operation and arguments; the name is kept.
+ * `around` with its operation and arguments, those of its image service too; the name is kept.
  */
 export function wrapRuntime(inner: ContainerRuntime, wrapping: RuntimeWrapping): ContainerRuntime {
   const around = wrapping.around ?? passThrough;
   const call =
-    <A extends unknown[], T>(operation: RuntimeOperation, method: (...args: A) => Promise<T>) =>
+    <A extends unknown[], T>(operation: RuntimeOperation, method: (...args: A) => Promise<T>, self: object = inner) =>
     (...args: A): Promise<T> =>
-      around(operation, args, () => method.apply(inner, args));
+      around(operation, args, () => method.apply(self, args));
   const capabilities: Partial<Record<Capability, unknown>> = {};
   for (const key of CAPABILITIES) {
     const facet = inner.capabilities[key];
@@ -65,6 +68,10 @@ export function wrapRuntime(inner: ContainerRuntime, wrapping: RuntimeWrapping):
   return {
     name: inner.name,
     capabilities: capabilities as RuntimeCapabilities,
+    images: {
+      pull: call('pull', inner.images.pull, inner.images),
+      hasImage: call('hasImage', inner.images.hasImage, inner.images),
+    },
     runSandbox: call('runSandbox', inner.runSandbox),
     listSandboxes: call('listSandboxes', inner.listSandboxes),
     stopSandbox: call('stopSandbox', inner.stopSandbox),
@@ -75,8 +82,6 @@ export function wrapRuntime(inner: ContainerRuntime, wrapping: RuntimeWrapping):
     start: call('start', inner.start),
     stop: call('stop', inner.stop),
     remove: call('remove', inner.remove),
-    pull: call('pull', inner.pull),
-    hasImage: call('hasImage', inner.hasImage),
     exec: call('exec', inner.exec),
   };
 }

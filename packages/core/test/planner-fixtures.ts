@@ -1,13 +1,13 @@
-/** The planner tests' fixtures: manifests, desired pods, and containers as `list` reports them. */
+/** The planner tests' fixtures: manifests, desired pods, and their sandboxes and containers as the runtime lists them. */
 import { formatFieldErrors } from '../src/errors.js';
 import type { ContainerManifest, DesiredPod } from '../src/manifest.js';
 import { Labels } from '../src/naming.js';
 import { reportPlan } from '../src/plan-report.js';
 import { plan, type Plan, type PlanAction } from '../src/planner.js';
 import type { ContainerSpec, ContainerSummary } from '../src/runtime.js';
+import { buildSandboxSpec, type SandboxSummary } from '../src/sandbox.js';
 import { buildContainerSpec } from '../src/spec.js';
 import { validateManifest } from '../src/validate.js';
-
 
 export const NODE = 'host-1';
 export const SOURCE = 'file';
@@ -50,6 +50,20 @@ export function running(spec: ContainerSpec, overrides: Partial<ContainerSummary
     startedAt: 1_000_000 + nextId,
     ...overrides,
   };
+}
+
+/**
+ * The pod's ready sandbox, made with its current ports, as `listSandboxes` would report it: its
+ * containers are planned in it, container by container. Its id is `sandbox-<pod id>`.
+ */
+export function readySandbox(m: ContainerManifest, node = NODE): SandboxSummary {
+  const spec = buildSandboxSpec(m, { node, source: SOURCE });
+  return { id: `sandbox-${m.id}`, name: spec.name, labels: spec.labels, state: 'ready', createdAt: 1_000_000 };
+}
+
+/** The ready sandboxes of these pods. */
+export function readySandboxes(...manifests: ContainerManifest[]): SandboxSummary[] {
+  return manifests.map((m) => readySandbox(m));
 }
 
 /** All containers of `m`, running, as on a host that is in sync. */

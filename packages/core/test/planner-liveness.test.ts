@@ -4,7 +4,7 @@ import { reportPlan } from '../src/plan-report.js';
 import { plan } from '../src/planner.js';
 import type { ContainerSummary } from '../src/runtime.js';
 import { validateManifest } from '../src/validate.js';
-import { NODE, manifest, desired, specOf, running, inSync, allActions } from './planner-fixtures.js';
+import { NODE, manifest, desired, specOf, running, inSync, allActions, readySandbox } from './planner-fixtures.js';
 
 describe('plan: liveness results and big pods', () => {
   it('kills a running container its liveness probe found unhealthy, with the grace period, and keeps it', () => {
@@ -12,7 +12,7 @@ describe('plan: liveness results and big pods', () => {
     if (!web.ok) throw new Error('invalid');
     const actual = inSync(web.manifest);
     const sick = actual[0]!;
-    const p = plan({ desired: [desired(web.manifest)], actual, node: NODE, allowRemovals: true, now: 0, unhealthy: new Map([[sick.id, 'failed 3 times: exit 1']]) });
+    const p = plan({ desired: [desired(web.manifest)], actual, sandboxes: [readySandbox(web.manifest)], node: NODE, allowRemovals: true, now: 0, unhealthy: new Map([[sick.id, 'failed 3 times: exit 1']]) });
     expect(allActions(p)).toEqual([{ type: 'kill', podId: 'web', container: 'nginx', reason: 'unhealthy', id: sick.id, graceSeconds: 7, detail: 'failed 3 times: exit 1' }]);
     expect(reportPlan(p).steps).toEqual([{ podId: 'web', container: 'nginx', action: 'stop', reason: 'unhealthy', id: sick.id }]);
   });
@@ -24,7 +24,7 @@ describe('plan: liveness results and big pods', () => {
     const exited = running(spec, { labels: { ...spec.labels, [Labels.crashStreak]: '1' }, state: 'exited', exitCode: 137, finishedAt: 0 });
     const foreign = running(specOf(web, 'nginx', 'other-node'));
     const unhealthy = new Map([[exited.id, 'x'], [foreign.id, 'y'], ['gone', 'z']]);
-    const p = plan({ desired: [desired(web)], actual: [exited, foreign], node: NODE, allowRemovals: true, now: 0, unhealthy });
+    const p = plan({ desired: [desired(web)], actual: [exited, foreign], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 0, unhealthy });
     expect(allActions(p).map((a) => a.type)).toEqual([]);
     expect(p.backOffs).toHaveLength(1);
   });
@@ -48,7 +48,7 @@ describe('plan: liveness results and big pods', () => {
     const actual = inSync(big.manifest).map(counted);
     // One container runs an older spec, so the pod is planned beyond the steady state.
     actual[0] = counted(running(specOf(before.manifest, 'c0')));
-    const p = plan({ desired: [desired(big.manifest)], actual, node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(big.manifest)], actual, sandboxes: [readySandbox(big.manifest)], node: NODE, allowRemovals: true, now: 0 });
     expect(allActions(p).map((a) => a.type)).toEqual(['remove', 'create']);
     expect(looks).toBeLessThanOrEqual(4 * 250);
   });

@@ -3,17 +3,18 @@ import type { DesiredPod } from '../src/manifest.js';
 import { Labels } from '../src/naming.js';
 import { plan } from '../src/planner.js';
 import type { ContainerSummary } from '../src/runtime.js';
+import type { SandboxSummary } from '../src/sandbox.js';
 import { validateManifest } from '../src/validate.js';
-import { NODE, SOURCE, manifest, desired, specOf, running, inSync, actionsOf, allActions } from './planner-fixtures.js';
+import { NODE, SOURCE, manifest, desired, specOf, running, inSync, actionsOf, allActions, readySandbox, readySandboxes } from './planner-fixtures.js';
 
 describe('plan', () => {
   it('plans nothing for nothing', () => {
-    expect(plan({ desired: [], actual: [], node: NODE, allowRemovals: true, now: 0 })).toEqual({ pods: [], held: 0, backOffs: [] });
+    expect(plan({ desired: [], actual: [], sandboxes: [], node: NODE, allowRemovals: true, now: 0 })).toEqual({ pods: [], held: 0, backOffs: [] });
   });
 
-  it('creates every container of a new pod, with spec labels carrying the node', () => {
+  it('creates every container of a new pod in its sandbox, with spec labels carrying the node', () => {
     const web = manifest('web', 'nginx:nginx', 'log:busybox');
-    const p = plan({ desired: [desired(web)], actual: [], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(web)], actual: [], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 0 });
     expect(p.pods.map((x) => x.podId)).toEqual(['web']);
     const actions = actionsOf(p, 'web');
     expect(actions.map((a) => [a.type, a.podId, a.container, a.reason])).toEqual([
@@ -22,6 +23,7 @@ describe('plan', () => {
     ]);
     for (const a of actions) {
       if (a.type !== 'create') throw new Error('expected create');
+      expect(a.sandbox).toBe('sandbox-web');
       expect(a.spec.labels[Labels.node]).toBe(NODE);
       expect(a.spec.labels[Labels.manifestId]).toBe('web');
       expect(a.spec.labels[Labels.containerName]).toBe(a.container);
@@ -34,7 +36,7 @@ describe('plan', () => {
   it('plans nothing when everything is in sync', () => {
     const web = manifest('web', 'nginx:nginx', 'log:busybox');
     const db = manifest('db', 'redis:redis');
-    const p = plan({ desired: [desired(web), desired(db)], actual: [...inSync(web), ...inSync(db)], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(web), desired(db)], actual: [...inSync(web), ...inSync(db)], sandboxes: readySandboxes(web, db), node: NODE, allowRemovals: true, now: 0 });
     expect(p.pods).toEqual([]);
     expect(p.held).toBe(0);
   });
@@ -42,7 +44,7 @@ describe('plan', () => {
   it('restarts a first crash at once, as a new container that counts the restart', () => {
     const web = manifest('web', 'nginx:nginx');
     const exited = running(specOf(web, 'nginx'), { state: 'exited', startedAt: 1_990_000, finishedAt: 2_000_000, exitCode: 1 });
-    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_000_000 });
+    const p = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 2_000_000 });
     const [action] = allActions(p);
     expect(action).toMatchObject({ type: 'create', reason: 'restart', container: 'nginx' });
     if (action?.type !== 'create') throw new Error('expected create');
@@ -56,10 +58,10 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const labels = { ...spec.labels, [Labels.crashStreak]: '1', [Labels.restartCount]: '1' };
     const exited = running(spec, { labels, state: 'exited', startedAt: 1_990_000, finishedAt: 2_000_000, exitCode: 1 });
-    const waiting = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_009_999 });
+    const waiting = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 2_009_999 });
     expect(waiting.pods).toEqual([]);
     expect(waiting.backOffs).toEqual([{ podId: 'web', container: 'nginx', id: exited.id, exitCode: 1, until: 2_010_000, delayMs: 10_000, restartCount: 1 }]);
-    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_010_000 });
+    const p = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 2_010_000 });
     const [action] = allActions(p);
     expect(action).toMatchObject({ type: 'create', reason: 'restart', container: 'nginx' });
     if (action?.type !== 'create') throw new Error('expected create');
@@ -80,7 +82,7 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const labels = { ...spec.labels, [Labels.crashStreak]: String(streak), [Labels.restartCount]: String(streak) };
     const exited = running(spec, { labels, state: 'exited', startedAt: 1_999_000, finishedAt: 2_000_000, exitCode: 2 });
-    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 2_000_000 });
+    const p = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 2_000_000 });
     expect(p.backOffs[0]).toMatchObject({ delayMs: delay, until: 2_000_000 + delay, restartCount: streak });
   });
 
@@ -89,7 +91,7 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const labels = { ...spec.labels, [Labels.crashStreak]: '6', [Labels.restartCount]: '6' };
     const exited = running(spec, { labels, state: 'exited', startedAt: 1_000_000, finishedAt: 1_600_000, exitCode: 1 });
-    const p = plan({ desired: [desired(web)], actual: [exited], node: NODE, allowRemovals: true, now: 1_600_000 });
+    const p = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 1_600_000 });
     expect(p.backOffs).toEqual([]);
     const [action] = allActions(p);
     if (action?.type !== 'create') throw new Error('expected create');
@@ -109,7 +111,7 @@ describe('plan', () => {
     const r = validateManifest({ id: 'job', ...(policy === undefined ? {} : { restartPolicy: policy }), containers: [{ name: 'main', image: 'busybox' }] });
     if (!r.ok) throw new Error('invalid');
     const exited = running(specOf(r.manifest, 'main'), { state: 'exited', startedAt: 0, finishedAt: 1000, exitCode });
-    const p = plan({ desired: [desired(r.manifest)], actual: [exited], node: NODE, allowRemovals: true, now: 1_000_000 });
+    const p = plan({ desired: [desired(r.manifest)], actual: [exited], sandboxes: [readySandbox(r.manifest)], node: NODE, allowRemovals: true, now: 1_000_000 });
     expect(allActions(p).map((a) => a.type)).toEqual(restarts ? ['create'] : []);
     expect(p.backOffs).toEqual([]);
   });
@@ -120,7 +122,7 @@ describe('plan', () => {
     const oldest = running(spec, { id: 'oldest', createdAt: 100, state: 'exited', finishedAt: 150 });
     const older = running(spec, { id: 'older', createdAt: 200, state: 'exited', finishedAt: 250 });
     const up = running(spec, { id: 'up', createdAt: 300 });
-    const p = plan({ desired: [desired(web)], actual: [oldest, up, older], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(web)], actual: [oldest, up, older], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 0 });
     expect(allActions(p).map((a) => (a.type === 'remove' ? [a.id, a.reason, a.running] : a.type))).toEqual([['oldest', 'gc', false]]);
   });
 
@@ -129,18 +131,18 @@ describe('plan', () => {
     if (!r.ok) throw new Error('invalid');
     const c = running(specOf(r.manifest, 'nginx'));
     expect(c.labels[Labels.gracePeriod]).toBe('5');
-    const gone = plan({ desired: [], actual: [c], node: NODE, allowRemovals: true, now: 0 });
-    expect(allActions(gone)).toMatchObject([{ type: 'remove', graceSeconds: 5 }]);
+    const gone = plan({ desired: [], actual: [c], sandboxes: [readySandbox(r.manifest)], node: NODE, allowRemovals: true, now: 0 });
+    expect(allActions(gone)).toMatchObject([{ type: 'remove', graceSeconds: 5 }, { type: 'remove-sandbox', id: 'sandbox-web' }]);
     const changed = validateManifest({ id: 'web', terminationGracePeriodSeconds: 7, containers: [{ name: 'nginx', image: 'nginx:2' }] });
     if (!changed.ok) throw new Error('invalid');
-    const replaced = plan({ desired: [desired(changed.manifest)], actual: [c], node: NODE, allowRemovals: true, now: 0 });
+    const replaced = plan({ desired: [desired(changed.manifest)], actual: [c], sandboxes: [readySandbox(changed.manifest)], node: NODE, allowRemovals: true, now: 0 });
     expect(allActions(replaced)[0]).toMatchObject({ type: 'remove', reason: 'spec-changed', graceSeconds: 7 });
   });
 
   it('leaves busy pods out of the plan', () => {
     const web = manifest('web', 'nginx:nginx');
     const old = manifest('old', 'x:busybox');
-    const p = plan({ desired: [desired(web)], actual: inSync(old), node: NODE, allowRemovals: true, now: 0, busy: new Set(['web', 'old']) });
+    const p = plan({ desired: [desired(web)], actual: inSync(old), sandboxes: readySandboxes(old), node: NODE, allowRemovals: true, now: 0, busy: new Set(['web', 'old']) });
     expect(p.pods).toEqual([]);
   });
 
@@ -158,7 +160,7 @@ describe('plan', () => {
       ],
     });
     if (!r.ok) throw new Error('invalid');
-    const p = plan({ desired: [desired(r.manifest)], actual: [], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(r.manifest)], actual: [], sandboxes: [readySandbox(r.manifest)], node: NODE, allowRemovals: true, now: 0 });
     expect(allActions(p).map((a) => (a.type === 'create' ? `${a.container}:${a.pullPolicy}` : ''))).toEqual([
       'a:Always',
       'b:Always',
@@ -174,7 +176,7 @@ describe('plan', () => {
     const v2 = manifest('web', 'nginx:nginx', 'log:alpine');
     const nginx = running(specOf(v1, 'nginx'));
     const log = running(specOf(v1, 'log'));
-    const p = plan({ desired: [desired(v2)], actual: [nginx, log], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(v2)], actual: [nginx, log], sandboxes: [readySandbox(v2)], node: NODE, allowRemovals: true, now: 0 });
     const actions = actionsOf(p, 'web');
     expect(actions).toHaveLength(2);
     expect(actions[0]).toEqual({ type: 'remove', podId: 'web', container: 'log', reason: 'spec-changed', id: log.id, running: true, graceSeconds: 30 });
@@ -192,7 +194,7 @@ describe('plan', () => {
     const v2 = manifest('web', 'a:redis', 'b:alpine');
     const b = running(specOf(v1, 'b'));
     const gone = running(specOf(v1, 'gone'));
-    const p = plan({ desired: [desired(v2)], actual: [b, gone], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(v2)], actual: [b, gone], sandboxes: [readySandbox(v2)], node: NODE, allowRemovals: true, now: 0 });
     const types = actionsOf(p, 'web').map((a) => a.type);
     expect(types).toEqual(['remove', 'remove', 'create', 'create']);
     expect(
@@ -206,7 +208,7 @@ describe('plan', () => {
     const v1 = manifest('web', 'nginx:nginx');
     const v2 = manifest('web', 'nginx:nginx2');
     const old = running(specOf(v1, 'nginx'), { state: 'exited' });
-    const p = plan({ desired: [desired(v2)], actual: [old], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(v2)], actual: [old], sandboxes: [readySandbox(v2)], node: NODE, allowRemovals: true, now: 0 });
     expect(actionsOf(p, 'web').map((a) => (a.type === 'remove' ? [a.type, a.id, a.running] : [a.type]))).toEqual([
       ['remove', old.id, false],
       ['create'],
@@ -216,11 +218,11 @@ describe('plan', () => {
   it('removes the containers of a pod that is no longer desired when removals are allowed', () => {
     const old = manifest('old', 'nginx:nginx', 'log:busybox');
     const actual = inSync(old);
-    const p = plan({ desired: [], actual, node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [], actual, sandboxes: [readySandbox(old)], node: NODE, allowRemovals: true, now: 0 });
     expect(p.held).toBe(0);
     expect(p.pods.map((x) => x.podId)).toEqual(['old']);
-    expect(actionsOf(p, 'old')).toEqual(
-      actual.map((c) => ({
+    expect(actionsOf(p, 'old')).toEqual([
+      ...actual.map((c) => ({
         type: 'remove',
         podId: 'old',
         container: c.labels[Labels.containerName],
@@ -229,22 +231,25 @@ describe('plan', () => {
         running: true,
         graceSeconds: 30,
       })),
-    );
+      // The sandbox after its containers, and the pod's volumes with it.
+      { type: 'remove-sandbox', podId: 'old', container: 'POD', reason: 'not-desired', id: 'sandbox-old', volumes: true },
+    ]);
   });
 
   it('holds the containers of an undesired pod while removals are not allowed', () => {
     const web = manifest('web', 'nginx:nginx');
     const old = manifest('old', 'nginx:nginx', 'log:busybox');
-    const p = plan({ desired: [desired(web)], actual: [...inSync(web), ...inSync(old)], node: NODE, allowRemovals: false, now: 0 });
+    const p = plan({ desired: [desired(web)], actual: [...inSync(web), ...inSync(old)], sandboxes: readySandboxes(web, old), node: NODE, allowRemovals: false, now: 0 });
     expect(p.pods).toEqual([]);
-    expect(p.held).toBe(2);
+    // Its two containers, and its sandbox.
+    expect(p.held).toBe(3);
   });
 
   it('removes a container dropped from a desired manifest even while removals are not allowed', () => {
     const v1 = manifest('web', 'nginx:nginx', 'log:busybox');
     const v2 = manifest('web', 'nginx:nginx');
     const [nginx, log] = inSync(v1);
-    const p = plan({ desired: [desired(v2)], actual: [nginx!, log!], node: NODE, allowRemovals: false, now: 0 });
+    const p = plan({ desired: [desired(v2)], actual: [nginx!, log!], sandboxes: [readySandbox(v2)], node: NODE, allowRemovals: false, now: 0 });
     expect(p.held).toBe(0);
     expect(actionsOf(p, 'web')).toEqual([
       { type: 'remove', podId: 'web', container: 'log', reason: 'not-desired', id: log!.id, running: true, graceSeconds: 30 },
@@ -260,7 +265,7 @@ describe('plan', () => {
     const older = running(spec, { id: 'older', createdAt: 100 });
     const newer = running(spec, { id: 'newer', createdAt: 200 });
     const actual = newerFirst ? [newer, older] : [older, newer];
-    const p = plan({ desired: [desired(web)], actual, node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(web)], actual, sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 0 });
     expect(actionsOf(p, 'web')).toEqual([
       { type: 'remove', podId: 'web', container: 'nginx', reason: 'duplicate', id: 'older', running: true, graceSeconds: 30 },
     ]);
@@ -271,7 +276,7 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const up = running(spec, { id: 'up', createdAt: 100 });
     const down = running(spec, { id: 'down', createdAt: 200, state: 'exited' });
-    const p = plan({ desired: [desired(web)], actual: [down, up], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: [desired(web)], actual: [down, up], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 0 });
     // The running one is kept; the exited one is not running, so it is neither started nor a duplicate.
     expect(p).toEqual({ pods: [], held: 0, backOffs: [] });
   });
@@ -287,18 +292,21 @@ describe('plan', () => {
       labels: Object.fromEntries(Object.entries(specOf(web, 'nginx').labels).filter(([k]) => k !== Labels.node)),
     });
     const ours = running(specOf(web, 'nginx'), { id: 'ours' });
+    // Our pod's sandbox, and the sandbox of the other node's undesired pod.
+    const sandboxes = [readySandbox(web), { ...readySandbox(manifest('gone', 'x:busybox'), 'host-2'), id: 'other-gone-sandbox' }];
     const p = plan({
       desired: [desired(web)],
       actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired, unlabelledNode, ours],
+      sandboxes,
       node: NODE,
       allowRemovals: true, now: 0,
     });
     expect(p).toEqual({ pods: [], held: 0, backOffs: [] });
 
     // Without our own container, the pod is created rather than adopting another node's container.
-    const p2 = plan({ desired: [desired(web)], actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired], node: NODE, allowRemovals: true, now: 0 });
+    const p2 = plan({ desired: [desired(web)], actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired], sandboxes, node: NODE, allowRemovals: true, now: 0 });
     expect(allActions(p2).map((a) => [a.type, a.reason])).toEqual([['create', 'new']]);
-    const ids = new Set(['foreign', 'other-same', 'other-old', 'other-gone', 'no-node']);
+    const ids = new Set(['foreign', 'other-same', 'other-old', 'other-gone', 'no-node', 'other-gone-sandbox']);
     expect(allActions(p2).filter((a) => 'id' in a && ids.has(a.id))).toEqual([]);
   });
 
@@ -306,17 +314,19 @@ describe('plan', () => {
   it('handles 10,000 pods that are all in sync', () => {
     const desiredPods: DesiredPod[] = [];
     const actual: ContainerSummary[] = [];
+    const sandboxes: SandboxSummary[] = [];
     for (let i = 0; i < 10_000; i++) {
       const m = manifest(`pod-${i}`, 'app:nginx', 'side:busybox');
       desiredPods.push(desired(m));
       actual.push(...inSync(m));
+      sandboxes.push(readySandbox(m));
     }
-    const p = plan({ desired: desiredPods, actual, node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({ desired: desiredPods, actual, sandboxes, node: NODE, allowRemovals: true, now: 0 });
     expect(p.pods).toHaveLength(0);
     expect(p.held).toBe(0);
 
     // And the same input with one pod gone plans exactly that pod's removal.
-    const p2 = plan({ desired: desiredPods.slice(1), actual, node: NODE, allowRemovals: true, now: 0 });
+    const p2 = plan({ desired: desiredPods.slice(1), actual, sandboxes, node: NODE, allowRemovals: true, now: 0 });
     expect(p2.pods.map((x) => x.podId)).toEqual(['pod-0']);
   });
 });

@@ -7,6 +7,7 @@ function fakeRuntime(capabilities: RuntimeCapabilities): ContainerRuntime {
   return {
     name: 'fake',
     capabilities,
+    images: { pull: answer('pull'), hasImage: answer('hasImage') },
     runSandbox: answer('runSandbox'),
     listSandboxes: answer('listSandboxes'),
     stopSandbox: answer('stopSandbox'),
@@ -17,8 +18,6 @@ function fakeRuntime(capabilities: RuntimeCapabilities): ContainerRuntime {
     start: answer('start'),
     stop: answer('stop'),
     remove: answer('remove'),
-    pull: answer('pull'),
-    hasImage: answer('hasImage'),
     exec: answer('exec'),
   };
 }
@@ -48,7 +47,7 @@ describe('wrapRuntime', () => {
     expect(wrapped.name).toBe('fake');
   });
 
-  it('puts every call, figures included, through `around` with its operation and arguments', async () => {
+  it('puts every call, images and figures included, through `around` with its operation and arguments', async () => {
     const seen: Array<{ operation: RuntimeOperation; args: readonly unknown[] }> = [];
     const wrapped = wrapRuntime(fakeRuntime(everyPower), {
       around: (operation, args, proceed) => {
@@ -58,10 +57,14 @@ describe('wrapRuntime', () => {
     });
     await expect(wrapped.create({ name: 'a' } as never, 'sandbox-1')).resolves.toEqual({ op: 'create', args: [{ name: 'a' }, 'sandbox-1'] });
     await wrapped.stop('c1', 5);
+    await expect(wrapped.images.hasImage('app:1')).resolves.toEqual({ op: 'hasImage', args: ['app:1'] });
+    await expect(wrapped.images.pull('app:1')).resolves.toEqual({ op: 'pull', args: ['app:1'] });
     await expect(wrapped.capabilities.stats!.stats('abc')).resolves.toMatchObject({ cpu: { usageNanoseconds: 3 } });
     expect(seen).toEqual([
       { operation: 'create', args: [{ name: 'a' }, 'sandbox-1'] },
       { operation: 'stop', args: ['c1', 5] },
+      { operation: 'hasImage', args: ['app:1'] },
+      { operation: 'pull', args: ['app:1'] },
       { operation: 'stats', args: ['abc'] },
     ]);
   });
@@ -72,6 +75,7 @@ describe('wrapRuntime', () => {
     const counted = wrapRuntime(inner, { around: (_op, _args, proceed) => ((made += 1), proceed()) });
     const refusing = wrapRuntime(counted, { around: async () => Promise.reject(new Error('refused')) });
     await expect(refusing.remove('c1')).rejects.toThrow('refused');
+    await expect(refusing.images.pull('app:1')).rejects.toThrow('refused');
     expect(made).toBe(0);
   });
 

@@ -121,13 +121,16 @@ export class PlanExecutor {
           if (waiting.first) this.emit(action, 'BackOff', `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to start it last time`, 'RunContainerError');
           throw new AlreadyReported();
         }
+        // Its pod's ready sandbox, or the one the pod's run-sandbox step just made: the planner
+        // gives every create one or the other, and a container is never made outside a sandbox.
+        const sandbox = action.sandbox ?? progress?.sandbox;
+        if (sandbox === undefined) throw new KubeletError('Internal', `create ${action.container}: the plan gives it no sandbox (none ready, and no run-sandbox step before it)`);
         // Host paths are checked (v1 hostPath: made, for the …OrCreate types) on the host first, as the
         // kubelet does, and one that leads to the host's root through a link is refused; a
         // failure names the volume and path, and the next pass tries again. (Only then awaited:
         // a pod without them takes no extra turn on its way to the engine.)
         if (action.spec.mounts.some((m) => m.hostPath !== undefined)) await prepareHostPaths(action.spec.mounts);
         await this.ensureImage(action);
-        const sandbox = action.sandbox ?? progress?.sandbox;
         const created = await runtime.create(action.spec, sandbox);
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
         await this.startOrDiscard(created.id, key);
@@ -189,12 +192,13 @@ export class PlanExecutor {
   /**
    * Applies the pull policy. A failed pull backs off per image (10 s doubling to 300 s) so a missing
    * image neither hammers the registry nor blocks other pods. Pods wanting one image at once share
-   * one transfer: the runtime contract requires it of `pull`, so the executor keeps no copy of it.
+   * one transfer: the image service's contract requires it of `pull`, so the executor keeps no
+   * copy of it.
    */
   private async ensureImage(action: CreateAction): Promise<void> {
     const { runtime, clock } = this.options;
     const image = action.spec.image;
-    if (action.pullPolicy !== 'Always' && (await runtime.hasImage(image))) return;
+    if (action.pullPolicy !== 'Always' && (await runtime.images.hasImage(image))) return;
     if (action.pullPolicy === 'Never') {
       this.emit(action, 'ImagePullFailed', `image ${image} is not present and imagePullPolicy is Never`, 'ErrImageNeverPull');
       throw new AlreadyReported();
@@ -207,7 +211,7 @@ export class PlanExecutor {
     // Concurrent waiters of one failed pull count it once.
     const since = this.pulls.snapshot(image);
     try {
-      await runtime.pull(image);
+      await runtime.images.pull(image);
       this.pulls.succeeded(image);
       this.emit(action, 'ImagePulled', `pulled ${image}`);
     } catch (error) {

@@ -53,10 +53,15 @@ export function agentFixture() {
       return ids;
     },
 
+    /**
+     * Makes and starts a container someone else runs (with `labels`, by default none), in a sandbox
+     * of its own that carries none of our labels.
+     */
     async foreign(name: string, labels: Record<string, string> = {}): Promise<string> {
       f.runtime.addImage('busybox:1');
+      const sandbox = await f.runtime.runSandbox({ name: `${name}-holder`, podId: name, hostname: name, ports: [], labels: {} });
       const spec: ContainerSpec = { name, podId: name, image: 'busybox:1', env: {}, ports: [], mounts: [], labels };
-      const created = await f.runtime.create(spec);
+      const created = await f.runtime.create(spec, sandbox.id);
       await f.runtime.start(created.id);
       return created.id;
     },

@@ -26,6 +26,19 @@ describe('declared capabilities', () => {
     expect(wrap({ ...wrap(memory), capabilities: {} }).capabilities).toEqual({});
   });
 
+  it.each(WRAPPERS)('%s passes image calls on to the image service of the runtime it wraps', async (_name, wrap) => {
+    const memory = new MemoryRuntime({ pullable: ['app:1'] });
+    const wrapped = wrap(memory);
+    await expect(wrapped.images.hasImage('app:1')).resolves.toBe(false);
+    await wrapped.images.pull('app:1');
+    await expect(wrapped.images.hasImage('app:1')).resolves.toBe(true);
+    expect(memory.calls.map((c) => [c.op, c.target])).toEqual([
+      ['hasImage', 'app:1'],
+      ['pull', 'app:1'],
+      ['hasImage', 'app:1'],
+    ]);
+  });
+
   it('reacts to runtime events through wrappers of wrappers (the chaos suite runs so)', async () => {
     const lossy = new LostReplies(new GuardedRuntime(f.runtime).runtime, new SeededRandom(1), 0.5);
     const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web')] })], { runtime: lossy.runtime, syncFrequencyMs: HOUR });

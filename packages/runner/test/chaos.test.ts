@@ -1,6 +1,6 @@
 import { afterAll, describe, it } from '@jest/globals';
 import { reliabilityRuns, reliabilitySeed, recordFigures, ManualClock } from '@kubelet-ts/conformance';
-import { buildContainerSpec, CrashBackOff, type ContainerSpec, type EventSink } from '@kubelet-ts/core';
+import { buildContainerSpec, buildSandboxSpec, CrashBackOff, type ContainerSpec, type EventSink } from '@kubelet-ts/core';
 import { LostReplies, MemoryRuntime, SeededFaultInjector, SeededRandom } from '@kubelet-ts/runtime-memory';
 import { Kubelet } from '../src/kubelet.js';
 import { ChaosSources, divergence, isConverged, runningTwice, type Divergence } from './chaos-model.js';
@@ -78,19 +78,24 @@ async function runSeed(seed: number): Promise<SeedFigures> {
     throw new Error(`chaos seed ${seed}: ${what}${detail}\n  last changes:\n    ${log.slice(-25).join('\n    ')}\n  replay: ${REPLAY(seed)}`);
   };
 
-  // Two containers the agent must never touch: a foreign one, and one of another agent on the same
-  // engine for a pod id this agent runs too.
+  // Containers the agent must never touch, each in its sandbox (which it must not touch either): a
+  // foreign one, in a sandbox without our labels, and those of another agent on the same engine for
+  // a pod id this agent runs too.
   runtime.addImage('busybox:1');
   const foreignSpec: ContainerSpec = { name: 'foreign', podId: 'foreign', image: 'busybox:1', env: {}, ports: [], mounts: [], labels: { owner: 'someone' } };
   // Without host ports: two agents claiming one host port could never both run.
   const other = manifest('p0', [{ name: 'main', image: 'app:1' }, { name: 'side', image: 'db:5' }]);
-  const untouchable: string[] = [(await runtime.create(foreignSpec)).id];
+  const foreignSandbox = await runtime.runSandbox({ name: 'foreign-holder', podId: 'foreign', hostname: 'foreign', ports: [], labels: { owner: 'someone' } });
+  const otherSandbox = await runtime.runSandbox(buildSandboxSpec(other, { node: 'node-b', source: 'a' }));
+  const theirContainers: string[] = [(await runtime.create(foreignSpec, foreignSandbox.id)).id];
   for (const c of other.containers) {
     runtime.addImage(c.image);
-    untouchable.push((await runtime.create(buildContainerSpec(other, c, { node: 'node-b', source: 'a' }))).id);
+    theirContainers.push((await runtime.create(buildContainerSpec(other, c, { node: 'node-b', source: 'a' }), otherSandbox.id)).id);
   }
-  for (const id of untouchable) await runtime.start(id);
-  const untouchedBefore = runtime.snapshot().filter((c) => untouchable.includes(c.id));
+  for (const id of theirContainers) await runtime.start(id);
+  const untouchable = [foreignSandbox.id, otherSandbox.id, ...theirContainers];
+  const theirs = () => [...runtime.snapshot(), ...runtime.sandboxSnapshot()].filter((x) => untouchable.includes(x.id));
+  const untouchedBefore = theirs();
   const setupCalls = runtime.calls.length;
 
   const world = new ChaosSources();
@@ -166,10 +171,9 @@ async function runSeed(seed: number): Promise<SeedFigures> {
     if (agentView.join() !== model.join()) fail(`the agent's desired state ${agentView.join()} is not the sources' ${model.join()}`);
 
     const touched = runtime.calls.slice(setupCalls).filter((c) => c.target !== undefined && untouchable.includes(c.target));
-    if (touched.length > 0) fail(`touched containers that are not its own: ${touched.map((c) => `${c.op} ${c.target}`).join(', ')}`);
+    if (touched.length > 0) fail(`touched containers or sandboxes that are not its own: ${touched.map((c) => `${c.op} ${c.target}`).join(', ')}`);
     if (runtime.calls.length !== runtime.callCount()) fail('the call log dropped calls; raise callLogSize');
-    const untouchedAfter = runtime.snapshot().filter((c) => untouchable.includes(c.id));
-    if (JSON.stringify(untouchedAfter) !== JSON.stringify(untouchedBefore)) fail('a container that is not its own changed');
+    if (JSON.stringify(theirs()) !== JSON.stringify(untouchedBefore)) fail('a container or sandbox that is not its own changed');
     // The event path every real engine takes must be in the chaos too (issue 21: a wrapper dropped it).
     const runtimeEvents = [...(await k.metrics()).body.matchAll(/^kubelet_ts_runtime_events_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
     if (runtimeEvents === 0) fail('the agent received no runtime event: a wrapper dropped the events capability');

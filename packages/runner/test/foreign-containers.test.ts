@@ -51,7 +51,7 @@ describe('foreign containers beside the agent', () => {
   let webSandbox: string;
   let staleSandbox: string;
 
-  async function place(spec: ContainerSpec, state: 'running' | 'exited', sandbox?: string): Promise<string> {
+  async function place(spec: ContainerSpec, state: 'running' | 'exited', sandbox: string): Promise<string> {
     const created = await memory.create(spec, sandbox);
     await memory.start(created.id);
     if (state === 'exited') memory.exit(created.id, 1);
@@ -73,33 +73,37 @@ describe('foreign containers beside the agent', () => {
     clock = new ManualClock(1_000_000);
     memory = new MemoryRuntime({ clock, images: ['app:1', 'app:2'] });
     const hash = ourSpec(web(), 'app').labels[Labels.specHash]!;
-    const ids = [
-      // Nothing of ours: not even listed by default.
-      await place(bare('plain', {}), 'running'),
-      // Some of our keys, not all of them.
-      await place(bare('partial', { [Labels.manifestId]: 'web', [Labels.node]: HOST }), 'running'),
-      await place(bare('no-hash', { [Labels.manifestId]: 'web', [Labels.containerName]: 'app', [Labels.node]: HOST }), 'exited'),
-      // All of our keys, with values the agent never writes.
-      await place(bare('bad-hash', { [Labels.manifestId]: 'web', [Labels.containerName]: 'app', [Labels.specHash]: 'garbage', [Labels.node]: HOST, [Labels.restartCount]: 'many' }), 'exited'),
-      await place(bare('bad-id', { [Labels.manifestId]: '../../etc', [Labels.containerName]: 'app', [Labels.specHash]: hash, [Labels.node]: HOST }), 'running'),
-      await place(bare('bad-name', { [Labels.manifestId]: 'web', [Labels.containerName]: 'App\n', [Labels.specHash]: hash, [Labels.node]: HOST }), 'running'),
-      // Another agent's, sharing the engine: the same pod, labelled exactly as ours but for the node.
-      await place(ourSpec(web(), 'app', 'node-b'), 'running'),
-      await place(ourSpec(web(), 'app', 'node-b'), 'exited'),
-      await place(ourSpec(web(), 'probed', 'node-b'), 'running'),
-      await place(ourSpec(old, 'app', 'node-b'), 'running'),
-    ];
-    foreign = new Map(memory.snapshot().filter((c) => ids.includes(c.id)).map((c) => [c.id, { name: c.name, state: c.state, startedAt: c.startedAt }]));
     // Namespace holders someone else made (issue 17: one labelled as ours was removed, a stopped
     // one was started and joined): labelled as ours with a name the agent never gives, with a hash
-    // it never writes, stopped, and another agent's.
+    // it never writes, stopped, and another agent's (its pods web and old); and one without any
+    // of our labels, where the foreign containers below live.
     const ourWebSandbox = buildSandboxSpec(web(), { node: HOST, source: 'a' });
     const holders = [
       await memory.runSandbox({ ...ourWebSandbox, name: 'evil-holder' }),
       await memory.runSandbox({ ...ourWebSandbox, name: 'POD--web--0badf00d', labels: { ...ourWebSandbox.labels, [Labels.sandboxHash]: 'garbage' } }),
       await memory.runSandbox({ ...ourWebSandbox, name: 'stopped-holder' }),
       await memory.runSandbox(buildSandboxSpec(web(), { node: 'node-b', source: 'a' })),
+      await memory.runSandbox(buildSandboxSpec(old, { node: 'node-b', source: 'a' })),
+      await memory.runSandbox({ name: 'their-holder', podId: 'web', hostname: 'web', ports: [], labels: {} }),
     ];
+    const [theirs, nodeBWeb, nodeBOld] = [holders[5]!.id, holders[3]!.id, holders[4]!.id];
+    const ids = [
+      // Nothing of ours: not even listed by default.
+      await place(bare('plain', {}), 'running', theirs),
+      // Some of our keys, not all of them.
+      await place(bare('partial', { [Labels.manifestId]: 'web', [Labels.node]: HOST }), 'running', theirs),
+      await place(bare('no-hash', { [Labels.manifestId]: 'web', [Labels.containerName]: 'app', [Labels.node]: HOST }), 'exited', theirs),
+      // All of our keys, with values the agent never writes.
+      await place(bare('bad-hash', { [Labels.manifestId]: 'web', [Labels.containerName]: 'app', [Labels.specHash]: 'garbage', [Labels.node]: HOST, [Labels.restartCount]: 'many' }), 'exited', theirs),
+      await place(bare('bad-id', { [Labels.manifestId]: '../../etc', [Labels.containerName]: 'app', [Labels.specHash]: hash, [Labels.node]: HOST }), 'running', theirs),
+      await place(bare('bad-name', { [Labels.manifestId]: 'web', [Labels.containerName]: 'App\n', [Labels.specHash]: hash, [Labels.node]: HOST }), 'running', theirs),
+      // Another agent's, sharing the engine: the same pod, labelled exactly as ours but for the node.
+      await place(ourSpec(web(), 'app', 'node-b'), 'running', nodeBWeb),
+      await place(ourSpec(web(), 'app', 'node-b'), 'exited', nodeBWeb),
+      await place(ourSpec(web(), 'probed', 'node-b'), 'running', nodeBWeb),
+      await place(ourSpec(old, 'app', 'node-b'), 'running', nodeBOld),
+    ];
+    foreign = new Map(memory.snapshot().filter((c) => ids.includes(c.id)).map((c) => [c.id, { name: c.name, state: c.state, startedAt: c.startedAt }]));
     memory.killSandbox(holders[2]!.id);
     foreignSandboxes = new Map(memory.sandboxSnapshot().map((x) => [x.id, { name: x.name, state: x.state }]));
     // Ours from before this agent started: one to adopt, one no source asks for any more.

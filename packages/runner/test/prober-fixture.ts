@@ -1,5 +1,5 @@
 import { afterEach, beforeEach } from '@jest/globals';
-import { Labels, type ContainerSpec, type ExecResult, type Probe } from '@kubelet-ts/core';
+import { Labels, buildContainerName, type ContainerSpec, type ExecResult, type Probe } from '@kubelet-ts/core';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { PlanExecutor } from '../src/executor.js';
@@ -46,6 +46,8 @@ export class FakeNetwork implements NetworkCheck {
  */
 export function proberFixture() {
   const graces = new Map<string, number>();
+  /** Each pod's sandbox, made with its first container. */
+  const sandboxes = new Map<string, string>();
   const f = {
     clock: undefined as unknown as ManualClock,
     runtime: undefined as unknown as MemoryRuntime,
@@ -73,9 +75,14 @@ export function proberFixture() {
       if (result.failures === 0) f.killed.push(t);
     },
 
-    /** Creates and starts a container of pod `podId` on the memory runtime; returns its id. */
+    /** Creates and starts a container of pod `podId` (in the pod's sandbox) on the memory runtime; returns its id. */
     async running(podId = 'cache', container = 'redis'): Promise<string> {
-      await f.runtime.pull('redis:7');
+      await f.runtime.images.pull('redis:7');
+      let sandbox = sandboxes.get(podId);
+      if (sandbox === undefined) {
+        sandbox = (await f.runtime.runSandbox({ name: buildContainerName(podId, 'POD'), podId, hostname: podId, ports: [], labels: { [Labels.sandbox]: podId } })).id;
+        sandboxes.set(podId, sandbox);
+      }
       const spec: ContainerSpec = {
         name: `${container}--${podId}--${Math.random().toString(16).slice(2, 10).padEnd(8, '0')}`,
         podId,
@@ -85,7 +92,7 @@ export function proberFixture() {
         mounts: [],
         labels: { [Labels.manifestId]: podId, [Labels.containerName]: container },
       };
-      const created = await f.runtime.create(spec);
+      const created = await f.runtime.create(spec, sandbox);
       await f.runtime.start(created.id);
       return created.id;
     },
@@ -114,6 +121,7 @@ export function proberFixture() {
     f.killed = [];
     f.opened = [];
     graces.clear();
+    sandboxes.clear();
   });
   afterEach(async () => {
     // close() waits for probes under way, which run on the virtual clock: let it move meanwhile.

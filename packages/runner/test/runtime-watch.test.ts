@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { buildContainerSpec, KubeletError, type ContainerEvent, type ContainerEventSource } from '@kubelet-ts/core';
+import { KubeletError, type ContainerEvent, type ContainerEventSource } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { RuntimeWatch } from '../src/runtime-watch.js';
 import { agentFixture, HOST } from './agent-fixture.js';
@@ -59,26 +59,22 @@ describe('the agent follows the runtime event stream (issue 14)', () => {
     const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web')] })], { syncFrequencyMs: HOUR });
     await k.start();
     await settle();
-    const spec = buildContainerSpec(pod('other'), pod('other').containers[0]!, { node: 'node-b', source: 'a' });
-    f.runtime.addImage(spec.image);
-    const theirs = await f.runtime.create(spec);
-    await f.runtime.start(theirs.id);
-    const foreign = await f.runtime.create({ name: 'foreign', image: spec.image, labels: {}, env: [], ports: [], mounts: [] } as unknown as typeof spec);
-    await f.runtime.start(foreign.id);
+    // Each in its sandbox: another node's pod, and a foreign container in a sandbox without our labels.
+    const [theirs] = await f.preexisting(pod('other'), 'node-b', 'a');
+    const foreign = await f.foreign('foreign');
     await settle();
     const passes: unknown[] = [];
     k.on('pass', (r) => passes.push(r));
     const lists = f.runtime.callCount('list');
-    f.runtime.exit(theirs.id, 1);
-    f.runtime.exit(foreign.id, 1);
+    f.runtime.exit(theirs!, 1);
+    f.runtime.exit(foreign, 1);
     await settle();
     expect(passes).toEqual([]);
     expect(f.runtime.callCount('list')).toBe(lists);
     // The event names a pod but not the node: another node's container of a pod this agent runs
     // too makes one pass of that pod, which finds nothing to do.
-    const twin = await f.runtime.create(buildContainerSpec(pod('web'), pod('web').containers[0]!, { node: 'node-b', source: 'a' }));
-    await f.runtime.start(twin.id);
-    f.runtime.exit(twin.id, 1);
+    const [twin] = await f.preexisting(pod('web'), 'node-b', 'a');
+    f.runtime.exit(twin!, 1);
     await settle();
     expect(passes).toEqual([expect.objectContaining({ pods: ['web'], actions: 0 })]);
   });

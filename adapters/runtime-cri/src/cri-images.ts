@@ -1,0 +1,52 @@
+import type { Clock, ImageService, Logger } from '@kubelet-ts/core';
+import type { CriApi } from './cri-api.js';
+import { classifyPullError } from './errors.js';
+
+export interface CriImagesOptions {
+  readonly cri: CriApi;
+  /** Where the runtime is, for the errors of a pull it did not answer. */
+  readonly endpoint: string;
+  /** Deadline of one pull. */
+  readonly pullTimeoutMs: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Runs a CRI call with the runtime's deadline, translating its failures. */
+  readonly call: <T>(what: string, fn: (deadline: number) => Promise<T>) => Promise<T>;
+}
+
+/**
+ * CRI's ImageService (`CriRuntime.images`): ImageStatus and PullImage. One pull of an image at a
+ * time: callers of an image already being pulled share its transfer.
+ */
+export class CriImages implements ImageService {
+  private readonly pulls = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: CriImagesOptions) {}
+
+  pull(image: string): Promise<void> {
+    let pending = this.pulls.get(image);
+    if (pending === undefined) {
+      pending = this.transfer(image).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, pending);
+    }
+    return pending;
+  }
+
+  async hasImage(image: string): Promise<boolean> {
+    const { image: found } = await this.options.call(`image status ${image}`, (deadline) => this.options.cri.imageStatus({ image: { image } }, deadline));
+    return found !== null && found.id !== '';
+  }
+
+  private async transfer(image: string): Promise<void> {
+    // An imported image is not in any registry: PullImage of it would fail where ImageStatus knows it.
+    if (await this.hasImage(image)) return;
+    const { cri, clock, logger } = this.options;
+    const started = clock.now();
+    try {
+      await cri.pullImage({ image: { image } }, Date.now() + this.options.pullTimeoutMs);
+    } catch (error) {
+      throw classifyPullError(image, error, this.options.endpoint);
+    }
+    logger.info({ image, durationMs: clock.now() - started }, 'image pulled');
+  }
+}

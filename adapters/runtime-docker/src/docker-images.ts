@@ -1,0 +1,79 @@
+import { KubeletError, repeatEvery, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
+import type { DockerApi, PullProgressEvent } from './docker-api.js';
+import { classifyPullError, dockerDetail, translate } from './errors.js';
+
+export interface DockerImagesOptions {
+  readonly docker: DockerApi;
+  /** Where the engine is, for the errors of a pull it did not answer. */
+  readonly endpoint: string;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** How often a long pull logs its progress. */
+  readonly pullProgressIntervalMs: number;
+  /** Runs an engine call, translating its failures. */
+  readonly call: <T>(what: string, fn: () => Promise<T>) => Promise<T>;
+}
+
+/**
+ * The engine's images (`DockerRuntime.images`): `GET /images/{name}/json` and `POST /images/create`.
+ * One pull of an image at a time: callers of an image already being pulled share its transfer.
+ */
+export class DockerImages implements ImageService {
+  private readonly pulls = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: DockerImagesOptions) {}
+
+  pull(image: string): Promise<void> {
+    let pending = this.pulls.get(image);
+    if (pending === undefined) {
+      pending = this.transfer(image).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, pending);
+    }
+    return pending;
+  }
+
+  async hasImage(image: string): Promise<boolean> {
+    try {
+      await this.options.call(`inspect image ${image}`, () => this.options.docker.getImage(image).inspect());
+      return true;
+    } catch (error) {
+      if (error instanceof KubeletError && error.code === 'NotFound') return false;
+      throw error;
+    }
+  }
+
+  private async transfer(image: string): Promise<void> {
+    const { docker, clock, logger } = this.options;
+    const started = clock.now();
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await docker.pull(image);
+    } catch (error) {
+      const t = translate(error, `pull ${image}`, this.options.endpoint);
+      if (t.code === 'Unavailable') throw t; // the engine itself does not answer
+      throw classifyPullError(image, dockerDetail(error), error);
+    }
+    let last: PullProgressEvent | undefined;
+    const stopTicker = repeatEvery(clock, this.options.pullProgressIntervalMs, () => {
+      logger.info({ image, elapsedMs: clock.now() - started, status: last?.status, progress: last?.progress }, 'pulling image');
+    });
+    try {
+      await new Promise<void>((resolvePull, reject) => {
+        docker.modem.followProgress(
+          stream,
+          (error, output) => {
+            const failed = output.find((e): e is PullProgressEvent => typeof (e as PullProgressEvent).error === 'string');
+            if (error !== null || failed !== undefined) reject(classifyPullError(image, failed?.error ?? error?.message ?? 'pull failed', error));
+            else resolvePull();
+          },
+          (event) => {
+            last = event;
+          },
+        );
+      });
+    } finally {
+      stopTicker();
+    }
+    logger.info({ image, durationMs: clock.now() - started }, 'image pulled');
+  }
+}

@@ -1,0 +1,62 @@
+import { KubeletError, sleep, type Clock, type ImageService, type RuntimeOperation } from '@kubelet-ts/core';
+
+export interface MemoryImagesOptions {
+  readonly clock: Clock;
+  /** Images present from the start. */
+  readonly images?: readonly string[];
+  /** Which images `pull` can fetch: `'any'` (default) or a list. */
+  readonly pullable?: 'any' | readonly string[];
+  /** Milliseconds each pull takes on the clock. Default 0. */
+  readonly pullLatencyMs?: number;
+  /** The runtime's call log: each call is logged, delayed and faulted there first. */
+  readonly enter: (op: RuntimeOperation, target: string) => Promise<void>;
+  /** The name errors carry. */
+  readonly adapter: string;
+}
+
+/**
+ * The memory runtime's images (its `images`): a set of names. A pull of one `pullable` refuses is
+ * `NotFound`, as an engine with no registry would answer; concurrent pulls of one image share one
+ * transfer, as the contract asks.
+ */
+export class MemoryImages implements ImageService {
+  private readonly present: Set<string>;
+  private readonly pullable: 'any' | ReadonlySet<string>;
+  private readonly pulls = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: MemoryImagesOptions) {
+    this.present = new Set(options.images ?? []);
+    this.pullable = options.pullable === undefined || options.pullable === 'any' ? 'any' : new Set(options.pullable);
+  }
+
+  async pull(image: string): Promise<void> {
+    await this.options.enter('pull', image);
+    const pending = this.pulls.get(image);
+    if (pending !== undefined) return pending;
+    const transfer = (async () => {
+      const latency = this.options.pullLatencyMs ?? 0;
+      if (latency > 0) await sleep(this.options.clock, latency);
+      if (this.pullable !== 'any' && !this.pullable.has(image)) {
+        throw new KubeletError('NotFound', `pull ${image}: repository does not exist or no registry is reachable`, { adapter: this.options.adapter });
+      }
+      this.present.add(image);
+    })().finally(() => this.pulls.delete(image));
+    this.pulls.set(image, transfer);
+    return transfer;
+  }
+
+  async hasImage(image: string): Promise<boolean> {
+    await this.options.enter('hasImage', image);
+    return this.present.has(image);
+  }
+
+  /** Whether the image is there, without a call (what `create` checks). */
+  has(image: string): boolean {
+    return this.present.has(image);
+  }
+
+  /** Adds an image as if it had been built locally. */
+  add(image: string): void {
+    this.present.add(image);
+  }
+}
