@@ -72,7 +72,6 @@ export { Tokens, type Registry, type Token } from './tokens.js';
 
 // Pod volumes on the host (for runtime adapters)
 export { podVolumeDir, removePodVolumes } from './host-volumes.js';
-export { prepareHostPath, prepareHostPaths } from './host-path.js';
 
 // Time
 export { repeatEvery, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeletError } from '../src/errors.js';
+import { KubeletError } from '@kubelet-ts/core';
 import { prepareHostPath, prepareHostPaths } from '../src/host-path.js';
 
 let root: string;

@@ -1,9 +1,7 @@
 import { constants } from 'node:fs';
 import { mkdir, open, realpath, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
-import { KubeletError } from './errors.js';
-import type { HostPathType } from './manifest.js';
-import type { Mount } from './runtime.js';
+import { KubeletError, type HostPathType, type Mount } from '@kubelet-ts/core';
 
 type Kind = 'directory' | 'file' | 'socket' | 'character device' | 'block device';
 
