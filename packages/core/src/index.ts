@@ -70,9 +70,6 @@ export { ChangeReporter } from './change-reporter.js';
 export { silentLogger, type Logger } from './logger.js';
 export { Tokens, type Registry, type Token } from './tokens.js';
 
-// Pod volumes on the host (for runtime adapters)
-export { podVolumeDir, removePodVolumes } from './host-volumes.js';
-
 // Time
 export { repeatEvery, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
 export { Backoff, backoffDelay, type BackoffPolicy } from './backoff.js';

@@ -1,7 +1,6 @@
 import { lstat, mkdir, readlink, realpath, rm } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { KubeletError } from './errors.js';
-import { isDnsLabel, isManifestId } from './naming.js';
+import { KubeletError, isDnsLabel, isManifestId } from '@kubelet-ts/core';
 
 /**
  * Makes the host directory `<root>/<pod>/<volume>` and returns the path to bind. No name can lead
