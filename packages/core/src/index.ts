@@ -93,5 +93,4 @@ export { HOST_NETWORK_SANDBOX_HASH, buildSandboxSpec, isManagedSandbox, manifest
 // Planning, and what the agent shows of itself
 export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';
 export { reportPlan, type PlannedStep, type PlanReport } from './plan-report.js';
-export type { AgentView, ContainerView, EndedRun, HealthView, PodView, WaitingReason } from './agent-view.js';
-export { PodListAnnotations, podPhase, renderPodList, rfc3339, type PodListOptions, type V1PodList, type V1PodWithStatus } from './pod-list.js';
+export type { AgentView, ContainerView, EndedRun, HealthView, PodListing, PodView, WaitingReason } from './agent-view.js';

@@ -1,8 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ContainerView, EndedRun, PodView } from './agent-view.js';
-import type { ContainerManifest } from './manifest.js';
-import { canonicalJson } from './spec.js';
-import { toV1Pod } from './v1/to-v1.js';
+import { canonicalJson, toV1Pod, type ContainerManifest, type ContainerView, type EndedRun, type PodListing, type PodView } from '@kubelet-ts/core';
 
 /** A Kubernetes v1 `PodList`, as the kubelet's `/pods` answers. */
 export interface V1PodList {
@@ -20,14 +17,8 @@ export interface V1PodWithStatus {
   readonly status: Record<string, unknown>;
 }
 
-export interface PodListOptions {
-  /** The agent's hostname: `spec.nodeName`, and part of a derived uid. */
-  readonly nodeName: string;
-  /** The runtime's name: the scheme of `containerID` (`docker://<id>`). */
-  readonly runtime: string;
-  /** The node's address, when known: `status.hostIP`, and `podIP` of a hostNetwork pod. */
-  readonly hostIP?: string;
-}
+/** The node a list is rendered for (a `PodListing` without its pods). */
+export type PodListOptions = Omit<PodListing, 'pods'>;
 
 /** Our source names → the kubelet's `kubernetes.io/config.source` values (file, http, api, …). */
 const CONFIG_SOURCES: Readonly<Record<string, string>> = { file: 'file', http: 'http', etcd: 'etcd', server: 'http' };
@@ -47,6 +38,10 @@ export const PodListAnnotations = {
  * derived from the views by the kubelet's rules (`getPhase` and the pod conditions in
  * kubelet_pods.go / status_manager). Pure: the same input gives the same output. The mapping is
  * written out in the README, next to the route.
+ *
+ * It is rendered here, where `/pods` is served, rather than by the runner: the spec is `toV1Pod`'s,
+ * a conversion of the manifest package, and the runner depends on core alone. The agent gives the
+ * views and manifests (`AgentView.podListing`); this turns them into the kubelet's wire form.
  */
 export function renderPodList(pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[], options: PodListOptions): V1PodList {
   return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: pods.map(({ view, manifest }) => renderPod(view, manifest, options)) };

@@ -1,8 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ContainerView, PodView } from '../src/agent-view.js';
-import type { ContainerManifest, RestartPolicy } from '../src/manifest.js';
+import { validateManifest, type ContainerManifest, type ContainerView, type PodView, type RestartPolicy } from '@kubelet-ts/core';
 import { podPhase, renderPodList, rfc3339 } from '../src/pod-list.js';
-import { validateManifest } from '../src/validate.js';
 
 const T = Date.UTC(2026, 11, 3, 10, 0, 0);
 const OPTIONS = { nodeName: 'node-1', runtime: 'docker', hostIP: '192.0.2.10' };
