@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, toV1Pod, type ContainerManifest, type ContainerView, type EndedRun, type PodListing, type PodView } from '@kubelet-ts/core';
+import { canonicalJson, type ContainerManifest, type ContainerView, type EndedRun, type PodListing, type PodView } from '@kubelet-ts/core';
+import { toV1Pod } from '@kubelet-ts/manifest';
 
 /** A Kubernetes v1 `PodList`, as the kubelet's `/pods` answers. */
 export interface V1PodList {

@@ -7,8 +7,8 @@ import {
   type ContainerRuntime,
   type ContainerSummary,
   type ManifestSource,
-  StaticManifestSource,
 } from '@kubelet-ts/core';
+import { StaticManifestSource } from '@kubelet-ts/manifest';
 
 /** The slice of an agent the scenarios drive; `createKubelet` from `@kubelet-ts/runner` fits. */
 export interface ScenarioAgent {

@@ -2,10 +2,10 @@
 // escaping's inverse, the pull-policy default, error formatting, validation limits) stay internal.
 
 // Errors and events
-export { KubeletError, isKubeletError, toKubeletError, type ErrorCode, type FieldError, type KubeletErrorOptions } from './errors.js';
+export { KubeletError, formatFieldErrors, isKubeletError, toKubeletError, type ErrorCode, type FieldError, type KubeletErrorOptions } from './errors.js';
 export type { EventSink, KubeletEvent, KubeletEventType } from './events.js';
 
-// Manifests: their types, validation and parsing
+// Manifests: their types and validation
 export {
   DEFAULT_GRACE_PERIOD_SECONDS,
   type Container,
@@ -23,24 +23,7 @@ export {
   type VolumeMount,
 } from './manifest.js';
 export { MAX_CONTAINERS, isValidatedManifest, validateManifest, type ValidateOptions, type ValidationResult, type ValidationWarning } from './validate.js';
-export { MAX_LIST_ENTRIES } from './field-checks.js';
-export type { WrittenAs } from './yaml-decode.js';
-export {
-  parseManifests,
-  rejectionError,
-  retainLastGood,
-  type ManifestWarnings,
-  type ParsedManifests,
-  type ParseOptions,
-  type RejectedManifest,
-} from './parse.js';
-export { WarningReporter } from './warning-reporter.js';
-export { toV1Pod, type V1Pod } from './v1/to-v1.js';
-export { toV1beta1 } from './v1/to-v1beta1.js';
-export { IGNORED_V1_FIELDS } from './v1/fields.js';
-export { isFromV1Pod } from './v1/validate-v1.js';
-export { v1PodId } from './v1/pod-id.js';
-export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
+export { MAX_LIST_ENTRIES, describeValue, isRecord, type WrittenAs } from './field-checks.js';
 
 // Contracts of the pluggable parts
 export { CAPABILITIES } from './runtime.js';
@@ -64,8 +47,6 @@ export type {
   PortBinding,
 } from './runtime.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';
-export { StaticManifestSource, type StaticManifestSourceOptions } from './static-source.js';
-export { DeliveredSet, firstOfEachId } from './set-delivery.js';
 export { ChangeReporter } from './change-reporter.js';
 export { silentLogger, type Logger } from './logger.js';
 export { Tokens, type Registry, type Token } from './tokens.js';

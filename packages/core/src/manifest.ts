@@ -25,7 +25,7 @@ export interface ContainerManifest {
   /**
    * A Kubernetes v1 Pod's `metadata.namespace`, kept as written (absent in 2014 manifests). Part of
    * the pod's identity: a v1 Pod's id is its `metadata.name`, followed by `.<namespace>` unless the
-   * namespace is absent or `default` (see `v1PodId`).
+   * namespace is absent or `default` (see `v1PodId` in `@kubelet-ts/manifest`).
    */
   readonly namespace?: string;
   /** A v1 Pod's `metadata.labels`, kept on the pod and shown with it; not part of what runs. */

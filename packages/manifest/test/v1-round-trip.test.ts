@@ -1,8 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import type { ContainerManifest } from '../src/manifest.js';
+import { validateManifest, type ContainerManifest } from '@kubelet-ts/core';
 import { parseManifests } from '../src/parse.js';
-import { validateManifest } from '../src/validate.js';
 import { millisOfShares } from '../src/v1/quantity.js';
 import { toV1Pod } from '../src/v1/to-v1.js';
 import { toV1beta1 } from '../src/v1/to-v1beta1.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
+import { validateManifest, type ContainerManifest } from '@kubelet-ts/core';
 import { DeliveredSet, firstOfEachId } from '../src/set-delivery.js';
-import { validateManifest, type ContainerManifest } from '../src/index.js';
 
 const m = (id: string, image = 'app:1'): ContainerManifest => {
   const r = validateManifest({ id, containers: [{ name: 'main', image }] });

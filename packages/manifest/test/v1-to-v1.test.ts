@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ContainerManifest } from '../src/manifest.js';
-import { validateManifest } from '../src/validate.js';
+import { validateManifest, type ContainerManifest } from '@kubelet-ts/core';
 import { toV1Pod } from '../src/v1/to-v1.js';
 import { v1PodId } from '../src/v1/pod-id.js';
 

@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
-import type { ContainerManifest } from '../src/manifest.js';
-import { derivedManifestId } from '../src/naming.js';
+import { derivedManifestId, type ContainerManifest, type SourceSink, type SourceWarning } from '@kubelet-ts/core';
 import { parseManifests, type ParseOptions } from '../src/parse.js';
-import type { SourceSink, SourceWarning } from '../src/source.js';
 import { StaticManifestSource } from '../src/static-source.js';
 import { WarningReporter } from '../src/warning-reporter.js';
 

@@ -1,5 +1,4 @@
-import { KubeletError, formatFieldErrors, type FieldError } from '../errors.js';
-import type { Container, ContainerManifest, Probe, VolumeMount } from '../manifest.js';
+import { KubeletError, formatFieldErrors, type Container, type ContainerManifest, type FieldError, type Probe, type VolumeMount } from '@kubelet-ts/core';
 import { v1PathOf } from './paths.js';
 
 const NO_FORM = 'has no v1beta1 form';

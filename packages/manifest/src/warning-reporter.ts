@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
+import { canonicalJson, type SourceWarning } from '@kubelet-ts/core';
 import type { ManifestWarnings } from './parse.js';
-import type { SourceWarning } from './source.js';
-import { canonicalJson } from './spec.js';
 
 /**
  * Says each warning of a source's manifests once per manifest version: a re-read that finds the

@@ -1,4 +1,4 @@
-import { isManifestId } from '../naming.js';
+import { isManifestId } from '@kubelet-ts/core';
 
 /**
  * The manifest id of a v1 Pod: its `metadata.name`, followed by `.<namespace>` unless the

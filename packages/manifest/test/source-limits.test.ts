@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { ContainerManifest } from '../src/manifest.js';
+import type { ContainerManifest } from '@kubelet-ts/core';
 import { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, manifestBytes, sourceLimitProblem } from '../src/source-limits.js';
 
 const manifest = (id: string, command: string[] = []): ContainerManifest => ({

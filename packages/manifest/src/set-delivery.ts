@@ -1,7 +1,4 @@
-import { ChangeReporter } from './change-reporter.js';
-import { KubeletError } from './errors.js';
-import type { ContainerManifest } from './manifest.js';
-import { canonicalJson } from './spec.js';
+import { ChangeReporter, KubeletError, canonicalJson, type ContainerManifest } from '@kubelet-ts/core';
 
 /**
  * Remembers the last set a source delivered, so that a re-read which changes nothing delivers

@@ -1,5 +1,4 @@
-import type { FieldError } from '../errors.js';
-import { describe, isRecord } from '../field-checks.js';
+import { describeValue, isRecord, type FieldError } from '@kubelet-ts/core';
 import { ceilMillis, ceilUnits, parseQuantity } from './quantity.js';
 
 /** The domain fields a v1 container's `resources` sets. */
@@ -30,11 +29,11 @@ export function decodeResources(input: unknown, path: string, errors: FieldError
     return undefined;
   };
   if (input == null) return {};
-  if (!isRecord(input)) return fail(path, `must be an object, got ${describe(input)}`) ?? {};
+  if (!isRecord(input)) return fail(path, `must be an object, got ${describeValue(input)}`) ?? {};
   const read = (section: 'limits' | 'requests'): Partial<Record<'cpu' | 'memory', { numerator: bigint; scale: number }>> => {
     const raw = input[section];
     if (raw == null) return {};
-    if (!isRecord(raw)) return fail(`${path}.${section}`, `must be an object, got ${describe(raw)}`) ?? {};
+    if (!isRecord(raw)) return fail(`${path}.${section}`, `must be an object, got ${describeValue(raw)}`) ?? {};
     const out: Partial<Record<'cpu' | 'memory', { numerator: bigint; scale: number }>> = {};
     for (const [name, value] of Object.entries(raw)) {
       const here = `${path}.${section}.${name}`;

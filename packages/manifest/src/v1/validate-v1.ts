@@ -1,5 +1,4 @@
-import { isRecord } from '../field-checks.js';
-import { validateManifest, type ValidateOptions, type ValidationResult } from '../validate.js';
+import { isRecord, validateManifest, type ValidateOptions, type ValidationResult } from '@kubelet-ts/core';
 import { decodeV1Pod } from './decode.js';
 import { v1PathOf } from './paths.js';
 

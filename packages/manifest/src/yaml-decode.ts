@@ -1,10 +1,5 @@
 import { Composer, CST, Lexer, Parser, isMap, isPair, isScalar, isSeq, type Pair } from 'yaml';
-
-/**
- * How a value that is not a string was written in the text (`01234` for the number 1234), found by
- * the object or list that holds it and its key there. A message can then show what to quote.
- */
-export type WrittenAs = (holder: object, key: string | number) => string | undefined;
+import type { WrittenAs } from '@kubelet-ts/core';
 
 export interface DecodedText {
   /** One value per non-empty document. */

@@ -1,5 +1,4 @@
-import type { FieldError } from '../errors.js';
-import { describe, isRecord } from '../field-checks.js';
+import { describeValue, isRecord, type FieldError } from '@kubelet-ts/core';
 import { IGNORED_V1_FIELDS, MAPPED_V1_FIELDS, REFUSED_ADVICE } from './fields.js';
 import { joinV1PodId } from './pod-id.js';
 import { decodeResources } from './resources.js';
@@ -48,8 +47,8 @@ class V1PodDecoder {
     this.known(input, '', MAPPED_V1_FIELDS.pod, IGNORED_V1_FIELDS.pod);
     const meta = input['metadata'];
     const spec = input['spec'];
-    if (!isRecord(meta)) this.fail('metadata', meta == null ? 'is required (with the pod\'s name)' : `must be an object, got ${describe(meta)}`);
-    if (!isRecord(spec)) this.fail('spec', spec == null ? 'is required (with the pod\'s containers)' : `must be an object, got ${describe(spec)}`);
+    if (!isRecord(meta)) this.fail('metadata', meta == null ? 'is required (with the pod\'s name)' : `must be an object, got ${describeValue(meta)}`);
+    if (!isRecord(spec)) this.fail('spec', spec == null ? 'is required (with the pod\'s containers)' : `must be an object, got ${describeValue(spec)}`);
     const m = isRecord(meta) ? meta : {};
     const s = isRecord(spec) ? spec : {};
     this.known(m, 'metadata', MAPPED_V1_FIELDS.metadata, IGNORED_V1_FIELDS.metadata);
@@ -79,14 +78,14 @@ class V1PodDecoder {
   /** Accepted only when it asks for what the engines do anyway: nothing, or the RuntimeDefault seccomp profile. */
   private securityContext(input: unknown, path: string): void {
     if (input == null) return;
-    if (!isRecord(input)) return void this.fail(path, `must be an object, got ${describe(input)}`);
+    if (!isRecord(input)) return void this.fail(path, `must be an object, got ${describeValue(input)}`);
     this.known(input, path, ['seccompProfile'], [], REFUSED_ADVICE['securityContext']);
     const profile = input['seccompProfile'];
     if (profile == null) return;
-    if (!isRecord(profile)) return void this.fail(`${path}.seccompProfile`, `must be an object, got ${describe(profile)}`);
+    if (!isRecord(profile)) return void this.fail(`${path}.seccompProfile`, `must be an object, got ${describeValue(profile)}`);
     this.known(profile, `${path}.seccompProfile`, ['type'], [], REFUSED_ADVICE['securityContext']);
     if (profile['type'] !== 'RuntimeDefault') {
-      this.fail(`${path}.seccompProfile.type`, `${describe(profile['type'])} is not supported; only RuntimeDefault (the engines' default profile) is`);
+      this.fail(`${path}.seccompProfile.type`, `${describeValue(profile['type'])} is not supported; only RuntimeDefault (the engines' default profile) is`);
     }
   }
 
@@ -96,11 +95,11 @@ class V1PodDecoder {
     const { emptyDir, hostPath } = input;
     if (emptyDir != null && hostPath != null) this.fail(path, 'must have exactly one of emptyDir, hostPath');
     if (emptyDir != null) {
-      if (!isRecord(emptyDir)) this.fail(`${path}.emptyDir`, `must be an object, got ${describe(emptyDir)}`);
+      if (!isRecord(emptyDir)) this.fail(`${path}.emptyDir`, `must be an object, got ${describeValue(emptyDir)}`);
       else {
         this.known(emptyDir, `${path}.emptyDir`, MAPPED_V1_FIELDS.emptyDir, [], 'an emptyDir is a directory of the pod on the host\'s disk, without a size limit');
         const medium = emptyDir['medium'];
-        if (medium != null && medium !== '') this.fail(`${path}.emptyDir.medium`, `${describe(medium)} is not supported; leave it out for a directory on the host's disk`);
+        if (medium != null && medium !== '') this.fail(`${path}.emptyDir.medium`, `${describeValue(medium)} is not supported; leave it out for a directory on the host's disk`);
       }
     }
     // A hostPath is passed on as written: validation checks it, and refuses it without allowHostMounts.
@@ -130,7 +129,7 @@ class V1PodDecoder {
       volumeMounts: this.each(input['volumeMounts'], `${path}.volumeMounts`, (v, at) => {
         this.known(v, at, MAPPED_V1_FIELDS.volumeMount);
         const propagation = v['mountPropagation'];
-        if (propagation != null && propagation !== 'None') this.fail(`${at}.mountPropagation`, `${describe(propagation)} is not supported; leave it out (None)`);
+        if (propagation != null && propagation !== 'None') this.fail(`${at}.mountPropagation`, `${describeValue(propagation)} is not supported; leave it out (None)`);
         return defined({ name: v['name'], mountPath: v['mountPath'], readOnly: v['readOnly'] });
       }),
       imagePullPolicy: input['imagePullPolicy'],

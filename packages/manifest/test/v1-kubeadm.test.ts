@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
-import type { Container, ContainerManifest } from '../src/manifest.js';
+import { specHashes, type Container, type ContainerManifest } from '@kubelet-ts/core';
 import { parseManifests } from '../src/parse.js';
-import { specHashes } from '../src/spec.js';
 import { toV1Pod } from '../src/v1/to-v1.js';
 
 /** kubeadm's control-plane static pods as `kubeadm init` (v1.28) writes them to /etc/kubernetes/manifests. */

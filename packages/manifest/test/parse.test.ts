@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { isKubeletError } from '../src/errors.js';
+import { isKubeletError } from '@kubelet-ts/core';
 import { describeRejection, parseManifests, rejectionError, retainLastGood } from '../src/parse.js';
 
 const WEB_YAML = `version: v1beta1

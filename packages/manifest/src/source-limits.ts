@@ -1,4 +1,4 @@
-import type { ContainerManifest } from './manifest.js';
+import type { ContainerManifest } from '@kubelet-ts/core';
 
 /**
  * What one source may hold at once. Each text a source reads is already bounded (1 MiB, no aliases,

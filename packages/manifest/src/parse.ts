@@ -1,7 +1,5 @@
-import { KubeletError, formatFieldErrors, type FieldError } from './errors.js';
-import type { ContainerManifest } from './manifest.js';
+import { KubeletError, formatFieldErrors, validateManifest, type ContainerManifest, type FieldError, type ValidationWarning } from '@kubelet-ts/core';
 import { DEFAULT_MAX_MANIFESTS } from './source-limits.js';
-import { validateManifest, type ValidationWarning } from './validate.js';
 import { isKubernetesObject, v1ListItems, validateV1Pod } from './v1/validate-v1.js';
 import { RefusedText, decodeYaml, type DecodedText } from './yaml-decode.js';
 

@@ -1,4 +1,4 @@
-import type { Container, ContainerManifest, Probe, VolumeMount } from '../manifest.js';
+import type { Container, ContainerManifest, Probe, VolumeMount } from '@kubelet-ts/core';
 import { formatBytes, millisOfShares } from './quantity.js';
 
 /** A plain Kubernetes v1 Pod object, as `kubectl get pod -o json` shows one (spec and metadata only). */

@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { FieldError } from '../src/errors.js';
-import type { ContainerManifest } from '../src/manifest.js';
+import type { ContainerManifest, FieldError } from '@kubelet-ts/core';
 import { parseManifests } from '../src/parse.js';
 import { IGNORED_V1_FIELDS } from '../src/v1/fields.js';
 

@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
-import { isKubeletError } from '../src/errors.js';
-import type { ContainerManifest } from '../src/manifest.js';
+import { isKubeletError, specHashes, type ContainerManifest } from '@kubelet-ts/core';
 import { parseManifests } from '../src/parse.js';
-import { specHashes } from '../src/spec.js';
 import { toV1Pod } from '../src/v1/to-v1.js';
 import { toV1beta1 } from '../src/v1/to-v1beta1.js';
 

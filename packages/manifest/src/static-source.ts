@@ -1,9 +1,14 @@
-import { KubeletError, formatFieldErrors, type FieldError } from './errors.js';
-import type { ContainerManifest } from './manifest.js';
-import { derivedManifestId } from './naming.js';
+import {
+  KubeletError,
+  derivedManifestId,
+  formatFieldErrors,
+  validateManifest,
+  type ContainerManifest,
+  type FieldError,
+  type ManifestSource,
+  type SourceSink,
+} from '@kubelet-ts/core';
 import type { ManifestWarnings } from './parse.js';
-import type { ManifestSource, SourceSink } from './source.js';
-import { validateManifest } from './validate.js';
 import { WarningReporter } from './warning-reporter.js';
 
 export interface StaticManifestSourceOptions {
