@@ -52,6 +52,11 @@ export type ManifestVersion = 'v1beta1' | 'v1beta2';
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
+/**
+ * Seconds a container is given to stop before it is killed, when its manifest sets no
+ * `terminationGracePeriodSeconds` (the kubelet's default). API for embedders that show or compare
+ * grace periods; the planner and the spec builder apply it.
+ */
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 
 /** A liveness, readiness or startup check; exactly one of `exec`, `httpGet`, `tcpSocket`. */
