@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EtcdServer } from '@kubelet-ts/testkit';
-import type { V1PodList } from '@kubelet-ts/core';
+import type { V1PodList } from '@kubelet-ts/source-server';
 import { AgentProcess } from './agent-process.js';
 
 const pod = (id: string, image = 'busybox:1.36') => ({ version: 'v1beta1', id, containers: [{ name: 'main', image }] });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { V1PodList } from '@kubelet-ts/core';
+import type { V1PodList } from '@kubelet-ts/source-server';
 import { AgentProcess } from './agent-process.js';
 
 const manifest = { version: 'v1beta1', id: 'posted', containers: [{ name: 'main', image: 'busybox:1.36', env: [{ name: 'A', value: '1' }] }] };

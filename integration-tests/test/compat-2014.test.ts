@@ -4,7 +4,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { StaticManifestSource, derivedManifestId, type ContainerManifest, type ManifestSource, type Mount, type PortBinding } from '@kubelet-ts/core';
+import { derivedManifestId, type ContainerManifest, type ManifestSource, type Mount, type PortBinding } from '@kubelet-ts/core';
+import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { EtcdManifestSource } from '@kubelet-ts/source-etcd';
@@ -20,7 +21,7 @@ import { repoRoot } from './agent-process.js';
  * `cadvisor.manifest`, the late-2014 spellings), through every source into a running agent on the
  * in-memory runtime: the pods that result, container by container. The fixtures are core's.
  */
-const FIXTURES = join(repoRoot, 'packages/core/test/fixtures/2014');
+const FIXTURES = join(repoRoot, 'packages/manifest/test/fixtures/2014');
 
 interface ExpectedContainer {
   readonly image: string;

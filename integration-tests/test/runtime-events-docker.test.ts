@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { Labels, StaticManifestSource } from '@kubelet-ts/core';
+import { Labels } from '@kubelet-ts/core';
+import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { buildTestImages, independentDocker, removeLabelled, TEST_IMAGES, type TestImages } from '@kubelet-ts/testkit';

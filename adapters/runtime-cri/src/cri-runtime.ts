@@ -21,10 +21,9 @@ import {
   type RuntimeCapabilities,
   type SandboxSpec,
   type SandboxSummary,
-  podVolumeDir,
-  removePodVolumes,
   settledEvents,
 } from '@kubelet-ts/core';
+import { podVolumeDir, removePodVolumes } from '@kubelet-ts/host-volumes';
 import type { ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
 import { ContainerdEvents } from './containerd-events.js';
 import { CriImages } from './cri-images.js';

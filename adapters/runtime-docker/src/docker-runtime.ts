@@ -25,9 +25,9 @@ import {
   type SandboxSummary,
   CFS_PERIOD_US,
   cfsQuotaOf,
-  podVolumeDir,
   settledEvents,
 } from '@kubelet-ts/core';
+import { podVolumeDir } from '@kubelet-ts/host-volumes';
 import type { DockerApi, DockerCreateOptions, DockerInspect } from './docker-api.js';
 import { dockerEvents } from './docker-events.js';
 import { DockerImages } from './docker-images.js';

@@ -8,8 +8,8 @@ import {
   type PortBinding,
   type SandboxSpec,
   type SandboxSummary,
-  removePodVolumes,
 } from '@kubelet-ts/core';
+import { removePodVolumes } from '@kubelet-ts/host-volumes';
 import type { DockerApi, DockerContainerInfo, DockerInspect } from './docker-api.js';
 import { familiarImageName, type EngineKind } from './engine-kind.js';
 import { ADAPTER, dockerDetail } from './errors.js';

@@ -4,13 +4,7 @@ import {
   backoffDelay,
   nodeNameProblem,
   Tokens,
-  DeliveredSet,
-  WarningReporter,
   derivedManifestId,
-  firstOfEachId,
-  parseManifests,
-  rejectionError,
-  retainLastGood,
   silentLogger,
   systemClock,
   type BackoffPolicy,
@@ -18,11 +12,11 @@ import {
   type ContainerManifest,
   type Logger,
   type ManifestSource,
-  type ParseOptions,
   type Registry,
   type SourceSink,
   type TimerHandle,
 } from '@kubelet-ts/core';
+import { DeliveredSet, WarningReporter, firstOfEachId, parseManifests, rejectionError, retainLastGood, type ParseOptions } from '@kubelet-ts/manifest';
 import type { Etcd3, IWatchResponse, Watcher } from 'etcd3';
 import { createEtcdClient, describeEtcdError, type EtcdAuthOptions, type EtcdTlsOptions } from './etcd-client.js';
 

@@ -5,23 +5,17 @@ import {
   ChangeReporter,
   KubeletError,
   Tokens,
-  DeliveredSet,
-  WarningReporter,
   derivedManifestId,
-  parseManifests,
-  rejectionError,
   repeatEvery,
-  retainLastGood,
-  sourceLimitProblem,
   systemClock,
   type Clock,
   type ContainerManifest,
   type ManifestSource,
   type Registry,
-  type SourceLimits,
   type SourceSink,
   type TimerHandle,
 } from '@kubelet-ts/core';
+import { DeliveredSet, WarningReporter, parseManifests, rejectionError, retainLastGood, sourceLimitProblem, type SourceLimits } from '@kubelet-ts/manifest';
 
 export interface FileManifestSourceOptions {
   /**

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RecordingSink } from '@kubelet-ts/conformance';
-import type { SourceLimits } from '@kubelet-ts/core';
+import type { SourceLimits } from '@kubelet-ts/manifest';
 import { FileManifestSource } from '../src/index.js';
 
 const manifest = (id: string, command: readonly string[] = []) => ({ id, containers: [{ name: 'main', image: 'app:1', command }] });

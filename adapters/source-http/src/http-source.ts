@@ -7,13 +7,7 @@ import {
   ChangeReporter,
   KubeletError,
   Tokens,
-  DeliveredSet,
-  WarningReporter,
   derivedManifestId,
-  firstOfEachId,
-  parseManifests,
-  rejectionError,
-  retainLastGood,
   systemClock,
   type Clock,
   type ContainerManifest,
@@ -22,6 +16,7 @@ import {
   type SourceSink,
   type TimerHandle,
 } from '@kubelet-ts/core';
+import { DeliveredSet, WarningReporter, firstOfEachId, parseManifests, rejectionError, retainLastGood } from '@kubelet-ts/manifest';
 
 export interface HttpManifestSourceOptions {
   /** An `http://` or `https://` URL whose body is one manifest or a list, YAML or JSON. */

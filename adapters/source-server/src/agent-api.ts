@@ -2,6 +2,7 @@ import type { RequestListener } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
 import { HttpProblem, allow, decodePathSegment, routeListener } from './http-kit.js';
+import { renderPodList } from './pod-list.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
@@ -12,7 +13,8 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  *   the agent reports itself unhealthy;
  * - `GET /metrics`: the Prometheus text exposition, with its own content type;
  * - `GET /pods`: the desired pods as the kubelet's `/pods` answers, a Kubernetes v1 `PodList`
- *   (`AgentView.podList`: metadata, spec, and status with phase, conditions, container statuses);
+ *   (`renderPodList` of `AgentView.podListing`: metadata, spec, and status with phase, conditions,
+ *   container statuses);
  * - `GET /plan`: what a sync pass would do now;
  * - `GET /containerInfo?container=NAME`: the runtime's inspect data of a container this agent
  *   manages; 400 without `container`, 404 for any other container, foreign ones included.
@@ -35,9 +37,11 @@ export function agentApiHandler(view: AgentView): RouteHandler {
         const { contentType, body } = await view.metrics();
         return { status: 200, text: body, contentType };
       }
-      case '/pods':
+      case '/pods': {
         allow(req, 'GET');
-        return { status: 200, json: await view.podList() };
+        const listing = await view.podListing();
+        return { status: 200, json: renderPodList(listing.pods, listing) };
+      }
       case '/plan':
         allow(req, 'GET');
         return { status: 200, json: await view.plan() };

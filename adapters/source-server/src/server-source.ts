@@ -3,20 +3,16 @@ import { createServer as createHttpsServer } from 'node:https';
 import { isIP, type AddressInfo, type Socket } from 'node:net';
 import {
   Tokens,
-  WarningReporter,
-  parseManifests,
   silentLogger,
-  sourceLimitProblem,
   systemClock,
   type Clock,
   type ContainerManifest,
   type Logger,
   type ManifestSource,
-  type ManifestWarnings,
   type Registry,
-  type SourceLimits,
   type SourceSink,
 } from '@kubelet-ts/core';
+import { WarningReporter, parseManifests, sourceLimitProblem, type ManifestWarnings, type SourceLimits } from '@kubelet-ts/manifest';
 import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requireContentType, routeListener } from './http-kit.js';
 import { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 import { allowedHostNames, isLoopback, reachableNames, type ReachableNames } from './request-guard.js';

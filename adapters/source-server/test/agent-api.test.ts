@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { silentLogger, type Logger, type V1PodList } from '@kubelet-ts/core';
+import { silentLogger, type Logger } from '@kubelet-ts/core';
 import { RecordingSink } from '@kubelet-ts/conformance';
-import { ServerManifestSource, agentApiHandler, agentApiListener, type AgentApiListenerOptions } from '../src/index.js';
+import { ServerManifestSource, agentApiHandler, agentApiListener, renderPodList, type AgentApiListenerOptions, type V1PodList } from '../src/index.js';
 import { FakeView } from './fake-view.js';
 
 /** The agent API served somewhere on 127.0.0.1, and how to stop serving it. */
@@ -63,7 +63,8 @@ describe.each([
   it('serves /pods and /healthz, which fails when the agent says it is unhealthy', async () => {
     const { url, view } = await start();
     const list = (await (await fetch(`${url}/pods`)).json()) as V1PodList;
-    expect(list).toEqual(await view.podList());
+    const listing = await view.podListing();
+    expect(list).toEqual(renderPodList(listing.pods, listing));
     expect(list).toMatchObject({ kind: 'PodList', apiVersion: 'v1', items: [{ metadata: { name: 'web' }, spec: { nodeName: 'node-1' }, status: { phase: 'Running' } }] });
     expect(list.items[0]?.status.containerStatuses).toEqual([
       { name: 'nginx', image: 'nginx', containerID: 'fake://abc', restartCount: 0, ready: true, started: true, state: { running: { startedAt: '1970-01-01T00:00:01Z' } }, lastState: {} },

@@ -1,5 +1,5 @@
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { KubeletError, renderPodList, type AgentView, type ContainerDetails, type ContainerStats, type HealthView, type PlanReport, type PodView, type V1PodList } from '@kubelet-ts/core';
+import { KubeletError, type AgentView, type ContainerDetails, type ContainerStats, type HealthView, type PlanReport, type PodListing, type PodView } from '@kubelet-ts/core';
 
 /** A stand-in agent: one managed container `web-1`, and a health that tests can flip. */
 export class FakeView implements AgentView {
@@ -7,10 +7,10 @@ export class FakeView implements AgentView {
   async pods(): Promise<PodView[]> {
     return [{ id: 'web', source: 'server', containers: [{ name: 'nginx', image: 'nginx', state: 'running', id: 'abc', startedAt: 1_000, restartCount: 0, started: true, ready: true }] }];
   }
-  /** `pods()` rendered as the agent renders it, so that a `pods` that throws makes `/pods` fail too. */
-  async podList(): Promise<V1PodList> {
+  /** `pods()` with their manifest, as the agent gives them, so that a `pods` that throws makes `/pods` fail too. */
+  async podListing(): Promise<PodListing> {
     const manifest = checkedManifest({ version: 'v1beta1', id: 'web', containers: [{ name: 'nginx', image: 'nginx' }] });
-    return renderPodList((await this.pods()).map((view) => ({ view, manifest })), { nodeName: 'node-1', runtime: 'fake', hostIP: '192.0.2.7' });
+    return { pods: (await this.pods()).map((view) => ({ view, manifest })), nodeName: 'node-1', runtime: 'fake', hostIP: '192.0.2.7' };
   }
   async containerInfo(name: string): Promise<ContainerDetails | undefined> {
     if (name !== 'web-1') return undefined;

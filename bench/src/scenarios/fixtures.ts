@@ -1,5 +1,5 @@
 import { validateManifest, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
-import { StaticManifestSource } from '@kubelet-ts/core';
+import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { createKubelet, type Kubelet, type KubeletOptions } from '@kubelet-ts/runner';
 
 /** A manifest with `containers` containers, all running `image` with `command`. */

@@ -1,5 +1,5 @@
 import { buildContainerSpec, buildSandboxSpec } from '@kubelet-ts/core';
-import { StaticManifestSource } from '@kubelet-ts/core';
+import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { createKubelet } from '@kubelet-ts/runner';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { manifest } from './fixtures.js';

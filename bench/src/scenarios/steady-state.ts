@@ -1,5 +1,5 @@
 import { identityOf, plan, type ContainerRuntime, type DesiredPod } from '@kubelet-ts/core';
-import { StaticManifestSource } from '@kubelet-ts/core';
+import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { createKubelet } from '@kubelet-ts/runner';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ms, row, summarise, type Row } from '../stats.js';

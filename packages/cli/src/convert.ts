@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { stringify } from 'yaml';
-import { derivedManifestId, isFromV1Pod, isKubeletError, parseManifests, rejectionError, toV1Pod, toV1beta1, type ContainerManifest } from '@kubelet-ts/core';
+import { derivedManifestId, isKubeletError, type ContainerManifest } from '@kubelet-ts/core';
+import { isFromV1Pod, parseManifests, rejectionError, toV1Pod, toV1beta1 } from '@kubelet-ts/manifest';
 
 type Format = 'v1' | 'v1beta1';
 

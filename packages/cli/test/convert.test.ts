@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { parseManifests } from '@kubelet-ts/core';
+import { parseManifests } from '@kubelet-ts/manifest';
 
 const bin = fileURLToPath(new URL('../bin/kubelet-ts.js', import.meta.url));
-const fixture = (path: string) => fileURLToPath(new URL(`../../core/test/fixtures/${path}`, import.meta.url));
+const fixture = (path: string) => fileURLToPath(new URL(`../../manifest/test/fixtures/${path}`, import.meta.url));
 
 /** Runs `kubelet-ts convert` as a process; resolves with its exit code and output. */
 function convert(args: readonly string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {

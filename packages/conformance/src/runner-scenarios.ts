@@ -6,8 +6,8 @@ import {
   type ContainerRuntime,
   type ContainerSummary,
   type ManifestSource,
-  StaticManifestSource,
 } from '@kubelet-ts/core';
+import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { resolveTestApi, type TestApiOption } from './test-api.js';
 
 /** The slice of an agent the scenarios drive; `createKubelet` from `@kubelet-ts/runner` fits. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { parseManifests, validateManifest } from '@kubelet-ts/core';
+import { validateManifest } from '@kubelet-ts/core';
+import { parseManifests } from '@kubelet-ts/manifest';
 // Here rather than in core's tests: the generators live in conformance, which depends on core.
 import { describeFuzzInput, fuzzBytes, fuzzInput, heapUsedMB, recordFigures, reliabilityRuns, reliabilitySeed, type FuzzInput } from '../src/index.js';
 

@@ -1,5 +1,5 @@
+import type { ContainerManifest } from './manifest.js';
 import type { PlanReport } from './plan-report.js';
-import type { V1PodList } from './pod-list.js';
 import type { ContainerDetails, ContainerState, ContainerStats } from './runtime.js';
 
 /** An earlier run of a manifest container that ended (the kubelet's `lastState.terminated`). */
@@ -58,6 +58,21 @@ export interface PodView {
   readonly containers: readonly ContainerView[];
 }
 
+/**
+ * The desired pods as the kubelet's `/pods` lists them, before they are rendered as a v1
+ * `PodList` (the agent's server does that): each pod's view beside its manifest, and the node.
+ */
+export interface PodListing {
+  /** The agent's hostname: `spec.nodeName`, and part of a derived uid. */
+  readonly nodeName: string;
+  /** The runtime's name: the scheme of `containerID` (`docker://<id>`). */
+  readonly runtime: string;
+  /** The node's address, when known: `status.hostIP`, and `podIP` of a hostNetwork pod. */
+  readonly hostIP?: string;
+  /** In the order of `pods()`. */
+  readonly pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[];
+}
+
 export interface HealthView {
   readonly healthy: boolean;
   /** When the last sync pass completed (ms since the epoch), if one has. */
@@ -72,8 +87,8 @@ export interface HealthView {
 export interface AgentView {
   /** Each desired manifest with its source and its containers' actual state. */
   pods(): Promise<PodView[]>;
-  /** The same as a Kubernetes v1 `PodList`, as the kubelet's `/pods` answers (see `renderPodList`). */
-  podList(): Promise<V1PodList>;
+  /** The same with each pod's manifest and the node, for `/pods` to render as a v1 `PodList`. */
+  podListing(): Promise<PodListing>;
   /**
    * The runtime's inspect data for a container the agent manages on this node, found by its
    * runtime name, its id, or `<manifest id>/<container name>`; `undefined` for anything else,

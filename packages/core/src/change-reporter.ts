@@ -2,7 +2,7 @@
  * Says something only when it differs from what was said last, so that a periodic re-read (a
  * re-listed directory, a re-read etcd key, another sync pass) repeats nothing it already said.
  * The first text after construction or `reset` is always new. Sources use it for their problems,
- * `DeliveredSet` for their manifest sets.
+ * `DeliveredSet` (`@kubelet-ts/manifest`) for their manifest sets.
  */
 export class ChangeReporter {
   private last: string | undefined;

@@ -7,6 +7,7 @@ export interface Clock {
   clearTimeout(handle: TimerHandle): void;
 }
 
+/** Wall-clock time and Node's timers: the default clock. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (callback, ms) => setTimeout(callback, ms) as unknown as TimerHandle,

@@ -24,6 +24,10 @@ export interface KubeletErrorOptions {
   readonly fieldErrors?: readonly FieldError[];
 }
 
+/**
+ * The one error every part of the agent raises and branches on: a behavioural `code`, the adapter
+ * that raised it, the field errors of a refused manifest, and the original error as `cause`.
+ */
 export class KubeletError extends Error {
   override readonly name = 'KubeletError';
   readonly code: ErrorCode;
@@ -38,6 +42,7 @@ export class KubeletError extends Error {
   }
 }
 
+/** Whether `error` is a `KubeletError` (of `code`, when given): how callers branch, never on message text. */
 export function isKubeletError(error: unknown, code?: ErrorCode): error is KubeletError {
   return error instanceof KubeletError && (code === undefined || error.code === code);
 }

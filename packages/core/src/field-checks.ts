@@ -1,6 +1,5 @@
 import type { FieldError } from './errors.js';
 import { isDnsLabel, isManifestId } from './naming.js';
-import type { WrittenAs } from './yaml-decode.js';
 
 const MAX_STRING = 4096;
 /**
@@ -15,6 +14,14 @@ export const MAX_LIST_ENTRIES = 1024;
 const NUL = /\u0000/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+/**
+ * How a value that is not a string was written in the text (`01234` for the number 1234), found by
+ * the object or list that holds it and its key there. A message can then show what to quote. The
+ * text's decoder (`@kubelet-ts/manifest`) gives it; validation takes it (`ValidateOptions.writtenAs`).
+ */
+export type WrittenAs = (holder: object, key: string | number) => string | undefined;
+
+/** A plain object (not null, not a list): what a manifest and each of its objects must be. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -24,7 +31,11 @@ export function join(path: string, key: string | number): string {
   return path === '' ? key : `${path}.${key}`;
 }
 
-export function describe(value: unknown): string {
+/**
+ * A value as a field error names what was found (`a list`, `number 5`); the v1 Pod decoder of
+ * `@kubelet-ts/manifest` uses it too, so its messages read as validation's.
+ */
+export function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (value === undefined) return 'nothing';
@@ -76,7 +87,7 @@ export class FieldChecks {
   }
 
   protected record(value: unknown, path: string, allowed: Set<string>): Record<string, unknown> | undefined {
-    if (!isRecord(value)) return this.fail(path, `must be an object, got ${describe(value)}`);
+    if (!isRecord(value)) return this.fail(path, `must be an object, got ${describeValue(value)}`);
     for (const key of Object.keys(value)) {
       if (!allowed.has(key)) this.fail(join(path, key), 'unknown field');
     }
@@ -86,7 +97,7 @@ export class FieldChecks {
   /** A list of at most MAX_LIST_ENTRIES; a longer one is one error, and none of its entries is looked at. */
   protected list(value: unknown, path: string): unknown[] | undefined {
     if (value === undefined || value === null) return [];
-    if (!Array.isArray(value)) return this.fail(path, `must be a list, got ${describe(value)}`);
+    if (!Array.isArray(value)) return this.fail(path, `must be a list, got ${describeValue(value)}`);
     if (value.length > MAX_LIST_ENTRIES) return this.fail(path, `must list at most ${MAX_LIST_ENTRIES} entries, got ${value.length}`);
     return value;
   }
@@ -102,7 +113,7 @@ export class FieldChecks {
     if (typeof value === 'number' || typeof value === 'boolean') {
       return this.fail(path, `must be a string; quote it: ${JSON.stringify(written ?? String(value))}`);
     }
-    if (typeof value !== 'string') return this.fail(path, `must be a string, got ${describe(value)}`);
+    if (typeof value !== 'string') return this.fail(path, `must be a string, got ${describeValue(value)}`);
     if (required && value === '') return this.fail(path, 'is required');
     if (value.length > MAX_STRING) return this.fail(path, `must be at most ${MAX_STRING} characters`);
     if (NUL.test(value)) return this.fail(path, 'must not contain a NUL character');
@@ -140,7 +151,7 @@ export class FieldChecks {
 
   protected integer(value: unknown, path: string, min: number, max: number): number | undefined {
     if (typeof value !== 'number' || !Number.isInteger(value)) {
-      return this.fail(path, `must be an integer, got ${describe(value)}`);
+      return this.fail(path, `must be an integer, got ${describeValue(value)}`);
     }
     if (value < min || value > max) return this.fail(path, `must be ${min}-${max}, got ${value}`);
     return value;
@@ -149,6 +160,6 @@ export class FieldChecks {
   protected oneOf<T extends string>(input: unknown, path: string, allowed: readonly T[]): T | undefined {
     if (input == null) return undefined;
     if (typeof input === 'string' && (allowed as readonly string[]).includes(input)) return input as T;
-    return this.fail(path, `must be one of ${allowed.join(', ')}, got ${describe(input)}`);
+    return this.fail(path, `must be one of ${allowed.join(', ')}, got ${describeValue(input)}`);
   }
 }

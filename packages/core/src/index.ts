@@ -1,20 +1,24 @@
-// The vocabulary every other package speaks, by name. Helpers used only inside core (name
-// escaping's inverse, the pull-policy default, error formatting, validation limits) stay internal.
+// The vocabulary every other package speaks, by name, and nothing else: core has no dependency and
+// does no I/O. Each value here is used by another package, or is marked below as API for embedders.
+// Helpers used only inside core (name escaping and its inverse, the pull-policy default, the
+// manifest's sandbox hash, the container limit) stay internal. Reading manifests from text is
+// @kubelet-ts/manifest's; host directories are the runtime side's.
 
 // Errors and events
-export { KubeletError, isKubeletError, toKubeletError, type ErrorCode, type FieldError, type KubeletErrorOptions } from './errors.js';
+export { KubeletError, formatFieldErrors, isKubeletError, toKubeletError, type ErrorCode, type FieldError, type KubeletErrorOptions } from './errors.js';
 export type { EventSink, KubeletEvent, KubeletEventType } from './events.js';
 
-// Manifests: their types, validation and parsing
+// Manifests: their types, and the validation that makes one (the runner checks what embedders'
+// sources hand it; describeValue and isRecord let the v1 decoder word its messages alike)
 export {
-  DEFAULT_GRACE_PERIOD_SECONDS,
+  DEFAULT_GRACE_PERIOD_SECONDS, // API for embedders (see its doc comment)
   type Container,
   type ContainerManifest,
   type DesiredPod,
   type EnvVar,
+  type HostPathType,
   type ManifestVersion,
   type Port,
-  type HostPathType,
   type Probe,
   type Protocol,
   type PullPolicy,
@@ -22,69 +26,45 @@ export {
   type Volume,
   type VolumeMount,
 } from './manifest.js';
-export { MAX_CONTAINERS, isValidatedManifest, validateManifest, type ValidateOptions, type ValidationResult, type ValidationWarning } from './validate.js';
-export { MAX_LIST_ENTRIES } from './field-checks.js';
-export type { WrittenAs } from './yaml-decode.js';
-export {
-  parseManifests,
-  rejectionError,
-  retainLastGood,
-  type ManifestWarnings,
-  type ParsedManifests,
-  type ParseOptions,
-  type RejectedManifest,
-} from './parse.js';
-export { WarningReporter } from './warning-reporter.js';
-export { toV1Pod, type V1Pod } from './v1/to-v1.js';
-export { toV1beta1 } from './v1/to-v1beta1.js';
-export { IGNORED_V1_FIELDS } from './v1/fields.js';
-export { isFromV1Pod } from './v1/validate-v1.js';
-export { v1PodId } from './v1/pod-id.js';
-export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
+export { isValidatedManifest, validateManifest, type ValidateOptions, type ValidationResult, type ValidationWarning } from './validate.js';
+export { MAX_LIST_ENTRIES, describeValue, isRecord, type WrittenAs } from './field-checks.js';
 
-// Contracts of the pluggable parts
-export { CAPABILITIES } from './runtime.js';
-export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
-export { settledEvents, type SettleOptions } from './settle-events.js';
+// Contracts of the pluggable parts, and the helpers that keep adapters to them
 export type {
   Capability,
   ContainerDetails,
   ContainerEvent,
   ContainerEventSource,
   ContainerRuntime,
-  ContainerStats,
-  ContainerStatsSource,
   ContainerSpec,
   ContainerState,
+  ContainerStats,
+  ContainerStatsSource,
   ContainerSummary,
   ExecResult,
   ImageService,
   ListOptions,
   Mount,
-  RuntimeCapabilities,
   PortBinding,
+  RuntimeCapabilities,
 } from './runtime.js';
+export { CAPABILITIES } from './runtime.js';
+export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
+export { settledEvents, type SettleOptions } from './settle-events.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';
-export { StaticManifestSource, type StaticManifestSourceOptions } from './static-source.js';
-export { DeliveredSet, firstOfEachId } from './set-delivery.js';
 export { ChangeReporter } from './change-reporter.js';
 export { silentLogger, type Logger } from './logger.js';
 export { Tokens, type Registry, type Token } from './tokens.js';
-
-// Pod volumes on the host (for runtime adapters)
-export { podVolumeDir, removePodVolumes } from './host-volumes.js';
-export { prepareHostPath, prepareHostPaths } from './host-path.js';
 
 // Time
 export { repeatEvery, sleep, systemClock, type Clock, type TimerHandle } from './clock.js';
 export { Backoff, backoffDelay, type BackoffPolicy } from './backoff.js';
 
-// Naming, labels and container specs
+// Naming, labels and the specs the agent builds (runtime adapters' tests build theirs alike)
 export {
   Labels,
   buildContainerName,
   derivedManifestId,
-  escapeNamePart,
   identityOf,
   isDnsLabel,
   isManagedBy,
@@ -93,10 +73,9 @@ export {
   type ContainerIdentity,
 } from './naming.js';
 export { CFS_PERIOD_US, buildContainerSpec, canonicalJson, cfsQuotaOf, cpuLimitMillisOf, specHash, specHashes, type SpecContext } from './spec.js';
-export { HOST_NETWORK_SANDBOX_HASH, buildSandboxSpec, isManagedSandbox, manifestSandboxHash, sandboxHash, type SandboxSpec, type SandboxState, type SandboxSummary } from './sandbox.js';
+export { HOST_NETWORK_SANDBOX_HASH, buildSandboxSpec, isManagedSandbox, sandboxHash, type SandboxSpec, type SandboxState, type SandboxSummary } from './sandbox.js';
 
 // Planning, and what the agent shows of itself
 export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';
 export { reportPlan, type PlannedStep, type PlanReport } from './plan-report.js';
-export type { AgentView, ContainerView, EndedRun, HealthView, PodView, WaitingReason } from './agent-view.js';
-export { PodListAnnotations, podPhase, renderPodList, rfc3339, type PodListOptions, type V1PodList, type V1PodWithStatus } from './pod-list.js';
+export type { AgentView, ContainerView, EndedRun, HealthView, PodListing, PodView, WaitingReason } from './agent-view.js';

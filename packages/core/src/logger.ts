@@ -10,6 +10,7 @@ export interface Logger {
   child(bindings: Record<string, unknown>): Logger;
 }
 
+/** A logger that drops everything: the default wherever a logger is optional. */
 export const silentLogger: Logger = {
   debug: () => {},
   info: () => {},

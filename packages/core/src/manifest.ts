@@ -25,7 +25,7 @@ export interface ContainerManifest {
   /**
    * A Kubernetes v1 Pod's `metadata.namespace`, kept as written (absent in 2014 manifests). Part of
    * the pod's identity: a v1 Pod's id is its `metadata.name`, followed by `.<namespace>` unless the
-   * namespace is absent or `default` (see `v1PodId`).
+   * namespace is absent or `default` (see `v1PodId` in `@kubelet-ts/manifest`).
    */
   readonly namespace?: string;
   /** A v1 Pod's `metadata.labels`, kept on the pod and shown with it; not part of what runs. */
@@ -52,6 +52,11 @@ export type ManifestVersion = 'v1beta1' | 'v1beta2';
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
+/**
+ * Seconds a container is given to stop before it is killed, when its manifest sets no
+ * `terminationGracePeriodSeconds` (the kubelet's default). API for embedders that show or compare
+ * grace periods; the planner and the spec builder apply it.
+ */
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 
 /** A liveness, readiness or startup check; exactly one of `exec`, `httpGet`, `tcpSocket`. */

@@ -51,8 +51,8 @@ export interface Mount {
   readonly hostPath?: string;
   /**
    * With a v1 `hostPath` volume: the `type` the host path must have, checked (and for the `…OrCreate`
-   * types, made) by the agent before the container is created (see `prepareHostPath`); runtimes only
-   * bind. Absent (and for 2014 HOST mounts): no check.
+   * types, made) by the agent before the container is created (the runner's `prepareHostPath`);
+   * runtimes only bind. Absent (and for 2014 HOST mounts): no check.
    */
   readonly hostPathType?: HostPathType;
 }

@@ -13,8 +13,8 @@ export interface SourceSink {
   /**
    * Optional: a manifest the source delivers is valid but uses something to change (a deprecated
    * 2014 spelling). The agent records it as an event of type `warning.reason` (`DeprecatedField`)
-   * and logs it. Sources say each warning once per manifest version (see `WarningReporter`), not
-   * on every re-read; a sink without this method drops them.
+   * and logs it. Sources say each warning once per manifest version (see `WarningReporter` in
+   * `@kubelet-ts/manifest`), not on every re-read; a sink without this method drops them.
    */
   warning?(warning: SourceWarning): void;
 }

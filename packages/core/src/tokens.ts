@@ -14,6 +14,10 @@ function token<T>(description: string): Token<T> {
   return Symbol.for(`kubelet-ts.${description}`) as Token<T>;
 }
 
+/**
+ * The typed tokens adapters register under (`register…(container, options)`) and the runner's
+ * `resolveKubelet` resolves: a runtime, sources in priority order, event sinks, a clock, a logger.
+ */
 export const Tokens = {
   Runtime: token<ContainerRuntime>('ContainerRuntime'),
   /** Registered once per source; resolved with `resolveAll`. */

@@ -1,9 +1,8 @@
 import { posix } from 'node:path';
 import { isIP } from 'node:net';
-import { describe } from './field-checks.js';
+import { describeValue, type WrittenAs } from './field-checks.js';
 import type { Container, EnvVar, Port, Probe, Protocol, PullPolicy, VolumeMount } from './manifest.js';
 import { PROBE_KINDS, ProbeChecks } from './validate-probe.js';
-import type { WrittenAs } from './yaml-decode.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // Docker's reference grammar is looser than this, but no valid reference contains whitespace or
@@ -88,7 +87,7 @@ export class ContainerChecks extends ProbeChecks {
   private pullPolicy(input: unknown, path: string): PullPolicy | undefined {
     if (input == null) return undefined;
     if (typeof input === 'string' && Object.hasOwn(PULL_POLICIES, input)) return PULL_POLICIES[input];
-    return this.fail(path, `must be one of Always, IfNotPresent, Never (or PullAlways, PullIfNotPresent, PullNever), got ${describe(input)}`);
+    return this.fail(path, `must be one of Always, IfNotPresent, Never (or PullAlways, PullIfNotPresent, PullNever), got ${describeValue(input)}`);
   }
 
   private port(input: unknown, path: string): Port | undefined {
@@ -126,7 +125,7 @@ export class ContainerChecks extends ProbeChecks {
     // 2014 compared protocols without case (`tcp`, `Udp`).
     const upper = typeof input === 'string' ? input.toUpperCase() : undefined;
     if (upper === 'TCP' || upper === 'UDP') return upper;
-    return this.fail(path, `must be TCP or UDP, got ${describe(input)}`);
+    return this.fail(path, `must be TCP or UDP, got ${describeValue(input)}`);
   }
 
   private env(input: unknown, path: string): EnvVar[] {
@@ -165,7 +164,7 @@ export class ContainerChecks extends ProbeChecks {
     let readOnly = false;
     if (m['readOnly'] != null) {
       if (typeof m['readOnly'] === 'boolean') readOnly = m['readOnly'];
-      else this.fail(`${path}.readOnly`, `must be true or false, got ${describe(m['readOnly'])}`);
+      else this.fail(`${path}.readOnly`, `must be true or false, got ${describeValue(m['readOnly'])}`);
     }
     const host = this.mountType(m['mountType'], `${path}.mountType`);
     if (host === true && mountPath !== undefined) this.hostPath(mountPath, `${path}.${field}`, 'a HOST mount');
@@ -178,7 +177,7 @@ export class ContainerChecks extends ProbeChecks {
     if (input == null || input === '') return false;
     const upper = typeof input === 'string' ? input.toUpperCase() : undefined;
     if (upper === 'LOCAL') return false;
-    if (upper !== 'HOST') return this.fail(path, `must be LOCAL or HOST, got ${describe(input)}`);
+    if (upper !== 'HOST') return this.fail(path, `must be LOCAL or HOST, got ${describeValue(input)}`);
     if (!this.checks.allowHostMounts) {
       return this.fail(path, 'HOST binds a directory of the host into the container, which this agent refuses; run it with --allow-host-mounts (allowHostMounts) to accept it');
     }

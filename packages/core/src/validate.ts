@@ -1,9 +1,8 @@
 import type { FieldError } from './errors.js';
-import { MAX_LIST_ENTRIES, describe, isRecord, type ValidationWarning } from './field-checks.js';
+import { MAX_LIST_ENTRIES, describeValue, isRecord, type ValidationWarning, type WrittenAs } from './field-checks.js';
 import type { Container, ContainerManifest, HostPathType, ManifestVersion, RestartPolicy, Volume } from './manifest.js';
 import { isDnsSubdomain } from './naming.js';
 import { ContainerChecks } from './validate-container.js';
-import type { WrittenAs } from './yaml-decode.js';
 
 export type { ValidationWarning } from './field-checks.js';
 
@@ -19,8 +18,9 @@ export type ValidationResult =
 export interface ValidateOptions {
   /**
    * How values that are not strings were written in the text the manifest came from, so that a
-   * message can say what to quote (`"01234"`, not the number 1234 it was read as). `parseManifests`
-   * passes it; without it, messages show the value as JavaScript prints it.
+   * message can say what to quote (`"01234"`, not the number 1234 it was read as).
+   * `parseManifests` (`@kubelet-ts/manifest`) passes it; without it, messages show the value as
+   * JavaScript prints it.
    */
   readonly writtenAs?: WrittenAs;
   /**
@@ -105,7 +105,7 @@ class Walker extends ContainerChecks {
     let hostNetwork = false;
     if (m['hostNetwork'] != null) {
       if (typeof m['hostNetwork'] === 'boolean') hostNetwork = m['hostNetwork'];
-      else this.fail('hostNetwork', `must be true or false, got ${describe(m['hostNetwork'])}`);
+      else this.fail('hostNetwork', `must be true or false, got ${describeValue(m['hostNetwork'])}`);
     }
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
@@ -172,7 +172,7 @@ class Walker extends ContainerChecks {
     if (input == null || input === '') return undefined;
     const lower = typeof input === 'string' ? input.toLowerCase() : undefined;
     const known = VERSIONS.find((v) => v === lower);
-    return known ?? this.fail('version', `must be v1beta1 or v1beta2, got ${describe(input)}`);
+    return known ?? this.fail('version', `must be v1beta1 or v1beta2, got ${describeValue(input)}`);
   }
 
   private uuid(m: Record<string, unknown>): string | undefined {

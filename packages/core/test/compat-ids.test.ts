@@ -1,6 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
 import { Labels, buildContainerName, derivedManifestId, identityOf, isDnsLabel, isManagedBy, isManifestId, parseContainerName } from '../src/naming.js';
-import { parseManifests } from '../src/parse.js';
 import { buildSandboxSpec, isManagedSandbox, podHostname } from '../src/sandbox.js';
 import { buildContainerSpec } from '../src/spec.js';
 import { validateManifest } from '../src/validate.js';
@@ -59,27 +58,6 @@ describe('derivedManifestId', () => {
   it.each(['', '...', '___', 'ÜBER', `${'x'.repeat(100)}.yaml`, 'My Pods (2014).YAML'])('makes a DNS label of name %j', (name) => {
     const id = derivedManifestId(name, 'origin', 999_999);
     expect(isDnsLabel(id)).toBe(true);
-  });
-});
-
-describe('parseManifests names id-less manifests with idFor', () => {
-  const idFor = (position: number | undefined) => derivedManifestId('pods.yaml', '/etc/pods.yaml', position);
-
-  it('by position in a list, and without one for a single manifest', () => {
-    const list = parseManifests(JSON.stringify([pod(), pod({ id: 'given' }), pod()]), '/etc/pods.yaml', { idFor });
-    expect(list.manifests.map((m) => m.id)).toEqual([idFor(0), 'given', idFor(2)]);
-    const single = parseManifests(JSON.stringify(pod()), '/etc/pods.yaml', { idFor });
-    expect(single.manifests.map((m) => m.id)).toEqual([idFor(undefined)]);
-  });
-
-  it('gives the same ids on every read', () => {
-    const text = JSON.stringify([pod(), pod()]);
-    expect(parseManifests(text, 'x', { idFor }).manifests.map((m) => m.id)).toEqual(parseManifests(text, 'x', { idFor }).manifests.map((m) => m.id));
-  });
-
-  it('rejects an id-less manifest without idFor, naming id', () => {
-    const parsed = parseManifests(JSON.stringify(pod()), 'request body');
-    expect(parsed.rejected[0]!.errors).toEqual([{ path: 'id', message: 'is required' }]);
   });
 });
 

@@ -3,7 +3,6 @@ import {
   KubeletError,
   identityOf,
   plan,
-  renderPodList,
   reportPlan,
   type Clock,
   type ContainerDetails,
@@ -12,8 +11,8 @@ import {
   type ContainerStats,
   type HealthView,
   type PlanReport,
+  type PodListing,
   type PodView,
-  type V1PodList,
 } from '@kubelet-ts/core';
 import type { KubeletMetrics } from './metrics.js';
 import type { PodCache } from './pod-cache.js';
@@ -58,12 +57,15 @@ export class AgentReadApi {
     return (await this.viewsWithManifests()).map(({ view }) => view);
   }
 
-  /** `pods()` as a Kubernetes v1 `PodList` (`renderPodList`), with the node's name and address. */
-  async podList(): Promise<V1PodList> {
+  /**
+   * `pods()` with their manifests, the node's name and address: what a v1 `PodList` is rendered
+   * from. The rendering is the server's (it needs `toV1Pod`, which the runner does not import).
+   */
+  async podListing(): Promise<PodListing> {
     const { runtime, hostname } = this.options;
     const given = this.options.hostIP;
     const hostIP = given !== undefined && !isLoopback(given) ? given : firstHostAddress();
-    return renderPodList(await this.viewsWithManifests(), { nodeName: hostname, runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) });
+    return { pods: await this.viewsWithManifests(), nodeName: hostname, runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) };
   }
 
   private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {

@@ -3,7 +3,6 @@ import {
   Labels,
   CrashBackOff,
   isKubeletError,
-  prepareHostPaths,
   toKubeletError,
   type BackoffPolicy,
   type Clock,
@@ -14,6 +13,7 @@ import {
   type PodPlan,
 } from '@kubelet-ts/core';
 import { FailureBackoff } from './failure-backoff.js';
+import { prepareHostPaths } from './host-path.js';
 import type { StartSlots } from './slots.js';
 
 export interface ExecutorOptions {

@@ -18,8 +18,8 @@ import {
   type Logger,
   type ManifestSource,
   type PlanReport,
+  type PodListing,
   type PodView,
-  type V1PodList,
 } from '@kubelet-ts/core';
 import { AdaptiveSlots } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
@@ -271,9 +271,12 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     return this.api.pods();
   }
 
-  /** The desired pods as a Kubernetes v1 `PodList` with their status, as the kubelet's `/pods` answers. */
-  podList(): Promise<V1PodList> {
-    return this.api.podList();
+  /**
+   * The desired pods with their manifests and the node, which the agent's server renders as the
+   * kubelet's `/pods` does, a v1 `PodList` (`renderPodList` of `@kubelet-ts/source-server`).
+   */
+  podListing(): Promise<PodListing> {
+    return this.api.podListing();
   }
 
   plan(): Promise<PlanReport> {

@@ -1,12 +1,12 @@
 import {
   Labels,
-  StaticManifestSource,
   specHashes,
   validateManifest,
   type ContainerManifest,
   type ContainerSummary,
   type DesiredPod,
 } from '@kubelet-ts/core';
+import { StaticManifestSource } from '@kubelet-ts/manifest';
 import type { MemoryRuntime, SeededRandom } from '@kubelet-ts/runtime-memory';
 
 /**

@@ -1,5 +1,6 @@
 import { checkedManifest } from '@kubelet-ts/conformance';
 import {
+  type AgentView,
   type ContainerManifest,
   type EventSink,
   type KubeletEvent,
@@ -7,6 +8,7 @@ import {
   type ManifestSource,
   type SourceSink,
 } from '@kubelet-ts/core';
+import { renderPodList, type V1PodList } from '@kubelet-ts/source-server';
 
 /** A container of a test manifest, in the raw (pre-validation) shape a source would read. */
 export interface RawContainer {
@@ -18,6 +20,12 @@ export interface RawContainer {
 /** A validated manifest; throws (failing the test) if the test wrote an invalid one. */
 export function manifest(id: string, containers: readonly RawContainer[]): ContainerManifest {
   return checkedManifest({ version: 'v1beta1', id, containers });
+}
+
+/** What `/pods` answers for `view`: its listing, rendered by the agent's server. */
+export async function podListOf(view: Pick<AgentView, 'podListing'>): Promise<V1PodList> {
+  const listing = await view.podListing();
+  return renderPodList(listing.pods, listing);
 }
 
 /** A one-container manifest: container `web` running `image`. */

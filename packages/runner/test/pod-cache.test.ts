@@ -4,7 +4,7 @@ import { ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { PodCache } from '../src/pod-cache.js';
 import { agentFixture, HOST } from './agent-fixture.js';
-import { pod, settle, ScriptedSource } from './helpers.js';
+import { pod, podListOf, settle, ScriptedSource } from './helpers.js';
 
 const HOUR = 3_600_000;
 
@@ -26,7 +26,7 @@ describe('the pod cache (issue 21)', () => {
         ['db', 'running'],
         ['cache', 'running'],
       ]);
-      expect((await k.podList()).items).toHaveLength(3);
+      expect((await podListOf(k)).items).toHaveLength(3);
       expect((await k.plan()).steps).toEqual([]);
       expect(await k.containerInfo('web/web')).toMatchObject({ state: 'running' });
     }

@@ -2,10 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import type { V1PodList } from '@kubelet-ts/core';
-import { agentApiListener } from '@kubelet-ts/source-server';
+import { agentApiListener, type V1PodList } from '@kubelet-ts/source-server';
 import { agentFixture } from './agent-fixture.js';
-import { ScriptedSource, settle } from './helpers.js';
+import { ScriptedSource, podListOf, settle } from './helpers.js';
 
 describe('GET /pods of a real agent over HTTP', () => {
   const f = agentFixture();
@@ -29,7 +28,7 @@ describe('GET /pods of a real agent over HTTP', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('application/json');
     const list = (await res.json()) as V1PodList;
-    expect(list).toEqual(JSON.parse(JSON.stringify(await k.podList())));
+    expect(list).toEqual(JSON.parse(JSON.stringify(await podListOf(k))));
     expect(list.items.map((p) => [p.metadata['name'], p.metadata['namespace'], p.status['phase']])).toEqual([
       ['api', 'kube-system', 'Running'],
       ['cache', 'default', 'Running'],

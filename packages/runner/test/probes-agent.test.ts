@@ -3,7 +3,7 @@ import { checkedManifest } from '@kubelet-ts/conformance';
 import { Labels, type ContainerManifest, type ExecResult } from '@kubelet-ts/core';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { agentFixture } from './agent-fixture.js';
-import { ScriptedSource, settle } from './helpers.js';
+import { ScriptedSource, podListOf, settle } from './helpers.js';
 
 const ok: ExecResult = { exitCode: 0, output: '' };
 const fail: ExecResult = { exitCode: 1, output: 'no' };
@@ -19,7 +19,7 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
   }
   const runningOf = (podId: string) => f.of(podId).find((c) => c.state === 'running');
   async function statusOf(k: Awaited<ReturnType<typeof agent>>) {
-    const [item] = (await k.podList()).items;
+    const [item] = (await podListOf(k)).items;
     const conditions = item!.status['conditions'] as Array<{ type: string; status: string }>;
     const [container] = item!.status['containerStatuses'] as Array<{ started: boolean; ready: boolean; state: Record<string, unknown>; restartCount: number }>;
     return { phase: item!.status['phase'], ready: conditions.find((c) => c.type === 'Ready')!.status, container: container! };
@@ -98,7 +98,7 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     const k = f.kubelet([new ScriptedSource('a', { initial: [checkedManifest({ id: 'web', containers: [{ name: 'app', image: 'app:1' }] })] })], { probes: { host: '10.9.8.7' } });
     await k.start();
     await settle();
-    const [item] = (await k.podList()).items;
+    const [item] = (await podListOf(k)).items;
     expect(item).toMatchObject({ spec: { nodeName: 'node-a' }, status: { hostIP: '10.9.8.7', phase: 'Running' } });
     expect(item!.status['containerStatuses']).toEqual([expect.objectContaining({ containerID: expect.stringMatching(/^memory:\/\//), started: true, ready: true })]);
   });

@@ -1,15 +1,13 @@
 import fc from 'fast-check';
 import {
   canonicalJson,
-  firstOfEachId,
-  parseManifests,
-  retainLastGood,
   validateManifest,
   type ContainerManifest,
   type FieldError,
   type KubeletError,
   type SourceSink,
 } from '@kubelet-ts/core';
+import { firstOfEachId, parseManifests, retainLastGood } from '@kubelet-ts/manifest';
 import { recordFigures, reliabilityRuns, reliabilitySeed, type ReliabilityCounts } from '../reliability.js';
 import { resolveTestApi, type TestApiExpect, type TestApiOption } from '../test-api.js';
 import { describeFuzzInput, fuzzBytes, fuzzInput, type FuzzInput } from './cases.js';

@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson, type ContainerManifest, type ContainerView, type EndedRun, type PodListing, type PodView } from '@kubelet-ts/core';
+import { toV1Pod } from '@kubelet-ts/manifest';
+
+/** A Kubernetes v1 `PodList`, as the kubelet's `/pods` answers. */
+export interface V1PodList {
+  readonly kind: 'PodList';
+  readonly apiVersion: 'v1';
+  readonly metadata: Record<string, never>;
+  readonly items: readonly V1PodWithStatus[];
+}
+
+export interface V1PodWithStatus {
+  readonly apiVersion: 'v1';
+  readonly kind: 'Pod';
+  readonly metadata: Record<string, unknown>;
+  readonly spec: Record<string, unknown>;
+  readonly status: Record<string, unknown>;
+}
+
+/** The node a list is rendered for (a `PodListing` without its pods). */
+export type PodListOptions = Omit<PodListing, 'pods'>;
+
+/** Our source names → the kubelet's `kubernetes.io/config.source` values (file, http, api, …). */
+const CONFIG_SOURCES: Readonly<Record<string, string>> = { file: 'file', http: 'http', etcd: 'etcd', server: 'http' };
+
+export const PodListAnnotations = {
+  configSource: 'kubernetes.io/config.source',
+  configHash: 'kubernetes.io/config.hash',
+  /** The full name of the source the manifest came from (`config.source` only says its kind). */
+  source: 'kubelet-ts.io/source',
+  /** JSON: container name → `{ until, delaySeconds }` for each container waiting out its crash back-off. */
+  backOff: 'kubelet-ts.io/back-off',
+} as const;
+
+/**
+ * Renders desired pods and their containers' state as the kubelet's `/pods` does: `metadata` and
+ * `spec` are `toV1Pod`'s (plus `spec.nodeName`, the kubelet's annotations and ours), `status` is
+ * derived from the views by the kubelet's rules (`getPhase` and the pod conditions in
+ * kubelet_pods.go / status_manager). Pure: the same input gives the same output. The mapping is
+ * written out in the README, next to the route.
+ *
+ * It is rendered here, where `/pods` is served, rather than by the runner: the spec is `toV1Pod`'s,
+ * a conversion of the manifest package, and the runner depends on core alone. The agent gives the
+ * views and manifests (`AgentView.podListing`); this turns them into the kubelet's wire form.
+ */
+export function renderPodList(pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[], options: PodListOptions): V1PodList {
+  return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: pods.map(({ view, manifest }) => renderPod(view, manifest, options)) };
+}
+
+function renderPod(view: PodView, manifest: ContainerManifest, options: PodListOptions): V1PodWithStatus {
+  const v1 = toV1Pod(manifest);
+  const configHash = hex(`${view.source}\n${canonicalJson(manifest)}`);
+  const backOffs = Object.fromEntries(
+    view.containers.flatMap((c) => (c.backOff === undefined ? [] : [[c.name, { until: rfc3339(c.backOff.until), delaySeconds: c.backOff.delayMs / 1000 }]])),
+  );
+  const metadata = {
+    ...v1.metadata,
+    namespace: manifest.namespace ?? 'default',
+    // The kubelet derives a static pod's uid from a hash of where it came from; a given uuid wins.
+    uid: manifest.uuid ?? hex(`host:${options.nodeName}\nsource:${view.source}\nid:${manifest.id}`),
+    annotations: {
+      ...(manifest.annotations ?? {}),
+      [PodListAnnotations.configSource]: configSourceOf(view.source),
+      [PodListAnnotations.configHash]: configHash,
+      [PodListAnnotations.source]: view.source,
+      ...(Object.keys(backOffs).length === 0 ? {} : { [PodListAnnotations.backOff]: JSON.stringify(backOffs) }),
+    },
+  };
+  const statuses = view.containers.map((c) => containerStatus(c, view.id, options.runtime));
+  const unready = view.containers.filter((c) => !c.ready).map((c) => c.name);
+  const phase = podPhase(view.containers, manifest.restartPolicy ?? 'Always');
+  const allReady = unready.length === 0 && phase !== 'Succeeded';
+  const notReady = phase === 'Succeeded' ? { reason: 'PodCompleted' } : { reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` };
+  const podIP = manifest.hostNetwork === true ? options.hostIP : undefined;
+  const startTime = earliest(view.containers.flatMap((c) => [c.startedAt, c.lastRun?.startedAt]));
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata,
+    spec: { ...v1.spec, nodeName: options.nodeName },
+    status: {
+      phase,
+      conditions: [
+        { type: 'Initialized', status: 'True' },
+        { type: 'Ready', status: allReady ? 'True' : 'False', ...(allReady ? {} : notReady) },
+        { type: 'ContainersReady', status: allReady ? 'True' : 'False', ...(allReady ? {} : notReady) },
+        { type: 'PodScheduled', status: 'True' },
+      ],
+      ...(options.hostIP === undefined ? {} : { hostIP: options.hostIP }),
+      ...(podIP === undefined ? {} : { podIP, podIPs: [{ ip: podIP }] }),
+      ...(startTime === undefined ? {} : { startTime: rfc3339(startTime) }),
+      containerStatuses: statuses,
+    },
+  };
+}
+
+/**
+ * The kubelet's `getPhase`: a container not running and never ended is waiting (Pending); any
+ * running one, none unknown, is Running; all ended: Running under `Always` (they restart),
+ * Succeeded when every one exited 0, Failed under `Never`, else Running (`OnFailure` restarts them).
+ */
+export function podPhase(containers: readonly ContainerView[], restartPolicy: 'Always' | 'OnFailure' | 'Never'): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  for (const c of containers) {
+    if (c.state === 'running') running += 1;
+    else if (c.state === 'exited') {
+      stopped += 1;
+      if (c.exitCode === 0) succeeded += 1;
+    } else if (c.lastRun !== undefined) stopped += 1; // waiting, but an earlier run ended: as the kubelet counts it
+    else waiting += 1;
+  }
+  if (waiting > 0) return 'Pending';
+  if (running > 0) return 'Running';
+  if (stopped === 0) return 'Pending';
+  if (restartPolicy === 'Always') return 'Running';
+  if (stopped === succeeded) return 'Succeeded';
+  return restartPolicy === 'Never' ? 'Failed' : 'Running';
+}
+
+function containerStatus(c: ContainerView, podId: string, runtime: string): Record<string, unknown> {
+  const shownRun: EndedRun | undefined =
+    c.state === 'exited' && c.id !== undefined
+      ? { id: c.id, ...optional({ exitCode: c.exitCode, startedAt: c.startedAt, finishedAt: c.finishedAt }) }
+      : undefined;
+  let state: Record<string, unknown>;
+  let last = c.lastRun;
+  if (c.state === 'running') {
+    state = { running: { ...optional({ startedAt: time(c.startedAt) }) } };
+  } else if (c.waitingReason !== undefined) {
+    state = { waiting: { reason: c.waitingReason, ...optional({ message: waitingMessage(c, podId) }) } };
+    // While an exited container waits to be restarted, the run that ended is the last state.
+    if (shownRun !== undefined) last = shownRun;
+  } else if (shownRun !== undefined) {
+    state = { terminated: terminated(shownRun, runtime) };
+  } else {
+    state = { waiting: { reason: 'ContainerCreating' } };
+  }
+  return {
+    name: c.name,
+    image: c.image,
+    ...(c.id === undefined ? {} : { containerID: `${runtime}://${c.id}` }),
+    restartCount: c.restartCount,
+    ready: c.ready,
+    started: c.started,
+    state,
+    lastState: last === undefined ? {} : { terminated: terminated(last, runtime) },
+  };
+}
+
+function terminated(run: EndedRun, runtime: string): Record<string, unknown> {
+  return {
+    ...optional({ exitCode: run.exitCode }),
+    reason: run.exitCode === 0 ? 'Completed' : 'Error',
+    ...optional({ startedAt: time(run.startedAt), finishedAt: time(run.finishedAt) }),
+    containerID: `${runtime}://${run.id}`,
+  };
+}
+
+function waitingMessage(c: ContainerView, podId: string): string | undefined {
+  if (c.waitingReason === 'CrashLoopBackOff' && c.backOff !== undefined) {
+    return `back-off ${c.backOff.delayMs / 1000}s restarting failed container=${c.name} pod=${podId}; until ${rfc3339(c.backOff.until)}`;
+  }
+  if (c.waitingReason === 'ImagePullBackOff' && c.pullBackOff !== undefined) {
+    return `Back-off pulling image "${c.image}" until ${rfc3339(c.pullBackOff.until)}: ${c.pullBackOff.message}`;
+  }
+  return undefined;
+}
+
+function configSourceOf(source: string): string {
+  const kind = /^[a-z]+/.exec(source)?.[0] ?? source;
+  return CONFIG_SOURCES[kind] ?? source;
+}
+
+function earliest(times: readonly (number | undefined)[]): number | undefined {
+  const known = times.filter((t): t is number => t !== undefined);
+  return known.length === 0 ? undefined : Math.min(...known);
+}
+
+/** RFC 3339 in UTC, to the second, as Kubernetes writes times (`2026-12-03T10:36:17Z`). */
+export function rfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function time(ms: number | undefined): string | undefined {
+  return ms === undefined ? undefined : rfc3339(ms);
+}
+
+function hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 32);
+}
+
+function optional<T extends Record<string, unknown>>(fields: T): Partial<T> {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

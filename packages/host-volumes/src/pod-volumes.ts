@@ -1,0 +1,67 @@
+import { lstat, mkdir, readlink, realpath, rm } from 'node:fs/promises';
+import { join, sep } from 'node:path';
+import { KubeletError, isDnsLabel, isManifestId } from '@kubelet-ts/core';
+
+/**
+ * Makes the host directory `<root>/<pod>/<volume>` and returns the path to bind. No name can lead
+ * outside the root: both must be DNS labels (no `..`, no `/`), and each level below the root is
+ * made with `mkdir` (never recursively) and then checked with `lstat`, so a symbolic link planted
+ * at `<root>/<pod>` or `<root>/<pod>/<volume>` is refused rather than followed: neither the
+ * directory the agent makes nor the one the engine mounts can be elsewhere. The root itself is
+ * the operator's and may be a link; its real path is what the bind names.
+ *
+ * Only the agent writes at these two levels: a container sees the inside of its volume, so a link
+ * it makes there lies below what the agent ever resolves.
+ */
+export async function podVolumeDir(root: string, podId: string, volume: string, adapter?: string): Promise<string> {
+  for (const [what, name, ok] of [['pod id', podId, isManifestId(podId)], ['volume name', volume, isDnsLabel(volume)]] as const) {
+    if (!ok) {
+      throw new KubeletError('InvalidManifest', `volume ${JSON.stringify(volume)} of ${JSON.stringify(podId)}: the ${what} must be ${what === 'pod id' ? 'a manifest id (DNS subdomain)' : 'a DNS label'} to name a directory under ${root}`, adapter === undefined ? {} : { adapter });
+    }
+  }
+  await mkdir(root, { recursive: true });
+  const realRoot = await realpath(root);
+  const podDir = await ownDirectory(join(realRoot, podId), root);
+  const dir = await ownDirectory(join(podDir, volume), root);
+  // Belt and braces: what the checks above allowed must resolve to itself, under the root.
+  const resolved = await realpath(dir);
+  if (resolved !== dir || !resolved.startsWith(realRoot + sep)) {
+    throw new KubeletError('Conflict', `volume directory ${dir} resolves to ${resolved}, outside ${realRoot}; refusing to mount it`, { ...(adapter === undefined ? {} : { adapter }) });
+  }
+  return dir;
+}
+
+/** Makes `path` if missing; refuses it when it is a symbolic link or not a directory. */
+async function ownDirectory(path: string, root: string): Promise<string> {
+  try {
+    await mkdir(path, { mode: 0o755 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const stat = await lstat(path);
+  if (stat.isSymbolicLink()) {
+    const target = await readlink(path).catch(() => '?');
+    throw new KubeletError('Conflict', `volume directory ${path} is a symbolic link (to ${target}); refusing to follow it: pod volumes are plain directories under ${root}`);
+  }
+  if (!stat.isDirectory()) {
+    throw new KubeletError('Conflict', `volume directory ${path} exists and is not a directory; refusing to mount it`);
+  }
+  return path;
+}
+
+/**
+ * Removes `<root>/<pod>` and every volume in it, once the pod is gone: a new pod with the same id
+ * must not find the old pod's files. A link planted there is removed as a link, never followed.
+ */
+export async function removePodVolumes(root: string, podId: string): Promise<void> {
+  if (!isManifestId(podId)) return;
+  let realRoot: string;
+  try {
+    realRoot = await realpath(root);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw error;
+  }
+  // rm does not follow symbolic links, at the top or inside.
+  await rm(join(realRoot, podId), { recursive: true, force: true });
+}

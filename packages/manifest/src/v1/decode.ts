@@ -1,0 +1,171 @@
+import { describeValue, isRecord, type FieldError } from '@kubelet-ts/core';
+import { IGNORED_V1_FIELDS, MAPPED_V1_FIELDS, REFUSED_ADVICE } from './fields.js';
+import { joinV1PodId } from './pod-id.js';
+import { decodeResources } from './resources.js';
+
+/** A v1 Pod in the domain manifest's shape (for `validateManifest`), with what was refused on the way. */
+export interface DecodedV1Pod {
+  /** The domain manifest, unvalidated: the checks every manifest gets come after. */
+  readonly manifest: Record<string, unknown>;
+  /** Fields refused while mapping, by the v1 path the author wrote. */
+  readonly errors: readonly FieldError[];
+}
+
+const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
+
+/**
+ * Maps a v1 Pod to the domain manifest's shape: `metadata.name` (and namespace) to the id,
+ * `command` to `entrypoint`, `args` to `command`, resources to bytes and shares, `emptyDir` and
+ * `hostPath` volumes to volumes. What means nothing on one host is ignored (IGNORED_V1_FIELDS);
+ * what would change what runs and is not supported is refused here by its v1 path. Values are
+ * passed on as written, for `validateManifest` to check as it checks every manifest.
+ */
+export function decodeV1Pod(input: Record<string, unknown>): DecodedV1Pod {
+  const d = new V1PodDecoder();
+  return { manifest: d.pod(input), errors: d.errors };
+}
+
+class V1PodDecoder {
+  readonly errors: FieldError[] = [];
+  private hostNetwork = false;
+
+  private fail(path: string, message: string): undefined {
+    this.errors.push({ path, message });
+    return undefined;
+  }
+
+  /** Refuses every key of `value` that is neither mapped nor ignored, naming what to do instead. */
+  private known(value: Record<string, unknown>, path: string, mapped: readonly string[], ignored: readonly string[] = [], advice?: string): void {
+    for (const key of Object.keys(value)) {
+      if (mapped.includes(key) || ignored.includes(key)) continue;
+      const instead = advice ?? REFUSED_ADVICE[key];
+      this.fail(path === '' ? key : `${path}.${key}`, `not supported${instead === undefined ? '' : `; ${instead}`}`);
+    }
+  }
+
+  pod(input: Record<string, unknown>): Record<string, unknown> {
+    this.known(input, '', MAPPED_V1_FIELDS.pod, IGNORED_V1_FIELDS.pod);
+    const meta = input['metadata'];
+    const spec = input['spec'];
+    if (!isRecord(meta)) this.fail('metadata', meta == null ? 'is required (with the pod\'s name)' : `must be an object, got ${describeValue(meta)}`);
+    if (!isRecord(spec)) this.fail('spec', spec == null ? 'is required (with the pod\'s containers)' : `must be an object, got ${describeValue(spec)}`);
+    const m = isRecord(meta) ? meta : {};
+    const s = isRecord(spec) ? spec : {};
+    this.known(m, 'metadata', MAPPED_V1_FIELDS.metadata, IGNORED_V1_FIELDS.metadata);
+    this.known(s, 'spec', MAPPED_V1_FIELDS.spec, IGNORED_V1_FIELDS.spec);
+    this.securityContext(s['securityContext'], 'spec.securityContext');
+    this.hostNetwork = s['hostNetwork'] === true;
+    const name = m['name'];
+    const namespace = m['namespace'];
+    // Validation then checks the id is a DNS subdomain, and says so at `metadata.name`.
+    const id = typeof name === 'string' && (namespace == null || typeof namespace === 'string') ? joinV1PodId(name, namespace ?? undefined) : name;
+    const containers = s['containers'];
+    const volumes = s['volumes'];
+    return defined({
+      id,
+      uuid: m['uid'],
+      namespace: namespace === '' ? undefined : namespace,
+      labels: m['labels'],
+      annotations: m['annotations'],
+      hostNetwork: s['hostNetwork'],
+      volumes: Array.isArray(volumes) ? volumes.map((v, i) => this.volume(v, `spec.volumes[${i}]`)) : volumes,
+      containers: Array.isArray(containers) ? containers.map((c, i) => this.container(c, `spec.containers[${i}]`)) : (containers ?? null),
+      restartPolicy: s['restartPolicy'],
+      terminationGracePeriodSeconds: s['terminationGracePeriodSeconds'],
+    });
+  }
+
+  /** Accepted only when it asks for what the engines do anyway: nothing, or the RuntimeDefault seccomp profile. */
+  private securityContext(input: unknown, path: string): void {
+    if (input == null) return;
+    if (!isRecord(input)) return void this.fail(path, `must be an object, got ${describeValue(input)}`);
+    this.known(input, path, ['seccompProfile'], [], REFUSED_ADVICE['securityContext']);
+    const profile = input['seccompProfile'];
+    if (profile == null) return;
+    if (!isRecord(profile)) return void this.fail(`${path}.seccompProfile`, `must be an object, got ${describeValue(profile)}`);
+    this.known(profile, `${path}.seccompProfile`, ['type'], [], REFUSED_ADVICE['securityContext']);
+    if (profile['type'] !== 'RuntimeDefault') {
+      this.fail(`${path}.seccompProfile.type`, `${describeValue(profile['type'])} is not supported; only RuntimeDefault (the engines' default profile) is`);
+    }
+  }
+
+  private volume(input: unknown, path: string): unknown {
+    if (!isRecord(input)) return input;
+    this.known(input, path, MAPPED_V1_FIELDS.volume, [], 'use hostPath or emptyDir');
+    const { emptyDir, hostPath } = input;
+    if (emptyDir != null && hostPath != null) this.fail(path, 'must have exactly one of emptyDir, hostPath');
+    if (emptyDir != null) {
+      if (!isRecord(emptyDir)) this.fail(`${path}.emptyDir`, `must be an object, got ${describeValue(emptyDir)}`);
+      else {
+        this.known(emptyDir, `${path}.emptyDir`, MAPPED_V1_FIELDS.emptyDir, [], 'an emptyDir is a directory of the pod on the host\'s disk, without a size limit');
+        const medium = emptyDir['medium'];
+        if (medium != null && medium !== '') this.fail(`${path}.emptyDir.medium`, `${describeValue(medium)} is not supported; leave it out for a directory on the host's disk`);
+      }
+    }
+    // A hostPath is passed on as written: validation checks it, and refuses it without allowHostMounts.
+    return defined({ name: input['name'], hostPath });
+  }
+
+  private container(input: unknown, path: string): unknown {
+    if (!isRecord(input)) return input;
+    this.known(input, path, MAPPED_V1_FIELDS.container, IGNORED_V1_FIELDS.container);
+    this.securityContext(input['securityContext'], `${path}.securityContext`);
+    const resources = decodeResources(input['resources'], `${path}.resources`, this.errors);
+    const probes: Record<string, unknown> = {};
+    for (const kind of PROBES) probes[kind] = this.probe(input[kind], `${path}.${kind}`);
+    return defined({
+      name: input['name'],
+      image: input['image'],
+      entrypoint: input['command'],
+      command: input['args'],
+      workingDir: input['workingDir'],
+      ports: this.each(input['ports'], `${path}.ports`, (p, at) => this.port(p, at)),
+      // Passed on as the same objects, so a message can show how a value was written (`"01234"`).
+      env: this.each(input['env'], `${path}.env`, (e, at) => {
+        this.known(e, at, MAPPED_V1_FIELDS.env);
+        return e;
+      }),
+      ...resources,
+      volumeMounts: this.each(input['volumeMounts'], `${path}.volumeMounts`, (v, at) => {
+        this.known(v, at, MAPPED_V1_FIELDS.volumeMount);
+        const propagation = v['mountPropagation'];
+        if (propagation != null && propagation !== 'None') this.fail(`${at}.mountPropagation`, `${describeValue(propagation)} is not supported; leave it out (None)`);
+        return defined({ name: v['name'], mountPath: v['mountPath'], readOnly: v['readOnly'] });
+      }),
+      imagePullPolicy: input['imagePullPolicy'],
+      ...probes,
+    });
+  }
+
+  /** Maps each object of a list; anything else is passed on for validation to report. */
+  private each(input: unknown, path: string, map: (item: Record<string, unknown>, path: string) => unknown): unknown {
+    if (!Array.isArray(input)) return input;
+    return input.map((item, i) => (isRecord(item) ? map(item, `${path}[${i}]`) : item));
+  }
+
+  private port(p: Record<string, unknown>, path: string): unknown {
+    this.known(p, path, MAPPED_V1_FIELDS.port);
+    if (p['protocol'] === 'SCTP') this.fail(`${path}.protocol`, 'SCTP is not supported; use TCP or UDP');
+    // As Kubernetes validates a v1 Pod: a hostNetwork pod's ports are the host's, so a hostPort is its containerPort.
+    // (The domain form leaves such a port unpublished whatever its hostPort, so it checks nothing there.)
+    if (this.hostNetwork && p['hostPort'] != null && p['hostPort'] !== 0 && p['hostPort'] !== p['containerPort']) {
+      this.fail(`${path}.hostPort`, 'must equal containerPort in a hostNetwork pod; leave it out');
+    }
+    return p;
+  }
+
+  private probe(input: unknown, path: string): unknown {
+    if (!isRecord(input)) return input;
+    this.known(input, path, MAPPED_V1_FIELDS.probe);
+    // A probe whose only handler is refused (grpc) is refused once, not also as one without a handler.
+    if (!['exec', 'httpGet', 'tcpSocket'].some((h) => input[h] != null)) return Object.keys(input).some((k) => !isMapped(k)) ? undefined : input;
+    return Object.fromEntries(Object.entries(input).filter(([key]) => isMapped(key)));
+  }
+}
+
+const isMapped = (key: string): boolean => (MAPPED_V1_FIELDS.probe as readonly string[]).includes(key);
+
+/** The object without its undefined values: a field not written stays absent. */
+function defined(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}

@@ -1,0 +1,141 @@
+import type { Container, ContainerManifest, Probe, VolumeMount } from '@kubelet-ts/core';
+import { formatBytes, millisOfShares } from './quantity.js';
+
+/** A plain Kubernetes v1 Pod object, as `kubectl get pod -o json` shows one (spec and metadata only). */
+export interface V1Pod {
+  readonly apiVersion: 'v1';
+  readonly kind: 'Pod';
+  readonly metadata: Record<string, unknown>;
+  readonly spec: Record<string, unknown>;
+}
+
+/**
+ * A manifest as a Kubernetes v1 Pod, whichever format it was written in. A v1 Pod comes back as
+ * it was read (`parseManifests(toV1Pod(m))` gives `m` again); a 2014 manifest is written as its v1
+ * meaning:
+ * - `command` (Docker's Cmd) becomes `args`; `entrypoint` is `command`;
+ * - `memory` becomes `resources.limits.memory` (`Mi` when exact, else bytes), CPU shares become
+ *   `resources.requests.cpu` in millicores, `ceil(shares × 1000 / 1024)`: the smallest request whose
+ *   kubelet shares (`floor(milli × 1024 / 1000)`, at least 2) are the same, when one exists (a
+ *   `cpuLimitMillis` without shares reads back with the limit's shares, as Kubernetes defaults a
+ *   request to the limit);
+ * - a published port keeps its `hostPort`, an unpublished one has none (v1's meaning);
+ * - a 2014 `mountType: HOST` mount becomes a `hostPath` volume of its own, and the 2014 volumes
+ *   `emptyDir` volumes.
+ */
+export function toV1Pod(manifest: ContainerManifest): V1Pod {
+  const volumes: Array<Record<string, unknown>> = manifest.volumes.map((v) =>
+    v.hostPath === undefined
+      ? { name: v.name, emptyDir: {} }
+      : { name: v.name, hostPath: { path: v.hostPath.path, ...(v.hostPath.type === undefined ? {} : { type: v.hostPath.type }) } },
+  );
+  const taken = new Set(manifest.volumes.map((v) => v.name));
+  const hostVolume = (mount: VolumeMount): string => {
+    const name = freeName(`${mount.name}-host`, taken);
+    volumes.push({ name, hostPath: { path: mount.mountPath } });
+    return name;
+  };
+  const containers = manifest.containers.map((c) => container(c, hostVolume));
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: v1PodName(manifest),
+      ...(manifest.namespace === undefined ? {} : { namespace: manifest.namespace }),
+      ...(manifest.uuid === undefined ? {} : { uid: manifest.uuid }),
+      ...(manifest.labels === undefined ? {} : { labels: { ...manifest.labels } }),
+      ...(manifest.annotations === undefined ? {} : { annotations: { ...manifest.annotations } }),
+    },
+    spec: {
+      ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
+      ...(manifest.restartPolicy === undefined ? {} : { restartPolicy: manifest.restartPolicy }),
+      ...(manifest.terminationGracePeriodSeconds === undefined ? {} : { terminationGracePeriodSeconds: manifest.terminationGracePeriodSeconds }),
+      containers,
+      ...(volumes.length === 0 ? {} : { volumes }),
+    },
+  };
+}
+
+/** `metadata.name`: the id without the `.<namespace>` that `v1PodId` added to it. */
+function v1PodName(m: ContainerManifest): string {
+  const ns = m.namespace;
+  if (ns === undefined || ns === 'default' || !m.id.endsWith(`.${ns}`)) return m.id;
+  return m.id.slice(0, -(ns.length + 1));
+}
+
+function freeName(wanted: string, taken: Set<string>): string {
+  const base = wanted.slice(0, 55).replace(/-+$/, '');
+  let name = base;
+  for (let i = 2; taken.has(name); i++) name = `${base}-${i}`;
+  taken.add(name);
+  return name;
+}
+
+function container(c: Container, hostVolume: (m: VolumeMount) => string): Record<string, unknown> {
+  const limits = {
+    ...(c.cpuLimitMillis === undefined ? {} : { cpu: `${c.cpuLimitMillis}m` }),
+    ...(c.memory === undefined ? {} : { memory: formatBytes(c.memory) }),
+  };
+  const requests = c.cpu === undefined ? {} : { cpu: `${millisOfShares(c.cpu)}m` };
+  const resources = {
+    ...(Object.keys(limits).length === 0 ? {} : { limits }),
+    ...(Object.keys(requests).length === 0 ? {} : { requests }),
+  };
+  return {
+    name: c.name,
+    image: c.image,
+    ...(c.entrypoint === undefined ? {} : { command: [...c.entrypoint] }),
+    ...(c.command === undefined ? {} : { args: [...c.command] }),
+    ...(c.workingDir === undefined ? {} : { workingDir: c.workingDir }),
+    ...(c.ports.length === 0
+      ? {}
+      : {
+          ports: c.ports.map((p) => ({
+            ...(p.name === undefined ? {} : { name: p.name }),
+            containerPort: p.containerPort,
+            ...(p.hostPort === undefined ? {} : { hostPort: p.hostPort }),
+            ...(p.hostIP === undefined ? {} : { hostIP: p.hostIP }),
+            protocol: p.protocol,
+          })),
+        }),
+    ...(c.env.length === 0 ? {} : { env: c.env.map((e) => ({ name: e.name, value: e.value })) }),
+    ...(Object.keys(resources).length === 0 ? {} : { resources }),
+    ...(c.volumeMounts.length === 0
+      ? {}
+      : {
+          volumeMounts: c.volumeMounts.map((m) => ({
+            name: m.mountType === 'HOST' ? hostVolume(m) : m.name,
+            mountPath: m.mountPath,
+            ...(m.readOnly ? { readOnly: true } : {}),
+          })),
+        }),
+    ...(c.imagePullPolicy === undefined ? {} : { imagePullPolicy: c.imagePullPolicy }),
+    ...(c.livenessProbe === undefined ? {} : { livenessProbe: probe(c.livenessProbe) }),
+    ...(c.readinessProbe === undefined ? {} : { readinessProbe: probe(c.readinessProbe) }),
+    ...(c.startupProbe === undefined ? {} : { startupProbe: probe(c.startupProbe) }),
+  };
+}
+
+function probe(p: Probe): Record<string, unknown> {
+  const handler = p.exec !== undefined
+    ? { exec: { command: [...p.exec.command] } }
+    : p.httpGet !== undefined
+      ? {
+          httpGet: {
+            path: p.httpGet.path,
+            port: p.httpGet.port,
+            ...(p.httpGet.host === undefined ? {} : { host: p.httpGet.host }),
+            ...(p.httpGet.scheme === undefined ? {} : { scheme: p.httpGet.scheme }),
+            ...(p.httpGet.httpHeaders === undefined ? {} : { httpHeaders: p.httpGet.httpHeaders.map((h) => ({ name: h.name, value: h.value })) }),
+          },
+        }
+      : { tcpSocket: { port: p.tcpSocket?.port, ...(p.tcpSocket?.host === undefined ? {} : { host: p.tcpSocket.host }) } };
+  return {
+    ...handler,
+    initialDelaySeconds: p.initialDelaySeconds,
+    periodSeconds: p.periodSeconds,
+    timeoutSeconds: p.timeoutSeconds,
+    failureThreshold: p.failureThreshold,
+    successThreshold: p.successThreshold ?? 1,
+  };
+}
