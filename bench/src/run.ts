@@ -2,7 +2,9 @@
  * `npm run bench`: every scenario, several runs each, ratios against baselines measured in the
  * same run. Writes bench/out/results.json and bench/out/RESULTS.md (copy the latter to
  * bench/RESULTS.md to publish it). `--quick` is the small run the test suite uses; `--no-engine`
- * leaves out both real engines (Docker and containerd), `--no-cri` containerd alone.
+ * leaves out both real engines (Docker and containerd), `--no-cri` containerd alone, and
+ * `--only=<scenario>,…` runs only those (SCENARIOS below; e.g. `--only=engine,cri,steady` for the
+ * start, throughput and no-op rows).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -24,40 +26,54 @@ export interface BenchOptions {
   /** The same two scenarios on the private containerd over CRI. Default: as `engine`. */
   readonly cri?: boolean;
   readonly out: string;
+  /** Only these scenarios; default every one. */
+  readonly only?: ReadonlySet<Scenario>;
 }
+
+export const SCENARIOS = ['engine', 'cri', 'steady-engine', 'reaction-engine', 'steady', 'reaction', 'memory', 'fleet'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
 
 export async function runBench(options: BenchOptions): Promise<Row[]> {
   const q = options.quick;
   const rows: Row[] = [];
   const step = (name: string) => process.stderr.write(`bench: ${name}\n`);
-  if (options.engine) {
+  const wanted = (scenario: Scenario) => options.only === undefined || options.only.has(scenario);
+  if (options.engine && wanted('engine')) {
     step('start latency and throughput on the engine');
     rows.push(...(await engine(q ? 2 : 10, q ? 5 : 100, q ? 1 : 3)));
   }
   const cri = options.cri ?? options.engine;
-  if (cri) {
+  if (cri && wanted('cri')) {
     step('start latency and throughput on containerd (CRI)');
     // The quick run stays a few seconds: one pod, then three.
     const sizes = q ? { latencyRuns: 1, throughputPods: 3, throughputRuns: 1, rawConcurrency: [4] } : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8, 16] };
     rows.push(...(await criEngine(sizes)));
   }
-  if (options.engine) {
+  if (options.engine && wanted('steady-engine')) {
     step(`steady state on Docker${cri ? ' and containerd' : ''}, and the idle CLI's CPU`);
     rows.push(...(await steadyEngine(q ? { pods: 3, passes: 3, idleSeconds: 3 } : { pods: 200, passes: 20, idleSeconds: 60 }, { docker: true, cri })));
   }
-  if (options.engine) {
+  if (options.engine && wanted('reaction-engine')) {
     step(`reaction to a killed container on Docker${cri ? ' and containerd' : ''}`);
     rows.push(...(await engineReaction(q ? 2 : 10, { docker: true, cri })));
   }
-  step('steady state');
-  rows.push(...(await steadyState(q ? 100 : 1_000, q ? 3 : 20, Infinity)));
-  rows.push(...(await steadyState(q ? 500 : 10_000, q ? 3 : 20, q ? 50 : 200)));
-  step('reaction');
-  rows.push(...(await reaction(q ? 3 : 15)));
-  step('memory');
-  rows.push(...(await memory(q ? 500 : 10_000)));
-  step('fleet: agents on one etcd');
-  rows.push(...(await fleet(q ? 20 : 1_000)));
+  if (wanted('steady')) {
+    step('steady state');
+    rows.push(...(await steadyState(q ? 100 : 1_000, q ? 3 : 20, Infinity)));
+    rows.push(...(await steadyState(q ? 500 : 10_000, q ? 3 : 20, q ? 50 : 200)));
+  }
+  if (wanted('reaction')) {
+    step('reaction');
+    rows.push(...(await reaction(q ? 3 : 15)));
+  }
+  if (wanted('memory')) {
+    step('memory');
+    rows.push(...(await memory(q ? 500 : 10_000)));
+  }
+  if (wanted('fleet')) {
+    step('fleet: agents on one etcd');
+    rows.push(...(await fleet(q ? 20 : 1_000)));
+  }
 
   const version = options.engine ? ((await independentDocker().version()) as { Version?: string }).Version : undefined;
   const machine = describeMachine(version, cri ? await containerdVersion() : undefined);
@@ -71,7 +87,19 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = new Set(process.argv.slice(2));
   const out = fileURLToPath(new URL('../out', import.meta.url));
-  const rows = await runBench({ quick: args.has('--quick'), engine: !args.has('--no-engine'), cri: !args.has('--no-engine') && !args.has('--no-cri'), out });
+  const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+  const unknown = only?.filter((name) => !(SCENARIOS as readonly string[]).includes(name)) ?? [];
+  if (unknown.length > 0) {
+    process.stderr.write(`bench: no scenario ${unknown.join(', ')}; the scenarios are ${SCENARIOS.join(', ')}\n`);
+    process.exit(2);
+  }
+  const rows = await runBench({
+    quick: args.has('--quick'),
+    engine: !args.has('--no-engine'),
+    cri: !args.has('--no-engine') && !args.has('--no-cri'),
+    out,
+    ...(only === undefined ? {} : { only: new Set(only as Scenario[]) }),
+  });
   process.stdout.write(markdown(rows, describeMachine(), new Date()));
   process.stderr.write(`bench: wrote ${out}/results.json and ${out}/RESULTS.md\n`);
 }
