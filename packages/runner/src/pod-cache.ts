@@ -24,7 +24,7 @@ interface PodEntry {
   seq: number;
 }
 
-/** Containers and sandboxes that carry no pod label (foreign ones listed by mistake) are kept under this key. */
+/** The pod key of containers and sandboxes that carry no pod label (none, unless listed by mistake). */
 const NO_POD = '';
 
 /**
@@ -43,7 +43,14 @@ const NO_POD = '';
  * container is listed: an exited container's times never change.
  */
 export class PodCache {
-  private pods = new Map<string, PodEntry>();
+  /** The last relist, as listed (steady state: the snapshot is these very arrays, no copy). */
+  private base: { readonly containers: readonly ContainerSummary[]; readonly sandboxes: readonly SandboxSummary[]; readonly seq: number } = {
+    containers: [],
+    sandboxes: [],
+    seq: 0,
+  };
+  /** Pods looked at on their own after the last relist began: these entries replace the relist's. */
+  private readonly pods = new Map<string, PodEntry>();
   private readonly exits = new Map<string, ExitTimes>();
   private seq = 0;
   private updatedAt: number | undefined;
@@ -53,10 +60,7 @@ export class PodCache {
 
   /** What the runtime last showed. Calls nothing. */
   snapshot(): PodCacheSnapshot {
-    this.flat ??= {
-      containers: [...this.pods.values()].flatMap((p) => p.containers),
-      sandboxes: [...this.pods.values()].flatMap((p) => p.sandboxes),
-    };
+    this.flat ??= this.merged();
     return { ...this.flat, updatedAt: this.updatedAt };
   }
 
@@ -66,18 +70,10 @@ export class PodCache {
     const seq = ++this.seq;
     const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
     const containers = await this.withExitTimes(listed);
-    const next = new Map<string, PodEntry>();
-    const entry = (podId: string) => {
-      let e = next.get(podId);
-      if (e === undefined) next.set(podId, (e = { containers: [], sandboxes: [], seq }));
-      return e;
-    };
-    for (const c of containers) (entry(c.labels[Labels.manifestId] ?? NO_POD).containers as ContainerSummary[]).push(c);
-    for (const s of sandboxes) (entry(s.labels[Labels.sandbox] ?? NO_POD).sandboxes as SandboxSummary[]).push(s);
+    this.base = { containers, sandboxes, seq };
     // A pod looked at after this relist began is as that newer look saw it, listed here or not
-    // (an empty entry is such a look that found the pod gone).
-    for (const [podId, held] of this.pods) if (held.seq > seq) next.set(podId, held);
-    this.pods = next;
+    // (an empty entry is such a look that found the pod gone); older looks are superseded.
+    for (const [podId, entry] of this.pods) if (entry.seq < seq) this.pods.delete(podId);
     this.changed();
     this.forgetExitsOfGone();
     return { listed, ...this.snapshot() };
@@ -91,13 +87,24 @@ export class PodCache {
         const seq = ++this.seq;
         const [listed, sandboxes] = await Promise.all([runtime.list({ podId }), runtime.listSandboxes({ podId })]);
         const containers = await this.withExitTimes(listed);
-        const held = this.pods.get(podId);
-        if (held !== undefined && held.seq > seq) return; // a newer look already answered
+        // A newer look already answered: a relist that began later, or this pod's own.
+        if (this.base.seq > seq || (this.pods.get(podId)?.seq ?? 0) > seq) return;
         // Kept even when empty, until a later relist: an older relist must not bring the pod back.
         this.pods.set(podId, { containers, sandboxes, seq });
         this.changed();
       }),
     );
+  }
+
+  /** The last relist with the pods looked at since in place of what it saw of them. */
+  private merged(): { containers: readonly ContainerSummary[]; sandboxes: readonly SandboxSummary[] } {
+    const { base, pods } = this;
+    if (pods.size === 0) return base;
+    const entries = [...pods.values()];
+    return {
+      containers: [...base.containers.filter((c) => !pods.has(c.labels[Labels.manifestId] ?? NO_POD)), ...entries.flatMap((e) => e.containers)],
+      sandboxes: [...base.sandboxes.filter((s) => !pods.has(s.labels[Labels.sandbox] ?? NO_POD)), ...entries.flatMap((e) => e.sandboxes)],
+    };
   }
 
   /** This node's exited containers with their exit times, from memory or, once each, from `inspect`. */
