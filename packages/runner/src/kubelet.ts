@@ -33,6 +33,7 @@ import { PodWorkers } from './pod-workers.js';
 import { Slots } from './slots.js';
 import { Prober, type NetworkCheck } from './prober.js';
 import { SourceIntake, type SourceStatus } from './source-intake.js';
+import { DEFAULT_RUNTIME_DEADLINES, withDeadlines, type RuntimeDeadlines } from './runtime-deadlines.js';
 import { RuntimeWatch } from './runtime-watch.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
@@ -70,6 +71,12 @@ export interface KubeletOptions {
    * off by default, as the CLI's `--allow-host-mounts`. Adapters' sources take their own option.
    */
   readonly allowHostMounts?: boolean;
+  /**
+   * How long the agent waits for the engine's answer to a call before it gives up with `Timeout`
+   * (a frozen engine must not hold the agent). Default: 2 min a call, 15 min a pull, and a stop's
+   * grace period or an exec's timeout plus 1 min.
+   */
+  readonly runtimeDeadlines?: Partial<RuntimeDeadlines>;
 }
 
 export interface KubeletStatus {
@@ -114,8 +121,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     if (problem !== undefined) throw new Error(problem);
     const metrics = new KubeletMetrics(async () => this.cache.snapshot().containers.filter((c) => isManagedBy(c.labels, this.hostname)));
     checkCapabilities(options.runtime);
-    this.runtime = metrics.instrument(options.runtime);
     this.clock = options.clock ?? systemClock;
+    this.runtime = metrics.instrument(withDeadlines(options.runtime, this.clock, { ...DEFAULT_RUNTIME_DEADLINES, ...options.runtimeDeadlines }));
     this.cache = new PodCache({ runtime: this.runtime, hostname: this.hostname, clock: this.clock });
     this.logger = options.logger ?? silentLogger;
     this.events = metrics.events(options.events ?? new LogEventSink(this.logger));

@@ -133,7 +133,7 @@ export class SyncPass {
       const quietHeld = idle ? this.quiet.matches(inputs) : undefined;
       if (quietHeld !== undefined) return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, quietHeld, 0)) };
       this.ours = oursById(actual, hostname);
-      this.options.transitions.exits(actual);
+      this.options.transitions.exits(actual, busy);
       const p = plan(this.planInput(desired.pods, allowRemovals, actual, sandboxes, busy));
       this.quiet.record(inputs, p.pods.length === 0 && p.backOffs.length === 0 && idle, p.held);
       this.backOffs = p.backOffs;
@@ -169,7 +169,7 @@ export class SyncPass {
       await cache.refresh(pods);
       const { containers } = cache.snapshot();
       this.ours = oursById(containers, hostname);
-      this.options.transitions.exits(containers);
+      this.options.transitions.exits(containers, workers.busy());
       const scoped = this.planScope(pods, busy);
       desired = scoped.desired;
       this.leftOut(busy);

@@ -15,15 +15,20 @@ export class TransitionReporter {
     private readonly since: () => number,
   ) {}
 
-  /** Each exit seen since the agent started gets one ContainerExited event, with its code. */
-  exits(actual: readonly ContainerSummary[]): void {
+  /**
+   * Each exit seen since the agent started gets one ContainerExited event, with its code. Exits in
+   * `busy` pods wait: their worker is acting on them, and an exit it caused (a stop before a
+   * removal or a replacement) is its own doing, not news; one it did not cause is told once the
+   * pod is not busy, if the container is still there.
+   */
+  exits(actual: readonly ContainerSummary[], busy: ReadonlySet<string> = new Set()): void {
     const exited = new Set<string>();
     for (const c of actual) {
       if (c.state !== 'exited') continue;
       const identity = identityOf(c.labels);
       if (identity === undefined || identity.node !== this.node) continue;
       exited.add(c.id);
-      if (this.reportedExits.has(c.id) || (c.finishedAt !== undefined && c.finishedAt < this.since())) continue;
+      if (this.reportedExits.has(c.id) || (c.finishedAt !== undefined && c.finishedAt < this.since()) || busy.has(identity.podId)) continue;
       this.reportedExits.add(c.id);
       this.emit({
         type: 'ContainerExited',
