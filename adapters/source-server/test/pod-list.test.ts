@@ -157,6 +157,17 @@ describe('renderPodList', () => {
     expect(item.status['phase']).toBe('Pending'); // `new` and `unpullable` wait
   });
 
+  it("shows a container the engine refused to create as CreateContainerError with the engine's words (issue 27)", () => {
+    const item = render({
+      containers: [missing('tiny', { waitingReason: 'CreateContainerError', refused: { until: T + 10_000, message: 'Minimum memory limit allowed is 6MB' } })],
+    });
+    expect(statusOf(item, 'tiny')).toMatchObject({
+      state: { waiting: { reason: 'CreateContainerError', message: 'Minimum memory limit allowed is 6MB (tried again after 2026-12-03T10:00:10Z)' } },
+      ready: false,
+    });
+    expect(item.status['phase']).toBe('Pending');
+  });
+
   it('sets Ready and ContainersReady from every container’s ready, naming the unready; Initialized and PodScheduled are True', () => {
     const ready = render({ containers: [running('a'), running('b')] });
     expect(ready.status['conditions']).toEqual([

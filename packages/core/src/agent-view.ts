@@ -15,7 +15,7 @@ export interface EndedRun {
  * started yet), `CrashLoopBackOff` (it exited and waits out its crash back-off),
  * `ImagePullBackOff` (its image's pull failed and waits out its back-off).
  */
-export type WaitingReason = 'ContainerCreating' | 'CrashLoopBackOff' | 'ImagePullBackOff';
+export type WaitingReason = 'ContainerCreating' | 'CrashLoopBackOff' | 'ImagePullBackOff' | 'CreateContainerError' | 'RunContainerError';
 
 /** One container of a desired pod, as the runtime has it now. */
 export interface ContainerView {
@@ -35,6 +35,8 @@ export interface ContainerView {
   readonly backOff?: { readonly until: number; readonly delayMs: number };
   /** Set while the container's image waits out a failed pull's back-off (nothing is made meanwhile). */
   readonly pullBackOff?: { readonly until: number; readonly message: string };
+  /** While the engine's refusal to create (`CreateContainerError`) or start (`RunContainerError`) it backs off: until when, and what it said. */
+  readonly refused?: { readonly until: number; readonly message: string };
   /** Set when the container does not run and is expected to (not ended for good). */
   readonly waitingReason?: WaitingReason;
   /** The run before the shown one, when one ended. */

@@ -16,7 +16,7 @@ import {
 } from '@kubelet-ts/core';
 import type { KubeletMetrics } from './metrics.js';
 import type { PodCache } from './pod-cache.js';
-import { podViews } from './pod-views.js';
+import { podViews, type PodViewInputs } from './pod-views.js';
 import type { Prober } from './prober.js';
 import type { SourceIntake } from './source-intake.js';
 import type { PassResult } from './sync-loop.js';
@@ -34,6 +34,8 @@ export interface AgentReadApiOptions {
   readonly prober: Pick<Prober, 'verdict'>;
   /** While an image's failed pull waits out its back-off (the executor's). */
   readonly pullBackOff?: (image: string) => { readonly until: number; readonly message: string } | undefined;
+  /** While a container the engine refused to create or start backs off (the executor's). */
+  readonly refusedBackOff?: PodViewInputs['refusedBackOff'];
   /**
    * The node's address for `status.hostIP` (and a hostNetwork pod's `podIP`): the address ports are
    * published on, unless it is a loopback one; then the host's first non-internal IPv4 address, if any.
@@ -69,7 +71,7 @@ export class AgentReadApi {
   }
 
   private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {
-    const { intake, cache, hostname, pass, prober, pullBackOff } = this.options;
+    const { intake, cache, hostname, pass, prober, pullBackOff, refusedBackOff } = this.options;
     const desired = intake.desired().pods;
     const actual = cache.snapshot().containers;
     const views = podViews(desired, actual, {
@@ -77,6 +79,7 @@ export class AgentReadApi {
       backOffs: pass.currentBackOffs(),
       verdict: (id) => prober.verdict(id),
       ...(pullBackOff === undefined ? {} : { pullBackOff }),
+      ...(refusedBackOff === undefined ? {} : { refusedBackOff }),
     });
     return views.map((view, i) => ({ view, manifest: desired[i]!.manifest }));
   }

@@ -49,6 +49,9 @@ type CreateAction = Extract<PlanAction, { type: 'create' }>;
  * still runs; what a failure left half-done (a created but not started container) is seen and
  * finished by a later pass.
  */
+/** Why the engine refused a container, in the kubelet's words. */
+export type RefusalReason = 'CreateContainerError' | 'RunContainerError';
+
 export class PlanExecutor {
   private readonly pulls: FailureBackoff;
   /** Per pod container: the engine refused to start what was created for it. */
@@ -57,6 +60,17 @@ export class PlanExecutor {
   constructor(private readonly options: ExecutorOptions) {
     this.pulls = new FailureBackoff(options.pullBackoff ?? CrashBackOff);
     this.starts = new FailureBackoff(options.startBackoff ?? CrashBackOff);
+  }
+
+  /**
+   * While a container the engine refused to create or start waits out its back-off: until when,
+   * why (`CreateContainerError`, `RunContainerError`) and what the engine said (`/pods` shows it).
+   */
+  refusedBackOff(podId: string, container: string): { readonly until: number; readonly reason: RefusalReason; readonly message: string } | undefined {
+    const waiting = this.starts.peek(`${podId}/${container}`, this.options.clock.now());
+    if (waiting === undefined) return undefined;
+    const [reason, message] = (waiting.detail ?? 'RunContainerError\tthe engine refused it').split('\t') as [RefusalReason, string];
+    return { until: waiting.until, reason, message };
   }
 
   /** While `image`'s failed pull waits out its back-off: until when, and what the pull said (`/pods` shows it). */
@@ -118,20 +132,27 @@ export class PlanExecutor {
         const key = `${action.podId}/${action.container}`;
         const waiting = this.starts.waiting(key, this.options.clock.now());
         if (waiting !== undefined) {
-          if (waiting.first) this.emit(action, 'BackOff', `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to start it last time`, 'RunContainerError');
+          if (waiting.first) {
+            const refused = this.refusedBackOff(action.podId, action.container);
+            const what = refused?.reason === 'CreateContainerError' ? 'create' : 'start';
+            this.emit(action, 'BackOff', `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to ${what} it last time`, refused?.reason ?? 'RunContainerError');
+          }
           throw new AlreadyReported();
         }
         // Its pod's ready sandbox, or the one the pod's run-sandbox step just made: the planner
         // gives every create one or the other, and a container is never made outside a sandbox.
         const sandbox = action.sandbox ?? progress?.sandbox;
         if (sandbox === undefined) throw new KubeletError('Internal', `create ${action.container}: the plan gives it no sandbox (none ready, and no run-sandbox step before it)`);
+        // Refused (the engine answered no: a 1-byte memory limit, ENOSPC, a hostPath of the wrong
+        // type) is created again only after a back-off, as a refused start is (issue 27).
+        const since = this.starts.snapshot(key);
         // Host paths are checked (v1 hostPath: made, for the …OrCreate types) on the host first, as the
-        // kubelet does, and one that leads to the host's root through a link is refused; a
-        // failure names the volume and path, and the next pass tries again. (Only then awaited:
-        // a pod without them takes no extra turn on its way to the engine.)
-        if (action.spec.mounts.some((m) => m.hostPath !== undefined)) await prepareHostPaths(action.spec.mounts);
+        // kubelet does, and one that leads to the host's root through a link is refused; a failure
+        // names the volume and path. (Only then awaited: a pod without them takes no extra turn on
+        // its way to the engine.)
+        if (action.spec.mounts.some((m) => m.hostPath !== undefined)) await prepareHostPaths(action.spec.mounts).catch((error: unknown) => this.refused(key, since, error));
         await this.ensureImage(action);
-        const created = await runtime.create(action.spec, sandbox);
+        const created = await runtime.create(action.spec, sandbox).catch((error: unknown) => this.refused(key, since, error));
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
         await this.startOrDiscard(created.id, key);
         this.emit(action, 'ContainerStarted', `started ${created.name} from ${action.spec.image}`);
@@ -163,6 +184,17 @@ export class PlanExecutor {
   }
 
   /**
+   * Records a refused create (a hostPath check or the engine said no) for the container's back-off,
+   * then rethrows. An engine that did not answer (`Unavailable`, `Timeout`) may be restarting: the
+   * next pass tries at once.
+   */
+  private refused(key: string, since: object | undefined, error: unknown): never {
+    const e = toKubeletError(error, this.options.runtime.name);
+    if (e.code !== 'Unavailable' && e.code !== 'Timeout') this.starts.failed(key, this.options.clock.now(), since, `CreateContainerError\t${e.message}`);
+    throw error;
+  }
+
+  /**
    * Starts a created container. When the engine refuses (it answered, and said no), the container
    * is removed so the next pass creates it afresh: a container that failed to start is a failed
    * container, as in the kubelet, and what made it fail may be fixed only by a new one (a pod
@@ -180,7 +212,7 @@ export class PlanExecutor {
       if (e.code === 'Unavailable' || e.code === 'Timeout') throw e;
       // Created afresh only after a back-off, as a crash is restarted: a pod that can never start
       // must not be created and removed on every pass.
-      if (key !== undefined) this.starts.failed(key, this.options.clock.now());
+      if (key !== undefined) this.starts.failed(key, this.options.clock.now(), this.starts.snapshot(key), `RunContainerError\t${e.message}`);
       const removed = await runtime.remove(id, { force: true }).then(
         () => true,
         () => false,

@@ -222,6 +222,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       pass: this.passes,
       prober: this.prober,
       pullBackOff: (image) => executor.pullBackOff(image),
+      refusedBackOff: (podId, container) => executor.refusedBackOff(podId, container),
       ...(options.probes?.host === undefined ? {} : { hostIP: options.probes.host }),
       metrics,
       healthThresholdMs: options.healthThresholdMs ?? Math.max(3 * this.syncFrequencyMs, 30_000),

@@ -10,6 +10,8 @@ export interface PodViewInputs {
   readonly verdict: (id: string) => ProbeVerdict;
   /** While an image's failed pull waits out its back-off: until when, and the failure. */
   readonly pullBackOff?: (image: string) => { readonly until: number; readonly message: string } | undefined;
+  /** While a container the engine refused to create or start waits out its back-off. */
+  readonly refusedBackOff?: (podId: string, container: string) => { readonly until: number; readonly reason: 'CreateContainerError' | 'RunContainerError'; readonly message: string } | undefined;
 }
 
 /** Each desired pod with its source and the actual state of its containers (`GET /pods`). */
@@ -39,8 +41,19 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
       const backOff = waiting.get(key);
       const pull = shown === undefined ? inputs.pullBackOff?.(c.image) : undefined;
       if (shown === undefined) {
-        const reason = pull === undefined ? 'ContainerCreating' : 'ImagePullBackOff';
-        return { name: c.name, image: c.image, state: 'missing', restartCount: 0, ...(pull === undefined ? {} : { pullBackOff: pull }), waitingReason: reason, started: false, ready: false };
+        const refused = pull === undefined ? inputs.refusedBackOff?.(manifest.id, c.name) : undefined;
+        const reason = pull !== undefined ? 'ImagePullBackOff' : (refused?.reason ?? 'ContainerCreating');
+        return {
+          name: c.name,
+          image: c.image,
+          state: 'missing',
+          restartCount: 0,
+          ...(pull === undefined ? {} : { pullBackOff: pull }),
+          ...(refused === undefined ? {} : { refused: { until: refused.until, message: refused.message } }),
+          waitingReason: reason,
+          started: false,
+          ready: false,
+        };
       }
       const verdict = shown.state === 'running' ? inputs.verdict(shown.id) : {};
       const started = shown.state === 'running' && verdict.started !== false;

@@ -51,6 +51,7 @@ describe('the agent checks hostPath volumes before it creates a container', () =
     expect(failed[0]?.message).toContain(path);
 
     await mkdir(path);
+    await f.clock.advance(10_000); // a refused create waits out its back-off (issue 27)
     expect(await k.sync()).toMatchObject({ failures: 0 });
     expect(f.one('needs-dir').state).toBe('running');
     const [created] = f.of('needs-dir');

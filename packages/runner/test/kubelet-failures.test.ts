@@ -8,10 +8,11 @@ describe('Kubelet: failures and changes', () => {
   const { nextPass, kubelet, ours, of, one } = f;
 
   describe('failures', () => {
-    it('reports a container that fails to be created and still starts the other pods; the next pass retries', async () => {
+    it('reports a container that fails to be created and still starts the other pods; the first pass after a 10 s back-off retries', async () => {
       f.runtime.setFault('create', (call) => (call.target?.startsWith('bad--') ? new KubeletError('Internal', 'no space left on device') : undefined));
       const a = new ScriptedSource('a');
-      const k = kubelet([a]);
+      // Only the passes this test asks for, so each retry is one it makes.
+      const k = kubelet([a], { syncFrequencyMs: 3_600_000 });
       await k.start();
       a.push([pod('good-1'), manifest('broken', [{ name: 'bad', image: 'app:1' }]), pod('good-2')]);
       await settle();
@@ -24,11 +25,22 @@ describe('Kubelet: failures and changes', () => {
       expect(failed[0]).toMatchObject({ podId: 'broken', container: 'bad', reason: 'Internal' });
       expect(failed[0]?.message).toContain('no space left on device');
 
+      // Refused: not created again on every pass (issue 27), but shown with the engine's words.
+      const creates = f.runtime.callCount('create');
+      expect(await k.sync()).toMatchObject({ actions: 1, failures: 1 });
+      expect(f.runtime.callCount('create')).toBe(creates);
+      expect(f.events.ofType('BackOff', 'broken')).toEqual([expect.objectContaining({ reason: 'CreateContainerError', message: expect.stringContaining('the engine refused to create it last time') })]);
+      const [view] = (await k.pods()).filter((v) => v.id === 'broken');
+      expect(view?.containers[0]).toMatchObject({ state: 'missing', waitingReason: 'CreateContainerError', refused: { until: 1_010_000, message: expect.stringContaining('no space left on device') } });
+
+      await f.clock.advance(10_000);
       const stillBroken = await k.sync();
       expect(stillBroken).toMatchObject({ actions: 1, failures: 1 });
       expect(f.events.ofType('ContainerFailed')).toHaveLength(2);
+      expect(f.runtime.callCount('create')).toBe(creates + 1);
 
       f.runtime.setFault('create', undefined);
+      await f.clock.advance(20_000); // the second refusal in a row doubled the back-off
       const fixed = await k.sync();
       expect(fixed).toMatchObject({ actions: 1, failures: 0 });
       expect(one('broken', 'bad').state).toBe('running');
