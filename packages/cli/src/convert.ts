@@ -43,6 +43,8 @@ export async function convertMain(argv: readonly string[]): Promise<number> {
   // Nothing runs here, so host paths are converted as written; the agent checks them when it reads the result.
   const parsed = parseManifests(text, origin, { allowHostMounts: true, idFor: (position) => derivedManifestId(basename(origin), origin, position) });
   if (parsed.unreadable !== undefined) return fail(parsed.unreadable.message);
+  // An empty text is not a conversion of nothing: a script piping the wrong file must hear of it.
+  if (parsed.manifests.length === 0 && parsed.rejected.length === 0) return fail(`no manifest in ${origin}: nothing to convert (give a 2014 manifest or a v1 Pod)`);
   const problems = parsed.rejected.map((r) => rejectionError(r).message);
   const documents: string[] = [];
   for (const manifest of parsed.manifests) {

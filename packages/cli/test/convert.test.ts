@@ -84,5 +84,8 @@ describe('kubelet-ts convert', () => {
     expect(await convert(['-'], 'a: [')).toMatchObject({ code: 1, stderr: expect.stringContaining('not valid YAML or JSON') });
     expect(await convert([join(dir, 'missing.yaml')])).toMatchObject({ code: 1, stderr: expect.stringContaining('cannot read') });
     expect(await convert(['--to', 'v2', '-'])).toMatchObject({ code: 1, stderr: expect.stringContaining('Allowed choices are v1, v1beta1') });
+    // An empty text converts nothing: it fails rather than print nothing and succeed (issue 27).
+    expect(await convert(['-'], '')).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('no manifest in stdin: nothing to convert') });
+    expect(await convert(['-'], '---\n')).toMatchObject({ code: 1, stderr: expect.stringContaining('no manifest in stdin') });
   });
 });
