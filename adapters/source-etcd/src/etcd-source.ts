@@ -1,5 +1,4 @@
 import {
-  ChangeReporter,
   KubeletError,
   backoffDelay,
   nodeNameProblem,
@@ -9,14 +8,13 @@ import {
   systemClock,
   type BackoffPolicy,
   type Clock,
-  type ContainerManifest,
   type Logger,
   type ManifestSource,
   type Registry,
   type SourceSink,
   type TimerHandle,
 } from '@kubelet-ts/core';
-import { DeliveredSet, WarningReporter, firstOfEachId, parseManifests, rejectionError, retainLastGood, type ParseOptions } from '@kubelet-ts/manifest';
+import { ManifestIntake, type IdFor } from '@kubelet-ts/manifest';
 import type { Etcd3, IWatchResponse, Watcher } from 'etcd3';
 import { createEtcdClient, describeEtcdError, type EtcdAuthOptions, type EtcdTlsOptions } from './etcd-client.js';
 
@@ -87,18 +85,13 @@ export class EtcdManifestSource implements ManifestSource {
   private watchdog: TimerHandle | undefined;
   private retry: TimerHandle | undefined;
   private syncing: Promise<void> | undefined;
-  /** The manifests in force: the key's last good content, manifest by manifest. */
-  private manifests: readonly ContainerManifest[] = [];
-  private readonly delivered = new DeliveredSet();
-  /** What was last reported about the key's content, so that a re-read does not repeat it. */
-  private readonly problems = new ChangeReporter();
-  /** The deprecated spellings of the key's manifests, said once per manifest version. */
-  private readonly warnings = new WarningReporter();
+  /** The key is the source's one document: its last good manifests, problems and warnings. */
+  private readonly intake: ManifestIntake;
   /**
-   * How the key's value is read: a manifest without an id is named after the source and its
-   * position in the list, hashed with the key (see `derivedManifestId`).
+   * A manifest without an id is named after the source and its position in the list, hashed with
+   * the key (see `derivedManifestId`).
    */
-  private readonly parseOptions: ParseOptions;
+  private readonly idFor: IdFor;
   /** Attempts failed in a row; sets the back-off. */
   private failures = 0;
   /** Unavailable has been reported for the current outage. */
@@ -117,16 +110,15 @@ export class EtcdManifestSource implements ManifestSource {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
-    this.parseOptions = { allowHostMounts: options.allowHostMounts === true, idFor: (position) => derivedManifestId(this.name, this.key, position) };
+    this.intake = new ManifestIntake({ adapter: ADAPTER, allowHostMounts: options.allowHostMounts, describedAs: `${this.key}: the value's manifests` });
+    this.idFor = (position) => derivedManifestId(this.name, this.key, position);
   }
 
   /** Resolves after the first attempt, read or not: an etcd that is down is retried, not fatal. */
   async start(sink: SourceSink): Promise<void> {
     this.sink = sink;
     this.closed = false;
-    this.delivered.reset(); // a (re)started source always delivers its first read
-    this.problems.reset();
-    this.warnings.reset();
+    this.intake.start(sink); // a (re)started source delivers its first read and says what stands
     this.failures = 0;
     this.outage = false;
     this.cancels = 0;
@@ -136,6 +128,7 @@ export class EtcdManifestSource implements ManifestSource {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.intake.close();
     this.cancelRetry();
     await this.stopWatching();
     // Ends a read in flight (etcd3 gives a channel that is still connecting 1 s), and nothing
@@ -299,29 +292,18 @@ export class EtcdManifestSource implements ManifestSource {
 
   /** Applies the key's value (`undefined`: no key) and delivers the set if it changed. */
   private apply(value: Buffer | undefined): void {
-    const problems: KubeletError[] = [];
     if (value === undefined) {
       // A missing or deleted key is "nothing to run", like a missing --config path.
-      this.manifests = [];
+      this.intake.keep([]);
     } else if (value.toString('utf8').trim() === '') {
       // An empty value is not "run nothing": a cut-short write or a wrong `etcdctl put` must not stop
       // every container on the host. It is unreadable, and the last good set stays.
-      problems.push(
-        new KubeletError('InvalidManifest', `${this.key}: the value is empty, which is unreadable (not "run nothing"); the last good set stays. To run nothing, delete the key or put "[]"`, {
-          adapter: ADAPTER,
-        }),
-      );
+      const problem = `${this.key}: the value is empty, which is unreadable (not "run nothing"); the last good set stays. To run nothing, delete the key or put "[]"`;
+      this.intake.fail(this.key, new KubeletError('InvalidManifest', problem, { adapter: ADAPTER }));
     } else {
-      const parsed = parseManifests(value, this.key, this.parseOptions); // bytes: a value that is not UTF-8 is unreadable
-      this.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));
-      this.manifests = retainLastGood(parsed, this.manifests);
-      if (parsed.unreadable !== undefined) problems.push(parsed.unreadable);
-      else problems.push(...parsed.rejected.map((r) => rejectionError(r, ADAPTER)));
+      this.intake.read(this.key, value, this.idFor); // bytes: a value that is not UTF-8 is unreadable
     }
-    const unique = firstOfEachId(this.manifests, this.key, ADAPTER);
-    this.manifests = unique.manifests;
-    this.problems.report([...problems, ...unique.conflicts], (e) => this.sink?.error(e));
-    if (this.delivered.changed(this.manifests)) this.sink?.update(this.manifests);
+    this.intake.commit();
   }
 }
 

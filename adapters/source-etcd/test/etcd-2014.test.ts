@@ -63,6 +63,18 @@ describe('EtcdManifestSource and the values of 2014', () => {
     await sink.until(() => sink.ids.join() === '', 'a deleted key is an empty set');
   });
 
+  // An agent restarted while the key holds a cut-short write must not stop the pods the key held.
+  it('delivers nothing, not even an empty set, for an empty value at start, until the key is readable', async () => {
+    const hostname = `node-2014-${++hosts}`;
+    await admin.put(etcdKeyFor(hostname)).value('');
+    const { sink, key } = await start(hostname);
+    expect(sink.updates).toEqual([]);
+    expect(sink.errors.map((e) => e.code)).toEqual(['InvalidManifest']);
+    await admin.put(key).value(JSON.stringify([manifest('a')]));
+    await sink.until(() => sink.ids.join() === 'a', 'the first readable value');
+    expect(sink.updates).toHaveLength(1);
+  });
+
   it('reads the key of the hostname as given, case and all', async () => {
     expect(etcdKeyFor('Node-A.example.com')).toBe('/registry/hosts/Node-A.example.com/kubelet');
     const { sink, key } = await start('Node-2014-Mixed');

@@ -2,20 +2,18 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import {
-  ChangeReporter,
   KubeletError,
   Tokens,
   derivedManifestId,
   repeatEvery,
   systemClock,
   type Clock,
-  type ContainerManifest,
   type ManifestSource,
   type Registry,
   type SourceSink,
   type TimerHandle,
 } from '@kubelet-ts/core';
-import { DeliveredSet, WarningReporter, parseManifests, rejectionError, retainLastGood, sourceLimitProblem, type SourceLimits } from '@kubelet-ts/manifest';
+import { ManifestIntake, type SourceLimits } from '@kubelet-ts/manifest';
 
 export interface FileManifestSourceOptions {
   /**
@@ -62,20 +60,6 @@ export function isManifestFileName(name: string): boolean {
   return name !== '' && !name.startsWith('.') && !EDITOR_LEFTOVERS.test(name);
 }
 
-interface FileState {
-  /** The manifests in force from this file: its last good content, manifest by manifest. */
-  manifests: readonly ContainerManifest[];
-  /** What was last reported about this file, so a periodic re-list does not repeat it. */
-  readonly problems: ChangeReporter;
-  /** Its deprecated spellings, said once per manifest version. */
-  readonly warnings: WarningReporter;
-  /**
-   * The file's identity and times when it was last read, if it had then been still for a while:
-   * a read that finds them unchanged reuses what was read (an idle agent re-lists every 20 s).
-   */
-  unchanged?: string;
-}
-
 /**
  * A file changed less than this long before it was read may change again within the same
  * timestamp (file systems stamp times at a coarse tick): its read is not reused (as git's "racy" index).
@@ -98,21 +82,19 @@ export class FileManifestSource implements ManifestSource {
   private readonly checkFrequencyMs: number;
   private readonly debounceMs: number;
   private readonly clock: Clock;
-  private readonly limits: SourceLimits;
-  private readonly allowHostMounts: boolean;
-  private readonly files = new Map<string, FileState>();
-  /** Problems listing the path itself; the last good set stays in force meanwhile. */
-  private readonly listing: FileState = { manifests: [], problems: new ChangeReporter(), warnings: new WarningReporter() };
-  private sink: SourceSink | undefined;
+  /** Each file is a document of its own: its last good manifests, its problems, its warnings. */
+  private readonly intake: ManifestIntake;
+  /**
+   * Each file's identity and times when it was last read, if it had then been still for a while:
+   * a read that finds them unchanged reuses what was read (an idle agent re-lists every 20 s).
+   */
+  private readonly still = new Map<string, string>();
   private watcher: FSWatcher | undefined;
   private debounce: TimerHandle | undefined;
   private settle: TimerHandle | undefined;
   private stopTicker: (() => void) | undefined;
   private scanning: Promise<void> | undefined;
   private rescan = false;
-  private readonly delivered = new DeliveredSet();
-  private readonly conflicts = new ChangeReporter();
-  private readonly overLimit = new ChangeReporter();
   private closed = false;
   private reads = 0;
   /** The files of the last read, in order. */
@@ -124,18 +106,13 @@ export class FileManifestSource implements ManifestSource {
     this.debounceMs = options.debounceMs ?? 50;
     this.name = options.name ?? ADAPTER;
     this.clock = options.clock ?? systemClock;
-    this.limits = options.limits ?? {};
-    this.allowHostMounts = options.allowHostMounts === true;
+    this.intake = new ManifestIntake({ adapter: ADAPTER, limits: options.limits, allowHostMounts: options.allowHostMounts, describedAs: `${this.path}: the files` });
   }
 
   async start(sink: SourceSink): Promise<void> {
-    this.sink = sink;
     this.closed = false;
-    this.delivered.reset(); // a (re)started source always delivers its first read
-    for (const state of this.files.values()) {
-      state.warnings.reset();
-      state.unchanged = undefined; // and reads every file again, to say its warnings again
-    }
+    this.intake.start(sink); // a (re)started source delivers its first read and says what stands
+    this.still.clear(); // every file is read again, to say its warnings again
     this.lastPaths = undefined;
     this.watcher = watch(this.path, {
       ignoreInitial: true,
@@ -150,6 +127,7 @@ export class FileManifestSource implements ManifestSource {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.intake.close();
     this.cancel(this.debounce);
     this.cancel(this.settle);
     this.stopTicker?.();
@@ -215,18 +193,22 @@ export class FileManifestSource implements ManifestSource {
     try {
       paths = await this.list();
     } catch (error) {
-      this.reportFile(this.listing, new KubeletError('Unavailable', `cannot read ${this.path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
+      // The last good set stays in force meanwhile; a single file path is read again once it can be.
+      this.still.delete(this.path);
+      this.intake.fail(this.path, new KubeletError('Unavailable', `cannot read ${this.path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
+      this.intake.commit();
       return;
     }
-    this.listing.problems.reset();
-    for (const known of this.files.keys()) if (!paths.includes(known)) this.files.delete(known);
+    for (const known of this.still.keys()) if (!paths.includes(known)) this.still.delete(known);
     let read = false;
     for (const path of paths) if (await this.readFile(path)) read = true;
     if (this.closed) return;
+    // Path order decides which of two files giving one manifest id is taken.
+    this.intake.keep(paths);
     // The same files, none of them read again: the same manifests, nothing to compare or deliver.
     const same = !read && this.lastPaths !== undefined && paths.length === this.lastPaths.length && paths.every((p, i) => p === this.lastPaths![i]);
     this.lastPaths = paths;
-    if (!same) this.deliver(paths);
+    if (!same) this.intake.commit();
   }
 
   private async list(): Promise<string[]> {
@@ -246,67 +228,33 @@ export class FileManifestSource implements ManifestSource {
       .sort();
   }
 
-  /** Reads `path` unless it is unchanged since its last read (see `unchanged`); false when its last read was reused. */
+  /** Reads `path` unless it is unchanged since its last read (see `still`); false when its last read was reused. */
   private async readFile(path: string): Promise<boolean> {
-    const state = this.files.get(path) ?? { manifests: [], problems: new ChangeReporter(), warnings: new WarningReporter() };
-    this.files.set(path, state);
     // Bytes, so that a file that is not UTF-8 is unreadable rather than read with replacement characters.
     let bytes: Buffer;
     let seen: { key: string; changedAtMs: number };
     try {
       seen = await stamp(path);
-      if (state.unchanged === seen.key) return false;
+      if (this.still.get(path) === seen.key) return false;
       bytes = await readFile(path);
     } catch (error) {
-      state.unchanged = undefined;
+      this.still.delete(path);
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'EISDIR') {
-        this.files.delete(path); // gone between list and read: the next event re-reads
+        this.intake.drop(path); // gone between list and read: the next event re-reads
         return true;
       }
-      this.reportFile(state, new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
+      this.intake.fail(path, new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
       return true;
     }
-    const parsed = parseManifests(bytes, path, {
-      maxManifests: this.limits.maxManifests,
-      allowHostMounts: this.allowHostMounts,
-      // A manifest without an id is named after its file (and its place in it), as in 2014: the
-      // same file gives the same id on every read, and two files never give one id.
-      idFor: (position) => derivedManifestId(basename(path), path, position),
-    });
-    state.manifests = retainLastGood(parsed, state.manifests);
+    // A manifest without an id is named after its file (and its place in it), as in 2014: the
+    // same file gives the same id on every read, and two files never give one id.
+    this.intake.read(path, bytes, (position) => derivedManifestId(basename(path), path, position));
     this.reads += 1;
     // Reused next time only when it had been still for a while.
-    state.unchanged = this.clock.now() - seen.changedAtMs >= STILL_MS ? seen.key : undefined;
-    const problems = parsed.unreadable !== undefined ? [parsed.unreadable] : parsed.rejected.map((r) => rejectionError(r, ADAPTER));
-    this.reportFile(state, ...problems);
-    state.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));
+    if (this.clock.now() - seen.changedAtMs >= STILL_MS) this.still.set(path, seen.key);
+    else this.still.delete(path);
     return true;
-  }
-
-  private reportFile(state: FileState, ...errors: KubeletError[]): void {
-    state.problems.report(errors, (e) => this.sink?.error(e));
-  }
-
-  /** Unions the files in path order; a manifest id given by two files is taken from the first. */
-  private deliver(paths: readonly string[]): void {
-    const byId = new Map<string, { manifest: ContainerManifest; path: string }>();
-    const conflicts: KubeletError[] = [];
-    for (const path of paths) {
-      for (const manifest of this.files.get(path)?.manifests ?? []) {
-        const first = byId.get(manifest.id);
-        if (first === undefined) byId.set(manifest.id, { manifest, path });
-        else conflicts.push(new KubeletError('Conflict', `manifest id "${manifest.id}" in ${path} is also in ${first.path}; using ${first.path}`, { adapter: ADAPTER }));
-      }
-    }
-    this.conflicts.report(conflicts, (e) => this.sink?.error(e));
-    const manifests = [...byId.values()].map((e) => e.manifest);
-    // Like an unreadable file, too much changes nothing: dropping some files' pods to fit would
-    // stop running pods because an unrelated file was added.
-    const problem = sourceLimitProblem(manifests, this.limits);
-    this.overLimit.report(problem === undefined ? [] : [new KubeletError('InvalidManifest', `${this.path}: the files hold ${problem}; nothing changed until they hold less`, { adapter: ADAPTER })], (e) => this.sink?.error(e));
-    if (problem !== undefined) return;
-    if (this.delivered.changed(manifests)) this.sink?.update(manifests);
   }
 }
 

@@ -10,13 +10,12 @@ import {
   derivedManifestId,
   systemClock,
   type Clock,
-  type ContainerManifest,
   type ManifestSource,
   type Registry,
   type SourceSink,
   type TimerHandle,
 } from '@kubelet-ts/core';
-import { DeliveredSet, WarningReporter, firstOfEachId, parseManifests, rejectionError, retainLastGood } from '@kubelet-ts/manifest';
+import { ManifestIntake } from '@kubelet-ts/manifest';
 
 export interface HttpManifestSourceOptions {
   /** An `http://` or `https://` URL whose body is one manifest or a list, YAML or JSON. */
@@ -93,7 +92,8 @@ export class HttpManifestSource implements ManifestSource {
   private readonly headers: Readonly<Record<string, string>>;
   private readonly tls: HttpSourceTlsOptions | undefined;
   private readonly clock: Clock;
-  private readonly allowHostMounts: boolean;
+  /** The body is the source's one document: its last good manifests, problems and warnings. */
+  private readonly intake: ManifestIntake;
   /** Names a manifest served without an id, by its position in the body (see `manifestIdFor`). */
   private readonly idFor: (position: number | undefined) => string;
   // Our own agents, without keep-alive: a poll every 20 s gains nothing from an idle socket, which
@@ -108,14 +108,8 @@ export class HttpManifestSource implements ManifestSource {
   private body: Buffer | undefined;
   private etag: string | undefined;
   private lastModified: string | undefined;
-  /** The set in force: the last good version of every manifest (see `retainLastGood`). */
-  private manifests: readonly ContainerManifest[] = [];
-  private readonly delivered = new DeliveredSet();
-  /** What was last said about the body, so an unchanged problem is not said again. */
-  private reported = new Set<string>();
   /** The request failure last said, forgotten on any answer, so that the next failure is said again. */
   private readonly failure = new ChangeReporter();
-  private readonly warnings = new WarningReporter();
 
   constructor(options: HttpManifestSourceOptions) {
     const protocol = URL.canParse(options.url) ? new URL(options.url).protocol : '';
@@ -128,7 +122,7 @@ export class HttpManifestSource implements ManifestSource {
     this.tls = checkTlsFiles(options.tls);
     this.name = options.name ?? ADAPTER;
     this.clock = options.clock ?? systemClock;
-    this.allowHostMounts = options.allowHostMounts === true;
+    this.intake = new ManifestIntake({ adapter: ADAPTER, maxBytes: MAX_BODY_BYTES, allowHostMounts: options.allowHostMounts, describedAs: `${this.where}: the body's manifests` });
     const named = manifestIdFor(options.url);
     this.idFor = (position) => derivedManifestId(named.name, named.origin, position);
   }
@@ -142,15 +136,14 @@ export class HttpManifestSource implements ManifestSource {
     this.body = undefined;
     this.etag = undefined;
     this.lastModified = undefined;
-    this.delivered.reset();
-    this.reported = new Set();
+    this.intake.start(sink);
     this.failure.reset();
-    this.warnings.reset();
     await this.poll();
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.intake.close();
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.request?.abort();
@@ -219,7 +212,10 @@ export class HttpManifestSource implements ManifestSource {
     this.etag = response.headers.etag;
     this.lastModified = response.headers['last-modified'];
     if (this.body?.equals(response.body) === true) return; // a server without validators: same body, nothing new
-    this.read(response.body);
+    this.body = response.body;
+    // An unreadable body changes nothing, not even on the first read: no empty set.
+    this.intake.read(this.where, response.body, this.idFor);
+    this.intake.commit();
   }
 
   /** The TLS files as got takes them, read now (a rotated certificate is used from this poll on). */
@@ -254,34 +250,8 @@ export class HttpManifestSource implements ManifestSource {
     };
   }
 
-  private read(body: Buffer): void {
-    this.body = body;
-    const parsed = parseManifests(body, this.where, { maxBytes: MAX_BODY_BYTES, allowHostMounts: this.allowHostMounts, idFor: this.idFor });
-    const { manifests, conflicts } = firstOfEachId(retainLastGood(parsed, this.manifests), this.where, ADAPTER);
-    this.manifests = manifests;
-    if (parsed.unreadable !== undefined) {
-      this.report([parsed.unreadable]);
-      return; // an unreadable body changes nothing, not even on the first read: no empty set
-    }
-    this.report([...parsed.rejected.map((r) => rejectionError(r, ADAPTER)), ...conflicts]);
-    this.warnings.report(parsed.warnings, (w) => this.sink?.warning?.(w));
-    this.deliver();
-  }
-
-  /** Says each problem of the body that was not already said about the previous one. */
-  private report(problems: readonly KubeletError[]): void {
-    const said = this.reported;
-    this.reported = new Set(problems.map((e) => e.message));
-    for (const e of problems) if (!said.has(e.message)) this.sink?.error(e);
-  }
-
   private fail(error: KubeletError): void {
     if (this.failure.changed(error.message)) this.sink?.error(error);
-  }
-
-  /** Delivers when the set changed, and always the first time, so that an empty set is seen too. */
-  private deliver(): void {
-    if (this.delivered.changed(this.manifests)) this.sink?.update(this.manifests);
   }
 }
 

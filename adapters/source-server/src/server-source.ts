@@ -6,13 +6,12 @@ import {
   silentLogger,
   systemClock,
   type Clock,
-  type ContainerManifest,
   type Logger,
   type ManifestSource,
   type Registry,
   type SourceSink,
 } from '@kubelet-ts/core';
-import { WarningReporter, parseManifests, sourceLimitProblem, type ManifestWarnings, type SourceLimits } from '@kubelet-ts/manifest';
+import { ManifestIntake, type HeldDocument, type SourceLimits } from '@kubelet-ts/manifest';
 import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requireContentType, routeListener } from './http-kit.js';
 import { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 import { allowedHostNames, isLoopback, reachableNames, type ReachableNames } from './request-guard.js';
@@ -114,16 +113,12 @@ export class ServerManifestSource implements ManifestSource {
   private readonly throttle: AuthThrottle;
   private readonly allowedHosts: readonly string[];
   private readonly maxBodyBytes: number;
-  private readonly limits: SourceLimits;
   private readonly requestTimeoutMs: number;
   private readonly handshakeTimeoutMs: number;
   private readonly maxConnections: number;
   private readonly logger: Logger;
-  private readonly allowHostMounts: boolean;
-  private readonly manifests = new Map<string, ContainerManifest>();
-  /** The deprecated spellings of the manifests held, by id, said once per manifest version. */
-  private readonly warnings = new Map<string, ManifestWarnings>();
-  private readonly warned = new WarningReporter();
+  /** Each manifest posted is a document of its own, named by its id, with its warnings. */
+  private readonly intake: ManifestIntake;
   /** The manifest routes first, then mounted handlers in the order they were mounted. */
   private readonly routes: RouteHandler[] = [(req, url) => this.manifestRoute(req, url)];
   private server: Server | undefined;
@@ -134,7 +129,6 @@ export class ServerManifestSource implements ManifestSource {
   private readonly sockets = new Set<Socket>();
   /** What requests may call this server, known once it listens (the port may have been 0). */
   private reachable: ReachableNames | undefined;
-  private sink: SourceSink | undefined;
 
   constructor(options: ServerManifestSourceOptions = {}) {
     this.name = options.name ?? ADAPTER;
@@ -150,11 +144,10 @@ export class ServerManifestSource implements ManifestSource {
     // A name (not an address) it was told to bind is one it listens on too.
     this.allowedHosts = [...allowedHostNames(options.allowedHosts), ...(isIP(this.address) === 0 ? [this.address.toLowerCase()] : [])];
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
-    this.limits = options.limits ?? {};
+    this.intake = new ManifestIntake({ adapter: ADAPTER, limits: options.limits, maxBytes: this.maxBodyBytes, allowHostMounts: options.allowHostMounts });
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-    this.allowHostMounts = options.allowHostMounts === true;
   }
 
   /**
@@ -175,7 +168,6 @@ export class ServerManifestSource implements ManifestSource {
   }
 
   async start(sink: SourceSink): Promise<void> {
-    this.sink = sink;
     const serverOptions = {
       requestTimeout: this.requestTimeoutMs,
       headersTimeout: this.requestTimeoutMs,
@@ -212,15 +204,15 @@ export class ServerManifestSource implements ManifestSource {
       this.logger.warn({ address: this.address }, 'the bearer token crosses the network in clear text: serve TLS (--tls-cert-file, --tls-private-key-file)');
     }
     // What was posted before a restart of this source is kept: deliver it (or the empty set) now.
-    this.warned.reset();
-    this.deliver();
+    this.intake.start(sink);
+    this.intake.commit();
   }
 
   async close(): Promise<void> {
     const server = this.server;
     this.server = undefined;
     this.reachable = undefined;
-    this.sink = undefined;
+    this.intake.close();
     this.tls?.stop();
     if (server === undefined) return;
     await new Promise<void>((resolve) => {
@@ -270,44 +262,44 @@ export class ServerManifestSource implements ManifestSource {
   }
 
   private postOne(body: Buffer): RouteAnswer {
-    const { manifests, warnings } = this.parse(body);
-    if (manifests.length !== 1) throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${manifests.length}; use POST /containers for a list`);
-    const [manifest] = manifests as [ContainerManifest];
-    const replaced = this.manifests.has(manifest.id);
-    this.checkLimits([...this.manifests.values()].filter((m) => m.id !== manifest.id).concat(manifest));
-    this.manifests.set(manifest.id, manifest);
-    this.warnings.delete(manifest.id);
-    for (const w of warnings) this.warnings.set(manifest.id, w);
-    this.deliver();
-    return { status: replaced ? 200 : 201, json: { id: manifest.id, action: replaced ? 'replaced' : 'created' } };
+    const documents = this.parse(body);
+    if (documents.length !== 1) throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${documents.length}; use POST /containers for a list`);
+    const [document] = documents as [HeldDocument];
+    const replaced = this.intake.has(document.origin);
+    this.hold([document]);
+    return { status: replaced ? 200 : 201, json: { id: document.origin, action: replaced ? 'replaced' : 'created' } };
   }
 
   private postAll(body: Buffer): RouteAnswer {
-    const { manifests, warnings } = this.parse(body);
+    const documents = this.parse(body);
     const seen = new Set<string>();
-    const duplicates = manifests.filter((m) => seen.size === seen.add(m.id).size).map((m) => m.id);
+    const duplicates = documents.filter((d) => seen.size === seen.add(d.origin).size).map((d) => d.origin);
     if (duplicates.length > 0) throw new HttpProblem(400, `duplicate manifest ids: ${duplicates.join(', ')}`);
-    this.checkLimits(manifests);
-    this.manifests.clear();
-    for (const m of manifests) this.manifests.set(m.id, m);
-    this.warnings.clear();
-    for (const w of warnings) this.warnings.set(w.manifest.id, w);
-    this.deliver();
-    return { status: 200, json: { ids: manifests.map((m) => m.id) } };
+    this.hold(documents, { replaceAll: true });
+    return { status: 200, json: { ids: documents.map((d) => d.origin) } };
   }
 
   private deleteOne(id: string): RouteAnswer {
-    if (!this.manifests.delete(id)) throw new HttpProblem(404, `no manifest ${JSON.stringify(id)} was posted to this agent`);
-    this.warnings.delete(id);
-    this.deliver();
+    if (!this.intake.drop(id)) throw new HttpProblem(404, `no manifest ${JSON.stringify(id)} was posted to this agent`);
+    this.intake.commit();
     return { status: 200, json: { id, action: 'deleted' } };
   }
 
-  /** Every manifest valid, or a 400 naming every wrong field (prefixed by list position). */
-  private parse(body: Buffer): { manifests: ContainerManifest[]; warnings: readonly ManifestWarnings[] } {
+  /** A 413 when the server would hold more than its limits allow, and the set stays as it was. */
+  private hold(documents: readonly HeldDocument[], options: { replaceAll?: boolean } = {}): void {
+    const problem = this.intake.hold(documents, options);
+    if (problem !== undefined) throw new HttpProblem(413, `the server would hold ${problem}; delete some first (DELETE /container/<id>)`);
+    this.intake.commit();
+  }
+
+  /**
+   * Every manifest valid, each a document named by its id, or a 400 naming every wrong field
+   * (prefixed by list position).
+   */
+  private parse(body: Buffer): HeldDocument[] {
     // No idFor: a request has no origin to name a pod after, so a manifest without an id is a 400
     // naming `id`, as the 2014 server's was.
-    const parsed = parseManifests(body, 'request body', { maxBytes: this.maxBodyBytes, maxManifests: this.limits.maxManifests, allowHostMounts: this.allowHostMounts });
+    const parsed = this.intake.parse(body, 'request body');
     if (parsed.unreadable !== undefined) throw new HttpProblem(400, parsed.unreadable.message);
     if (parsed.rejected.length > 0) {
       const fieldErrors = parsed.rejected.flatMap((r) =>
@@ -315,18 +307,7 @@ export class ServerManifestSource implements ManifestSource {
       );
       throw new HttpProblem(400, `invalid manifest: ${fieldErrors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, fieldErrors);
     }
-    return { manifests: [...parsed.manifests], warnings: parsed.warnings };
-  }
-
-  /** A 413 when the server would hold `next`, more than its limits allow; the set stays as it was. */
-  private checkLimits(next: readonly ContainerManifest[]): void {
-    const problem = sourceLimitProblem(next, this.limits);
-    if (problem !== undefined) throw new HttpProblem(413, `the server would hold ${problem}; delete some first (DELETE /container/<id>)`);
-  }
-
-  private deliver(): void {
-    this.sink?.update([...this.manifests.values()]);
-    this.warned.report([...this.warnings.values()], (w) => this.sink?.warning?.(w));
+    return parsed.manifests.map((manifest) => ({ origin: manifest.id, manifests: [manifest], warnings: parsed.warnings.filter((w) => w.manifest === manifest) }));
   }
 }
 

@@ -51,6 +51,14 @@ describe('ServerManifestSource', () => {
     expect(res.status).toBe(404);
   });
 
+  it('delivers only a changed set: posting a manifest it holds again answers 200 and delivers nothing', async () => {
+    const { sink, url } = await start();
+    expect((await post(url, '/container', manifest('web'))).status).toBe(201);
+    expect((await post(url, '/container', manifest('web'))).status).toBe(200);
+    expect((await post(url, '/containers', `- ${manifest('web').replaceAll('\n', '\n  ')}`)).status).toBe(200);
+    expect(sink.updates.map((u) => u.map((m) => m.id))).toEqual([[], ['web']]);
+  });
+
   it('replaces the whole set with POST /containers', async () => {
     const { sink, url } = await start();
     await post(url, '/container', manifest('old'));

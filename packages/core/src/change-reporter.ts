@@ -1,8 +1,8 @@
 /**
  * Says something only when it differs from what was said last, so that a periodic re-read (a
  * re-listed directory, a re-read etcd key, another sync pass) repeats nothing it already said.
- * The first text after construction or `reset` is always new. Sources use it for their problems,
- * `DeliveredSet` (`@kubelet-ts/manifest`) for their manifest sets.
+ * The first text after construction or `reset` is always new. Sources say their problems through it
+ * (`ManifestIntake` in `@kubelet-ts/manifest`, one per document), and `DeliveredSet` their sets.
  */
 export class ChangeReporter {
   private last: string | undefined;

@@ -21,6 +21,7 @@ export { IGNORED_V1_FIELDS } from './v1/fields.js';
 export { v1PodId } from './v1/pod-id.js';
 
 // What sources share
+export { ManifestIntake, type HeldDocument, type IdFor, type ManifestIntakeOptions } from './manifest-intake.js';
 export { WarningReporter } from './warning-reporter.js';
 export { DeliveredSet, firstOfEachId } from './set-delivery.js';
 export { DEFAULT_MAX_MANIFEST_BYTES, DEFAULT_MAX_MANIFESTS, sourceLimitProblem, type SourceLimits } from './source-limits.js';
