@@ -42,6 +42,9 @@ build_test_images() {
       "$arch" "$config" "$diff_id" >"$work/config.json"
     digest="$(sha256sum <"$work/config.json" | cut -d' ' -f1)"
     mv "$work/config.json" "$work/archive/$digest.json"
+    # Named in full: Podman would read an unqualified name as localhost/…, where Docker and
+    # containerd read docker.io/… (and the Docker adapter shows Podman's names in Docker's form).
+    case "${name%%/*}" in *.* | *:* | localhost) ;; *) name="docker.io/$name" ;; esac
     entries+=("$(printf '{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}' "$digest" "$name" "$diff_id")")
   done
   (IFS=,; printf '[%s]' "${entries[*]}") >"$work/archive/manifest.json"
