@@ -4,34 +4,26 @@
 # private containerd or another Podman on the machine; plus the test images (busybox on nothing,
 # imported: these machines reach no registry).
 #
-#   source scripts/podman.sh; ensure_podman   # what scripts/test.sh does
-#   bash scripts/podman.sh start|stop|status|env  # by hand
+#   source scripts/podman.sh; start_podman         # what scripts/test.sh does
+#   bash scripts/podman.sh start|stop|status|env   # by hand
 #
 # Settings this VM needs are measured in shared/TOOLCHAIN.md (default_ulimits: root here lacks
 # CAP_SYS_RESOURCE, so the default nofile of 1048576 fails with EPERM; cgroupfs: no systemd).
 # Stopping removes what it added outside its folder too: the bridge and netavark's iptables rules
 # for it, conmon processes, network-namespace files, and cgroups.
 
-PM_DIR="${KUBELET_TS_PODMAN_DIR:-${KUBELET_TS_STATE_DIR:-/tmp/kubelet-ts-services}/podman}"
-PM_SOCK="$PM_DIR/podman.sock"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/engine.sh"
+
+# Its folder and socket are in scripts/engines.env.
+PM_DIR="$KUBELET_TS_PODMAN_DIR"
+PM_SOCK="$PODMAN_SOCKET"
 PM_LOG="$PM_DIR.log"
-# Present when ensure_podman started the service: `stop-if-started` stops only that one.
-PM_STARTED="$PM_DIR.started"
 # The service's default network, a file of its own (not Podman's built-in `podman`/podman0), so
 # that it meets no other Podman here; no DNS (aardvark-dns would bind port 53 on the gateway).
 PM_NETWORK=kubelet-ts-podman
 PM_BRIDGE=kts-podman0
 # A /24 that nothing else here uses (Docker 172.17/16, the private containerd 10.231.64/22).
 PM_SUBNET="${KUBELET_TS_PODMAN_SUBNET:-10.231.80.0/24}"
-# The names of @kubelet-ts/testkit's TEST_IMAGES, as Podman's Docker API spells them.
-PM_BUSYBOX_IMAGE=docker.io/kubelet-ts-test/busybox:1
-PM_PAUSE_IMAGE=docker.io/kubelet-ts-test/pause:1
-
-pm_as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
-    echo "need root (or sudo) to run: $*" >&2; return 1
-  fi
-}
 
 # The podman command line of this instance: every path of its own, runc's state included.
 pm_podman_argv() {
@@ -41,16 +33,8 @@ pm_podman_argv() {
     --cgroup-manager cgroupfs --events-backend file --runtime-flag "root=$PM_DIR/runtime")
 }
 
-# Whether a process runs (an exited one this VM's init has not reaped yet is a zombie: gone).
-pm_running() {
-  local stat
-  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-  stat="${stat##*) }"
-  [ "${stat%% *}" != Z ]
-}
-
 # A client of the running service (what the suites talk to).
-pm_remote() { pm_as_root podman --remote --url "unix://$PM_SOCK" "$@"; }
+pm_remote() { as_root podman --remote --url "unix://$PM_SOCK" "$@"; }
 
 # Debian's podman 4.3 pulls conmon and runc (already there with docker.io) but not the netavark
 # network stack: containers-common accepts the CNI plugins instead, which we do not use here.
@@ -63,15 +47,11 @@ ensure_podman_packages() {
   command -v pgrep >/dev/null || missing+=(procps)
   command -v curl >/dev/null || missing+=(curl)
   dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
-  if [ "${#missing[@]}" -gt 0 ]; then
-    echo "== installing ${missing[*]} (Debian packages)"
-    pm_as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive pm_as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  install_debs "${missing[@]}"
 }
 
 # Answers when the service serves its Docker API at the socket.
-pm_answers() {
+podman_answers() {
   [ -S "$PM_SOCK" ] || return 1
   [ "$(curl -fsS --max-time 2 --unix-socket "$PM_SOCK" http://d/_ping 2>/dev/null)" = OK ]
 }
@@ -137,75 +117,25 @@ EOF
 EOF
 }
 
-# The test images, imported from one rootfs (busybox and its applets as links): no build, no runtime.
-pm_import_images() {
-  local present
-  present="$(pm_remote images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null || true)"
-  if grep -qx "$PM_BUSYBOX_IMAGE" <<<"$present" && grep -qx "$PM_PAUSE_IMAGE" <<<"$present"; then return; fi
-  local busybox="${KUBELET_TS_BUSYBOX:-/bin/busybox}" work applet
-  work="$(mktemp -d)"
-  mkdir -p "$work/rootfs/bin"
-  cp "$busybox" "$work/rootfs/bin/busybox"
-  for applet in $("$busybox" --list); do
-    [ "$applet" = busybox ] || ln -s busybox "$work/rootfs/bin/$applet"
-  done
-  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$work/rootfs" -cf "$work/rootfs.tar" .
-  pm_remote import --quiet --change 'ENV PATH=/bin' --change 'CMD ["sh"]' "$work/rootfs.tar" "$PM_BUSYBOX_IMAGE" >/dev/null
-  # Sleeps forever and stops on SIGKILL, like pause.
-  pm_remote import --quiet --change 'ENV PATH=/bin' --change 'CMD ["sleep", "2147483647"]' --change 'STOPSIGNAL SIGKILL' "$work/rootfs.tar" "$PM_PAUSE_IMAGE" >/dev/null
-  rm -rf "$work"
-}
-
-# Starts the private service unless one answers at the socket, and imports the test images.
+# Starts the private service unless one answers at the socket, and loads the test images (again: a
+# load of what it has adds nothing).
 start_podman() {
   ensure_podman_packages
-  export KUBELET_TS_PODMAN_HOST="unix://$PM_SOCK"
-  if pm_answers; then
-    echo "== podman already running at $PM_SOCK"
-    pm_import_images
-    return
-  fi
-  # What an instance that died (a killed run) left behind goes first: start from nothing.
+  pm_podman_argv
+  # Its own session also keeps the conmons it starts out of the caller's signals.
+  engine_start podman "$PM_DIR/podman.pid" "$PM_LOG" pm_prepare "${PM_ARGV[@]}" system service --time=0 "unix://$PM_SOCK"
+  engine_load_test_images pm_remote load --quiet --input
+}
+
+# What an instance that died (a killed run) left behind goes first: it starts from nothing.
+pm_prepare() {
   teardown_podman
-  echo "== starting podman (Docker API) at $PM_SOCK (log: $PM_LOG)"
   pm_write_config
   # Rootful Podman keeps some state at fixed paths whatever its root (netavark's IPAM database in
   # /run/containers/networks, network-namespace files in /run/netns, the blob-info cache in
   # /var/lib/containers): note which of them this instance makes, for teardown to remove.
   local path
   for path in /run/containers /run/netns /run/runc /var/lib/containers; do [ -e "$path" ] || echo "$path" >>"$PM_DIR/made-paths"; done
-  pm_podman_argv
-  # setsid: the service and the conmons it starts leave the caller's session (and its signals);
-  # the shell writes its own pid, which exec makes the service's.
-  pm_as_root setsid -f sh -c 'echo $$ >"$0"; exec "$@"' "$PM_DIR/podman.pid" "${PM_ARGV[@]}" \
-    system service --time=0 "unix://$PM_SOCK" >>"$PM_LOG" 2>&1 </dev/null
-  for _ in $(seq 1 150); do
-    if pm_answers; then
-      pm_import_images
-      return
-    fi
-    sleep 0.2
-  done
-  echo "podman did not answer at $PM_SOCK within 30 s; last log lines:" >&2
-  tail -20 "$PM_LOG" >&2
-  return 1
-}
-
-# scripts/test.sh's hook: start it, and remember that this run did, so that it is stopped at exit.
-ensure_podman() {
-  if pm_answers; then start_podman; return; fi
-  start_podman && touch "$PM_STARTED"
-}
-
-stop_podman() {
-  echo "== stopping podman at $PM_SOCK"
-  teardown_podman
-  rm -f "$PM_STARTED"
-}
-
-# services.sh's stop_services calls this (when this file was sourced): only what ensure_podman started.
-stop_podman_if_started() {
-  if [ -f "$PM_STARTED" ]; then stop_podman; fi
 }
 
 # Ends every container of the instance, the service, and what it left inside and outside its
@@ -214,41 +144,31 @@ stop_podman_if_started() {
 teardown_podman() {
   local pid ids=()
   # Removing the containers through the service tears their networks down (rules, veths, netns).
-  if pm_answers; then pm_remote rm --all --force --time 0 >/dev/null 2>&1 || true; fi
+  if podman_answers; then pm_remote rm --all --force --time 0 >/dev/null 2>&1 || true; fi
   # The service (by its pid file, and any other instance on this folder that lost it).
   local pids=()
   if [ -f "$PM_DIR/podman.pid" ]; then pids+=("$(cat "$PM_DIR/podman.pid")"); fi
   mapfile -t -O "${#pids[@]}" pids < <(pgrep -f -- "^podman --root $PM_DIR/root .* system service" || true)
-  for pid in "${pids[@]}"; do
-    if [ -d "/proc/$pid" ] && grep -qF -- "$PM_DIR/root" "/proc/$pid/cmdline" 2>/dev/null; then
-      pm_as_root kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do pm_running "$pid" || break; sleep 0.1; done
-      pm_as_root kill -9 "$pid" 2>/dev/null || true
-    fi
-  done
+  for pid in "${pids[@]}"; do engine_kill "$pid" "$PM_DIR/root"; done
   # conmons it started name our folder (an exec session's conmon outlives it by exit_command_delay).
-  for pid in $(pgrep -f -- "^/usr/bin/conmon .*$PM_DIR/" || true); do pm_as_root kill -9 "$pid" 2>/dev/null || true; done
+  for pid in $(pgrep -f -- "^/usr/bin/conmon .*$PM_DIR/" || true); do as_root kill -9 "$pid" 2>/dev/null || true; done
   mapfile -t ids < <(ls "$PM_DIR/root/overlay-containers" 2>/dev/null | grep -E '^[0-9a-f]{64}$')
   pm_teardown_cgroups "${ids[@]}"
   pm_teardown_netns
-  # Rootfs and shm mounts under the folder, deepest first.
-  if [ -d "$PM_DIR" ]; then
-    { findmnt -rn -o TARGET | grep -F -- "$PM_DIR/" | sort -r | while read -r target; do pm_as_root umount -l "$target" 2>/dev/null || true; done; } || true
-  fi
   pm_teardown_network
   # The fixed paths it made (only those: another Podman here would share them).
   local path
   if [ -f "$PM_DIR/made-paths" ]; then
     while read -r path; do
       case "$path" in
-        /run/runc) pm_as_root rmdir /run/runc 2>/dev/null || true ;;
+        /run/runc) as_root rmdir /run/runc 2>/dev/null || true ;;
         # Podman makes /run/netns a mount point of its own (as `ip netns` does).
-        /run/netns) if [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then pm_as_root umount /run/netns 2>/dev/null || true; pm_as_root rmdir /run/netns 2>/dev/null || true; fi ;;
-        /run/containers | /var/lib/containers) pm_as_root rm -rf --one-file-system "$path" ;;
+        /run/netns) if [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then as_root umount /run/netns 2>/dev/null || true; as_root rmdir /run/netns 2>/dev/null || true; fi ;;
+        /run/containers | /var/lib/containers) as_root rm -rf --one-file-system "$path" ;;
       esac
     done <"$PM_DIR/made-paths"
   fi
-  if [ -d "$PM_DIR" ]; then pm_as_root rm -rf --one-file-system "$PM_DIR"; fi
+  engine_remove_dir "$PM_DIR"
 }
 
 # Kills what is left in the cgroups of its containers (cgroupfs puts them, and conmon, under
@@ -256,23 +176,19 @@ teardown_podman() {
 # forced removal, and an empty one is nobody's loss (a container started again gets a new one).
 # /libpod_parent itself goes when nothing else is in it.
 pm_teardown_cgroups() {
-  local controller id dir pid
+  local controller id dir dirs=()
   for controller in /sys/fs/cgroup /sys/fs/cgroup/*; do
     [ -d "$controller/libpod_parent" ] || continue
-    for id in "$@"; do
-      for dir in "$controller/libpod_parent/libpod-$id" "$controller/libpod_parent/libpod-conmon-$id"; do
-        [ -f "$dir/cgroup.procs" ] || continue
-        while read -r pid; do pm_as_root kill -9 "$pid" 2>/dev/null || true; done <"$dir/cgroup.procs"
-      done
-    done
+    for id in "$@"; do dirs+=("$controller/libpod_parent/libpod-$id" "$controller/libpod_parent/libpod-conmon-$id"); done
   done
+  engine_kill_cgroups "${dirs[@]}"
   [ "$#" -eq 0 ] || sleep 0.1
   for controller in /sys/fs/cgroup /sys/fs/cgroup/*; do
     [ -d "$controller/libpod_parent" ] || continue
     for dir in "$controller"/libpod_parent/libpod-*; do
-      [ -d "$dir" ] && pm_as_root rmdir "$dir" 2>/dev/null || true
+      [ -d "$dir" ] && as_root rmdir "$dir" 2>/dev/null || true
     done
-    pm_as_root rmdir "$controller/libpod_parent/conmon" "$controller/libpod_parent" 2>/dev/null || true
+    as_root rmdir "$controller/libpod_parent/conmon" "$controller/libpod_parent" 2>/dev/null || true
   done
 }
 
@@ -281,9 +197,9 @@ pm_teardown_netns() {
   local ns prefix="${PM_SUBNET%.*}."
   for ns in /run/netns/netns-*; do
     [ -e "$ns" ] || continue
-    if pm_as_root nsenter --net="$ns" ip -4 -o addr show 2>/dev/null | grep -qF " inet $prefix"; then
-      pm_as_root umount "$ns" 2>/dev/null || true
-      pm_as_root rm -f "$ns"
+    if as_root nsenter --net="$ns" ip -4 -o addr show 2>/dev/null | grep -qF " inet $prefix"; then
+      as_root umount "$ns" 2>/dev/null || true
+      as_root rm -f "$ns"
     fi
   done
 }
@@ -293,32 +209,22 @@ pm_teardown_netns() {
 # rules naming our subnet or network elsewhere; then netavark's shared chains once no other
 # network has a rule in them.
 pm_teardown_network() {
-  if ip link show "$PM_BRIDGE" >/dev/null 2>&1; then pm_as_root ip link del "$PM_BRIDGE"; fi
+  if ip link show "$PM_BRIDGE" >/dev/null 2>&1; then as_root ip link del "$PM_BRIDGE"; fi
   command -v iptables >/dev/null || return 0
-  local hash table rule chain
+  local hash table
   hash="$(printf '%s' "$PM_NETWORK" | sha512sum | cut -c1-13 | tr a-f A-F)"
   for table in nat filter; do
-    while read -r rule; do
-      eval "pm_as_root iptables -t $table ${rule/-A /-D }" 2>/dev/null || true
-    done < <(pm_as_root iptables -t "$table" -S 2>/dev/null | grep -E '^-A ' | grep -vE "^-A NETAVARK-(DN-)?$hash " |
-      grep -E -e "-j NETAVARK-(DN-)?$hash( |\$)" -e " ${PM_SUBNET//./\\.} " -e "name: $PM_NETWORK id:" || true)
-    for chain in "NETAVARK-DN-$hash" "NETAVARK-$hash"; do
-      pm_as_root iptables -t "$table" -F "$chain" 2>/dev/null || true
-      pm_as_root iptables -t "$table" -X "$chain" 2>/dev/null || true
-    done
+    iptables_delete_rules "$table" < <(as_root iptables -t "$table" -S 2>/dev/null | grep -E '^-A ' | grep -vE "^-A NETAVARK-(DN-)?$hash " |
+      grep -E -e "-j NETAVARK-(DN-)?$hash( |\$)" -e " ${PM_SUBNET//./\\.} " -e "name: $PM_NETWORK id:")
+    iptables_drop_chains "$table" "NETAVARK-DN-$hash" "NETAVARK-$hash"
   done
   # netavark's shared chains and the jumps to them, when they hold nothing of any other network.
-  if [ "$(pm_as_root iptables -t nat -S NETAVARK-HOSTPORT-DNAT 2>/dev/null | grep -c '^-A')" = 0 ] &&
-    [ "$(pm_as_root iptables -t filter -S NETAVARK_FORWARD 2>/dev/null | grep -c '^-A')" = 0 ] &&
-    ! pm_as_root iptables -t nat -S POSTROUTING 2>/dev/null | grep -qE -- '-j NETAVARK-[0-9A-F]+'; then
+  if [ "$(as_root iptables -t nat -S NETAVARK-HOSTPORT-DNAT 2>/dev/null | grep -c '^-A')" = 0 ] &&
+    [ "$(as_root iptables -t filter -S NETAVARK_FORWARD 2>/dev/null | grep -c '^-A')" = 0 ] &&
+    ! as_root iptables -t nat -S POSTROUTING 2>/dev/null | grep -qE -- '-j NETAVARK-[0-9A-F]+'; then
     for table in nat filter; do
-      while read -r rule; do
-        eval "pm_as_root iptables -t $table ${rule/-A /-D }" 2>/dev/null || true
-      done < <(pm_as_root iptables -t "$table" -S 2>/dev/null | grep -E '^-A (PREROUTING|OUTPUT|POSTROUTING|FORWARD) .*-j NETAVARK(-HOSTPORT-[A-Z]+|_FORWARD)( |$)')
-      for chain in NETAVARK-HOSTPORT-DNAT NETAVARK-HOSTPORT-SETMARK NETAVARK-HOSTPORT-MASQ NETAVARK_FORWARD; do
-        pm_as_root iptables -t "$table" -F "$chain" 2>/dev/null || true
-        pm_as_root iptables -t "$table" -X "$chain" 2>/dev/null || true
-      done
+      iptables_delete_rules "$table" < <(as_root iptables -t "$table" -S 2>/dev/null | grep -E '^-A (PREROUTING|OUTPUT|POSTROUTING|FORWARD) .*-j NETAVARK(-HOSTPORT-[A-Z]+|_FORWARD)( |$)')
+      iptables_drop_chains "$table" NETAVARK-HOSTPORT-DNAT NETAVARK-HOSTPORT-SETMARK NETAVARK-HOSTPORT-MASQ NETAVARK_FORWARD
     done
   fi
 }
@@ -327,10 +233,9 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   case "${1:-}" in
     start) start_podman ;;
-    stop) stop_podman ;;
-    stop-if-started) stop_podman_if_started ;;
-    status) if pm_answers; then echo "podman answers at unix://$PM_SOCK"; else echo "no podman at $PM_SOCK"; exit 1; fi ;;
+    stop) engine_stop podman ;;
+    status) if podman_answers; then echo "podman answers at unix://$PM_SOCK"; else echo "no podman at $PM_SOCK"; exit 1; fi ;;
     env) echo "export KUBELET_TS_PODMAN_HOST=unix://$PM_SOCK" ;;
-    *) echo "usage: $0 start|stop|stop-if-started|status|env" >&2; exit 2 ;;
+    *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
   esac
 fi

@@ -1,55 +1,41 @@
-# Installs the real services the tests run against (a Docker engine, etcd) and starts the engine;
-# the etcd suites launch etcds of their own through @kubelet-ts/testkit.
-# Sourced by scripts/test.sh; safe to run again on a machine that already has them.
+# What every suite needs installed (a Docker engine, etcd, busybox-static), and the Docker engine;
+# the etcd suites launch etcds of their own through @kubelet-ts/testkit, which also loads the test
+# images into the engine (scripts/lib/test-images.sh).
+#
+#   source scripts/services.sh; ensure_packages; start_docker   # what scripts/test.sh does
+#   bash scripts/services.sh start|stop|status                  # by hand
 
-STATE_DIR="${KUBELET_TS_STATE_DIR:-/tmp/kubelet-ts-services}"
-mkdir -p "$STATE_DIR"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/engine.sh"
 
-as_root() {
-  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
-    echo "need root (or sudo) to run: $*" >&2; return 1
-  fi
-}
+DOCKERD_PIDFILE="$KUBELET_TS_STATE_DIR/dockerd.pid"
+DOCKERD_LOG="$KUBELET_TS_STATE_DIR/dockerd.log"
 
-# apt-get install only what is missing, so a warm machine skips the network.
 ensure_packages() {
   local missing=()
   command -v dockerd >/dev/null || missing+=(docker.io)
   command -v etcd >/dev/null || missing+=(etcd-server)
   dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
-  if [ "${#missing[@]}" -gt 0 ]; then
-    echo "== installing ${missing[*]} (Debian packages)"
-    as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  install_debs "${missing[@]}"
 }
 
-# Starts dockerd unless an engine already answers; records that we started it. dockerd keeps its
-# own pidfile, so an engine a fault test stopped and started again (same arguments) is still ours.
-ensure_docker() {
-  if docker info >/dev/null 2>&1; then echo "== docker engine already running"; return; fi
-  # A dockerd that was killed (SIGKILL: a wedged engine) leaves its pidfile, and a new one refuses to start.
-  if [ -f "$STATE_DIR/dockerd.pid" ] && ! kill -0 "$(cat "$STATE_DIR/dockerd.pid")" 2>/dev/null; then
-    as_root rm -f "$STATE_DIR/dockerd.pid"
-  fi
-  echo "== starting dockerd (log: $STATE_DIR/dockerd.log)"
-  as_root sh -c "dockerd --pidfile '$STATE_DIR/dockerd.pid' >>'$STATE_DIR/dockerd.log' 2>&1 &"
-  touch "$STATE_DIR/dockerd.started"
-  for _ in $(seq 1 150); do
-    docker info >/dev/null 2>&1 && return
-    sleep 0.2
-  done
-  echo "dockerd did not answer within 30 s; last log lines:" >&2
-  tail -20 "$STATE_DIR/dockerd.log" >&2
-  return 1
+docker_answers() { docker info >/dev/null 2>&1; }
+
+# Starts dockerd unless an engine already answers.
+start_docker() {
+  engine_start --own-pidfile docker "$DOCKERD_PIDFILE" "$DOCKERD_LOG" : dockerd --pidfile "$DOCKERD_PIDFILE"
 }
 
-# Stops the engine only if ensure_docker started it.
-stop_services() {
-  ! declare -F stop_containerd_if_started >/dev/null || stop_containerd_if_started
-  ! declare -F stop_podman_if_started >/dev/null || stop_podman_if_started
-  if [ -f "$STATE_DIR/dockerd.started" ]; then
-    [ -f "$STATE_DIR/dockerd.pid" ] && as_root kill "$(cat "$STATE_DIR/dockerd.pid")" 2>/dev/null || true
-    rm -f "$STATE_DIR/dockerd.started"
-  fi
+# Its containers get dockerd's own shutdown time (15 s) before it is killed.
+teardown_docker() {
+  engine_kill "$(cat "$DOCKERD_PIDFILE" 2>/dev/null)" "$DOCKERD_PIDFILE" 30
 }
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  case "${1:-}" in
+    start) ensure_packages && start_docker ;;
+    stop) engine_stop docker ;;
+    status) if docker_answers; then echo "a Docker engine answers"; else echo "no Docker engine answers"; exit 1; fi ;;
+    *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  esac
+fi

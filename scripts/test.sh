@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# `npm test`: installs what the tests need (Docker engine, etcd) on a fresh Debian machine,
-# starts the engine (etcd suites launch etcds of their own), builds, runs every package's tests,
-# and stops the engine if it started it.
+# `npm test`: installs what the tests need (Docker engine, etcd, containerd, Podman) on a fresh
+# Debian machine, starts the engines (etcd suites launch etcds of their own), builds, runs every
+# package's tests, and stops at exit the engines that this run started, and only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/services.sh
+source scripts/containerd.sh
+source scripts/podman.sh
+# Set before the first start: an engine that fails to come up must not leave the others running.
+trap stop_engines_started_here EXIT
 
 ensure_packages
-ensure_docker
-source scripts/containerd.sh && ensure_containerd
-source scripts/podman.sh && ensure_podman
-trap stop_services EXIT
+start_docker
+start_containerd
+start_podman
 
-export TURBO_TELEMETRY_DISABLED=1 TESTCONTAINERS_RYUK_DISABLED=true
+export TURBO_TELEMETRY_DISABLED=1
 npm run typecheck --silent
 find . \( -name .jest-results.json -o -name .vitest-results.json \) -not -path "*/node_modules/*" -delete
 npx turbo run test --concurrency=1 --output-logs=full --log-order=grouped

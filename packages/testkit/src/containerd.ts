@@ -1,21 +1,21 @@
 import { connect } from 'node:net';
+import { enginesEnv } from './engines-env.js';
 
 /**
- * The private containerd (CRI) of the runtime-cri suites, as `scripts/containerd.sh` starts it:
- * `npm test` does, and exports its endpoint as `KUBELET_TS_CRI_ENDPOINT`. Run by hand, the suites
- * find it where the script puts it. Its test images carry `TEST_IMAGES`' names, imported by the
- * script (no registry here).
+ * The private containerd (CRI) of the runtime-cri suites, as `scripts/containerd.sh` starts it
+ * (`npm test` does): its socket is `CRI_SOCKET` in `scripts/engines.env`, unless
+ * `KUBELET_TS_CRI_ENDPOINT` names another. Its test images carry `TEST_IMAGES`' names, loaded by
+ * the script (no registry here).
  */
 export function criEndpoint(): string {
   const fromEnv = process.env['KUBELET_TS_CRI_ENDPOINT'];
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-  const dir = process.env['KUBELET_TS_CRI_DIR'] ?? `${process.env['KUBELET_TS_STATE_DIR'] ?? '/tmp/kubelet-ts-services'}/containerd`;
-  return `unix://${dir}/containerd.sock`;
+  return `unix://${enginesEnv()['CRI_SOCKET']!}`;
 }
 
 /** The cgroup parent the suites run sandboxes under, which the script's teardown cleans. */
 export function criCgroupParent(): string {
-  return process.env['KUBELET_TS_CRI_CGROUP_PARENT'] || '/kubelet-ts-cri';
+  return enginesEnv()['CRI_CGROUP_PARENT']!;
 }
 
 /**

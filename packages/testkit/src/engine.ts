@@ -1,10 +1,11 @@
 import Docker from 'dockerode';
+import { enginesEnv } from './engines-env.js';
 
-/** The socket the suites use: `DOCKER_HOST` (unix://…) or the default. */
+/** The socket the suites use: `DOCKER_HOST` (unix://…) or `DOCKER_SOCKET` of `scripts/engines.env`. */
 export function dockerSocketPath(): string {
   const host = process.env['DOCKER_HOST'];
   if (host?.startsWith('unix://') === true) return host.slice('unix://'.length);
-  return '/var/run/docker.sock';
+  return enginesEnv()['DOCKER_SOCKET']!;
 }
 
 /** An independent Docker client for checking what the agent did, without going through our adapter. */

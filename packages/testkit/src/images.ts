@@ -1,8 +1,11 @@
-import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GenericContainer } from 'testcontainers';
-import { assertEngine } from './engine.js';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { assertEngine, independentDocker } from './engine.js';
+import { enginesEnv } from './engines-env.js';
 
 /** Images the real-engine suites use; built locally because these machines reach no registry. */
 export interface TestImages {
@@ -12,19 +15,24 @@ export interface TestImages {
   readonly pause: string;
 }
 
+const env = enginesEnv();
+
+/** Their names, from `scripts/engines.env`, where the scripts that load them into the engines read them too. */
 export const TEST_IMAGES: TestImages = {
-  busybox: 'kubelet-ts-test/busybox:1',
-  pause: 'kubelet-ts-test/pause:1',
+  busybox: env['TEST_BUSYBOX_IMAGE']!,
+  pause: env['TEST_PAUSE_IMAGE']!,
 };
 
-const BUSYBOX_BINARY = process.env['KUBELET_TS_BUSYBOX'] ?? '/bin/busybox';
+/** The one builder of the test images' archive, which the engine scripts load into containerd and Podman. */
+const BUILDER = fileURLToPath(new URL('../../../scripts/lib/test-images.sh', import.meta.url));
 
 let built: Promise<TestImages> | undefined;
 
 /**
- * Builds the test images through testcontainers (`FROM scratch` + Debian's busybox-static), once
- * per process. A user with a registry can use `busybox:1.36` and `registry.k8s.io/pause` instead:
- * nothing in the adapter depends on these names.
+ * Builds the test images' archive (`scripts/lib/test-images.sh`: Debian's busybox-static on
+ * nothing) and loads it into the Docker engine, once per process, as `docker load` would. A user
+ * with a registry can use `busybox:1.36` and `registry.k8s.io/pause` instead: nothing in the
+ * adapter depends on these names.
  */
 export function buildTestImages(): Promise<TestImages> {
   built ??= build();
@@ -32,29 +40,27 @@ export function buildTestImages(): Promise<TestImages> {
 }
 
 async function build(): Promise<TestImages> {
-  // Ryuk (testcontainers' reaper) is an image from a registry these machines cannot reach; the
-  // suites remove what they create themselves.
-  process.env['TESTCONTAINERS_RYUK_DISABLED'] ??= 'true';
   await assertEngine();
-  const context = await mkdtemp(join(tmpdir(), 'kubelet-ts-image-'));
+  const dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-images-'));
   try {
+    const archive = join(dir, 'test-images.tar');
     try {
-      await copyFile(BUSYBOX_BINARY, join(context, 'busybox'));
+      await promisify(execFile)('bash', [BUILDER, archive]);
     } catch (error) {
-      throw new Error(`test images need a static busybox at ${BUSYBOX_BINARY}: apt-get install -y busybox-static (npm test does this)`, { cause: error });
+      throw new Error(`${BUILDER} failed: ${String((error as { stderr?: string }).stderr ?? (error as Error).message).trim()}`, { cause: error });
     }
-    await writeFile(
-      join(context, 'Dockerfile'),
-      ['FROM scratch', 'COPY busybox /bin/busybox', 'RUN ["/bin/busybox", "--install", "-s", "/bin"]', 'ENV PATH=/bin', 'CMD ["sh"]', ''].join('\n'),
+    const docker = independentDocker();
+    const progress = await docker.loadImage(archive);
+    // The engine reports a bad archive in the stream, not in the status of the request.
+    await new Promise<void>((resolve, reject) =>
+      docker.modem.followProgress(progress, (error: Error | null, output: Array<{ error?: string }>) => {
+        const failed = error?.message ?? output.find((line) => line.error !== undefined)?.error;
+        if (failed === undefined) resolve();
+        else reject(new Error(`the Docker engine did not load the test images: ${failed}`));
+      }),
     );
-    await GenericContainer.fromDockerfile(context).build(TEST_IMAGES.busybox, { deleteOnExit: false });
-    await writeFile(
-      join(context, 'Dockerfile'),
-      [`FROM ${TEST_IMAGES.busybox}`, 'STOPSIGNAL SIGKILL', 'CMD ["sleep", "2147483647"]', ''].join('\n'),
-    );
-    await GenericContainer.fromDockerfile(context).build(TEST_IMAGES.pause, { deleteOnExit: false });
     return TEST_IMAGES;
   } finally {
-    await rm(context, { recursive: true, force: true });
+    await rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,17 +1,16 @@
 import Docker from 'dockerode';
+import { enginesEnv } from './engines-env.js';
 import { TEST_IMAGES } from './images.js';
 
 /**
- * The private Podman service of the Podman suites, as `scripts/podman.sh` starts it: `npm test`
- * does, and exports its socket as `KUBELET_TS_PODMAN_HOST`. Run by hand, the suites find it where
- * the script puts it. Its test images carry `TEST_IMAGES`' names, imported by the script (no
- * registry here).
+ * The private Podman service of the Podman suites, as `scripts/podman.sh` starts it (`npm test`
+ * does): its socket is `PODMAN_SOCKET` in `scripts/engines.env`, unless `KUBELET_TS_PODMAN_HOST`
+ * names another. Its test images carry `TEST_IMAGES`' names, loaded by the script (no registry here).
  */
 export function podmanHost(): string {
   const fromEnv = process.env['KUBELET_TS_PODMAN_HOST'];
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-  const dir = process.env['KUBELET_TS_PODMAN_DIR'] ?? `${process.env['KUBELET_TS_STATE_DIR'] ?? '/tmp/kubelet-ts-services'}/podman`;
-  return `unix://${dir}/podman.sock`;
+  return `unix://${enginesEnv()['PODMAN_SOCKET']!}`;
 }
 
 /** A Docker API client of the Podman service, for checking what the agent did without the adapter. */
