@@ -131,7 +131,7 @@ describe('kubelet-ts CLI: the agent server against a page in a browser on the sa
   it('answers a malformed request target 400 and a body cut off, each with a debug line, no error', async () => {
     const before = agent.lines.length;
     const answer = await raw(url, `GET http://[::1/pods HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
-    expect(answer).toMatch(/^HTTP\/1\.1 400[^]*"error":"malformed request target/);
+    expect(answer).toMatch(/^HTTP\/1\.1 400[\s\S]*"error":"malformed request target/);
     const head = `POST /container HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer e2e-token\r\nContent-Type: application/yaml\r\nContent-Length: 1000\r\n\r\nid: x\n`;
     await raw(url, head, (socket) => setTimeout(() => socket.resetAndDestroy(), 50));
     await agent.until(() => agent.lines.slice(before).filter((l) => l.msg === 'request refused').length === 2, 'two refused requests logged');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Labels, buildContainerSpec, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
+import { Labels, buildContainerSpec, type KubeletEvent } from '@kubelet-ts/core';
 import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { GuardedRuntime, checkedManifest } from '@kubelet-ts/conformance';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { Labels, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
+import { Labels, type KubeletEvent } from '@kubelet-ts/core';
 import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';

@@ -12,7 +12,7 @@ import {
 import { removePodVolumes } from '@kubelet-ts/host-volumes';
 import type { DockerApi, DockerContainerInfo, DockerInspect } from './docker-api.js';
 import { familiarImageName, type EngineKind } from './engine-kind.js';
-import { ADAPTER, dockerDetail } from './errors.js';
+import { dockerDetail } from './errors.js';
 
 export interface DockerSandboxesOptions {
   readonly docker: DockerApi;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { KubeletError } from '@kubelet-ts/core';
+import type { KubeletError } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime, SeededFaultInjector, SeededRandom } from '../src/index.js';
 import { podSandbox, spec } from './spec-fixture.js';

@@ -150,7 +150,7 @@ export class EtcdManifestSource implements ManifestSource {
     const client = this.client;
     if (this.closed || client === undefined) return;
     await this.stopWatching();
-    let response;
+    let response: Awaited<ReturnType<ReturnType<Etcd3['get']>['exec']>>;
     try {
       response = await client.get(this.key).exec();
     } catch (error) {

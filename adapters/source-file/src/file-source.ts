@@ -212,7 +212,7 @@ export class FileManifestSource implements ManifestSource {
   }
 
   private async list(): Promise<string[]> {
-    let info;
+    let info: Awaited<ReturnType<typeof stat>>;
     try {
       info = await stat(this.path);
     } catch (error) {

@@ -33,7 +33,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 1;
   }
   if (options.runonce) return runOnce(options, hostname, logger);
-  let wiring;
+  let wiring: Awaited<ReturnType<typeof wire>>;
   try {
     wiring = await wire(options, hostname, logger, 'agent', givenHostname);
   } catch (error) {

@@ -152,7 +152,7 @@ export function eventsContract(runtime: () => ContainerRuntime, create: (spec: C
       }
     });
 
-    withEvents('returns promptly when the signal aborts, while waiting for an event', async (r, source) => {
+    withEvents('returns promptly when the signal aborts, while waiting for an event', async (_r, source) => {
       const abort = new AbortController();
       const it = source.events(abort.signal)[Symbol.asyncIterator]();
       const pending = it.next();

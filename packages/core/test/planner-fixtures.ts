@@ -1,9 +1,7 @@
 /** The planner tests' fixtures: manifests, desired pods, and their sandboxes and containers as the runtime lists them. */
 import { formatFieldErrors } from '../src/errors.js';
 import type { ContainerManifest, DesiredPod } from '../src/manifest.js';
-import { Labels } from '../src/naming.js';
-import { reportPlan } from '../src/plan-report.js';
-import { plan, type Plan, type PlanAction } from '../src/planner.js';
+import type { Plan, PlanAction } from '../src/planner.js';
 import type { ContainerSpec, ContainerSummary } from '../src/runtime.js';
 import { buildSandboxSpec, type SandboxSummary } from '../src/sandbox.js';
 import { buildContainerSpec } from '../src/spec.js';

@@ -14,7 +14,7 @@ import { KubeletError, isDnsLabel, isManifestId } from '@kubelet-ts/core';
  * it makes there lies below what the agent ever resolves.
  */
 export async function podVolumeDir(root: string, podId: string, volume: string, adapter?: string): Promise<string> {
-  for (const [what, name, ok] of [['pod id', podId, isManifestId(podId)], ['volume name', volume, isDnsLabel(volume)]] as const) {
+  for (const [what, , ok] of [['pod id', podId, isManifestId(podId)], ['volume name', volume, isDnsLabel(volume)]] as const) {
     if (!ok) {
       throw new KubeletError('InvalidManifest', `volume ${JSON.stringify(volume)} of ${JSON.stringify(podId)}: the ${what} must be ${what === 'pod id' ? 'a manifest id (DNS subdomain)' : 'a DNS label'} to name a directory under ${root}`, adapter === undefined ? {} : { adapter });
     }

@@ -5,7 +5,6 @@ import {
   type ContainerSummary,
   type EventSink,
   type KubeletEvent,
-  type ListOptions,
 } from '@kubelet-ts/core';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 

@@ -61,7 +61,7 @@ function sameFields(a: object, b: object, nested: (x: unknown, y: unknown) => bo
   for (const key of keys) {
     const x = (a as Record<string, unknown>)[key];
     const y = (b as Record<string, unknown>)[key];
-    if (x !== y && !(Object.prototype.hasOwnProperty.call(b, key) && nested(x, y))) return false;
+    if (x !== y && !(Object.hasOwn(b, key) && nested(x, y))) return false;
   }
   return true;
 }

@@ -1,12 +1,12 @@
 import { checkedManifest } from '@kubelet-ts/conformance';
-import {
-  type AgentView,
-  type ContainerManifest,
-  type EventSink,
-  type KubeletEvent,
-  type KubeletEventType,
-  type ManifestSource,
-  type SourceSink,
+import type {
+  AgentView,
+  ContainerManifest,
+  EventSink,
+  KubeletEvent,
+  KubeletEventType,
+  ManifestSource,
+  SourceSink,
 } from '@kubelet-ts/core';
 import { renderPodList, type V1PodList } from '@kubelet-ts/source-server';
 

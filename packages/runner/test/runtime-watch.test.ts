@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { KubeletError, type ContainerEvent, type ContainerEventSource } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { RuntimeWatch } from '../src/runtime-watch.js';
-import { agentFixture, HOST } from './agent-fixture.js';
+import { agentFixture, } from './agent-fixture.js';
 import { pod, RecordingLogger, settle, ScriptedSource } from './helpers.js';
 
 const HOUR = 3_600_000;

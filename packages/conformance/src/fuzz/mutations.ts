@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { MAX_LIST_ENTRIES } from '@kubelet-ts/core';
-import { Picks, containersOf, env, freshName, list, port, setOwn, someContainer, someItem, someVolumeMount, type Rec } from './mutation-sites.js';
+import { Picks, containersOf, env, freshName, list, port, setOwn, someContainer, someVolumeMount, type Rec } from './mutation-sites.js';
 import { claimedHostPort, validManifest, type ManifestInput, type ValidManifestOptions } from './valid-manifests.js';
 
 /** A valid manifest broken in one place, and the field path the validator must name for it. */

@@ -11,8 +11,6 @@ export interface UnreadableText {
 
 /** Byte sequences that are not UTF-8: a stray continuation, overlong forms, a surrogate, a bare lead byte. */
 const BAD_UTF8 = [[0xff], [0xfe], [0x80], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82]];
-/** U+FFFD written as UTF-8: what a lossy decoder would put in place of bad bytes. */
-const REPLACEMENT = [0xef, 0xbf, 0xbd];
 
 const utf8 = (text: string) => new TextEncoder().encode(text);
 
