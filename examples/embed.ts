@@ -41,7 +41,10 @@ class JobListSource implements ManifestSource {
     for (const [job, image] of this.jobs) {
       const result = validateManifest({ id: job, containers: [{ name: 'main', image, env: [{ name: 'JOB', value: job }] }] });
       if (result.ok) manifests.push(result.manifest);
-      else this.sink?.error(new KubeletError('InvalidManifest', `job ${job}: ${result.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`));
+      else
+        this.sink?.error(
+          new KubeletError('InvalidManifest', `job ${job}: ${result.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`),
+        );
     }
     this.sink?.update(manifests);
   }

@@ -28,10 +28,14 @@ if (files === 0) {
   console.error('no test results found: did any package run its tests?');
   process.exit(1);
 }
-const split = Object.entries(byRunner).map(([runner, n]) => `${n} under ${runner}`).join(', ');
+const split = Object.entries(byRunner)
+  .map(([runner, n]) => `${n} under ${runner}`)
+  .join(', ');
 console.log(`${passed} passed, ${failed} failed (${split})`);
 process.exit(failed === 0 ? 0 : 1);
 
 function listDirs(parent) {
-  return readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => join(parent, e.name));
+  return readdirSync(parent, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => join(parent, e.name));
 }

@@ -46,12 +46,19 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (cri && wanted('cri')) {
     step('start latency and throughput on containerd (CRI)');
     // The quick run stays a few seconds: one pod, then three.
-    const sizes = q ? { latencyRuns: 1, throughputPods: 3, throughputRuns: 1, rawConcurrency: [4] } : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8, 16] };
+    const sizes = q
+      ? { latencyRuns: 1, throughputPods: 3, throughputRuns: 1, rawConcurrency: [4] }
+      : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8, 16] };
     rows.push(...(await criEngine(sizes)));
   }
   if (options.engine && wanted('steady-engine')) {
     step(`steady state on Docker${cri ? ' and containerd' : ''}, and the idle CLI's CPU`);
-    rows.push(...(await steadyEngine(q ? { pods: 3, passes: 3, idleSeconds: 3 } : { pods: 200, passes: 20, idleSeconds: 60 }, { docker: true, cri })));
+    rows.push(
+      ...(await steadyEngine(q ? { pods: 3, passes: 3, idleSeconds: 3 } : { pods: 200, passes: 20, idleSeconds: 60 }, {
+        docker: true,
+        cri,
+      })),
+    );
   }
   if (options.engine && wanted('reaction-engine')) {
     step(`reaction to a killed container on Docker${cri ? ' and containerd' : ''}`);
@@ -87,7 +94,10 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = new Set(process.argv.slice(2));
   const out = fileURLToPath(new URL('../out', import.meta.url));
-  const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+  const only = [...args]
+    .find((a) => a.startsWith('--only='))
+    ?.slice('--only='.length)
+    .split(',');
   const unknown = only?.filter((name) => !(SCENARIOS as readonly string[]).includes(name)) ?? [];
   if (unknown.length > 0) {
     process.stderr.write(`bench: no scenario ${unknown.join(', ')}; the scenarios are ${SCENARIOS.join(', ')}\n`);

@@ -16,9 +16,21 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     out = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-'));
     const rows = await runBench({ quick: true, engine: true, out });
     const scenarios = new Set(rows.map((r) => r.scenario));
-    expect([...scenarios].sort()).toEqual(['1. start latency', '2. throughput', '3. steady state', '4. reaction', '5. memory', '6. fleet', '7. steady state on the engine', '8. reaction on the engine', '9. pace']);
+    expect([...scenarios].sort()).toEqual([
+      '1. start latency',
+      '2. throughput',
+      '3. steady state',
+      '4. reaction',
+      '5. memory',
+      '6. fleet',
+      '7. steady state on the engine',
+      '8. reaction on the engine',
+      '9. pace',
+    ]);
     // Reaction: on each engine, the exit and the replacement, each beside its baseline.
-    expect(rows.filter((x) => x.scenario === '8. reaction on the engine').map((x) => [x.metric.split(':')[0], x.baseline !== undefined])).toEqual([
+    expect(
+      rows.filter((x) => x.scenario === '8. reaction on the engine').map((x) => [x.metric.split(':')[0], x.baseline !== undefined]),
+    ).toEqual([
       ['Docker', true],
       ['Docker', true],
       ['containerd (CRI)', true],
@@ -28,7 +40,12 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     for (const r of rows.filter((x) => x.metric.startsWith('runtime calls per pass'))) expect(r.value.max).toBe(2);
     for (const r of rows.filter((x) => x.baseline !== undefined)) expect(r.ratio).toBeGreaterThan(0);
     // Pace: every run is a row of its own, up and down, on each engine (one run in the quick mode).
-    expect(rows.filter((x) => x.scenario === '9. pace').map((x) => x.metric.split(':')[0])).toEqual(['Docker', 'Docker', 'containerd (CRI)', 'containerd (CRI)']);
+    expect(rows.filter((x) => x.scenario === '9. pace').map((x) => x.metric.split(':')[0])).toEqual([
+      'Docker',
+      'Docker',
+      'containerd (CRI)',
+      'containerd (CRI)',
+    ]);
     // The fleet: etcd serves one watcher per agent, and every agent gets each rollout, through etcd's restarts too.
     expect(rows.find((x) => x.metric.includes("etcd's watchers"))?.value.median).toBe(20);
     const converging = rows.filter((x) => x.scenario === '6. fleet' && x.target?.text.startsWith('every agent converges'));

@@ -48,7 +48,10 @@ export class AgentProcess {
     const deadline = Date.now() + ms;
     while (!check()) {
       if (Date.now() > deadline) {
-        const tail = this.lines.slice(-15).map((l) => JSON.stringify(l)).join('\n');
+        const tail = this.lines
+          .slice(-15)
+          .map((l) => JSON.stringify(l))
+          .join('\n');
         throw new Error(`timed out waiting for ${what}\n--- last log lines ---\n${tail}\n--- stderr ---\n${this.stderr.join('')}`);
       }
       await new Promise((r) => setTimeout(r, 20));

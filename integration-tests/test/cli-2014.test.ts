@@ -24,7 +24,8 @@ async function cli(args: readonly string[]): Promise<{ code: number; stdout: str
   }
 }
 
-const pod = (id: string, image: string) => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n    command: ["sleep", "3600"]\n`;
+const pod = (id: string, image: string) =>
+  `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n    command: ["sleep", "3600"]\n`;
 
 describe('2014 command lines: single-dash flags, --enable_server=false, --runonce', () => {
   let dir: string;
@@ -45,7 +46,15 @@ describe('2014 command lines: single-dash flags, --enable_server=false, --runonc
 
   it('runs an agent from a 2014 command line with no server', async () => {
     await writeFile(join(dir, 'web.yaml'), pod('web', 'busybox:1.36'));
-    const agent = new AgentProcess(['-runtime=memory', `-config=${dir}`, '-hostname_override=old-node', '-sync_frequency=1s', '-enable_server=false', '--v=2', '-logtostderr=true']);
+    const agent = new AgentProcess([
+      '-runtime=memory',
+      `-config=${dir}`,
+      '-hostname_override=old-node',
+      '-sync_frequency=1s',
+      '-enable_server=false',
+      '--v=2',
+      '-logtostderr=true',
+    ]);
     try {
       await agent.until(() => agent.events('ContainerStarted', 'web').length === 1, 'web started');
       expect(agent.lines.some((l) => l.msg === 'agent server listening')).toBe(false);
@@ -59,7 +68,18 @@ describe('2014 command lines: single-dash flags, --enable_server=false, --runonc
 
   it('--runonce: starts what the config asks for, prints a line per container, exits 0 when all run', async () => {
     await writeFile(join(dir, 'web.yaml'), pod('web', TEST_IMAGES.busybox));
-    const common = ['--runtime', 'docker', '--pod-infra-image', TEST_IMAGES.pause, '--host-ip', '127.0.0.1', '--volumes-root', volumes, '--log-level', 'warn'];
+    const common = [
+      '--runtime',
+      'docker',
+      '--pod-infra-image',
+      TEST_IMAGES.pause,
+      '--host-ip',
+      '127.0.0.1',
+      '--volumes-root',
+      volumes,
+      '--log-level',
+      'warn',
+    ];
     const ok = await cli(['-runonce', `-config=${dir}`, '--hostname-override', NODE, ...common]);
     expect(ok.code).toBe(0);
     expect(ok.stdout).toMatch(/^web\/main running [0-9a-f]{12,}\n$/);

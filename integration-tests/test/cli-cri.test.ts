@@ -8,12 +8,17 @@ import { AgentProcess } from './agent-process.js';
 import { criDirect, type CriDirect, type DirectContainer, type DirectPodConfig } from './cri-direct.js';
 
 // Shells that end on SIGTERM, so stops take a second rather than the grace period.
-const serve = 'trap "exit 0" TERM; mkdir -p /www && echo "hello-$MODE" > /www/index.html && httpd -p 80 -h /www; while true; do sleep 1; done';
+const serve =
+  'trap "exit 0" TERM; mkdir -p /www && echo "hello-$MODE" > /www/index.html && httpd -p 80 -h /www; while true; do sleep 1; done';
 const idle = 'trap "exit 0" TERM; while true; do sleep 1; done';
 // Where the CLI's CRI runtime keeps a sandbox's container logs (it has no flag for it).
 const LOGS_ROOT = '/var/log/kubelet-ts/pods';
 
-const exists = (path: string) => access(path).then(() => true, () => false);
+const exists = (path: string) =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 describe('kubelet-ts CLI on containerd over CRI', () => {
   const endpoint = criEndpoint();
@@ -27,8 +32,24 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
 
   const start = () =>
     new AgentProcess([
-      '--runtime', 'cri', '--container-runtime-endpoint', endpoint, '--config', dir, '--hostname-override', node, '--host-ip', '127.0.0.1',
-      '--volumes-root', volumes, '--sync-frequency', '1s', '--file-check-frequency', '500ms', '--log-level', 'debug',
+      '--runtime',
+      'cri',
+      '--container-runtime-endpoint',
+      endpoint,
+      '--config',
+      dir,
+      '--hostname-override',
+      node,
+      '--host-ip',
+      '127.0.0.1',
+      '--volumes-root',
+      volumes,
+      '--sync-frequency',
+      '1s',
+      '--file-check-frequency',
+      '500ms',
+      '--log-level',
+      'debug',
     ]);
 
   /** What the agent made, as containerd reports it through CRI (the test's own client). */
@@ -52,7 +73,10 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
     cri = criDirect(endpoint);
     // An image containerd lacks would send the agent to a registry, which this machine has none of.
     for (const image of [TEST_IMAGES.busybox, TEST_IMAGES.pause]) {
-      if (!(await cri.hasImage(image))) throw new Error(`containerd at ${endpoint} lacks the test image ${image}: \`bash scripts/containerd.sh start\` imports it (npm test does)`);
+      if (!(await cri.hasImage(image)))
+        throw new Error(
+          `containerd at ${endpoint} lacks the test image ${image}: \`bash scripts/containerd.sh start\` imports it (npm test does)`,
+        );
     }
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cri-'));
     volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cri-volumes-'));
@@ -67,7 +91,12 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
     };
     const sandbox = await cri.runPodSandbox(config);
     foreign = { sandbox, container: '', startedAt: '' };
-    foreign.container = await cri.runContainer(sandbox, config, { name: 'not-ours', image: TEST_IMAGES.busybox, command: ['sh', '-c', idle], labels: { purpose: 'foreign' } });
+    foreign.container = await cri.runContainer(sandbox, config, {
+      name: 'not-ours',
+      image: TEST_IMAGES.busybox,
+      command: ['sh', '-c', idle],
+      labels: { purpose: 'foreign' },
+    });
     foreign.startedAt = (await cri.containerStatus(foreign.container)).startedAt;
 
     await writeFile(
@@ -77,8 +106,20 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
         id: 'web',
         volumes: [{ name: 'content' }],
         containers: [
-          { name: 'server', image: TEST_IMAGES.busybox, command: ['sh', '-c', serve], workingDir: '/www', env: [{ name: 'MODE', value: 'e2e' }], ports: [{ containerPort: 80, hostPort: port }] },
-          { name: 'probe', image: TEST_IMAGES.busybox, command: ['sh', '-c', idle], volumeMounts: [{ name: 'content', mountPath: '/content', readOnly: true }] },
+          {
+            name: 'server',
+            image: TEST_IMAGES.busybox,
+            command: ['sh', '-c', serve],
+            workingDir: '/www',
+            env: [{ name: 'MODE', value: 'e2e' }],
+            ports: [{ containerPort: 80, hostPort: port }],
+          },
+          {
+            name: 'probe',
+            image: TEST_IMAGES.busybox,
+            command: ['sh', '-c', idle],
+            volumeMounts: [{ name: 'content', mountPath: '/content', readOnly: true }],
+          },
         ],
       }),
     );
@@ -104,7 +145,10 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
     await agent!.until(() => agent!.events('ContainerStarted', 'web').length === 2, 'both containers started', 30_000);
     const sandboxes = await ourSandboxes();
     expect(sandboxes).toHaveLength(1);
-    expect(sandboxes[0]!).toMatchObject({ state: 'SANDBOX_READY', labels: { [Labels.sandbox]: 'web', [Labels.node]: node, [Labels.source]: 'file' } });
+    expect(sandboxes[0]!).toMatchObject({
+      state: 'SANDBOX_READY',
+      labels: { [Labels.sandbox]: 'web', [Labels.node]: node, [Labels.source]: 'file' },
+    });
     expect(sandboxes[0]!.metadata?.name).toMatch(/^POD--web--[0-9a-f]{8}$/);
     const containers = await ours();
     expect(containers.map((c) => [c.labels[Labels.containerName], c.state, c.podSandboxId]).sort()).toEqual([
@@ -115,10 +159,19 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
     // What runs as the server's PID 1, read from inside it.
     const server = await byName('server');
     expect(server.metadata?.name).toMatch(/^server--web--[0-9a-f]{8}$/);
-    expect(server.labels).toMatchObject({ [Labels.manifestId]: 'web', [Labels.containerName]: 'server', [Labels.source]: 'file', [Labels.node]: node });
+    expect(server.labels).toMatchObject({
+      [Labels.manifestId]: 'web',
+      [Labels.containerName]: 'server',
+      [Labels.source]: 'file',
+      [Labels.node]: node,
+    });
     expect(server.labels[Labels.specHash]).toMatch(/^v1-[0-9a-f]{16}$/);
     expect((await run(server, ['sh', '-c', 'tr "\\0" "\\n" </proc/1/environ'])).split('\n')).toContain('MODE=e2e');
-    expect((await run(server, ['sh', '-c', 'tr "\\0" "\\n" </proc/1/cmdline'])).split('\n').filter((s) => s !== '')).toEqual(['sh', '-c', serve]);
+    expect((await run(server, ['sh', '-c', 'tr "\\0" "\\n" </proc/1/cmdline'])).split('\n').filter((s) => s !== '')).toEqual([
+      'sh',
+      '-c',
+      serve,
+    ]);
     expect((await run(server, ['readlink', '/proc/1/cwd'])).trim()).toBe('/www');
 
     const probe = await cri.containerStatus((await byName('probe')).id);
@@ -128,7 +181,10 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
   it('publishes the pod port on 127.0.0.1 and it answers HTTP', async () => {
     let body = '';
     for (let i = 0; i < 50 && body === ''; i++) {
-      body = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text(), () => '');
+      body = await fetch(`http://127.0.0.1:${port}/`).then(
+        (r) => r.text(),
+        () => '',
+      );
       if (body === '') await new Promise((r) => setTimeout(r, 100));
     }
     expect(body.trim()).toBe('hello-e2e');
@@ -148,7 +204,11 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
   it('adopts the running pod after a SIGKILL and restart: same containers, same sandbox, no restart', async () => {
     // Killed while quiet: a pass after the last change that found nothing to do.
     const seen = agent!.lines.length;
-    await agent!.until(() => agent!.lines.slice(seen).some((l) => l.msg === 'sync pass' && l['actions'] === 0 && l['held'] === 0), 'a quiet pass', 20_000);
+    await agent!.until(
+      () => agent!.lines.slice(seen).some((l) => l.msg === 'sync pass' && l['actions'] === 0 && l['held'] === 0),
+      'a quiet pass',
+      20_000,
+    );
     const before = await ours();
     expect(before).toHaveLength(2);
     const sandboxesBefore = (await ourSandboxes()).map((s) => s.id);
@@ -158,7 +218,9 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
 
     agent = start();
     await agent.until(() => agent!.lines.filter((l) => l.msg === 'sync pass').length >= 2, 'two passes after restart', 20_000);
-    const acted = agent.lines.filter((l) => typeof l['event'] === 'string').map((l) => `${String(l['event'])} ${String(l['podId'])}/${String(l['container'])} (${String(l['reason'])}): ${l.msg}`);
+    const acted = agent.lines
+      .filter((l) => typeof l['event'] === 'string')
+      .map((l) => `${String(l['event'])} ${String(l['podId'])}/${String(l['container'])} (${String(l['reason'])}): ${l.msg}`);
     const after = await ours();
     expect({ ids: after.map((c) => c.id).sort(), sandboxes: (await ourSandboxes()).map((s) => s.id), acted }).toEqual({
       ids: before.map((c) => c.id).sort(),

@@ -19,7 +19,8 @@ async function exec(container: Dockerode.Container, cmd: string[]): Promise<{ co
 }
 
 // Shells that end on SIGTERM, so stops take a second rather than the grace period.
-const serve = 'trap "exit 0" TERM; mkdir -p /www && echo "hello-$MODE" > /www/index.html && httpd -p 80 -h /www; while true; do sleep 1; done';
+const serve =
+  'trap "exit 0" TERM; mkdir -p /www && echo "hello-$MODE" > /www/index.html && httpd -p 80 -h /www; while true; do sleep 1; done';
 const idle = 'trap "exit 0" TERM; while true; do sleep 1; done';
 
 describe('kubelet-ts CLI on a real Docker engine', () => {
@@ -34,12 +35,27 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
 
   const start = () =>
     new AgentProcess([
-      '--runtime', 'docker', '--config', dir, '--hostname-override', node, '--host-ip', '127.0.0.1',
-      '--volumes-root', volumes, '--pod-infra-image', images.pause, '--sync-frequency', '1s', '--file-check-frequency', '500ms', '--log-level', 'debug',
+      '--runtime',
+      'docker',
+      '--config',
+      dir,
+      '--hostname-override',
+      node,
+      '--host-ip',
+      '127.0.0.1',
+      '--volumes-root',
+      volumes,
+      '--pod-infra-image',
+      images.pause,
+      '--sync-frequency',
+      '1s',
+      '--file-check-frequency',
+      '500ms',
+      '--log-level',
+      'debug',
     ]);
 
-  const ours = async () =>
-    docker.listContainers({ all: true, filters: { label: [`${Labels.node}=${node}`, Labels.manifestId] } });
+  const ours = async () => docker.listContainers({ all: true, filters: { label: [`${Labels.node}=${node}`, Labels.manifestId] } });
 
   const byName = async (container: string) => {
     const found = (await ours()).filter((c) => c.Labels[Labels.containerName] === container);
@@ -52,7 +68,12 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-docker-'));
     volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-volumes-'));
     port = await freePort();
-    const foreign = await docker.createContainer({ Image: images.busybox, Cmd: ['sh', '-c', idle], name: `not-ours-${process.pid}`, Labels: { purpose: 'foreign' } });
+    const foreign = await docker.createContainer({
+      Image: images.busybox,
+      Cmd: ['sh', '-c', idle],
+      name: `not-ours-${process.pid}`,
+      Labels: { purpose: 'foreign' },
+    });
     await foreign.start();
     foreignId = foreign.id;
     await writeFile(
@@ -62,12 +83,27 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
         id: 'web',
         volumes: [{ name: 'content' }],
         containers: [
-          { name: 'server', image: images.busybox, command: ['sh', '-c', serve], workingDir: '/www', env: [{ name: 'MODE', value: 'e2e' }], ports: [{ containerPort: 80, hostPort: port }] },
-          { name: 'probe', image: images.busybox, command: ['sh', '-c', idle], volumeMounts: [{ name: 'content', mountPath: '/content', readOnly: true }] },
+          {
+            name: 'server',
+            image: images.busybox,
+            command: ['sh', '-c', serve],
+            workingDir: '/www',
+            env: [{ name: 'MODE', value: 'e2e' }],
+            ports: [{ containerPort: 80, hostPort: port }],
+          },
+          {
+            name: 'probe',
+            image: images.busybox,
+            command: ['sh', '-c', idle],
+            volumeMounts: [{ name: 'content', mountPath: '/content', readOnly: true }],
+          },
         ],
       }),
     );
-    await writeFile(join(dir, 'missing.yaml'), JSON.stringify({ id: 'missing', containers: [{ name: 'main', image: 'kubelet-ts.invalid/none:1' }] }));
+    await writeFile(
+      join(dir, 'missing.yaml'),
+      JSON.stringify({ id: 'missing', containers: [{ name: 'main', image: 'kubelet-ts.invalid/none:1' }] }),
+    );
     agent = start();
   });
 
@@ -75,7 +111,10 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
     agent?.kill();
     await agent?.exit;
     await removeLabelled(`${Labels.node}=${node}`);
-    await docker.getContainer(foreignId).remove({ force: true }).catch(() => undefined);
+    await docker
+      .getContainer(foreignId)
+      .remove({ force: true })
+      .catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
     await rm(volumes, { recursive: true, force: true });
   });
@@ -86,7 +125,12 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
     expect(server.Config.Env).toContain('MODE=e2e');
     expect(server.Config.Cmd).toEqual(['sh', '-c', serve]);
     expect(server.Config.WorkingDir).toBe('/www');
-    expect(server.Config.Labels).toMatchObject({ [Labels.manifestId]: 'web', [Labels.containerName]: 'server', [Labels.source]: 'file', [Labels.node]: node });
+    expect(server.Config.Labels).toMatchObject({
+      [Labels.manifestId]: 'web',
+      [Labels.containerName]: 'server',
+      [Labels.source]: 'file',
+      [Labels.node]: node,
+    });
     expect(server.Config.Labels[Labels.specHash]).toMatch(/^v1-[0-9a-f]{16}$/);
     expect(server.Name).toMatch(/^\/server--web--[0-9a-f]{8}$/);
     const probe = await (await byName('probe')).inspect();
@@ -105,7 +149,10 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
   it('publishes the pod port on 127.0.0.1 and it answers HTTP', async () => {
     let body = '';
     for (let i = 0; i < 50 && body === ''; i++) {
-      body = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text(), () => '');
+      body = await fetch(`http://127.0.0.1:${port}/`).then(
+        (r) => r.text(),
+        () => '',
+      );
       if (body === '') await new Promise((r) => setTimeout(r, 100));
     }
     expect(body.trim()).toBe('hello-e2e');
@@ -126,10 +173,16 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
   it('adopts the running containers after a SIGKILL and restart: no restart, no duplicate', async () => {
     // Killed while quiet: a pass after the last test's change that found nothing to do.
     const seen = agent!.lines.length;
-    await agent!.until(() => agent!.lines.slice(seen).some((l) => l.msg === 'sync pass' && l['actions'] === 0 && l['held'] === 0), 'a quiet pass', 20_000);
+    await agent!.until(
+      () => agent!.lines.slice(seen).some((l) => l.msg === 'sync pass' && l['actions'] === 0 && l['held'] === 0),
+      'a quiet pass',
+      20_000,
+    );
     const before = await ours();
     expect(before).toHaveLength(2);
-    const startedAt = new Map(await Promise.all(before.map(async (c) => [c.Id, (await docker.getContainer(c.Id).inspect()).State.StartedAt] as const)));
+    const startedAt = new Map(
+      await Promise.all(before.map(async (c) => [c.Id, (await docker.getContainer(c.Id).inspect()).State.StartedAt] as const)),
+    );
     const killed = await agent!.stop('SIGKILL');
     expect(killed.signal).toBe('SIGKILL');
     agent = start();
@@ -137,7 +190,9 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
     expect(agent.events('ContainerCreated')).toEqual([]);
     expect(agent.events('ContainerStarted')).toEqual([]);
     const after = await ours();
-    const acted = agent.lines.filter((l) => typeof l['event'] === 'string').map((l) => `${String(l['event'])} ${String(l['podId'])}/${String(l['container'])} (${String(l['reason'])}): ${l.msg}`);
+    const acted = agent.lines
+      .filter((l) => typeof l['event'] === 'string')
+      .map((l) => `${String(l['event'])} ${String(l['podId'])}/${String(l['container'])} (${String(l['reason'])}): ${l.msg}`);
     expect({ ids: after.map((c) => c.Id).sort(), acted }).toEqual({ ids: before.map((c) => c.Id).sort(), acted: [] });
     for (const c of after) expect((await docker.getContainer(c.Id).inspect()).State.StartedAt).toBe(startedAt.get(c.Id));
   });

@@ -26,10 +26,20 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     const { port } = http.address() as { port: number };
     agent = new AgentProcess([
-      '--runtime', 'memory', '--hostname-override', 'four', '--sync-frequency', '1s',
-      '--config', dir,
-      '--manifest-url', `http://127.0.0.1:${port}/manifests`, '--http-check-frequency', '200ms',
-      '--etcd-servers', etcd.endpoint,
+      '--runtime',
+      'memory',
+      '--hostname-override',
+      'four',
+      '--sync-frequency',
+      '1s',
+      '--config',
+      dir,
+      '--manifest-url',
+      `http://127.0.0.1:${port}/manifests`,
+      '--http-check-frequency',
+      '200ms',
+      '--etcd-servers',
+      etcd.endpoint,
     ]);
     server = await agent.serverUrl();
   });
@@ -45,11 +55,19 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
   const started = (podId: string) => agent.events('ContainerStarted', podId).length;
 
   it('runs the union of what the four sources ask for', async () => {
-    const res = await fetch(`${server}/container`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(pod('from-server')) });
+    const res = await fetch(`${server}/container`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(pod('from-server')),
+    });
     expect(res.status).toBe(201);
     await agent.until(() => ['from-file', 'from-url', 'from-etcd', 'from-server'].every((id) => started(id) === 1), 'four pods started');
     const { items } = (await (await fetch(`${server}/pods`)).json()) as V1PodList;
-    expect(Object.fromEntries(items.map((p) => [p.metadata['name'], (p.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/source']]))).toEqual({ 'from-file': 'file', 'from-url': 'http', 'from-etcd': 'etcd', 'from-server': 'server' });
+    expect(
+      Object.fromEntries(
+        items.map((p) => [p.metadata['name'], (p.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/source']]),
+      ),
+    ).toEqual({ 'from-file': 'file', 'from-url': 'http', 'from-etcd': 'etcd', 'from-server': 'server' });
   });
 
   it('runs one copy of a manifest id given by two sources, from the higher-priority source, and says so', async () => {

@@ -9,7 +9,12 @@ import { AgentProcess, cliPath, repoRoot } from './agent-process.js';
 const run = promisify(execFile);
 
 const pod = (id: string, containers: Array<[name: string, image: string]>) =>
-  [`version: v1beta1`, `id: ${id}`, `containers:`, ...containers.flatMap(([name, image]) => [`  - name: ${name}`, `    image: ${image}`])].join('\n') + '\n';
+  [
+    `version: v1beta1`,
+    `id: ${id}`,
+    `containers:`,
+    ...containers.flatMap(([name, image]) => [`  - name: ${name}`, `    image: ${image}`]),
+  ].join('\n') + '\n';
 
 describe('kubelet-ts CLI on the in-memory runtime, driven through a manifest directory', () => {
   let dir: string;
@@ -18,8 +23,26 @@ describe('kubelet-ts CLI on the in-memory runtime, driven through a manifest dir
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-'));
     await writeFile(join(dir, 'web.yaml'), pod('web', [['nginx', 'nginx:1.25']]));
-    await writeFile(join(dir, 'batch.yaml'), `- ${pod('batch-a', [['job', 'busybox:1.36']]).replaceAll('\n', '\n  ').trimEnd()}\n- ${pod('batch-b', [['job', 'busybox:1.36']]).replaceAll('\n', '\n  ').trimEnd()}\n`);
-    agent = new AgentProcess(['--runtime', 'memory', '--config', dir, '--hostname_override', 'e2e-host', '--sync-frequency', '1s', '--file-check-frequency', '500ms']);
+    await writeFile(
+      join(dir, 'batch.yaml'),
+      `- ${pod('batch-a', [['job', 'busybox:1.36']])
+        .replaceAll('\n', '\n  ')
+        .trimEnd()}\n- ${pod('batch-b', [['job', 'busybox:1.36']])
+        .replaceAll('\n', '\n  ')
+        .trimEnd()}\n`,
+    );
+    agent = new AgentProcess([
+      '--runtime',
+      'memory',
+      '--config',
+      dir,
+      '--hostname_override',
+      'e2e-host',
+      '--sync-frequency',
+      '1s',
+      '--file-check-frequency',
+      '500ms',
+    ]);
   });
 
   afterAll(async () => {
@@ -39,7 +62,13 @@ describe('kubelet-ts CLI on the in-memory runtime, driven through a manifest dir
   });
 
   it('adds a container to an edited manifest without touching the one that was there', async () => {
-    await writeFile(join(dir, 'web.yaml'), pod('web', [['nginx', 'nginx:1.25'], ['sidecar', 'busybox:1.36']]));
+    await writeFile(
+      join(dir, 'web.yaml'),
+      pod('web', [
+        ['nginx', 'nginx:1.25'],
+        ['sidecar', 'busybox:1.36'],
+      ]),
+    );
     await agent.until(() => started('web', 'sidecar') === 1, 'sidecar started');
     expect(removed('web')).toBe(0);
     expect(started('web', 'nginx')).toBe(1);
@@ -66,7 +95,13 @@ describe('kubelet-ts CLI on the in-memory runtime, driven through a manifest dir
   });
 
   it('applies a rename-save: only the changed container is recreated', async () => {
-    await writeFile(join(dir, '.web.yaml.swp'), pod('web', [['nginx', 'nginx:1.25'], ['sidecar', 'busybox:1.37']]));
+    await writeFile(
+      join(dir, '.web.yaml.swp'),
+      pod('web', [
+        ['nginx', 'nginx:1.25'],
+        ['sidecar', 'busybox:1.37'],
+      ]),
+    );
     await rename(join(dir, '.web.yaml.swp'), join(dir, 'web.yaml'));
     await agent.until(() => removed('web', 'sidecar') === 1 && started('web', 'sidecar') === 2, 'sidecar recreated');
     expect(agent.events('ContainerRemoved', 'web')[0]?.['reason']).toBe('spec-changed');
@@ -94,12 +129,13 @@ describe('kubelet-ts CLI on the in-memory runtime, driven through a manifest dir
 describe('kubelet-ts CLI flags', () => {
   it('prints its help from the repository root', async () => {
     const { stdout } = await run(join(repoRoot, 'node_modules/.bin/kubelet-ts'), ['--help'], { cwd: repoRoot });
-    for (const flag of ['--config', '--hostname-override', '--runtime', '--sync-frequency', '--file-check-frequency']) expect(stdout).toContain(flag);
+    for (const flag of ['--config', '--hostname-override', '--runtime', '--sync-frequency', '--file-check-frequency'])
+      expect(stdout).toContain(flag);
   });
 
   it.each([
     [['--sync-frequency', '10x'], 'invalid duration "10x"'],
-    [['--runtime', 'podman'], "Allowed choices are docker, cri, memory, auto"],
+    [['--runtime', 'podman'], 'Allowed choices are docker, cri, memory, auto'],
     [['--no-such-flag'], "unknown option '--no-such-flag'"],
   ])('refuses %j with a clear message', async (args, message) => {
     const failure = await run(process.execPath, [cliPath, ...args], { cwd: repoRoot }).then(
@@ -111,7 +147,14 @@ describe('kubelet-ts CLI flags', () => {
   });
 
   it('keeps running with a missing --config path and stops on SIGINT', async () => {
-    const agent = new AgentProcess(['--runtime', 'memory', '--config', join(tmpdir(), 'kubelet-ts-no-such-dir'), '--sync-frequency', '200ms']);
+    const agent = new AgentProcess([
+      '--runtime',
+      'memory',
+      '--config',
+      join(tmpdir(), 'kubelet-ts-no-such-dir'),
+      '--sync-frequency',
+      '200ms',
+    ]);
     try {
       await agent.until(() => agent.lines.some((l) => l.msg === 'kubelet starting'), 'start');
       await new Promise((r) => setTimeout(r, 500));

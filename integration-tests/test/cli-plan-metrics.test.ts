@@ -22,7 +22,10 @@ async function plan(args: string[]): Promise<{ code: number; stdout: string; std
 }
 
 const manifest = (image: string) =>
-  JSON.stringify({ id: 'web', containers: [{ name: 'main', image, command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'] }] });
+  JSON.stringify({
+    id: 'web',
+    containers: [{ name: 'main', image, command: ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'] }],
+  });
 
 describe('kubelet-ts plan against a real engine', () => {
   const node = `plan-e2e-${process.pid}`;
@@ -36,7 +39,20 @@ describe('kubelet-ts plan against a real engine', () => {
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-plan-'));
     volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-plan-volumes-'));
     await writeFile(join(dir, 'web.json'), manifest(images.busybox));
-    flags = ['--runtime', 'docker', '--config', dir, '--hostname-override', node, '--pod-infra-image', images.pause, '--host-ip', '127.0.0.1', '--volumes-root', volumes];
+    flags = [
+      '--runtime',
+      'docker',
+      '--config',
+      dir,
+      '--hostname-override',
+      node,
+      '--pod-infra-image',
+      images.pause,
+      '--host-ip',
+      '127.0.0.1',
+      '--volumes-root',
+      volumes,
+    ];
   });
 
   afterAll(async () => {
@@ -74,7 +90,10 @@ describe('kubelet-ts plan against a real engine', () => {
   it('exits 1 and prints every field error when a source refused a manifest (never "in sync")', async () => {
     const bad = await mkdtemp(join(tmpdir(), 'kubelet-ts-plan-bad-'));
     try {
-      await writeFile(join(bad, 'bad.yaml'), 'id: Bad_Id\ncontainers:\n  - name: main\n    image: app:1\n    ports: [{ containerPort: 70000 }]\n');
+      await writeFile(
+        join(bad, 'bad.yaml'),
+        'id: Bad_Id\ncontainers:\n  - name: main\n    image: app:1\n    ports: [{ containerPort: 70000 }]\n',
+      );
       const text = await plan(['--runtime', 'memory', '--config', bad, '--hostname-override', node]);
       expect(text.code).toBe(1);
       expect(text.stdout).toContain('rejected: 1 manifest');
@@ -82,7 +101,10 @@ describe('kubelet-ts plan against a real engine', () => {
       expect(text.stdout).toMatch(/^\s+containers\[0\]\.ports\[0\]\.containerPort: /m);
       const json = await plan(['--runtime', 'memory', '--config', bad, '--hostname-override', node, '--output', 'json']);
       expect(json.code).toBe(1);
-      const report = JSON.parse(json.stdout) as { inSync: boolean; rejected: Array<{ source: string; fieldErrors: Array<{ path: string }> }> };
+      const report = JSON.parse(json.stdout) as {
+        inSync: boolean;
+        rejected: Array<{ source: string; fieldErrors: Array<{ path: string }> }>;
+      };
       expect(report.rejected).toHaveLength(1);
       expect(report.rejected[0]!.fieldErrors.map((f) => f.path)).toEqual(['id', 'containers[0].ports[0].containerPort']);
     } finally {

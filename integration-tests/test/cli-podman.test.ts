@@ -19,7 +19,8 @@ async function exec(container: Dockerode.Container, cmd: string[]): Promise<{ co
 }
 
 // Shells that end on SIGTERM, so stops take a second rather than the grace period.
-const serve = 'trap "exit 0" TERM; mkdir -p /www && echo "hello-$MODE" > /www/index.html && httpd -p 80 -h /www; while true; do sleep 1; done';
+const serve =
+  'trap "exit 0" TERM; mkdir -p /www && echo "hello-$MODE" > /www/index.html && httpd -p 80 -h /www; while true; do sleep 1; done';
 const idle = 'trap "exit 0" TERM; while true; do sleep 1; done';
 
 /** The CLI as a process, with `--runtime docker` pointed at Podman's Docker-compatible service. */
@@ -45,7 +46,12 @@ describe('kubelet-ts CLI on Podman (the Docker runtime on its Docker API)', () =
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-podman-'));
     volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-podman-volumes-'));
     port = await freePort();
-    const foreign = await podman.createContainer({ Image: TEST_IMAGES.busybox, Cmd: ['sh', '-c', idle], name: `not-ours-${process.pid}`, Labels: { purpose: 'foreign' } });
+    const foreign = await podman.createContainer({
+      Image: TEST_IMAGES.busybox,
+      Cmd: ['sh', '-c', idle],
+      name: `not-ours-${process.pid}`,
+      Labels: { purpose: 'foreign' },
+    });
     foreignId = foreign.id;
     await foreign.start();
     await writeFile(
@@ -54,14 +60,38 @@ describe('kubelet-ts CLI on Podman (the Docker runtime on its Docker API)', () =
         version: 'v1beta1',
         id: 'web',
         containers: [
-          { name: 'server', image: TEST_IMAGES.busybox, command: ['sh', '-c', serve], env: [{ name: 'MODE', value: 'podman' }], ports: [{ containerPort: 80, hostPort: port }] },
+          {
+            name: 'server',
+            image: TEST_IMAGES.busybox,
+            command: ['sh', '-c', serve],
+            env: [{ name: 'MODE', value: 'podman' }],
+            ports: [{ containerPort: 80, hostPort: port }],
+          },
           { name: 'probe', image: TEST_IMAGES.busybox, command: ['sh', '-c', idle] },
         ],
       }),
     );
     agent = new AgentProcess([
-      '--runtime', 'docker', '--docker-host', podmanHost(), '--config', dir, '--hostname-override', node, '--host-ip', '127.0.0.1',
-      '--volumes-root', volumes, '--pod-infra-image', TEST_IMAGES.pause, '--sync-frequency', '1s', '--file-check-frequency', '500ms', '--log-level', 'debug',
+      '--runtime',
+      'docker',
+      '--docker-host',
+      podmanHost(),
+      '--config',
+      dir,
+      '--hostname-override',
+      node,
+      '--host-ip',
+      '127.0.0.1',
+      '--volumes-root',
+      volumes,
+      '--pod-infra-image',
+      TEST_IMAGES.pause,
+      '--sync-frequency',
+      '1s',
+      '--file-check-frequency',
+      '500ms',
+      '--log-level',
+      'debug',
     ]);
   });
 
@@ -69,7 +99,11 @@ describe('kubelet-ts CLI on Podman (the Docker runtime on its Docker API)', () =
     agent?.kill();
     await agent?.exit;
     await removePodmanLabelled(`${Labels.node}=${node}`);
-    if (foreignId !== undefined) await podman.getContainer(foreignId).remove({ force: true }).catch(() => undefined);
+    if (foreignId !== undefined)
+      await podman
+        .getContainer(foreignId)
+        .remove({ force: true })
+        .catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
     await rm(volumes, { recursive: true, force: true });
   });
@@ -89,7 +123,10 @@ describe('kubelet-ts CLI on Podman (the Docker runtime on its Docker API)', () =
   it('publishes the pod port on 127.0.0.1 and it answers HTTP', async () => {
     let body = '';
     for (let i = 0; i < 50 && body === ''; i++) {
-      body = await fetch(`http://127.0.0.1:${port}/`).then((r) => r.text(), () => '');
+      body = await fetch(`http://127.0.0.1:${port}/`).then(
+        (r) => r.text(),
+        () => '',
+      );
       if (body === '') await new Promise((r) => setTimeout(r, 100));
     }
     expect(body.trim()).toBe('hello-podman');
@@ -110,7 +147,12 @@ describe('kubelet-ts CLI on Podman (the Docker runtime on its Docker API)', () =
     await agent!.until(() => agent!.events('ContainerRemoved', 'web').length === 2, 'both removed', 30_000);
     await agent!.until(() => agent!.events('SandboxRemoved', 'web').length === 1, 'the sandbox removed', 10_000);
     expect(await ours()).toEqual([]);
-    expect(await fetch(`http://127.0.0.1:${port}/`).then(() => 'answered', () => 'refused')).toBe('refused');
+    expect(
+      await fetch(`http://127.0.0.1:${port}/`).then(
+        () => 'answered',
+        () => 'refused',
+      ),
+    ).toBe('refused');
   });
 
   it('never touched the foreign container beside them', async () => {

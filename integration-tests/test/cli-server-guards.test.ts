@@ -7,7 +7,11 @@ import { AgentProcess, cliPath, repoRoot } from './agent-process.js';
 const manifest = JSON.stringify({ version: 'v1beta1', id: 'guarded', containers: [{ name: 'main', image: 'busybox:1.36' }] });
 
 /** One request with exactly these headers, `Host` included (fetch would pick the Host itself). */
-function send(url: string, path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string }> {
+function send(
+  url: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; body: string }> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request({ hostname, port, path, method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
@@ -39,12 +43,19 @@ function raw(url: string, payload: string, then?: (socket: ReturnType<typeof con
  * The CLI started with `args` and `env`: how it exited, or that it started serving instead, in
  * which case it is killed (an agent that starts on an empty token serves everyone).
  */
-function runUntilExitOrListening(args: readonly string[], env: Record<string, string>): Promise<{ code: number | null; stderr: string; listened: boolean }> {
-  const child = spawn(process.execPath, [cliPath, '--log-format', 'json', '--port', '0', '--runtime', 'memory', '--hostname-override', 'token-e2e', ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: 'pipe',
-  });
+function runUntilExitOrListening(
+  args: readonly string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string; listened: boolean }> {
+  const child = spawn(
+    process.execPath,
+    [cliPath, '--log-format', 'json', '--port', '0', '--runtime', 'memory', '--hostname-override', 'token-e2e', ...args],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, ...env },
+      stdio: 'pipe',
+    },
+  );
   let stdout = '';
   let stderr = '';
   let listened = false;
@@ -82,8 +93,18 @@ describe('kubelet-ts CLI: the agent server against a page in a browser on the sa
 
   beforeAll(async () => {
     agent = new AgentProcess([
-      '--runtime', 'memory', '--hostname-override', 'guards-e2e', '--auth-token', 'e2e-token',
-      '--allowed-host', 'node-1.example', '--allowed-host', 'node-1', '--log-level', 'debug',
+      '--runtime',
+      'memory',
+      '--hostname-override',
+      'guards-e2e',
+      '--auth-token',
+      'e2e-token',
+      '--allowed-host',
+      'node-1.example',
+      '--allowed-host',
+      'node-1',
+      '--log-level',
+      'debug',
     ]);
     url = await agent.serverUrl();
     port = new URL(url).port;
@@ -97,10 +118,19 @@ describe('kubelet-ts CLI: the agent server against a page in a browser on the sa
   const errors = () => agent.lines.filter((l) => l.level >= 50);
 
   it('refuses a cross-site text/plain POST /container with 403, even one carrying the token', async () => {
-    const res = await send(url, '/container', { method: 'POST', headers: { ...auth, origin: 'http://evil.example', 'content-type': 'text/plain' }, body: manifest });
+    const res = await send(url, '/container', {
+      method: 'POST',
+      headers: { ...auth, origin: 'http://evil.example', 'content-type': 'text/plain' },
+      body: manifest,
+    });
     expect(res.status).toBe(403);
     expect(JSON.parse(res.body)).toEqual({ error: expect.stringContaining('cross-site requests are refused') });
-    expect(JSON.parse((await send(url, '/pods', { headers: auth })).body)).toEqual({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: [] });
+    expect(JSON.parse((await send(url, '/pods', { headers: auth })).body)).toEqual({
+      kind: 'PodList',
+      apiVersion: 'v1',
+      metadata: {},
+      items: [],
+    });
   });
 
   it('refuses every route, /healthz included, to a Host it does not listen on (DNS rebinding)', async () => {
@@ -113,16 +143,26 @@ describe('kubelet-ts CLI: the agent server against a page in a browser on the sa
   });
 
   it('takes the names given with --allowed-host, as Host and as Origin', async () => {
-    expect((await send(url, '/pods', { headers: { ...auth, host: `node-1.example:${port}`, origin: `http://node-1.example:${port}` } })).status).toBe(200);
+    expect(
+      (await send(url, '/pods', { headers: { ...auth, host: `node-1.example:${port}`, origin: `http://node-1.example:${port}` } })).status,
+    ).toBe(200);
     expect((await send(url, '/healthz', { headers: { host: `NODE-1:${port}` } })).status).toBe(200);
     expect((await send(url, '/healthz', { headers: { host: `node-2.example:${port}` } })).status).toBe(403);
   });
 
   it("answers 415 to curl's default form type, and takes the manifest as YAML or JSON", async () => {
-    const form = await send(url, '/container', { method: 'POST', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' }, body: manifest });
+    const form = await send(url, '/container', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+      body: manifest,
+    });
     expect(form.status).toBe(415);
     expect(form.body).toContain('application/yaml');
-    const yaml = await send(url, '/container', { method: 'POST', headers: { ...auth, 'content-type': 'application/yaml' }, body: manifest });
+    const yaml = await send(url, '/container', {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/yaml' },
+      body: manifest,
+    });
     expect(yaml.status).toBe(201);
     await agent.until(() => agent.events('ContainerStarted', 'guarded').length === 1, 'the posted pod to start');
     expect((await send(url, '/container/guarded', { method: 'DELETE', headers: auth })).status).toBe(200);
@@ -134,7 +174,10 @@ describe('kubelet-ts CLI: the agent server against a page in a browser on the sa
     expect(answer).toMatch(/^HTTP\/1\.1 400[\s\S]*"error":"malformed request target/);
     const head = `POST /container HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer e2e-token\r\nContent-Type: application/yaml\r\nContent-Length: 1000\r\n\r\nid: x\n`;
     await raw(url, head, (socket) => setTimeout(() => socket.resetAndDestroy(), 50));
-    await agent.until(() => agent.lines.slice(before).filter((l) => l.msg === 'request refused').length === 2, 'two refused requests logged');
+    await agent.until(
+      () => agent.lines.slice(before).filter((l) => l.msg === 'request refused').length === 2,
+      'two refused requests logged',
+    );
     const refused = agent.lines.slice(before).filter((l) => l.msg === 'request refused');
     expect(refused.map((l) => [l.level, l['status']])).toEqual([
       [20, 400],

@@ -2,7 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import type { V1PodList } from '@kubelet-ts/source-server';
 import { AgentProcess } from './agent-process.js';
 
-const manifest = { version: 'v1beta1', id: 'posted', containers: [{ name: 'main', image: 'busybox:1.36', env: [{ name: 'A', value: '1' }] }] };
+const manifest = {
+  version: 'v1beta1',
+  id: 'posted',
+  containers: [{ name: 'main', image: 'busybox:1.36', env: [{ name: 'A', value: '1' }] }],
+};
 
 describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP requests', () => {
   let agent: AgentProcess;
@@ -12,7 +16,16 @@ describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP 
   const postAs = { ...auth, 'content-type': 'application/json' };
 
   beforeAll(async () => {
-    agent = new AgentProcess(['--runtime', 'memory', '--hostname-override', 'server-e2e', '--auth-token', 'e2e-token', '--sync-frequency', '1s']);
+    agent = new AgentProcess([
+      '--runtime',
+      'memory',
+      '--hostname-override',
+      'server-e2e',
+      '--auth-token',
+      'e2e-token',
+      '--sync-frequency',
+      '1s',
+    ]);
     url = await agent.serverUrl();
   });
 
@@ -34,8 +47,12 @@ describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP 
     await agent.until(() => agent.events('ContainerStarted', 'posted').length === 1, 'posted pod started');
     const list = (await (await fetch(`${url}/pods`, { headers: auth })).json()) as V1PodList;
     expect(list).toMatchObject({ kind: 'PodList', apiVersion: 'v1' });
-    expect(list.items.map((p) => [p.metadata['name'], (p.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/source']])).toEqual([['posted', 'server']]);
-    expect(list.items[0]?.status['containerStatuses']).toEqual([expect.objectContaining({ name: 'main', state: { running: expect.anything() } })]);
+    expect(
+      list.items.map((p) => [p.metadata['name'], (p.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/source']]),
+    ).toEqual([['posted', 'server']]);
+    expect(list.items[0]?.status['containerStatuses']).toEqual([
+      expect.objectContaining({ name: 'main', state: { running: expect.anything() } }),
+    ]);
   });
 
   it('serves containerInfo for a managed container by manifest/container, 404 otherwise', async () => {
@@ -48,11 +65,19 @@ describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP 
   });
 
   it('refuses a bad manifest with every field error, and the running pod is untouched', async () => {
-    const bad = { ...manifest, containers: [{ name: 'main', image: 'busybox:1.36', ports: [{ containerPort: 0 }] }, { name: 'main', image: '' }] };
+    const bad = {
+      ...manifest,
+      containers: [
+        { name: 'main', image: 'busybox:1.36', ports: [{ containerPort: 0 }] },
+        { name: 'main', image: '' },
+      ],
+    };
     const res = await fetch(`${url}/container`, { method: 'POST', headers: postAs, body: JSON.stringify(bad) });
     expect(res.status).toBe(400);
     const body = (await res.json()) as { fieldErrors: Array<{ path: string }> };
-    expect(body.fieldErrors.map((e) => e.path).sort()).toEqual(['containers[0].ports[0].containerPort', 'containers[1].image', 'containers[1].name'].sort());
+    expect(body.fieldErrors.map((e) => e.path).sort()).toEqual(
+      ['containers[0].ports[0].containerPort', 'containers[1].image', 'containers[1].name'].sort(),
+    );
     expect((await fetch(`${url}/pods`)).status).toBe(401);
     await new Promise((r) => setTimeout(r, 1200));
     expect(agent.events('ContainerRemoved')).toEqual([]);

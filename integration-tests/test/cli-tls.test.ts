@@ -8,10 +8,14 @@ const TOKEN = 'tls-test-token-that-must-never-be-logged';
 /** GET over HTTPS, trusting the test CA, with a client certificate (or none) and headers. */
 function get(url: string, certs: TestCertificates, client?: CertificatePair, headers: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { ca: certs.ca.cert, ...(client === undefined ? {} : { cert: client.cert, key: client.key }), headers }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = request(
+      url,
+      { ca: certs.ca.cert, ...(client === undefined ? {} : { cert: client.cert, key: client.key }), headers },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', reject);
     req.end();
   });

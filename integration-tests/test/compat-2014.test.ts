@@ -37,7 +37,11 @@ interface Fixture {
   readonly containers: Readonly<Record<string, ExpectedContainer>>;
 }
 
-const tcp = (containerPort: number, hostPort?: number): PortBinding => ({ containerPort, ...(hostPort === undefined ? {} : { hostPort }), protocol: 'TCP' });
+const tcp = (containerPort: number, hostPort?: number): PortBinding => ({
+  containerPort,
+  ...(hostPort === undefined ? {} : { hostPort }),
+  protocol: 'TCP',
+});
 const AGENT_EXAMPLE: Fixture['containers'] = {
   container1: {
     image: 'foo/bar',
@@ -85,7 +89,13 @@ const CASES: readonly Fixture[] = [
   {
     file: 'late-2014.json',
     id: 'monitoring.kube-system.example.com',
-    containers: { collector: { image: 'example/collector:0.9', env: { MODE: 'agent' }, ports: [{ containerPort: 8125, hostPort: 8125, protocol: 'UDP' }, tcp(9102)] } },
+    containers: {
+      collector: {
+        image: 'example/collector:0.9',
+        env: { MODE: 'agent' },
+        ports: [{ containerPort: 8125, hostPort: 8125, protocol: 'UDP' }, tcp(9102)],
+      },
+    },
   },
 ];
 
@@ -128,7 +138,8 @@ afterAll(async () => {
 let runs = 0;
 /** A directory of this run's own. */
 const fresh = async () => mkdtemp(join(work, `run-${++runs}-`));
-const objectOf = (fixture: Fixture, text: string): Record<string, unknown> => (fixture.file.endsWith('.json') ? JSON.parse(text) : parseYaml(text));
+const objectOf = (fixture: Fixture, text: string): Record<string, unknown> =>
+  fixture.file.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
 const derivedPattern = (name: string) => new RegExp(`^${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-[0-9a-f]{12}$`);
 
 const SOURCES: ReadonlyArray<[string, Feed]> = [
@@ -146,7 +157,10 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
       const dir = await fresh();
       await writeFile(join(dir, fixture.file), text);
       await writeFile(join(dir, `${fixture.file}~`), 'an editor backup, never read');
-      return { source: new FileManifestSource({ path: dir, allowHostMounts: true }), id: fixture.id ?? derivedManifestId(fixture.file, join(dir, fixture.file)) };
+      return {
+        source: new FileManifestSource({ path: dir, allowHostMounts: true }),
+        id: fixture.id ?? derivedManifestId(fixture.file, join(dir, fixture.file)),
+      };
     },
   ],
   [
@@ -154,7 +168,10 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
     async (fixture, text) => {
       const path = `/run-${++runs}/${fixture.file}`;
       served.set(path, text);
-      return { source: new HttpManifestSource({ url: `${httpBase}${path}`, allowHostMounts: true }), id: fixture.id ?? derivedPattern(fixture.file) };
+      return {
+        source: new HttpManifestSource({ url: `${httpBase}${path}`, allowHostMounts: true }),
+        id: fixture.id ?? derivedPattern(fixture.file),
+      };
     },
   ],
   [
@@ -177,7 +194,9 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
   [
     'StaticManifestSource',
     async (fixture, text) => {
-      const source = new StaticManifestSource('embedded', [objectOf(fixture, text) as unknown as ContainerManifest], { allowHostMounts: true });
+      const source = new StaticManifestSource('embedded', [objectOf(fixture, text) as unknown as ContainerManifest], {
+        allowHostMounts: true,
+      });
       return { source, id: fixture.id ?? derivedManifestId('embedded', 'static source "embedded"', 0) };
     },
   ],
@@ -189,7 +208,11 @@ function postAfterStart(source: ServerManifestSource, manifest: object): Manifes
     name: source.name,
     start: async (sink) => {
       await source.start(sink);
-      const res = await fetch(`${source.url}/container`, { method: 'POST', body: JSON.stringify(manifest), headers: { 'content-type': 'application/json' } });
+      const res = await fetch(`${source.url}/container`, {
+        method: 'POST',
+        body: JSON.stringify(manifest),
+        headers: { 'content-type': 'application/json' },
+      });
       if (res.status !== 201) throw new Error(`POST /container: ${res.status} ${await res.text()}`);
     },
     close: () => source.close(),
@@ -254,17 +277,29 @@ describe('2014 manifests: what stays as it is', () => {
 
   it('two id-less files of one directory run as two pods', async () => {
     const dir = await fresh();
-    for (const name of ['a.manifest', 'b.manifest']) await writeFile(join(dir, name), 'version: v1beta1\ncontainers: [{name: main, image: "busybox:1.36"}]\n');
-    kubelet = createKubelet({ runtime: new MemoryRuntime(), sources: [new FileManifestSource({ path: dir })], hostname: 'compat-node', syncFrequencyMs: 200 });
+    for (const name of ['a.manifest', 'b.manifest'])
+      await writeFile(join(dir, name), 'version: v1beta1\ncontainers: [{name: main, image: "busybox:1.36"}]\n');
+    kubelet = createKubelet({
+      runtime: new MemoryRuntime(),
+      sources: [new FileManifestSource({ path: dir })],
+      hostname: 'compat-node',
+      syncFrequencyMs: 200,
+    });
     await kubelet.start();
     const agent = kubelet;
     await until(async () => (await agent.pods()).filter((p) => p.containers[0]?.state === 'running').length === 2, 'two pods running');
-    expect((await agent.pods()).map((p) => p.id).sort()).toEqual([derivedManifestId('a.manifest', join(dir, 'a.manifest')), derivedManifestId('b.manifest', join(dir, 'b.manifest'))].sort());
+    expect((await agent.pods()).map((p) => p.id).sort()).toEqual(
+      [derivedManifestId('a.manifest', join(dir, 'a.manifest')), derivedManifestId('b.manifest', join(dir, 'b.manifest'))].sort(),
+    );
   });
 
   it('a pod with no containers is accepted and runs nothing', async () => {
     const runtime = new MemoryRuntime();
-    const pod = await runPod(runtime, new StaticManifestSource('embedded', [{ version: 'v1beta1', id: 'empty', containers: [] } as unknown as ContainerManifest]), 0);
+    const pod = await runPod(
+      runtime,
+      new StaticManifestSource('embedded', [{ version: 'v1beta1', id: 'empty', containers: [] } as unknown as ContainerManifest]),
+      0,
+    );
     expect(pod).toMatchObject({ id: 'empty', containers: [] });
     expect(kubelet!.status().sources[0]?.lastError).toBeUndefined();
     expect(runtime.callCount('create')).toBe(0);

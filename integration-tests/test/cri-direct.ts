@@ -141,7 +141,11 @@ export interface CriDirect {
   removePodSandbox(id: string): Promise<void>;
   listPodSandbox(labelSelector?: Record<string, string>): Promise<DirectSandbox[]>;
   /** Creates and starts a container running `command` in the sandbox. */
-  runContainer(sandboxId: string, sandbox: DirectPodConfig, container: { name: string; image: string; command: string[]; labels: Record<string, string> }): Promise<string>;
+  runContainer(
+    sandboxId: string,
+    sandbox: DirectPodConfig,
+    container: { name: string; image: string; command: string[]; labels: Record<string, string> },
+  ): Promise<string>;
   listContainers(filter?: { podSandboxId?: string; labelSelector?: Record<string, string> }): Promise<DirectContainer[]>;
   containerStatus(id: string): Promise<DirectContainerStatus>;
   execSync(id: string, cmd: string[], timeoutSeconds?: number): Promise<{ exitCode: number; stdout: string; stderr: string }>;
@@ -156,7 +160,9 @@ type Unary = (request: object, options: grpc.CallOptions, callback: (error: grpc
 export function criDirect(endpoint: string): CriDirect {
   const definition = loadProto();
   type Service = new (target: string, credentials: grpc.ChannelCredentials) => grpc.Client;
-  const { v1 } = (grpc.loadPackageDefinition(definition) as unknown as { runtime: { v1: { RuntimeService: Service; ImageService: Service } } }).runtime;
+  const { v1 } = (
+    grpc.loadPackageDefinition(definition) as unknown as { runtime: { v1: { RuntimeService: Service; ImageService: Service } } }
+  ).runtime;
   const runtime = new v1.RuntimeService(endpoint, grpc.credentials.createInsecure());
   const images = new v1.ImageService(endpoint, grpc.credentials.createInsecure());
   const on =
@@ -164,7 +170,9 @@ export function criDirect(endpoint: string): CriDirect {
     <T>(method: string, request: object): Promise<T> =>
       new Promise((resolve, reject) => {
         const fn = (client as unknown as Record<string, Unary>)[method]!;
-        fn.call(client, request, { deadline: Date.now() + 30_000 }, (error, response) => (error === null ? resolve(response as T) : reject(error)));
+        fn.call(client, request, { deadline: Date.now() + 30_000 }, (error, response) =>
+          error === null ? resolve(response as T) : reject(error),
+        );
       });
   const call = on(runtime);
   return {
@@ -172,7 +180,8 @@ export function criDirect(endpoint: string): CriDirect {
     runPodSandbox: async (config) => (await call<{ podSandboxId: string }>('RunPodSandbox', { config })).podSandboxId,
     stopPodSandbox: async (id) => void (await call('StopPodSandbox', { podSandboxId: id })),
     removePodSandbox: async (id) => void (await call('RemovePodSandbox', { podSandboxId: id })),
-    listPodSandbox: async (labelSelector) => (await call<{ items: DirectSandbox[] }>('ListPodSandbox', { filter: { labelSelector: labelSelector ?? {} } })).items,
+    listPodSandbox: async (labelSelector) =>
+      (await call<{ items: DirectSandbox[] }>('ListPodSandbox', { filter: { labelSelector: labelSelector ?? {} } })).items,
     async runContainer(sandboxId, sandbox, c) {
       const { containerId } = await call<{ containerId: string }>('CreateContainer', {
         podSandboxId: sandboxId,
@@ -183,13 +192,22 @@ export function criDirect(endpoint: string): CriDirect {
       return containerId;
     },
     listContainers: async (filter = {}) =>
-      (await call<{ containers: DirectContainer[] }>('ListContainers', { filter: { podSandboxId: filter.podSandboxId ?? '', labelSelector: filter.labelSelector ?? {} } })).containers,
+      (
+        await call<{ containers: DirectContainer[] }>('ListContainers', {
+          filter: { podSandboxId: filter.podSandboxId ?? '', labelSelector: filter.labelSelector ?? {} },
+        })
+      ).containers,
     containerStatus: async (id) => (await call<{ status: DirectContainerStatus }>('ContainerStatus', { containerId: id })).status,
     async execSync(id, cmd, timeoutSeconds = 10) {
-      const r = await call<{ stdout: Buffer; stderr: Buffer; exitCode: number }>('ExecSync', { containerId: id, cmd, timeout: timeoutSeconds });
+      const r = await call<{ stdout: Buffer; stderr: Buffer; exitCode: number }>('ExecSync', {
+        containerId: id,
+        cmd,
+        timeout: timeoutSeconds,
+      });
       return { exitCode: r.exitCode, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
     },
-    hasImage: async (image) => ((await on(images)<{ image: { id: string } | null }>('ImageStatus', { image: { image } })).image?.id ?? '') !== '',
+    hasImage: async (image) =>
+      ((await on(images)<{ image: { id: string } | null }>('ImageStatus', { image: { image } })).image?.id ?? '') !== '',
     close() {
       runtime.close();
       images.close();

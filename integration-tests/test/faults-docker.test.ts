@@ -44,27 +44,59 @@ describe('an agent on a real engine through faults of its sources, its engine an
   let agent: AgentProcess;
   let stoppedEngine: StoppedEngine | undefined;
 
-  const pod = (id: string) => ({ version: 'v1beta1', id, containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', idle] }] });
+  const pod = (id: string) => ({
+    version: 'v1beta1',
+    id,
+    containers: [{ name: 'main', image: images.busybox, command: ['sh', '-c', idle] }],
+  });
   const putEtcd = (ids: string[]) => etcd.gateway('/v3/kv/put', { key: btoa(key), value: btoa(JSON.stringify(ids.map(pod))) });
 
   const startAgent = () =>
     new AgentProcess([
-      '--runtime', 'docker', '--hostname-override', node, '--host-ip', '127.0.0.1', '--volumes-root', volumes,
-      '--pod-infra-image', images.pause, '--sync-frequency', '1s', '--log-level', 'debug',
-      '--config', dir, '--file-check-frequency', '500ms',
-      '--manifest-url', `http://127.0.0.1:${(http.address() as { port: number }).port}/manifests`,
-      '--http-check-frequency', '200ms', '--manifest-url-timeout', '1s',
-      '--etcd-servers', gate.endpoint,
+      '--runtime',
+      'docker',
+      '--hostname-override',
+      node,
+      '--host-ip',
+      '127.0.0.1',
+      '--volumes-root',
+      volumes,
+      '--pod-infra-image',
+      images.pause,
+      '--sync-frequency',
+      '1s',
+      '--log-level',
+      'debug',
+      '--config',
+      dir,
+      '--file-check-frequency',
+      '500ms',
+      '--manifest-url',
+      `http://127.0.0.1:${(http.address() as { port: number }).port}/manifests`,
+      '--http-check-frequency',
+      '200ms',
+      '--manifest-url-timeout',
+      '1s',
+      '--etcd-servers',
+      gate.endpoint,
     ]);
 
   /** Our application containers (not the pods' infra containers), by `pod/container`. */
   const ours = async () => {
     const listed = await docker.listContainers({ all: true, filters: { label: [`${Labels.node}=${node}`, Labels.manifestId] } });
-    return listed.map((c) => ({ id: c.Id, key: `${c.Labels[Labels.manifestId]}/${c.Labels[Labels.containerName]}`, running: c.State === 'running' }));
+    return listed.map((c) => ({
+      id: c.Id,
+      key: `${c.Labels[Labels.manifestId]}/${c.Labels[Labels.containerName]}`,
+      running: c.State === 'running',
+    }));
   };
 
   /** `pod/container` → id of each running container; a duplicate shows as a second entry. */
-  const running = async () => (await ours()).filter((c) => c.running).map((c) => `${c.key} ${c.id}`).sort();
+  const running = async () =>
+    (await ours())
+      .filter((c) => c.running)
+      .map((c) => `${c.key} ${c.id}`)
+      .sort();
 
   /** Waits until exactly one container runs for each of `pods` and none runs for any other pod. */
   const converged = async (pods: string[], what: string, ms = 45_000) => {
@@ -76,7 +108,9 @@ describe('an agent on a real engine through faults of its sources, its engine an
       seen = (await running()).map((line) => line.split(' ')[0]!);
       if (JSON.stringify(seen) === JSON.stringify(want)) return;
       if (Date.now() > deadline) {
-        throw new Error(`${what}: running ${JSON.stringify(seen)}, want ${JSON.stringify(want)}; the agent said:\n${acted(Math.max(0, from - 40)).join('\n')}`);
+        throw new Error(
+          `${what}: running ${JSON.stringify(seen)}, want ${JSON.stringify(want)}; the agent said:\n${acted(Math.max(0, from - 40)).join('\n')}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -88,13 +122,21 @@ describe('an agent on a real engine through faults of its sources, its engine an
 
   /** Stop-like engine events since `mark`, as `die <pod>` or `die <pod> (infra)`. */
   const stopsSince = (mark: number) =>
-    engineEvents.since(mark, (labels, id) => labels[Labels.manifestId] ?? (labels[Labels.sandbox] === undefined ? id.slice(0, 12) : `${labels[Labels.sandbox]} (infra)`), STOPPING);
+    engineEvents.since(
+      mark,
+      (labels, id) =>
+        labels[Labels.manifestId] ?? (labels[Labels.sandbox] === undefined ? id.slice(0, 12) : `${labels[Labels.sandbox]} (infra)`),
+      STOPPING,
+    );
 
   /** The agent's events since log line `from`, one line each, for failure messages. */
   const acted = (from: number) =>
     agent.lines
       .slice(from)
-      .filter((l) => typeof l['event'] === 'string' || l.level >= 40 || l.msg === 'source update' || (l.msg === 'sync pass' && l['actions'] !== 0))
+      .filter(
+        (l) =>
+          typeof l['event'] === 'string' || l.level >= 40 || l.msg === 'source update' || (l.msg === 'sync pass' && l['actions'] !== 0),
+      )
       .map((l) =>
         typeof l['event'] === 'string' || l.level >= 40
           ? `${String(l['event'] ?? 'log')} ${String(l['podId'] ?? '')}/${String(l['container'] ?? '')} (${String(l['reason'] ?? l['code'] ?? '')}): ${l.msg}`
@@ -149,7 +191,10 @@ describe('an agent on a real engine through faults of its sources, its engine an
     urlMode = '500';
     await agent.until(() => said(from, 'SourceError', '500'), 'the 500 reported');
     urlMode = 'hang';
-    await agent.until(() => agent.lines.slice(from).some((l) => l['event'] === 'SourceError' && l['reason'] === 'Timeout'), 'the hang reported as a Timeout');
+    await agent.until(
+      () => agent.lines.slice(from).some((l) => l['event'] === 'SourceError' && l['reason'] === 'Timeout'),
+      'the hang reported as a Timeout',
+    );
     urlMode = 'garbage';
     await agent.until(() => said(from, 'ManifestRejected', '/manifests'), 'the garbage reported');
     await new Promise((r) => setTimeout(r, 1500)); // more than a sync period, several polls
@@ -186,7 +231,10 @@ describe('an agent on a real engine through faults of its sources, its engine an
     const mark = engineEvents.mark();
     const from = agent.lines.length;
     gate.cut();
-    await agent.until(() => agent.lines.slice(from).some((l) => l['event'] === 'SourceError' && l['source'] === 'etcd'), 'the lost etcd reported');
+    await agent.until(
+      () => agent.lines.slice(from).some((l) => l['event'] === 'SourceError' && l['source'] === 'etcd'),
+      'the lost etcd reported',
+    );
     await putEtcd(['etcd-pod', 'etcd-pod-2']);
     await new Promise((r) => setTimeout(r, 1200));
     expect((await running()).some((line) => line.startsWith('etcd-pod-2/'))).toBe(false);
@@ -209,11 +257,23 @@ describe('an agent on a real engine through faults of its sources, its engine an
     const desired = ['file-pod', 'file-pod-2', 'url-pod', 'url-pod-2', 'etcd-pod', 'etcd-pod-3', 'burst-a', 'burst-b', 'burst-c'];
     const from = agent.lines.length;
     await writeFile(join(dir, 'burst.json'), JSON.stringify(['burst-a', 'burst-b', 'burst-c'].map(pod)));
-    await agent.until(() => agent.lines.slice(from).some((l) => l['event'] === 'ContainerCreated' && String(l['podId']).startsWith('burst-')), 'the burst under way', 20_000);
+    await agent.until(
+      () => agent.lines.slice(from).some((l) => l['event'] === 'ContainerCreated' && String(l['podId']).startsWith('burst-')),
+      'the burst under way',
+      20_000,
+    );
     stoppedEngine = await stopDockerEngine();
     const down = agent.lines.length;
-    await agent.until(() => agent.lines.slice(down).some((l) => String(l.msg).startsWith('sync pass failed') && l['code'] === 'Unavailable'), 'the engine reported Unavailable', 20_000);
-    await agent.until(() => agent.lines.slice(down).filter((l) => l.msg === 'sync pass').length >= 2, 'two passes while the engine is down', 20_000);
+    await agent.until(
+      () => agent.lines.slice(down).some((l) => String(l.msg).startsWith('sync pass failed') && l['code'] === 'Unavailable'),
+      'the engine reported Unavailable',
+      20_000,
+    );
+    await agent.until(
+      () => agent.lines.slice(down).filter((l) => l.msg === 'sync pass').length >= 2,
+      'two passes while the engine is down',
+      20_000,
+    );
     // Every pass while the engine was away still wanted every pod: no set was lost.
     const passes = agent.lines.slice(down).filter((l) => l.msg === 'sync pass');
     expect(passes.map((l) => l['desired'])).toEqual(passes.map(() => desired.length));
@@ -226,12 +286,29 @@ describe('an agent on a real engine through faults of its sources, its engine an
   }, 180_000);
 
   it('adopts what it started after a SIGKILL mid-pass: no duplicate, no orphan, no restart of the healthy', async () => {
-    const desired = ['file-pod', 'file-pod-2', 'url-pod', 'url-pod-2', 'etcd-pod', 'etcd-pod-3', 'burst-a', 'burst-b', 'burst-c', 'kill-a', 'kill-b', 'kill-c'];
+    const desired = [
+      'file-pod',
+      'file-pod-2',
+      'url-pod',
+      'url-pod-2',
+      'etcd-pod',
+      'etcd-pod-3',
+      'burst-a',
+      'burst-b',
+      'burst-c',
+      'kill-a',
+      'kill-b',
+      'kill-c',
+    ];
     const healthy = await running();
     const mark = engineEvents.mark();
     let from = agent.lines.length;
     await writeFile(join(dir, 'kill.json'), JSON.stringify(['kill-a', 'kill-b', 'kill-c'].map(pod)));
-    await agent.until(() => agent.lines.slice(from).some((l) => l['event'] === 'ContainerCreated' && String(l['podId']).startsWith('kill-')), 'the new pods under way', 20_000);
+    await agent.until(
+      () => agent.lines.slice(from).some((l) => l['event'] === 'ContainerCreated' && String(l['podId']).startsWith('kill-')),
+      'the new pods under way',
+      20_000,
+    );
     expect((await agent.stop('SIGKILL')).signal).toBe('SIGKILL');
     agent = startAgent();
     from = 0;
@@ -239,13 +316,21 @@ describe('an agent on a real engine through faults of its sources, its engine an
     const now = await running();
     const missing = healthy.filter((line) => !now.includes(line));
     if (missing.length > 0) {
-      const engine = engineEvents.since(mark, (labels, id) => `${labels[Labels.manifestId] ?? labels[Labels.sandbox] ?? '?'} ${id.slice(0, 12)}`);
-      throw new Error(`healthy containers replaced: ${missing.join(', ')}\n--- the restarted agent ---\n${acted(from).join('\n')}\n--- the engine ---\n${engine.join('\n')}`);
+      const engine = engineEvents.since(
+        mark,
+        (labels, id) => `${labels[Labels.manifestId] ?? labels[Labels.sandbox] ?? '?'} ${id.slice(0, 12)}`,
+      );
+      throw new Error(
+        `healthy containers replaced: ${missing.join(', ')}\n--- the restarted agent ---\n${acted(from).join('\n')}\n--- the engine ---\n${engine.join('\n')}`,
+      );
     }
     // A half-made container of a new pod may be replaced; nothing else is stopped.
     expect(stopsSince(mark).filter((e) => !e.includes(' kill-'))).toEqual([]);
     // Each new pod has exactly one container: what the killed agent created was adopted or replaced, not left behind.
-    const created = (await ours()).filter((c) => c.key.startsWith('kill-')).map((c) => c.key).sort();
+    const created = (await ours())
+      .filter((c) => c.key.startsWith('kill-'))
+      .map((c) => c.key)
+      .sort();
     expect(created).toEqual(['kill-a/main', 'kill-b/main', 'kill-c/main']);
     expect((await agent.stop('SIGTERM')).code).toBe(0);
   }, 120_000);

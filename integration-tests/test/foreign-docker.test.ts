@@ -54,17 +54,30 @@ describe('foreign containers beside the agent on a real Docker engine', () => {
 
   async function place(name: string, labels: Record<string, string>, exits: boolean): Promise<void> {
     const cmd = exits ? ['sh', '-c', 'exit 3'] : ['sleep', '3600'];
-    const c = await docker.createContainer({ name: `${name}-${process.pid}`, Image: TEST_IMAGES.busybox, Cmd: cmd, Labels: { ...labels, [MADE_HERE.split('=')[0]!]: String(process.pid) } });
+    const c = await docker.createContainer({
+      name: `${name}-${process.pid}`,
+      Image: TEST_IMAGES.busybox,
+      Cmd: cmd,
+      Labels: { ...labels, [MADE_HERE.split('=')[0]!]: String(process.pid) },
+    });
     await c.start();
     if (exits) await c.wait();
     const info = await c.inspect();
-    foreign.set(c.id, { name: info.Name.replace(/^\//, ''), running: info.State.Running, startedAt: info.State.StartedAt, finishedAt: info.State.FinishedAt });
+    foreign.set(c.id, {
+      name: info.Name.replace(/^\//, ''),
+      running: info.State.Running,
+      startedAt: info.State.StartedAt,
+      finishedAt: info.State.FinishedAt,
+    });
   }
 
   // The forged foreign containers carry these labels too.
   const ours = async () =>
-    (await docker.listContainers({ all: true, filters: { label: [`${Labels.node}=${NODE}`, `${Labels.manifestId}=web`] } })).filter((c) => !foreign.has(c.Id));
-  const ofType = (type: string, container?: string) => events.filter((e) => e.type === type && (container === undefined || e.container === container));
+    (await docker.listContainers({ all: true, filters: { label: [`${Labels.node}=${NODE}`, `${Labels.manifestId}=web`] } })).filter(
+      (c) => !foreign.has(c.Id),
+    );
+  const ofType = (type: string, container?: string) =>
+    events.filter((e) => e.type === type && (container === undefined || e.container === container));
 
   beforeAll(async () => {
     await buildTestImages();
@@ -100,7 +113,10 @@ describe('foreign containers beside the agent on a real Docker engine', () => {
 
   it('crashes, restarts, collects, probes and kills its own containers beside them', async () => {
     source.set([web]);
-    await until(() => ofType('ContainerRestarted', 'app').length >= 2 && ofType('ContainerKilled', 'probed').length >= 1, 'two restarts of app and a liveness kill');
+    await until(
+      () => ofType('ContainerRestarted', 'app').length >= 2 && ofType('ContainerKilled', 'probed').length >= 1,
+      'two restarts of app and a liveness kill',
+    );
     const onOurs = (op: string) => guard.calls.some((c) => c.op === op && !foreign.has(c.id));
     for (const op of ['inspect', 'start', 'stop', 'remove', 'exec']) expect({ op, called: onOurs(op) }).toEqual({ op, called: true });
     expect(guard.foreignCalls()).toEqual([]);
@@ -124,7 +140,12 @@ describe('foreign containers beside the agent on a real Docker engine', () => {
     expect(guard.foreignCalls()).toEqual([]);
     for (const [id, before] of foreign) {
       const info = await docker.getContainer(id).inspect();
-      expect({ name: before.name, running: info.State.Running, startedAt: info.State.StartedAt, finishedAt: info.State.FinishedAt }).toEqual(before);
+      expect({
+        name: before.name,
+        running: info.State.Running,
+        startedAt: info.State.StartedAt,
+        finishedAt: info.State.FinishedAt,
+      }).toEqual(before);
     }
   });
 });

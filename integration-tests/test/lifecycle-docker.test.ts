@@ -28,7 +28,9 @@ describe('container lifecycle on a real Docker engine', () => {
   let kubelet: Kubelet;
 
   const slot = async (podId: string) =>
-    (await docker.listContainers({ all: true, filters: { label: [`${Labels.node}=${NODE}`, `${Labels.manifestId}=${podId}`] } })).sort((a, b) => a.Created - b.Created);
+    (await docker.listContainers({ all: true, filters: { label: [`${Labels.node}=${NODE}`, `${Labels.manifestId}=${podId}`] } })).sort(
+      (a, b) => a.Created - b.Created,
+    );
   const ofType = (type: string, podId: string) => events.filter((e) => e.type === type && e.podId === podId);
 
   beforeAll(async () => {
@@ -53,7 +55,10 @@ describe('container lifecycle on a real Docker engine', () => {
     await rm(volumes, { recursive: true, force: true });
   });
 
-  const crasher = checkedManifest({ id: 'crasher', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'exit 3'] }] });
+  const crasher = checkedManifest({
+    id: 'crasher',
+    containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'exit 3'] }],
+  });
   const sick = checkedManifest({
     id: 'sick',
     containers: [

@@ -9,7 +9,11 @@ import { buildTestImages, TEST_IMAGES } from '@kubelet-ts/testkit';
 runnerScenarios('docker', {
   makeRuntime: async () => {
     const images = await buildTestImages();
-    return new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: await mkdtemp(join(tmpdir(), 'kubelet-ts-volumes-')) });
+    return new DockerRuntime({
+      podInfraImage: images.pause,
+      hostIp: '127.0.0.1',
+      volumesRoot: await mkdtemp(join(tmpdir(), 'kubelet-ts-volumes-')),
+    });
   },
   makeAgent: (parts) => createKubelet(parts),
   image: TEST_IMAGES.busybox,

@@ -5,14 +5,19 @@ import { AgentProcess } from './agent-process.js';
 const pod = (id: string) => ({ version: 'v1beta1', id, containers: [{ name: 'main', image: 'busybox:1.36' }] });
 
 /** etcd's v3 JSON gateway: an independent client, not the agent's own. */
-async function etcd(endpoint: string, op: 'put' | 'range', body: Record<string, string>): Promise<{ kvs?: Array<{ key: string; value: string }> }> {
+async function etcd(
+  endpoint: string,
+  op: 'put' | 'range',
+  body: Record<string, string>,
+): Promise<{ kvs?: Array<{ key: string; value: string }> }> {
   const encoded = Object.fromEntries(Object.entries(body).map(([k, v]) => [k, Buffer.from(v).toString('base64')]));
   const res = await fetch(`${endpoint}/v3/kv/${op}`, { method: 'POST', body: JSON.stringify(encoded) });
   if (!res.ok) throw new Error(`etcd ${op}: ${res.status}`);
   return (await res.json()) as { kvs?: Array<{ key: string; value: string }> };
 }
 
-const put = (endpoint: string, host: string, manifests: object[]) => etcd(endpoint, 'put', { key: `/registry/hosts/${host}/kubelet`, value: JSON.stringify(manifests) });
+const put = (endpoint: string, host: string, manifests: object[]) =>
+  etcd(endpoint, 'put', { key: `/registry/hosts/${host}/kubelet`, value: JSON.stringify(manifests) });
 
 describe('three agents on one etcd: each runs what its own key holds', () => {
   let server: EtcdServer;
@@ -23,7 +28,10 @@ describe('three agents on one etcd: each runs what its own key holds', () => {
     await put(server.endpoint, 'a', [pod('web')]);
     await put(server.endpoint, 'b', [pod('api')]);
     for (const host of ['a', 'b', 'c']) {
-      agents.set(host, new AgentProcess(['--runtime', 'memory', '--etcd-servers', server.endpoint, '--hostname-override', host, '--sync-frequency', '1s']));
+      agents.set(
+        host,
+        new AgentProcess(['--runtime', 'memory', '--etcd-servers', server.endpoint, '--hostname-override', host, '--sync-frequency', '1s']),
+      );
     }
   });
 

@@ -29,7 +29,12 @@ describe('upgrading from the release with implicit pods, and an orphaned sandbox
     checkedManifest({
       id: 'legacy',
       containers: [
-        { name: 'web', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'mkdir -p /www && echo legacy > /www/index.html && exec httpd -f -p 8080 -h /www'], ports: [{ containerPort: 8080, hostPort: port }] },
+        {
+          name: 'web',
+          image: TEST_IMAGES.busybox,
+          command: ['sh', '-c', 'mkdir -p /www && echo legacy > /www/index.html && exec httpd -f -p 8080 -h /www'],
+          ports: [{ containerPort: 8080, hostPort: port }],
+        },
         { name: 'side', image: TEST_IMAGES.busybox, command: ['sleep', '3600'] },
       ],
     });
@@ -41,7 +46,9 @@ describe('upgrading from the release with implicit pods, and an orphaned sandbox
     const m = manifest();
     // The previous release's ensureInfra: a pause container per pod, labelled with the pod id and the
     // hash of the pod's ports, named POD--<id>--<8 hex>, publishing every port of the pod.
-    const podPorts = m.containers.flatMap((c) => c.ports.map((p) => ({ containerPort: p.containerPort, hostPort: p.hostPort, protocol: p.protocol })));
+    const podPorts = m.containers.flatMap((c) =>
+      c.ports.map((p) => ({ containerPort: p.containerPort, hostPort: p.hostPort, protocol: p.protocol })),
+    );
     const infra = await docker.createContainer({
       name: `POD--legacy--${randomBytes(4).toString('hex')}`,
       Image: images.pause,
@@ -80,7 +87,12 @@ describe('upgrading from the release with implicit pods, and an orphaned sandbox
   it('adopts the pod: the same holder and containers, nothing created, stopped or restarted', async () => {
     const events: KubeletEvent[] = [];
     const runtime = new DockerRuntime({ podInfraImage: TEST_IMAGES.pause, hostIp: '127.0.0.1', volumesRoot: volumes });
-    const agent = createKubelet({ runtime, sources: [new StaticManifestSource('test', [manifest()])], hostname: NODE, events: { emit: (e) => events.push(e) } });
+    const agent = createKubelet({
+      runtime,
+      sources: [new StaticManifestSource('test', [manifest()])],
+      hostname: NODE,
+      events: { emit: (e) => events.push(e) },
+    });
     await agent.start();
     try {
       const pass = await agent.sync();
@@ -102,10 +114,20 @@ describe('upgrading from the release with implicit pods, and an orphaned sandbox
 
   it('removes a sandbox left with no containers once its pod is gone (the agent died between the two)', async () => {
     const runtime = new DockerRuntime({ podInfraImage: TEST_IMAGES.pause, hostIp: '127.0.0.1', volumesRoot: volumes });
-    const orphan = await runtime.runSandbox(buildSandboxSpec(checkedManifest({ id: 'orphan', containers: [{ name: 'x', image: TEST_IMAGES.busybox }] }), { node: NODE, source: 'test' }));
+    const orphan = await runtime.runSandbox(
+      buildSandboxSpec(checkedManifest({ id: 'orphan', containers: [{ name: 'x', image: TEST_IMAGES.busybox }] }), {
+        node: NODE,
+        source: 'test',
+      }),
+    );
     const events: KubeletEvent[] = [];
     // No source asks for the orphan's pod (the adopted pod above stays as it is).
-    const agent = createKubelet({ runtime, sources: [new StaticManifestSource('test', [manifest()])], hostname: NODE, events: { emit: (e) => events.push(e) } });
+    const agent = createKubelet({
+      runtime,
+      sources: [new StaticManifestSource('test', [manifest()])],
+      hostname: NODE,
+      events: { emit: (e) => events.push(e) },
+    });
     await agent.start();
     try {
       await agent.sync();
@@ -116,4 +138,3 @@ describe('upgrading from the release with implicit pods, and an orphaned sandbox
     }
   });
 });
-

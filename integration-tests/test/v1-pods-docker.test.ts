@@ -35,12 +35,18 @@ beforeAll(async () => {
   const pods = {
     'hostnet.yaml': v1Pod('hostnet', {
       hostNetwork: true,
-      containers: [{ name: 'web', ...shell(`mkdir -p /www && echo on-the-host > /www/index.html && exec httpd -f -p ${hostPort} -h /www`) }],
+      containers: [
+        { name: 'web', ...shell(`mkdir -p /www && echo on-the-host > /www/index.html && exec httpd -f -p ${hostPort} -h /www`) },
+      ],
     }),
     'shared.yaml': v1Pod('shared', {
       volumes: [{ name: 'scratch', emptyDir: {} }],
       containers: [
-        { name: 'writer', ...shell('echo written-by-writer > /data/file && exec sleep 3600'), volumeMounts: [{ name: 'scratch', mountPath: '/data' }] },
+        {
+          name: 'writer',
+          ...shell('echo written-by-writer > /data/file && exec sleep 3600'),
+          volumeMounts: [{ name: 'scratch', mountPath: '/data' }],
+        },
         { name: 'reader', ...shell('exec sleep 3600'), volumeMounts: [{ name: 'scratch', mountPath: '/data', readOnly: true }] },
       ],
     }),
@@ -54,7 +60,9 @@ beforeAll(async () => {
           name: 'web',
           // `;`, not `&&`: `a && b && (sleep…) & exec httpd` sends the whole list to the background, and
           // httpd, started at once, raced mkdir for /www (a lost race exits 1: a crash loop, never ready).
-          ...shell('mkdir -p /www; echo ok > /www/ready.html; echo ok > /www/healthz; (sleep 4; rm /www/healthz) & exec httpd -f -p 8080 -h /www'),
+          ...shell(
+            'mkdir -p /www; echo ok > /www/ready.html; echo ok > /www/healthz; (sleep 4; rm /www/healthz) & exec httpd -f -p 8080 -h /www',
+          ),
           ports: [{ containerPort: 8080, hostPort: probedPort }],
           readinessProbe: { httpGet: { path: '/ready.html', port: 8080 }, periodSeconds: 1 },
           livenessProbe: { httpGet: { path: '/healthz', port: 8080 }, initialDelaySeconds: 1, periodSeconds: 1, failureThreshold: 2 },
@@ -63,21 +71,31 @@ beforeAll(async () => {
     }),
     'hostpath.yaml': v1Pod('hostpath', {
       volumes: [{ name: 'out', hostPath: { path: join(work, 'made', 'by-agent'), type: 'DirectoryOrCreate' } }],
-      containers: [{ name: 'main', ...shell('echo from-the-pod > /out/file && exec sleep 3600'), volumeMounts: [{ name: 'out', mountPath: '/out' }] }],
+      containers: [
+        { name: 'main', ...shell('echo from-the-pod > /out/file && exec sleep 3600'), volumeMounts: [{ name: 'out', mountPath: '/out' }] },
+      ],
     }),
   };
   const manifests = join(work, 'manifests');
   await mkdir(manifests);
   for (const [file, pod] of Object.entries(pods)) await writeFile(join(manifests, file), stringify(pod));
   runtime = new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: join(work, 'volumes') });
-  kubelet = createKubelet({ runtime, sources: [new FileManifestSource({ path: manifests, allowHostMounts: true })], hostname: NODE, syncFrequencyMs: 500, allowHostMounts: true, events: { emit: (e) => events.push(e) } });
+  kubelet = createKubelet({
+    runtime,
+    sources: [new FileManifestSource({ path: manifests, allowHostMounts: true })],
+    hostname: NODE,
+    syncFrequencyMs: 500,
+    allowHostMounts: true,
+    events: { emit: (e) => events.push(e) },
+  });
   await kubelet.start();
 }, 60_000);
 
 afterAll(async () => {
   await kubelet?.close();
   // The agent leaves its pods running when it closes (as the kubelet does): remove what it made.
-  for (const s of (await runtime?.listSandboxes()) ?? []) if (s.labels[Labels.node] === NODE) await runtime.removeSandbox(s.id, { volumes: true });
+  for (const s of (await runtime?.listSandboxes()) ?? [])
+    if (s.labels[Labels.node] === NODE) await runtime.removeSandbox(s.id, { volumes: true });
   await rm(work, { recursive: true, force: true });
 }, 60_000);
 
@@ -92,9 +110,13 @@ async function until<T>(read: () => Promise<T | undefined>, what: string, ms = 3
 }
 
 /** The agent's events, one per line, for a timed-out wait to show. */
-const trail = () => events.map((e) => `${new Date(e.time).toISOString()} ${e.podId ?? '-'} ${e.container ?? '-'} ${e.type} ${e.reason ?? ''} ${e.message ?? ''}`).join('\n');
+const trail = () =>
+  events
+    .map((e) => `${new Date(e.time).toISOString()} ${e.podId ?? '-'} ${e.container ?? '-'} ${e.type} ${e.reason ?? ''} ${e.message ?? ''}`)
+    .join('\n');
 
-const container = async (podId: string, name: string) => (await kubelet.pods()).find((p) => p.id === podId)?.containers.find((c) => c.name === name);
+const container = async (podId: string, name: string) =>
+  (await kubelet.pods()).find((p) => p.id === podId)?.containers.find((c) => c.name === name);
 const running = async (podId: string, name: string) => {
   const c = await container(podId, name);
   return c?.state === 'running' ? c : undefined;
@@ -122,21 +144,35 @@ describe('static v1 Pods on Docker', () => {
     // Ready is a window (from the first readiness success to the liveness kill, about 5 s): the view
     // is polled, and the ContainerReady event, which cannot be missed, counts too.
     const readyEvents = () => events.filter((e) => e.podId === 'probed.kube-system' && e.type === 'ContainerReady').length;
-    await until(async () => (readyEvents() > 0 || (await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'the container ready', 45_000);
+    await until(
+      async () => (readyEvents() > 0 || (await running('probed.kube-system', 'web'))?.ready === true ? true : undefined),
+      'the container ready',
+      45_000,
+    );
     expect(readyEvents()).toBeGreaterThanOrEqual(1);
-    const restarted = await until(async () => {
-      const c = await container('probed.kube-system', 'web');
-      return c !== undefined && c.restartCount >= 1 ? c : undefined;
-    }, 'a liveness restart', 45_000);
+    const restarted = await until(
+      async () => {
+        const c = await container('probed.kube-system', 'web');
+        return c !== undefined && c.restartCount >= 1 ? c : undefined;
+      },
+      'a liveness restart',
+      45_000,
+    );
     expect(restarted.restartCount).toBeGreaterThanOrEqual(1);
     // The new container serves /healthz again, and is reported ready again.
     const before = readyEvents();
-    await until(async () => (readyEvents() > before || (await running('probed.kube-system', 'web'))?.ready === true ? true : undefined), 'ready again');
+    await until(
+      async () => (readyEvents() > before || (await running('probed.kube-system', 'web'))?.ready === true ? true : undefined),
+      'ready again',
+    );
   }, 150_000);
 
   it('makes a DirectoryOrCreate hostPath on the host, and the pod writes through it', async () => {
     const dir = join(work, 'made', 'by-agent');
-    const written = await until(async () => (await readFile(join(dir, 'file'), 'utf8')).trim() || undefined, 'the file written through the hostPath');
+    const written = await until(
+      async () => (await readFile(join(dir, 'file'), 'utf8')).trim() || undefined,
+      'the file written through the hostPath',
+    );
     expect(written).toBe('from-the-pod');
     expect((await stat(dir)).mode & 0o777).toBe(0o755 & ~process.umask());
   }, 60_000);

@@ -59,7 +59,10 @@ function webPod(hostDir: string) {
     kind: 'Pod',
     metadata: { name: 'web', namespace: 'team-a', labels: { app: 'web' } },
     spec: {
-      volumes: [{ name: 'data', emptyDir: {} }, { name: 'host', hostPath: { path: hostDir, type: 'DirectoryOrCreate' } }],
+      volumes: [
+        { name: 'data', emptyDir: {} },
+        { name: 'host', hostPath: { path: hostDir, type: 'DirectoryOrCreate' } },
+      ],
       containers: [
         {
           name: 'main',
@@ -68,9 +71,17 @@ function webPod(hostDir: string) {
           args: ['exec sleep 3600'],
           resources: { limits: { cpu: '250m' } },
           ports: [{ containerPort: 8080, hostPort: 18080, hostIP: '127.0.0.1' }],
-          volumeMounts: [{ name: 'data', mountPath: '/data' }, { name: 'host', mountPath: '/host' }],
+          volumeMounts: [
+            { name: 'data', mountPath: '/data' },
+            { name: 'host', mountPath: '/host' },
+          ],
         },
-        { name: 'side', image: 'busybox:1.36', args: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }] },
+        {
+          name: 'side',
+          image: 'busybox:1.36',
+          args: ['sleep', '3600'],
+          volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }],
+        },
       ],
     },
   };
@@ -80,7 +91,10 @@ const nodeAgentPod = {
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { name: 'node-agent' },
-  spec: { hostNetwork: true, containers: [{ name: 'agent', image: 'busybox:1.36', command: ['httpd', '-f', '-p', '19100'], ports: [{ containerPort: 19100 }] }] },
+  spec: {
+    hostNetwork: true,
+    containers: [{ name: 'agent', image: 'busybox:1.36', command: ['httpd', '-f', '-p', '19100'], ports: [{ containerPort: 19100 }] }],
+  },
 };
 
 type Feed = (pod: object) => Promise<ManifestSource>;
@@ -119,7 +133,11 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
         name: source.name,
         start: async (sink) => {
           await source.start(sink);
-          const res = await fetch(`${source.url}/container`, { method: 'POST', body: JSON.stringify(pod), headers: { 'content-type': 'application/json' } });
+          const res = await fetch(`${source.url}/container`, {
+            method: 'POST',
+            body: JSON.stringify(pod),
+            headers: { 'content-type': 'application/json' },
+          });
           if (res.status !== 201) throw new Error(`POST /container: ${res.status} ${await res.text()}`);
         },
         close: () => source.close(),

@@ -11,7 +11,12 @@ import { SECURITY_CONTEXT } from './sandbox-config.js';
  * image's ENTRYPOINT (our `entrypoint`, a v1 Pod's `command`) and CRI `args` its CMD (our
  * `command`, the 2014 command, a v1 Pod's `args`), exactly as Docker's `Entrypoint` and `Cmd`.
  */
-export function buildContainerConfig(spec: ContainerSpec, sandboxConfig: PodSandboxConfig, mounts: CriMount[], logPath: string | undefined): ContainerConfig {
+export function buildContainerConfig(
+  spec: ContainerSpec,
+  sandboxConfig: PodSandboxConfig,
+  mounts: CriMount[],
+  logPath: string | undefined,
+): ContainerConfig {
   const restarts = Number(spec.labels[Labels.restartCount] ?? 0);
   return {
     // (name, attempt) is what CRI keeps unique in a sandbox; the attempt is the kubelet's restart count.
@@ -33,7 +38,10 @@ export function buildContainerConfig(spec: ContainerSpec, sandboxConfig: PodSand
       },
       // A container shares its sandbox's namespaces (the host's network in a host-network sandbox,
       // as the kubelet asks); a sandbox of someone else's gets the default.
-      securityContext: sandboxConfig.linux?.securityContext?.namespaceOptions === undefined ? SECURITY_CONTEXT : { ...SECURITY_CONTEXT, namespaceOptions: sandboxConfig.linux.securityContext.namespaceOptions },
+      securityContext:
+        sandboxConfig.linux?.securityContext?.namespaceOptions === undefined
+          ? SECURITY_CONTEXT
+          : { ...SECURITY_CONTEXT, namespaceOptions: sandboxConfig.linux.securityContext.namespaceOptions },
     },
   };
 }

@@ -80,7 +80,9 @@ export class ContainerdEvents {
   async *stream(signal: AbortSignal): AsyncGenerator<ContainerEvent> {
     if (signal.aborted) return;
     const ns = `namespace==${JSON.stringify(CONTAINERD_CRI_NAMESPACE)}`;
-    const subscription = this.subscribe(['/tasks/start', '/tasks/exit', '/containers/delete'].map((topic) => `${ns},topic==${JSON.stringify(topic)}`));
+    const subscription = this.subscribe(
+      ['/tasks/start', '/tasks/exit', '/containers/delete'].map((topic) => `${ns},topic==${JSON.stringify(topic)}`),
+    );
     this.open.add(subscription);
     const close = () => subscription.close();
     signal.addEventListener('abort', close, { once: true });
@@ -101,10 +103,16 @@ export class ContainerdEvents {
     }
     if (signal.aborted) return;
     const what = 'watch container events (containerd Events/Subscribe)';
-    const ended = failure === undefined ? new KubeletError('Unavailable', `${what}: containerd at ${this.options.endpoint} ended the stream`, { adapter: ADAPTER }) : translate(failure, what, this.options.endpoint);
+    const ended =
+      failure === undefined
+        ? new KubeletError('Unavailable', `${what}: containerd at ${this.options.endpoint} ended the stream`, { adapter: ADAPTER })
+        : translate(failure, what, this.options.endpoint);
     throw ended.code === 'Unavailable'
       ? ended
-      : new KubeletError('Unavailable', `${ended.message}; reconnect, and relist, since events may have been missed`, { adapter: ADAPTER, cause: failure });
+      : new KubeletError('Unavailable', `${ended.message}; reconnect, and relist, since events may have been missed`, {
+          adapter: ADAPTER,
+          cause: failure,
+        });
   }
 
   /** The envelope as one of our events; `undefined` for other namespaces, exec processes, sandboxes and foreign containers. */
@@ -122,7 +130,15 @@ export class ContainerdEvents {
         if (payload.id !== payload.containerId) return undefined;
         const podId = await this.ownerOf(payload.containerId);
         if (podId === null) return undefined;
-        return withPod({ type: 'exited', containerId: payload.containerId!, exitCode: payload.exitStatus ?? 0, time: millisOf(payload.exitedAt) ?? time }, podId);
+        return withPod(
+          {
+            type: 'exited',
+            containerId: payload.containerId!,
+            exitCode: payload.exitStatus ?? 0,
+            time: millisOf(payload.exitedAt) ?? time,
+          },
+          podId,
+        );
       }
       case '/containers/delete': {
         const id = payload.id ?? '';
@@ -173,8 +189,16 @@ function grpcSubscription(endpoint: string): SubscribeContainerd {
   return (filters) => {
     if (EventsService === undefined) {
       // `json` decodes each envelope's Any by its type URL into the messages of containerd-event-types.proto.
-      const definition = protoLoader.loadSync('containerd-events.proto', { includeDirs: [PROTO_DIR], keepCase: false, longs: String, defaults: true, json: true });
-      const pkg = grpc.loadPackageDefinition(definition) as unknown as { containerd: { services: { events: { v1: { Events: typeof EventsService } } } } };
+      const definition = protoLoader.loadSync('containerd-events.proto', {
+        includeDirs: [PROTO_DIR],
+        keepCase: false,
+        longs: String,
+        defaults: true,
+        json: true,
+      });
+      const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+        containerd: { services: { events: { v1: { Events: typeof EventsService } } } };
+      };
       EventsService = pkg.containerd.services.events.v1.Events;
     }
     const client = new EventsService!(grpcTarget(endpoint), grpc.credentials.createInsecure());

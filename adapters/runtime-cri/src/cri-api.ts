@@ -9,15 +9,33 @@ export interface CriApi {
   runPodSandbox(request: { config: PodSandboxConfig; runtimeHandler?: string }, deadline: Deadline): Promise<{ podSandboxId: string }>;
   stopPodSandbox(request: { podSandboxId: string }, deadline: Deadline): Promise<unknown>;
   removePodSandbox(request: { podSandboxId: string }, deadline: Deadline): Promise<unknown>;
-  podSandboxStatus(request: { podSandboxId: string; verbose?: boolean }, deadline: Deadline): Promise<{ status: PodSandboxStatus | null; info: Record<string, string> }>;
-  listPodSandbox(request: { filter?: { id?: string; labelSelector?: Record<string, string> } }, deadline: Deadline): Promise<{ items: PodSandbox[] }>;
-  createContainer(request: { podSandboxId: string; config: ContainerConfig; sandboxConfig: PodSandboxConfig }, deadline: Deadline): Promise<{ containerId: string }>;
+  podSandboxStatus(
+    request: { podSandboxId: string; verbose?: boolean },
+    deadline: Deadline,
+  ): Promise<{ status: PodSandboxStatus | null; info: Record<string, string> }>;
+  listPodSandbox(
+    request: { filter?: { id?: string; labelSelector?: Record<string, string> } },
+    deadline: Deadline,
+  ): Promise<{ items: PodSandbox[] }>;
+  createContainer(
+    request: { podSandboxId: string; config: ContainerConfig; sandboxConfig: PodSandboxConfig },
+    deadline: Deadline,
+  ): Promise<{ containerId: string }>;
   startContainer(request: { containerId: string }, deadline: Deadline): Promise<unknown>;
   stopContainer(request: { containerId: string; timeout: number }, deadline: Deadline): Promise<unknown>;
   removeContainer(request: { containerId: string }, deadline: Deadline): Promise<unknown>;
-  listContainers(request: { filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> } }, deadline: Deadline): Promise<{ containers: CriContainer[] }>;
-  containerStatus(request: { containerId: string; verbose?: boolean }, deadline: Deadline): Promise<{ status: ContainerStatus | null; info: Record<string, string> }>;
-  execSync(request: { containerId: string; cmd: string[]; timeout: number }, deadline: Deadline): Promise<{ stdout: Buffer; stderr: Buffer; exitCode: number }>;
+  listContainers(
+    request: { filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> } },
+    deadline: Deadline,
+  ): Promise<{ containers: CriContainer[] }>;
+  containerStatus(
+    request: { containerId: string; verbose?: boolean },
+    deadline: Deadline,
+  ): Promise<{ status: ContainerStatus | null; info: Record<string, string> }>;
+  execSync(
+    request: { containerId: string; cmd: string[]; timeout: number },
+    deadline: Deadline,
+  ): Promise<{ stdout: Buffer; stderr: Buffer; exitCode: number }>;
   imageStatus(request: { image: { image: string } }, deadline: Deadline): Promise<{ image: CriImage | null }>;
   pullImage(request: { image: { image: string } }, deadline: Deadline): Promise<{ imageRef: string }>;
   /** Closes the connection; calls after it fail. */

@@ -54,7 +54,12 @@ export function connectCri(endpoint: string): CriApi {
     (client: grpc.Client, method: string) =>
     (request: object, deadline: number): Promise<never> =>
       new Promise((resolve, reject) => {
-        const fn = (client as unknown as Record<string, (req: object, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: never) => void) => void>)[method]!;
+        const fn = (
+          client as unknown as Record<
+            string,
+            (req: object, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: never) => void) => void
+          >
+        )[method]!;
         fn.call(client, request, { deadline }, (error, response) => (error === null ? resolve(response) : reject(error)));
       });
 

@@ -33,7 +33,9 @@ export class CriImages implements ImageService {
   }
 
   async hasImage(image: string): Promise<boolean> {
-    const { image: found } = await this.options.call(`image status ${image}`, (deadline) => this.options.cri.imageStatus({ image: { image } }, deadline));
+    const { image: found } = await this.options.call(`image status ${image}`, (deadline) =>
+      this.options.cri.imageStatus({ image: { image } }, deadline),
+    );
     return found !== null && found.id !== '';
   }
 

@@ -140,7 +140,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   async runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
     const existing = (await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox({}, deadline))).items;
     const same = existing.find((s) => s.metadata?.name === spec.name);
-    if (same !== undefined) throw new KubeletError('Conflict', `run sandbox ${spec.name}: the name is taken by sandbox ${same.id}`, { adapter: ADAPTER });
+    if (same !== undefined)
+      throw new KubeletError('Conflict', `run sandbox ${spec.name}: the name is taken by sandbox ${same.id}`, { adapter: ADAPTER });
     const logDirectory = SAFE_NAME.test(spec.name) ? join(this.logsRoot, spec.name) : undefined;
     const config = buildSandboxConfig(spec, {
       // CRI's empty host IP is "every address"; portmap is given no -d for it.
@@ -162,7 +163,10 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       if (logDirectory !== undefined) await rm(logDirectory, { recursive: true, force: true });
       throw error;
     }
-    this.logger.info({ podId: spec.podId, sandbox: id.slice(0, 12), ports: portMappings.length, durationMs: this.clock.now() - started }, 'pod sandbox ready');
+    this.logger.info(
+      { podId: spec.podId, sandbox: id.slice(0, 12), ports: portMappings.length, durationMs: this.clock.now() - started },
+      'pod sandbox ready',
+    );
     // Ready when RunPodSandbox answers: no status call on the way to the pod's first container.
     return { id, name: spec.name, labels: { ...spec.labels }, state: 'ready', createdAt: this.clock.now() };
   }
@@ -189,11 +193,17 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const name = status.metadata?.name ?? id;
     // The kubelet's order: stop (ends its containers at once, releases its network), remove its containers, remove it.
     await ignoreNotFound(this.call(`stop sandbox ${name}`, (deadline) => this.cri.stopPodSandbox({ podSandboxId: id }, deadline)));
-    const { containers } = await this.call(`list containers of ${name}`, (deadline) => this.cri.listContainers({ filter: { podSandboxId: id } }, deadline));
-    for (const c of containers) await ignoreNotFound(this.call(`remove ${c.metadata?.name ?? c.id}`, (deadline) => this.cri.removeContainer({ containerId: c.id }, deadline)));
+    const { containers } = await this.call(`list containers of ${name}`, (deadline) =>
+      this.cri.listContainers({ filter: { podSandboxId: id } }, deadline),
+    );
+    for (const c of containers)
+      await ignoreNotFound(
+        this.call(`remove ${c.metadata?.name ?? c.id}`, (deadline) => this.cri.removeContainer({ containerId: c.id }, deadline)),
+      );
     await this.call(`remove sandbox ${name}`, (deadline) => this.cri.removePodSandbox({ podSandboxId: id }, deadline));
     const logDirectory = recordOf(status.annotations)?.logDirectory;
-    if (logDirectory !== undefined && SAFE_NAME.test(name) && logDirectory === join(this.logsRoot, name)) await rm(logDirectory, { recursive: true, force: true });
+    if (logDirectory !== undefined && SAFE_NAME.test(name) && logDirectory === join(this.logsRoot, name))
+      await rm(logDirectory, { recursive: true, force: true });
     const podId = status.labels?.[Labels.sandbox];
     if (options.volumes === true && podId !== undefined) await removePodVolumes(this.volumesRoot, podId);
   }
@@ -208,7 +218,9 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   }
 
   async inspect(id: string): Promise<ContainerDetails> {
-    const { status, info } = await this.call(`inspect ${id}`, (deadline) => this.cri.containerStatus({ containerId: id, verbose: true }, deadline));
+    const { status, info } = await this.call(`inspect ${id}`, (deadline) =>
+      this.cri.containerStatus({ containerId: id, verbose: true }, deadline),
+    );
     if (status === null) throw new KubeletError('NotFound', `inspect ${id}: the runtime has no status for it`, { adapter: ADAPTER });
     return detailsOf(status, info);
   }
@@ -220,20 +232,44 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       this.call('list containers', (deadline) => this.cri.listContainers({}, deadline)),
     ]);
     if (sandbox.state !== 'SANDBOX_READY') {
-      throw new KubeletError('Conflict', `create ${spec.name}: sandbox ${sandbox.metadata?.name ?? sandboxId} is not ready (its namespace is gone); the agent runs a new one`, { adapter: ADAPTER });
+      throw new KubeletError(
+        'Conflict',
+        `create ${spec.name}: sandbox ${sandbox.metadata?.name ?? sandboxId} is not ready (its namespace is gone); the agent runs a new one`,
+        { adapter: ADAPTER },
+      );
     }
     // CRI keeps names unique within a sandbox only; the contract (and Docker) across the runtime.
     const taken = containers.find((c) => c.metadata?.name === spec.name);
-    if (taken !== undefined) throw new KubeletError('Conflict', `create ${spec.name}: the name is taken by container ${taken.id}`, { adapter: ADAPTER });
+    if (taken !== undefined)
+      throw new KubeletError('Conflict', `create ${spec.name}: the name is taken by container ${taken.id}`, { adapter: ADAPTER });
     const sandboxConfig = sandboxConfigOf(sandbox);
     const mounts: CriMount[] = [];
     // A HOST mount (2014's mountType: HOST, allowed by --allow-host-mounts) binds the host path as it is.
-    for (const m of spec.mounts) mounts.push({ containerPath: m.containerPath, hostPath: m.hostPath ?? (await podVolumeDir(this.volumesRoot, spec.podId, m.volume)), readonly: m.readOnly });
-    const config = buildContainerConfig(spec, sandboxConfig, mounts, sandboxConfig.logDirectory && SAFE_NAME.test(spec.name) ? `${spec.name}.log` : undefined);
+    for (const m of spec.mounts)
+      mounts.push({
+        containerPath: m.containerPath,
+        hostPath: m.hostPath ?? (await podVolumeDir(this.volumesRoot, spec.podId, m.volume)),
+        readonly: m.readOnly,
+      });
+    const config = buildContainerConfig(
+      spec,
+      sandboxConfig,
+      mounts,
+      sandboxConfig.logDirectory && SAFE_NAME.test(spec.name) ? `${spec.name}.log` : undefined,
+    );
     // No image check first: CreateContainer answers NOT_FOUND for a missing image.
-    const { containerId } = await this.call(`create ${spec.name}`, (deadline) => this.cri.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }, deadline));
+    const { containerId } = await this.call(`create ${spec.name}`, (deadline) =>
+      this.cri.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }, deadline),
+    );
     this.changes.remember(containerId, spec.labels);
-    return { id: containerId, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: this.clock.now() };
+    return {
+      id: containerId,
+      name: spec.name,
+      image: spec.image,
+      labels: { ...spec.labels },
+      state: 'created',
+      createdAt: this.clock.now(),
+    };
   }
 
   async start(id: string): Promise<void> {
@@ -251,7 +287,11 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   async stop(id: string, timeoutSeconds: number): Promise<void> {
     // The runtime signals, waits `timeout` seconds, then kills (the contract); stopping a stopped one succeeds.
     const timeout = Math.max(0, Math.round(timeoutSeconds));
-    await this.call(`stop ${id}`, (deadline) => this.cri.stopContainer({ containerId: id, timeout }, deadline), timeout * 1000 + this.requestTimeoutMs);
+    await this.call(
+      `stop ${id}`,
+      (deadline) => this.cri.stopContainer({ containerId: id, timeout }, deadline),
+      timeout * 1000 + this.requestTimeoutMs,
+    );
   }
 
   async remove(id: string, options: { readonly force?: boolean } = {}): Promise<void> {
@@ -264,7 +304,9 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     }
     // CRI's RemoveContainer removes a running container by force: the contract's refusal is ours.
     if (status.state === 'CONTAINER_RUNNING' && options.force !== true) {
-      throw new KubeletError('Conflict', `remove ${status.metadata?.name ?? id}: the container is running; stop it first or force`, { adapter: ADAPTER });
+      throw new KubeletError('Conflict', `remove ${status.metadata?.name ?? id}: the container is running; stop it first or force`, {
+        adapter: ADAPTER,
+      });
     }
     await ignoreNotFound(this.call(`remove ${id}`, (deadline) => this.cri.removeContainer({ containerId: id }, deadline)));
   }
@@ -272,16 +314,26 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
     const status = await this.containerStatus(id);
     const name = status.metadata?.name ?? id;
-    if (status.state !== 'CONTAINER_RUNNING') throw new KubeletError('Conflict', `exec in ${name}: the container is ${status.state.replace('CONTAINER_', '').toLowerCase()}`, { adapter: ADAPTER });
+    if (status.state !== 'CONTAINER_RUNNING')
+      throw new KubeletError('Conflict', `exec in ${name}: the container is ${status.state.replace('CONTAINER_', '').toLowerCase()}`, {
+        adapter: ADAPTER,
+      });
     // Our deadline is the probe's; the runtime's own (whole seconds) ends the command soon after.
     const timeout = Math.max(1, Math.ceil(timeoutMs / 1000));
     try {
-      const result = await this.call(`exec in ${name}`, (deadline) => this.cri.execSync({ containerId: id, cmd: [...command], timeout }, deadline), timeoutMs);
+      const result = await this.call(
+        `exec in ${name}`,
+        (deadline) => this.cri.execSync({ containerId: id, cmd: [...command], timeout }, deadline),
+        timeoutMs,
+      );
       const output = Buffer.concat([result.stdout, result.stderr]).subarray(0, MAX_EXEC_OUTPUT).toString('utf8');
       return { exitCode: result.exitCode, output };
     } catch (error) {
       if (error instanceof KubeletError && error.code === 'Timeout') {
-        throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${name}: no exit within ${timeoutMs} ms`, { adapter: ADAPTER, cause: error });
+        throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${name}: no exit within ${timeoutMs} ms`, {
+          adapter: ADAPTER,
+          cause: error,
+        });
       }
       throw error;
     }
@@ -297,7 +349,11 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
         const found = containers.find((c) => c.id === id);
         return found === undefined ? undefined : summaryOf(found).state;
       },
-      onUnsettled: (event, why) => this.logger.debug({ endpoint: this.endpoint, containerId: event.containerId, type: event.type }, `event passed on unchecked: ${why}`),
+      onUnsettled: (event, why) =>
+        this.logger.debug(
+          { endpoint: this.endpoint, containerId: event.containerId, type: event.type },
+          `event passed on unchecked: ${why}`,
+        ),
     });
   }
 
@@ -328,7 +384,9 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
 
   /** containerd's verbose status carries the config a sandbox was run with (snake_case JSON). */
   private async foreignPorts(id: string): Promise<PortMapping[]> {
-    const answer = await ignoreNotFound(this.call(`sandbox ${id}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: id, verbose: true }, deadline)));
+    const answer = await ignoreNotFound(
+      this.call(`sandbox ${id}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: id, verbose: true }, deadline)),
+    );
     return portsOfVerboseInfo(answer?.info ?? {});
   }
 

@@ -32,7 +32,10 @@ export function translate(error: unknown, what: string, endpoint: string): Kubel
     case GrpcCode.FAILED_PRECONDITION:
       return new KubeletError('Conflict', `${what}: ${detail}`, { adapter: ADAPTER, cause: error });
     case GrpcCode.DEADLINE_EXCEEDED:
-      return new KubeletError('Timeout', `${what}: no answer in time from the CRI runtime at ${endpoint} (${detail})`, { adapter: ADAPTER, cause: error });
+      return new KubeletError('Timeout', `${what}: no answer in time from the CRI runtime at ${endpoint} (${detail})`, {
+        adapter: ADAPTER,
+        cause: error,
+      });
     case GrpcCode.UNAVAILABLE:
       return new KubeletError(
         'Unavailable',
@@ -57,11 +60,18 @@ export function translate(error: unknown, what: string, endpoint: string): Kubel
 /** A pull that failed in the runtime (not on the way to it): sort "no such image" from "cannot reach a registry". */
 export function classifyPullError(image: string, error: unknown, endpoint: string): KubeletError {
   const code = grpcCodeOf(error);
-  if (code === GrpcCode.UNAVAILABLE || code === GrpcCode.UNIMPLEMENTED || code === GrpcCode.DEADLINE_EXCEEDED) return translate(error, `pull ${image}`, endpoint);
+  if (code === GrpcCode.UNAVAILABLE || code === GrpcCode.UNIMPLEMENTED || code === GrpcCode.DEADLINE_EXCEEDED)
+    return translate(error, `pull ${image}`, endpoint);
   const message = criDetail(error);
-  const notFound = code === GrpcCode.NOT_FOUND || /not found|manifest unknown|does not exist|pull access denied|insufficient_scope|unauthorized/i.test(message);
-  const unreachable = /no such host|dial tcp|i\/o timeout|connection refused|TLS handshake|network is unreachable|server misbehaving/i.test(message);
+  const notFound =
+    code === GrpcCode.NOT_FOUND ||
+    /not found|manifest unknown|does not exist|pull access denied|insufficient_scope|unauthorized/i.test(message);
+  const unreachable = /no such host|dial tcp|i\/o timeout|connection refused|TLS handshake|network is unreachable|server misbehaving/i.test(
+    message,
+  );
   const kind: ErrorCode = notFound ? 'NotFound' : unreachable ? 'Unavailable' : 'Internal';
-  const hint = unreachable ? ' (no registry reachable: import the image into the runtime, e.g. `ctr -n k8s.io images import`, or use one it already has)' : '';
+  const hint = unreachable
+    ? ' (no registry reachable: import the image into the runtime, e.g. `ctr -n k8s.io images import`, or use one it already has)'
+    : '';
   return new KubeletError(kind, `pull ${image}: ${message}${hint}`, { adapter: ADAPTER, cause: error });
 }

@@ -12,16 +12,26 @@ import { ADAPTER } from './errors.js';
  * So before a sandbox runs: its ports must not be among those of the runtime's ready sandboxes
  * (`taken`), and each must be free to bind on the host.
  */
-export async function assertHostPortsFree(sandbox: string, wanted: readonly PortMapping[], taken: ReadonlyArray<{ readonly sandbox: string; readonly ports: readonly PortMapping[] }>): Promise<void> {
+export async function assertHostPortsFree(
+  sandbox: string,
+  wanted: readonly PortMapping[],
+  taken: ReadonlyArray<{ readonly sandbox: string; readonly ports: readonly PortMapping[] }>,
+): Promise<void> {
   for (const port of wanted) {
     for (const other of taken) {
       if (other.ports.some((p) => clashes(p, port))) {
-        throw new KubeletError('Conflict', `run sandbox ${sandbox}: host port ${describe(port)} is already published by sandbox ${other.sandbox}`, { adapter: ADAPTER });
+        throw new KubeletError(
+          'Conflict',
+          `run sandbox ${sandbox}: host port ${describe(port)} is already published by sandbox ${other.sandbox}`,
+          { adapter: ADAPTER },
+        );
       }
     }
     const holder = await bindProbe(port);
     if (holder !== undefined) {
-      throw new KubeletError('Conflict', `run sandbox ${sandbox}: host port ${describe(port)} is already in use on this host (${holder})`, { adapter: ADAPTER });
+      throw new KubeletError('Conflict', `run sandbox ${sandbox}: host port ${describe(port)} is already in use on this host (${holder})`, {
+        adapter: ADAPTER,
+      });
     }
   }
 }

@@ -1,5 +1,12 @@
 import { basename } from 'node:path';
-import { Labels, cpuLimitMillisOf, type ContainerDetails, type ContainerState, type ContainerSummary, type SandboxSummary } from '@kubelet-ts/core';
+import {
+  Labels,
+  cpuLimitMillisOf,
+  type ContainerDetails,
+  type ContainerState,
+  type ContainerSummary,
+  type SandboxSummary,
+} from '@kubelet-ts/core';
 import type { ContainerStateName, ContainerStatus, CriContainer, Int64, PodSandbox } from './cri-api.js';
 
 /** CRI records → the core's domain types. */
@@ -87,7 +94,10 @@ export function detailsOf(status: ContainerStatus, info: Record<string, string>)
   const cpuShares = positive(resources?.cpuShares);
   // containerd 1.6 may leave the status's resources out: the config it was created with says too.
   const asCreated = config.linux?.resources;
-  const cpuLimitMillis = cpuLimitMillisOf(positive(resources?.cpuPeriod) ?? asCreated?.cpu_period, positive(resources?.cpuQuota) ?? asCreated?.cpu_quota);
+  const cpuLimitMillis = cpuLimitMillisOf(
+    positive(resources?.cpuPeriod) ?? asCreated?.cpu_period,
+    positive(resources?.cpuQuota) ?? asCreated?.cpu_quota,
+  );
   return {
     id: status.id,
     name,

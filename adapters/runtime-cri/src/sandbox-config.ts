@@ -39,11 +39,22 @@ export function buildSandboxConfig(spec: SandboxSpec, options: SandboxConfigOpti
     portMappings: hostNetwork
       ? []
       : spec.ports.flatMap((p) =>
-          p.hostPort === undefined ? [] : [{ protocol: p.protocol, containerPort: p.containerPort, hostPort: p.hostPort, hostIp: criHostIp(p.hostIp ?? options.hostIp) }],
+          p.hostPort === undefined
+            ? []
+            : [
+                {
+                  protocol: p.protocol,
+                  containerPort: p.containerPort,
+                  hostPort: p.hostPort,
+                  hostIp: criHostIp(p.hostIp ?? options.hostIp),
+                },
+              ],
         ),
     linux: {
       ...(options.cgroupParent === undefined ? {} : { cgroupParent: options.cgroupParent }),
-      securityContext: hostNetwork ? { ...SECURITY_CONTEXT, namespaceOptions: { ...SECURITY_CONTEXT.namespaceOptions, network: 'NODE' } } : SECURITY_CONTEXT,
+      securityContext: hostNetwork
+        ? { ...SECURITY_CONTEXT, namespaceOptions: { ...SECURITY_CONTEXT.namespaceOptions, network: 'NODE' } }
+        : SECURITY_CONTEXT,
     },
   };
   return { ...record, labels: { ...spec.labels }, annotations: { [CriAnnotations.sandboxConfig]: JSON.stringify(record) } };
@@ -74,10 +85,17 @@ export function sandboxConfigOf(status: PodSandboxStatus): PodSandboxConfig {
 /** The host ports in containerd's verbose sandbox status (the config it was run with, as snake_case JSON). */
 export function portsOfVerboseInfo(info: Readonly<Record<string, string>>): PortMapping[] {
   try {
-    const parsed = JSON.parse(info['info'] ?? '{}') as { config?: { port_mappings?: Array<{ protocol?: number; container_port?: number; host_port?: number; host_ip?: string }> } };
+    const parsed = JSON.parse(info['info'] ?? '{}') as {
+      config?: { port_mappings?: Array<{ protocol?: number; container_port?: number; host_port?: number; host_ip?: string }> };
+    };
     return (parsed.config?.port_mappings ?? [])
       .filter((p) => (p.host_port ?? 0) > 0)
-      .map((p) => ({ protocol: p.protocol === 1 ? 'UDP' : p.protocol === 2 ? 'SCTP' : 'TCP', containerPort: p.container_port ?? 0, hostPort: p.host_port ?? 0, hostIp: p.host_ip ?? '' }));
+      .map((p) => ({
+        protocol: p.protocol === 1 ? 'UDP' : p.protocol === 2 ? 'SCTP' : 'TCP',
+        containerPort: p.container_port ?? 0,
+        hostPort: p.host_port ?? 0,
+        hostIp: p.host_ip ?? '',
+      }));
   } catch {
     return [];
   }

@@ -5,14 +5,30 @@ import { ContainerdEvents, type ContainerdEnvelope, type ContainerdEventsOptions
 
 const NS = 'k8s.io';
 const at = { seconds: '1700000000', nanos: 250_000_000 };
-const start = (id: string): ContainerdEnvelope => ({ namespace: NS, topic: '/tasks/start', timestamp: at, event: { '@type': 'containerd.events.TaskStart', containerId: id } });
+const start = (id: string): ContainerdEnvelope => ({
+  namespace: NS,
+  topic: '/tasks/start',
+  timestamp: at,
+  event: { '@type': 'containerd.events.TaskStart', containerId: id },
+});
 const exit = (id: string, process: string, status: number): ContainerdEnvelope => ({
   namespace: NS,
   topic: '/tasks/exit',
   timestamp: at,
-  event: { '@type': 'containerd.events.TaskExit', containerId: id, id: process, exitStatus: status, exitedAt: { seconds: '1700000001', nanos: 0 } },
+  event: {
+    '@type': 'containerd.events.TaskExit',
+    containerId: id,
+    id: process,
+    exitStatus: status,
+    exitedAt: { seconds: '1700000001', nanos: 0 },
+  },
 });
-const deleted = (id: string): ContainerdEnvelope => ({ namespace: NS, topic: '/containers/delete', timestamp: at, event: { '@type': 'containerd.events.ContainerDelete', id } });
+const deleted = (id: string): ContainerdEnvelope => ({
+  namespace: NS,
+  topic: '/containers/delete',
+  timestamp: at,
+  event: { '@type': 'containerd.events.ContainerDelete', id },
+});
 
 /** A containerd whose containers are `ours` (pod web), `foreign`, and the sandbox `pause` (no CRI container). */
 function fakeContainerd(overrides: Partial<ContainerdEventsOptions> = {}) {

@@ -4,7 +4,15 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { KubeletError, Labels, buildContainerSpec, buildSandboxSpec, type ContainerManifest, type ContainerSpec, type SandboxSpec } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  Labels,
+  buildContainerSpec,
+  buildSandboxSpec,
+  type ContainerManifest,
+  type ContainerSpec,
+  type SandboxSpec,
+} from '@kubelet-ts/core';
 import { criCgroupParent, criEndpoint, TEST_IMAGES } from '@kubelet-ts/testkit';
 import { connectCri } from '../src/cri-client.js';
 import type { CriApi } from '../src/index.js';
@@ -47,13 +55,24 @@ describe('CriRuntime on a real containerd', () => {
     await runtime.start(c.id);
     return c;
   };
-  const codeOf = (call: Promise<unknown>) => call.then(() => undefined, (e: unknown) => (e instanceof KubeletError ? e.code : String(e)));
+  const codeOf = (call: Promise<unknown>) =>
+    call.then(
+      () => undefined,
+      (e: unknown) => (e instanceof KubeletError ? e.code : String(e)),
+    );
 
   it("serves a pod's port on 127.0.0.1 of the host, through the sandbox's port mapping", async () => {
     const port = await freePort();
     const m = checkedManifest({
       id: 'web',
-      containers: [{ name: 'server', image: TEST_IMAGES.busybox, command: httpServer(8080, 'from-cri'), ports: [{ containerPort: 8080, hostPort: port }] }],
+      containers: [
+        {
+          name: 'server',
+          image: TEST_IMAGES.busybox,
+          command: httpServer(8080, 'from-cri'),
+          ports: [{ containerPort: 8080, hostPort: port }],
+        },
+      ],
     });
     const { sandbox, containers } = pod(m);
     const s = await run(sandbox);
@@ -70,7 +89,10 @@ describe('CriRuntime on a real containerd', () => {
     await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
     try {
       const port = (holder.address() as { port: number }).port;
-      const m = checkedManifest({ id: 'taken', containers: [{ name: 'main', image: TEST_IMAGES.busybox, ports: [{ containerPort: 80, hostPort: port }] }] });
+      const m = checkedManifest({
+        id: 'taken',
+        containers: [{ name: 'main', image: TEST_IMAGES.busybox, ports: [{ containerPort: 80, hostPort: port }] }],
+      });
       const error = (await f.runtime.runSandbox(pod(m).sandbox).catch((e: unknown) => e)) as KubeletError;
       expect(error.code).toBe('Conflict');
       expect(error.message).toContain(`127.0.0.1:${port}/tcp`);
@@ -81,12 +103,19 @@ describe('CriRuntime on a real containerd', () => {
   });
 
   it('sets the memory limit and CPU shares, visible in the container and in inspect', async () => {
-    const m = checkedManifest({ id: 'limits', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sleep', '3600'], memory: 48 * 1024 * 1024, cpu: 256 }] });
+    const m = checkedManifest({
+      id: 'limits',
+      containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sleep', '3600'], memory: 48 * 1024 * 1024, cpu: 256 }],
+    });
     const { sandbox, containers } = pod(m);
     const s = await run(sandbox);
     const c = await started(containers[0]!, s.id);
     // cgroup v1 (this machine) or v2.
-    const read = await f.runtime.exec(c.id, ['sh', '-c', 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max'], 5000);
+    const read = await f.runtime.exec(
+      c.id,
+      ['sh', '-c', 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max'],
+      5000,
+    );
     expect(read.output.trim()).toBe(String(48 * 1024 * 1024));
     const details = await f.runtime.inspect(c.id);
     expect(details.spec.memory).toBe(48 * 1024 * 1024);
@@ -100,8 +129,18 @@ describe('CriRuntime on a real containerd', () => {
       id: 'vols',
       volumes: [{ name: 'data' }],
       containers: [
-        { name: 'writer', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'echo written > /data/file && exec sleep 3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] },
-        { name: 'reader', image: TEST_IMAGES.busybox, command: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }] },
+        {
+          name: 'writer',
+          image: TEST_IMAGES.busybox,
+          command: ['sh', '-c', 'echo written > /data/file && exec sleep 3600'],
+          volumeMounts: [{ name: 'data', mountPath: '/data' }],
+        },
+        {
+          name: 'reader',
+          image: TEST_IMAGES.busybox,
+          command: ['sleep', '3600'],
+          volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }],
+        },
       ],
     });
     const { sandbox, containers } = pod(m);
@@ -125,7 +164,10 @@ describe('CriRuntime on a real containerd', () => {
   });
 
   it("writes the containers' output to <logsRoot>/<sandbox>/<container>.log, removed with the sandbox", async () => {
-    const m = checkedManifest({ id: 'logs', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'echo hello-log && exec sleep 3600'] }] });
+    const m = checkedManifest({
+      id: 'logs',
+      containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'echo hello-log && exec sleep 3600'] }],
+    });
     const { sandbox, containers } = pod(m);
     const s = await f.runtime.runSandbox(sandbox);
     await started(containers[0]!, s.id);
@@ -156,7 +198,12 @@ describe('CriRuntime on a real containerd', () => {
     const m = checkedManifest({
       id: 'adopt',
       containers: [
-        { name: 'server', image: TEST_IMAGES.busybox, command: httpServer(8080, 'adopted'), ports: [{ containerPort: 8080, hostPort: port }] },
+        {
+          name: 'server',
+          image: TEST_IMAGES.busybox,
+          command: httpServer(8080, 'adopted'),
+          ports: [{ containerPort: 8080, hostPort: port }],
+        },
         { name: 'client', image: TEST_IMAGES.busybox, command: ['sleep', '3600'] },
       ],
     });
@@ -173,7 +220,9 @@ describe('CriRuntime on a real containerd', () => {
     expect(seen).toMatchObject({ name: containers[0]!.name, state: 'running', image: TEST_IMAGES.busybox, labels: containers[0]!.labels });
     // The sandbox's config comes back from the runtime: the new container shares its namespace.
     const client = await started(containers[1]!, s.id, after);
-    expect(await eventually(async () => (await after.exec(client.id, ['wget', '-q', '-O', '-', 'http://127.0.0.1:8080/'], 5000)).output)).toContain('adopted');
+    expect(
+      await eventually(async () => (await after.exec(client.id, ['wget', '-q', '-O', '-', 'http://127.0.0.1:8080/'], 5000)).output),
+    ).toContain('adopted');
   });
 
   it('leaves a sandbox and container made directly through CRI alone (unlabelled: foreign)', async () => {
@@ -188,7 +237,16 @@ describe('CriRuntime on a real containerd', () => {
     const { podSandboxId } = await cri.runPodSandbox({ config }, deadline());
     try {
       const { containerId } = await cri.createContainer(
-        { podSandboxId, config: { metadata: { name: 'theirs', attempt: 0 }, image: { image: TEST_IMAGES.busybox }, command: ['sleep', '3600'], labels: { owner: 'someone-else' } }, sandboxConfig: config },
+        {
+          podSandboxId,
+          config: {
+            metadata: { name: 'theirs', attempt: 0 },
+            image: { image: TEST_IMAGES.busybox },
+            command: ['sleep', '3600'],
+            labels: { owner: 'someone-else' },
+          },
+          sandboxConfig: config,
+        },
         deadline(),
       );
       await cri.startContainer({ containerId }, deadline());
@@ -199,7 +257,10 @@ describe('CriRuntime on a real containerd', () => {
       expect((await f.runtime.listSandboxes({ includeForeign: true })).some((s) => s.id === podSandboxId)).toBe(true);
 
       // Its host port counts: our pod cannot take it.
-      const m = checkedManifest({ id: 'clash', containers: [{ name: 'main', image: TEST_IMAGES.busybox, ports: [{ containerPort: 80, hostPort: port }] }] });
+      const m = checkedManifest({
+        id: 'clash',
+        containers: [{ name: 'main', image: TEST_IMAGES.busybox, ports: [{ containerPort: 80, hostPort: port }] }],
+      });
       const error = (await f.runtime.runSandbox(pod(m).sandbox).catch((e: unknown) => e)) as KubeletError;
       expect(error.code).toBe('Conflict');
       expect(error.message).toContain(config.metadata.name);
@@ -245,7 +306,9 @@ describe('CriRuntime on a real containerd', () => {
     // What an OOM kill or a crash of the pause process does, done with containerd's own tool.
     const socket = criEndpoint().replace(/^unix:\/\//, '');
     await promisify(execFile)('ctr', ['--address', socket, '--namespace', 'k8s.io', 'tasks', 'kill', '--signal', 'SIGKILL', s.id]);
-    expect(await eventually(async () => ((await f.runtime.listSandboxes()).find((x) => x.id === s.id)?.state === 'notready' ? 'notready' : ''))).toBe('notready');
+    expect(
+      await eventually(async () => ((await f.runtime.listSandboxes()).find((x) => x.id === s.id)?.state === 'notready' ? 'notready' : '')),
+    ).toBe('notready');
     expect(await codeOf(f.runtime.create(containers[0]!, s.id))).toBe('Conflict');
   });
 

@@ -9,10 +9,14 @@ function failing(error: { code: number; details: string }): CriApi {
   return new Proxy({} as CriApi, { get: (_, key) => (key === 'close' ? () => undefined : fail) });
 }
 
-const runtimeFailing = (code: number, details: string) => new CriRuntime({ cri: failing({ code, details }), endpoint: 'unix:///run/test/cri.sock' });
+const runtimeFailing = (code: number, details: string) =>
+  new CriRuntime({ cri: failing({ code, details }), endpoint: 'unix:///run/test/cri.sock' });
 
 async function errorOf(call: Promise<unknown>): Promise<KubeletError> {
-  const error = await call.then(() => undefined, (e: unknown) => e);
+  const error = await call.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(KubeletError);
   return error as KubeletError;
 }
@@ -25,7 +29,12 @@ describe('CRI failures become the core codes, with the cause kept', () => {
     ['DEADLINE_EXCEEDED', 4, 'context deadline exceeded', 'Timeout'],
     ['UNAVAILABLE', 14, 'No connection established', 'Unavailable'],
     ['UNIMPLEMENTED (no CRI plugin)', 12, 'unknown service runtime.v1.RuntimeService', 'Unavailable'],
-    ['a name containerd has reserved (UNKNOWN, in words)', 2, 'failed to reserve container name "a_b_c_0": name "a_b_c_0" is reserved for "123"', 'Conflict'],
+    [
+      'a name containerd has reserved (UNKNOWN, in words)',
+      2,
+      'failed to reserve container name "a_b_c_0": name "a_b_c_0" is reserved for "123"',
+      'Conflict',
+    ],
     ['a port in use (UNKNOWN, in words)', 2, 'listen tcp 0.0.0.0:80: bind: address already in use', 'Conflict'],
     ['anything else', 2, 'something broke', 'Internal'],
   ])('%s', async (_, code, details, expected) => {
@@ -52,10 +61,19 @@ describe('CRI failures become the core codes, with the cause kept', () => {
     const pulling = (code: number, details: string) => {
       const cri = failing({ code, details });
       // The image is not there; the pull itself fails.
-      return new CriRuntime({ cri: { ...cri, imageStatus: () => Promise.resolve({ image: null }), pullImage: cri.pullImage, close: () => undefined } as CriApi });
+      return new CriRuntime({
+        cri: { ...cri, imageStatus: () => Promise.resolve({ image: null }), pullImage: cri.pullImage, close: () => undefined } as CriApi,
+      });
     };
-    expect((await errorOf(pulling(2, 'failed to resolve reference "x": docker.io/library/x:1: not found').images.pull('x:1'))).code).toBe('NotFound');
-    const unreachable = await errorOf(pulling(2, 'failed to do request: Head "https://kubelet-ts.invalid/v2/": dial tcp: lookup kubelet-ts.invalid: no such host').images.pull('kubelet-ts.invalid/x:1'));
+    expect((await errorOf(pulling(2, 'failed to resolve reference "x": docker.io/library/x:1: not found').images.pull('x:1'))).code).toBe(
+      'NotFound',
+    );
+    const unreachable = await errorOf(
+      pulling(
+        2,
+        'failed to do request: Head "https://kubelet-ts.invalid/v2/": dial tcp: lookup kubelet-ts.invalid: no such host',
+      ).images.pull('kubelet-ts.invalid/x:1'),
+    );
     expect(unreachable.code).toBe('Unavailable');
     expect(unreachable.message).toContain('ctr -n k8s.io images import');
     expect((await errorOf(pulling(14, 'No connection established').images.pull('x:1'))).code).toBe('Unavailable');

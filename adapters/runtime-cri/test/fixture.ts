@@ -30,7 +30,9 @@ export async function criFixture(): Promise<CriFixture> {
   const runtime = make();
   for (const image of [TEST_IMAGES.busybox, TEST_IMAGES.pause]) {
     if (!(await runtime.images.hasImage(image))) {
-      throw new Error(`containerd at ${endpoint} lacks the test image ${image}: \`bash scripts/containerd.sh start\` imports it (npm test does)`);
+      throw new Error(
+        `containerd at ${endpoint} lacks the test image ${image}: \`bash scripts/containerd.sh start\` imports it (npm test does)`,
+      );
     }
   }
   return {

@@ -25,7 +25,13 @@ const status = (fields: Partial<ContainerStatus>): ContainerStatus => ({
 describe('detailsOf', () => {
   it('keeps containerd times in milliseconds, and an exit code only once exited', () => {
     const d = detailsOf(status({ startedAt: '1000000001000000000', finishedAt: '1000000002500000000', exitCode: 3 }), {});
-    expect(d).toMatchObject({ state: 'exited', createdAt: 1000000000000, startedAt: 1000000001000, finishedAt: 1000000002500, exitCode: 3 });
+    expect(d).toMatchObject({
+      state: 'exited',
+      createdAt: 1000000000000,
+      startedAt: 1000000001000,
+      finishedAt: 1000000002500,
+      exitCode: 3,
+    });
     const running = detailsOf(status({ state: 'CONTAINER_RUNNING', startedAt: '1000000001000000000', finishedAt: '0' }), {});
     expect(running.finishedAt).toBeUndefined();
     expect(running.exitCode).toBeUndefined();

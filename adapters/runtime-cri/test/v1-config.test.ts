@@ -40,19 +40,41 @@ describe('CRI configs for the v1 Pod fields', () => {
   });
 
   it('maps entrypoint to CRI command and command to CRI args, and the CPU limit to a CFS quota', () => {
-    const config = buildContainerConfig({ ...container, entrypoint: ['sh', '-c'], command: ['echo hi'], cpuLimitMillis: 1500 }, buildSandboxConfig(sandbox(), { hostIp: '' }), [], 'main.log');
+    const config = buildContainerConfig(
+      { ...container, entrypoint: ['sh', '-c'], command: ['echo hi'], cpuLimitMillis: 1500 },
+      buildSandboxConfig(sandbox(), { hostIp: '' }),
+      [],
+      'main.log',
+    );
     expect(config.command).toEqual(['sh', '-c']);
     expect(config.args).toEqual(['echo hi']);
     expect(config.linux?.resources).toEqual({ cpuPeriod: 100_000, cpuQuota: 150_000 });
     expect(config.logPath).toBe('main.log');
-    const only2014 = buildContainerConfig({ ...container, command: ['sleep', '1'] }, buildSandboxConfig(sandbox(), { hostIp: '' }), [], undefined);
+    const only2014 = buildContainerConfig(
+      { ...container, command: ['sleep', '1'] },
+      buildSandboxConfig(sandbox(), { hostIp: '' }),
+      [],
+      undefined,
+    );
     expect(only2014.args).toEqual(['sleep', '1']);
     expect('command' in only2014).toBe(false);
   });
 
   it('reads entrypoint, command and the CPU limit back from the verbose status, when the status leaves resources out', () => {
-    const status = { id: 'c1', metadata: { name: 'web--main--1', attempt: 0 }, state: 'CONTAINER_RUNNING', labels: {}, annotations: {}, mounts: [], resources: null } as unknown as ContainerStatus;
-    const info = { info: JSON.stringify({ config: { command: ['sh', '-c'], args: ['echo hi'], linux: { resources: { cpu_period: 100_000, cpu_quota: 25_000 } } } }) };
+    const status = {
+      id: 'c1',
+      metadata: { name: 'web--main--1', attempt: 0 },
+      state: 'CONTAINER_RUNNING',
+      labels: {},
+      annotations: {},
+      mounts: [],
+      resources: null,
+    } as unknown as ContainerStatus;
+    const info = {
+      info: JSON.stringify({
+        config: { command: ['sh', '-c'], args: ['echo hi'], linux: { resources: { cpu_period: 100_000, cpu_quota: 25_000 } } },
+      }),
+    };
     const details = detailsOf(status, info);
     expect(details.spec.entrypoint).toEqual(['sh', '-c']);
     expect(details.spec.command).toEqual(['echo hi']);

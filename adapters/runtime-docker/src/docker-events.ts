@@ -49,7 +49,9 @@ export function containerEventOf(line: DockerEventLine, heardAt: number): Contai
     case 'die':
     case 'died': {
       const exitCode = Number(attributes['exitCode'] ?? attributes['containerExitCode']);
-      return Number.isInteger(exitCode) ? { type: 'exited', containerId, podId, exitCode, time } : { type: 'exited', containerId, podId, time };
+      return Number.isInteger(exitCode)
+        ? { type: 'exited', containerId, podId, exitCode, time }
+        : { type: 'exited', containerId, podId, time };
     }
     case 'destroy':
     case 'remove':
@@ -98,7 +100,10 @@ export async function* dockerEvents(signal: AbortSignal, options: DockerEventsOp
       try {
         line = JSON.parse(text) as DockerEventLine;
       } catch (error) {
-        options.logger.warn({ endpoint: options.endpoint, line: text.slice(0, 200), error: String(error) }, 'skipped an event line that is not JSON');
+        options.logger.warn(
+          { endpoint: options.endpoint, line: text.slice(0, 200), error: String(error) },
+          'skipped an event line that is not JSON',
+        );
         continue;
       }
       const event = containerEventOf(line, Date.now());
@@ -112,8 +117,12 @@ export async function* dockerEvents(signal: AbortSignal, options: DockerEventsOp
   }
   if (signal.aborted) return;
   const why = failure === undefined ? 'the engine closed it' : dockerDetail(failure);
-  throw new KubeletError('Unavailable', `the event stream of the engine at ${options.endpoint} ended (${why}); reconnect, and relist, since events may have been missed`, {
-    adapter: ADAPTER,
-    ...(failure === undefined ? {} : { cause: failure }),
-  });
+  throw new KubeletError(
+    'Unavailable',
+    `the event stream of the engine at ${options.endpoint} ended (${why}); reconnect, and relist, since events may have been missed`,
+    {
+      adapter: ADAPTER,
+      ...(failure === undefined ? {} : { cause: failure }),
+    },
+  );
 }

@@ -63,7 +63,8 @@ export class DockerImages implements ImageService {
           stream,
           (error, output) => {
             const failed = output.find((e): e is PullProgressEvent => typeof (e as PullProgressEvent).error === 'string');
-            if (error !== null || failed !== undefined) reject(classifyPullError(image, failed?.error ?? error?.message ?? 'pull failed', error));
+            if (error !== null || failed !== undefined)
+              reject(classifyPullError(image, failed?.error ?? error?.message ?? 'pull failed', error));
             else resolvePull();
           },
           (event) => {

@@ -131,7 +131,11 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {
     const filters =
-      options.podId !== undefined ? { label: [`${Labels.manifestId}=${options.podId}`] } : options.includeForeign === true ? undefined : { label: [Labels.manifestId] };
+      options.podId !== undefined
+        ? { label: [`${Labels.manifestId}=${options.podId}`] }
+        : options.includeForeign === true
+          ? undefined
+          : { label: [Labels.manifestId] };
     const [found, engine] = await Promise.all([
       this.call('list containers', () => this.docker.listContainers({ all: true, ...(filters === undefined ? {} : { filters }) })),
       this.engine(),
@@ -180,7 +184,14 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       },
     };
     const created = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
-    return { id: created.id, name: spec.name, image: spec.image, labels: { ...spec.labels }, state: 'created', createdAt: this.clock.now() };
+    return {
+      id: created.id,
+      name: spec.name,
+      image: spec.image,
+      labels: { ...spec.labels },
+      state: 'created',
+      createdAt: this.clock.now(),
+    };
   }
 
   async start(id: string): Promise<void> {
@@ -201,7 +212,11 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     if (holder === undefined) return;
     const sandbox = await this.call(`inspect sandbox ${holder}`, () => this.docker.getContainer(holder).inspect());
     if (sandbox.State.Status !== 'running') {
-      throw new KubeletError('Conflict', `start ${info.Name.replace(/^\//, '')}: its sandbox ${sandbox.Name.replace(/^\//, '')} is ${sandbox.State.Status}`, { adapter: ADAPTER });
+      throw new KubeletError(
+        'Conflict',
+        `start ${info.Name.replace(/^\//, '')}: its sandbox ${sandbox.Name.replace(/^\//, '')} is ${sandbox.State.Status}`,
+        { adapter: ADAPTER },
+      );
     }
   }
 
@@ -231,7 +246,8 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
     const container = this.docker.getContainer(id);
     const info = await this.call(`inspect ${id}`, () => container.inspect());
-    if (info.State.Status !== 'running') throw new KubeletError('Conflict', `exec in ${info.Name}: the container is ${info.State.Status}`, { adapter: ADAPTER });
+    if (info.State.Status !== 'running')
+      throw new KubeletError('Conflict', `exec in ${info.Name}: the container is ${info.State.Status}`, { adapter: ADAPTER });
     const exec = await this.call(`exec in ${id}`, () => container.exec({ Cmd: [...command], AttachStdout: true, AttachStderr: true }));
     const stream = await this.call(`exec in ${id}`, () => exec.start({}));
     const output = await collectExecOutput(stream, timeoutMs, this.clock);
@@ -271,7 +287,10 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     const docker = this.docker;
     const stream = dockerEvents(signal, {
       getEvents: async (options) => {
-        if (docker.getEvents === undefined) throw new KubeletError('Unavailable', 'the client given as options.docker has no getEvents: pass a dockerode client', { adapter: ADAPTER });
+        if (docker.getEvents === undefined)
+          throw new KubeletError('Unavailable', 'the client given as options.docker has no getEvents: pass a dockerode client', {
+            adapter: ADAPTER,
+          });
         return docker.getEvents(options);
       },
       engine: () => this.engine(),
@@ -285,7 +304,11 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
         const [found] = await this.call('list containers', () => this.docker.listContainers({ all: true, filters: { id: [id] } }));
         return found === undefined ? undefined : summaryOf(found).state;
       },
-      onUnsettled: (event, why) => this.logger.debug({ endpoint: this.endpoint, containerId: event.containerId, type: event.type }, `event passed on unchecked: ${why}`),
+      onUnsettled: (event, why) =>
+        this.logger.debug(
+          { endpoint: this.endpoint, containerId: event.containerId, type: event.type },
+          `event passed on unchecked: ${why}`,
+        ),
     });
   }
 
@@ -299,7 +322,8 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     this.engineKind ??= this.call('version', () => this.docker.version()).then(
       (version) => {
         const kind = engineKindOf(version);
-        if (kind === 'podman') this.logger.info({ endpoint: this.endpoint, version: version.Version }, 'the Docker API is served by Podman');
+        if (kind === 'podman')
+          this.logger.info({ endpoint: this.endpoint, version: version.Version }, 'the Docker API is served by Podman');
         return kind;
       },
       (error: unknown) => {

@@ -44,13 +44,20 @@ export class DockerSandboxes {
     const { exposed, bindings } = portBindings(spec.ports, this.options.hostIp);
     // A host-network holder is on the host's network, as its pod's containers then are through it:
     // it publishes nothing (its ports are the host's), and sets no hostname (the host's stays).
-    const network = spec.hostNetwork === true ? { Labels: { ...spec.labels }, HostConfig: { NetworkMode: 'host' } } : { Hostname: spec.hostname, Labels: { ...spec.labels }, ExposedPorts: exposed, HostConfig: { PortBindings: bindings } };
-    const created = await call(`create sandbox ${spec.name}`, () => docker.createContainer({ name: spec.name, Image: this.options.podInfraImage, ...network }));
+    const network =
+      spec.hostNetwork === true
+        ? { Labels: { ...spec.labels }, HostConfig: { NetworkMode: 'host' } }
+        : { Hostname: spec.hostname, Labels: { ...spec.labels }, ExposedPorts: exposed, HostConfig: { PortBindings: bindings } };
+    const created = await call(`create sandbox ${spec.name}`, () =>
+      docker.createContainer({ name: spec.name, Image: this.options.podInfraImage, ...network }),
+    );
     try {
       await call(`start sandbox ${spec.name}`, () => docker.getContainer(created.id).start(), true);
     } catch (error) {
       // A sandbox that cannot start (a host port already taken) must leave nothing behind.
-      await call(`remove sandbox ${spec.name}`, () => docker.getContainer(created.id).remove({ force: true, v: true })).catch(() => undefined);
+      await call(`remove sandbox ${spec.name}`, () => docker.getContainer(created.id).remove({ force: true, v: true })).catch(
+        () => undefined,
+      );
       await this.warnOfHeldPorts(spec, error);
       throw error;
     }
@@ -95,7 +102,8 @@ export class DockerSandboxes {
       throw error;
     }
     const podId = sandbox.Config.Labels?.[Labels.sandbox];
-    for (const member of await this.members(sandbox)) await ignoreGone(call(`remove ${member}`, () => docker.getContainer(member).remove({ force: true, v: true })));
+    for (const member of await this.members(sandbox))
+      await ignoreGone(call(`remove ${member}`, () => docker.getContainer(member).remove({ force: true, v: true })));
     await ignoreGone(call(`remove sandbox ${id}`, () => docker.getContainer(id).remove({ force: true, v: true })));
     if (options.volumes === true && podId !== undefined) await removePodVolumes(this.options.volumesRoot, podId);
   }
@@ -105,12 +113,20 @@ export class DockerSandboxes {
     const { docker, call } = this.options;
     const id = sandbox.Id;
     const all = await call(`list members of ${id}`, () => docker.listContainers({ all: true }));
-    if ((await this.options.engine()) === 'docker') return all.filter((c) => c.HostConfig?.NetworkMode === `container:${id}`).map((c) => c.Id);
+    if ((await this.options.engine()) === 'docker')
+      return all.filter((c) => c.HostConfig?.NetworkMode === `container:${id}`).map((c) => c.Id);
     // Podman lists containers without their HostConfig: inspect those that can have joined the
     // sandbox, which are the ones made after it (Created is in seconds in a listing).
     const since = Math.floor(Date.parse(sandbox.Created) / 1000);
     const candidates = all.filter((c) => c.Id !== id && c.Created >= since);
-    const inspected = await Promise.all(candidates.map((c) => docker.getContainer(c.Id).inspect().catch(() => undefined)));
+    const inspected = await Promise.all(
+      candidates.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .inspect()
+          .catch(() => undefined),
+      ),
+    );
     return inspected.filter((c) => c?.HostConfig.NetworkMode === `container:${id}`).map((c) => c!.Id);
   }
 
@@ -171,4 +187,3 @@ async function ignoreGone(call: Promise<unknown>): Promise<void> {
     if (!(error instanceof KubeletError && error.code === 'NotFound')) throw error;
   }
 }
-

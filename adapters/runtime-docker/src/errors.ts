@@ -45,7 +45,10 @@ export function translate(error: unknown, what: string, endpoint: string): Kubel
 export function classifyPullError(image: string, message: string, cause: unknown): KubeletError {
   const notFound = /not found|manifest unknown|does not exist|pull access denied|repository .* not/i.test(message);
   // Podman's registries.conf can block a registry ("registry … is blocked in …"): it is not reachable for this engine.
-  const unreachable = /no such host|dial tcp|i\/o timeout|connection refused|TLS handshake|network is unreachable|server misbehaving|registry .* is blocked in/i.test(message);
+  const unreachable =
+    /no such host|dial tcp|i\/o timeout|connection refused|TLS handshake|network is unreachable|server misbehaving|registry .* is blocked in/i.test(
+      message,
+    );
   const code: ErrorCode = notFound ? 'NotFound' : unreachable ? 'Unavailable' : 'Internal';
   const hint = unreachable ? ' (no registry reachable: build or load the image locally, or use an image the engine already has)' : '';
   return new KubeletError(code, `pull ${image}: ${message}${hint}`, { adapter: ADAPTER, cause });

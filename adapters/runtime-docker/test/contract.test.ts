@@ -9,7 +9,11 @@ runtimeContract(
   'docker',
   async () => {
     const images = await buildTestImages();
-    return new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: await mkdtemp(join(tmpdir(), 'kubelet-ts-volumes-')) });
+    return new DockerRuntime({
+      podInfraImage: images.pause,
+      hostIp: '127.0.0.1',
+      volumesRoot: await mkdtemp(join(tmpdir(), 'kubelet-ts-volumes-')),
+    });
   },
   // busybox's sleep ignores SIGTERM as PID 1, so stop exercises the kill at the timeout too.
   { image: TEST_IMAGES.busybox, command: ['sleep', '3600'], podNetwork: busyboxPodNetwork, events: {} },

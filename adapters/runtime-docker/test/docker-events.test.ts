@@ -6,7 +6,15 @@ import type { EngineKind } from '../src/engine-kind.js';
 
 /** An engine line as Docker writes it; Podman's differ only where the tests say. */
 const line = (action: string, id: string, attributes: Record<string, string>, timeNano = 1_700_000_000_123_000_000) =>
-  JSON.stringify({ status: action, id, Type: 'container', Action: action, Actor: { ID: id, Attributes: { image: 'busybox', ...attributes } }, time: 1_700_000_000, timeNano });
+  JSON.stringify({
+    status: action,
+    id,
+    Type: 'container',
+    Action: action,
+    Actor: { ID: id, Attributes: { image: 'busybox', ...attributes } },
+    time: 1_700_000_000,
+    timeNano,
+  });
 const ours = { [Labels.manifestId]: 'web' };
 
 function fakeEngine(kind: EngineKind = 'docker') {
@@ -26,15 +34,33 @@ function fakeEngine(kind: EngineKind = 'docker') {
 
 describe('Docker events', () => {
   it('maps start, die (with its exit code) and destroy of our containers; others and foreign ones are dropped', () => {
-    expect(containerEventOf(JSON.parse(line('start', 'c1', ours)), 0)).toEqual({ type: 'started', containerId: 'c1', podId: 'web', time: 1_700_000_000_123 });
-    expect(containerEventOf(JSON.parse(line('die', 'c1', { ...ours, exitCode: '137' })), 0)).toMatchObject({ type: 'exited', exitCode: 137 });
+    expect(containerEventOf(JSON.parse(line('start', 'c1', ours)), 0)).toEqual({
+      type: 'started',
+      containerId: 'c1',
+      podId: 'web',
+      time: 1_700_000_000_123,
+    });
+    expect(containerEventOf(JSON.parse(line('die', 'c1', { ...ours, exitCode: '137' })), 0)).toMatchObject({
+      type: 'exited',
+      exitCode: 137,
+    });
     expect(containerEventOf(JSON.parse(line('destroy', 'c1', ours)), 0)).toMatchObject({ type: 'removed', containerId: 'c1' });
     expect(containerEventOf(JSON.parse(line('kill', 'c1', ours)), 0)).toBeUndefined();
     expect(containerEventOf(JSON.parse(line('start', 'c2', { owner: 'x' })), 0)).toBeUndefined();
     // Podman's removal, and a line with no time: the adapter's.
-    expect(containerEventOf({ Type: 'container', Action: 'remove', Actor: { ID: 'c3', Attributes: ours } }, 42)).toEqual({ type: 'removed', containerId: 'c3', podId: 'web', time: 42 });
+    expect(containerEventOf({ Type: 'container', Action: 'remove', Actor: { ID: 'c3', Attributes: ours } }, 42)).toEqual({
+      type: 'removed',
+      containerId: 'c3',
+      podId: 'web',
+      time: 42,
+    });
     // A die without a readable code is still an exit.
-    expect(containerEventOf(JSON.parse(line('die', 'c1', ours)), 0)).toEqual({ type: 'exited', containerId: 'c1', podId: 'web', time: 1_700_000_000_123 });
+    expect(containerEventOf(JSON.parse(line('die', 'c1', ours)), 0)).toEqual({
+      type: 'exited',
+      containerId: 'c1',
+      podId: 'web',
+      time: 1_700_000_000_123,
+    });
   });
 
   it('asks Docker for our label and start/die/destroy, Podman for start/died/remove (its label filter wants a value)', () => {
@@ -48,9 +74,20 @@ describe('Docker events', () => {
     const before = Date.now() / 1000;
     const it = dockerEvents(abort.signal, options);
     const first = it.next();
-    const text = [line('start', 'c1', ours), line('die', 'c1', { ...ours, exitCode: '3' }), 'not json', line('start', 'foreign', {}), line('remove', 'c1', ours)].join('\n') + '\n';
+    const text =
+      [
+        line('start', 'c1', ours),
+        line('die', 'c1', { ...ours, exitCode: '3' }),
+        'not json',
+        line('start', 'foreign', {}),
+        line('remove', 'c1', ours),
+      ].join('\n') + '\n';
     for (let i = 0; i < text.length; i += 37) stream.write(text.slice(i, i + 37));
-    const events: ContainerEvent[] = [(await first).value as ContainerEvent, (await it.next()).value as ContainerEvent, (await it.next()).value as ContainerEvent];
+    const events: ContainerEvent[] = [
+      (await first).value as ContainerEvent,
+      (await it.next()).value as ContainerEvent,
+      (await it.next()).value as ContainerEvent,
+    ];
     expect(events.map((e) => [e.type, e.containerId, e.exitCode])).toEqual([
       ['started', 'c1', undefined],
       ['exited', 'c1', 3],
@@ -86,7 +123,10 @@ describe('Docker events', () => {
     await new Promise((resolve) => setImmediate(resolve));
     const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     broken.stream.destroy(reset);
-    const error = await p2.then(() => undefined, (e: unknown) => e);
+    const error = await p2.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(KubeletError);
     expect(error).toMatchObject({ code: 'Unavailable', cause: reset });
   });

@@ -3,7 +3,14 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { Labels, buildContainerSpec, buildSandboxSpec, isManagedSandbox, type ContainerManifest, type KubeletError } from '@kubelet-ts/core';
+import {
+  Labels,
+  buildContainerSpec,
+  buildSandboxSpec,
+  isManagedSandbox,
+  type ContainerManifest,
+  type KubeletError,
+} from '@kubelet-ts/core';
 import { buildTestImages, freePort, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
 import { DockerRuntime } from '../src/index.js';
 
@@ -35,7 +42,12 @@ describe('DockerRuntime on a real engine', () => {
     const m = checkedManifest({
       id: 'netns',
       containers: [
-        { name: 'server', image: images.busybox, command: ['sh', '-c', 'mkdir -p /www && echo pod-local > /www/index.html && exec httpd -f -p 8080 -h /www'], ports: [{ containerPort: 8080, hostPort: port }] },
+        {
+          name: 'server',
+          image: images.busybox,
+          command: ['sh', '-c', 'mkdir -p /www && echo pod-local > /www/index.html && exec httpd -f -p 8080 -h /www'],
+          ports: [{ containerPort: 8080, hostPort: port }],
+        },
         { name: 'client', image: images.busybox, command: ['sleep', '3600'] },
       ],
     });
@@ -56,7 +68,11 @@ describe('DockerRuntime on a real engine', () => {
     // The holder is not one of "ours" in list(): the planner sees it as a sandbox only.
     expect((await runtime.list()).some((c) => c.id === sandbox.id)).toBe(false);
     // The server answers the other container on localhost, and the host on the sandbox's port.
-    const exec = await runtime.exec(ids[1]!, ['sh', '-c', 'for i in $(seq 1 25); do wget -q -O - http://localhost:8080/ && exit 0; sleep 0.2; done; exit 1'], 10_000);
+    const exec = await runtime.exec(
+      ids[1]!,
+      ['sh', '-c', 'for i in $(seq 1 25); do wget -q -O - http://localhost:8080/ && exit 0; sleep 0.2; done; exit 1'],
+      10_000,
+    );
     expect(exec).toMatchObject({ exitCode: 0, output: expect.stringContaining('pod-local') });
     expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toContain('pod-local');
 
@@ -68,7 +84,14 @@ describe('DockerRuntime on a real engine', () => {
     const m = checkedManifest({
       id: 'vols',
       volumes: [{ name: 'data' }],
-      containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }] }],
+      containers: [
+        {
+          name: 'main',
+          image: images.busybox,
+          command: ['sleep', '3600'],
+          volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }],
+        },
+      ],
     });
     const sandbox = await sandboxOf(m);
     const c = await runtime.create(specs(m)[0]!, sandbox.id);
@@ -102,7 +125,8 @@ describe('DockerRuntime on a real engine', () => {
 
   it('leaves nothing behind when a sandbox cannot start (its host port is taken)', async () => {
     const port = await freePort();
-    const ports = (id: string) => checkedManifest({ id, containers: [{ name: 'main', image: images.busybox, ports: [{ containerPort: 80, hostPort: port }] }] });
+    const ports = (id: string) =>
+      checkedManifest({ id, containers: [{ name: 'main', image: images.busybox, ports: [{ containerPort: 80, hostPort: port }] }] });
     await sandboxOf(ports('first'));
     await expect(sandboxOf(ports('second'))).rejects.toBeInstanceOf(Error);
     expect(await docker.listContainers({ all: true, filters: { label: [`${Labels.sandbox}=second`] } })).toEqual([]);
@@ -121,14 +145,22 @@ describe('DockerRuntime on a real engine', () => {
   it('never lists a holder on the host network as a sandbox, whatever its labels and name say', async () => {
     const m = checkedManifest({ id: 'hostnet', containers: [{ name: 'main', image: images.busybox }] });
     const spec = buildSandboxSpec(m, { node: NODE, source: 'test' });
-    const forged = await docker.createContainer({ name: spec.name, Image: images.pause, Labels: { ...spec.labels }, HostConfig: { NetworkMode: 'host' } });
+    const forged = await docker.createContainer({
+      name: spec.name,
+      Image: images.pause,
+      Labels: { ...spec.labels },
+      HostConfig: { NetworkMode: 'host' },
+    });
     await docker.getContainer(forged.id).start();
     expect((await runtime.listSandboxes()).some((x) => x.id === forged.id)).toBe(false);
     await expect(runtime.create(specs(m)[0]!, 'f'.repeat(64))).rejects.toMatchObject({ code: 'NotFound' });
   });
 
   it('gives one-shot figures of a running container: CPU time, memory in use and its limit', async () => {
-    const m = checkedManifest({ id: 'figures', containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], memory: 64 * 1024 * 1024 }] });
+    const m = checkedManifest({
+      id: 'figures',
+      containers: [{ name: 'main', image: images.busybox, command: ['sleep', '3600'], memory: 64 * 1024 * 1024 }],
+    });
     const sandbox = await sandboxOf(m);
     const c = await runtime.create(specs(m)[0]!, sandbox.id);
     await runtime.start(c.id);

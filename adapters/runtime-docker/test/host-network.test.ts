@@ -23,7 +23,12 @@ describe.each([
     const host = await connect();
     const root = await mkdtemp(join(tmpdir(), 'kubelet-ts-hostnet-'));
     roots.push(root);
-    const runtime = new DockerRuntime({ ...(host === undefined ? {} : { host }), podInfraImage: TEST_IMAGES.pause, hostIp: '127.0.0.1', volumesRoot: root });
+    const runtime = new DockerRuntime({
+      ...(host === undefined ? {} : { host }),
+      podInfraImage: TEST_IMAGES.pause,
+      hostIp: '127.0.0.1',
+      volumesRoot: root,
+    });
     const docker = host === undefined ? new Docker() : new Docker({ socketPath: host.replace(/^unix:\/\//, '') });
     const podId = `hostnet-${engine}-${process.pid}`;
     const sandbox = await runtime.runSandbox({
@@ -32,14 +37,28 @@ describe.each([
       hostname: podId,
       ports: [],
       hostNetwork: true,
-      labels: { [Labels.sandbox]: podId, [Labels.sandboxHash]: HOST_NETWORK_SANDBOX_HASH, [Labels.node]: 'test-node', [Labels.source]: 'test' },
+      labels: {
+        [Labels.sandbox]: podId,
+        [Labels.sandboxHash]: HOST_NETWORK_SANDBOX_HASH,
+        [Labels.node]: 'test-node',
+        [Labels.source]: 'test',
+      },
     });
     try {
       const holder = await docker.getContainer(sandbox.id).inspect();
       expect(holder.HostConfig.NetworkMode).toBe('host');
       expect(Object.keys(holder.HostConfig.PortBindings ?? {})).toEqual([]);
       const c = await runtime.create(
-        { name: buildContainerName(podId, 'main'), podId, image: TEST_IMAGES.busybox, command: ['sleep', '3600'], env: {}, ports: [], mounts: [], labels: { [Labels.manifestId]: podId } },
+        {
+          name: buildContainerName(podId, 'main'),
+          podId,
+          image: TEST_IMAGES.busybox,
+          command: ['sleep', '3600'],
+          env: {},
+          ports: [],
+          mounts: [],
+          labels: { [Labels.manifestId]: podId },
+        },
         sandbox.id,
       );
       await runtime.start(c.id);

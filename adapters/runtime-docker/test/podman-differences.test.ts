@@ -8,8 +8,16 @@ import { DockerRuntime, type DockerApi } from '../src/index.js';
 import { engineKindOf, familiarImageName } from '../src/engine-kind.js';
 
 // What the two engines answer to GET /version (Debian's docker.io 20.10 and podman 4.3.1).
-const DOCKER_VERSION = { Version: '20.10.24+dfsg1', Platform: { Name: '' }, Components: [{ Name: 'Engine' }, { Name: 'containerd' }, { Name: 'runc' }, { Name: 'docker-init' }] };
-const PODMAN_VERSION = { Version: '4.3.1', Platform: { Name: 'linux/amd64/debian-12' }, Components: [{ Name: 'Podman Engine' }, { Name: 'Conmon' }, { Name: 'OCI Runtime (runc)' }] };
+const DOCKER_VERSION = {
+  Version: '20.10.24+dfsg1',
+  Platform: { Name: '' },
+  Components: [{ Name: 'Engine' }, { Name: 'containerd' }, { Name: 'runc' }, { Name: 'docker-init' }],
+};
+const PODMAN_VERSION = {
+  Version: '4.3.1',
+  Platform: { Name: 'linux/amd64/debian-12' },
+  Components: [{ Name: 'Podman Engine' }, { Name: 'Conmon' }, { Name: 'OCI Runtime (runc)' }],
+};
 
 describe('the Docker adapter tells Podman from Docker', () => {
   it('by the components GET /version names', () => {
@@ -40,7 +48,9 @@ describe('a sandbox whose start fails, on an engine that answers as scripted', (
         start: async () => {
           throw Object.assign(new Error('(HTTP code 500) server error'), {
             statusCode: 500,
-            json: { message: 'runc: runc create failed: unable to start container process: exec: "sleep": executable file not found in $PATH' },
+            json: {
+              message: 'runc: runc create failed: unable to start container process: exec: "sleep": executable file not found in $PATH',
+            },
           });
         },
         remove: async () => {
@@ -90,11 +100,16 @@ describe('a sandbox whose start fails, on an engine that answers as scripted', (
     taken.getContainer = (id) => ({
       ...failing(id),
       start: async () => {
-        throw Object.assign(new Error('(HTTP code 500) server error'), { statusCode: 500, json: { message: 'cannot listen on the TCP port: listen tcp4 127.0.0.1:18080: bind: address already in use' } });
+        throw Object.assign(new Error('(HTTP code 500) server error'), {
+          statusCode: 500,
+          json: { message: 'cannot listen on the TCP port: listen tcp4 127.0.0.1:18080: bind: address already in use' },
+        });
       },
     });
     const { logger, seen } = warnings();
-    await expect(new DockerRuntime({ docker: taken, podInfraImage: 'pause', logger }).runSandbox(spec)).rejects.toMatchObject({ code: 'Conflict' });
+    await expect(new DockerRuntime({ docker: taken, podInfraImage: 'pause', logger }).runSandbox(spec)).rejects.toMatchObject({
+      code: 'Conflict',
+    });
     expect(seen).toEqual([]);
   });
 });
@@ -139,7 +154,10 @@ describe('on the real Podman service', () => {
       sandbox.id,
     );
     await runtime.stopSandbox(sandbox.id);
-    const refused = await runtime.start(container.id).then(() => undefined, (e: unknown) => e);
+    const refused = await runtime.start(container.id).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(refused).toBeInstanceOf(KubeletError);
     expect((refused as KubeletError).code).toBe('Conflict');
     expect((await runtime.listSandboxes()).find((s) => s.id === sandbox.id)?.state).toBe('notready');
@@ -147,7 +165,13 @@ describe('on the real Podman service', () => {
     // the stopped sandbox up: until then runc finds its id taken, and Podman answers 500).
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const failed = await independentPodman().getContainer(container.id).start().then(() => undefined, (e: unknown) => e);
+      const failed = await independentPodman()
+        .getContainer(container.id)
+        .start()
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       if (failed === undefined) break;
       if (Date.now() > deadline) throw failed;
       await new Promise((r) => setTimeout(r, 200));

@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdir, mkdtemp, readdir, realpath, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Labels, buildContainerSpec, buildSandboxSpec, validateManifest, type ContainerManifest, type ContainerSpec } from '@kubelet-ts/core';
+import {
+  Labels,
+  buildContainerSpec,
+  buildSandboxSpec,
+  validateManifest,
+  type ContainerManifest,
+  type ContainerSpec,
+} from '@kubelet-ts/core';
 import { buildTestImages, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
 import { DockerRuntime } from '../src/index.js';
 
@@ -43,7 +50,14 @@ describe('DockerRuntime volumes on a real engine', () => {
   };
 
   const spec = (podId: string): ContainerSpec => {
-    const m = manifest(podId, [{ name: 'main', image: images.busybox, command: ['sh', '-c', 'echo written > /data/file'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }]);
+    const m = manifest(podId, [
+      {
+        name: 'main',
+        image: images.busybox,
+        command: ['sh', '-c', 'echo written > /data/file'],
+        volumeMounts: [{ name: 'data', mountPath: '/data' }],
+      },
+    ]);
     return buildContainerSpec(m, m.containers[0]!, { node: NODE, source: 'test' });
   };
 
@@ -70,7 +84,11 @@ describe('DockerRuntime volumes on a real engine', () => {
   });
 
   it('refuses a mount whose names could leave the root before the engine is asked', async () => {
-    for (const [podId, volume] of [['..', 'data'], ['escape', '../../outside'], ['escape', '/etc']] as const) {
+    for (const [podId, volume] of [
+      ['..', 'data'],
+      ['escape', '../../outside'],
+      ['escape', '/etc'],
+    ] as const) {
       const bad = { ...spec('escape'), podId, mounts: [{ volume, containerPath: '/x', readOnly: false }] };
       await expect(runtime.create(bad, sandboxId)).rejects.toMatchObject({ code: 'InvalidManifest' });
     }

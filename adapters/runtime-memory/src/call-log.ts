@@ -46,7 +46,9 @@ export abstract class CallLog {
       if (left <= 0) return undefined;
       left -= 1;
       if (left === 0) this.faults.delete(op);
-      return new KubeletError(code, `injected ${code} fault on ${call.op}${call.target === undefined ? '' : ` ${call.target}`}`, { adapter: this.name });
+      return new KubeletError(code, `injected ${code} fault on ${call.op}${call.target === undefined ? '' : ` ${call.target}`}`, {
+        adapter: this.name,
+      });
     });
   }
 

@@ -19,7 +19,8 @@ export class MemoryEvents {
   emit(type: ContainerEvent['type'], containerId: string, labels: Readonly<Record<string, string>>, time: number, exitCode?: number): void {
     const podId = labels[Labels.manifestId];
     if (podId === undefined) return;
-    const event: ContainerEvent = exitCode === undefined ? { type, containerId, podId, time } : { type, containerId, podId, exitCode, time };
+    const event: ContainerEvent =
+      exitCode === undefined ? { type, containerId, podId, time } : { type, containerId, podId, exitCode, time };
     this.emitter.emit('event', event);
   }
 
@@ -27,7 +28,10 @@ export class MemoryEvents {
   break(error?: Error): void {
     // `emit('error')` with no listener would throw at the caller.
     if (this.emitter.listenerCount('error') === 0) return;
-    this.emitter.emit('error', error ?? new KubeletError('Unavailable', 'event stream broken (breakEvents); reconnect and relist', { adapter: this.adapter }));
+    this.emitter.emit(
+      'error',
+      error ?? new KubeletError('Unavailable', 'event stream broken (breakEvents); reconnect and relist', { adapter: this.adapter }),
+    );
   }
 
   /** How many streams are open (to check that aborted ones let go). */

@@ -37,7 +37,9 @@ export class MemoryImages implements ImageService {
       const latency = this.options.pullLatencyMs ?? 0;
       if (latency > 0) await sleep(this.options.clock, latency);
       if (this.pullable !== 'any' && !this.pullable.has(image)) {
-        throw new KubeletError('NotFound', `pull ${image}: repository does not exist or no registry is reachable`, { adapter: this.options.adapter });
+        throw new KubeletError('NotFound', `pull ${image}: repository does not exist or no registry is reachable`, {
+          adapter: this.options.adapter,
+        });
       }
       this.present.add(image);
     })().finally(() => this.pulls.delete(image));

@@ -98,9 +98,11 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   async runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
     await this.enter('runSandbox', spec.name);
     const holder = this.names.get(spec.name);
-    if (holder !== undefined) throw new KubeletError('Conflict', `sandbox name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
+    if (holder !== undefined)
+      throw new KubeletError('Conflict', `sandbox name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
     const clash = this.portClash(spec.ports);
-    if (clash !== undefined) throw new KubeletError('Conflict', `cannot run sandbox ${spec.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
+    if (clash !== undefined)
+      throw new KubeletError('Conflict', `cannot run sandbox ${spec.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
     const id = this.newId();
     const summary: SandboxSummary = { id, name: spec.name, labels: { ...spec.labels }, state: 'ready', createdAt: this.clock.now() };
     this.sandboxes.set(id, { summary, spec });
@@ -161,7 +163,8 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
     await this.enter('create', spec.name);
     const holder = this.names.get(spec.name);
-    if (holder !== undefined) throw new KubeletError('Conflict', `container name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
+    if (holder !== undefined)
+      throw new KubeletError('Conflict', `container name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
     if (!this.images.has(spec.image)) throw new KubeletError('NotFound', `no such image: ${spec.image}`, { adapter: ADAPTER });
     if (!this.sandboxes.has(sandboxId)) throw new KubeletError('NotFound', `no such sandbox: ${sandboxId}`, { adapter: ADAPTER });
     const id = this.newId();
@@ -219,11 +222,14 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
     await this.enter('exec', id);
     const r = this.get(id);
-    if (r.summary.state !== 'running') throw new KubeletError('Conflict', `cannot exec in ${r.summary.name}: it is ${r.summary.state}`, { adapter: ADAPTER });
+    if (r.summary.state !== 'running')
+      throw new KubeletError('Conflict', `cannot exec in ${r.summary.name}: it is ${r.summary.state}`, { adapter: ADAPTER });
     const delay = this.execLatency.get(id) ?? 0;
     if (delay > timeoutMs) {
       await sleep(this.clock, timeoutMs);
-      throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${r.summary.name}: no exit within ${timeoutMs} ms`, { adapter: ADAPTER });
+      throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${r.summary.name}: no exit within ${timeoutMs} ms`, {
+        adapter: ADAPTER,
+      });
     }
     if (delay > 0) await sleep(this.clock, delay);
     return (r.exec ?? (() => ({ exitCode: 0, output: '' })))({ ...r.summary }, command);
@@ -350,9 +356,11 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     const wanted = ports.filter((p) => p.hostPort !== undefined);
     if (wanted.length === 0) return undefined;
     const any = (ip: string | undefined) => ip === undefined || ip === '0.0.0.0' || ip === '::';
-    const clash = (a: PortBinding, b: PortBinding) => a.hostPort === b.hostPort && a.protocol === b.protocol && (any(a.hostIp) || any(b.hostIp) || a.hostIp === b.hostIp);
+    const clash = (a: PortBinding, b: PortBinding) =>
+      a.hostPort === b.hostPort && a.protocol === b.protocol && (any(a.hostIp) || any(b.hostIp) || a.hostIp === b.hostIp);
     for (const s of this.sandboxes.values()) {
-      const p = s.summary.state === 'ready' ? s.spec.ports.find((b) => b.hostPort !== undefined && wanted.some((w) => clash(w, b))) : undefined;
+      const p =
+        s.summary.state === 'ready' ? s.spec.ports.find((b) => b.hostPort !== undefined && wanted.some((w) => clash(w, b))) : undefined;
       if (p !== undefined) return `${p.hostPort}/${p.protocol}`;
     }
     return undefined;

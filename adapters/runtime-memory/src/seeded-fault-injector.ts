@@ -76,7 +76,9 @@ export class SeededFaultInjector {
       if (!this.random.chance(this.failureRate)) return undefined;
       this.injected += 1;
       const code = this.random.pick(codes);
-      return new KubeletError(code, `chaos: injected ${code} on ${call.op}${call.target === undefined ? '' : ` ${call.target}`}`, { adapter: this.runtime.name });
+      return new KubeletError(code, `chaos: injected ${code} on ${call.op}${call.target === undefined ? '' : ` ${call.target}`}`, {
+        adapter: this.runtime.name,
+      });
     };
   }
 

@@ -8,7 +8,10 @@ describe('LostReplies', () => {
     const lossy = new LostReplies(runtime, new SeededRandom(1), 1);
     const sandbox = await podSandbox(runtime);
     lossy.enable();
-    await expect(lossy.runtime.create(spec('a'), sandbox)).rejects.toMatchObject({ code: 'Timeout', message: 'chaos: the reply to create was lost (the call went through)' });
+    await expect(lossy.runtime.create(spec('a'), sandbox)).rejects.toMatchObject({
+      code: 'Timeout',
+      message: 'chaos: the reply to create was lost (the call went through)',
+    });
     const [created] = runtime.snapshot();
     expect(created).toMatchObject({ name: 'a', state: 'created' });
     await expect(lossy.runtime.start(created!.id)).rejects.toMatchObject({ code: 'Timeout' });
@@ -39,7 +42,10 @@ describe('LostReplies', () => {
     lossy.enable();
     await expect(lossy.runtime.start(created.id)).rejects.toMatchObject({ code: 'Timeout' });
     expect(await first).toMatchObject({ done: false, value: { type: 'started', containerId: created.id } });
-    await expect(lossy.runtime.capabilities.stats!.stats(created.id)).rejects.toMatchObject({ code: 'Timeout', message: 'chaos: the reply to stats was lost (the call went through)' });
+    await expect(lossy.runtime.capabilities.stats!.stats(created.id)).rejects.toMatchObject({
+      code: 'Timeout',
+      message: 'chaos: the reply to stats was lost (the call went through)',
+    });
     abort.abort();
     expect(await stream.next()).toMatchObject({ done: true });
   });
@@ -49,7 +55,13 @@ describe('LostReplies', () => {
       const lossy = new LostReplies(new MemoryRuntime(), new SeededRandom(seed), 0.3);
       lossy.enable();
       const outcomes: boolean[] = [];
-      for (let i = 0; i < 40; i++) outcomes.push(await lossy.runtime.list().then(() => true, () => false));
+      for (let i = 0; i < 40; i++)
+        outcomes.push(
+          await lossy.runtime.list().then(
+            () => true,
+            () => false,
+          ),
+        );
       return outcomes;
     };
     const first = await pattern(7);

@@ -52,7 +52,13 @@ describe('MemoryRuntime events', () => {
 
   it('reports the containers a dying sandbox kills (137) and a removed sandbox takes with it', async () => {
     const runtime = new MemoryRuntime({ images: ['app:1'] });
-    const sandbox = await runtime.runSandbox({ name: 'POD--pod--1', podId: 'pod', hostname: 'pod', ports: [], labels: { [Labels.sandbox]: 'pod' } });
+    const sandbox = await runtime.runSandbox({
+      name: 'POD--pod--1',
+      podId: 'pod',
+      hostname: 'pod',
+      ports: [],
+      labels: { [Labels.sandbox]: 'pod' },
+    });
     const c = await runtime.create(spec('a'), sandbox.id);
     const abort = new AbortController();
     const it = open(runtime, abort.signal);

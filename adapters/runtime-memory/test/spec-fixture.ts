@@ -16,6 +16,10 @@ export const spec = (name: string, extra: Partial<ContainerSpec> = {}): Containe
  * Runs a sandbox of pod `pod` for the containers of a test and returns its id: every container is
  * made in one. Labelled as the agent would; `labels: {}` makes a foreign one.
  */
-export async function podSandbox(runtime: ContainerRuntime, name = 'POD--pod--1', labels: Record<string, string> = { [Labels.sandbox]: 'pod' }): Promise<string> {
+export async function podSandbox(
+  runtime: ContainerRuntime,
+  name = 'POD--pod--1',
+  labels: Record<string, string> = { [Labels.sandbox]: 'pod' },
+): Promise<string> {
   return (await runtime.runSandbox({ name, podId: 'pod', hostname: 'pod', ports: [], labels })).id;
 }

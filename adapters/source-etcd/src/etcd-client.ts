@@ -10,7 +10,8 @@ type FaultHandling = NonNullable<IOptions['faultHandling']>;
  * own, so the client must not add one. (Structural, because cockatiel is etcd3's dependency, not ours.)
  */
 const once = {
-  execute: <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T) => Promise.resolve().then(() => fn({ signal: new AbortController().signal })),
+  execute: <T>(fn: (context: { signal: AbortSignal }) => PromiseLike<T> | T) =>
+    Promise.resolve().then(() => fn({ signal: new AbortController().signal })),
 } as unknown as FaultHandling['global'] & object;
 
 /**

@@ -91,12 +91,18 @@ export class EtcdEventSink implements EventSink {
       this.client = options.client;
       this.ownsClient = false;
     } else {
-      this.client = createEtcdClient({ endpoints: options.endpoints, requestTimeoutMs: options.requestTimeoutMs ?? 5000, tls: options.tls, auth: options.auth });
+      this.client = createEtcdClient({
+        endpoints: options.endpoints,
+        requestTimeoutMs: options.requestTimeoutMs ?? 5000,
+        tls: options.tls,
+        auth: options.auth,
+      });
       this.ownsClient = true;
       this.endpoints = options.endpoints;
     }
     this.ttlSeconds = options.ttlSeconds ?? 172_800;
-    if (!Number.isInteger(this.ttlSeconds) || this.ttlSeconds < 1) throw new RangeError(`ttlSeconds must be a whole number of seconds >= 1, got ${this.ttlSeconds}`);
+    if (!Number.isInteger(this.ttlSeconds) || this.ttlSeconds < 1)
+      throw new RangeError(`ttlSeconds must be a whole number of seconds >= 1, got ${this.ttlSeconds}`);
     this.prefix = (options.prefix ?? '/events').replace(/\/+$/, '');
     this.maxQueued = Math.max(1, options.maxQueued ?? 1000);
     this.retryBackoff = { initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 };

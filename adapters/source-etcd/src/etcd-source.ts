@@ -110,7 +110,11 @@ export class EtcdManifestSource implements ManifestSource {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
-    this.intake = new ManifestIntake({ adapter: ADAPTER, allowHostMounts: options.allowHostMounts, describedAs: `${this.key}: the value's manifests` });
+    this.intake = new ManifestIntake({
+      adapter: ADAPTER,
+      allowHostMounts: options.allowHostMounts,
+      describedAs: `${this.key}: the value's manifests`,
+    });
     this.idFor = (position) => derivedManifestId(this.name, this.key, position);
   }
 
@@ -225,13 +229,20 @@ export class EtcdManifestSource implements ManifestSource {
     void this.stopWatching({ detached: true });
     this.cancels += 1;
     if (this.cancels === 1) {
-      this.logger.info({ source: this.name, key: this.key, error: describeEtcdError(error) }, 'etcd canceled the watch (a compacted revision); reading the key again');
+      this.logger.info(
+        { source: this.name, key: this.key, error: describeEtcdError(error) },
+        'etcd canceled the watch (a compacted revision); reading the key again',
+      );
       this.retryLater(0);
       return;
     }
     if (this.cancels === 2) {
       this.sink?.error(
-        new KubeletError('Unavailable', `etcd at ${this.endpoints.join(', ')} keeps canceling the watch of ${this.key}: ${describeEtcdError(error)}; retrying with back-off`, { adapter: ADAPTER, cause: error }),
+        new KubeletError(
+          'Unavailable',
+          `etcd at ${this.endpoints.join(', ')} keeps canceling the watch of ${this.key}: ${describeEtcdError(error)}; retrying with back-off`,
+          { adapter: ADAPTER, cause: error },
+        ),
       );
     }
     this.retryLater(backoffDelay(this.cancels - 1, this.retryBackoff));
@@ -246,7 +257,11 @@ export class EtcdManifestSource implements ManifestSource {
       this.outage = true;
       // The last good set stays in force: an unreachable etcd is never an empty set.
       this.sink?.error(
-        new KubeletError('Unavailable', `etcd at ${this.endpoints.join(', ')} is unreachable (key ${this.key}): ${describeEtcdError(error)}; retrying with back-off`, { adapter: ADAPTER, cause: error }),
+        new KubeletError(
+          'Unavailable',
+          `etcd at ${this.endpoints.join(', ')} is unreachable (key ${this.key}): ${describeEtcdError(error)}; retrying with back-off`,
+          { adapter: ADAPTER, cause: error },
+        ),
       );
     }
     this.retryLater(delay);
@@ -286,7 +301,10 @@ export class EtcdManifestSource implements ManifestSource {
     // Detaching happens at once while disconnected, which keeps etcd3 from re-attaching this
     // watcher when its stream comes back; while connected it waits for etcd's answer, bounded.
     let timer: TimerHandle | undefined;
-    await Promise.race([watcher.cancel().catch(() => {}), new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, this.requestTimeoutMs)))]);
+    await Promise.race([
+      watcher.cancel().catch(() => {}),
+      new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, this.requestTimeoutMs))),
+    ]);
     if (timer !== undefined) this.clock.clearTimeout(timer);
   }
 

@@ -54,7 +54,20 @@ describe('EtcdManifestSource: manifests as 2014 users wrote them', () => {
   it('reads path and key, publishes a port without hostPort, and warns once per manifest version', async () => {
     const { sink, key } = await start();
     const value = JSON.stringify([
-      { version: 'v1beta1', id: 'agent', volumes: [{ name: 'data' }], containers: [{ name: 'main', image: 'app:1', volumeMounts: [{ name: 'data', path: '/data' }], env: [{ key: 'A', value: 'b' }], ports: [{ containerPort: 8080 }] }] },
+      {
+        version: 'v1beta1',
+        id: 'agent',
+        volumes: [{ name: 'data' }],
+        containers: [
+          {
+            name: 'main',
+            image: 'app:1',
+            volumeMounts: [{ name: 'data', path: '/data' }],
+            env: [{ key: 'A', value: 'b' }],
+            ports: [{ containerPort: 8080 }],
+          },
+        ],
+      },
     ]);
     await admin.put(key).value(value);
     await sink.until(() => sink.ids.join() === 'agent', 'the manifest');
@@ -76,7 +89,13 @@ describe('EtcdManifestSource: manifests as 2014 users wrote them', () => {
   });
 
   it('refuses HOST mounts unless allowHostMounts is set', async () => {
-    const value = JSON.stringify([{ id: 'cadvisor', volumes: [{ name: 'run' }], containers: [{ name: 'c', image: 'x', volumeMounts: [{ name: 'run', mountPath: '/var/run', mountType: 'HOST' }] }] }]);
+    const value = JSON.stringify([
+      {
+        id: 'cadvisor',
+        volumes: [{ name: 'run' }],
+        containers: [{ name: 'c', image: 'x', volumeMounts: [{ name: 'run', mountPath: '/var/run', mountType: 'HOST' }] }],
+      },
+    ]);
     const refused = await start();
     await admin.put(refused.key).value(value);
     await refused.sink.until(() => refused.sink.errors.length === 1, 'the refusal');

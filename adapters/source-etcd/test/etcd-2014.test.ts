@@ -38,9 +38,15 @@ describe('EtcdManifestSource and the values of 2014', () => {
 
   it('unwraps the 2014 {"kind": "ContainerManifestList", "items": [...]}, in JSON and in YAML', async () => {
     const { sink, key } = await start();
-    await admin.put(key).value(JSON.stringify({ kind: 'ContainerManifestList', apiVersion: 'v1beta1', items: [manifest('a'), manifest('b')] }));
+    await admin
+      .put(key)
+      .value(JSON.stringify({ kind: 'ContainerManifestList', apiVersion: 'v1beta1', items: [manifest('a'), manifest('b')] }));
     await sink.until(() => sink.ids.join() === 'a,b', 'the JSON wrapper unwrapped');
-    await admin.put(key).value('kind: ContainerManifestList\nitems:\n  - version: v1beta1\n    id: c\n    containers:\n      - name: main\n        image: app:1\n');
+    await admin
+      .put(key)
+      .value(
+        'kind: ContainerManifestList\nitems:\n  - version: v1beta1\n    id: c\n    containers:\n      - name: main\n        image: app:1\n',
+      );
     await sink.until(() => sink.ids.join() === 'c', 'the YAML wrapper unwrapped');
     expect(sink.errors).toEqual([]);
   });

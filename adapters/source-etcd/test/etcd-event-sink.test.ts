@@ -6,7 +6,12 @@ import { EtcdEventSink, registerEtcdEventSink, type EtcdEventSinkOptions } from 
 import { EtcdServer } from '@kubelet-ts/testkit';
 import { RecordingLogger, recordingClock, until } from './recording.js';
 
-const event = (message: string, fields: Partial<KubeletEvent> = {}): KubeletEvent => ({ type: 'ContainerStarted', time: 1_700_000_000_000, message, ...fields });
+const event = (message: string, fields: Partial<KubeletEvent> = {}): KubeletEvent => ({
+  type: 'ContainerStarted',
+  time: 1_700_000_000_000,
+  message,
+  ...fields,
+});
 
 let prefixes = 0;
 /** A prefix of its own per test, so that tests sharing an etcd never see each other's events. */
@@ -36,7 +41,14 @@ describe('EtcdEventSink', () => {
   const create = (options: Partial<EtcdEventSinkOptions> = {}) => {
     const logger = new RecordingLogger();
     const prefix = nextPrefix();
-    sink = new EtcdEventSink({ endpoints: [etcd.endpoint], prefix, retryInitialMs: 50, retryMaxMs: 100, logger, ...options } as EtcdEventSinkOptions);
+    sink = new EtcdEventSink({
+      endpoints: [etcd.endpoint],
+      prefix,
+      retryInitialMs: 50,
+      retryMaxMs: 100,
+      logger,
+      ...options,
+    } as EtcdEventSinkOptions);
     return { sink, logger, prefix };
   };
 
@@ -143,7 +155,9 @@ describe('EtcdEventSink', () => {
     for (let n = 0; n < 20; n += 1) sink.emit(event(`e${String(n).padStart(2, '0')}`));
     const deadline = Date.now() + 5000;
     while ((await stored(prefix)).length < 20 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect((await stored(prefix)).map((e) => e.event.message)).toEqual(Array.from({ length: 20 }, (_, n) => `e${String(n).padStart(2, '0')}`));
+    expect((await stored(prefix)).map((e) => e.event.message)).toEqual(
+      Array.from({ length: 20 }, (_, n) => `e${String(n).padStart(2, '0')}`),
+    );
   });
 
   it('writes what is queued on close, ignores later events, and leaves a client it was given open', async () => {

@@ -19,9 +19,18 @@ afterAll(async () => {
 });
 
 /** Reads the key through a source with these settings: the set it delivered, or the error it reported. */
-async function readThrough(endpoint: string, security: { tls?: EtcdTlsOptions; auth?: EtcdAuthOptions }): Promise<{ ids: string[] } | { error: string }> {
+async function readThrough(
+  endpoint: string,
+  security: { tls?: EtcdTlsOptions; auth?: EtcdAuthOptions },
+): Promise<{ ids: string[] } | { error: string }> {
   const sink = new RecordingSink();
-  const source = new EtcdManifestSource({ endpoints: [endpoint], hostname: 'node-1', requestTimeoutMs: 2000, retryInitialMs: 60_000, ...security });
+  const source = new EtcdManifestSource({
+    endpoints: [endpoint],
+    hostname: 'node-1',
+    requestTimeoutMs: 2000,
+    retryInitialMs: 60_000,
+    ...security,
+  });
   try {
     await source.start(sink);
     await until(() => sink.updates.length > 0 || sink.errors.length > 0, 'a delivery or an error');
@@ -72,8 +81,12 @@ describe('etcd with TLS and --client-cert-auth', () => {
   });
 
   it('a certificate without its key is refused when the client is made, naming the flags', () => {
-    expect(() => createEtcdClient({ endpoints: [etcd.endpoint], requestTimeoutMs: 1000, tls: { certFile: certs.client.certFile } })).toThrow(/--etcd-certfile with --etcd-keyfile/);
-    expect(() => createEtcdClient({ endpoints: [etcd.endpoint], requestTimeoutMs: 1000, tls: { caFile: '/nonexistent.pem' } })).toThrow(/--etcd-cafile \/nonexistent\.pem/);
+    expect(() =>
+      createEtcdClient({ endpoints: [etcd.endpoint], requestTimeoutMs: 1000, tls: { certFile: certs.client.certFile } }),
+    ).toThrow(/--etcd-certfile with --etcd-keyfile/);
+    expect(() => createEtcdClient({ endpoints: [etcd.endpoint], requestTimeoutMs: 1000, tls: { caFile: '/nonexistent.pem' } })).toThrow(
+      /--etcd-cafile \/nonexistent\.pem/,
+    );
   });
 });
 
@@ -105,17 +118,31 @@ describe('etcd with authentication enabled (user root)', () => {
     ['a wrong password', { auth: { username: 'root', password: 'wrong' } }],
   ])('the source is refused with %s', async (_, security) => {
     const read = await readThrough(etcd.endpoint, security);
-    expect(read).toEqual({ error: expect.stringMatching(/user name is empty|authentication failed|invalid auth token|permission denied/i) });
+    expect(read).toEqual({
+      error: expect.stringMatching(/user name is empty|authentication failed|invalid auth token|permission denied/i),
+    });
   });
 
   it('the event sink writes with the same user, and logs no password', async () => {
-    const sink = new EtcdEventSink({ endpoints: [etcd.endpoint], prefix: '/events-auth', auth: { username: 'root', password: PASSWORD }, retryInitialMs: 60_000, logger });
+    const sink = new EtcdEventSink({
+      endpoints: [etcd.endpoint],
+      prefix: '/events-auth',
+      auth: { username: 'root', password: PASSWORD },
+      retryInitialMs: 60_000,
+      logger,
+    });
     sink.emit(event);
     await sink.flush();
     expect(sink.pending).toBe(0);
     await sink.close();
     expect((await admin.getAll().prefix('/events-auth').keys()).length).toBe(1);
-    const refused = new EtcdEventSink({ endpoints: [etcd.endpoint], prefix: '/events-auth', auth: { username: 'root', password: 'wrong' }, retryInitialMs: 60_000, logger });
+    const refused = new EtcdEventSink({
+      endpoints: [etcd.endpoint],
+      prefix: '/events-auth',
+      auth: { username: 'root', password: 'wrong' },
+      retryInitialMs: 60_000,
+      logger,
+    });
     refused.emit(event);
     await refused.flush();
     expect(refused.pending).toBe(1);

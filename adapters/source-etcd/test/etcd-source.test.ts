@@ -118,7 +118,10 @@ describe('EtcdManifestSource', () => {
     const { sink, key } = await start();
     await admin.put(key).value(list(manifest('a'), manifest('web', 'web:1'), manifest('c')));
     await sink.until(() => sink.ids.join() === 'a,c,web', 'three manifests');
-    const broken = { ...manifest('web', 'web:2'), containers: [{ name: 'main', image: 'web:2', ports: [{ containerPort: 80, hostPort: 70000 }] }] };
+    const broken = {
+      ...manifest('web', 'web:2'),
+      containers: [{ name: 'main', image: 'web:2', ports: [{ containerPort: 80, hostPort: 70000 }] }],
+    };
     await admin.put(key).value(list(manifest('a', 'app:2'), broken, manifest('c')));
     await sink.until(() => sink.image('a') === 'app:2', 'a updated beside the broken one');
     expect(sink.ids).toEqual(['a', 'c', 'web']);
@@ -194,7 +197,14 @@ describe('EtcdManifestSource when etcd fails', () => {
 
   const create = (endpoint: string, options: Partial<EtcdManifestSourceOptions> = {}) => {
     const logger = new RecordingLogger();
-    source = new EtcdManifestSource({ endpoints: [endpoint], hostname: nextHost(), retryInitialMs: 100, retryMaxMs: 200, logger, ...options });
+    source = new EtcdManifestSource({
+      endpoints: [endpoint],
+      hostname: nextHost(),
+      retryInitialMs: 100,
+      retryMaxMs: 200,
+      logger,
+      ...options,
+    });
     return { source, logger, sink: new RecordingSink() };
   };
 
@@ -284,7 +294,8 @@ describe('EtcdManifestSource when etcd fails', () => {
     gate.cut();
     await sink.until(() => sink.errors.length === 1, 'Unavailable');
     let revision = '';
-    for (const image of ['app:2', 'app:3', 'app:4']) revision = (await admin.put(source.key).value(list(manifest('a', image)))).header.revision;
+    for (const image of ['app:2', 'app:3', 'app:4'])
+      revision = (await admin.put(source.key).value(list(manifest('a', image)))).header.revision;
     await admin.kv.compact({ revision, physical: true });
     expect(BigInt(revision)).toBeGreaterThan(watchedFrom); // resuming the old watch would hit the compaction
     gate.restore();

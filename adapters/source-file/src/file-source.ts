@@ -69,7 +69,10 @@ const STILL_MS = 2_000;
 /** The file's identity and times (device, inode, size, mtime, ctime), to the nanosecond. */
 async function stamp(path: string): Promise<{ key: string; changedAtMs: number }> {
   const s = await stat(path, { bigint: true });
-  return { key: `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, changedAtMs: Number((s.ctimeNs > s.mtimeNs ? s.ctimeNs : s.mtimeNs) / 1_000_000n) };
+  return {
+    key: `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`,
+    changedAtMs: Number((s.ctimeNs > s.mtimeNs ? s.ctimeNs : s.mtimeNs) / 1_000_000n),
+  };
 }
 
 /**
@@ -106,7 +109,12 @@ export class FileManifestSource implements ManifestSource {
     this.debounceMs = options.debounceMs ?? 50;
     this.name = options.name ?? ADAPTER;
     this.clock = options.clock ?? systemClock;
-    this.intake = new ManifestIntake({ adapter: ADAPTER, limits: options.limits, allowHostMounts: options.allowHostMounts, describedAs: `${this.path}: the files` });
+    this.intake = new ManifestIntake({
+      adapter: ADAPTER,
+      limits: options.limits,
+      allowHostMounts: options.allowHostMounts,
+      describedAs: `${this.path}: the files`,
+    });
   }
 
   async start(sink: SourceSink): Promise<void> {
@@ -120,7 +128,9 @@ export class FileManifestSource implements ManifestSource {
       ignored: (path, stats) => path !== this.path && (stats?.isDirectory() === true || !isManifestFileName(basename(path))),
     });
     this.watcher.on('all', () => this.onWatchEvent());
-    this.watcher.on('error', (error) => sink.error(new KubeletError('Unavailable', `watching ${this.path}: ${String(error)}`, { adapter: ADAPTER, cause: error })));
+    this.watcher.on('error', (error) =>
+      sink.error(new KubeletError('Unavailable', `watching ${this.path}: ${String(error)}`, { adapter: ADAPTER, cause: error })),
+    );
     await this.scan();
     this.stopTicker = repeatEvery(this.clock, this.checkFrequencyMs, () => this.schedule(0));
   }
@@ -195,7 +205,10 @@ export class FileManifestSource implements ManifestSource {
     } catch (error) {
       // The last good set stays in force meanwhile; a single file path is read again once it can be.
       this.still.delete(this.path);
-      this.intake.fail(this.path, new KubeletError('Unavailable', `cannot read ${this.path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
+      this.intake.fail(
+        this.path,
+        new KubeletError('Unavailable', `cannot read ${this.path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }),
+      );
       this.intake.commit();
       return;
     }
@@ -206,7 +219,8 @@ export class FileManifestSource implements ManifestSource {
     // Path order decides which of two files giving one manifest id is taken.
     this.intake.keep(paths);
     // The same files, none of them read again: the same manifests, nothing to compare or deliver.
-    const same = !read && this.lastPaths !== undefined && paths.length === this.lastPaths.length && paths.every((p, i) => p === this.lastPaths![i]);
+    const same =
+      !read && this.lastPaths !== undefined && paths.length === this.lastPaths.length && paths.every((p, i) => p === this.lastPaths![i]);
     this.lastPaths = paths;
     if (!same) this.intake.commit();
   }
@@ -244,7 +258,10 @@ export class FileManifestSource implements ManifestSource {
         this.intake.drop(path); // gone between list and read: the next event re-reads
         return true;
       }
-      this.intake.fail(path, new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }));
+      this.intake.fail(
+        path,
+        new KubeletError('Unavailable', `cannot read ${path}: ${(error as Error).message}`, { adapter: ADAPTER, cause: error }),
+      );
       return true;
     }
     // A manifest without an id is named after its file (and its place in it), as in 2014: the

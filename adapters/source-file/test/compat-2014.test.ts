@@ -21,7 +21,8 @@ containers:
         value: "value"
 `;
 const idLess = (image: string) => `version: v1beta1\ncontainers:\n  - name: main\n    image: ${image}\n`;
-const hostMount = 'version: v1beta1\nid: cadvisor-agent\nvolumes: [{name: varrun}]\ncontainers:\n  - name: cadvisor\n    image: google/cadvisor\n    volumeMounts: [{name: varrun, mountPath: /var/run, mountType: HOST}]\n';
+const hostMount =
+  'version: v1beta1\nid: cadvisor-agent\nvolumes: [{name: varrun}]\ncontainers:\n  - name: cadvisor\n    image: google/cadvisor\n    volumeMounts: [{name: varrun, mountPath: /var/run, mountType: HOST}]\n';
 
 describe('FileManifestSource: manifests as 2014 users wrote them', () => {
   let dir: string;
@@ -59,7 +60,12 @@ describe('FileManifestSource: manifests as 2014 users wrote them', () => {
     await writeFile(join(dir, 'b.manifest'), idLess('app:b'));
     const { sink } = await start();
     expect(sink.ids).toHaveLength(2);
-    expect(sink.updates.at(-1)!.map((m) => m.containers[0]!.image).sort()).toEqual(['app:a', 'app:b']);
+    expect(
+      sink.updates
+        .at(-1)!
+        .map((m) => m.containers[0]!.image)
+        .sort(),
+    ).toEqual(['app:a', 'app:b']);
     expect(sink.errors).toEqual([]);
   });
 
@@ -106,7 +112,9 @@ describe('FileManifestSource: manifests as 2014 users wrote them', () => {
     await writeFile(join(dir, 'cadvisor.manifest'), hostMount);
     const refused = await start();
     expect(refused.sink.ids).toEqual([]);
-    expect(refused.sink.errors[0]!.fieldErrors).toEqual([{ path: 'containers[0].volumeMounts[0].mountType', message: expect.stringContaining('--allow-host-mounts') }]);
+    expect(refused.sink.errors[0]!.fieldErrors).toEqual([
+      { path: 'containers[0].volumeMounts[0].mountType', message: expect.stringContaining('--allow-host-mounts') },
+    ]);
     const allowed = await start({ allowHostMounts: true });
     expect(allowed.sink.ids).toEqual(['cadvisor-agent']);
     expect(allowed.sink.updates.at(-1)![0]!.containers[0]!.volumeMounts[0]!.mountType).toBe('HOST');

@@ -48,7 +48,13 @@ describe('FileManifestSource', () => {
 
   it('delivers every manifest of a directory at start, including lists in one file', async () => {
     await writeFile(join(dir, 'a.yaml'), manifest('a'));
-    await writeFile(join(dir, 'b.json'), JSON.stringify([{ id: 'b', containers: [{ name: 'main', image: 'app:1' }] }, { id: 'c', containers: [{ name: 'main', image: 'app:1' }] }]));
+    await writeFile(
+      join(dir, 'b.json'),
+      JSON.stringify([
+        { id: 'b', containers: [{ name: 'main', image: 'app:1' }] },
+        { id: 'c', containers: [{ name: 'main', image: 'app:1' }] },
+      ]),
+    );
     const sink = await start();
     expect(sink.updates).toHaveLength(1);
     expect(sink.ids).toEqual(['a', 'b', 'c']);
@@ -74,7 +80,21 @@ describe('FileManifestSource', () => {
     expect(sink.image('web')).toBe('app:new');
     expect(sink.errors).toEqual([]);
     expect(['web.yaml', 'a.yml', 'b.JSON', 'cadvisor.manifest', 'pods', 'x.conf', 'a~b'].every(isManifestFileName)).toBe(true);
-    expect(['.a.yaml', 'a.yaml.bak', 'a.yaml~', 'a.swp', 'a.yaml.swo', '#a.yaml#', 'a.orig', 'a.yaml.rpmnew', 'a.yaml.dpkg-dist', 'a.tmp', ''].some(isManifestFileName)).toBe(false);
+    expect(
+      [
+        '.a.yaml',
+        'a.yaml.bak',
+        'a.yaml~',
+        'a.swp',
+        'a.yaml.swo',
+        '#a.yaml#',
+        'a.orig',
+        'a.yaml.rpmnew',
+        'a.yaml.dpkg-dist',
+        'a.tmp',
+        '',
+      ].some(isManifestFileName),
+    ).toBe(false);
   });
 
   it('reports a file that is not a manifest (a README), never skipping it in silence', async () => {
@@ -82,7 +102,9 @@ describe('FileManifestSource', () => {
     await writeFile(join(dir, 'README'), 'These are the manifests of this host.\n');
     const sink = await start();
     expect(sink.ids).toEqual(['web']);
-    expect(sink.errors.map((e) => [e.code, e.message])).toEqual([['InvalidManifest', `${join(dir, 'README')}: the document is a string, not a manifest`]]);
+    expect(sink.errors.map((e) => [e.code, e.message])).toEqual([
+      ['InvalidManifest', `${join(dir, 'README')}: the document is a string, not a manifest`],
+    ]);
   });
 
   it('follows edits, new files, deletions and rename-saves through the watcher', async () => {
@@ -103,7 +125,10 @@ describe('FileManifestSource', () => {
 
   it('reports an invalid file with its path and fields, and keeps the other files', async () => {
     await writeFile(join(dir, 'good.yaml'), manifest('good'));
-    await writeFile(join(dir, 'bad.yaml'), 'id: bad\ncontainers:\n  - name: main\n    image: app:1\n    ports:\n      - containerPort: 80\n        hostPort: 70000\n');
+    await writeFile(
+      join(dir, 'bad.yaml'),
+      'id: bad\ncontainers:\n  - name: main\n    image: app:1\n    ports:\n      - containerPort: 80\n        hostPort: 70000\n',
+    );
     const sink = await start();
     expect(sink.ids).toEqual(['good']);
     expect(sink.errors).toHaveLength(1);

@@ -45,7 +45,10 @@ describe('FileManifestSource: what the files may add up to', () => {
     await source!.refresh();
     expect(sink.updates).toHaveLength(1);
     expect(sink.errors.map((e) => [e.code, e.message])).toEqual([
-      ['InvalidManifest', `${dir}: the files hold 4 manifests, more than the 3 one source may hold (limits.maxManifests); nothing changed until they hold less`],
+      [
+        'InvalidManifest',
+        `${dir}: the files hold 4 manifests, more than the 3 one source may hold (limits.maxManifests); nothing changed until they hold less`,
+      ],
     ]);
     // Back within the limits, the files are the truth again.
     await writeFile(join(dir, 'a.json'), json(manifest('a1')));
@@ -64,7 +67,9 @@ describe('FileManifestSource: what the files may add up to', () => {
     await writeFile(join(dir, 'c.json'), json(big('c')));
     await source!.refresh();
     expect(sink.ids).toEqual(['a', 'b']);
-    expect(sink.errors.at(-1)?.message).toMatch(/: the files hold 12\d\d\d bytes of manifests as JSON, more than the 10000 one source may hold \(limits\.maxManifestBytes\); nothing changed/);
+    expect(sink.errors.at(-1)?.message).toMatch(
+      /: the files hold 12\d\d\d bytes of manifests as JSON, more than the 10000 one source may hold \(limits\.maxManifestBytes\); nothing changed/,
+    );
   });
 
   it('reads one file of more than maxManifests as unreadable, keeping its last good manifests', async () => {
@@ -73,6 +78,8 @@ describe('FileManifestSource: what the files may add up to', () => {
     await writeFile(join(dir, 'a.json'), json(manifest('a1'), manifest('a2'), manifest('a3')));
     await source!.refresh();
     expect(sink.ids).toEqual(['a1']);
-    expect(sink.errors.map((e) => e.message)).toEqual([`${join(dir, 'a.json')}: holds 3 manifests, more than the 2 one source may hold; run fewer pods from it`]);
+    expect(sink.errors.map((e) => e.message)).toEqual([
+      `${join(dir, 'a.json')}: holds 3 manifests, more than the 2 one source may hold; run fewer pods from it`,
+    ]);
   });
 });

@@ -70,7 +70,9 @@ export function parseHeaderFlag(text: string): [name: string, value: string] {
   const name = text.slice(0, colon).trim();
   const value = text.slice(colon + 1).trim();
   if (!HEADER_NAME.test(name)) {
-    throw new Error(`malformed header ${JSON.stringify(text)}: ${name === '' ? 'the name is empty' : `${JSON.stringify(name)} is not a valid header name`}; expected "Name: value"`);
+    throw new Error(
+      `malformed header ${JSON.stringify(text)}: ${name === '' ? 'the name is empty' : `${JSON.stringify(name)} is not a valid header name`}; expected "Name: value"`,
+    );
   }
   if (HEADER_VALUE_FORBIDDEN.test(value)) throw new Error(`malformed header ${JSON.stringify(text)}: the value holds a control character`);
   return [name, value];
@@ -113,7 +115,8 @@ export class HttpManifestSource implements ManifestSource {
 
   constructor(options: HttpManifestSourceOptions) {
     const protocol = URL.canParse(options.url) ? new URL(options.url).protocol : '';
-    if (protocol !== 'http:' && protocol !== 'https:') throw new Error(`manifest URL must be http:// or https://, got ${JSON.stringify(options.url)}`);
+    if (protocol !== 'http:' && protocol !== 'https:')
+      throw new Error(`manifest URL must be http:// or https://, got ${JSON.stringify(options.url)}`);
     this.url = options.url;
     this.where = withoutPassword(options.url);
     this.checkFrequencyMs = options.checkFrequencyMs ?? 20_000;
@@ -122,7 +125,12 @@ export class HttpManifestSource implements ManifestSource {
     this.tls = checkTlsFiles(options.tls);
     this.name = options.name ?? ADAPTER;
     this.clock = options.clock ?? systemClock;
-    this.intake = new ManifestIntake({ adapter: ADAPTER, maxBytes: MAX_BODY_BYTES, allowHostMounts: options.allowHostMounts, describedAs: `${this.where}: the body's manifests` });
+    this.intake = new ManifestIntake({
+      adapter: ADAPTER,
+      maxBytes: MAX_BODY_BYTES,
+      allowHostMounts: options.allowHostMounts,
+      describedAs: `${this.where}: the body's manifests`,
+    });
     const named = manifestIdFor(options.url);
     this.idFor = (position) => derivedManifestId(named.name, named.origin, position);
   }
@@ -155,7 +163,9 @@ export class HttpManifestSource implements ManifestSource {
   /** One poll, and the next one `checkFrequencyMs` after it ends: polls never overlap. */
   private poll(): Promise<void> {
     this.polling = this.check()
-      .catch((error: unknown) => this.fail(new KubeletError('Internal', `${this.where}: ${String(error)}`, { adapter: ADAPTER, cause: error })))
+      .catch((error: unknown) =>
+        this.fail(new KubeletError('Internal', `${this.where}: ${String(error)}`, { adapter: ADAPTER, cause: error })),
+      )
       .finally(() => {
         this.polling = undefined;
         if (!this.closed) this.timer = this.clock.setTimeout(() => void this.poll(), this.checkFrequencyMs);
@@ -193,7 +203,11 @@ export class HttpManifestSource implements ManifestSource {
       response = await pending;
     } catch (error) {
       if (this.closed) return;
-      this.fail(tooLarge ? new KubeletError('InvalidManifest', `${this.where}: the body is larger than 1 MiB`, { adapter: ADAPTER }) : requestFailure(this.where, this.timeoutMs, error));
+      this.fail(
+        tooLarge
+          ? new KubeletError('InvalidManifest', `${this.where}: the body is larger than 1 MiB`, { adapter: ADAPTER })
+          : requestFailure(this.where, this.timeoutMs, error),
+      );
       return;
     } finally {
       this.request = undefined;
@@ -224,7 +238,11 @@ export class HttpManifestSource implements ManifestSource {
     if (tls === undefined) return {};
     const read = async (path: string | undefined) => (path === undefined ? undefined : readFile(path));
     const [ca, cert, key] = await Promise.all([read(tls.caFile), read(tls.certFile), read(tls.keyFile)]);
-    return { ...(ca === undefined ? {} : { certificateAuthority: ca }), ...(cert === undefined ? {} : { certificate: cert }), ...(key === undefined ? {} : { key }) };
+    return {
+      ...(ca === undefined ? {} : { certificateAuthority: ca }),
+      ...(cert === undefined ? {} : { certificate: cert }),
+      ...(key === undefined ? {} : { key }),
+    };
   }
 
   /**
@@ -236,9 +254,13 @@ export class HttpManifestSource implements ManifestSource {
     if (Object.keys(this.headers).length === 0 || next === undefined) return;
     const target = new URL(String(next));
     if (target.origin === new URL(this.url).origin) return;
-    throw new KubeletError('Unavailable', `${this.where}: redirected to another origin (${withoutPassword(target.toString())}); not followed, as --manifest-url-header headers would go with it`, {
-      adapter: ADAPTER,
-    });
+    throw new KubeletError(
+      'Unavailable',
+      `${this.where}: redirected to another origin (${withoutPassword(target.toString())}); not followed, as --manifest-url-header headers would go with it`,
+      {
+        adapter: ADAPTER,
+      },
+    );
   }
 
   private requestHeaders(): Record<string, string> {
@@ -259,9 +281,15 @@ export class HttpManifestSource implements ManifestSource {
 function checkTlsFiles(tls: HttpSourceTlsOptions | undefined): HttpSourceTlsOptions | undefined {
   if (tls === undefined) return undefined;
   if ((tls.certFile === undefined) !== (tls.keyFile === undefined)) {
-    throw new Error('manifest URL TLS: a client certificate needs its key and the key its certificate (--manifest-url-cert-file with --manifest-url-key-file)');
+    throw new Error(
+      'manifest URL TLS: a client certificate needs its key and the key its certificate (--manifest-url-cert-file with --manifest-url-key-file)',
+    );
   }
-  for (const [path, flag] of [[tls.caFile, '--manifest-url-ca-file'], [tls.certFile, '--manifest-url-cert-file'], [tls.keyFile, '--manifest-url-key-file']] as const) {
+  for (const [path, flag] of [
+    [tls.caFile, '--manifest-url-ca-file'],
+    [tls.certFile, '--manifest-url-cert-file'],
+    [tls.keyFile, '--manifest-url-key-file'],
+  ] as const) {
     if (path === undefined) continue;
     try {
       readFileSync(path);
@@ -279,7 +307,11 @@ function checkTlsFiles(tls: HttpSourceTlsOptions | undefined): HttpSourceTlsOpti
  */
 export function manifestIdFor(url: string): { name: string; origin: string } {
   const parsed = new URL(url);
-  const name = parsed.pathname.split('/').filter((part) => part !== '').at(-1) ?? parsed.hostname;
+  const name =
+    parsed.pathname
+      .split('/')
+      .filter((part) => part !== '')
+      .at(-1) ?? parsed.hostname;
   return { name: decodeURIComponentSafe(name), origin: `${parsed.protocol}//${parsed.host}${parsed.pathname}${parsed.search}` };
 }
 

@@ -1,1 +1,7 @@
-export { HttpManifestSource, parseHeaderFlag, registerHttpSource, type HttpManifestSourceOptions, type HttpSourceTlsOptions } from './http-source.js';
+export {
+  HttpManifestSource,
+  parseHeaderFlag,
+  registerHttpSource,
+  type HttpManifestSourceOptions,
+  type HttpSourceTlsOptions,
+} from './http-source.js';

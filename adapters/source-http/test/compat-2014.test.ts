@@ -40,7 +40,11 @@ describe('HttpManifestSource: manifests as 2014 users wrote them', () => {
 
   const start = async (options: Partial<HttpManifestSourceOptions> = {}) => {
     const sink = new RecordingSink();
-    const source = new HttpManifestSource({ url: `${base}/computeMetadata/google-container-manifest`, checkFrequencyMs: 60_000, ...options });
+    const source = new HttpManifestSource({
+      url: `${base}/computeMetadata/google-container-manifest`,
+      checkFrequencyMs: 60_000,
+      ...options,
+    });
     sources.push(source);
     await source.start(sink);
     return sink;
@@ -63,7 +67,11 @@ describe('HttpManifestSource: manifests as 2014 users wrote them', () => {
     body = JSON.stringify([idLess('app:0'), { ...idLess('app:1'), id: 'given' }, idLess('app:2')]);
     const sink = await start();
     const { name, origin } = manifestIdFor(`${base}/computeMetadata/google-container-manifest`);
-    expect(sink.updates.at(-1)!.map((m) => m.id)).toEqual([derivedManifestId(name, origin, 0), 'given', derivedManifestId(name, origin, 2)]);
+    expect(sink.updates.at(-1)!.map((m) => m.id)).toEqual([
+      derivedManifestId(name, origin, 0),
+      'given',
+      derivedManifestId(name, origin, 2),
+    ]);
     const other = await start({ url: `${base}/other` });
     expect(other.ids.filter((id) => id !== 'given')).not.toContain(derivedManifestId(name, origin, 0));
   });
@@ -77,12 +85,18 @@ describe('HttpManifestSource: manifests as 2014 users wrote them', () => {
   it('warns about key, naming the URL', async () => {
     body = REGISTRY;
     const sink = await start();
-    expect(sink.warnings.map((w) => [w.reason, w.field, w.paths])).toEqual([['DeprecatedField', 'containers[].env[].key', ['containers[0].env[0].key']]]);
+    expect(sink.warnings.map((w) => [w.reason, w.field, w.paths])).toEqual([
+      ['DeprecatedField', 'containers[].env[].key', ['containers[0].env[0].key']],
+    ]);
     expect(sink.warnings[0]!.message).toContain('/computeMetadata/google-container-manifest');
   });
 
   it('refuses HOST mounts unless allowHostMounts is set', async () => {
-    body = JSON.stringify({ id: 'agent', volumes: [{ name: 'logs' }], containers: [{ name: 'a', image: 'x', volumeMounts: [{ name: 'logs', mountPath: '/var/log', mountType: 'HOST' }] }] });
+    body = JSON.stringify({
+      id: 'agent',
+      volumes: [{ name: 'logs' }],
+      containers: [{ name: 'a', image: 'x', volumeMounts: [{ name: 'logs', mountPath: '/var/log', mountType: 'HOST' }] }],
+    });
     const refused = await start();
     expect(refused.errors[0]!.fieldErrors.map((f) => f.path)).toEqual(['containers[0].volumeMounts[0].mountType']);
     expect(refused.errors[0]!.message).toContain('--allow-host-mounts');

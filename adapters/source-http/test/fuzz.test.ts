@@ -14,7 +14,10 @@ sourceFuzzContract(
     let body: Uint8Array = new Uint8Array();
     const server = createServer((_req, res) => res.end(body));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const source = new HttpManifestSource({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/manifests`, checkFrequencyMs: 1 });
+    const source = new HttpManifestSource({
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/manifests`,
+      checkFrequencyMs: 1,
+    });
     return {
       kind: 'document',
       sentinel: 'embedded',

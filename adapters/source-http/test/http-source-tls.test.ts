@@ -40,7 +40,13 @@ const httpsManifestServer = (serverPair: CertificatePair = certs.server, handler
 
 async function poll(url: string, tls?: HttpSourceTlsOptions, headers?: Record<string, string>): Promise<RecordingSink> {
   const sink = new RecordingSink();
-  source = new HttpManifestSource({ url, checkFrequencyMs: 60_000, timeoutMs: 3000, ...(tls === undefined ? {} : { tls }), ...(headers === undefined ? {} : { headers }) });
+  source = new HttpManifestSource({
+    url,
+    checkFrequencyMs: 60_000,
+    timeoutMs: 3000,
+    ...(tls === undefined ? {} : { tls }),
+    ...(headers === undefined ? {} : { headers }),
+  });
   await source.start(sink);
   return sink;
 }
@@ -58,8 +64,16 @@ describe('--manifest-url over https://', () => {
     ['a server certificate of another CA', () => certs.otherServer, () => good()],
     ['an expired server certificate', () => certs.expiredServer, () => good()],
     ['no client certificate', () => certs.server, () => ({ caFile: certs.ca.certFile })],
-    ['an expired client certificate', () => certs.server, () => ({ ...good(), certFile: certs.expiredClient.certFile, keyFile: certs.expiredClient.keyFile })],
-    ['a client certificate of another CA', () => certs.server, () => ({ ...good(), certFile: certs.otherClient.certFile, keyFile: certs.otherClient.keyFile })],
+    [
+      'an expired client certificate',
+      () => certs.server,
+      () => ({ ...good(), certFile: certs.expiredClient.certFile, keyFile: certs.expiredClient.keyFile }),
+    ],
+    [
+      'a client certificate of another CA',
+      () => certs.server,
+      () => ({ ...good(), certFile: certs.otherClient.certFile, keyFile: certs.otherClient.keyFile }),
+    ],
   ])('refuses %s: Unavailable, nothing delivered', async (_, serverPair, tls) => {
     const sink = await poll(await httpsManifestServer(serverPair()), tls());
     expect(sink.updates).toEqual([]);
@@ -67,8 +81,12 @@ describe('--manifest-url over https://', () => {
   });
 
   it('names the flag of a file it cannot read, and of a half-given pair', () => {
-    expect(() => new HttpManifestSource({ url: 'https://127.0.0.1/', tls: { caFile: '/nonexistent.pem' } })).toThrow(/--manifest-url-ca-file \/nonexistent\.pem/);
-    expect(() => new HttpManifestSource({ url: 'https://127.0.0.1/', tls: { certFile: certs.client.certFile } })).toThrow(/--manifest-url-cert-file with --manifest-url-key-file/);
+    expect(() => new HttpManifestSource({ url: 'https://127.0.0.1/', tls: { caFile: '/nonexistent.pem' } })).toThrow(
+      /--manifest-url-ca-file \/nonexistent\.pem/,
+    );
+    expect(() => new HttpManifestSource({ url: 'https://127.0.0.1/', tls: { certFile: certs.client.certFile } })).toThrow(
+      /--manifest-url-cert-file with --manifest-url-key-file/,
+    );
   });
 });
 
@@ -80,7 +98,9 @@ describe('redirects with --manifest-url-header', () => {
     const sink = await poll(`http://${first}/manifest`, undefined, { Authorization: 'Bearer url-secret' });
     expect(seen).toEqual([]);
     expect(sink.updates).toEqual([]);
-    expect(sink.errors.map((e) => [e.code, e.message])).toEqual([['Unavailable', expect.stringMatching(/redirected to another origin .*not followed/)]]);
+    expect(sink.errors.map((e) => [e.code, e.message])).toEqual([
+      ['Unavailable', expect.stringMatching(/redirected to another origin .*not followed/)],
+    ]);
   });
 
   it('are followed within the origin, with the header', async () => {

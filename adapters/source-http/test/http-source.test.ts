@@ -9,7 +9,6 @@ const yamlList = (...items: string[]) => items.map((m) => `- ${m.replaceAll('\n'
 const json = (id: string, image = 'app:1') => ({ id, containers: [{ name: 'main', image }] });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
 describe('HttpManifestSource', () => {
   let server: ManifestServer;
   const sources: ManifestSource[] = [];
@@ -350,7 +349,10 @@ describe('HttpManifestSource', () => {
 
   it('is registered as a source under its name', () => {
     const registered: unknown[] = [];
-    const source = registerHttpSource({ register: (token, provider) => token === Tokens.Source && registered.push(provider.useValue) }, { url: 'http://127.0.0.1:1/m', name: 'web-manifests' });
+    const source = registerHttpSource(
+      { register: (token, provider) => token === Tokens.Source && registered.push(provider.useValue) },
+      { url: 'http://127.0.0.1:1/m', name: 'web-manifests' },
+    );
     expect(registered).toEqual([source]);
     expect(source.name).toBe('web-manifests');
     expect(new HttpManifestSource({ url: 'https://example.test/m.yaml' }).name).toBe('http');
@@ -366,7 +368,9 @@ describe('parseHeaderFlag', () => {
   });
 
   it('rejects a value that is not "Name: value"', () => {
-    expect(() => parseHeaderFlag('Authorization Bearer abc')).toThrow(/malformed header "Authorization Bearer abc": expected "Name: value"/);
+    expect(() => parseHeaderFlag('Authorization Bearer abc')).toThrow(
+      /malformed header "Authorization Bearer abc": expected "Name: value"/,
+    );
     expect(() => parseHeaderFlag(': value')).toThrow(/the name is empty/);
     expect(() => parseHeaderFlag('Bad Name: value')).toThrow(/"Bad Name" is not a valid header name/);
     expect(() => parseHeaderFlag('X-Ok: a\r\nX-Injected: b')).toThrow(/control character/);

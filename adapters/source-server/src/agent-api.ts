@@ -126,7 +126,13 @@ export function agentApiListener(view: AgentView, options: AgentApiListenerOptio
     reachableAs:
       options.checkHostAndOrigin === false
         ? undefined
-        : (req) => reachableNames(req.socket.localAddress ?? '', req.socket.localPort ?? 0, extra, (req.socket as Partial<TLSSocket>).encrypted === true ? 'https:' : 'http:'),
+        : (req) =>
+            reachableNames(
+              req.socket.localAddress ?? '',
+              req.socket.localPort ?? 0,
+              extra,
+              (req.socket as Partial<TLSSocket>).encrypted === true ? 'https:' : 'http:',
+            ),
     logger: options.logger ?? silentLogger,
   });
 }

@@ -65,7 +65,9 @@ export function routeListener(handlers: readonly RouteHandler[], options: RouteL
  */
 export function checkAuthToken(token: string | undefined): void {
   if (token !== undefined && token.trim() === '') {
-    throw new Error('authToken is empty (or only whitespace), which would let every request in: give a token, or leave it out to serve without one');
+    throw new Error(
+      'authToken is empty (or only whitespace), which would let every request in: give a token, or leave it out to serve without one',
+    );
   }
 }
 
@@ -98,8 +100,16 @@ async function serve(
       };
       // An oversized body is not read to its end: answer, then drop the connection.
       if (error.status === 413) res.once('finish', () => req.destroy());
-      send(res, error.status, { error: error.message, ...(error.fieldErrors.length === 0 ? {} : { fieldErrors: error.fieldErrors }) }, headers);
-      options.logger.debug({ status: error.status, method: req.method, url: req.url?.slice(0, 200), error: error.message }, 'request refused');
+      send(
+        res,
+        error.status,
+        { error: error.message, ...(error.fieldErrors.length === 0 ? {} : { fieldErrors: error.fieldErrors }) },
+        headers,
+      );
+      options.logger.debug(
+        { status: error.status, method: req.method, url: req.url?.slice(0, 200), error: error.message },
+        'request refused',
+      );
     } else {
       options.logger.error({ err: error, url: req.url }, 'request failed');
       send(res, 500, { error: 'internal error' });
@@ -126,7 +136,10 @@ function authentication(options: RouteListenerOptions): ((req: IncomingMessage) 
   if (authToken === undefined && !clientCertificates) return undefined;
   const expected = authToken === undefined ? undefined : digest(authToken);
   const throttle = options.throttle ?? new AuthThrottle(systemClock);
-  const wanted = [...(clientCertificates ? ['a client certificate signed by the client CA'] : []), ...(authToken === undefined ? [] : ['a valid bearer token'])].join(' or ');
+  const wanted = [
+    ...(clientCertificates ? ['a client certificate signed by the client CA'] : []),
+    ...(authToken === undefined ? [] : ['a valid bearer token']),
+  ].join(' or ');
   return (req) => {
     // `authorized` is set only by a TLS socket whose peer certificate chains to the CA and is valid now.
     if (clientCertificates && (req.socket as Partial<TLSSocket>).authorized === true) return;
@@ -134,7 +147,9 @@ function authentication(options: RouteListenerOptions): ((req: IncomingMessage) 
     const wait = throttle.lockedFor(address);
     if (wait > 0) {
       const seconds = Math.ceil(wait / 1000);
-      throw new HttpProblem(429, `too many failed authentication attempts from this address: retry in ${seconds} s`, [], undefined, { 'retry-after': String(seconds) });
+      throw new HttpProblem(429, `too many failed authentication attempts from this address: retry in ${seconds} s`, [], undefined, {
+        'retry-after': String(seconds),
+      });
     }
     if (expected !== undefined) {
       const header = req.headers.authorization ?? '';
@@ -193,7 +208,10 @@ export function decodePathSegment(segment: string): string {
  */
 export function requireContentType(req: IncomingMessage, accepted: readonly string[]): void {
   const header = req.headers['content-type'];
-  const [type = '', ...parameters] = (header ?? '').toLowerCase().split(';').map((part) => part.trim());
+  const [type = '', ...parameters] = (header ?? '')
+    .toLowerCase()
+    .split(';')
+    .map((part) => part.trim());
   const utf8 = parameters.every((p) => p === '' || /^charset=("?)utf-8\1$/.test(p));
   if (accepted.includes(type) && utf8) return;
   throw new HttpProblem(

@@ -19,7 +19,10 @@ export function answerPlainHttp(server: Server, firstByteTimeoutMs: number): voi
   // tls.Server starts the handshake from its one 'connection' listener; it is called once the first
   // byte is known instead. Anything else there means Node changed: fail at start, not silently.
   const [handshake, ...others] = server.listeners('connection') as ((this: Server, socket: Socket) => void)[];
-  if (handshake === undefined || others.length > 0) throw new Error(`expected one 'connection' listener on a fresh https server, found ${others.length + (handshake === undefined ? 0 : 1)}`);
+  if (handshake === undefined || others.length > 0)
+    throw new Error(
+      `expected one 'connection' listener on a fresh https server, found ${others.length + (handshake === undefined ? 0 : 1)}`,
+    );
   server.removeListener('connection', handshake);
   server.on('connection', (socket: Socket) => {
     const drop = () => socket.destroy();

@@ -44,7 +44,10 @@ export const PodListAnnotations = {
  * a conversion of the manifest package, and the runner depends on core alone. The agent gives the
  * views and manifests (`AgentView.podListing`); this turns them into the kubelet's wire form.
  */
-export function renderPodList(pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[], options: PodListOptions): V1PodList {
+export function renderPodList(
+  pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[],
+  options: PodListOptions,
+): V1PodList {
   return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: pods.map(({ view, manifest }) => renderPod(view, manifest, options)) };
 }
 
@@ -52,7 +55,9 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
   const v1 = toV1Pod(manifest);
   const configHash = hex(`${view.source}\n${canonicalJson(manifest)}`);
   const backOffs = Object.fromEntries(
-    view.containers.flatMap((c) => (c.backOff === undefined ? [] : [[c.name, { until: rfc3339(c.backOff.until), delaySeconds: c.backOff.delayMs / 1000 }]])),
+    view.containers.flatMap((c) =>
+      c.backOff === undefined ? [] : [[c.name, { until: rfc3339(c.backOff.until), delaySeconds: c.backOff.delayMs / 1000 }]],
+    ),
   );
   const metadata = {
     ...v1.metadata,
@@ -71,7 +76,10 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
   const unready = view.containers.filter((c) => !c.ready).map((c) => c.name);
   const phase = podPhase(view.containers, manifest.restartPolicy ?? 'Always');
   const allReady = unready.length === 0 && phase !== 'Succeeded';
-  const notReady = phase === 'Succeeded' ? { reason: 'PodCompleted' } : { reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` };
+  const notReady =
+    phase === 'Succeeded'
+      ? { reason: 'PodCompleted' }
+      : { reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` };
   const podIP = manifest.hostNetwork === true ? options.hostIP : undefined;
   const startTime = earliest(view.containers.flatMap((c) => [c.startedAt, c.lastRun?.startedAt]));
   return {
@@ -100,7 +108,10 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
  * running one, none unknown, is Running; all ended: Running under `Always` (they restart),
  * Succeeded when every one exited 0, Failed under `Never`, else Running (`OnFailure` restarts them).
  */
-export function podPhase(containers: readonly ContainerView[], restartPolicy: 'Always' | 'OnFailure' | 'Never'): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
+export function podPhase(
+  containers: readonly ContainerView[],
+  restartPolicy: 'Always' | 'OnFailure' | 'Never',
+): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
   let running = 0;
   let waiting = 0;
   let stopped = 0;
@@ -110,7 +121,8 @@ export function podPhase(containers: readonly ContainerView[], restartPolicy: 'A
     else if (c.state === 'exited') {
       stopped += 1;
       if (c.exitCode === 0) succeeded += 1;
-    } else if (c.lastRun !== undefined) stopped += 1; // waiting, but an earlier run ended: as the kubelet counts it
+    } else if (c.lastRun !== undefined)
+      stopped += 1; // waiting, but an earlier run ended: as the kubelet counts it
     else waiting += 1;
   }
   if (waiting > 0) return 'Pending';

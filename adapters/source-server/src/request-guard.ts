@@ -34,7 +34,9 @@ export function allowedHostNames(allowedHosts: readonly string[] = []): string[]
     const bare = name.startsWith('[') && name.endsWith(']') ? name.slice(1, -1) : name;
     if (isIP(bare) === 6) return canonicalIpv6(bare);
     if (HOST_NAME.test(name)) return name;
-    throw new Error(`allowedHosts (kubelet-ts: --allowed-host): ${JSON.stringify(given)} is not a host name or address; give the name alone (no scheme, no port: the port is the one the server listens on)`);
+    throw new Error(
+      `allowedHosts (kubelet-ts: --allowed-host): ${JSON.stringify(given)} is not a host name or address; give the name alone (no scheme, no port: the port is the one the server listens on)`,
+    );
   });
 }
 
@@ -46,7 +48,12 @@ export function allowedHostNames(allowedHosts: readonly string[] = []): string[]
  * - bound to another address: that address;
  * and, in every case, the `extra` names (from `allowedHostNames`).
  */
-export function reachableNames(address: string, port: number, extra: readonly string[], protocol: 'http:' | 'https:' = 'http:'): ReachableNames {
+export function reachableNames(
+  address: string,
+  port: number,
+  extra: readonly string[],
+  protocol: 'http:' | 'https:' = 'http:',
+): ReachableNames {
   const bound = unmapped(address.toLowerCase());
   const anyInterface = bound === '0.0.0.0' || bound === '::';
   const names = new Set(extra);
@@ -66,7 +73,8 @@ export function reachableNames(address: string, port: number, extra: readonly st
  */
 export function checkHostAndOrigin(req: IncomingMessage, reachable: ReachableNames): void {
   const host = req.headers.host;
-  if (host === undefined) throw new HttpProblem(403, 'no Host header: say which address or name of the agent the request is for, as HTTP/1.1 requires');
+  if (host === undefined)
+    throw new HttpProblem(403, 'no Host header: say which address or name of the agent the request is for, as HTTP/1.1 requires');
   const asked = parseHost(host);
   if (asked === undefined || asked.port !== reachable.port || !reachable.includes(asked.name)) {
     throw new HttpProblem(

@@ -144,7 +144,12 @@ export class ServerManifestSource implements ManifestSource {
     // A name (not an address) it was told to bind is one it listens on too.
     this.allowedHosts = [...allowedHostNames(options.allowedHosts), ...(isIP(this.address) === 0 ? [this.address.toLowerCase()] : [])];
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
-    this.intake = new ManifestIntake({ adapter: ADAPTER, limits: options.limits, maxBytes: this.maxBodyBytes, allowHostMounts: options.allowHostMounts });
+    this.intake = new ManifestIntake({
+      adapter: ADAPTER,
+      limits: options.limits,
+      maxBytes: this.maxBodyBytes,
+      allowHostMounts: options.allowHostMounts,
+    });
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
@@ -182,7 +187,10 @@ export class ServerManifestSource implements ManifestSource {
       logger: this.logger,
     });
     const tls = this.tls;
-    const https = tls === undefined ? undefined : createHttpsServer({ ...serverOptions, ...tls.serverOptions(), handshakeTimeout: this.handshakeTimeoutMs }, listener);
+    const https =
+      tls === undefined
+        ? undefined
+        : createHttpsServer({ ...serverOptions, ...tls.serverOptions(), handshakeTimeout: this.handshakeTimeoutMs }, listener);
     if (https !== undefined) answerPlainHttp(https, this.handshakeTimeoutMs);
     const server: Server = https ?? createServer(serverOptions, listener);
     server.keepAliveTimeout = 5_000;
@@ -197,11 +205,19 @@ export class ServerManifestSource implements ManifestSource {
     this.server = server;
     if (https !== undefined) tls?.watch(https);
     this.logger.info(
-      { url: this.url, auth: this.authToken !== undefined, clientCertificates: this.tls?.clientCertificates ?? false, allowedHosts: this.allowedHosts },
+      {
+        url: this.url,
+        auth: this.authToken !== undefined,
+        clientCertificates: this.tls?.clientCertificates ?? false,
+        allowedHosts: this.allowedHosts,
+      },
       'agent server listening',
     );
     if (this.tls === undefined && this.authToken !== undefined && !isLoopback(this.address)) {
-      this.logger.warn({ address: this.address }, 'the bearer token crosses the network in clear text: serve TLS (--tls-cert-file, --tls-private-key-file)');
+      this.logger.warn(
+        { address: this.address },
+        'the bearer token crosses the network in clear text: serve TLS (--tls-cert-file, --tls-private-key-file)',
+      );
     }
     // What was posted before a restart of this source is kept: deliver it (or the empty set) now.
     this.intake.start(sink);
@@ -231,7 +247,11 @@ export class ServerManifestSource implements ManifestSource {
     });
     let saidFull = false;
     server.on('drop', () => {
-      if (!saidFull) this.logger.warn({ maxConnections: this.maxConnections }, 'agent server has its maximum of connections open; new ones are closed until some end');
+      if (!saidFull)
+        this.logger.warn(
+          { maxConnections: this.maxConnections },
+          'agent server has its maximum of connections open; new ones are closed until some end',
+        );
       saidFull = true;
     });
   }
@@ -263,7 +283,8 @@ export class ServerManifestSource implements ManifestSource {
 
   private postOne(body: Buffer): RouteAnswer {
     const documents = this.parse(body);
-    if (documents.length !== 1) throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${documents.length}; use POST /containers for a list`);
+    if (documents.length !== 1)
+      throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${documents.length}; use POST /containers for a list`);
     const [document] = documents as [HeldDocument];
     const replaced = this.intake.has(document.origin);
     this.hold([document]);
@@ -303,17 +324,30 @@ export class ServerManifestSource implements ManifestSource {
     if (parsed.unreadable !== undefined) throw new HttpProblem(400, parsed.unreadable.message);
     if (parsed.rejected.length > 0) {
       const fieldErrors = parsed.rejected.flatMap((r) =>
-        r.errors.map((e) => ({ path: r.index === undefined ? e.path : `[${r.index}]${e.path === '' ? '' : `.${e.path}`}`, message: e.message })),
+        r.errors.map((e) => ({
+          path: r.index === undefined ? e.path : `[${r.index}]${e.path === '' ? '' : `.${e.path}`}`,
+          message: e.message,
+        })),
       );
       throw new HttpProblem(400, `invalid manifest: ${fieldErrors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, fieldErrors);
     }
-    return parsed.manifests.map((manifest) => ({ origin: manifest.id, manifests: [manifest], warnings: parsed.warnings.filter((w) => w.manifest === manifest) }));
+    return parsed.manifests.map((manifest) => ({
+      origin: manifest.id,
+      manifests: [manifest],
+      warnings: parsed.warnings.filter((w) => w.manifest === manifest),
+    }));
   }
 }
 
 /** The secure default: refuse to serve everyone on a reachable address unless told to in so many words. */
 function checkAuthenticated(address: string, options: ServerManifestSourceOptions): void {
-  if (isLoopback(address.toLowerCase()) || options.authToken !== undefined || options.tls?.clientCaFile !== undefined || options.insecureAllowUnauthenticated === true) return;
+  if (
+    isLoopback(address.toLowerCase()) ||
+    options.authToken !== undefined ||
+    options.tls?.clientCaFile !== undefined ||
+    options.insecureAllowUnauthenticated === true
+  )
+    return;
   throw new Error(
     `the agent server would listen on ${address}, which is not loopback, and let anyone who reaches it post manifests: ` +
       'authenticate callers with a token (--auth-token) or client certificates (--tls-cert-file, --tls-private-key-file and --client-ca-file), ' +

@@ -98,7 +98,11 @@ export class ServerTls {
       this.logger.info({ files: this.paths() }, 'agent server TLS certificate reloaded');
     } catch (error) {
       const problem = (error as Error).message;
-      if (problem !== this.lastProblem) this.logger.warn({ files: this.paths(), error: problem }, 'agent server TLS files changed but cannot be used (yet); serving the previous certificate');
+      if (problem !== this.lastProblem)
+        this.logger.warn(
+          { files: this.paths(), error: problem },
+          'agent server TLS files changed but cannot be used (yet); serving the previous certificate',
+        );
       this.lastProblem = problem;
     } finally {
       this.reloading = false;
@@ -106,7 +110,11 @@ export class ServerTls {
   }
 
   private paths(): string {
-    return [this.options.certFile, this.options.keyFile, ...(this.options.clientCaFile === undefined ? [] : [this.options.clientCaFile])].join(', ');
+    return [
+      this.options.certFile,
+      this.options.keyFile,
+      ...(this.options.clientCaFile === undefined ? [] : [this.options.clientCaFile]),
+    ].join(', ');
   }
 }
 
@@ -149,5 +157,7 @@ function contextOptions(files: Files): SecureContextOptions {
 }
 
 function sameFiles(a: Files, b: Files): boolean {
-  return a.cert.equals(b.cert) && a.key.equals(b.key) && (a.ca === undefined ? b.ca === undefined : b.ca !== undefined && a.ca.equals(b.ca));
+  return (
+    a.cert.equals(b.cert) && a.key.equals(b.key) && (a.ca === undefined ? b.ca === undefined : b.ca !== undefined && a.ca.equals(b.ca))
+  );
 }

@@ -3,7 +3,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { silentLogger, type Logger } from '@kubelet-ts/core';
 import { RecordingSink } from '@kubelet-ts/conformance';
-import { ServerManifestSource, agentApiHandler, agentApiListener, renderPodList, type AgentApiListenerOptions, type V1PodList } from '../src/index.js';
+import {
+  ServerManifestSource,
+  agentApiHandler,
+  agentApiListener,
+  renderPodList,
+  type AgentApiListenerOptions,
+  type V1PodList,
+} from '../src/index.js';
 import { FakeView } from './fake-view.js';
 
 /** The agent API served somewhere on 127.0.0.1, and how to stop serving it. */
@@ -65,9 +72,22 @@ describe.each([
     const list = (await (await fetch(`${url}/pods`)).json()) as V1PodList;
     const listing = await view.podListing();
     expect(list).toEqual(renderPodList(listing.pods, listing));
-    expect(list).toMatchObject({ kind: 'PodList', apiVersion: 'v1', items: [{ metadata: { name: 'web' }, spec: { nodeName: 'node-1' }, status: { phase: 'Running' } }] });
+    expect(list).toMatchObject({
+      kind: 'PodList',
+      apiVersion: 'v1',
+      items: [{ metadata: { name: 'web' }, spec: { nodeName: 'node-1' }, status: { phase: 'Running' } }],
+    });
     expect(list.items[0]?.status.containerStatuses).toEqual([
-      { name: 'nginx', image: 'nginx', containerID: 'fake://abc', restartCount: 0, ready: true, started: true, state: { running: { startedAt: '1970-01-01T00:00:01Z' } }, lastState: {} },
+      {
+        name: 'nginx',
+        image: 'nginx',
+        containerID: 'fake://abc',
+        restartCount: 0,
+        ready: true,
+        started: true,
+        state: { running: { startedAt: '1970-01-01T00:00:01Z' } },
+        lastState: {},
+      },
     ]);
     let res = await fetch(`${url}/healthz`);
     expect(res.status).toBe(200);
@@ -103,7 +123,15 @@ describe.each([
 
   it('answers 405 to another method on its routes', async () => {
     const { url } = await start();
-    for (const path of ['/healthz', '/metrics', '/pods', '/plan', '/containerInfo?container=web-1', '/containerStats?container=web-1', '/stats/web/nginx']) {
+    for (const path of [
+      '/healthz',
+      '/metrics',
+      '/pods',
+      '/plan',
+      '/containerInfo?container=web-1',
+      '/containerStats?container=web-1',
+      '/stats/web/nginx',
+    ]) {
       const res = await fetch(`${url}${path}`, { method: 'POST' });
       expect(res.status).toBe(405);
       expect(await res.json()).toEqual({ error: 'use GET' });
@@ -117,7 +145,10 @@ describe('agentApiListener', () => {
     const { url } = served;
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await fetch(`${url}/pods`)).status).toBe(200);
-    const post = await fetch(`${url}/container`, { method: 'POST', body: JSON.stringify({ id: 'web', containers: [{ name: 'main', image: 'app:1' }] }) });
+    const post = await fetch(`${url}/container`, {
+      method: 'POST',
+      body: JSON.stringify({ id: 'web', containers: [{ name: 'main', image: 'app:1' }] }),
+    });
     expect(post.status).toBe(404);
     expect(await post.json()).toEqual({ error: 'no route POST /container' });
     expect((await fetch(`${url}/containers`, { method: 'POST', body: '[]' })).status).toBe(404);

@@ -39,7 +39,8 @@ describe('the bearer token', () => {
     url = source.url;
   };
 
-  const post = (path: string, headers: Record<string, string> = {}) => fetch(`${url}${path}`, { method: 'POST', body: manifest, headers: { 'content-type': 'application/json', ...headers } });
+  const post = (path: string, headers: Record<string, string> = {}) =>
+    fetch(`${url}${path}`, { method: 'POST', body: manifest, headers: { 'content-type': 'application/json', ...headers } });
 
   it.each([
     ['no header', {}],
@@ -58,13 +59,16 @@ describe('the bearer token', () => {
     expect(sink.ids).toEqual([]);
   });
 
-  it.each(['token', 'access_token', 'auth-token', 'authorization'])('does not take the token from the query string (?%s=)', async (name) => {
-    await start();
-    const value = name === 'authorization' ? `Bearer ${TOKEN}` : TOKEN;
-    expect((await post(`/container?${name}=${encodeURIComponent(value)}`)).status).toBe(401);
-    expect((await fetch(`${url}/pods?${name}=${encodeURIComponent(value)}`)).status).toBe(401);
-    expect(sink.ids).toEqual([]);
-  });
+  it.each(['token', 'access_token', 'auth-token', 'authorization'])(
+    'does not take the token from the query string (?%s=)',
+    async (name) => {
+      await start();
+      const value = name === 'authorization' ? `Bearer ${TOKEN}` : TOKEN;
+      expect((await post(`/container?${name}=${encodeURIComponent(value)}`)).status).toBe(401);
+      expect((await fetch(`${url}/pods?${name}=${encodeURIComponent(value)}`)).status).toBe(401);
+      expect(sink.ids).toEqual([]);
+    },
+  );
 
   it('compares every presented token in constant time: digests of one length, whatever was sent', async () => {
     await start();

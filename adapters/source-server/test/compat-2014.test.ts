@@ -6,7 +6,15 @@ import { ServerManifestSource, type ServerManifestSourceOptions } from '../src/i
 const AGENT_EXAMPLE = {
   version: 'v1beta1',
   volumes: [{ name: 'vol1' }],
-  containers: [{ name: 'container1', image: 'foo/bar', volumeMounts: [{ name: 'vol1', readOnly: true, path: '/mnt/vol1' }], env: [{ key: 'VAR1', value: 'value' }], ports: [{ containerPort: 80 }] }],
+  containers: [
+    {
+      name: 'container1',
+      image: 'foo/bar',
+      volumeMounts: [{ name: 'vol1', readOnly: true, path: '/mnt/vol1' }],
+      env: [{ key: 'VAR1', value: 'value' }],
+      ports: [{ containerPort: 80 }],
+    },
+  ],
 };
 
 describe('ServerManifestSource: manifests as 2014 users wrote them', () => {
@@ -58,7 +66,11 @@ describe('ServerManifestSource: manifests as 2014 users wrote them', () => {
   });
 
   it('refuses HOST mounts with a 400 naming the flag, unless allowHostMounts is set', async () => {
-    const hostMount = { id: 'cadvisor', volumes: [{ name: 'run' }], containers: [{ name: 'c', image: 'x', volumeMounts: [{ name: 'run', mountPath: '/var/run', mountType: 'HOST' }] }] };
+    const hostMount = {
+      id: 'cadvisor',
+      volumes: [{ name: 'run' }],
+      containers: [{ name: 'c', image: 'x', volumeMounts: [{ name: 'run', mountPath: '/var/run', mountType: 'HOST' }] }],
+    };
     const refused = await start();
     const res = await post(refused.url, hostMount);
     expect(res.status).toBe(400);

@@ -29,7 +29,11 @@ describe('the agent server against cross-site requests', () => {
 
   it('refuses a cross-site text/plain POST /container with 403, and changes nothing', async () => {
     const { sink, url } = await start();
-    const res = await send(url, '/container', { method: 'POST', headers: { origin: 'http://evil.example', 'content-type': 'text/plain' }, body: manifest });
+    const res = await send(url, '/container', {
+      method: 'POST',
+      headers: { origin: 'http://evil.example', 'content-type': 'text/plain' },
+      body: manifest,
+    });
     expect(res.status).toBe(403);
     expect((res.json as { error: string }).error).toMatch(/Origin "http:\/\/evil\.example".*not this agent's own/);
     expect(sink.updates).toEqual([[]]);
@@ -55,11 +59,20 @@ describe('the agent server against cross-site requests', () => {
   it("accepts its own origin, by any name it listens on, and a request with no Origin (curl's)", async () => {
     const { sink, url, port } = await start({ allowedHosts: ['node-1.example'] });
     const statuses: Record<string, number> = {};
-    for (const origin of [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`, `http://node-1.example:${port}`]) {
-      statuses[origin] = (await send(url, '/container', { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body: manifest })).status;
+    for (const origin of [
+      `http://127.0.0.1:${port}`,
+      `http://localhost:${port}`,
+      `http://[::1]:${port}`,
+      `http://node-1.example:${port}`,
+    ]) {
+      statuses[origin] = (
+        await send(url, '/container', { method: 'POST', headers: { origin, 'content-type': 'application/json' }, body: manifest })
+      ).status;
     }
     expect(Object.values(statuses)).toEqual([201, 200, 200, 200]);
-    expect((await send(url, '/container', { method: 'POST', headers: { 'content-type': 'application/json' }, body: manifest })).status).toBe(200);
+    expect(
+      (await send(url, '/container', { method: 'POST', headers: { 'content-type': 'application/json' }, body: manifest })).status,
+    ).toBe(200);
     expect(sink.ids).toEqual(['web']);
   });
 
@@ -73,19 +86,30 @@ describe('the agent server against cross-site requests', () => {
   ])('answers 415 to a POST whose body type is %s, naming the types it takes', async (_, type) => {
     const { sink, url } = await start();
     for (const path of ['/container', '/containers']) {
-      const res = await send(url, path, { method: 'POST', headers: type === undefined ? {} : { 'content-type': type }, body: path === '/container' ? manifest : `[${manifest}]` });
+      const res = await send(url, path, {
+        method: 'POST',
+        headers: type === undefined ? {} : { 'content-type': type },
+        body: path === '/container' ? manifest : `[${manifest}]`,
+      });
       expect(res.status).toBe(415);
-      expect((res.json as { error: string }).error).toContain('application/json, application/yaml, application/x-yaml, text/yaml, text/x-yaml');
+      expect((res.json as { error: string }).error).toContain(
+        'application/json, application/yaml, application/x-yaml, text/yaml, text/x-yaml',
+      );
     }
     expect(sink.updates).toEqual([[]]);
   });
 
-  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON;Charset="UTF-8"', 'application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml; charset=utf-8'])(
-    'takes a body sent as %s',
-    async (type) => {
-      const { sink, url } = await start();
-      expect((await send(url, '/container', { method: 'POST', headers: { 'content-type': type }, body: manifest })).status).toBe(201);
-      expect(sink.ids).toEqual(['web']);
-    },
-  );
+  it.each([
+    'application/json',
+    'application/json; charset=utf-8',
+    'Application/JSON;Charset="UTF-8"',
+    'application/yaml',
+    'application/x-yaml',
+    'text/yaml',
+    'text/x-yaml; charset=utf-8',
+  ])('takes a body sent as %s', async (type) => {
+    const { sink, url } = await start();
+    expect((await send(url, '/container', { method: 'POST', headers: { 'content-type': type }, body: manifest })).status).toBe(201);
+    expect(sink.ids).toEqual(['web']);
+  });
 });

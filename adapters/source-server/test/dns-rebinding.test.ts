@@ -3,7 +3,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { RecordingSink } from '@kubelet-ts/conformance';
-import { ServerManifestSource, agentApiHandler, agentApiListener, type AgentApiListenerOptions, type ServerManifestSourceOptions } from '../src/index.js';
+import {
+  ServerManifestSource,
+  agentApiHandler,
+  agentApiListener,
+  type AgentApiListenerOptions,
+  type ServerManifestSourceOptions,
+} from '../src/index.js';
 import { FakeView } from './fake-view.js';
 import { send } from './http-request.js';
 
@@ -40,7 +46,8 @@ async function startListener(options: AgentApiListenerOptions = {}): Promise<{ u
   return { url: `http://127.0.0.1:${port}`, port };
 }
 
-const statusWithHost = async (url: string, path: string, host: string, headers: Record<string, string> = {}) => (await send(url, path, { headers: { host, ...headers } })).status;
+const statusWithHost = async (url: string, path: string, host: string, headers: Record<string, string> = {}) =>
+  (await send(url, path, { headers: { host, ...headers } })).status;
 
 describe.each([
   ['the agent server', startSource],
@@ -51,7 +58,9 @@ describe.each([
     for (const path of [...READ_PATHS, '/nope']) {
       const res = await send(url, path, { headers: { host: `evil.example:${port}` } });
       expect([path, res.status]).toEqual([path, 403]);
-      expect((res.json as { error: string }).error).toMatch(/Host "evil\.example:\d+" is not an address or name this agent listens on.*allowedHosts/);
+      expect((res.json as { error: string }).error).toMatch(
+        /Host "evil\.example:\d+" is not an address or name this agent listens on.*allowedHosts/,
+      );
     }
   });
 
@@ -68,7 +77,8 @@ describe.each([
 
   it('accepts the bound address and the loopback names, any case', async () => {
     const { url, port } = await start();
-    for (const name of ['127.0.0.1', 'localhost', 'LocalHost', '[::1]']) expect([name, await statusWithHost(url, '/pods', `${name}:${port}`)]).toEqual([name, 200]);
+    for (const name of ['127.0.0.1', 'localhost', 'LocalHost', '[::1]'])
+      expect([name, await statusWithHost(url, '/pods', `${name}:${port}`)]).toEqual([name, 200]);
   });
 
   it('accepts a name given in allowedHosts, as Host and as Origin', async () => {
@@ -88,16 +98,20 @@ describe('the agent server bound to every interface', () => {
     // Unauthenticated on every interface only when asked in so many words (secure by default).
     const { port } = await startSource({ address, insecureAllowUnauthenticated: true });
     const local = `http://127.0.0.1:${port}`;
-    for (const name of [...addresses, 'localhost', hostname()]) expect([name, await statusWithHost(local, '/pods', `${name}:${port}`)]).toEqual([name, 200]);
+    for (const name of [...addresses, 'localhost', hostname()])
+      expect([name, await statusWithHost(local, '/pods', `${name}:${port}`)]).toEqual([name, 200]);
     expect(await statusWithHost(local, '/healthz', `evil.example:${port}`)).toBe(403);
   });
 });
 
 describe('allowedHosts itself', () => {
-  it.each([['node-1.example:10250'], ['http://node-1.example'], [''], ['two words']])('refuses %j: names only, the port is the listening one', (name) => {
-    expect(() => new ServerManifestSource({ allowedHosts: [name] })).toThrow(/allowedHosts/);
-    expect(() => agentApiListener(new FakeView(), { allowedHosts: [name] })).toThrow(/allowedHosts/);
-  });
+  it.each([['node-1.example:10250'], ['http://node-1.example'], [''], ['two words']])(
+    'refuses %j: names only, the port is the listening one',
+    (name) => {
+      expect(() => new ServerManifestSource({ allowedHosts: [name] })).toThrow(/allowedHosts/);
+      expect(() => agentApiListener(new FakeView(), { allowedHosts: [name] })).toThrow(/allowedHosts/);
+    },
+  );
 
   it('an embedder behind a proxy that rewrites Host may turn the Host and Origin checks off', async () => {
     const { url, port } = await startListener({ checkHostAndOrigin: false });

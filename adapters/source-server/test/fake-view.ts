@@ -1,11 +1,28 @@
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { KubeletError, type AgentView, type ContainerDetails, type ContainerStats, type HealthView, type PlanReport, type PodListing, type PodView } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  type AgentView,
+  type ContainerDetails,
+  type ContainerStats,
+  type HealthView,
+  type PlanReport,
+  type PodListing,
+  type PodView,
+} from '@kubelet-ts/core';
 
 /** A stand-in agent: one managed container `web-1`, and a health that tests can flip. */
 export class FakeView implements AgentView {
   health_: HealthView = { healthy: true, message: 'ok' };
   async pods(): Promise<PodView[]> {
-    return [{ id: 'web', source: 'server', containers: [{ name: 'nginx', image: 'nginx', state: 'running', id: 'abc', startedAt: 1_000, restartCount: 0, started: true, ready: true }] }];
+    return [
+      {
+        id: 'web',
+        source: 'server',
+        containers: [
+          { name: 'nginx', image: 'nginx', state: 'running', id: 'abc', startedAt: 1_000, restartCount: 0, started: true, ready: true },
+        ],
+      },
+    ];
   }
   /** `pods()` with their manifest, as the agent gives them, so that a `pods` that throws makes `/pods` fail too. */
   async podListing(): Promise<PodListing> {
@@ -27,7 +44,13 @@ export class FakeView implements AgentView {
     return this.health_;
   }
   async plan(): Promise<PlanReport> {
-    return { inSync: false, steps: [{ podId: 'web', container: 'nginx', action: 'create', reason: 'new', image: 'nginx' }], held: 0, backOffs: [], unseenSources: [] };
+    return {
+      inSync: false,
+      steps: [{ podId: 'web', container: 'nginx', action: 'create', reason: 'new', image: 'nginx' }],
+      held: 0,
+      backOffs: [],
+      unseenSources: [],
+    };
   }
   async metrics() {
     return { contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'kubelet_ts_desired_pods 1\n' };

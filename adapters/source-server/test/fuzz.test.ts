@@ -30,11 +30,20 @@ sourceFuzzContract(
         const turn = sent++;
         const port = Number(new URL(source.url).port);
         // A body over the limit may see its connection dropped before the answer: refused too.
-        const forged = await send(source.url, '/container', { method: 'POST', headers: CROSS_SITE[turn % CROSS_SITE.length]!(port), body: bytes }).catch(() => undefined);
-        if (forged !== undefined && forged.status !== 403 && forged.status !== 415) throw new Error(`a cross-site POST /container answered ${forged.status}`);
+        const forged = await send(source.url, '/container', {
+          method: 'POST',
+          headers: CROSS_SITE[turn % CROSS_SITE.length]!(port),
+          body: bytes,
+        }).catch(() => undefined);
+        if (forged !== undefined && forged.status !== 403 && forged.status !== 415)
+          throw new Error(`a cross-site POST /container answered ${forged.status}`);
         let res: Response;
         try {
-          res = await fetch(`${source.url}/container`, { method: 'POST', body: bytes, headers: { 'content-type': ACCEPTED[turn % ACCEPTED.length]! } });
+          res = await fetch(`${source.url}/container`, {
+            method: 'POST',
+            body: bytes,
+            headers: { 'content-type': ACCEPTED[turn % ACCEPTED.length]! },
+          });
         } catch {
           // A body over the limit is answered 413 and the connection dropped, which fetch may
           // see before the answer: refused either way.

@@ -12,14 +12,23 @@ export interface Answer {
  * One real HTTP request to `url` with exactly the headers given, `Host` included: fetch picks the
  * Host itself, which is what a DNS-rebinding test must not let it do.
  */
-export function send(url: string, path: string, options: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {}): Promise<Answer> {
+export function send(
+  url: string,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Uint8Array } = {},
+): Promise<Answer> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = request({ hostname: hostname.replace(/^\[|\]$/g, ''), port, path, method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text === '' ? undefined : JSON.parse(text) }));
-    });
+    const req = request(
+      { hostname: hostname.replace(/^\[|\]$/g, ''), port, path, method: options.method ?? 'GET', headers: options.headers ?? {} },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, json: text === '' ? undefined : JSON.parse(text) }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });

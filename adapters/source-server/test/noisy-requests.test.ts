@@ -51,15 +51,18 @@ describe.each([
   ['the agent server', startSource],
   ["agentApiListener on an embedder's server", startListener],
 ])('%s against malformed request targets', (_, start) => {
-  it.each(['http://[::1/pods', 'http://[::1', 'http://:99999/pods'])('answers GET %s with a JSON 400, logged once at debug', async (target) => {
-    const logger = new RecordingLogger();
-    const port = await start(logger);
-    const answer = await raw(port, `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
-    expect(answer).toMatch(/^HTTP\/1\.1 400/);
-    expect(answer).toMatch(/\{"error":"malformed request target.*"\}$/);
-    expect(logger.at('error')).toEqual([]);
-    expect(logger.entries).toEqual([{ level: 'debug', fields: expect.objectContaining({ status: 400 }), message: 'request refused' }]);
-  });
+  it.each(['http://[::1/pods', 'http://[::1', 'http://:99999/pods'])(
+    'answers GET %s with a JSON 400, logged once at debug',
+    async (target) => {
+      const logger = new RecordingLogger();
+      const port = await start(logger);
+      const answer = await raw(port, `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 400/);
+      expect(answer).toMatch(/\{"error":"malformed request target.*"\}$/);
+      expect(logger.at('error')).toEqual([]);
+      expect(logger.entries).toEqual([{ level: 'debug', fields: expect.objectContaining({ status: 400 }), message: 'request refused' }]);
+    },
+  );
 });
 
 describe('the agent server against request bodies cut off', () => {

@@ -54,7 +54,8 @@ function render(view: Partial<PodView> & { containers: readonly ContainerView[] 
 
 const statusOf = (item: ReturnType<typeof render>, name: string) =>
   (item.status['containerStatuses'] as Array<Record<string, unknown>>).find((s) => s['name'] === name);
-const condition = (item: ReturnType<typeof render>, type: string) => (item.status['conditions'] as Array<Record<string, unknown>>).find((c) => c['type'] === type);
+const condition = (item: ReturnType<typeof render>, type: string) =>
+  (item.status['conditions'] as Array<Record<string, unknown>>).find((c) => c['type'] === type);
 
 describe('podPhase (the kubelet getPhase)', () => {
   const cases: Array<[string, ContainerView[], RestartPolicy, string]> = [
@@ -67,7 +68,12 @@ describe('podPhase (the kubelet getPhase)', () => {
     ['all ended with 0 under OnFailure', [exited('a', 0)], 'OnFailure', 'Succeeded'],
     ['one ended with an error, Never', [exited('a', 0), exited('b', 2)], 'Never', 'Failed'],
     ['one ended with an error, OnFailure restarts it', [exited('a', 2)], 'OnFailure', 'Running'],
-    ['waiting for a restart after an earlier run ended counts as ended', [missing('a', { state: 'created', lastRun: { id: 'a-0', exitCode: 1 } })], 'Always', 'Running'],
+    [
+      'waiting for a restart after an earlier run ended counts as ended',
+      [missing('a', { state: 'created', lastRun: { id: 'a-0', exitCode: 1 } })],
+      'Always',
+      'Running',
+    ],
   ];
   it.each(cases)('%s', (_name, containers, policy, phase) => {
     expect(podPhase(containers, policy)).toBe(phase);
@@ -81,7 +87,12 @@ describe('renderPodList', () => {
     const list = renderPodList([{ view, manifest }], OPTIONS);
     expect(list).toMatchObject({ kind: 'PodList', apiVersion: 'v1', metadata: {} });
     const [item] = list.items;
-    expect(item).toMatchObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default' }, spec: { nodeName: 'node-1', containers: [{ name: 'app', image: 'app:1' }] } });
+    expect(item).toMatchObject({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { nodeName: 'node-1', containers: [{ name: 'app', image: 'app:1' }] },
+    });
     expect(item!.metadata['annotations']).toEqual({
       'kubernetes.io/config.source': 'file',
       'kubernetes.io/config.hash': expect.stringMatching(/^[0-9a-f]{32}$/),
@@ -91,8 +102,12 @@ describe('renderPodList', () => {
     // The same pod from the same source keeps its uid; another source or node gives another.
     const again = renderPodList([{ view, manifest }], OPTIONS).items[0]!;
     expect(again.metadata['uid']).toBe(item!.metadata['uid']);
-    expect(renderPodList([{ view: { ...view, source: 'http' }, manifest }], OPTIONS).items[0]!.metadata['uid']).not.toBe(item!.metadata['uid']);
-    expect(renderPodList([{ view, manifest }], { ...OPTIONS, nodeName: 'node-2' }).items[0]!.metadata['uid']).not.toBe(item!.metadata['uid']);
+    expect(renderPodList([{ view: { ...view, source: 'http' }, manifest }], OPTIONS).items[0]!.metadata['uid']).not.toBe(
+      item!.metadata['uid'],
+    );
+    expect(renderPodList([{ view, manifest }], { ...OPTIONS, nodeName: 'node-2' }).items[0]!.metadata['uid']).not.toBe(
+      item!.metadata['uid'],
+    );
     expect(item!.status).toMatchObject({ phase: 'Running', hostIP: '192.0.2.10', startTime: '2026-12-03T10:00:05Z' });
     expect(item!.status['podIP']).toBeUndefined(); // not known outside the host's network
   });
@@ -102,10 +117,26 @@ describe('renderPodList', () => {
       { containers: [running('app')], source: 'server' },
       { uuid: '2f1d1a7e-0000-4000-8000-000000000001', namespace: 'kube-system', labels: { tier: 'node' }, annotations: { owner: 'ops' } },
     );
-    expect(item.metadata).toMatchObject({ uid: '2f1d1a7e-0000-4000-8000-000000000001', namespace: 'kube-system', labels: { tier: 'node' } });
-    expect(item.metadata['annotations']).toMatchObject({ owner: 'ops', 'kubernetes.io/config.source': 'http', 'kubelet-ts.io/source': 'server' });
-    for (const [source, kind] of [['http', 'http'], ['etcd', 'etcd'], ['custom', 'custom']]) {
-      expect((render({ containers: [running('app')], source: source! }).metadata['annotations'] as Record<string, string>)['kubernetes.io/config.source']).toBe(kind);
+    expect(item.metadata).toMatchObject({
+      uid: '2f1d1a7e-0000-4000-8000-000000000001',
+      namespace: 'kube-system',
+      labels: { tier: 'node' },
+    });
+    expect(item.metadata['annotations']).toMatchObject({
+      owner: 'ops',
+      'kubernetes.io/config.source': 'http',
+      'kubelet-ts.io/source': 'server',
+    });
+    for (const [source, kind] of [
+      ['http', 'http'],
+      ['etcd', 'etcd'],
+      ['custom', 'custom'],
+    ]) {
+      expect(
+        (render({ containers: [running('app')], source: source! }).metadata['annotations'] as Record<string, string>)[
+          'kubernetes.io/config.source'
+        ],
+      ).toBe(kind);
     }
   });
 
@@ -122,7 +153,10 @@ describe('renderPodList', () => {
           running('up', { restartCount: 2, lastRun: { id: 'up-1', exitCode: 137, startedAt: T, finishedAt: T + 4_000 } }),
           missing('new'),
           exited('crashing', 1, { restartCount: 3, backOff: { until: T + 43_000, delayMs: 40_000 }, waitingReason: 'CrashLoopBackOff' }),
-          missing('unpullable', { waitingReason: 'ImagePullBackOff', pullBackOff: { until: T + 10_000, message: 'NotFound: no such image' } }),
+          missing('unpullable', {
+            waitingReason: 'ImagePullBackOff',
+            pullBackOff: { until: T + 10_000, message: 'NotFound: no such image' },
+          }),
           exited('done', 0),
           exited('broken', 2, { lastRun: { id: 'broken-0', exitCode: 2 } }),
         ],
@@ -137,32 +171,84 @@ describe('renderPodList', () => {
       ready: true,
       started: true,
       state: { running: { startedAt: '2026-12-03T10:00:05Z' } },
-      lastState: { terminated: { exitCode: 137, reason: 'Error', startedAt: '2026-12-03T10:00:00Z', finishedAt: '2026-12-03T10:00:04Z', containerID: 'docker://up-1' } },
+      lastState: {
+        terminated: {
+          exitCode: 137,
+          reason: 'Error',
+          startedAt: '2026-12-03T10:00:00Z',
+          finishedAt: '2026-12-03T10:00:04Z',
+          containerID: 'docker://up-1',
+        },
+      },
     });
-    expect(statusOf(item, 'new')).toEqual({ name: 'new', image: 'app:1', restartCount: 0, ready: false, started: false, state: { waiting: { reason: 'ContainerCreating' } }, lastState: {} });
+    expect(statusOf(item, 'new')).toEqual({
+      name: 'new',
+      image: 'app:1',
+      restartCount: 0,
+      ready: false,
+      started: false,
+      state: { waiting: { reason: 'ContainerCreating' } },
+      lastState: {},
+    });
     expect(statusOf(item, 'crashing')).toMatchObject({
       containerID: 'docker://crashing-1',
       restartCount: 3,
-      state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 40s restarting failed container=crashing pod=web; until 2026-12-03T10:00:43Z' } },
-      lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: '2026-12-03T10:00:00Z', finishedAt: '2026-12-03T10:00:03Z', containerID: 'docker://crashing-1' } },
+      state: {
+        waiting: {
+          reason: 'CrashLoopBackOff',
+          message: 'back-off 40s restarting failed container=crashing pod=web; until 2026-12-03T10:00:43Z',
+        },
+      },
+      lastState: {
+        terminated: {
+          exitCode: 1,
+          reason: 'Error',
+          startedAt: '2026-12-03T10:00:00Z',
+          finishedAt: '2026-12-03T10:00:03Z',
+          containerID: 'docker://crashing-1',
+        },
+      },
     });
     expect(statusOf(item, 'unpullable')).toMatchObject({
-      state: { waiting: { reason: 'ImagePullBackOff', message: 'Back-off pulling image "app:1" until 2026-12-03T10:00:10Z: NotFound: no such image' } },
+      state: {
+        waiting: {
+          reason: 'ImagePullBackOff',
+          message: 'Back-off pulling image "app:1" until 2026-12-03T10:00:10Z: NotFound: no such image',
+        },
+      },
       lastState: {},
     });
-    expect(statusOf(item, 'done')).toMatchObject({ state: { terminated: { exitCode: 0, reason: 'Completed', finishedAt: '2026-12-03T10:00:03Z' } }, lastState: {} });
-    expect(statusOf(item, 'broken')).toMatchObject({ state: { terminated: { exitCode: 2, reason: 'Error' } }, lastState: { terminated: { exitCode: 2, containerID: 'docker://broken-0' } } });
+    expect(statusOf(item, 'done')).toMatchObject({
+      state: { terminated: { exitCode: 0, reason: 'Completed', finishedAt: '2026-12-03T10:00:03Z' } },
+      lastState: {},
+    });
+    expect(statusOf(item, 'broken')).toMatchObject({
+      state: { terminated: { exitCode: 2, reason: 'Error' } },
+      lastState: { terminated: { exitCode: 2, containerID: 'docker://broken-0' } },
+    });
     // The back-off is also an annotation, for tools that read metadata only.
-    expect(JSON.parse((item.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/back-off']!)).toEqual({ crashing: { until: '2026-12-03T10:00:43Z', delaySeconds: 40 } });
+    expect(JSON.parse((item.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/back-off']!)).toEqual({
+      crashing: { until: '2026-12-03T10:00:43Z', delaySeconds: 40 },
+    });
     expect(item.status['phase']).toBe('Pending'); // `new` and `unpullable` wait
   });
 
   it("shows a container the engine refused to create as CreateContainerError with the engine's words (issue 27)", () => {
     const item = render({
-      containers: [missing('tiny', { waitingReason: 'CreateContainerError', refused: { until: T + 10_000, message: 'Minimum memory limit allowed is 6MB' } })],
+      containers: [
+        missing('tiny', {
+          waitingReason: 'CreateContainerError',
+          refused: { until: T + 10_000, message: 'Minimum memory limit allowed is 6MB' },
+        }),
+      ],
     });
     expect(statusOf(item, 'tiny')).toMatchObject({
-      state: { waiting: { reason: 'CreateContainerError', message: 'Minimum memory limit allowed is 6MB (tried again after 2026-12-03T10:00:10Z)' } },
+      state: {
+        waiting: {
+          reason: 'CreateContainerError',
+          message: 'Minimum memory limit allowed is 6MB (tried again after 2026-12-03T10:00:10Z)',
+        },
+      },
       ready: false,
     });
     expect(item.status['phase']).toBe('Pending');
@@ -177,7 +263,12 @@ describe('renderPodList', () => {
       { type: 'PodScheduled', status: 'True' },
     ]);
     const unready = render({ containers: [running('a'), running('b', { ready: false }), running('c', { started: false, ready: false })] });
-    expect(condition(unready, 'Ready')).toEqual({ type: 'Ready', status: 'False', reason: 'ContainersNotReady', message: 'containers with unready status: [b c]' });
+    expect(condition(unready, 'Ready')).toEqual({
+      type: 'Ready',
+      status: 'False',
+      reason: 'ContainersNotReady',
+      message: 'containers with unready status: [b c]',
+    });
     expect(condition(unready, 'ContainersReady')).toMatchObject({ status: 'False', reason: 'ContainersNotReady' });
     expect(statusOf(unready, 'c')).toMatchObject({ started: false, ready: false, state: { running: {} } });
     const completed = render({ containers: [exited('a', 0)] }, { restartPolicy: 'Never' });
@@ -189,4 +280,3 @@ describe('renderPodList', () => {
     expect(rfc3339(T + 1_999)).toBe('2026-12-03T10:00:01Z');
   });
 });
-

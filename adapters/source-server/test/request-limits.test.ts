@@ -50,10 +50,16 @@ describe('the agent server against oversized and slow requests', () => {
   it('answers 413 to a chunked body over the limit (no Content-Length to go by) and drops the connection', async () => {
     const { sink, port } = await start({ maxBodyBytes: 1024 });
     const client = await rawClient(port);
-    client.socket.write(`POST /container HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    client.socket.write(
+      `POST /container HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    );
     // 600-byte chunks, forever if nobody stops it: the server must stop reading after the limit.
     const chunk = `258\r\n${' '.repeat(600)}\r\n`;
-    void dribble(client.socket, Array.from({ length: 200 }, () => chunk), 5);
+    void dribble(
+      client.socket,
+      Array.from({ length: 200 }, () => chunk),
+      5,
+    );
     const { answer, afterMs } = await client.closed;
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(afterMs).toBeLessThan(2000);
@@ -63,7 +69,9 @@ describe('the agent server against oversized and slow requests', () => {
   it('answers 413 at once to a declared Content-Length over the limit, without waiting for the body', async () => {
     const { sink, port } = await start({ maxBodyBytes: 1024 });
     const client = await rawClient(port);
-    client.socket.write(`POST /containers HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n`);
+    client.socket.write(
+      `POST /containers HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n`,
+    );
     const { answer, afterMs } = await client.closed;
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(afterMs).toBeLessThan(2000);

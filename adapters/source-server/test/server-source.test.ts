@@ -38,7 +38,9 @@ describe('ServerManifestSource', () => {
     let res = await post(url, '/container', manifest('web'));
     expect(res.status).toBe(201);
     expect(await res.json()).toEqual({ id: 'web', action: 'created' });
-    res = await post(url, '/container', JSON.stringify({ id: 'api', containers: [{ name: 'main', image: 'app:1' }] }), { 'content-type': 'application/json' });
+    res = await post(url, '/container', JSON.stringify({ id: 'api', containers: [{ name: 'main', image: 'app:1' }] }), {
+      'content-type': 'application/json',
+    });
     expect(res.status).toBe(201);
     expect(sink.ids).toEqual(['api', 'web']);
     res = await post(url, '/container', manifest('web').replace('app:1', 'app:2'));
@@ -76,11 +78,28 @@ describe('ServerManifestSource', () => {
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: string; fieldErrors: Array<{ path: string; message: string }> };
     expect(body.fieldErrors.map((e) => e.path)).toEqual(['id', 'containers[0].ports[0].hostPort']);
-    const list = await post(url, '/containers', JSON.stringify([{ id: 'ok', containers: [{ name: 'main', image: 'a' }] }, { id: 'ok2', containers: [{ name: 'Main', image: 'a' }] }]));
+    const list = await post(
+      url,
+      '/containers',
+      JSON.stringify([
+        { id: 'ok', containers: [{ name: 'main', image: 'a' }] },
+        { id: 'ok2', containers: [{ name: 'Main', image: 'a' }] },
+      ]),
+    );
     expect(list.status).toBe(400);
-    expect(((await list.json()) as { fieldErrors: Array<{ path: string }> }).fieldErrors.map((e) => e.path)).toEqual(['[1].containers[0].name']);
+    expect(((await list.json()) as { fieldErrors: Array<{ path: string }> }).fieldErrors.map((e) => e.path)).toEqual([
+      '[1].containers[0].name',
+    ]);
     for (const text of ['{not yaml', '', '[]']) expect((await post(url, '/container', text)).status).toBe(400);
-    expect((await post(url, '/containers', `${JSON.stringify([JSON.parse(JSON.stringify({ id: 'd', containers: [{ name: 'm', image: 'a' }] })), { id: 'd', containers: [{ name: 'm', image: 'a' }] }])}`)).status).toBe(400);
+    expect(
+      (
+        await post(
+          url,
+          '/containers',
+          `${JSON.stringify([JSON.parse(JSON.stringify({ id: 'd', containers: [{ name: 'm', image: 'a' }] })), { id: 'd', containers: [{ name: 'm', image: 'a' }] }])}`,
+        )
+      ).status,
+    ).toBe(400);
     expect(sink.updates.length).toBe(updates);
     expect(sink.ids).toEqual(['web']);
   });
@@ -89,7 +108,10 @@ describe('ServerManifestSource', () => {
   // "a U+FFFD after decoding that was not in the bytes", which a body holding a real U+FFFD passed.
   it('answers 400 for a body that is not UTF-8, even one that also holds a real U+FFFD', async () => {
     const { sink, url } = await start();
-    const body = Buffer.concat([Buffer.from('# \uFFFD\n'), Buffer.from(manifest('web', '    env:\n      - name: CITY\n        value: Zürich\n'), 'latin1')]);
+    const body = Buffer.concat([
+      Buffer.from('# \uFFFD\n'),
+      Buffer.from(manifest('web', '    env:\n      - name: CITY\n        value: Zürich\n'), 'latin1'),
+    ]);
     const res = await post(url, '/container', body);
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ error: 'request body: not valid UTF-8' });
@@ -179,7 +201,9 @@ describe('ServerManifestSource', () => {
       });
     expect(await raw('GARBAGE / NOT-HTTP\r\n\r\n')).toMatch(/^HTTP\/1\.1 400/);
     const started = Date.now();
-    const slow = await raw(`POST /container HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/yaml\r\nContent-Length: 100\r\n\r\nid: we`);
+    const slow = await raw(
+      `POST /container HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/yaml\r\nContent-Length: 100\r\n\r\nid: we`,
+    );
     expect(slow).toMatch(/^HTTP\/1\.1 408/);
     expect(Date.now() - started).toBeLessThan(3000);
     expect(sink.updates).toHaveLength(1);

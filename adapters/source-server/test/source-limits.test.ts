@@ -22,7 +22,11 @@ describe('ServerManifestSource: what the posted manifests may add up to', () => 
     await source.start(sink);
     const url = source.url;
     const post = async (path: string, body: unknown) => {
-      const res = await fetch(`${url}${path}`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+      const res = await fetch(`${url}${path}`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
       return { status: res.status, json: (await res.json()) as { error?: string } };
     };
     return { sink, post };
@@ -33,13 +37,22 @@ describe('ServerManifestSource: what the posted manifests may add up to', () => 
     expect((await post('/container', manifest('a'))).status).toBe(201);
     expect((await post('/container', manifest('b'))).status).toBe(201);
     const over = await post('/container', manifest('c'));
-    expect(over).toEqual({ status: 413, json: { error: 'the server would hold 3 manifests, more than the 2 one source may hold (limits.maxManifests); delete some first (DELETE /container/<id>)' } });
+    expect(over).toEqual({
+      status: 413,
+      json: {
+        error:
+          'the server would hold 3 manifests, more than the 2 one source may hold (limits.maxManifests); delete some first (DELETE /container/<id>)',
+      },
+    });
     expect(sink.ids).toEqual(['a', 'b']);
     // Replacing one it holds is no growth.
     expect((await post('/container', manifest('b', ['true']))).status).toBe(200);
     // A list over the limit is refused as a body that holds too many.
     const list = await post('/containers', [manifest('x'), manifest('y'), manifest('z')]);
-    expect(list).toEqual({ status: 400, json: { error: 'request body: holds 3 manifests, more than the 2 one source may hold; run fewer pods from it' } });
+    expect(list).toEqual({
+      status: 400,
+      json: { error: 'request body: holds 3 manifests, more than the 2 one source may hold; run fewer pods from it' },
+    });
     expect(sink.ids).toEqual(['a', 'b']);
   });
 
@@ -50,7 +63,9 @@ describe('ServerManifestSource: what the posted manifests may add up to', () => 
     expect((await post('/container', big('b'))).status).toBe(201);
     const over = await post('/container', big('c'));
     expect(over.status).toBe(413);
-    expect(over.json.error).toMatch(/^the server would hold 12\d\d\d bytes of manifests as JSON, more than the 10000 one source may hold \(limits\.maxManifestBytes\)/);
+    expect(over.json.error).toMatch(
+      /^the server would hold 12\d\d\d bytes of manifests as JSON, more than the 10000 one source may hold \(limits\.maxManifestBytes\)/,
+    );
     expect((await post('/containers', [big('x'), big('y'), big('z')])).status).toBe(413);
     expect(sink.ids).toEqual(['a', 'b']);
     expect((await post('/containers', [big('x')])).status).toBe(200);

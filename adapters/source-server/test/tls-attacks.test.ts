@@ -103,10 +103,13 @@ describe('TLS 1.2 cipher suites (item 2)', () => {
   /** The suite the server agrees to when the client offers only `ciphers` over TLS 1.2, or the handshake's error. */
   const negotiate = (port: number, ciphers?: string, maxVersion: 'TLSv1.2' | 'TLSv1.3' = 'TLSv1.2'): Promise<string> =>
     new Promise((resolve) => {
-      const socket = tlsConnect({ host: '127.0.0.1', port, ca: certs.ca.cert, ...(ciphers === undefined ? {} : { ciphers }), maxVersion }, () => {
-        resolve(`${socket.getProtocol()} ${socket.getCipher().standardName}`);
-        socket.end();
-      });
+      const socket = tlsConnect(
+        { host: '127.0.0.1', port, ca: certs.ca.cert, ...(ciphers === undefined ? {} : { ciphers }), maxVersion },
+        () => {
+          resolve(`${socket.getProtocol()} ${socket.getCipher().standardName}`);
+          socket.end();
+        },
+      );
       socket.on('error', (error: NodeJS.ErrnoException) => resolve(`refused: ${error.code ?? error.message}`));
     });
 

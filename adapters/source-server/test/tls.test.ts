@@ -49,7 +49,12 @@ function call(
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
           const peer = (res.socket as import('node:tls').TLSSocket).getPeerCertificate?.();
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), headers: res.headers, ...(peer?.subject?.CN === undefined ? {} : { peerCn: String(peer.subject.CN) }) });
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            headers: res.headers,
+            ...(peer?.subject?.CN === undefined ? {} : { peerCn: String(peer.subject.CN) }),
+          });
         });
       },
     );
@@ -59,7 +64,12 @@ function call(
 }
 
 const postManifest = (url: string, options: Parameters<typeof call>[2] = {}) =>
-  call(url, '/container', { ...options, method: 'POST', body: manifest, headers: { 'content-type': 'application/json', ...options.headers } });
+  call(url, '/container', {
+    ...options,
+    method: 'POST',
+    body: manifest,
+    headers: { 'content-type': 'application/json', ...options.headers },
+  });
 
 describe('ServerManifestSource over TLS', () => {
   let source: ServerManifestSource | undefined;
@@ -153,8 +163,12 @@ describe('ServerManifestSource over TLS', () => {
   });
 
   it('refuses to start with a certificate file it cannot read, naming the flag', () => {
-    expect(() => new ServerManifestSource({ tls: { certFile: '/nonexistent.pem', keyFile: certs.server.keyFile } })).toThrow(/--tls-cert-file.*\/nonexistent\.pem/);
-    expect(() => new ServerManifestSource({ tls: { certFile: certs.server.certFile, keyFile: certs.client.keyFile } })).toThrow(/do not make a usable certificate/);
+    expect(() => new ServerManifestSource({ tls: { certFile: '/nonexistent.pem', keyFile: certs.server.keyFile } })).toThrow(
+      /--tls-cert-file.*\/nonexistent\.pem/,
+    );
+    expect(() => new ServerManifestSource({ tls: { certFile: certs.server.certFile, keyFile: certs.client.keyFile } })).toThrow(
+      /do not make a usable certificate/,
+    );
   });
 
   it('takes an Origin of its own https:// pages, not http:// ones', async () => {
@@ -166,18 +180,24 @@ describe('ServerManifestSource over TLS', () => {
 });
 
 describe('secure by default', () => {
-  it.each(['0.0.0.0', '::', '192.0.2.10', 'node.example'])('refuses to serve %s without a token or client CA, naming the flags', (address) => {
-    expect(() => new ServerManifestSource({ address })).toThrow(/--auth-token.*--client-ca-file.*--insecure-allow-unauthenticated/);
-    // A server certificate alone encrypts but authenticates nobody.
-    expect(() => new ServerManifestSource({ address, tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile } })).toThrow(/--insecure-allow-unauthenticated/);
-  });
+  it.each(['0.0.0.0', '::', '192.0.2.10', 'node.example'])(
+    'refuses to serve %s without a token or client CA, naming the flags',
+    (address) => {
+      expect(() => new ServerManifestSource({ address })).toThrow(/--auth-token.*--client-ca-file.*--insecure-allow-unauthenticated/);
+      // A server certificate alone encrypts but authenticates nobody.
+      expect(() => new ServerManifestSource({ address, tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile } })).toThrow(
+        /--insecure-allow-unauthenticated/,
+      );
+    },
+  );
 
   it.each([
     ['a token', { authToken: TOKEN }],
     ['a client CA', { tls: { certFile: '', keyFile: '', clientCaFile: '' } }],
     ['--insecure-allow-unauthenticated', { insecureAllowUnauthenticated: true }],
   ])('serves a non-loopback address with %s', (_, options) => {
-    const tls = 'tls' in options ? { tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile, clientCaFile: certs.ca.certFile } } : {};
+    const tls =
+      'tls' in options ? { tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile, clientCaFile: certs.ca.certFile } } : {};
     expect(() => new ServerManifestSource({ address: '0.0.0.0', ...options, ...tls })).not.toThrow();
   });
 
@@ -195,7 +215,12 @@ describe('repeated authentication failures', () => {
 
   it('get 429 with Retry-After after 10 from one address, for a lockout doubling per failure; a valid client certificate is not held up', async () => {
     const clock = new ManualClock(Date.now());
-    source = new ServerManifestSource({ port: 0, authToken: TOKEN, clock, tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile, clientCaFile: certs.ca.certFile } });
+    source = new ServerManifestSource({
+      port: 0,
+      authToken: TOKEN,
+      clock,
+      tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile, clientCaFile: certs.ca.certFile },
+    });
     await source.start(new RecordingSink());
     const url = source.url;
     const wrong = { headers: { authorization: 'Bearer guess' } };
@@ -215,7 +240,13 @@ describe('repeated authentication failures', () => {
 
   it('are counted per address, bounded, and forgotten after a while', async () => {
     const clock = new ManualClock(0);
-    const throttle = new AuthThrottle(clock, { freeFailures: 1, firstLockoutMs: 1000, maxLockoutMs: 4000, forgetAfterMs: 60_000, maxAddresses: 3 });
+    const throttle = new AuthThrottle(clock, {
+      freeFailures: 1,
+      firstLockoutMs: 1000,
+      maxLockoutMs: 4000,
+      forgetAfterMs: 60_000,
+      maxAddresses: 3,
+    });
     throttle.failed('a');
     expect(throttle.lockedFor('a')).toBe(0);
     for (let i = 0; i < 10; i++) throttle.failed('a');
@@ -271,13 +302,20 @@ describe('curl against the agent server', () => {
   };
 
   it('shows the same: the CA-signed client in, no, expired or foreign certificates 401, a foreign server CA refused', async () => {
-    source = new ServerManifestSource({ port: 0, tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile, clientCaFile: certs.ca.certFile } });
+    source = new ServerManifestSource({
+      port: 0,
+      tls: { certFile: certs.server.certFile, keyFile: certs.server.keyFile, clientCaFile: certs.ca.certFile },
+    });
     await source.start(new RecordingSink());
     const pods = `${source.url}/nothing`;
     expect(await curl(['--cacert', certs.ca.certFile, '--cert', certs.client.certFile, '--key', certs.client.keyFile, pods])).toBe('404');
     expect(await curl(['--cacert', certs.ca.certFile, pods])).toBe('401');
-    expect(await curl(['--cacert', certs.ca.certFile, '--cert', certs.expiredClient.certFile, '--key', certs.expiredClient.keyFile, pods])).toBe('401');
-    expect(await curl(['--cacert', certs.ca.certFile, '--cert', certs.otherClient.certFile, '--key', certs.otherClient.keyFile, pods])).toBe('401');
+    expect(
+      await curl(['--cacert', certs.ca.certFile, '--cert', certs.expiredClient.certFile, '--key', certs.expiredClient.keyFile, pods]),
+    ).toBe('401');
+    expect(
+      await curl(['--cacert', certs.ca.certFile, '--cert', certs.otherClient.certFile, '--key', certs.otherClient.keyFile, pods]),
+    ).toBe('401');
     expect(await curl(['--cacert', certs.otherCa.certFile, pods])).toMatch(/^exit 60/); // curl: peer certificate cannot be authenticated
   });
 });

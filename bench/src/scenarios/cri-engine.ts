@@ -23,9 +23,11 @@ export interface CriBenchSizes {
 
 async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
   const queue = [...items];
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+    }),
+  );
 }
 
 /** The containerd version the rows were measured on, e.g. `containerd 1.6.20~ds1`. */
@@ -54,12 +56,22 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
   const runtime = new CriRuntime({ endpoint, hostIp: '127.0.0.1', volumesRoot: volumes, logsRoot: logs, cgroupParent });
   const raw: RawCri = rawCri(endpoint);
   const agent = new BenchAgent({ runtime, hostname: node, syncFrequencyMs: 3_600_000 });
-  const rawPod = (name: string) => raw.runPod({ name, image: TEST_IMAGES.busybox, command: COMMAND, labels: { [RAW_LABEL]: String(process.pid) }, logsRoot: logs, cgroupParent });
+  const rawPod = (name: string) =>
+    raw.runPod({
+      name,
+      image: TEST_IMAGES.busybox,
+      command: COMMAND,
+      labels: { [RAW_LABEL]: String(process.pid) },
+      logsRoot: logs,
+      cgroupParent,
+    });
   const rows: Row[] = [];
   try {
     // An image missing here would send the agent to a registry this machine cannot reach.
     if (!(await runtime.images.hasImage(TEST_IMAGES.busybox))) {
-      throw new Error(`containerd at ${endpoint} lacks ${TEST_IMAGES.busybox}: \`bash scripts/containerd.sh start\` imports it (npm run bench does)`);
+      throw new Error(
+        `containerd at ${endpoint} lacks ${TEST_IMAGES.busybox}: \`bash scripts/containerd.sh start\` imports it (npm run bench does)`,
+      );
     }
     // Both channels connected before the first measurement (the agent's by the check above).
     await raw.version();
@@ -133,13 +145,22 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
         rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), downMs]);
         rawOfRun.set(concurrency, { upMs, downMs });
       }
-      paceRuns.push({ agentUpMs: upTimes.at(-1)!, agentDownMs: downTimes.at(-1)!, ...(agentPace === undefined ? {} : { agentPace }), raw: rawOfRun });
+      paceRuns.push({
+        agentUpMs: upTimes.at(-1)!,
+        agentDownMs: downTimes.at(-1)!,
+        ...(agentPace === undefined ? {} : { agentPace }),
+        raw: rawOfRun,
+      });
     }
     const best = (runs: Map<number, number[]>) =>
-      [...runs].map(([concurrency, samples]) => ({ concurrency, value: summarise(samples) })).sort((a, b) => a.value.median - b.value.median)[0]!;
+      [...runs]
+        .map(([concurrency, samples]) => ({ concurrency, value: summarise(samples) }))
+        .sort((a, b) => a.value.median - b.value.median)[0]!;
     const bestUp = best(rawUp);
     const bestDown = best(rawDown);
-    const perConcurrency = [...rawUp.keys()].map((c) => `c${c}: ${Math.round(summarise(rawUp.get(c)!).median)}/${Math.round(summarise(rawDown.get(c)!).median)} ms`);
+    const perConcurrency = [...rawUp.keys()].map(
+      (c) => `c${c}: ${Math.round(summarise(rawUp.get(c)!).median)}/${Math.round(summarise(rawDown.get(c)!).median)} ms`,
+    );
     const up = summarise(upTimes);
     const down = summarise(downTimes);
     rows.push(
@@ -148,7 +169,10 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
         metric: `containerd (CRI): ${sizes.throughputPods} manifests, empty → all running`,
         unit: 'ms',
         value: up,
-        baseline: { name: `best raw concurrent RunPodSandbox + CreateContainer + StartContainer (concurrency ${bestUp.concurrency})`, value: bestUp.value },
+        baseline: {
+          name: `best raw concurrent RunPodSandbox + CreateContainer + StartContainer (concurrency ${bestUp.concurrency})`,
+          value: bestUp.value,
+        },
         target: { text: 'ratio ≤ 1.10', met: up.median / bestUp.value.median <= 1.1 },
         note: `raw up/down medians by concurrency: ${perConcurrency.join(', ')}; the agent finds its pace while it works (from 4 pods at once, within 1-32: additive increase while completions per second rise, back off when they fall or calls slow down)`,
       }),
@@ -157,9 +181,17 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
         metric: `containerd (CRI): ${sizes.throughputPods} manifests, all removed (containers and sandboxes)`,
         unit: 'ms',
         value: down,
-        baseline: { name: `best raw concurrent StopPodSandbox + RemovePodSandbox (concurrency ${bestDown.concurrency})`, value: bestDown.value },
+        baseline: {
+          name: `best raw concurrent StopPodSandbox + RemovePodSandbox (concurrency ${bestDown.concurrency})`,
+          value: bestDown.value,
+        },
       }),
-      ...paceRows('containerd (CRI)', sizes.throughputPods, paceRuns, 'its own pace (starts adaptive from 4, within 1-32; stops unbounded)'),
+      ...paceRows(
+        'containerd (CRI)',
+        sizes.throughputPods,
+        paceRuns,
+        'its own pace (starts adaptive from 4, within 1-32; stops unbounded)',
+      ),
     );
   } finally {
     await agent.kubelet.close();

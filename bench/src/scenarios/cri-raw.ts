@@ -129,12 +129,18 @@ export interface RawCri {
 type Unary = (request: object, options: grpc.CallOptions, callback: (error: grpc.ServiceError | null, response: unknown) => void) => void;
 
 export function rawCri(endpoint: string): RawCri {
-  const { v1 } = (grpc.loadPackageDefinition(loadProto()) as unknown as { runtime: { v1: { RuntimeService: new (target: string, credentials: grpc.ChannelCredentials) => grpc.Client } } }).runtime;
+  const { v1 } = (
+    grpc.loadPackageDefinition(loadProto()) as unknown as {
+      runtime: { v1: { RuntimeService: new (target: string, credentials: grpc.ChannelCredentials) => grpc.Client } };
+    }
+  ).runtime;
   const client = new v1.RuntimeService(endpoint, grpc.credentials.createInsecure());
   const call = <T>(method: string, request: object): Promise<T> =>
     new Promise((resolve, reject) => {
       const fn = (client as unknown as Record<string, Unary>)[method]!;
-      fn.call(client, request, { deadline: Date.now() + 120_000 }, (error, response) => (error === null ? resolve(response as T) : reject(error)));
+      fn.call(client, request, { deadline: Date.now() + 120_000 }, (error, response) =>
+        error === null ? resolve(response as T) : reject(error),
+      );
     });
   return {
     version: () => call('Version', {}),
@@ -163,11 +169,15 @@ export function rawCri(endpoint: string): RawCri {
       return containerId;
     },
     async running(labelSelector) {
-      const { containers } = await call<{ containers: Array<{ id: string; podSandboxId: string }> }>('ListContainers', { filter: { labelSelector, state: { state: 'CONTAINER_RUNNING' } } });
+      const { containers } = await call<{ containers: Array<{ id: string; podSandboxId: string }> }>('ListContainers', {
+        filter: { labelSelector, state: { state: 'CONTAINER_RUNNING' } },
+      });
       return containers.map(({ id, podSandboxId }) => ({ id, podSandboxId }));
     },
     async state(containerId) {
-      const { containers } = await call<{ containers: Array<{ id: string; state: string }> }>('ListContainers', { filter: { id: containerId } });
+      const { containers } = await call<{ containers: Array<{ id: string; state: string }> }>('ListContainers', {
+        filter: { id: containerId },
+      });
       return containers.find((c) => c.id === containerId)?.state;
     },
     kill: async (containerId) => void (await call('StopContainer', { containerId, timeout: 0 })),
@@ -176,7 +186,8 @@ export function rawCri(endpoint: string): RawCri {
       await call('StopPodSandbox', { podSandboxId: sandboxId });
       await call('RemovePodSandbox', { podSandboxId: sandboxId });
     },
-    sandboxes: async (labelSelector) => (await call<{ items: Array<{ id: string }> }>('ListPodSandbox', { filter: { labelSelector } })).items.map((s) => s.id),
+    sandboxes: async (labelSelector) =>
+      (await call<{ items: Array<{ id: string }> }>('ListPodSandbox', { filter: { labelSelector } })).items.map((s) => s.id),
     async containers(labelSelector) {
       const { containers } = await call<{ containers: Array<{ state: string }> }>('ListContainers', { filter: { labelSelector } });
       return { all: containers.length, running: containers.filter((c) => c.state === 'CONTAINER_RUNNING').length };

@@ -4,7 +4,15 @@ import { join } from 'node:path';
 import { Labels, type ContainerRuntime } from '@kubelet-ts/core';
 import { CriRuntime } from '@kubelet-ts/runtime-cri';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
-import { assertContainerd, buildTestImages, criCgroupParent, criEndpoint, independentDocker, removeLabelled, TEST_IMAGES } from '@kubelet-ts/testkit';
+import {
+  assertContainerd,
+  buildTestImages,
+  criCgroupParent,
+  criEndpoint,
+  independentDocker,
+  removeLabelled,
+  TEST_IMAGES,
+} from '@kubelet-ts/testkit';
 import { ms, row, summarise, type Row } from '../stats.js';
 import { rawCri } from './cri-raw.js';
 import { BenchAgent, manifest } from './fixtures.js';
@@ -83,9 +91,10 @@ async function reactOn(engine: Engine, runs: number): Promise<Row[]> {
   const engineListed = summarise(engineListTimes);
   const replace = summarise(replaceTimes);
   const raw = summarise(rawTimes);
-  const how = engine.runtime.capabilities.events !== undefined
-    ? "the agent follows the runtime's event stream (ContainerEventSource): an exit asks for a pass of its pod"
-    : "the runtime has no event stream: the exit is seen at the agent's periodic relist (every 10 s by default)";
+  const how =
+    engine.runtime.capabilities.events !== undefined
+      ? "the agent follows the runtime's event stream (ContainerEventSource): an exit asks for a pass of its pod"
+      : "the runtime has no event stream: the exit is seen at the agent's periodic relist (every 10 s by default)";
   return [
     row({
       scenario: '8. reaction on the engine',
@@ -114,7 +123,11 @@ async function docker(): Promise<Engine> {
   const volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-react-'));
   const label = `${RAW_LABEL}=${process.pid}`;
   // The raw containers join a namespace holder of the bench's own, as the agent's join its pod's.
-  const infra = await client.createContainer({ name: `bench-react-infra-${process.pid}`, Image: images.pause, Labels: { [RAW_LABEL]: String(process.pid) } });
+  const infra = await client.createContainer({
+    name: `bench-react-infra-${process.pid}`,
+    Image: images.pause,
+    Labels: { [RAW_LABEL]: String(process.pid) },
+  });
   await infra.start();
   return {
     label: 'Docker',
@@ -124,14 +137,22 @@ async function docker(): Promise<Engine> {
     exits: (node) => rawDockerExits(client, `${Labels.node}=${node}`),
     listsExited: async (id) => (await client.listContainers({ all: true, filters: { id: [id] } }))[0]?.State !== 'running',
     async appOf(node) {
-      const found = await client.listContainers({ filters: { label: [`${Labels.node}=${node}`, Labels.containerName], status: ['running'] } });
+      const found = await client.listContainers({
+        filters: { label: [`${Labels.node}=${node}`, Labels.containerName], status: ['running'] },
+      });
       const app = found.find((c) => c.Labels[Labels.sandbox] === undefined);
       if (app === undefined) throw new Error('reaction: the agent runs no app container on Docker');
       return app.Id;
     },
     kill: async (id) => void (await client.getContainer(id).kill({ signal: 'SIGKILL' })),
     async createStart(run) {
-      const c = await client.createContainer({ name: `bench-react-raw-${process.pid}-${run}`, Image: images.busybox, Cmd: COMMAND, Labels: { [RAW_LABEL]: String(process.pid) }, HostConfig: { NetworkMode: `container:${infra.id}` } });
+      const c = await client.createContainer({
+        name: `bench-react-raw-${process.pid}-${run}`,
+        Image: images.busybox,
+        Cmd: COMMAND,
+        Labels: { [RAW_LABEL]: String(process.pid) },
+        HostConfig: { NetworkMode: `container:${infra.id}` },
+      });
       await c.start();
       return c.id;
     },
@@ -150,8 +171,21 @@ async function containerd(): Promise<Engine> {
   const work = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-react-cri-'));
   const cgroupParent = criCgroupParent();
   const raw = rawCri(endpoint);
-  const runtime = new CriRuntime({ endpoint, hostIp: '127.0.0.1', volumesRoot: join(work, 'volumes'), logsRoot: join(work, 'logs'), cgroupParent });
-  const pod = { name: `bench-react-raw-${process.pid}`, image: TEST_IMAGES.busybox, command: COMMAND, labels: { [RAW_LABEL]: String(process.pid) }, logsRoot: join(work, 'logs'), cgroupParent };
+  const runtime = new CriRuntime({
+    endpoint,
+    hostIp: '127.0.0.1',
+    volumesRoot: join(work, 'volumes'),
+    logsRoot: join(work, 'logs'),
+    cgroupParent,
+  });
+  const pod = {
+    name: `bench-react-raw-${process.pid}`,
+    image: TEST_IMAGES.busybox,
+    command: COMMAND,
+    labels: { [RAW_LABEL]: String(process.pid) },
+    logsRoot: join(work, 'logs'),
+    cgroupParent,
+  };
   // A sandbox of the bench's own for the raw containers; its first container is stopped and removed.
   const sandbox = await raw.runPod(pod);
   for (const c of await raw.running({ [RAW_LABEL]: String(process.pid) })) {
@@ -177,7 +211,10 @@ async function containerd(): Promise<Engine> {
       await raw.removeContainer(id);
     },
     async close() {
-      const selectors: Array<Record<string, string>> = [{ [RAW_LABEL]: String(process.pid) }, { [Labels.node]: `bench-react-${process.pid}` }];
+      const selectors: Array<Record<string, string>> = [
+        { [RAW_LABEL]: String(process.pid) },
+        { [Labels.node]: `bench-react-${process.pid}` },
+      ];
       for (const selector of selectors) {
         for (const id of await raw.sandboxes(selector).catch(() => [])) await raw.removePod(id).catch(() => undefined);
       }

@@ -41,16 +41,21 @@ async function rawPod(images: TestImages, name: string, podNetwork: boolean): Pr
 async function rawRemove(ids: readonly string[]): Promise<void> {
   const docker = independentDocker();
   for (const id of [...ids].reverse()) {
-    await docker.getContainer(id).stop({ t: 10 }).catch(() => undefined);
+    await docker
+      .getContainer(id)
+      .stop({ t: 10 })
+      .catch(() => undefined);
     await docker.getContainer(id).remove({ v: true });
   }
 }
 
 async function pool<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
   const queue = [...items];
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+    }),
+  );
 }
 
 export async function engine(latencyRuns: number, throughputPods: number, throughputRuns: number): Promise<Row[]> {
@@ -145,13 +150,22 @@ export async function engine(latencyRuns: number, throughputPods: number, throug
         rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), downMs]);
         rawOfRun.set(concurrency, { upMs, downMs });
       }
-      paceRuns.push({ agentUpMs: upTimes.at(-1)!, agentDownMs: downTimes.at(-1)!, ...(agentPace === undefined ? {} : { agentPace }), raw: rawOfRun });
+      paceRuns.push({
+        agentUpMs: upTimes.at(-1)!,
+        agentDownMs: downTimes.at(-1)!,
+        ...(agentPace === undefined ? {} : { agentPace }),
+        raw: rawOfRun,
+      });
     }
     const best = (runs: Map<number, number[]>) =>
-      [...runs].map(([concurrency, samples]) => ({ concurrency, value: summarise(samples) })).sort((a, b) => a.value.median - b.value.median)[0]!;
+      [...runs]
+        .map(([concurrency, samples]) => ({ concurrency, value: summarise(samples) }))
+        .sort((a, b) => a.value.median - b.value.median)[0]!;
     const bestUp = best(rawUp);
     const bestDown = best(rawDown);
-    const perConcurrency = [...rawUp.keys()].map((c) => `c${c}: ${Math.round(summarise(rawUp.get(c)!).median)}/${Math.round(summarise(rawDown.get(c)!).median)} ms`);
+    const perConcurrency = [...rawUp.keys()].map(
+      (c) => `c${c}: ${Math.round(summarise(rawUp.get(c)!).median)}/${Math.round(summarise(rawDown.get(c)!).median)} ms`,
+    );
     const up = summarise(upTimes);
     const down = summarise(downTimes);
     rows.push(

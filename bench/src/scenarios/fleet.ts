@@ -64,7 +64,11 @@ const podFor = (host: string, generation: string) =>
   JSON.stringify([
     {
       id: `web-${host}`,
-      containers: Array.from({ length: CONTAINERS_PER_POD }, (_, c) => ({ name: `c${c}`, image: 'app:1', env: [{ name: GENERATION, value: generation }] })),
+      containers: Array.from({ length: CONTAINERS_PER_POD }, (_, c) => ({
+        name: `c${c}`,
+        image: 'app:1',
+        env: [{ name: GENERATION, value: generation }],
+      })),
     },
   ]);
 
@@ -101,7 +105,8 @@ async function rolloutThenKill(etcd: EtcdServer, hosts: readonly Host[], generat
       child.once('error', reject);
       child.once('exit', resolve);
     });
-    if (status !== 0) throw new Error(`fleet: curl (the transaction) or kill failed (exit ${status}); the fleet's restart needs curl on PATH`);
+    if (status !== 0)
+      throw new Error(`fleet: curl (the transaction) or kill failed (exit ${status}); the fleet's restart needs curl on PATH`);
     await etcd.stop('SIGKILL'); // already dead: waits for the exit to be seen
     return { sent };
   } finally {

@@ -27,7 +27,10 @@ for (let i = 0; i < pods; i++) {
 }
 const engine = rss();
 // The agent's own copy of the manifests, as a source would have parsed them.
-const source = new StaticManifestSource('bench', Array.from({ length: pods }, (_, i) => manifest(`pod-${i}`, 'app:1', 2)));
+const source = new StaticManifestSource(
+  'bench',
+  Array.from({ length: pods }, (_, i) => manifest(`pod-${i}`, 'app:1', 2)),
+);
 const kubelet = createKubelet({ runtime, sources: [source], hostname: 'bench', syncFrequencyMs: 3_600_000 });
 await kubelet.start();
 const result = await kubelet.sync();

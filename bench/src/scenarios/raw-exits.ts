@@ -74,12 +74,21 @@ const PROTO_DIR = fileURLToPath(new URL('../../../adapters/runtime-cri/proto/', 
 /** containerd's `/tasks/exit` events in CRI's namespace, on a gRPC channel of their own. */
 export function rawContainerdExits(endpoint: string): RawExits {
   const arrivals = new Arrivals();
-  const definition = protoLoader.loadSync('containerd-events.proto', { includeDirs: [PROTO_DIR], keepCase: false, longs: String, defaults: true, json: true });
+  const definition = protoLoader.loadSync('containerd-events.proto', {
+    includeDirs: [PROTO_DIR],
+    keepCase: false,
+    longs: String,
+    defaults: true,
+    json: true,
+  });
   const pkg = grpc.loadPackageDefinition(definition) as unknown as {
     containerd: { services: { events: { v1: { Events: new (target: string, credentials: grpc.ChannelCredentials) => grpc.Client } } } };
   };
   const client = new pkg.containerd.services.events.v1.Events(endpoint, grpc.credentials.createInsecure()) as grpc.Client & {
-    Subscribe(request: { filters: string[] }, metadata: grpc.Metadata): grpc.ClientReadableStream<{ event?: { id?: string; containerId?: string } | null }>;
+    Subscribe(
+      request: { filters: string[] },
+      metadata: grpc.Metadata,
+    ): grpc.ClientReadableStream<{ event?: { id?: string; containerId?: string } | null }>;
   };
   const metadata = new grpc.Metadata();
   metadata.set('containerd-namespace', 'k8s.io');

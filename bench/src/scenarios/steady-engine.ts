@@ -8,7 +8,15 @@ import { createKubelet } from '@kubelet-ts/runner';
 import { CriRuntime } from '@kubelet-ts/runtime-cri';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
 import { FileManifestSource } from '@kubelet-ts/source-file';
-import { assertContainerd, buildTestImages, criCgroupParent, criEndpoint, independentDocker, removeLabelled, TEST_IMAGES } from '@kubelet-ts/testkit';
+import {
+  assertContainerd,
+  buildTestImages,
+  criCgroupParent,
+  criEndpoint,
+  independentDocker,
+  removeLabelled,
+  TEST_IMAGES,
+} from '@kubelet-ts/testkit';
 import { ms, row, summarise, type Row } from '../stats.js';
 import { rawCri } from './cri-raw.js';
 
@@ -44,7 +52,12 @@ interface Engine {
  * from the same manifest directory and its CPU is sampled from /proc while it idles.
  */
 async function steadyOn(engine: Engine, node: string, manifests: string, sizes: SteadyEngineSizes): Promise<Row[]> {
-  const kubelet = createKubelet({ runtime: engine.runtime, sources: [new FileManifestSource({ path: manifests })], hostname: node, syncFrequencyMs: 3_600_000 });
+  const kubelet = createKubelet({
+    runtime: engine.runtime,
+    sources: [new FileManifestSource({ path: manifests })],
+    hostname: node,
+    syncFrequencyMs: 3_600_000,
+  });
   const passTimes: number[] = [];
   const rawTimes: number[] = [];
   const bothTimes: number[] = [];
@@ -53,7 +66,15 @@ async function steadyOn(engine: Engine, node: string, manifests: string, sizes: 
     const deadline = Date.now() + 15 * 60_000;
     for (;;) {
       const r = await kubelet.sync();
-      if (r.desired === sizes.pods && r.actions === 0 && r.busy === 0 && r.failures === 0 && r.error === undefined && (await engine.rawList()).running === sizes.pods) break;
+      if (
+        r.desired === sizes.pods &&
+        r.actions === 0 &&
+        r.busy === 0 &&
+        r.failures === 0 &&
+        r.error === undefined &&
+        (await engine.rawList()).running === sizes.pods
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`${engine.label}: ${sizes.pods} pods not running after 15 min: ${JSON.stringify(r)}`);
       await pause(1000);
     }
@@ -95,7 +116,17 @@ async function idleCpu(engine: Engine, node: string, manifests: string, sizes: S
   const before = await engine.rawList();
   // KUBELET_TS_BENCH_CLI_PROFILE=<dir>: the idle CLI writes a V8 CPU profile there when it exits.
   const profile = process.env['KUBELET_TS_BENCH_CLI_PROFILE'];
-  const args = [...(profile === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profile]), CLI, ...engine.cliArgs, '--config', manifests, '--hostname-override', node, '--port', '0'];
+  const args = [
+    ...(profile === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profile]),
+    CLI,
+    ...engine.cliArgs,
+    '--config',
+    manifests,
+    '--hostname-override',
+    node,
+    '--port',
+    '0',
+  ];
   const cli = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   cli.stdout?.on('data', (chunk: Buffer) => (output = (output + chunk.toString('utf8')).slice(-20_000)));
@@ -168,7 +199,9 @@ async function docker(sizes: SteadyEngineSizes, work: string): Promise<Row[]> {
     rawListName: 'dockerode listContainers({ all: true, filters: label })',
     async rawList() {
       // The app containers: the pods' namespace holders carry the node label too, and are left out.
-      const all = (await list(`${Labels.node}=${node}`)).filter((c) => c.Labels[Labels.sandbox] === undefined && c.Labels[Labels.containerName] !== undefined);
+      const all = (await list(`${Labels.node}=${node}`)).filter(
+        (c) => c.Labels[Labels.sandbox] === undefined && c.Labels[Labels.containerName] !== undefined,
+      );
       return { all: all.length, running: all.filter((c) => c.State === 'running').length };
     },
     async rawListBoth() {
@@ -194,7 +227,13 @@ async function containerd(sizes: SteadyEngineSizes, work: string): Promise<Row[]
   const manifests = join(work, 'cri-manifests');
   await writeManifests(manifests, sizes.pods, TEST_IMAGES.busybox);
   const raw = rawCri(endpoint);
-  const runtime = new CriRuntime({ endpoint, hostIp: '127.0.0.1', volumesRoot: volumes, logsRoot: join(work, 'cri-logs'), cgroupParent: criCgroupParent() });
+  const runtime = new CriRuntime({
+    endpoint,
+    hostIp: '127.0.0.1',
+    volumesRoot: volumes,
+    logsRoot: join(work, 'cri-logs'),
+    cgroupParent: criCgroupParent(),
+  });
   const selector = { [Labels.node]: node };
   const engine: Engine = {
     label: 'containerd (CRI)',

@@ -16,7 +16,8 @@ async function pass2014(runtime: ContainerRuntime, desired: readonly DesiredPod[
     for (const c of m.containers) {
       wanted.add(`${m.id}/${c.name}`);
       const all = await runtime.list();
-      if (all.some((x) => x.labels['io.kubelet-ts.manifest-id'] === m.id && x.labels['io.kubelet-ts.container-name'] === c.name)) found += 1;
+      if (all.some((x) => x.labels['io.kubelet-ts.manifest-id'] === m.id && x.labels['io.kubelet-ts.container-name'] === c.name))
+        found += 1;
     }
   }
   for (const c of await runtime.list()) {

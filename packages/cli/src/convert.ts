@@ -41,10 +41,14 @@ export async function convertMain(argv: readonly string[]): Promise<number> {
   }
   const origin = file === '-' ? 'stdin' : file;
   // Nothing runs here, so host paths are converted as written; the agent checks them when it reads the result.
-  const parsed = parseManifests(text, origin, { allowHostMounts: true, idFor: (position) => derivedManifestId(basename(origin), origin, position) });
+  const parsed = parseManifests(text, origin, {
+    allowHostMounts: true,
+    idFor: (position) => derivedManifestId(basename(origin), origin, position),
+  });
   if (parsed.unreadable !== undefined) return fail(parsed.unreadable.message);
   // An empty text is not a conversion of nothing: a script piping the wrong file must hear of it.
-  if (parsed.manifests.length === 0 && parsed.rejected.length === 0) return fail(`no manifest in ${origin}: nothing to convert (give a 2014 manifest or a v1 Pod)`);
+  if (parsed.manifests.length === 0 && parsed.rejected.length === 0)
+    return fail(`no manifest in ${origin}: nothing to convert (give a 2014 manifest or a v1 Pod)`);
   const problems = parsed.rejected.map((r) => rejectionError(r).message);
   const documents: string[] = [];
   for (const manifest of parsed.manifests) {
@@ -52,7 +56,9 @@ export async function convertMain(argv: readonly string[]): Promise<number> {
       documents.push(stringify(convert(manifest, to ?? (isFromV1Pod(manifest) ? 'v1beta1' : 'v1')), { aliasDuplicateObjects: false }));
     } catch (error) {
       if (!isKubeletError(error, 'InvalidManifest')) throw error;
-      problems.push(`${origin} (id "${manifest.id}") cannot be written as v1beta1: ${error.fieldErrors.map((f) => `${f.path}: ${f.message}`).join('; ')}`);
+      problems.push(
+        `${origin} (id "${manifest.id}") cannot be written as v1beta1: ${error.fieldErrors.map((f) => `${f.path}: ${f.message}`).join('; ')}`,
+      );
     }
   }
   if (problems.length > 0) return fail(problems.join('\nkubelet-ts convert: '));

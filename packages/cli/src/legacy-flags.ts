@@ -56,10 +56,16 @@ export function addLegacyFlags(program: Command): Command {
   const bool = (flags: string, help: string, preset: boolean, fallback: boolean) =>
     new Option(`${flags} [bool]`, help).argParser(goBool).preset(String(preset)).default(fallback);
   return program
-    .addOption(new Option('--root-dir <dir>', '2014: the agent\'s directory; pod volumes live in <dir>/volumes unless --volumes-root is given'))
-    .addOption(bool('--enable-server', '2014: serve the agent\'s HTTP API and manifest routes (--enable-server=false: no server)', true, true))
+    .addOption(
+      new Option('--root-dir <dir>', "2014: the agent's directory; pod volumes live in <dir>/volumes unless --volumes-root is given"),
+    )
+    .addOption(
+      bool('--enable-server', "2014: serve the agent's HTTP API and manifest routes (--enable-server=false: no server)", true, true),
+    )
     .addOption(bool('--allow-privileged', '2014: accepted; privileged containers are not supported (a warning says so)', true, false))
-    .addOption(new Option('-v, --v <level>', '2014 (glog): verbosity; 0-1 info, 2-3 debug, 4 and more trace (--log-level wins)').argParser(level))
+    .addOption(
+      new Option('-v, --v <level>', '2014 (glog): verbosity; 0-1 info, 2-3 debug, 4 and more trace (--log-level wins)').argParser(level),
+    )
     .addOption(bool('--logtostderr', '2014 (glog): accepted; logs go to stdout as JSON lines', true, false))
     .addOption(bool('--alsologtostderr', '2014 (glog): accepted; logs go to stdout as JSON lines', true, false))
     .addOption(new Option('--log-dir <dir>', '2014 (glog): accepted and ignored; logs go to stdout'))

@@ -12,6 +12,8 @@ export interface LoggerOptions {
 /** JSON lines for machines; coloured, readable lines when a person is watching the terminal. */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const usePretty = options.pretty ?? process.stdout.isTTY === true;
-  const destination = options.destination ?? (usePretty ? pretty({ colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' }) : pino.destination({ sync: true }));
+  const destination =
+    options.destination ??
+    (usePretty ? pretty({ colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' }) : pino.destination({ sync: true }));
   return pino({ level: options.level ?? 'info', base: { name: 'kubelet-ts' } }, destination);
 }

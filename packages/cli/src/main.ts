@@ -22,11 +22,18 @@ export async function main(argv: readonly string[]): Promise<number> {
     throw error;
   }
   const options = optionsOf(program);
-  const logger = createLogger({ level: options.logLevel, ...(options.logFormat === undefined ? {} : { pretty: options.logFormat === 'pretty' }) });
+  const logger = createLogger({
+    level: options.logLevel,
+    ...(options.logFormat === undefined ? {} : { pretty: options.logFormat === 'pretty' }),
+  });
   // The etcd key takes the hostname as given; labels and names its normalized form.
   const givenHostname = options.hostnameOverride ?? defaultHostname();
   const hostname = givenHostname.toLowerCase();
-  if (options.allowPrivileged) logger.warn({ flag: '--allow-privileged' }, '--allow-privileged is accepted for 2014 command lines, but privileged containers are not supported: no container runs privileged');
+  if (options.allowPrivileged)
+    logger.warn(
+      { flag: '--allow-privileged' },
+      '--allow-privileged is accepted for 2014 command lines, but privileged containers are not supported: no container runs privileged',
+    );
   const problem = nodeNameProblem(hostname);
   if (problem !== undefined) {
     logger.error({}, `invalid configuration: ${problem}`);

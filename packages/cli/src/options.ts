@@ -60,7 +60,10 @@ function collect(value: string, previous: readonly string[]): string[] {
 }
 
 function list(value: string): string[] {
-  const items = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (items.length === 0) throw new InvalidArgumentError('expected at least one URL');
   return items;
 }
@@ -68,7 +71,9 @@ function list(value: string): string[] {
 /** An empty token would let every request in (it matches a request that sends none): refuse it. */
 function authToken(value: string): string {
   if (value.trim() === '') {
-    throw new InvalidArgumentError('an empty token turns authentication off; give a non-empty --auth-token (or KUBELET_TS_AUTH_TOKEN), or set neither to run without one');
+    throw new InvalidArgumentError(
+      'an empty token turns authentication off; give a non-empty --auth-token (or KUBELET_TS_AUTH_TOKEN), or set neither to run without one',
+    );
   }
   return value;
 }
@@ -76,7 +81,9 @@ function authToken(value: string): string {
 function concurrency(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < 1 || n > 1024) {
-    throw new InvalidArgumentError(`--concurrency: expected a whole number of pods from 1 to 1024, got ${JSON.stringify(value)}; leave it out for the adaptive default`);
+    throw new InvalidArgumentError(
+      `--concurrency: expected a whole number of pods from 1 to 1024, got ${JSON.stringify(value)}; leave it out for the adaptive default`,
+    );
   }
   return n;
 }
@@ -94,43 +101,109 @@ export function buildProgram(): Command {
         '`kubelet-ts plan [options]` takes the same options, prints what a pass would do now and exits:\n' +
         '0 when the host is in sync, 2 when the plan has steps, 1 on error.',
     )
-    .addOption(new Option('--config <path>', 'a manifest file, or a directory of manifests (every regular file but dotfiles and editor leftovers)'))
+    .addOption(
+      new Option('--config <path>', 'a manifest file, or a directory of manifests (every regular file but dotfiles and editor leftovers)'),
+    )
     .addOption(new Option('--hostname-override <name>', "this host's name (labels what the agent creates)"))
     .addOption(
-      new Option('--runtime <kind>', 'container runtime: docker, cri, memory, or auto (docker when an engine answers, else the CRI endpoint, else memory, said loudly)')
+      new Option(
+        '--runtime <kind>',
+        'container runtime: docker, cri, memory, or auto (docker when an engine answers, else the CRI endpoint, else memory, said loudly)',
+      )
         .choices(['docker', 'cri', 'memory', 'auto'])
         .default('auto'),
     )
     .addOption(
-      new Option('--container-runtime-endpoint <endpoint>', 'the CRI runtime (containerd, CRI-O) for --runtime cri: unix:///path').default(DEFAULT_CRI_ENDPOINT),
+      new Option('--container-runtime-endpoint <endpoint>', 'the CRI runtime (containerd, CRI-O) for --runtime cri: unix:///path').default(
+        DEFAULT_CRI_ENDPOINT,
+      ),
     )
-    .addOption(new Option('--docker-host <url>', 'the Docker engine: unix:///path or tcp://host:port').env('DOCKER_HOST').default(undefined, 'unix:///var/run/docker.sock'))
+    .addOption(
+      new Option('--docker-host <url>', 'the Docker engine: unix:///path or tcp://host:port')
+        .env('DOCKER_HOST')
+        .default(undefined, 'unix:///var/run/docker.sock'),
+    )
     .addOption(new Option('--volumes-root <dir>', 'pod volumes live in <dir>/<manifest id>/<volume>').default(DEFAULT_VOLUMES_ROOT))
-    .addOption(new Option('--pod-infra-image <image>', "the image of each pod's network-namespace container").default(DEFAULT_POD_INFRA_IMAGE))
+    .addOption(
+      new Option('--pod-infra-image <image>', "the image of each pod's network-namespace container").default(DEFAULT_POD_INFRA_IMAGE),
+    )
     .addOption(new Option('--host-ip <address>', 'the host address published ports bind to').default('0.0.0.0'))
     .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
-    .addOption(new Option('--concurrency <n>', 'pods that pull, create and start containers at once, fixed (default: adaptive, found while working, 1 to 32)').argParser(concurrency))
-    .addOption(new Option('--file-check-frequency <duration>', 're-list --config this often, besides watching it').argParser(duration).default(20_000, '20s'))
+    .addOption(
+      new Option(
+        '--concurrency <n>',
+        'pods that pull, create and start containers at once, fixed (default: adaptive, found while working, 1 to 32)',
+      ).argParser(concurrency),
+    )
+    .addOption(
+      new Option('--file-check-frequency <duration>', 're-list --config this often, besides watching it')
+        .argParser(duration)
+        .default(20_000, '20s'),
+    )
     .addOption(new Option('--manifest-url <url>', 'a URL serving one manifest or a list, polled'))
-    .addOption(new Option('--manifest-url-header <header>', "an extra request header 'Name: value' (repeatable)").argParser(collect).default([]))
+    .addOption(
+      new Option('--manifest-url-header <header>', "an extra request header 'Name: value' (repeatable)").argParser(collect).default([]),
+    )
     .addOption(new Option('--http-check-frequency <duration>', 'poll --manifest-url this often').argParser(duration).default(20_000, '20s'))
-    .addOption(new Option('--manifest-url-timeout <duration>', 'give up on one poll of --manifest-url after this').argParser(duration).default(10_000, '10s'))
-    .addOption(new Option('--etcd-servers <urls>', 'comma-separated etcd endpoints; manifests at /registry/hosts/<hostname>/kubelet, events under /events').argParser(list))
-    .addOption(new Option('--manifest-url-ca-file <path>', 'PEM CA that an https:// --manifest-url must chain to (default: the system roots)'))
-    .addOption(new Option('--manifest-url-cert-file <path>', 'PEM client certificate presented to --manifest-url (with --manifest-url-key-file)'))
+    .addOption(
+      new Option('--manifest-url-timeout <duration>', 'give up on one poll of --manifest-url after this')
+        .argParser(duration)
+        .default(10_000, '10s'),
+    )
+    .addOption(
+      new Option(
+        '--etcd-servers <urls>',
+        'comma-separated etcd endpoints; manifests at /registry/hosts/<hostname>/kubelet, events under /events',
+      ).argParser(list),
+    )
+    .addOption(
+      new Option('--manifest-url-ca-file <path>', 'PEM CA that an https:// --manifest-url must chain to (default: the system roots)'),
+    )
+    .addOption(
+      new Option('--manifest-url-cert-file <path>', 'PEM client certificate presented to --manifest-url (with --manifest-url-key-file)'),
+    )
     .addOption(new Option('--manifest-url-key-file <path>', 'PEM key of --manifest-url-cert-file'))
     .addOption(new Option('--etcd-cafile <path>', 'PEM CA that etcd must chain to (TLS to etcd)'))
     .addOption(new Option('--etcd-certfile <path>', 'PEM client certificate for etcd (with --etcd-keyfile)'))
     .addOption(new Option('--etcd-keyfile <path>', 'PEM key of --etcd-certfile'))
     .addOption(new Option('--etcd-username <name>', 'etcd user, when etcd has authentication enabled (with --etcd-password)'))
-    .addOption(new Option('--etcd-password <password>', 'password of --etcd-username; prefer the environment variable, as arguments are visible in ps').env('KUBELET_TS_ETCD_PASSWORD'))
-    .addOption(new Option('--address <ip>', "the agent server's address; one that is not loopback needs --auth-token or --client-ca-file (or --insecure-allow-unauthenticated)").default('127.0.0.1'))
-    .addOption(new Option('--tls-cert-file <path>', 'serve HTTPS with this PEM certificate (with --tls-private-key-file); reloaded when the file changes'))
+    .addOption(
+      new Option(
+        '--etcd-password <password>',
+        'password of --etcd-username; prefer the environment variable, as arguments are visible in ps',
+      ).env('KUBELET_TS_ETCD_PASSWORD'),
+    )
+    .addOption(
+      new Option(
+        '--address <ip>',
+        "the agent server's address; one that is not loopback needs --auth-token or --client-ca-file (or --insecure-allow-unauthenticated)",
+      ).default('127.0.0.1'),
+    )
+    .addOption(
+      new Option(
+        '--tls-cert-file <path>',
+        'serve HTTPS with this PEM certificate (with --tls-private-key-file); reloaded when the file changes',
+      ),
+    )
     .addOption(new Option('--tls-private-key-file <path>', 'PEM key of --tls-cert-file'))
-    .addOption(new Option('--client-ca-file <path>', 'with --tls-cert-file: a client certificate this CA signed authenticates a request (as does --auth-token, when also set)'))
-    .addOption(new Option('--insecure-allow-unauthenticated', 'serve a non-loopback --address without --auth-token or --client-ca-file: anyone who reaches it may post manifests').default(false))
+    .addOption(
+      new Option(
+        '--client-ca-file <path>',
+        'with --tls-cert-file: a client certificate this CA signed authenticates a request (as does --auth-token, when also set)',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--insecure-allow-unauthenticated',
+        'serve a non-loopback --address without --auth-token or --client-ca-file: anyone who reaches it may post manifests',
+      ).default(false),
+    )
     .addOption(new Option('--port <port>', "the agent server's port (0: any free port)").argParser(port).default(10250))
-    .addOption(new Option('--auth-token <token>', 'require Authorization: Bearer <token> on every server route but /healthz (never empty)').env('KUBELET_TS_AUTH_TOKEN').argParser(authToken))
+    .addOption(
+      new Option('--auth-token <token>', 'require Authorization: Bearer <token> on every server route but /healthz (never empty)')
+        .env('KUBELET_TS_AUTH_TOKEN')
+        .argParser(authToken),
+    )
     .addOption(
       new Option(
         '--allowed-host <name>',
@@ -141,9 +214,20 @@ export function buildProgram(): Command {
     )
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))
-    .addOption(new Option('--runonce', 'start what --config and --manifest-url ask for, wait until every container runs (or fails), print one line per container and exit: 0 when all run, else 1 (no server, no watch)').default(false))
-    .addOption(new Option('--runonce-timeout <duration>', 'with --runonce: how long to wait for every container').argParser(duration).default(300_000, '5m'))
-    .addOption(new Option('--allow-host-mounts', 'let manifests bind host paths (volumeMounts[].mountType: HOST); off by default').default(false));
+    .addOption(
+      new Option(
+        '--runonce',
+        'start what --config and --manifest-url ask for, wait until every container runs (or fails), print one line per container and exit: 0 when all run, else 1 (no server, no watch)',
+      ).default(false),
+    )
+    .addOption(
+      new Option('--runonce-timeout <duration>', 'with --runonce: how long to wait for every container')
+        .argParser(duration)
+        .default(300_000, '5m'),
+    )
+    .addOption(
+      new Option('--allow-host-mounts', 'let manifests bind host paths (volumeMounts[].mountType: HOST); off by default').default(false),
+    );
   return addLegacyFlags(program).showHelpAfterError().exitOverride();
 }
 

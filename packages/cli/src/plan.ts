@@ -33,7 +33,11 @@ export async function planMain(argv: readonly string[]): Promise<number> {
   }
   const options = optionsOf<CliOptions & { output: 'text' | 'json'; wait: string }>(program);
   // The plan goes to stdout; logs go to stderr.
-  const logger = createLogger({ level: options.logLevel === 'info' ? 'warn' : options.logLevel, pretty: false, destination: pino.destination({ fd: 2, sync: true }) });
+  const logger = createLogger({
+    level: options.logLevel === 'info' ? 'warn' : options.logLevel,
+    pretty: false,
+    destination: pino.destination({ fd: 2, sync: true }),
+  });
   const givenHostname = options.hostnameOverride ?? defaultHostname();
   const hostname = givenHostname.toLowerCase();
   try {

@@ -17,7 +17,11 @@ const SOURCE_PROBLEMS = new Set<KubeletEvent['type']>(['ManifestRejected', 'Sour
  * as in 2014, and a warning says so.
  */
 export async function runOnce(options: CliOptions, hostname: string, logger: Logger): Promise<number> {
-  if (options.etcdServers !== undefined) logger.warn({ etcdServers: options.etcdServers }, '--runonce reads --config and --manifest-url only, as the 2014 agent did: --etcd-servers is not read');
+  if (options.etcdServers !== undefined)
+    logger.warn(
+      { etcdServers: options.etcdServers },
+      '--runonce reads --config and --manifest-url only, as the 2014 agent did: --etcd-servers is not read',
+    );
   const wiring = await wire(options, hostname, logger, 'runonce');
   const failures = new Map<string, string>();
   const problems = new Map<string, string>();
@@ -25,11 +29,16 @@ export async function runOnce(options: CliOptions, hostname: string, logger: Log
     useValue: {
       emit: (e: KubeletEvent) => {
         if (e.podId !== undefined && e.container !== undefined && FAILED.has(e.type)) failures.set(`${e.podId}/${e.container}`, e.message);
-        if (SOURCE_PROBLEMS.has(e.type)) problems.set(`${e.source ?? 'source'} ${e.type}${e.podId === undefined ? '' : ` ${e.podId}`}`, e.message);
+        if (SOURCE_PROBLEMS.has(e.type))
+          problems.set(`${e.source ?? 'source'} ${e.type}${e.podId === undefined ? '' : ` ${e.podId}`}`, e.message);
       },
     },
   });
-  const kubelet = resolveKubelet(wiring.container, { allowHostMounts: options.allowHostMounts, hostname, syncFrequencyMs: options.syncFrequency });
+  const kubelet = resolveKubelet(wiring.container, {
+    allowHostMounts: options.allowHostMounts,
+    hostname,
+    syncFrequencyMs: options.syncFrequency,
+  });
   const deadline = Date.now() + options.runonceTimeout;
   let lines: Array<{ name: string; running: boolean; detail: string }> = [];
   try {

@@ -27,11 +27,22 @@ export interface Wiring {
  * event sinks (the log, and etcd when `--etcd-servers` is set). `resolveKubelet` builds the agent
  * from it.
  */
-export async function wire(options: CliOptions, hostname: string, logger: Logger, mode: 'agent' | 'plan' | 'runonce' = 'agent', givenHostname = hostname): Promise<Wiring> {
+export async function wire(
+  options: CliOptions,
+  hostname: string,
+  logger: Logger,
+  mode: 'agent' | 'plan' | 'runonce' = 'agent',
+  givenHostname = hostname,
+): Promise<Wiring> {
   const container = rootContainer.createChildContainer();
   container.register(Tokens.Logger, { useValue: logger });
   const runtime = await registerRuntime(container, options, logger);
-  if (options.config !== undefined) registerFileSource(container, { path: options.config, checkFrequencyMs: options.fileCheckFrequency, allowHostMounts: options.allowHostMounts });
+  if (options.config !== undefined)
+    registerFileSource(container, {
+      path: options.config,
+      checkFrequencyMs: options.fileCheckFrequency,
+      allowHostMounts: options.allowHostMounts,
+    });
   if (options.manifestUrl !== undefined) {
     registerHttpSource(container, {
       allowHostMounts: options.allowHostMounts,
@@ -43,7 +54,14 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     });
   }
   // --runonce reads the file and the URL only, as the 2014 agent's run-once did.
-  if (options.etcdServers !== undefined && mode !== 'runonce') registerEtcdSource(container, { endpoints: [...options.etcdServers], hostname: givenHostname, logger, allowHostMounts: options.allowHostMounts, ...etcdSecurity(options) });
+  if (options.etcdServers !== undefined && mode !== 'runonce')
+    registerEtcdSource(container, {
+      endpoints: [...options.etcdServers],
+      hostname: givenHostname,
+      logger,
+      allowHostMounts: options.allowHostMounts,
+      ...etcdSecurity(options),
+    });
   if (mode === 'runonce') {
     container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
     return { container, close: () => runtime.close() };
@@ -53,7 +71,10 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
     return { container, close: () => runtime.close() };
   }
   container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
-  const etcdEvents = options.etcdServers === undefined ? undefined : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger, ...etcdSecurity(options) });
+  const etcdEvents =
+    options.etcdServers === undefined
+      ? undefined
+      : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger, ...etcdSecurity(options) });
   const close = async () => {
     await etcdEvents?.close();
     await runtime.close();
@@ -81,7 +102,10 @@ export async function wire(options: CliOptions, hostname: string, logger: Logger
 function serverTls(options: CliOptions): { tls?: ServerTlsOptions } {
   const { tlsCertFile: certFile, tlsPrivateKeyFile: keyFile, clientCaFile } = options;
   if (certFile === undefined && keyFile === undefined) {
-    if (clientCaFile !== undefined) throw new Error('--client-ca-file needs --tls-cert-file and --tls-private-key-file: client certificates are checked in the TLS handshake');
+    if (clientCaFile !== undefined)
+      throw new Error(
+        '--client-ca-file needs --tls-cert-file and --tls-private-key-file: client certificates are checked in the TLS handshake',
+      );
     return {};
   }
   if (certFile === undefined || keyFile === undefined) throw new Error('--tls-cert-file and --tls-private-key-file go together: give both');
@@ -90,9 +114,13 @@ function serverTls(options: CliOptions): { tls?: ServerTlsOptions } {
 
 function etcdSecurity(options: CliOptions): { tls?: EtcdTlsOptions; auth?: EtcdAuthOptions } {
   const { etcdCafile: caFile, etcdCertfile: certFile, etcdKeyfile: keyFile, etcdUsername: username, etcdPassword: password } = options;
-  if ((username === undefined) !== (password === undefined)) throw new Error('--etcd-username and --etcd-password (or KUBELET_TS_ETCD_PASSWORD) go together: give both');
+  if ((username === undefined) !== (password === undefined))
+    throw new Error('--etcd-username and --etcd-password (or KUBELET_TS_ETCD_PASSWORD) go together: give both');
   const tls = caFile === undefined && certFile === undefined && keyFile === undefined ? undefined : { caFile, certFile, keyFile };
-  return { ...(tls === undefined ? {} : { tls: defined(tls) }), ...(username === undefined || password === undefined ? {} : { auth: { username, password } }) };
+  return {
+    ...(tls === undefined ? {} : { tls: defined(tls) }),
+    ...(username === undefined || password === undefined ? {} : { auth: { username, password } }),
+  };
 }
 
 function manifestUrlTls(options: CliOptions): { tls?: HttpSourceTlsOptions } {
@@ -117,7 +145,12 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
     return none;
   }
   const cri = () =>
-    registerCriRuntime(container, { endpoint: options.containerRuntimeEndpoint, volumesRoot: options.volumesRoot, hostIp: options.hostIp, logger });
+    registerCriRuntime(container, {
+      endpoint: options.containerRuntimeEndpoint,
+      volumesRoot: options.volumesRoot,
+      hostIp: options.hostIp,
+      logger,
+    });
   if (options.runtime === 'cri') {
     const runtime = cri();
     return { close: async () => runtime.close() };

@@ -74,7 +74,10 @@ describe('kubelet-ts convert', () => {
 
   it('exits 1 with the field path of a refused field', async () => {
     const path = join(dir, 'bad.yaml');
-    await writeFile(path, 'apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  hostPID: true\n  containers: [{name: c, image: busybox}]\n');
+    await writeFile(
+      path,
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  hostPID: true\n  containers: [{name: c, image: busybox}]\n',
+    );
     const { code, stdout, stderr } = await convert([path]);
     expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
     expect(stderr).toContain('spec.hostPID: not supported');
@@ -83,9 +86,16 @@ describe('kubelet-ts convert', () => {
   it('exits 1 on an unreadable text, a missing file and a wrong --to', async () => {
     expect(await convert(['-'], 'a: [')).toMatchObject({ code: 1, stderr: expect.stringContaining('not valid YAML or JSON') });
     expect(await convert([join(dir, 'missing.yaml')])).toMatchObject({ code: 1, stderr: expect.stringContaining('cannot read') });
-    expect(await convert(['--to', 'v2', '-'])).toMatchObject({ code: 1, stderr: expect.stringContaining('Allowed choices are v1, v1beta1') });
+    expect(await convert(['--to', 'v2', '-'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('Allowed choices are v1, v1beta1'),
+    });
     // An empty text converts nothing: it fails rather than print nothing and succeed (issue 27).
-    expect(await convert(['-'], '')).toMatchObject({ code: 1, stdout: '', stderr: expect.stringContaining('no manifest in stdin: nothing to convert') });
+    expect(await convert(['-'], '')).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: expect.stringContaining('no manifest in stdin: nothing to convert'),
+    });
     expect(await convert(['-'], '---\n')).toMatchObject({ code: 1, stderr: expect.stringContaining('no manifest in stdin') });
   });
 });

@@ -42,11 +42,23 @@ describe('normaliseFlagSpelling', () => {
   });
 
   it('leaves positional arguments, one-letter flags, negative numbers and dashed flags alone', () => {
-    expect(normaliseFlagSpelling(['a_b', '-h', '-5', '-', '--already-dashed', '--'])).toEqual(['a_b', '-h', '-5', '-', '--already-dashed', '--']);
+    expect(normaliseFlagSpelling(['a_b', '-h', '-5', '-', '--already-dashed', '--'])).toEqual([
+      'a_b',
+      '-h',
+      '-5',
+      '-',
+      '--already-dashed',
+      '--',
+    ]);
   });
 
   it("reads a single dash before a long name as Go's flag package did (-config=…, -etcd_servers)", () => {
-    expect(normaliseFlagSpelling(['-config=/etc/kubelet', '-etcd_servers', 'http://a', '-x_y'])).toEqual(['--config=/etc/kubelet', '--etcd-servers', 'http://a', '--x-y']);
+    expect(normaliseFlagSpelling(['-config=/etc/kubelet', '-etcd_servers', 'http://a', '-x_y'])).toEqual([
+      '--config=/etc/kubelet',
+      '--etcd-servers',
+      'http://a',
+      '--x-y',
+    ]);
   });
 
   it('does not change its input', () => {
@@ -64,7 +76,9 @@ describe('buildProgram', () => {
       .opts();
 
   it('accepts the 2014 underscore spellings and parses durations', () => {
-    expect(parse(['--hostname_override=node-a', '--sync_frequency=1m30s', '--file_check_frequency', '500ms', '--config', '/a_b'])).toMatchObject({
+    expect(
+      parse(['--hostname_override=node-a', '--sync_frequency=1m30s', '--file_check_frequency', '500ms', '--config', '/a_b']),
+    ).toMatchObject({
       hostnameOverride: 'node-a',
       syncFrequency: 90_000,
       fileCheckFrequency: 500,
@@ -83,6 +97,9 @@ describe('buildProgram', () => {
   it('takes --concurrency as a fixed whole number of pods, adaptive when absent', () => {
     expect(parse([]).concurrency).toBeUndefined();
     expect(parse(['--concurrency', '8'])).toMatchObject({ concurrency: 8 });
-    for (const bad of ['0', '-1', '2.5', 'x', '2000']) expect(() => parse(['--concurrency', bad])).toThrow(/--concurrency: expected a whole number of pods from 1 to 1024, got .*adaptive default/);
+    for (const bad of ['0', '-1', '2.5', 'x', '2000'])
+      expect(() => parse(['--concurrency', bad])).toThrow(
+        /--concurrency: expected a whole number of pods from 1 to 1024, got .*adaptive default/,
+      );
   });
 });

@@ -10,9 +10,14 @@ const bin = fileURLToPath(new URL('../bin/kubelet-ts.js', import.meta.url));
 /** Runs `kubelet-ts --runonce` on the in-memory runtime as a process. */
 function runonce(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [bin, '--runonce', '--runtime', 'memory', '--hostname-override', 'runonce-node', '--runonce-timeout', '10s', ...args], { timeout: 30_000 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [bin, '--runonce', '--runtime', 'memory', '--hostname-override', 'runonce-node', '--runonce-timeout', '10s', ...args],
+      { timeout: 30_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+      },
+    );
   });
 }
 

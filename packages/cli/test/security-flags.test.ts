@@ -22,14 +22,25 @@ afterAll(async () => {
 
 describe('security flags', () => {
   it('refuse a non-loopback --address without --auth-token or --client-ca-file, naming the flags; --insecure-allow-unauthenticated is the way out', async () => {
-    await expect(wire(parse(['--address', '0.0.0.0']), 'node-1', silentLogger)).rejects.toThrow(/--auth-token.*--client-ca-file.*--insecure-allow-unauthenticated/);
+    await expect(wire(parse(['--address', '0.0.0.0']), 'node-1', silentLogger)).rejects.toThrow(
+      /--auth-token.*--client-ca-file.*--insecure-allow-unauthenticated/,
+    );
     const wiring = await wire(parse(['--address', '0.0.0.0', '--insecure-allow-unauthenticated']), 'node-1', silentLogger);
     expect(wiring.server).toBeDefined();
     await wiring.close();
   });
 
   it('--tls-cert-file, --tls-private-key-file and --client-ca-file serve HTTPS', async () => {
-    const options = parse(['--port', '0', '--tls-cert-file', certs.server.certFile, '--tls-private-key-file', certs.server.keyFile, '--client-ca-file', certs.ca.certFile]);
+    const options = parse([
+      '--port',
+      '0',
+      '--tls-cert-file',
+      certs.server.certFile,
+      '--tls-private-key-file',
+      certs.server.keyFile,
+      '--client-ca-file',
+      certs.ca.certFile,
+    ]);
     const wiring = await wire(options, 'node-1', silentLogger);
     await wiring.server!.start(new RecordingSink());
     expect(wiring.server!.url).toMatch(/^https:/);

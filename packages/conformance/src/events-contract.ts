@@ -1,4 +1,12 @@
-import { Labels, buildContainerName, type ContainerEvent, type ContainerEventSource, type ContainerRuntime, type ContainerSpec, type ContainerState } from '@kubelet-ts/core';
+import {
+  Labels,
+  buildContainerName,
+  type ContainerEvent,
+  type ContainerEventSource,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ContainerState,
+} from '@kubelet-ts/core';
 import type { TestApi } from './test-api.js';
 
 /**
@@ -55,7 +63,8 @@ class EventLog {
     for (;;) {
       const found = this.seen.find((s) => match(s.event));
       if (found !== undefined) return found;
-      if (this.ended !== undefined) throw new Error(`the event stream ended (${String(this.ended.error ?? 'returned')}) before ${what}; saw ${this.describe()}`);
+      if (this.ended !== undefined)
+        throw new Error(`the event stream ended (${String(this.ended.error ?? 'returned')}) before ${what}; saw ${this.describe()}`);
       const left = deadline - performance.now();
       if (left <= 0) throw new Error(`no ${what} within ${EVENT_WAIT_MS} ms; saw ${this.describe()}`);
       await new Promise<void>((resolve) => {
@@ -77,23 +86,23 @@ class EventLog {
  * The event half of `runtimeContract`, for runtimes that declare `events`; otherwise each check is
  * skipped by name. `create` makes a container in the contract's sandbox and removes it after the test.
  */
-export function eventsContract(runtime: () => ContainerRuntime, create: (spec: ContainerSpec) => Promise<{ readonly id: string }>, options: EventsContractOptions): void {
+export function eventsContract(
+  runtime: () => ContainerRuntime,
+  create: (spec: ContainerSpec) => Promise<{ readonly id: string }>,
+  options: EventsContractOptions,
+): void {
   const { describe, expect, it } = options.testApi;
   describe('events', () => {
     const capability = options.events;
     const withEvents = (title: string, body: (r: ContainerRuntime, source: ContainerEventSource, c: EventsCapability) => Promise<void>) =>
       capability === undefined
         ? it.skip(`${title} (${options.name} declares no events)`, () => {})
-        : it(
-            title,
-            async () => {
-              const r = runtime();
-              const source = r.capabilities.events;
-              if (source === undefined) throw new Error(`${options.name} is said to have events, but declares no capabilities.events`);
-              await body(r, source, capability);
-            },
-            30_000,
-          );
+        : it(title, async () => {
+            const r = runtime();
+            const source = r.capabilities.events;
+            if (source === undefined) throw new Error(`${options.name} is said to have events, but declares no capabilities.events`);
+            await body(r, source, capability);
+          }, 30_000);
 
     it('declares the events capability exactly when it has events, with an events(signal) method', () => {
       const declared = runtime().capabilities.events;
@@ -109,7 +118,13 @@ export function eventsContract(runtime: () => ContainerRuntime, create: (spec: C
       env: {},
       ports: [],
       mounts: [],
-      labels: labels ?? { [Labels.manifestId]: podId, [Labels.containerName]: 'main', [Labels.specHash]: 'v1-events', [Labels.source]: 'contract', [Labels.node]: 'contract-node' },
+      labels: labels ?? {
+        [Labels.manifestId]: podId,
+        [Labels.containerName]: 'main',
+        [Labels.specHash]: 'v1-events',
+        [Labels.source]: 'contract',
+        [Labels.node]: 'contract-node',
+      },
     });
 
     withEvents('streams started, exited with its code and removed of its containers, and nothing of foreign ones', async (r, source, c) => {
@@ -119,7 +134,10 @@ export function eventsContract(runtime: () => ContainerRuntime, create: (spec: C
       const listedOnArrival = new Map<string, Promise<ContainerState | 'absent'>>();
       const log = new EventLog(source.events(abort.signal), (event) => {
         if (event.type === 'started') return;
-        listedOnArrival.set(`${event.type}/${event.containerId}`, r.list().then((all) => all.find((x) => x.id === event.containerId)?.state ?? 'absent'));
+        listedOnArrival.set(
+          `${event.type}/${event.containerId}`,
+          r.list().then((all) => all.find((x) => x.id === event.containerId)?.state ?? 'absent'),
+        );
       });
       try {
         const foreign = await create(spec('events-foreign', { owner: 'someone-else' }));

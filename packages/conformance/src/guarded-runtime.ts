@@ -43,7 +43,8 @@ export class GuardedRuntime {
         const id = named === undefined ? undefined : args[named.arg];
         if (named === undefined || typeof id !== 'string') return proceed();
         this.calls.push({ op: named.op, id });
-        if (this.isProtected(id)) throw new KubeletError('Internal', `${named.op} of foreign container ${id} refused by GuardedRuntime`, { adapter: inner.name });
+        if (this.isProtected(id))
+          throw new KubeletError('Internal', `${named.op} of foreign container ${id} refused by GuardedRuntime`, { adapter: inner.name });
         return proceed();
       },
     });

@@ -1,4 +1,13 @@
-import { KubeletError, Labels, buildContainerName, sandboxHash, type ContainerRuntime, type ContainerSpec, type PortBinding, type SandboxSpec } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  Labels,
+  buildContainerName,
+  sandboxHash,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type PortBinding,
+  type SandboxSpec,
+} from '@kubelet-ts/core';
 import { podFixture } from './pod-fixture.js';
 import type { TestApi } from './test-api.js';
 
@@ -35,7 +44,12 @@ export function podContract(runtime: () => ContainerRuntime, options: PodContrac
       podId,
       hostname: podId,
       ports,
-      labels: { [Labels.sandbox]: podId, [Labels.sandboxHash]: sandboxHash(ports), [Labels.node]: 'contract-node', [Labels.source]: 'contract' },
+      labels: {
+        [Labels.sandbox]: podId,
+        [Labels.sandboxHash]: sandboxHash(ports),
+        [Labels.node]: 'contract-node',
+        [Labels.source]: 'contract',
+      },
     });
     const spec = (podId: string, container: string, command = options.command): ContainerSpec => ({
       name: buildContainerName(podId, container),
@@ -45,7 +59,13 @@ export function podContract(runtime: () => ContainerRuntime, options: PodContrac
       env: {},
       ports: [],
       mounts: [],
-      labels: { [Labels.manifestId]: podId, [Labels.containerName]: container, [Labels.specHash]: 'v1-0123456789abcdef', [Labels.source]: 'contract', [Labels.node]: 'contract-node' },
+      labels: {
+        [Labels.manifestId]: podId,
+        [Labels.containerName]: container,
+        [Labels.specHash]: 'v1-0123456789abcdef',
+        [Labels.source]: 'contract',
+        [Labels.node]: 'contract-node',
+      },
     });
     const code = (call: Promise<unknown>) =>
       call.then(

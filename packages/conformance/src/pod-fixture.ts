@@ -7,7 +7,10 @@ import type { TestApi } from './test-api.js';
  * removed (with its volumes) after the test; `withNetwork` declares a test that needs a real pod
  * network, skipped by name where the runtime declares no `podNetwork`.
  */
-export function podFixture(runtime: () => ContainerRuntime, options: { readonly name: string; readonly podNetwork?: PodNetworkCapability | undefined; readonly testApi: TestApi }) {
+export function podFixture(
+  runtime: () => ContainerRuntime,
+  options: { readonly name: string; readonly podNetwork?: PodNetworkCapability | undefined; readonly testApi: TestApi },
+) {
   const { afterEach, it } = options.testApi;
   const sandboxes: string[] = [];
   afterEach(async () => {

@@ -32,7 +32,8 @@ export class RecordingSink implements SourceSink {
   async until(check: () => boolean, what: string, ms = 5000): Promise<void> {
     const deadline = Date.now() + ms;
     while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; ids=${this.ids.join(',')} errors=${this.errors.map((e) => e.message).join(' | ')}`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${what}; ids=${this.ids.join(',')} errors=${this.errors.map((e) => e.message).join(' | ')}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   }

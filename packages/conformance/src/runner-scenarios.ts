@@ -122,7 +122,9 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
       const after = await ours();
       expect(after.size).toBe(1);
       expect(after.get('adopt/app')?.id).toBe(before.get('adopt/app')?.id);
-      expect((await runtime.inspect(after.get('adopt/app')!.id)).startedAt).toBe((await runtime.inspect(before.get('adopt/app')!.id)).startedAt);
+      expect((await runtime.inspect(after.get('adopt/app')!.id)).startedAt).toBe(
+        (await runtime.inspect(before.get('adopt/app')!.id)).startedAt,
+      );
       await withAgent(new StaticManifestSource('scenario', []), converge);
     });
 
@@ -138,12 +140,21 @@ export function runnerScenarios(name: string, options: RunnerScenarioOptions): v
         labels,
       });
       // In a sandbox of their own, as any client of a CRI runtime makes them (it has no other kind).
-      const holder = await runtime.runSandbox({ name: `scenario-foreign-pod-${process.pid}`, podId: 'foreign', hostname: 'foreign', ports: [], labels: { owner: 'someone-else' } });
+      const holder = await runtime.runSandbox({
+        name: `scenario-foreign-pod-${process.pid}`,
+        podId: 'foreign',
+        hostname: 'foreign',
+        ports: [],
+        labels: { owner: 'someone-else' },
+      });
       foreignSandboxes.push(holder.id);
       const mine = await runtime.create(spec('foreign', { owner: 'someone-else' }), holder.id);
       foreign.push(mine.id);
       await runtime.start(mine.id);
-      const other = await runtime.create(spec('other-node', { [Labels.manifestId]: 'x', [Labels.containerName]: 'y', [Labels.node]: `${node}-elsewhere` }), holder.id);
+      const other = await runtime.create(
+        spec('other-node', { [Labels.manifestId]: 'x', [Labels.containerName]: 'y', [Labels.node]: `${node}-elsewhere` }),
+        holder.id,
+      );
       foreign.push(other.id);
       await runtime.start(other.id);
 

@@ -1,4 +1,12 @@
-import { KubeletError, Labels, buildContainerName, sandboxHash, type ContainerRuntime, type ContainerSpec, type ErrorCode } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  Labels,
+  buildContainerName,
+  sandboxHash,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ErrorCode,
+} from '@kubelet-ts/core';
 import { eventsContract, type EventsCapability } from './events-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
 import { resolveTestApi, type TestApiOption } from './test-api.js';
@@ -29,7 +37,11 @@ export interface RuntimeContractOptions extends TestApiOption {
  *
  * Under jest as it is; under vitest with `testApi` (or `globals: true`).
  */
-export function runtimeContract(name: string, makeRuntime: () => ContainerRuntime | Promise<ContainerRuntime>, options: RuntimeContractOptions): void {
+export function runtimeContract(
+  name: string,
+  makeRuntime: () => ContainerRuntime | Promise<ContainerRuntime>,
+  options: RuntimeContractOptions,
+): void {
   const testApi = resolveTestApi(options.testApi, `runtimeContract('${name}')`);
   const { afterAll, afterEach, beforeAll, describe, expect, it } = testApi;
   describe(`ContainerRuntime contract: ${name}`, () => {
@@ -47,7 +59,12 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
         podId,
         hostname: podId,
         ports: [],
-        labels: { [Labels.sandbox]: podId, [Labels.sandboxHash]: sandboxHash([]), [Labels.node]: 'contract-node', [Labels.source]: 'contract' },
+        labels: {
+          [Labels.sandbox]: podId,
+          [Labels.sandboxHash]: sandboxHash([]),
+          [Labels.node]: 'contract-node',
+          [Labels.source]: 'contract',
+        },
       });
       sandboxId = sandbox.id;
     });
@@ -160,7 +177,14 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
       // The executor relies on this (it keeps no single-flight of its own). A transfer that fails is
       // the one outcome a test can see on every runtime: a shared transfer rejects both callers with
       // the very same error, where two transfers would give two.
-      const [first, second] = await Promise.all([runtime.images.pull(missingImage), runtime.images.pull(missingImage)].map((p) => p.then(() => undefined, (e: unknown) => e)));
+      const [first, second] = await Promise.all(
+        [runtime.images.pull(missingImage), runtime.images.pull(missingImage)].map((p) =>
+          p.then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
+        ),
+      );
       expect(first).toBeInstanceOf(KubeletError);
       expect(second).toBe(first);
     });
@@ -180,7 +204,11 @@ export function runtimeContract(name: string, makeRuntime: () => ContainerRuntim
 
     it('keeps foreign containers out of list unless asked', async () => {
       const mine = await create(spec('contract-g', 'main'));
-      const foreign = await create({ ...spec('contract-g', 'other'), name: `foreign-${Date.now().toString(36)}`, labels: { owner: 'someone-else' } });
+      const foreign = await create({
+        ...spec('contract-g', 'other'),
+        name: `foreign-${Date.now().toString(36)}`,
+        labels: { owner: 'someone-else' },
+      });
       const ours = await runtime.list();
       expect(ours.some((x) => x.id === mine.id)).toBe(true);
       expect(ours.some((x) => x.id === foreign.id)).toBe(false);

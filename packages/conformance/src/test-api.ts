@@ -37,7 +37,9 @@ export interface TestMatchers<R> {
 export type TestAssertion<R> = TestMatchers<R> & { readonly not: TestMatchers<R> };
 
 export interface TestApiExpect {
-  (actual: unknown): TestAssertion<void> & {
+  (
+    actual: unknown,
+  ): TestAssertion<void> & {
     readonly resolves: TestAssertion<Promise<void>>;
     readonly rejects: TestAssertion<Promise<void>>;
   };

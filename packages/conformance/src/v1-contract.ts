@@ -53,7 +53,13 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
       env: {},
       ports: [],
       mounts: [],
-      labels: { [Labels.manifestId]: podId, [Labels.containerName]: container, [Labels.specHash]: 'v1-0123456789abcdef', [Labels.source]: 'contract', [Labels.node]: 'contract-node' },
+      labels: {
+        [Labels.manifestId]: podId,
+        [Labels.containerName]: container,
+        [Labels.specHash]: 'v1-0123456789abcdef',
+        [Labels.source]: 'contract',
+        [Labels.node]: 'contract-node',
+      },
       ...fields,
     });
     const started = async (s: ContainerSpec, sandboxId: string) => {
@@ -107,7 +113,7 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
       expect(await eventually(async () => (await fetch(`http://127.0.0.1:${port}/`)).text())).toContain('on-the-host');
     });
 
-    withNetwork("publishes a port on its hostIp: 127.0.0.2 answers, 127.0.0.1 does not", async (n) => {
+    withNetwork('publishes a port on its hostIp: 127.0.0.2 answers, 127.0.0.1 does not', async (n) => {
       const port = await n.hostPort();
       const sandbox = await run(sandboxSpec('v1-hostip', [{ containerPort: 8080, hostPort: port, hostIp: '127.0.0.2', protocol: 'TCP' }]));
       await started(spec('v1-hostip', 'server', { command: n.server(8080, 'on-its-address') }), sandbox.id);

@@ -3,7 +3,16 @@ import fc from 'fast-check';
 import { validateManifest } from '@kubelet-ts/core';
 import { parseManifests } from '@kubelet-ts/manifest';
 // Here rather than in core's tests: the generators live in conformance, which depends on core.
-import { describeFuzzInput, fuzzBytes, fuzzInput, heapUsedMB, recordFigures, reliabilityRuns, reliabilitySeed, type FuzzInput } from '../src/index.js';
+import {
+  describeFuzzInput,
+  fuzzBytes,
+  fuzzInput,
+  heapUsedMB,
+  recordFigures,
+  reliabilityRuns,
+  reliabilitySeed,
+  type FuzzInput,
+} from '../src/index.js';
 
 /**
  * What one input may cost to parse and validate. The slowest generated inputs are token floods,

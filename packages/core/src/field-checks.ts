@@ -144,7 +144,10 @@ export class FieldChecks {
     const s = this.string(value, path, required);
     if (s === undefined) return undefined;
     if (!isManifestId(s)) {
-      return this.fail(path, `must be a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253), got ${JSON.stringify(s.slice(0, 70))}`);
+      return this.fail(
+        path,
+        `must be a DNS subdomain (lower-case letters, digits, '-' and '.', at most 253), got ${JSON.stringify(s.slice(0, 70))}`,
+      );
     }
     return s;
   }

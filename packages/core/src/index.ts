@@ -5,7 +5,15 @@
 // @kubelet-ts/manifest's; host directories are the runtime side's.
 
 // Errors and events
-export { KubeletError, formatFieldErrors, isKubeletError, toKubeletError, type ErrorCode, type FieldError, type KubeletErrorOptions } from './errors.js';
+export {
+  KubeletError,
+  formatFieldErrors,
+  isKubeletError,
+  toKubeletError,
+  type ErrorCode,
+  type FieldError,
+  type KubeletErrorOptions,
+} from './errors.js';
 export type { EventSink, KubeletEvent, KubeletEventType } from './events.js';
 
 // Manifests: their types, and the validation that makes one (the runner checks what embedders'
@@ -72,8 +80,25 @@ export {
   nodeNameProblem,
   type ContainerIdentity,
 } from './naming.js';
-export { CFS_PERIOD_US, buildContainerSpec, canonicalJson, cfsQuotaOf, cpuLimitMillisOf, specHash, specHashes, type SpecContext } from './spec.js';
-export { HOST_NETWORK_SANDBOX_HASH, buildSandboxSpec, isManagedSandbox, sandboxHash, type SandboxSpec, type SandboxState, type SandboxSummary } from './sandbox.js';
+export {
+  CFS_PERIOD_US,
+  buildContainerSpec,
+  canonicalJson,
+  cfsQuotaOf,
+  cpuLimitMillisOf,
+  specHash,
+  specHashes,
+  type SpecContext,
+} from './spec.js';
+export {
+  HOST_NETWORK_SANDBOX_HASH,
+  buildSandboxSpec,
+  isManagedSandbox,
+  sandboxHash,
+  type SandboxSpec,
+  type SandboxState,
+  type SandboxSummary,
+} from './sandbox.js';
 
 // Planning, and what the agent shows of itself
 export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';

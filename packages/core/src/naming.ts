@@ -72,7 +72,12 @@ export function isManifestId(s: string): boolean {
  * a hostname and a directory name.
  */
 export function derivedManifestId(name: string, origin: string, position?: number): string {
-  const readable = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').slice(0, 40).replace(/^-+|-+$/g, '') || 'manifest';
+  const readable =
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .slice(0, 40)
+      .replace(/^-+|-+$/g, '') || 'manifest';
   const where = position === undefined ? origin : `${origin}#${position}`;
   const digest = createHash('sha256').update(where).digest('hex').slice(0, 12);
   return `${readable}${position === undefined ? '' : `-${position}`}-${digest}`;
@@ -91,7 +96,14 @@ function wellFormed(labels: Readonly<Record<string, string>>): boolean {
   const podId = labels[Labels.manifestId];
   const container = labels[Labels.containerName];
   const hash = labels[Labels.specHash];
-  return podId !== undefined && container !== undefined && hash !== undefined && isManifestId(podId) && isDnsLabel(container) && SPEC_HASH.test(hash);
+  return (
+    podId !== undefined &&
+    container !== undefined &&
+    hash !== undefined &&
+    isManifestId(podId) &&
+    isDnsLabel(container) &&
+    SPEC_HASH.test(hash)
+  );
 }
 
 /** Whether the container is one the agent on `node` manages: the one test every code path uses. */

@@ -1,10 +1,4 @@
-import {
-  DEFAULT_GRACE_PERIOD_SECONDS,
-  effectivePullPolicy,
-  type ContainerManifest,
-  type DesiredPod,
-  type PullPolicy,
-} from './manifest.js';
+import { DEFAULT_GRACE_PERIOD_SECONDS, effectivePullPolicy, type ContainerManifest, type DesiredPod, type PullPolicy } from './manifest.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { Labels, isManagedBy } from './naming.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
@@ -39,9 +33,22 @@ export type PlanAction =
       readonly sandbox?: string;
     }
   /** Run the pod's sandbox; the pod's creates that follow go into it. `container` is `POD`. */
-  | { readonly type: 'run-sandbox'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly spec: SandboxSpec }
+  | {
+      readonly type: 'run-sandbox';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly spec: SandboxSpec;
+    }
   /** Remove a sandbox (after the containers in it); `volumes` when the pod itself is gone. */
-  | { readonly type: 'remove-sandbox'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly id: string; readonly volumes: boolean }
+  | {
+      readonly type: 'remove-sandbox';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly id: string;
+      readonly volumes: boolean;
+    }
   /** Start an existing container that was created but never started. */
   | { readonly type: 'start'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly id: string }
   /**
@@ -167,7 +174,9 @@ export function plan(input: PlanInput): Plan {
     // Containers first (each stopped with its grace period), then the sandbox and the pod's volumes:
     // a sandbox left with no containers (the agent died between making it and its first container)
     // goes too.
-    const actions: PlanAction[] = (byPod.get(podId) ?? NONE).map((c) => removal(podId, c.labels[Labels.containerName] ?? '', c, 'not-desired', graceFromLabel(c)));
+    const actions: PlanAction[] = (byPod.get(podId) ?? NONE).map((c) =>
+      removal(podId, c.labels[Labels.containerName] ?? '', c, 'not-desired', graceFromLabel(c)),
+    );
     actions.push(...sandboxRemovals(podId, sandboxesByPod.get(podId) ?? NO_SANDBOXES, 'not-desired', true));
     if (input.allowRemovals) pods.push({ podId, actions });
     else held += actions.length;
@@ -181,7 +190,13 @@ export function plan(input: PlanInput): Plan {
  * ports, a new sandbox and every container anew (the old ones stopped and removed first), unless
  * none of its containers has to run any more.
  */
-function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, mine: readonly SandboxSummary[], input: PlanInput, backOffs: BackOff[]): readonly PlanAction[] {
+function planPod(
+  pod: DesiredPod,
+  existing: readonly ContainerSummary[] | undefined,
+  mine: readonly SandboxSummary[],
+  input: PlanInput,
+  backOffs: BackOff[],
+): readonly PlanAction[] {
   const decision = decideSandbox(pod.manifest, mine);
   if (decision.kind === 'ready') {
     const actions = planContainers(pod, existing, decision.id, input, backOffs);
@@ -197,13 +212,21 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
     // Every container ended for good: keep them (and the dead sandbox) for inspection, but what the
     // manifest no longer lists goes.
     const wanted = new Set(manifest.containers.map((c) => c.name));
-    return list.filter((c) => !wanted.has(c.labels[Labels.containerName] ?? '')).map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'not-desired', grace));
+    return list
+      .filter((c) => !wanted.has(c.labels[Labels.containerName] ?? ''))
+      .map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'not-desired', grace));
   }
   const actions: PlanAction[] = list.map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'sandbox-changed', grace));
-  actions.push(...sandboxRemovals(manifest.id, decision.stale, 'sandbox-changed', false), sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new'));
+  actions.push(
+    ...sandboxRemovals(manifest.id, decision.stale, 'sandbox-changed', false),
+    sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new'),
+  );
   for (const container of manifest.containers) {
     // The same container, restarted in a new namespace: its restart count goes on.
-    const before = (named.get(container.name) ?? NONE).reduce<ContainerSummary | undefined>((newest, c) => (newest === undefined || c.createdAt > newest.createdAt ? c : newest), undefined);
+    const before = (named.get(container.name) ?? NONE).reduce<ContainerSummary | undefined>(
+      (newest, c) => (newest === undefined || c.createdAt > newest.createdAt ? c : newest),
+      undefined,
+    );
     const restartCount = before === undefined ? undefined : (Number(before.labels[Labels.restartCount] ?? 0) || 0) + 1;
     actions.push({
       type: 'create',
@@ -211,14 +234,24 @@ function planPod(pod: DesiredPod, existing: readonly ContainerSummary[] | undefi
       container: container.name,
       reason: before === undefined ? 'new' : 'sandbox-changed',
       pullPolicy: effectivePullPolicy(container),
-      spec: buildContainerSpec(manifest, container, { node: input.node, source: pod.source, ...(restartCount === undefined ? {} : { restartCount }) }),
+      spec: buildContainerSpec(manifest, container, {
+        node: input.node,
+        source: pod.source,
+        ...(restartCount === undefined ? {} : { restartCount }),
+      }),
     });
   }
   return actions;
 }
 
 /** Plans the containers of a desired pod in its ready sandbox `sandbox`, against those that exist for it (in any order). */
-function planContainers(pod: DesiredPod, existing: readonly ContainerSummary[] | undefined, sandbox: string, input: PlanInput, backOffs: BackOff[]): readonly PlanAction[] {
+function planContainers(
+  pod: DesiredPod,
+  existing: readonly ContainerSummary[] | undefined,
+  sandbox: string,
+  input: PlanInput,
+  backOffs: BackOff[],
+): readonly PlanAction[] {
   const { manifest } = pod;
   const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   let removals: PlanAction[] | undefined;
@@ -269,7 +302,16 @@ function planContainers(pod: DesiredPod, existing: readonly ContainerSummary[] |
     const newest = running[0];
     if (newest !== undefined) {
       const detail = unhealthy.get(newest.id);
-      if (detail !== undefined) act({ type: 'kill', podId: manifest.id, container: container.name, reason: 'unhealthy', id: newest.id, graceSeconds: grace, detail });
+      if (detail !== undefined)
+        act({
+          type: 'kill',
+          podId: manifest.id,
+          container: container.name,
+          reason: 'unhealthy',
+          id: newest.id,
+          graceSeconds: grace,
+          detail,
+        });
       continue;
     }
     const last = stopped[0];

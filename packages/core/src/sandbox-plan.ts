@@ -26,7 +26,8 @@ export function decideSandbox(manifest: ContainerManifest, mine: readonly Sandbo
   const hash = wantedHash(manifest);
   let current: SandboxSummary | undefined;
   for (const s of mine) {
-    if (s.state === 'ready' && s.labels[Labels.sandboxHash] === hash && (current === undefined || s.createdAt > current.createdAt)) current = s;
+    if (s.state === 'ready' && s.labels[Labels.sandboxHash] === hash && (current === undefined || s.createdAt > current.createdAt))
+      current = s;
   }
   const stale = current === undefined ? mine : mine.filter((s) => s !== current);
   return current === undefined ? { kind: 'new', stale } : { kind: 'ready', id: current.id, stale };
@@ -39,7 +40,13 @@ export function sandboxRemovals(podId: string, stale: readonly SandboxSummary[],
 
 /** The step that runs a pod's new sandbox. */
 export function sandboxRun(pod: DesiredPod, node: string, reason: PlanReason): PlanAction {
-  return { type: 'run-sandbox', podId: pod.manifest.id, container: 'POD', reason, spec: buildSandboxSpec(pod.manifest, { node, source: pod.source }) };
+  return {
+    type: 'run-sandbox',
+    podId: pod.manifest.id,
+    container: 'POD',
+    reason,
+    spec: buildSandboxSpec(pod.manifest, { node, source: pod.source }),
+  };
 }
 
 /** This node's sandboxes by pod, ours only. */

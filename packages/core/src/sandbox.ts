@@ -97,7 +97,10 @@ export function buildSandboxSpec(manifest: ContainerManifest, context: { readonl
  * them, and a name of our form for that pod. A namespace holder someone else made (even labelled as
  * ours by hand) is never joined, stopped or removed. Allocates nothing.
  */
-export function isManagedSandbox(sandbox: { readonly name: string; readonly labels: Readonly<Record<string, string>> }, node: string): boolean {
+export function isManagedSandbox(
+  sandbox: { readonly name: string; readonly labels: Readonly<Record<string, string>> },
+  node: string,
+): boolean {
   const { labels } = sandbox;
   const podId = labels[Labels.sandbox];
   const hash = labels[Labels.sandboxHash];

@@ -24,7 +24,11 @@ const DELAYS_MS: readonly number[] = [...Array<number>(20).fill(5), ...Array<num
  * still running and do nothing. A list that still disagrees after the delays gets the event anyway:
  * the agent's periodic relist remains the net. Events keep their order.
  */
-export async function* settledEvents(events: AsyncIterable<ContainerEvent>, signal: AbortSignal, options: SettleOptions): AsyncGenerator<ContainerEvent> {
+export async function* settledEvents(
+  events: AsyncIterable<ContainerEvent>,
+  signal: AbortSignal,
+  options: SettleOptions,
+): AsyncGenerator<ContainerEvent> {
   for await (const event of events) {
     if (event.type !== 'started') await settle(event, signal, options);
     if (signal.aborted) return;

@@ -1,5 +1,12 @@
 import { createHash } from 'node:crypto';
-import { DEFAULT_GRACE_PERIOD_SECONDS, type Container, type ContainerManifest, type Port, type Volume, type VolumeMount } from './manifest.js';
+import {
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  type Container,
+  type ContainerManifest,
+  type Port,
+  type Volume,
+  type VolumeMount,
+} from './manifest.js';
 import { Labels, buildContainerName } from './naming.js';
 import type { ContainerSpec, Mount, PortBinding } from './runtime.js';
 

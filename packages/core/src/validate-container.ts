@@ -10,12 +10,30 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@+]*$/;
 
 const CONTAINER_FIELDS = new Set([
-  'name', 'image', 'command', 'entrypoint', 'workingDir', 'ports', 'env', 'memory', 'cpu', 'cpuLimitMillis', 'volumeMounts', 'imagePullPolicy',
-  'livenessProbe', 'readinessProbe', 'startupProbe',
+  'name',
+  'image',
+  'command',
+  'entrypoint',
+  'workingDir',
+  'ports',
+  'env',
+  'memory',
+  'cpu',
+  'cpuLimitMillis',
+  'volumeMounts',
+  'imagePullPolicy',
+  'livenessProbe',
+  'readinessProbe',
+  'startupProbe',
 ]);
 // The late-2014 v1beta1 spellings (`PullAlways`) mean the same as ours.
 const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
-  Always: 'Always', IfNotPresent: 'IfNotPresent', Never: 'Never', PullAlways: 'Always', PullIfNotPresent: 'IfNotPresent', PullNever: 'Never',
+  Always: 'Always',
+  IfNotPresent: 'IfNotPresent',
+  Never: 'Never',
+  PullAlways: 'Always',
+  PullIfNotPresent: 'IfNotPresent',
+  PullNever: 'Never',
 };
 const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'hostIP', 'protocol']);
 // `key` and `path` are the first 2014 spellings of `name` and `mountPath`.
@@ -37,7 +55,10 @@ export class ContainerChecks extends ProbeChecks {
   /** Ports published only because of that rule, so a clash can say why the port is claimed. */
   protected readonly implicitlyPublished = new WeakSet<Port>();
 
-  constructor(writtenAs: WrittenAs | undefined, protected readonly checks: ContainerCheckOptions) {
+  constructor(
+    writtenAs: WrittenAs | undefined,
+    protected readonly checks: ContainerCheckOptions,
+  ) {
     super(writtenAs);
   }
 
@@ -47,7 +68,8 @@ export class ContainerChecks extends ProbeChecks {
     const before = this.errors.length;
     const name = this.dnsLabel(c['name'], `${path}.name`, true);
     const image = this.string(c['image'], `${path}.image`, true);
-    if (image !== undefined && !IMAGE.test(image)) this.fail(`${path}.image`, `is not a valid image reference: ${JSON.stringify(image.slice(0, 70))}`);
+    if (image !== undefined && !IMAGE.test(image))
+      this.fail(`${path}.image`, `is not a valid image reference: ${JSON.stringify(image.slice(0, 70))}`);
     const command = this.command(c['command'], `${path}.command`);
     const entrypoint = this.command(c['entrypoint'], `${path}.entrypoint`);
     const workingDir = this.absolutePath(c['workingDir'], `${path}.workingDir`, false);
@@ -56,7 +78,8 @@ export class ContainerChecks extends ProbeChecks {
     const memory = c['memory'] == null ? undefined : this.integer(c['memory'], `${path}.memory`, 0, Number.MAX_SAFE_INTEGER);
     const cpu = c['cpu'] == null ? undefined : this.integer(c['cpu'], `${path}.cpu`, 0, 262144);
     // At most 1,000 CPUs: far beyond any host, far below where a CFS quota overflows.
-    const cpuLimitMillis = c['cpuLimitMillis'] == null ? undefined : this.integer(c['cpuLimitMillis'], `${path}.cpuLimitMillis`, 1, 1_000_000);
+    const cpuLimitMillis =
+      c['cpuLimitMillis'] == null ? undefined : this.integer(c['cpuLimitMillis'], `${path}.cpuLimitMillis`, 1, 1_000_000);
     const mounts = (this.list(c['volumeMounts'], `${path}.volumeMounts`) ?? []).map((m, i) =>
       this.mount(m, `${path}.volumeMounts[${i}]`, volumes),
     );
@@ -87,7 +110,10 @@ export class ContainerChecks extends ProbeChecks {
   private pullPolicy(input: unknown, path: string): PullPolicy | undefined {
     if (input == null) return undefined;
     if (typeof input === 'string' && Object.hasOwn(PULL_POLICIES, input)) return PULL_POLICIES[input];
-    return this.fail(path, `must be one of Always, IfNotPresent, Never (or PullAlways, PullIfNotPresent, PullNever), got ${describeValue(input)}`);
+    return this.fail(
+      path,
+      `must be one of Always, IfNotPresent, Never (or PullAlways, PullIfNotPresent, PullNever), got ${describeValue(input)}`,
+    );
   }
 
   private port(input: unknown, path: string): Port | undefined {
@@ -136,7 +162,8 @@ export class ContainerChecks extends ProbeChecks {
       if (e === undefined) return;
       const field = this.spelling(e, 'name', 'key', here, 'containers[].env[].key');
       const name = this.string(e[field], `${here}.${field}`, true);
-      if (name !== undefined && !ENV_NAME.test(name)) this.fail(`${here}.${field}`, `must be a C identifier, got ${JSON.stringify(name.slice(0, 70))}`);
+      if (name !== undefined && !ENV_NAME.test(name))
+        this.fail(`${here}.${field}`, `must be a C identifier, got ${JSON.stringify(name.slice(0, 70))}`);
       // A number or boolean is refused, not turned into text (see FieldChecks.string); a missing value is "".
       const value = this.string(e['value'], `${here}.value`, false, this.written(e, 'value')) ?? '';
       if (name !== undefined) out.push({ name, value });
@@ -150,7 +177,11 @@ export class ContainerChecks extends ProbeChecks {
    */
   private spelling(holder: Record<string, unknown>, current: string, old: string, path: string, pattern: string): string {
     if (holder[old] === undefined) return current;
-    this.deprecated(`${path}.${old}`, pattern, `"${old}" is the deprecated 2014 spelling of "${current}"; write ${current} (where both are given, ${current} is used)`);
+    this.deprecated(
+      `${path}.${old}`,
+      pattern,
+      `"${old}" is the deprecated 2014 spelling of "${current}"; write ${current} (where both are given, ${current} is used)`,
+    );
     return holder[current] == null ? old : current;
   }
 
@@ -179,7 +210,10 @@ export class ContainerChecks extends ProbeChecks {
     if (upper === 'LOCAL') return false;
     if (upper !== 'HOST') return this.fail(path, `must be LOCAL or HOST, got ${describeValue(input)}`);
     if (!this.checks.allowHostMounts) {
-      return this.fail(path, 'HOST binds a directory of the host into the container, which this agent refuses; run it with --allow-host-mounts (allowHostMounts) to accept it');
+      return this.fail(
+        path,
+        'HOST binds a directory of the host into the container, which this agent refuses; run it with --allow-host-mounts (allowHostMounts) to accept it',
+      );
     }
     return true;
   }
@@ -189,7 +223,10 @@ export class ContainerChecks extends ProbeChecks {
     if (hostPath.split('/').includes('..')) this.fail(path, `${what} must not contain "..", got ${JSON.stringify(hostPath.slice(0, 70))}`);
     else if (posix.normalize(hostPath) === '/') this.fail(path, `${what} must not bind the host's root directory "/"`);
     else if (posix.normalize(hostPath) !== hostPath || hostPath.endsWith('/')) {
-      this.fail(path, `${what} must be a normal path (no "." or empty segments, no trailing "/"), got ${JSON.stringify(hostPath.slice(0, 70))}`);
+      this.fail(
+        path,
+        `${what} must be a normal path (no "." or empty segments, no trailing "/"), got ${JSON.stringify(hostPath.slice(0, 70))}`,
+      );
     }
   }
 }

@@ -10,7 +10,16 @@ const UNSAFE_IN_HEADER_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 // A host to connect to: a name or an address, nothing that could change the request.
 const PROBE_HOST = /^[A-Za-z0-9._:-]{1,253}$|^\[[0-9A-Fa-f:.]+\]$/;
 
-const PROBE_FIELDS = new Set(['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold', 'successThreshold']);
+const PROBE_FIELDS = new Set([
+  'exec',
+  'httpGet',
+  'tcpSocket',
+  'initialDelaySeconds',
+  'periodSeconds',
+  'timeoutSeconds',
+  'failureThreshold',
+  'successThreshold',
+]);
 const HANDLER_FIELDS: Readonly<Record<'exec' | 'httpGet' | 'tcpSocket', Set<string>>> = {
   exec: new Set(['command']),
   httpGet: new Set(['path', 'port', 'host', 'scheme', 'httpHeaders']),
@@ -27,13 +36,17 @@ export class ProbeChecks extends FieldChecks {
     if (p === undefined) return undefined;
     const handlers = (['exec', 'httpGet', 'tcpSocket'] as const).filter((h) => p[h] != null);
     if (handlers.length !== 1) {
-      return this.fail(path, `must have exactly one of exec, httpGet, tcpSocket${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`);
+      return this.fail(
+        path,
+        `must have exactly one of exec, httpGet, tcpSocket${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`,
+      );
     }
     const timing = (field: string, fallback: number, min: number) =>
-      p[field] == null ? fallback : this.integer(p[field], `${path}.${field}`, min, 86_400) ?? fallback;
+      p[field] == null ? fallback : (this.integer(p[field], `${path}.${field}`, min, 86_400) ?? fallback);
     const successThreshold = timing('successThreshold', 1, 1);
     // As Kubernetes validation says: a liveness or startup probe passes at its first success.
-    if (successThreshold !== 1 && kind !== 'readinessProbe') this.fail(`${path}.successThreshold`, `must be 1 for a ${kind}, got ${successThreshold}`);
+    if (successThreshold !== 1 && kind !== 'readinessProbe')
+      this.fail(`${path}.successThreshold`, `must be 1 for a ${kind}, got ${successThreshold}`);
     const common = {
       initialDelaySeconds: timing('initialDelaySeconds', 0, 0),
       periodSeconds: timing('periodSeconds', 10, 1),
@@ -61,7 +74,8 @@ export class ProbeChecks extends FieldChecks {
     }
     const probePath = this.string(h['path'], `${path}.httpGet.path`, false) ?? '/';
     if (!probePath.startsWith('/')) this.fail(`${path}.httpGet.path`, 'must start with /');
-    else if (UNSAFE_IN_REQUEST_LINE.test(probePath)) this.fail(`${path}.httpGet.path`, `must not contain spaces or control characters, got ${JSON.stringify(probePath.slice(0, 70))}`);
+    else if (UNSAFE_IN_REQUEST_LINE.test(probePath))
+      this.fail(`${path}.httpGet.path`, `must not contain spaces or control characters, got ${JSON.stringify(probePath.slice(0, 70))}`);
     const scheme = h['scheme'] == null ? undefined : this.oneOf(h['scheme'], `${path}.httpGet.scheme`, ['HTTP', 'HTTPS'] as const);
     const headers = h['httpHeaders'] == null ? undefined : this.headers(h['httpHeaders'], `${path}.httpGet.httpHeaders`);
     if (port === undefined || this.errors.length > before) return undefined;
@@ -98,7 +112,11 @@ export class ProbeChecks extends FieldChecks {
       const h = this.record(raw, here, HEADER_FIELDS);
       if (h === undefined) return;
       const name = this.string(h['name'], `${here}.name`, true);
-      if (name !== undefined && !HEADER_NAME.test(name)) this.fail(`${here}.name`, `must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~), got ${JSON.stringify(name.slice(0, 70))}`);
+      if (name !== undefined && !HEADER_NAME.test(name))
+        this.fail(
+          `${here}.name`,
+          `must be an HTTP header name (letters, digits and !#$%&'*+-.^_\`|~), got ${JSON.stringify(name.slice(0, 70))}`,
+        );
       const value = this.string(h['value'], `${here}.value`, false, this.written(h, 'value')) ?? '';
       if (UNSAFE_IN_HEADER_VALUE.test(value)) this.fail(`${here}.value`, 'must not contain line breaks or control characters');
       if (name !== undefined) out.push({ name, value });
@@ -120,7 +138,8 @@ export class ProbeChecks extends FieldChecks {
       const direct = hostNetwork || handler.host !== undefined;
       if (direct && typeof handler.port === 'number') continue;
       const port = c.ports.find((p) => (typeof handler.port === 'number' ? p.containerPort === handler.port : p.name === handler.port));
-      if (direct && port?.protocol !== 'TCP') this.fail(field, `must be a port number or name one of this container's TCP ports, got ${JSON.stringify(handler.port)}`);
+      if (direct && port?.protocol !== 'TCP')
+        this.fail(field, `must be a port number or name one of this container's TCP ports, got ${JSON.stringify(handler.port)}`);
       if (!direct && (port === undefined || port.hostPort === undefined || port.protocol !== 'TCP')) {
         this.fail(field, `must name a TCP port of this container with a hostPort, got ${JSON.stringify(handler.port)}`);
       }

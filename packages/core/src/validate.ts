@@ -42,7 +42,17 @@ export interface ValidateOptions {
 export const MAX_CONTAINERS = 250;
 
 const MANIFEST_FIELDS = new Set([
-  'version', 'id', 'uuid', 'namespace', 'labels', 'annotations', 'hostNetwork', 'volumes', 'containers', 'restartPolicy', 'terminationGracePeriodSeconds',
+  'version',
+  'id',
+  'uuid',
+  'namespace',
+  'labels',
+  'annotations',
+  'hostNetwork',
+  'volumes',
+  'containers',
+  'restartPolicy',
+  'terminationGracePeriodSeconds',
 ]);
 const VERSIONS: readonly ManifestVersion[] = ['v1beta1', 'v1beta2'];
 const RESTART_POLICIES: readonly RestartPolicy[] = ['Always', 'OnFailure', 'Never'];
@@ -50,7 +60,16 @@ const RESTART_POLICIES: readonly RestartPolicy[] = ['Always', 'OnFailure', 'Neve
 const RESTART_POLICY_KEYS: Readonly<Record<string, RestartPolicy>> = { always: 'Always', onFailure: 'OnFailure', never: 'Never' };
 const VOLUME_FIELDS = new Set(['name', 'hostPath']);
 const HOST_PATH_FIELDS = new Set(['path', 'type']);
-const HOST_PATH_TYPES: readonly HostPathType[] = ['', 'DirectoryOrCreate', 'Directory', 'FileOrCreate', 'File', 'Socket', 'CharDevice', 'BlockDevice'];
+const HOST_PATH_TYPES: readonly HostPathType[] = [
+  '',
+  'DirectoryOrCreate',
+  'Directory',
+  'FileOrCreate',
+  'File',
+  'Socket',
+  'CharDevice',
+  'BlockDevice',
+];
 // Kubernetes' label and annotation keys: an optional DNS subdomain prefix and '/', then a name of
 // at most 63 letters, digits, '-', '_' and '.', beginning and ending with a letter or digit.
 const KEY_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
@@ -113,7 +132,10 @@ class Walker extends ContainerChecks {
     let rawContainers: unknown[] = [];
     if (Array.isArray(m['containers']) && m['containers'].length > MAX_CONTAINERS) {
       // Refused before any is looked at: the work of a manifest stays bounded whatever it holds.
-      this.fail('containers', `must list at most ${MAX_CONTAINERS} containers, got ${m['containers'].length}; split the pod into several manifests`);
+      this.fail(
+        'containers',
+        `must list at most ${MAX_CONTAINERS} containers, got ${m['containers'].length}; split the pod into several manifests`,
+      );
     } else {
       // `containers: []` is a pod with nothing to run, as in 2014; a manifest without the key is a mistake.
       rawContainers = this.list(m['containers'], 'containers') ?? [];
@@ -141,7 +163,9 @@ class Walker extends ContainerChecks {
         const key = `${p.hostPort}/${p.protocol}`;
         const owner = hostPorts.get(key);
         const here = `${path}.ports[${j}].hostPort`;
-        const why = this.implicitlyPublished.has(p) ? ` (a ${version} port without hostPort is published on its containerPort; write hostPort: 0 to publish none)` : '';
+        const why = this.implicitlyPublished.has(p)
+          ? ` (a ${version} port without hostPort is published on its containerPort; write hostPort: 0 to publish none)`
+          : '';
         if (owner !== undefined) this.fail(here, `host port ${key} is already used by ${owner}${why}`);
         else hostPorts.set(key, here);
       });
@@ -149,7 +173,10 @@ class Walker extends ContainerChecks {
       located.push([c, path]);
     });
     const restartPolicy = this.restartPolicy(m['restartPolicy']);
-    const grace = m['terminationGracePeriodSeconds'] == null ? undefined : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
+    const grace =
+      m['terminationGracePeriodSeconds'] == null
+        ? undefined
+        : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
     for (const [c, path] of located) this.probePorts(c, path, hostNetwork);
     if (id === undefined || this.errors.length > 0) return undefined;
     // No version: its one meaning, the port rule, is applied (see ContainerManifest.version).
@@ -179,7 +206,9 @@ class Walker extends ContainerChecks {
     if (m['uuid'] == null || m['uuid'] === '') return undefined;
     const s = this.string(m['uuid'], 'uuid', false, this.written(m, 'uuid'));
     if (s === undefined) return undefined;
-    return UUID.test(s) ? s : this.fail('uuid', `must be letters, digits, '-', '_', '.' and ':' (at most 253), got ${JSON.stringify(s.slice(0, 70))}`);
+    return UUID.test(s)
+      ? s
+      : this.fail('uuid', `must be letters, digits, '-', '_', '.' and ':' (at most 253), got ${JSON.stringify(s.slice(0, 70))}`);
   }
 
   /** `Always`, `OnFailure`, `Never`, or the late-2014 v1beta1 object with one of `always`, `onFailure`, `never`. */
@@ -188,7 +217,10 @@ class Walker extends ContainerChecks {
     const keys = Object.keys(input);
     const [key] = keys;
     if (keys.length !== 1 || key === undefined || !Object.hasOwn(RESTART_POLICY_KEYS, key)) {
-      return this.fail('restartPolicy', `must be Always, OnFailure or Never, or an object with exactly one of always, onFailure, never, got ${keys.length === 0 ? 'an empty object' : `keys ${keys.join(', ')}`}`);
+      return this.fail(
+        'restartPolicy',
+        `must be Always, OnFailure or Never, or an object with exactly one of always, onFailure, never, got ${keys.length === 0 ? 'an empty object' : `keys ${keys.join(', ')}`}`,
+      );
     }
     const value = input[key];
     // The 2014 form carries an empty object (`{always: {}}`); YAML's `{always: }` reads as null.
@@ -218,7 +250,10 @@ class Walker extends ContainerChecks {
     const h = this.record(input, path, HOST_PATH_FIELDS);
     if (h === undefined) return undefined;
     if (!this.checks.allowHostMounts) {
-      return this.fail(path, 'binds a directory or file of the host into the pod, which this agent refuses; run it with --allow-host-mounts (allowHostMounts) to accept it, or use an emptyDir volume');
+      return this.fail(
+        path,
+        'binds a directory or file of the host into the pod, which this agent refuses; run it with --allow-host-mounts (allowHostMounts) to accept it, or use an emptyDir volume',
+      );
     }
     const hostPath = this.absolutePath(h['path'], `${path}.path`, true, true);
     if (hostPath !== undefined) this.hostPath(hostPath, `${path}.path`, 'a hostPath');
@@ -246,13 +281,25 @@ class Walker extends ContainerChecks {
       const slash = key.lastIndexOf('/');
       const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
       if (!KEY_NAME.test(name) || (prefix !== undefined && !isDnsSubdomain(prefix))) {
-        this.fail(here, 'must be a key: an optional DNS subdomain and "/", then at most 63 letters, digits, "-", "_" and ".", beginning and ending with a letter or digit');
+        this.fail(
+          here,
+          'must be a key: an optional DNS subdomain and "/", then at most 63 letters, digits, "-", "_" and ".", beginning and ending with a letter or digit',
+        );
         continue;
       }
       // An annotation value may be long (tools keep whole objects in one); only the total is held.
       const raw = map[key];
-      const value = (label || typeof raw !== 'string' ? this.string(raw, here, false, this.written(map, key)) : raw.includes('\u0000') ? this.fail(here, 'must not contain a NUL character') : raw) ?? '';
-      if (label && !LABEL_VALUE.test(value)) this.fail(here, `must be a label value (at most 63 letters, digits, "-", "_" and ".", beginning and ending with a letter or digit), got ${JSON.stringify(value.slice(0, 70))}`);
+      const value =
+        (label || typeof raw !== 'string'
+          ? this.string(raw, here, false, this.written(map, key))
+          : raw.includes('\u0000')
+            ? this.fail(here, 'must not contain a NUL character')
+            : raw) ?? '';
+      if (label && !LABEL_VALUE.test(value))
+        this.fail(
+          here,
+          `must be a label value (at most 63 letters, digits, "-", "_" and ".", beginning and ending with a letter or digit), got ${JSON.stringify(value.slice(0, 70))}`,
+        );
       bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
       Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
     }

@@ -38,7 +38,9 @@ type Facet<K extends keyof RuntimeCapabilities> = NonNullable<RuntimeCapabilitie
 
 // One entry per power, and the mapped type makes a new power without an entry a compile error: a
 // wrapper built here can never drop one (issue 21: the metrics and fault wrappers lost `events`).
-const wrapCapability: { readonly [K in keyof RuntimeCapabilities]-?: (facet: Facet<K>, around: AroundCall, wrapping: RuntimeWrapping) => Facet<K> } = {
+const wrapCapability: {
+  readonly [K in keyof RuntimeCapabilities]-?: (facet: Facet<K>, around: AroundCall, wrapping: RuntimeWrapping) => Facet<K>;
+} = {
   events: (facet, _around, wrapping) => ({
     events: (signal) => (wrapping.events === undefined ? facet.events(signal) : wrapping.events(facet.events(signal), signal)),
   }),

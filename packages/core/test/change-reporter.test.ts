@@ -16,7 +16,11 @@ describe('ChangeReporter', () => {
   it('reports every error when the list changed, none when it repeats, and again after an empty list', () => {
     const r = new ChangeReporter();
     const said: string[] = [];
-    const report = (...messages: string[]) => r.report(messages.map((m) => new Error(m)), (e) => said.push(e.message));
+    const report = (...messages: string[]) =>
+      r.report(
+        messages.map((m) => new Error(m)),
+        (e) => said.push(e.message),
+      );
     report('x', 'y');
     report('x', 'y');
     expect(said).toEqual(['x', 'y']);

@@ -1,5 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
-import { Labels, buildContainerName, derivedManifestId, identityOf, isDnsLabel, isManagedBy, isManifestId, parseContainerName } from '../src/naming.js';
+import {
+  Labels,
+  buildContainerName,
+  derivedManifestId,
+  identityOf,
+  isDnsLabel,
+  isManagedBy,
+  isManifestId,
+  parseContainerName,
+} from '../src/naming.js';
 import { buildSandboxSpec, isManagedSandbox, podHostname } from '../src/sandbox.js';
 import { buildContainerSpec } from '../src/spec.js';
 import { validateManifest } from '../src/validate.js';

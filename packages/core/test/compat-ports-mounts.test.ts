@@ -58,14 +58,22 @@ describe('2014 rule 4: a port without hostPort in a v1beta1 manifest is publishe
       ],
     };
     expect(errors(input)).toEqual([
-      { path: 'containers[1].ports[0].hostPort', message: expect.stringMatching(/host port 80\/TCP is already used by containers\[0\]\.ports\[0\]\.hostPort \(a v1beta1 port without hostPort .*write hostPort: 0/) },
+      {
+        path: 'containers[1].ports[0].hostPort',
+        message: expect.stringMatching(
+          /host port 80\/TCP is already used by containers\[0\]\.ports\[0\]\.hostPort \(a v1beta1 port without hostPort .*write hostPort: 0/,
+        ),
+      },
     ]);
     // Without a version, both stay unpublished and nothing clashes.
     expect(validateManifest({ ...input, version: undefined }).ok).toBe(true);
   });
 
   it('lets a probe reach a port published this way', () => {
-    const input = withContainer({ ports: [{ name: 'http', containerPort: 8080 }], livenessProbe: { httpGet: { path: '/', port: 'http' } } });
+    const input = withContainer({
+      ports: [{ name: 'http', containerPort: 8080 }],
+      livenessProbe: { httpGet: { path: '/', port: 'http' } },
+    });
     expect(valid(input).containers[0]!.livenessProbe?.httpGet).toEqual({ path: '/', port: 'http' });
   });
 
@@ -111,7 +119,9 @@ describe('2014 rule 2: volumeMounts[].mountType', () => {
   });
 
   it('takes the deprecated path as the host path too', () => {
-    expect(valid(mount({ path: '/sys/fs/cgroup', mountType: 'HOST' }), allowed).containers[0]!.volumeMounts[0]!.mountPath).toBe('/sys/fs/cgroup');
+    expect(valid(mount({ path: '/sys/fs/cgroup', mountType: 'HOST' }), allowed).containers[0]!.volumeMounts[0]!.mountPath).toBe(
+      '/sys/fs/cgroup',
+    );
   });
 
   it.each([
@@ -135,11 +145,15 @@ describe('2014 rule 2: volumeMounts[].mountType', () => {
   });
 
   it.each(['NFS', 'Host ', 7])('rejects mountType %j', (mountType) => {
-    expect(errors(mount({ mountPath: '/data', mountType }), allowed).map((e) => e.path)).toEqual(['containers[0].volumeMounts[0].mountType']);
+    expect(errors(mount({ mountPath: '/data', mountType }), allowed).map((e) => e.path)).toEqual([
+      'containers[0].volumeMounts[0].mountType',
+    ]);
   });
 
   it('still requires the mount to name a declared volume', () => {
-    expect(errors(withContainer({ volumeMounts: [{ name: 'other', mountPath: '/var/run', mountType: 'HOST' }] }), allowed).map((e) => e.path)).toEqual(['containers[0].volumeMounts[0].name']);
+    expect(
+      errors(withContainer({ volumeMounts: [{ name: 'other', mountPath: '/var/run', mountType: 'HOST' }] }), allowed).map((e) => e.path),
+    ).toEqual(['containers[0].volumeMounts[0].name']);
   });
 
   it('changes the hash of a container whose mount becomes HOST, and of no other', () => {

@@ -13,13 +13,17 @@ const manifestOf = (input: unknown): ContainerManifest => accepted(input).manife
 
 describe('2014 rule 1: volumeMounts[].path and env[].key, the deprecated spellings', () => {
   it('reads path as mountPath and key as name', () => {
-    const m = manifestOf(withContainer({ volumeMounts: [{ name: 'data', path: '/mnt/data', readOnly: true }], env: [{ key: 'VAR1', value: 'v' }] }));
+    const m = manifestOf(
+      withContainer({ volumeMounts: [{ name: 'data', path: '/mnt/data', readOnly: true }], env: [{ key: 'VAR1', value: 'v' }] }),
+    );
     expect(m.containers[0]!.volumeMounts).toEqual([{ name: 'data', mountPath: '/mnt/data', readOnly: true }]);
     expect(m.containers[0]!.env).toEqual([{ name: 'VAR1', value: 'v' }]);
   });
 
   it('uses mountPath and name when both spellings are given', () => {
-    const m = manifestOf(withContainer({ volumeMounts: [{ name: 'data', mountPath: '/new', path: '/old' }], env: [{ name: 'NEW', key: 'OLD', value: '' }] }));
+    const m = manifestOf(
+      withContainer({ volumeMounts: [{ name: 'data', mountPath: '/new', path: '/old' }], env: [{ name: 'NEW', key: 'OLD', value: '' }] }),
+    );
     expect(m.containers[0]!.volumeMounts[0]!.mountPath).toBe('/new');
     expect(m.containers[0]!.env[0]!.name).toBe('NEW');
   });
@@ -35,12 +39,25 @@ describe('2014 rule 1: volumeMounts[].path and env[].key, the deprecated spellin
       id: 'web',
       volumes: [{ name: 'a' }, { name: 'b' }],
       containers: [
-        { name: 'one', image: 'x', volumeMounts: [{ name: 'a', path: '/a' }, { name: 'b', path: '/b' }], env: [{ key: 'K', value: 'v' }] },
+        {
+          name: 'one',
+          image: 'x',
+          volumeMounts: [
+            { name: 'a', path: '/a' },
+            { name: 'b', path: '/b' },
+          ],
+          env: [{ key: 'K', value: 'v' }],
+        },
         { name: 'two', image: 'x', volumeMounts: [{ name: 'a', path: '/a' }] },
       ],
     });
     expect(result.warnings).toEqual([
-      { reason: 'DeprecatedField', field: 'containers[].env[].key', paths: ['containers[0].env[0].key'], message: expect.stringContaining('write name') },
+      {
+        reason: 'DeprecatedField',
+        field: 'containers[].env[].key',
+        paths: ['containers[0].env[0].key'],
+        message: expect.stringContaining('write name'),
+      },
       {
         reason: 'DeprecatedField',
         field: 'containers[].volumeMounts[].path',
@@ -59,8 +76,12 @@ describe('2014 rule 1: volumeMounts[].path and env[].key, the deprecated spellin
       { path: 'containers[0].volumeMounts[0].path', message: 'must be an absolute path' },
     ]);
     expect(rejectedErrors(withContainer({ env: [{ key: '1BAD', value: 'v' }] })).map((e) => e.path)).toEqual(['containers[0].env[0].key']);
-    expect(rejectedErrors(withContainer({ volumeMounts: [{ name: 'data' }] }))).toEqual([{ path: 'containers[0].volumeMounts[0].mountPath', message: 'is required' }]);
-    expect(rejectedErrors(withContainer({ env: [{ value: 'v' }] }))).toEqual([{ path: 'containers[0].env[0].name', message: 'is required' }]);
+    expect(rejectedErrors(withContainer({ volumeMounts: [{ name: 'data' }] }))).toEqual([
+      { path: 'containers[0].volumeMounts[0].mountPath', message: 'is required' },
+    ]);
+    expect(rejectedErrors(withContainer({ env: [{ value: 'v' }] }))).toEqual([
+      { path: 'containers[0].env[0].name', message: 'is required' },
+    ]);
   });
 });
 
@@ -74,7 +95,9 @@ describe('2014 rule 5: versions, protocols and empty pods', () => {
 
   it('takes an absent or empty version as naming none', () => {
     for (const version of [undefined, '', null]) {
-      expect(manifestOf(withContainer({ ports: [{ containerPort: 80 }] }, { version })).containers[0]!.ports[0]).not.toHaveProperty('hostPort');
+      expect(manifestOf(withContainer({ ports: [{ containerPort: 80 }] }, { version })).containers[0]!.ports[0]).not.toHaveProperty(
+        'hostPort',
+      );
     }
   });
 
@@ -84,7 +107,9 @@ describe('2014 rule 5: versions, protocols and empty pods', () => {
     ['Udp', 'UDP'],
     ['uDP', 'UDP'],
   ])('reads protocol %j as %s', (protocol, expected) => {
-    expect(manifestOf(withContainer({ ports: [{ containerPort: 53, hostPort: 53, protocol }] })).containers[0]!.ports[0]!.protocol).toBe(expected);
+    expect(manifestOf(withContainer({ ports: [{ containerPort: 53, hostPort: 53, protocol }] })).containers[0]!.ports[0]!.protocol).toBe(
+      expected,
+    );
   });
 
   it('accepts a pod with no containers', () => {
@@ -109,11 +134,15 @@ describe('2014 rule 6: the late-2014 v1beta1 spellings', () => {
     [{ always: {}, never: {} }, 'keys always, never'],
     [{ sometimes: {} }, 'keys sometimes'],
   ])('rejects restartPolicy %j', (restartPolicy, got) => {
-    expect(rejectedErrors(withContainer({}, { restartPolicy }))).toEqual([{ path: 'restartPolicy', message: expect.stringContaining(got) }]);
+    expect(rejectedErrors(withContainer({}, { restartPolicy }))).toEqual([
+      { path: 'restartPolicy', message: expect.stringContaining(got) },
+    ]);
   });
 
   it('rejects a restartPolicy object that carries anything', () => {
-    expect(rejectedErrors(withContainer({}, { restartPolicy: { always: { delay: 1 } } })).map((e) => e.path)).toEqual(['restartPolicy.always.delay']);
+    expect(rejectedErrors(withContainer({}, { restartPolicy: { always: { delay: 1 } } })).map((e) => e.path)).toEqual([
+      'restartPolicy.always.delay',
+    ]);
     expect(rejectedErrors(withContainer({}, { restartPolicy: { always: 'yes' } })).map((e) => e.path)).toEqual(['restartPolicy.always']);
   });
 
@@ -145,7 +174,15 @@ describe('2014 rule 6: the late-2014 v1beta1 spellings', () => {
 
 describe('validating a validated manifest', () => {
   const inputs: Obj[] = [
-    withContainer({ volumeMounts: [{ name: 'data', path: '/d' }], env: [{ key: 'K' }], ports: [{ containerPort: 80 }, { containerPort: 81, hostPort: 0, protocol: 'udp' }], imagePullPolicy: 'PullNever' }, { version: 'V1Beta2', restartPolicy: { never: {} }, uuid: 'u-1' }),
+    withContainer(
+      {
+        volumeMounts: [{ name: 'data', path: '/d' }],
+        env: [{ key: 'K' }],
+        ports: [{ containerPort: 80 }, { containerPort: 81, hostPort: 0, protocol: 'udp' }],
+        imagePullPolicy: 'PullNever',
+      },
+      { version: 'V1Beta2', restartPolicy: { never: {} }, uuid: 'u-1' },
+    ),
     withContainer({ ports: [{ containerPort: 80 }] }, { version: undefined }),
     withContainer({ volumeMounts: [{ name: 'data', mountPath: '/srv/data', mountType: 'host' }] }),
   ];

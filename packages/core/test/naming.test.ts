@@ -1,6 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { buildContainerName, escapeNamePart, identityOf, isDnsLabel, isManagedBy, Labels, parseContainerName, unescapeNamePart } from '../src/naming.js';
+import {
+  buildContainerName,
+  escapeNamePart,
+  identityOf,
+  isDnsLabel,
+  isManagedBy,
+  Labels,
+  parseContainerName,
+  unescapeNamePart,
+} from '../src/naming.js';
 import { validateManifest } from '../src/validate.js';
 
 describe('container naming', () => {
@@ -31,7 +40,12 @@ describe('container naming', () => {
     expect(parseContainerName('a--b--c--0badcafe')).toBeUndefined();
   });
 
-  const ours = { [Labels.manifestId]: 'web', [Labels.containerName]: 'nginx', [Labels.specHash]: 'v1-0123456789abcdef', [Labels.node]: 'h1' };
+  const ours = {
+    [Labels.manifestId]: 'web',
+    [Labels.containerName]: 'nginx',
+    [Labels.specHash]: 'v1-0123456789abcdef',
+    [Labels.node]: 'h1',
+  };
 
   it('reads identity from labels and treats unlabelled containers as foreign', () => {
     expect(identityOf({})).toBeUndefined();

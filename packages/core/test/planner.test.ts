@@ -5,11 +5,27 @@ import { plan } from '../src/planner.js';
 import type { ContainerSummary } from '../src/runtime.js';
 import type { SandboxSummary } from '../src/sandbox.js';
 import { validateManifest } from '../src/validate.js';
-import { NODE, SOURCE, manifest, desired, specOf, running, inSync, actionsOf, allActions, readySandbox, readySandboxes } from './planner-fixtures.js';
+import {
+  NODE,
+  SOURCE,
+  manifest,
+  desired,
+  specOf,
+  running,
+  inSync,
+  actionsOf,
+  allActions,
+  readySandbox,
+  readySandboxes,
+} from './planner-fixtures.js';
 
 describe('plan', () => {
   it('plans nothing for nothing', () => {
-    expect(plan({ desired: [], actual: [], sandboxes: [], node: NODE, allowRemovals: true, now: 0 })).toEqual({ pods: [], held: 0, backOffs: [] });
+    expect(plan({ desired: [], actual: [], sandboxes: [], node: NODE, allowRemovals: true, now: 0 })).toEqual({
+      pods: [],
+      held: 0,
+      backOffs: [],
+    });
   });
 
   it('creates every container of a new pod in its sandbox, with spec labels carrying the node', () => {
@@ -36,7 +52,14 @@ describe('plan', () => {
   it('plans nothing when everything is in sync', () => {
     const web = manifest('web', 'nginx:nginx', 'log:busybox');
     const db = manifest('db', 'redis:redis');
-    const p = plan({ desired: [desired(web), desired(db)], actual: [...inSync(web), ...inSync(db)], sandboxes: readySandboxes(web, db), node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({
+      desired: [desired(web), desired(db)],
+      actual: [...inSync(web), ...inSync(db)],
+      sandboxes: readySandboxes(web, db),
+      node: NODE,
+      allowRemovals: true,
+      now: 0,
+    });
     expect(p.pods).toEqual([]);
     expect(p.held).toBe(0);
   });
@@ -44,7 +67,14 @@ describe('plan', () => {
   it('restarts a first crash at once, as a new container that counts the restart', () => {
     const web = manifest('web', 'nginx:nginx');
     const exited = running(specOf(web, 'nginx'), { state: 'exited', startedAt: 1_990_000, finishedAt: 2_000_000, exitCode: 1 });
-    const p = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 2_000_000 });
+    const p = plan({
+      desired: [desired(web)],
+      actual: [exited],
+      sandboxes: [readySandbox(web)],
+      node: NODE,
+      allowRemovals: true,
+      now: 2_000_000,
+    });
     const [action] = allActions(p);
     expect(action).toMatchObject({ type: 'create', reason: 'restart', container: 'nginx' });
     if (action?.type !== 'create') throw new Error('expected create');
@@ -58,10 +88,26 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const labels = { ...spec.labels, [Labels.crashStreak]: '1', [Labels.restartCount]: '1' };
     const exited = running(spec, { labels, state: 'exited', startedAt: 1_990_000, finishedAt: 2_000_000, exitCode: 1 });
-    const waiting = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 2_009_999 });
+    const waiting = plan({
+      desired: [desired(web)],
+      actual: [exited],
+      sandboxes: [readySandbox(web)],
+      node: NODE,
+      allowRemovals: true,
+      now: 2_009_999,
+    });
     expect(waiting.pods).toEqual([]);
-    expect(waiting.backOffs).toEqual([{ podId: 'web', container: 'nginx', id: exited.id, exitCode: 1, until: 2_010_000, delayMs: 10_000, restartCount: 1 }]);
-    const p = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 2_010_000 });
+    expect(waiting.backOffs).toEqual([
+      { podId: 'web', container: 'nginx', id: exited.id, exitCode: 1, until: 2_010_000, delayMs: 10_000, restartCount: 1 },
+    ]);
+    const p = plan({
+      desired: [desired(web)],
+      actual: [exited],
+      sandboxes: [readySandbox(web)],
+      node: NODE,
+      allowRemovals: true,
+      now: 2_010_000,
+    });
     const [action] = allActions(p);
     expect(action).toMatchObject({ type: 'create', reason: 'restart', container: 'nginx' });
     if (action?.type !== 'create') throw new Error('expected create');
@@ -82,7 +128,14 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const labels = { ...spec.labels, [Labels.crashStreak]: String(streak), [Labels.restartCount]: String(streak) };
     const exited = running(spec, { labels, state: 'exited', startedAt: 1_999_000, finishedAt: 2_000_000, exitCode: 2 });
-    const p = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 2_000_000 });
+    const p = plan({
+      desired: [desired(web)],
+      actual: [exited],
+      sandboxes: [readySandbox(web)],
+      node: NODE,
+      allowRemovals: true,
+      now: 2_000_000,
+    });
     expect(p.backOffs[0]).toMatchObject({ delayMs: delay, until: 2_000_000 + delay, restartCount: streak });
   });
 
@@ -91,7 +144,14 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const labels = { ...spec.labels, [Labels.crashStreak]: '6', [Labels.restartCount]: '6' };
     const exited = running(spec, { labels, state: 'exited', startedAt: 1_000_000, finishedAt: 1_600_000, exitCode: 1 });
-    const p = plan({ desired: [desired(web)], actual: [exited], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 1_600_000 });
+    const p = plan({
+      desired: [desired(web)],
+      actual: [exited],
+      sandboxes: [readySandbox(web)],
+      node: NODE,
+      allowRemovals: true,
+      now: 1_600_000,
+    });
     expect(p.backOffs).toEqual([]);
     const [action] = allActions(p);
     if (action?.type !== 'create') throw new Error('expected create');
@@ -108,10 +168,21 @@ describe('plan', () => {
     ['Never', 1, false],
     ['Never', 0, false],
   ])('follows restartPolicy %s for exit code %i (restart: %s)', (policy, exitCode, restarts) => {
-    const r = validateManifest({ id: 'job', ...(policy === undefined ? {} : { restartPolicy: policy }), containers: [{ name: 'main', image: 'busybox' }] });
+    const r = validateManifest({
+      id: 'job',
+      ...(policy === undefined ? {} : { restartPolicy: policy }),
+      containers: [{ name: 'main', image: 'busybox' }],
+    });
     if (!r.ok) throw new Error('invalid');
     const exited = running(specOf(r.manifest, 'main'), { state: 'exited', startedAt: 0, finishedAt: 1000, exitCode });
-    const p = plan({ desired: [desired(r.manifest)], actual: [exited], sandboxes: [readySandbox(r.manifest)], node: NODE, allowRemovals: true, now: 1_000_000 });
+    const p = plan({
+      desired: [desired(r.manifest)],
+      actual: [exited],
+      sandboxes: [readySandbox(r.manifest)],
+      node: NODE,
+      allowRemovals: true,
+      now: 1_000_000,
+    });
     expect(allActions(p).map((a) => a.type)).toEqual(restarts ? ['create'] : []);
     expect(p.backOffs).toEqual([]);
   });
@@ -122,7 +193,14 @@ describe('plan', () => {
     const oldest = running(spec, { id: 'oldest', createdAt: 100, state: 'exited', finishedAt: 150 });
     const older = running(spec, { id: 'older', createdAt: 200, state: 'exited', finishedAt: 250 });
     const up = running(spec, { id: 'up', createdAt: 300 });
-    const p = plan({ desired: [desired(web)], actual: [oldest, up, older], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({
+      desired: [desired(web)],
+      actual: [oldest, up, older],
+      sandboxes: [readySandbox(web)],
+      node: NODE,
+      allowRemovals: true,
+      now: 0,
+    });
     expect(allActions(p).map((a) => (a.type === 'remove' ? [a.id, a.reason, a.running] : a.type))).toEqual([['oldest', 'gc', false]]);
   });
 
@@ -132,20 +210,37 @@ describe('plan', () => {
     const c = running(specOf(r.manifest, 'nginx'));
     expect(c.labels[Labels.gracePeriod]).toBe('5');
     const gone = plan({ desired: [], actual: [c], sandboxes: [readySandbox(r.manifest)], node: NODE, allowRemovals: true, now: 0 });
-    expect(allActions(gone)).toMatchObject([{ type: 'remove', graceSeconds: 5 }, { type: 'remove-sandbox', id: 'sandbox-web' }]);
+    expect(allActions(gone)).toMatchObject([
+      { type: 'remove', graceSeconds: 5 },
+      { type: 'remove-sandbox', id: 'sandbox-web' },
+    ]);
     const changed = validateManifest({ id: 'web', terminationGracePeriodSeconds: 7, containers: [{ name: 'nginx', image: 'nginx:2' }] });
     if (!changed.ok) throw new Error('invalid');
-    const replaced = plan({ desired: [desired(changed.manifest)], actual: [c], sandboxes: [readySandbox(changed.manifest)], node: NODE, allowRemovals: true, now: 0 });
+    const replaced = plan({
+      desired: [desired(changed.manifest)],
+      actual: [c],
+      sandboxes: [readySandbox(changed.manifest)],
+      node: NODE,
+      allowRemovals: true,
+      now: 0,
+    });
     expect(allActions(replaced)[0]).toMatchObject({ type: 'remove', reason: 'spec-changed', graceSeconds: 7 });
   });
 
   it('leaves busy pods out of the plan', () => {
     const web = manifest('web', 'nginx:nginx');
     const old = manifest('old', 'x:busybox');
-    const p = plan({ desired: [desired(web)], actual: inSync(old), sandboxes: readySandboxes(old), node: NODE, allowRemovals: true, now: 0, busy: new Set(['web', 'old']) });
+    const p = plan({
+      desired: [desired(web)],
+      actual: inSync(old),
+      sandboxes: readySandboxes(old),
+      node: NODE,
+      allowRemovals: true,
+      now: 0,
+      busy: new Set(['web', 'old']),
+    });
     expect(p.pods).toEqual([]);
   });
-
 
   it('chooses the pull policy by the kubelet rule', () => {
     const r = validateManifest({
@@ -160,7 +255,14 @@ describe('plan', () => {
       ],
     });
     if (!r.ok) throw new Error('invalid');
-    const p = plan({ desired: [desired(r.manifest)], actual: [], sandboxes: [readySandbox(r.manifest)], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({
+      desired: [desired(r.manifest)],
+      actual: [],
+      sandboxes: [readySandbox(r.manifest)],
+      node: NODE,
+      allowRemovals: true,
+      now: 0,
+    });
     expect(allActions(p).map((a) => (a.type === 'create' ? `${a.container}:${a.pullPolicy}` : ''))).toEqual([
       'a:Always',
       'b:Always',
@@ -176,10 +278,25 @@ describe('plan', () => {
     const v2 = manifest('web', 'nginx:nginx', 'log:alpine');
     const nginx = running(specOf(v1, 'nginx'));
     const log = running(specOf(v1, 'log'));
-    const p = plan({ desired: [desired(v2)], actual: [nginx, log], sandboxes: [readySandbox(v2)], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({
+      desired: [desired(v2)],
+      actual: [nginx, log],
+      sandboxes: [readySandbox(v2)],
+      node: NODE,
+      allowRemovals: true,
+      now: 0,
+    });
     const actions = actionsOf(p, 'web');
     expect(actions).toHaveLength(2);
-    expect(actions[0]).toEqual({ type: 'remove', podId: 'web', container: 'log', reason: 'spec-changed', id: log.id, running: true, graceSeconds: 30 });
+    expect(actions[0]).toEqual({
+      type: 'remove',
+      podId: 'web',
+      container: 'log',
+      reason: 'spec-changed',
+      id: log.id,
+      running: true,
+      graceSeconds: 30,
+    });
     const create = actions[1]!;
     expect(create.type).toBe('create');
     expect(create.container).toBe('log');
@@ -239,7 +356,14 @@ describe('plan', () => {
   it('holds the containers of an undesired pod while removals are not allowed', () => {
     const web = manifest('web', 'nginx:nginx');
     const old = manifest('old', 'nginx:nginx', 'log:busybox');
-    const p = plan({ desired: [desired(web)], actual: [...inSync(web), ...inSync(old)], sandboxes: readySandboxes(web, old), node: NODE, allowRemovals: false, now: 0 });
+    const p = plan({
+      desired: [desired(web)],
+      actual: [...inSync(web), ...inSync(old)],
+      sandboxes: readySandboxes(web, old),
+      node: NODE,
+      allowRemovals: false,
+      now: 0,
+    });
     expect(p.pods).toEqual([]);
     // Its two containers, and its sandbox.
     expect(p.held).toBe(3);
@@ -249,7 +373,14 @@ describe('plan', () => {
     const v1 = manifest('web', 'nginx:nginx', 'log:busybox');
     const v2 = manifest('web', 'nginx:nginx');
     const [nginx, log] = inSync(v1);
-    const p = plan({ desired: [desired(v2)], actual: [nginx!, log!], sandboxes: [readySandbox(v2)], node: NODE, allowRemovals: false, now: 0 });
+    const p = plan({
+      desired: [desired(v2)],
+      actual: [nginx!, log!],
+      sandboxes: [readySandbox(v2)],
+      node: NODE,
+      allowRemovals: false,
+      now: 0,
+    });
     expect(p.held).toBe(0);
     expect(actionsOf(p, 'web')).toEqual([
       { type: 'remove', podId: 'web', container: 'log', reason: 'not-desired', id: log!.id, running: true, graceSeconds: 30 },
@@ -276,7 +407,14 @@ describe('plan', () => {
     const spec = specOf(web, 'nginx');
     const up = running(spec, { id: 'up', createdAt: 100 });
     const down = running(spec, { id: 'down', createdAt: 200, state: 'exited' });
-    const p = plan({ desired: [desired(web)], actual: [down, up], sandboxes: [readySandbox(web)], node: NODE, allowRemovals: true, now: 0 });
+    const p = plan({
+      desired: [desired(web)],
+      actual: [down, up],
+      sandboxes: [readySandbox(web)],
+      node: NODE,
+      allowRemovals: true,
+      now: 0,
+    });
     // The running one is kept; the exited one is not running, so it is neither started nor a duplicate.
     expect(p).toEqual({ pods: [], held: 0, backOffs: [] });
   });
@@ -299,17 +437,24 @@ describe('plan', () => {
       actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired, unlabelledNode, ours],
       sandboxes,
       node: NODE,
-      allowRemovals: true, now: 0,
+      allowRemovals: true,
+      now: 0,
     });
     expect(p).toEqual({ pods: [], held: 0, backOffs: [] });
 
     // Without our own container, the pod is created rather than adopting another node's container.
-    const p2 = plan({ desired: [desired(web)], actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired], sandboxes, node: NODE, allowRemovals: true, now: 0 });
+    const p2 = plan({
+      desired: [desired(web)],
+      actual: [foreign, otherNodeSame, otherNodeOld, otherNodeUndesired],
+      sandboxes,
+      node: NODE,
+      allowRemovals: true,
+      now: 0,
+    });
     expect(allActions(p2).map((a) => [a.type, a.reason])).toEqual([['create', 'new']]);
     const ids = new Set(['foreign', 'other-same', 'other-old', 'other-gone', 'no-node', 'other-gone-sandbox']);
     expect(allActions(p2).filter((a) => 'id' in a && ids.has(a.id))).toEqual([]);
   });
-
 
   it('handles 10,000 pods that are all in sync', () => {
     const desiredPods: DesiredPod[] = [];

@@ -18,7 +18,14 @@ function manifest(raw: Record<string, unknown>): ContainerManifest {
 }
 
 const web = (hostPort = 8080, extra: Record<string, unknown> = {}) =>
-  manifest({ id: 'web', containers: [{ name: 'app', image: 'app:1', ports: [{ containerPort: 80, hostPort }] }, { name: 'side', image: 'side:1' }], ...extra });
+  manifest({
+    id: 'web',
+    containers: [
+      { name: 'app', image: 'app:1', ports: [{ containerPort: 80, hostPort }] },
+      { name: 'side', image: 'side:1' },
+    ],
+    ...extra,
+  });
 const desired = (m: ContainerManifest): DesiredPod => ({ manifest: m, source: 'file' });
 
 let next = 0;
@@ -27,12 +34,27 @@ function sandbox(m: ContainerManifest, state: SandboxSummary['state'] = 'ready',
   next += 1;
   return { id: `s${next}`, name: spec.name, labels: spec.labels, state, createdAt: next };
 }
-function container(m: ContainerManifest, name: string, state: ContainerSummary['state'] = 'running', labels: Record<string, string> = {}): ContainerSummary {
+function container(
+  m: ContainerManifest,
+  name: string,
+  state: ContainerSummary['state'] = 'running',
+  labels: Record<string, string> = {},
+): ContainerSummary {
   const spec = buildContainerSpec(m, m.containers.find((c) => c.name === name)!, { node: NODE, source: 'file' });
   next += 1;
-  return { id: `c${next}`, name: spec.name, image: spec.image, labels: { ...spec.labels, ...labels }, state, createdAt: next, startedAt: next, ...(state === 'exited' ? { finishedAt: next, exitCode: 0 } : {}) };
+  return {
+    id: `c${next}`,
+    name: spec.name,
+    image: spec.image,
+    labels: { ...spec.labels, ...labels },
+    state,
+    createdAt: next,
+    startedAt: next,
+    ...(state === 'exited' ? { finishedAt: next, exitCode: 0 } : {}),
+  };
 }
-const run = (input: Partial<PlanInput>): Plan => plan({ desired: [], actual: [], sandboxes: [], node: NODE, allowRemovals: true, now: 1_000_000, ...input });
+const run = (input: Partial<PlanInput>): Plan =>
+  plan({ desired: [], actual: [], sandboxes: [], node: NODE, allowRemovals: true, now: 1_000_000, ...input });
 const steps = (p: Plan) => p.pods.flatMap((x) => x.actions).map((a: PlanAction) => [a.type, a.container, a.reason]);
 
 describe('planning pod sandboxes', () => {
@@ -44,7 +66,11 @@ describe('planning pod sandboxes', () => {
       ['create', 'side', 'new'],
     ]);
     const first = p.pods[0]!.actions[0]!;
-    expect(first.type === 'run-sandbox' && first.spec).toMatchObject({ podId: 'web', hostname: 'web', ports: [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }] });
+    expect(first.type === 'run-sandbox' && first.spec).toMatchObject({
+      podId: 'web',
+      hostname: 'web',
+      ports: [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }],
+    });
     expect(reportPlan(p).steps[0]).toMatchObject({ podId: 'web', container: 'POD', action: 'run-sandbox', reason: 'new' });
   });
 
@@ -91,9 +117,17 @@ describe('planning pod sandboxes', () => {
       ['remove-sandbox', 'POD', 'not-desired'],
       ['remove-sandbox', 'POD', 'not-desired'],
     ]);
-    expect(p.pods.flatMap((x) => x.actions).filter((a) => a.type === 'remove-sandbox').every((a) => a.type === 'remove-sandbox' && a.volumes)).toBe(true);
+    expect(
+      p.pods
+        .flatMap((x) => x.actions)
+        .filter((a) => a.type === 'remove-sandbox')
+        .every((a) => a.type === 'remove-sandbox' && a.volumes),
+    ).toBe(true);
     // Until every source has been seen, all of that is held.
-    expect(run({ actual: [container(m, 'app')], sandboxes: [sandbox(m), sandbox(orphan)], allowRemovals: false })).toMatchObject({ pods: [], held: 3 });
+    expect(run({ actual: [container(m, 'app')], sandboxes: [sandbox(m), sandbox(orphan)], allowRemovals: false })).toMatchObject({
+      pods: [],
+      held: 3,
+    });
   });
 
   it('never uses or removes a sandbox it did not make: another name, another hash form, another node', () => {
@@ -113,7 +147,11 @@ describe('planning pod sandboxes', () => {
 
   it('makes no new sandbox for a pod whose containers all ended for good, and keeps them', () => {
     const m = web(8080, { restartPolicy: 'Never' });
-    const p = run({ desired: [desired(m)], actual: [container(m, 'app', 'exited'), container(m, 'side', 'exited')], sandboxes: [sandbox(m, 'notready')] });
+    const p = run({
+      desired: [desired(m)],
+      actual: [container(m, 'app', 'exited'), container(m, 'side', 'exited')],
+      sandboxes: [sandbox(m, 'notready')],
+    });
     expect(p.pods).toEqual([]);
   });
 });

@@ -43,14 +43,24 @@ describe('settledEvents', () => {
 
   it('passes a start on without asking, and keeps the order of events', async () => {
     const list = listing('exited');
-    expect(await collect(settledEvents(from(started, exited, started), new AbortController().signal, list))).toEqual([started, exited, started]);
+    expect(await collect(settledEvents(from(started, exited, started), new AbortController().signal, list))).toEqual([
+      started,
+      exited,
+      started,
+    ]);
     expect(list.asked).toEqual(['a']);
   });
 
   it('passes an event on, and says why, when the list still disagrees after every delay', async () => {
     const list = listing('running');
     const unsettled: string[] = [];
-    const out = await collect(settledEvents(from(exited), new AbortController().signal, { ...list, delaysMs: [1, 1], onUnsettled: (e, why) => unsettled.push(`${e.type}: ${why}`) }));
+    const out = await collect(
+      settledEvents(from(exited), new AbortController().signal, {
+        ...list,
+        delaysMs: [1, 1],
+        onUnsettled: (e, why) => unsettled.push(`${e.type}: ${why}`),
+      }),
+    );
     expect(out).toEqual([exited]);
     expect(list.asked).toHaveLength(3);
     expect(unsettled).toEqual(['exited: the list still says running']);
@@ -59,7 +69,13 @@ describe('settledEvents', () => {
   it('passes an event on at once when the list cannot be asked', async () => {
     const list = listing(new Error('engine gone'));
     const unsettled: string[] = [];
-    const out = await collect(settledEvents(from(removed), new AbortController().signal, { ...list, delaysMs: [1_000], onUnsettled: (_e, why) => unsettled.push(why) }));
+    const out = await collect(
+      settledEvents(from(removed), new AbortController().signal, {
+        ...list,
+        delaysMs: [1_000],
+        onUnsettled: (_e, why) => unsettled.push(why),
+      }),
+    );
     expect(out).toEqual([removed]);
     expect(list.asked).toHaveLength(1);
     expect(unsettled).toEqual(['the list could not be asked: engine gone']);

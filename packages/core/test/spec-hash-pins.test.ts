@@ -36,7 +36,11 @@ const PINNED: ReadonlyArray<{ name: string; input: Record<string, unknown>; spec
   },
   {
     name: 'cache (examples/manifests)',
-    input: { version: 'v1beta1', id: 'cache', containers: [{ name: 'redis', image: 'redis:7.2', ports: [{ containerPort: 6379, hostPort: 6379 }], memory: 268435456 }] },
+    input: {
+      version: 'v1beta1',
+      id: 'cache',
+      containers: [{ name: 'redis', image: 'redis:7.2', ports: [{ containerPort: 6379, hostPort: 6379 }], memory: 268435456 }],
+    },
     specs: ['v1-171ae7610e8e4957'],
     sandbox: '6f34681db2ba1146',
   },
@@ -45,7 +49,14 @@ const PINNED: ReadonlyArray<{ name: string; input: Record<string, unknown>; spec
     input: {
       version: 'v1beta1',
       id: 'syslog',
-      containers: [{ name: 'syslog', image: 'busybox:1.36', command: ['syslogd', '-n', '-O', '/dev/stdout'], ports: [{ containerPort: 514, hostPort: 5514, protocol: 'udp' }] }],
+      containers: [
+        {
+          name: 'syslog',
+          image: 'busybox:1.36',
+          command: ['syslogd', '-n', '-O', '/dev/stdout'],
+          ports: [{ containerPort: 514, hostPort: 5514, protocol: 'udp' }],
+        },
+      ],
     },
     specs: ['v1-8fb8c6ad9fe14bf5'],
     sandbox: 'e2d7b4aeebd89e89',
@@ -56,7 +67,12 @@ const PINNED: ReadonlyArray<{ name: string; input: Record<string, unknown>; spec
     input: {
       id: 'api',
       containers: [
-        { name: 'api', image: 'example/api:2', ports: [{ containerPort: 8080 }, { name: 'metrics', containerPort: 9090, protocol: 'TCP' }], env: [{ name: 'EMPTY' }] },
+        {
+          name: 'api',
+          image: 'example/api:2',
+          ports: [{ containerPort: 8080 }, { name: 'metrics', containerPort: 9090, protocol: 'TCP' }],
+          env: [{ name: 'EMPTY' }],
+        },
         { name: 'sidecar', image: 'busybox', command: ['sleep', '3600'] },
       ],
     },
@@ -69,7 +85,14 @@ const PINNED: ReadonlyArray<{ name: string; input: Record<string, unknown>; spec
     input: {
       version: 'v1beta1',
       id: 'worker',
-      containers: [{ name: 'worker', image: `example/worker@sha256:${'a'.repeat(64)}`, ports: [{ containerPort: 7000, hostPort: 0 }], workingDir: '/work' }],
+      containers: [
+        {
+          name: 'worker',
+          image: `example/worker@sha256:${'a'.repeat(64)}`,
+          ports: [{ containerPort: 7000, hostPort: 0 }],
+          workingDir: '/work',
+        },
+      ],
     },
     specs: ['v1-38c21df8fef88b13'],
     sandbox: 'b4c82755abfe1eb6',

@@ -224,7 +224,11 @@ describe('buildContainerSpec', () => {
     // Restart counters appear only on a container that replaces an exited one; the sandbox labels only on sandboxes;
     // the namespace only for a pod that has one (a v1 Pod).
     const notOnContainers: string[] = [Labels.restartCount, Labels.crashStreak, Labels.sandbox, Labels.sandboxHash, Labels.namespace];
-    expect(Object.keys(spec.labels).sort()).toEqual(Object.values(Labels).filter((l) => !notOnContainers.includes(l)).sort());
+    expect(Object.keys(spec.labels).sort()).toEqual(
+      Object.values(Labels)
+        .filter((l) => !notOnContainers.includes(l))
+        .sort(),
+    );
     expect(spec.labels[Labels.gracePeriod]).toBe('30');
   });
 

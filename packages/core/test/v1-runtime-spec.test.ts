@@ -18,19 +18,30 @@ function valid(input: Obj): ContainerManifest {
 
 const BASE: Obj = {
   id: 'web',
-  volumes: [{ name: 'data' }, { name: 'host', hostPath: { path: '/srv/host', type: 'Directory' } }, { name: 'unmounted', hostPath: { path: '/srv/other' } }],
+  volumes: [
+    { name: 'data' },
+    { name: 'host', hostPath: { path: '/srv/host', type: 'Directory' } },
+    { name: 'unmounted', hostPath: { path: '/srv/other' } },
+  ],
   containers: [
     {
       name: 'main',
       image: 'busybox:1.36',
       command: ['echo $0'],
       ports: [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }],
-      volumeMounts: [{ name: 'data', mountPath: '/data' }, { name: 'host', mountPath: '/host', readOnly: true }],
+      volumeMounts: [
+        { name: 'data', mountPath: '/data' },
+        { name: 'host', mountPath: '/host', readOnly: true },
+      ],
     },
   ],
 };
 
-const withContainer = (patch: Obj, manifest: Obj = {}): Obj => ({ ...BASE, ...manifest, containers: [{ ...(BASE['containers'] as Obj[])[0], ...patch }] });
+const withContainer = (patch: Obj, manifest: Obj = {}): Obj => ({
+  ...BASE,
+  ...manifest,
+  containers: [{ ...(BASE['containers'] as Obj[])[0], ...patch }],
+});
 const hashOf = (input: Obj) => {
   const m = valid(input);
   return specHash(m, m.containers[0]!);
@@ -45,9 +56,24 @@ describe('the spec hash and the v1 fields', () => {
     ['cpuLimitMillis', withContainer({ cpuLimitMillis: 500 })],
     ['a port hostIP', withContainer({ ports: [{ containerPort: 80, hostPort: 8080, hostIP: '127.0.0.1', protocol: 'TCP' }] })],
     ['hostNetwork', { ...BASE, hostNetwork: true }],
-    ['a mounted hostPath path', { ...BASE, volumes: [{ name: 'data' }, { name: 'host', hostPath: { path: '/srv/elsewhere', type: 'Directory' } }] }],
-    ['a mounted hostPath type', { ...BASE, volumes: [{ name: 'data' }, { name: 'host', hostPath: { path: '/srv/host', type: 'DirectoryOrCreate' } }] }],
-    ['an emptyDir volume becoming a hostPath', { ...BASE, volumes: [{ name: 'data', hostPath: { path: '/srv/data' } }, { name: 'host', hostPath: { path: '/srv/host', type: 'Directory' } }] }],
+    [
+      'a mounted hostPath path',
+      { ...BASE, volumes: [{ name: 'data' }, { name: 'host', hostPath: { path: '/srv/elsewhere', type: 'Directory' } }] },
+    ],
+    [
+      'a mounted hostPath type',
+      { ...BASE, volumes: [{ name: 'data' }, { name: 'host', hostPath: { path: '/srv/host', type: 'DirectoryOrCreate' } }] },
+    ],
+    [
+      'an emptyDir volume becoming a hostPath',
+      {
+        ...BASE,
+        volumes: [
+          { name: 'data', hostPath: { path: '/srv/data' } },
+          { name: 'host', hostPath: { path: '/srv/host', type: 'Directory' } },
+        ],
+      },
+    ],
   ])('changes with %s', (_what, changed) => {
     expect(hashOf(changed)).not.toBe(base);
   });
@@ -56,8 +82,21 @@ describe('the spec hash and the v1 fields', () => {
     ['labels and annotations', { ...BASE, labels: { app: 'web' }, annotations: { note: 'x' } }],
     ['a uuid', { ...BASE, uuid: 'abc-123' }],
     ['hostNetwork: false (the same as absent)', { ...BASE, hostNetwork: false }],
-    ['an unmounted volume’s host path', { ...BASE, volumes: [{ name: 'data' }, { name: 'host', hostPath: { path: '/srv/host', type: 'Directory' } }, { name: 'unmounted', hostPath: { path: '/elsewhere', type: 'File' } }] }],
-    ['readiness and startup probes', withContainer({ readinessProbe: { exec: { command: ['true'] } }, startupProbe: { exec: { command: ['true'] } } })],
+    [
+      'an unmounted volume’s host path',
+      {
+        ...BASE,
+        volumes: [
+          { name: 'data' },
+          { name: 'host', hostPath: { path: '/srv/host', type: 'Directory' } },
+          { name: 'unmounted', hostPath: { path: '/elsewhere', type: 'File' } },
+        ],
+      },
+    ],
+    [
+      'readiness and startup probes',
+      withContainer({ readinessProbe: { exec: { command: ['true'] } }, startupProbe: { exec: { command: ['true'] } } }),
+    ],
   ])('does not change with %s', (_what, same) => {
     expect(hashOf(same)).toBe(base);
   });
@@ -107,7 +146,11 @@ describe('buildSandboxSpec and buildContainerSpec with v1 fields', () => {
   it('maps entrypoint, command, the CPU limit, hostIP, hostPath volumes and the namespace label', () => {
     const m = valid(
       withContainer(
-        { entrypoint: ['sh', '-c'], cpuLimitMillis: 250, ports: [{ containerPort: 80, hostPort: 8080, hostIP: '127.0.0.1', protocol: 'TCP' }] },
+        {
+          entrypoint: ['sh', '-c'],
+          cpuLimitMillis: 250,
+          ports: [{ containerPort: 80, hostPort: 8080, hostIP: '127.0.0.1', protocol: 'TCP' }],
+        },
         { namespace: 'team-a' },
       ),
     );
@@ -127,7 +170,16 @@ describe('buildSandboxSpec and buildContainerSpec with v1 fields', () => {
     const m = valid({
       ...BASE,
       volumes: [{ name: 'data', hostPath: { path: '/srv/data', type: '' } }, { name: 'host' }],
-      containers: [{ name: 'main', image: 'busybox:1.36', volumeMounts: [{ name: 'data', mountPath: '/data' }, { name: 'host', mountPath: '/var/log', mountType: 'HOST' }] }],
+      containers: [
+        {
+          name: 'main',
+          image: 'busybox:1.36',
+          volumeMounts: [
+            { name: 'data', mountPath: '/data' },
+            { name: 'host', mountPath: '/var/log', mountType: 'HOST' },
+          ],
+        },
+      ],
     });
     expect(buildContainerSpec(m, m.containers[0]!, context).mounts).toEqual([
       { volume: 'data', containerPath: '/data', readOnly: false, hostPath: '/srv/data' },

@@ -11,21 +11,36 @@ const FULL: ContainerManifest = {
   annotations: { 'kubeadm.kubernetes.io/etcd.advertise-client-urls': 'https://10.0.0.1:2379', long: 'x'.repeat(10_000) },
   hostNetwork: true,
   volumes: [{ name: 'data', hostPath: { path: '/var/lib/etcd', type: 'DirectoryOrCreate' } }, { name: 'scratch' }],
-  containers: [{
-    name: 'etcd',
-    image: 'registry.k8s.io/etcd:3.5.9-0',
-    entrypoint: ['etcd'],
-    command: ['--data-dir=/var/lib/etcd'],
-    ports: [{ containerPort: 2379, hostIP: '127.0.0.1', protocol: 'TCP' }],
-    env: [],
-    memory: 104857600,
-    cpu: 256,
-    cpuLimitMillis: 500,
-    volumeMounts: [{ name: 'data', mountPath: '/var/lib/etcd', readOnly: false }],
-    livenessProbe: { httpGet: { path: '/health', port: 2381, host: '127.0.0.1', scheme: 'HTTPS', httpHeaders: [{ name: 'X-A', value: 'b' }] }, initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 15, failureThreshold: 8 },
-    readinessProbe: { tcpSocket: { port: 2379, host: 'localhost' }, initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 3, successThreshold: 2 },
-    startupProbe: { exec: { command: ['true'] }, initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 24 },
-  }],
+  containers: [
+    {
+      name: 'etcd',
+      image: 'registry.k8s.io/etcd:3.5.9-0',
+      entrypoint: ['etcd'],
+      command: ['--data-dir=/var/lib/etcd'],
+      ports: [{ containerPort: 2379, hostIP: '127.0.0.1', protocol: 'TCP' }],
+      env: [],
+      memory: 104857600,
+      cpu: 256,
+      cpuLimitMillis: 500,
+      volumeMounts: [{ name: 'data', mountPath: '/var/lib/etcd', readOnly: false }],
+      livenessProbe: {
+        httpGet: { path: '/health', port: 2381, host: '127.0.0.1', scheme: 'HTTPS', httpHeaders: [{ name: 'X-A', value: 'b' }] },
+        initialDelaySeconds: 10,
+        periodSeconds: 10,
+        timeoutSeconds: 15,
+        failureThreshold: 8,
+      },
+      readinessProbe: {
+        tcpSocket: { port: 2379, host: 'localhost' },
+        initialDelaySeconds: 0,
+        periodSeconds: 1,
+        timeoutSeconds: 1,
+        failureThreshold: 3,
+        successThreshold: 2,
+      },
+      startupProbe: { exec: { command: ['true'] }, initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 24 },
+    },
+  ],
 };
 
 function errorsOf(input: unknown, allowHostMounts = true) {
@@ -47,13 +62,40 @@ describe('validateManifest: the domain fields a v1 Pod sets', () => {
   });
 
   it('leaves the default forms out: scheme HTTP, successThreshold 1, hostPath type "", empty labels', () => {
-    const r = validateManifest({
-      id: 'a', labels: {}, volumes: [{ name: 'h', hostPath: { path: '/srv', type: '' } }],
-      containers: [{ name: 'c', image: 'busybox', livenessProbe: { httpGet: { path: '/', port: 80, host: '10.0.0.1', scheme: 'HTTP' }, successThreshold: 1 } }],
-    }, { allowHostMounts: true });
+    const r = validateManifest(
+      {
+        id: 'a',
+        labels: {},
+        volumes: [{ name: 'h', hostPath: { path: '/srv', type: '' } }],
+        containers: [
+          {
+            name: 'c',
+            image: 'busybox',
+            livenessProbe: { httpGet: { path: '/', port: 80, host: '10.0.0.1', scheme: 'HTTP' }, successThreshold: 1 },
+          },
+        ],
+      },
+      { allowHostMounts: true },
+    );
     expect(r.ok && r.manifest).toEqual({
-      id: 'a', volumes: [{ name: 'h', hostPath: { path: '/srv' } }],
-      containers: [{ name: 'c', image: 'busybox', ports: [], env: [], volumeMounts: [], livenessProbe: { httpGet: { path: '/', port: 80, host: '10.0.0.1' }, initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3 } }],
+      id: 'a',
+      volumes: [{ name: 'h', hostPath: { path: '/srv' } }],
+      containers: [
+        {
+          name: 'c',
+          image: 'busybox',
+          ports: [],
+          env: [],
+          volumeMounts: [],
+          livenessProbe: {
+            httpGet: { path: '/', port: 80, host: '10.0.0.1' },
+            initialDelaySeconds: 0,
+            periodSeconds: 10,
+            timeoutSeconds: 1,
+            failureThreshold: 3,
+          },
+        },
+      ],
     });
   });
 
@@ -80,11 +122,31 @@ describe('validateManifest: the domain fields a v1 Pod sets', () => {
     [{ ports: [{ containerPort: 80, hostIP: '1.2.3' }] }, 'containers[0].ports[0].hostIP', 'IPv4 or IPv6'],
     [{ cpuLimitMillis: 0 }, 'containers[0].cpuLimitMillis', 'must be 1-1000000'],
     [{ entrypoint: 'etcd' }, 'containers[0].entrypoint', 'must be a list'],
-    [{ livenessProbe: { ...FULL.containers[0]!.livenessProbe, successThreshold: 2 } }, 'containers[0].livenessProbe.successThreshold', 'must be 1 for a livenessProbe'],
-    [{ startupProbe: { exec: { command: ['x'] }, successThreshold: 3 } }, 'containers[0].startupProbe.successThreshold', 'must be 1 for a startupProbe'],
-    [{ readinessProbe: { httpGet: { port: 1, scheme: 'https' } } }, 'containers[0].readinessProbe.httpGet.scheme', 'must be one of HTTP, HTTPS'],
-    [{ readinessProbe: { httpGet: { port: 1, httpHeaders: [{ name: 'A B', value: 'x' }] } } }, 'containers[0].readinessProbe.httpGet.httpHeaders[0].name', 'HTTP header name'],
-    [{ readinessProbe: { httpGet: { port: 1, httpHeaders: [{ name: 'A', value: 'x\r\nB: y' }] } } }, 'containers[0].readinessProbe.httpGet.httpHeaders[0].value', 'line breaks'],
+    [
+      { livenessProbe: { ...FULL.containers[0]!.livenessProbe, successThreshold: 2 } },
+      'containers[0].livenessProbe.successThreshold',
+      'must be 1 for a livenessProbe',
+    ],
+    [
+      { startupProbe: { exec: { command: ['x'] }, successThreshold: 3 } },
+      'containers[0].startupProbe.successThreshold',
+      'must be 1 for a startupProbe',
+    ],
+    [
+      { readinessProbe: { httpGet: { port: 1, scheme: 'https' } } },
+      'containers[0].readinessProbe.httpGet.scheme',
+      'must be one of HTTP, HTTPS',
+    ],
+    [
+      { readinessProbe: { httpGet: { port: 1, httpHeaders: [{ name: 'A B', value: 'x' }] } } },
+      'containers[0].readinessProbe.httpGet.httpHeaders[0].name',
+      'HTTP header name',
+    ],
+    [
+      { readinessProbe: { httpGet: { port: 1, httpHeaders: [{ name: 'A', value: 'x\r\nB: y' }] } } },
+      'containers[0].readinessProbe.httpGet.httpHeaders[0].value',
+      'line breaks',
+    ],
     [{ readinessProbe: { tcpSocket: { port: 1, host: 'a b' } } }, 'containers[0].readinessProbe.tcpSocket.host', 'host name or an IP'],
   ])('refuses container field %j at its path', (patch, path, message) => {
     expect(errorsOf(withContainer(patch))).toEqual([{ path, message: expect.stringContaining(message) }]);
@@ -96,7 +158,9 @@ describe('validateManifest: the domain fields a v1 Pod sets', () => {
     expect(errorsOf(withContainer({ readinessProbe: probe }, { hostNetwork: false }))).toEqual([
       { path: 'containers[0].readinessProbe.tcpSocket.port', message: 'must name a TCP port of this container with a hostPort, got 9000' },
     ]);
-    expect(errorsOf(withContainer({ readinessProbe: { tcpSocket: { port: 9000, host: '127.0.0.1' } } }, { hostNetwork: false }))).toEqual([]);
+    expect(errorsOf(withContainer({ readinessProbe: { tcpSocket: { port: 9000, host: '127.0.0.1' } } }, { hostNetwork: false }))).toEqual(
+      [],
+    );
     expect(errorsOf(withContainer({ readinessProbe: { tcpSocket: { port: 'metrics' } } }))).toEqual([
       { path: 'containers[0].readinessProbe.tcpSocket.port', message: expect.stringContaining("name one of this container's TCP ports") },
     ]);

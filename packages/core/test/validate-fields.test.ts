@@ -23,7 +23,16 @@ describe('validateManifest: names and ids', () => {
     expect(errors[0]!.message).toContain('must be a DNS subdomain');
   });
 
-  it.each(['a'.repeat(63), 'web-1', '0', 'a-b-c', 'web.example', 'web.example.com', `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}`, 'a'.repeat(64)])('accepts id %j', (id) => {
+  it.each([
+    'a'.repeat(63),
+    'web-1',
+    '0',
+    'a-b-c',
+    'web.example',
+    'web.example.com',
+    `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}`,
+    'a'.repeat(64),
+  ])('accepts id %j', (id) => {
     expect(validateManifest(withContainer({}, { id })).ok).toBe(true);
   });
 
@@ -61,7 +70,14 @@ describe('validateManifest: names and ids', () => {
   });
 
   it('reports a volume mount that names an undeclared volume', () => {
-    const errors = rejectedErrors(withContainer({ volumeMounts: [{ name: 'data', mountPath: '/data' }, { name: 'cache', mountPath: '/cache' }] }));
+    const errors = rejectedErrors(
+      withContainer({
+        volumeMounts: [
+          { name: 'data', mountPath: '/data' },
+          { name: 'cache', mountPath: '/cache' },
+        ],
+      }),
+    );
     expect(errors).toHaveLength(1);
     expect(errors[0]!.path).toBe('containers[0].volumeMounts[1].name');
     expect(errors[0]!.message).toContain('"cache"');
@@ -73,7 +89,14 @@ describe('validateManifest: names and ids', () => {
     ['MY VAR', 'a space'],
     ['', 'empty'],
   ])('rejects env name %j (%s)', (name) => {
-    const errors = rejectedErrors(withContainer({ env: [{ name: 'OK', value: 'x' }, { name, value: 'x' }] }));
+    const errors = rejectedErrors(
+      withContainer({
+        env: [
+          { name: 'OK', value: 'x' },
+          { name, value: 'x' },
+        ],
+      }),
+    );
     expect(errors).toHaveLength(1);
     expect(errors[0]!.path).toBe('containers[0].env[1].name');
   });
@@ -205,9 +228,16 @@ describe('validateManifest: numbers and booleans where a string goes', () => {
     [1.1, '"1.1"'],
     [true, '"true"'],
   ])('refuses env value %j with its path, saying what to quote', (value, quoted) => {
-    expect(rejectedErrors(withContainer({ env: [{ name: 'A', value: 'a' }, { name: 'B', value }] }))).toEqual([
-      { path: 'containers[0].env[1].value', message: `must be a string; quote it: ${quoted}` },
-    ]);
+    expect(
+      rejectedErrors(
+        withContainer({
+          env: [
+            { name: 'A', value: 'a' },
+            { name: 'B', value },
+          ],
+        }),
+      ),
+    ).toEqual([{ path: 'containers[0].env[1].value', message: `must be a string; quote it: ${quoted}` }]);
   });
 
   it('quotes the value as it was written when the text it came from is known', () => {
@@ -215,7 +245,8 @@ describe('validateManifest: numbers and booleans where a string goes', () => {
     const container = (input['containers'] as Array<Record<string, unknown>>)[0]!;
     const env = (container['env'] as Array<Record<string, unknown>>)[0]!;
     const command = container['command'] as unknown[];
-    const writtenAs = (holder: object, key: string | number) => (holder === env && key === 'value' ? '01234' : holder === command && key === 1 ? '0x1F' : undefined);
+    const writtenAs = (holder: object, key: string | number) =>
+      holder === env && key === 'value' ? '01234' : holder === command && key === 1 ? '0x1F' : undefined;
     const result = validateManifest(input, { writtenAs });
     expect(result.ok ? [] : result.errors).toEqual([
       { path: 'containers[0].command[1]', message: 'must be a string; quote it: "0x1F"' },
@@ -231,6 +262,8 @@ describe('validateManifest: numbers and booleans where a string goes', () => {
   });
 
   it('refuses a number in a command the same way', () => {
-    expect(rejectedErrors(withContainer({ command: ['sleep', 3600] }))).toEqual([{ path: 'containers[0].command[1]', message: 'must be a string; quote it: "3600"' }]);
+    expect(rejectedErrors(withContainer({ command: ['sleep', 3600] }))).toEqual([
+      { path: 'containers[0].command[1]', message: 'must be a string; quote it: "3600"' },
+    ]);
   });
 });

@@ -35,12 +35,17 @@ describe('validateManifest against values that could break out', () => {
   });
 
   it('keeps newlines in env values and commands: scripts have them', () => {
-    expect(validateManifest(container({ env: [{ name: 'A', value: 'line 1\nline 2' }], command: ['sh', '-c', 'echo a\necho b'] })).ok).toBe(true);
+    expect(validateManifest(container({ env: [{ name: 'A', value: 'line 1\nline 2' }], command: ['sh', '-c', 'echo a\necho b'] })).ok).toBe(
+      true,
+    );
   });
 
-  it.each(['-rm', '--privileged', 'nginx\r', 'nginx\n', 'nginx:1\u2028', 'nginx;rm', 'nginx$(id)', 'ngi\u0000nx', 'a'.repeat(4097)])('rejects image %j', (image) => {
-    expect(rejected(container({ image }))).toEqual(['containers[0].image']);
-  });
+  it.each(['-rm', '--privileged', 'nginx\r', 'nginx\n', 'nginx:1\u2028', 'nginx;rm', 'nginx$(id)', 'ngi\u0000nx', 'a'.repeat(4097)])(
+    'rejects image %j',
+    (image) => {
+      expect(rejected(container({ image }))).toEqual(['containers[0].image']);
+    },
+  );
 
   it.each([
     ['/data:/etc', 'a second bind target'],
@@ -59,7 +64,9 @@ describe('validateManifest against values that could break out', () => {
 
   it.each(['/health\r\nHost: evil', '/health check', '/h\u0000', '/h\u007f'])('rejects httpGet probe path %j', (path) => {
     const probe = { httpGet: { path, port: 80 } };
-    expect(rejected(container({ ports: [{ containerPort: 80, hostPort: 8080 }], livenessProbe: probe }))).toEqual(['containers[0].livenessProbe.httpGet.path']);
+    expect(rejected(container({ ports: [{ containerPort: 80, hostPort: 8080 }], livenessProbe: probe }))).toEqual([
+      'containers[0].livenessProbe.httpGet.path',
+    ]);
   });
 
   it.each([
@@ -79,7 +86,10 @@ describe('validateManifest against values that could break out', () => {
     const label = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/);
     fc.assert(
       fc.property(label, fc.uniqueArray(label, { minLength: 1, maxLength: 3 }), fc.string(), (id, names, image) => {
-        const result = validateManifest({ id, containers: names.map((name) => ({ name, image: `app${image.replace(/[^a-z0-9]/g, '')}:1` })) });
+        const result = validateManifest({
+          id,
+          containers: names.map((name) => ({ name, image: `app${image.replace(/[^a-z0-9]/g, '')}:1` })),
+        });
         if (!result.ok) throw new Error(JSON.stringify(result.errors));
         for (const c of result.manifest.containers) {
           const spec = buildContainerSpec(result.manifest, c, { node: 'node-a', source: 'file' });
@@ -96,9 +106,12 @@ describe('nodeNameProblem', () => {
     expect(nodeNameProblem(name)).toBeUndefined();
   });
 
-  it.each(['', 'a/b', '../etc', '.', 'node_a', 'Node-A', 'node a', 'node\n', '-node', 'node.', 'a'.repeat(254)])('refuses %j, saying how to fix it', (name) => {
-    expect(nodeNameProblem(name)).toContain('--hostname-override');
-  });
+  it.each(['', 'a/b', '../etc', '.', 'node_a', 'Node-A', 'node a', 'node\n', '-node', 'node.', 'a'.repeat(254)])(
+    'refuses %j, saying how to fix it',
+    (name) => {
+      expect(nodeNameProblem(name)).toContain('--hostname-override');
+    },
+  );
 });
 
 describe('the size of one manifest', () => {
@@ -112,7 +125,9 @@ describe('the size of one manifest', () => {
     const result = validateManifest(many(20_000));
     expect(result.ok).toBe(false);
     if (result.ok) return;
-    expect(result.errors).toEqual([{ path: 'containers', message: `must list at most ${MAX_CONTAINERS} containers, got 20000; split the pod into several manifests` }]);
+    expect(result.errors).toEqual([
+      { path: 'containers', message: `must list at most ${MAX_CONTAINERS} containers, got 20000; split the pod into several manifests` },
+    ]);
   });
 });
 
@@ -132,7 +147,9 @@ describe('the length of the lists in a manifest', () => {
     const list = (n: number) => Array.from({ length: n }, (_, i) => entries[field]!(i));
     expect(validateManifest(container({ [field]: list(MAX_LIST_ENTRIES) })).ok).toBe(true);
     const result = validateManifest(container({ [field]: list(500_000) }));
-    expect(result.ok ? [] : result.errors).toEqual([{ path: `containers[0].${field}`, message: `must list at most ${MAX_LIST_ENTRIES} entries, got 500000` }]);
+    expect(result.ok ? [] : result.errors).toEqual([
+      { path: `containers[0].${field}`, message: `must list at most ${MAX_LIST_ENTRIES} entries, got 500000` },
+    ]);
   });
 
   it('bounds the volumes of a manifest and the command of an exec probe the same way', () => {

@@ -21,12 +21,7 @@ describe('validateManifest: a valid manifest', () => {
           { containerPort: 9000, hostPort: 0, protocol: 'TCP' },
           { containerPort: 9001, protocol: 'UDP' },
         ],
-        env: [
-          { name: 'PORT', value: '8080' },
-          { name: 'MODE', value: 'prod' },
-          { name: 'DEBUG', value: 'true' },
-          { name: '_EMPTY' },
-        ],
+        env: [{ name: 'PORT', value: '8080' }, { name: 'MODE', value: 'prod' }, { name: 'DEBUG', value: 'true' }, { name: '_EMPTY' }],
         memory: 67108864,
         cpu: 512,
         volumeMounts: [
@@ -150,7 +145,14 @@ describe('validateManifest: ports', () => {
   });
 
   it('accepts the port range boundaries', () => {
-    const result = validateManifest(withContainer({ ports: [{ containerPort: 1, hostPort: 65535 }, { containerPort: 65535, hostPort: 1 }] }));
+    const result = validateManifest(
+      withContainer({
+        ports: [
+          { containerPort: 1, hostPort: 65535 },
+          { containerPort: 65535, hostPort: 1 },
+        ],
+      }),
+    );
     expect(result.ok).toBe(true);
   });
 

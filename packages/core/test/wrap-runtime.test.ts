@@ -1,9 +1,19 @@
 import { describe, expect, it } from '@jest/globals';
-import { CAPABILITIES, wrapRuntime, type ContainerEvent, type ContainerRuntime, type RuntimeCapabilities, type RuntimeOperation } from '../src/index.js';
+import {
+  CAPABILITIES,
+  wrapRuntime,
+  type ContainerEvent,
+  type ContainerRuntime,
+  type RuntimeCapabilities,
+  type RuntimeOperation,
+} from '../src/index.js';
 
 /** A runtime whose every call answers with its own name and arguments, declaring `capabilities`. */
 function fakeRuntime(capabilities: RuntimeCapabilities): ContainerRuntime {
-  const answer = (op: string) => async (...args: unknown[]) => ({ op, args }) as never;
+  const answer =
+    (op: string) =>
+    async (...args: unknown[]) =>
+      ({ op, args }) as never;
   return {
     name: 'fake',
     capabilities,
@@ -55,7 +65,10 @@ describe('wrapRuntime', () => {
         return proceed();
       },
     });
-    await expect(wrapped.create({ name: 'a' } as never, 'sandbox-1')).resolves.toEqual({ op: 'create', args: [{ name: 'a' }, 'sandbox-1'] });
+    await expect(wrapped.create({ name: 'a' } as never, 'sandbox-1')).resolves.toEqual({
+      op: 'create',
+      args: [{ name: 'a' }, 'sandbox-1'],
+    });
     await wrapped.stop('c1', 5);
     await expect(wrapped.images.hasImage('app:1')).resolves.toEqual({ op: 'hasImage', args: ['app:1'] });
     await expect(wrapped.images.pull('app:1')).resolves.toEqual({ op: 'pull', args: ['app:1'] });

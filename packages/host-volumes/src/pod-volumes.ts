@@ -14,9 +14,16 @@ import { KubeletError, isDnsLabel, isManifestId } from '@kubelet-ts/core';
  * it makes there lies below what the agent ever resolves.
  */
 export async function podVolumeDir(root: string, podId: string, volume: string, adapter?: string): Promise<string> {
-  for (const [what, , ok] of [['pod id', podId, isManifestId(podId)], ['volume name', volume, isDnsLabel(volume)]] as const) {
+  for (const [what, , ok] of [
+    ['pod id', podId, isManifestId(podId)],
+    ['volume name', volume, isDnsLabel(volume)],
+  ] as const) {
     if (!ok) {
-      throw new KubeletError('InvalidManifest', `volume ${JSON.stringify(volume)} of ${JSON.stringify(podId)}: the ${what} must be ${what === 'pod id' ? 'a manifest id (DNS subdomain)' : 'a DNS label'} to name a directory under ${root}`, adapter === undefined ? {} : { adapter });
+      throw new KubeletError(
+        'InvalidManifest',
+        `volume ${JSON.stringify(volume)} of ${JSON.stringify(podId)}: the ${what} must be ${what === 'pod id' ? 'a manifest id (DNS subdomain)' : 'a DNS label'} to name a directory under ${root}`,
+        adapter === undefined ? {} : { adapter },
+      );
     }
   }
   await mkdir(root, { recursive: true });
@@ -26,7 +33,9 @@ export async function podVolumeDir(root: string, podId: string, volume: string, 
   // Belt and braces: what the checks above allowed must resolve to itself, under the root.
   const resolved = await realpath(dir);
   if (resolved !== dir || !resolved.startsWith(realRoot + sep)) {
-    throw new KubeletError('Conflict', `volume directory ${dir} resolves to ${resolved}, outside ${realRoot}; refusing to mount it`, { ...(adapter === undefined ? {} : { adapter }) });
+    throw new KubeletError('Conflict', `volume directory ${dir} resolves to ${resolved}, outside ${realRoot}; refusing to mount it`, {
+      ...(adapter === undefined ? {} : { adapter }),
+    });
   }
   return dir;
 }
@@ -41,7 +50,10 @@ async function ownDirectory(path: string, root: string): Promise<string> {
   const stat = await lstat(path);
   if (stat.isSymbolicLink()) {
     const target = await readlink(path).catch(() => '?');
-    throw new KubeletError('Conflict', `volume directory ${path} is a symbolic link (to ${target}); refusing to follow it: pod volumes are plain directories under ${root}`);
+    throw new KubeletError(
+      'Conflict',
+      `volume directory ${path} is a symbolic link (to ${target}); refusing to follow it: pod volumes are plain directories under ${root}`,
+    );
   }
   if (!stat.isDirectory()) {
     throw new KubeletError('Conflict', `volume directory ${path} exists and is not a directory; refusing to mount it`);

@@ -46,21 +46,30 @@ describe('pod volume directories stay under the volumes root', () => {
     ['', 'data'],
     ['web', 'Data'],
   ])('refuses pod %j volume %j as InvalidManifest, making nothing', async (podId, volume) => {
-    await expect(podVolumeDir(root, podId, volume)).rejects.toMatchObject({ code: 'InvalidManifest', message: expect.stringMatching(/DNS (label|subdomain)/) });
+    await expect(podVolumeDir(root, podId, volume)).rejects.toMatchObject({
+      code: 'InvalidManifest',
+      message: expect.stringMatching(/DNS (label|subdomain)/),
+    });
     expect(await tree(base)).toEqual(['outside', 'root']);
   });
 
   it('refuses a symbolic link planted at <root>/<pod>, naming it, and creates nothing through it', async () => {
     await symlink(outside, join(root, 'web'));
     const error = await podVolumeDir(root, 'web', 'data').catch((e: unknown) => e);
-    expect(error).toMatchObject({ code: 'Conflict', message: expect.stringContaining(`${join(root, 'web')} is a symbolic link (to ${outside})`) });
+    expect(error).toMatchObject({
+      code: 'Conflict',
+      message: expect.stringContaining(`${join(root, 'web')} is a symbolic link (to ${outside})`),
+    });
     expect(await tree(outside)).toEqual([]);
   });
 
   it('refuses a symbolic link planted at <root>/<pod>/<volume>', async () => {
     await mkdir(join(root, 'web'));
     await symlink(outside, join(root, 'web', 'data'));
-    await expect(podVolumeDir(root, 'web', 'data')).rejects.toMatchObject({ code: 'Conflict', message: expect.stringContaining(join(root, 'web', 'data')) });
+    await expect(podVolumeDir(root, 'web', 'data')).rejects.toMatchObject({
+      code: 'Conflict',
+      message: expect.stringContaining(join(root, 'web', 'data')),
+    });
     expect(await tree(outside)).toEqual([]);
   });
 
@@ -80,7 +89,10 @@ describe('pod volume directories stay under the volumes root', () => {
   it('refuses a file where the volume directory should be', async () => {
     await mkdir(join(root, 'web'));
     await writeFile(join(root, 'web', 'data'), 'x');
-    await expect(podVolumeDir(root, 'web', 'data')).rejects.toMatchObject({ code: 'Conflict', message: expect.stringContaining('not a directory') });
+    await expect(podVolumeDir(root, 'web', 'data')).rejects.toMatchObject({
+      code: 'Conflict',
+      message: expect.stringContaining('not a directory'),
+    });
   });
 
   it('accepts a root that is itself a link (the operator chose it) and binds its real path', async () => {

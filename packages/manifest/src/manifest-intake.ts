@@ -167,9 +167,19 @@ export class ManifestIntake {
     const say = (error: KubeletError) => sink.error(error);
     for (const document of this.documents.values()) document.reported.report(document.problems, say);
     this.conflicts.report(conflicts, say);
-    const over = problem === undefined ? [] : [new KubeletError('InvalidManifest', `${this.describedAs} hold ${problem}; nothing changed until they hold less`, { adapter: this.options.adapter })];
+    const over =
+      problem === undefined
+        ? []
+        : [
+            new KubeletError('InvalidManifest', `${this.describedAs} hold ${problem}; nothing changed until they hold less`, {
+              adapter: this.options.adapter,
+            }),
+          ];
     this.overLimit.report(over, say);
-    this.warned.report([...this.documents.values()].flatMap((d) => d.warnings), (w) => sink.warning?.(w));
+    this.warned.report(
+      [...this.documents.values()].flatMap((d) => d.warnings),
+      (w) => sink.warning?.(w),
+    );
     // Like an unreadable text, too much changes nothing: dropping some documents' pods to fit would
     // stop running pods because an unrelated document was added.
     if (problem !== undefined || !this.known()) return;
@@ -198,7 +208,10 @@ export class ManifestIntake {
   }
 
   /** The documents' manifests in order, an id given by two documents taken from the first. */
-  private union(documents: ReadonlyMap<string, readonly ContainerManifest[]>): { manifests: ContainerManifest[]; conflicts: KubeletError[] } {
+  private union(documents: ReadonlyMap<string, readonly ContainerManifest[]>): {
+    manifests: ContainerManifest[];
+    conflicts: KubeletError[];
+  } {
     const firstOrigin = new Map<string, string>();
     const manifests: ContainerManifest[] = [];
     const conflicts: KubeletError[] = [];
@@ -209,7 +222,11 @@ export class ManifestIntake {
           firstOrigin.set(manifest.id, origin);
           manifests.push(manifest);
         } else {
-          conflicts.push(new KubeletError('Conflict', `manifest id "${manifest.id}" in ${origin} is also in ${first}; using ${first}`, { adapter: this.options.adapter }));
+          conflicts.push(
+            new KubeletError('Conflict', `manifest id "${manifest.id}" in ${origin} is also in ${first}; using ${first}`, {
+              adapter: this.options.adapter,
+            }),
+          );
         }
       }
     }

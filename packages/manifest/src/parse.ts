@@ -1,4 +1,11 @@
-import { KubeletError, formatFieldErrors, validateManifest, type ContainerManifest, type FieldError, type ValidationWarning } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  formatFieldErrors,
+  validateManifest,
+  type ContainerManifest,
+  type FieldError,
+  type ValidationWarning,
+} from '@kubelet-ts/core';
 import { DEFAULT_MAX_MANIFESTS } from './source-limits.js';
 import { isKubernetesObject, v1ListItems, validateV1Pod } from './v1/validate-v1.js';
 import { RefusedText, decodeYaml, type DecodedText } from './yaml-decode.js';
@@ -108,7 +115,9 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
   const maxManifests = options.maxManifests ?? DEFAULT_MAX_MANIFESTS;
   // Counted before validating: the work of a text stays bounded by what one source may hold.
   if (flat.length > maxManifests) {
-    return unreadable(`${origin}: holds ${flat.length} manifests, more than the ${maxManifests} one source may hold; run fewer pods from it`);
+    return unreadable(
+      `${origin}: holds ${flat.length} manifests, more than the ${maxManifests} one source may hold; run fewer pods from it`,
+    );
   }
   // A word, a number or a list where a manifest should be is not a manifest with a wrong field:
   // it is text that is not a manifest document (an HTML error page served with 200, a file cut
@@ -125,12 +134,14 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
     const position = listed ? index : undefined;
     const checks = { writtenAs: decoded.writtenAs, allowHostMounts: options.allowHostMounts === true };
     // A Kubernetes object, or any item of a v1 List, is read as a v1 Pod; the rest as 2014 manifests.
-    const result = isKubernetesObject(item) || inV1List.has(item as object)
-      ? validateV1Pod(item, checks)
-      : validateManifest(item, { ...checks, ...(options.idFor === undefined ? {} : { defaultId: options.idFor(position) }) });
+    const result =
+      isKubernetesObject(item) || inV1List.has(item as object)
+        ? validateV1Pod(item, checks)
+        : validateManifest(item, { ...checks, ...(options.idFor === undefined ? {} : { defaultId: options.idFor(position) }) });
     if (result.ok) {
       manifests.push(result.manifest);
-      if (result.warnings.length > 0) warnings.push({ origin, ...(listed ? { index } : {}), manifest: result.manifest, warnings: result.warnings });
+      if (result.warnings.length > 0)
+        warnings.push({ origin, ...(listed ? { index } : {}), manifest: result.manifest, warnings: result.warnings });
     } else {
       rejected.push({
         origin,
@@ -151,7 +162,12 @@ function isManifestList(item: unknown): item is { readonly items: unknown[] } & 
 }
 
 function unreadable(message: string, cause?: unknown): ParsedManifests {
-  return { manifests: [], rejected: [], warnings: [], unreadable: new KubeletError('InvalidManifest', message, cause === undefined ? {} : { cause }) };
+  return {
+    manifests: [],
+    rejected: [],
+    warnings: [],
+    unreadable: new KubeletError('InvalidManifest', message, cause === undefined ? {} : { cause }),
+  };
 }
 
 /** A one-line description of a rejected manifest, naming every wrong field. */
@@ -170,10 +186,7 @@ export function rejectionError(r: RejectedManifest, adapter?: string): KubeletEr
  * Applies "nothing is lost" to a re-read document: a manifest that is now rejected but was valid
  * the last time keeps its last good version, and an unreadable document keeps everything it had.
  */
-export function retainLastGood(
-  parsed: ParsedManifests,
-  previous: readonly ContainerManifest[],
-): readonly ContainerManifest[] {
+export function retainLastGood(parsed: ParsedManifests, previous: readonly ContainerManifest[]): readonly ContainerManifest[] {
   if (parsed.unreadable !== undefined) return previous;
   const kept = new Map(parsed.manifests.map((m) => [m.id, m]));
   const order = [...parsed.manifests];

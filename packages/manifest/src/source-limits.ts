@@ -49,6 +49,7 @@ export function sourceLimitProblem(manifests: readonly ContainerManifest[], limi
   const maxBytes = limits.maxManifestBytes ?? DEFAULT_MAX_MANIFEST_BYTES;
   let total = 0;
   for (const m of manifests) total += manifestBytes(m);
-  if (total > maxBytes) return `${total} bytes of manifests as JSON, more than the ${maxBytes} one source may hold (limits.maxManifestBytes)`;
+  if (total > maxBytes)
+    return `${total} bytes of manifests as JSON, more than the ${maxBytes} one source may hold (limits.maxManifestBytes)`;
   return undefined;
 }

@@ -72,19 +72,26 @@ export class StaticManifestSource implements ManifestSource {
     const warnings: ManifestWarnings[] = [];
     const seen = new Map<string, number>();
     input.forEach((raw, index) => {
-      const result = validateManifest(raw, { allowHostMounts: this.allowHostMounts, defaultId: derivedManifestId(this.name, origin, index) });
+      const result = validateManifest(raw, {
+        allowHostMounts: this.allowHostMounts,
+        defaultId: derivedManifestId(this.name, origin, index),
+      });
       if (!result.ok) {
         errors.push(...result.errors.map((e) => ({ path: `[${index}]${e.path === '' ? '' : `.${e.path}`}`, message: e.message })));
         return;
       }
       const first = seen.get(result.manifest.id);
-      if (first !== undefined) errors.push({ path: `[${index}].id`, message: `duplicate manifest id "${result.manifest.id}" (also [${first}])` });
+      if (first !== undefined)
+        errors.push({ path: `[${index}].id`, message: `duplicate manifest id "${result.manifest.id}" (also [${first}])` });
       seen.set(result.manifest.id, first ?? index);
       valid.push(result.manifest);
       if (result.warnings.length > 0) warnings.push({ origin, index, manifest: result.manifest, warnings: result.warnings });
     });
     if (errors.length > 0) {
-      throw new KubeletError('InvalidManifest', `${origin}: invalid manifests: ${formatFieldErrors(errors)}`, { adapter: this.name, fieldErrors: errors });
+      throw new KubeletError('InvalidManifest', `${origin}: invalid manifests: ${formatFieldErrors(errors)}`, {
+        adapter: this.name,
+        fieldErrors: errors,
+      });
     }
     this.warnings = warnings;
     return valid;

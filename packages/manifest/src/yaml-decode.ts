@@ -50,7 +50,8 @@ const ALIAS_ADVICE = 'write the values out; anchors and aliases are not needed i
  * - nesting deeper than MAX_NESTING.
  */
 export function decodeYaml(text: string, maxTokens: number): DecodedText {
-  if (roughDepth(text) > MAX_ROUGH_DEPTH) throw new Error(`more than ${MAX_ROUGH_DEPTH} brackets or list indicators open at once: nested too deep`);
+  if (roughDepth(text) > MAX_ROUGH_DEPTH)
+    throw new Error(`more than ${MAX_ROUGH_DEPTH} brackets or list indicators open at once: nested too deep`);
   const tokens = boundedParse(text, maxTokens);
   // yaml's parser keeps its own stack, so the nesting can be measured before the composer recurses.
   const depth = nestingDepth(tokens);
@@ -76,7 +77,9 @@ function boundedParse(text: string, maxTokens: number): CST.Token[] {
   let scalarFollows = false;
   for (const lexeme of new Lexer().lex(text)) {
     if (++count > maxTokens) {
-      throw new RefusedText(`more than ${maxTokens} YAML tokens (values, indicators, line breaks) by line ${lineOf(text, offset)}: too long to read without stalling the agent; write fewer or shorter manifests in one document`);
+      throw new RefusedText(
+        `more than ${maxTokens} YAML tokens (values, indicators, line breaks) by line ${lineOf(text, offset)}: too long to read without stalling the agent; write fewer or shorter manifests in one document`,
+      );
     }
     // The lexer announces a plain or block scalar with SCALAR; its text may begin with `*` (`|\n  *x`) and is no alias.
     // SCALAR, DOCUMENT and FLOW_END are the lexer's own marks, not text.
@@ -135,7 +138,9 @@ class PlainValues {
       if (typeof value === 'symbol') throw new RefusedText(`line ${this.lineOfNode(node)} uses a merge key (<<): ${ALIAS_ADVICE}`);
       if (typeof value !== 'object') return String(value);
     }
-    throw new RefusedText(`line ${this.lineOfNode(node)} has a key that is not a plain value (a list, mapping or binary): manifest keys are field names`);
+    throw new RefusedText(
+      `line ${this.lineOfNode(node)} has a key that is not a plain value (a list, mapping or binary): manifest keys are field names`,
+    );
   }
 
   private put(holder: Record<string, unknown> | unknown[], key: string | number, node: unknown): void {

@@ -29,30 +29,47 @@ const EXAMPLE_CONTAINER = {
 };
 
 describe('the container-agent example manifests', () => {
-  it.each(['container-agent-example.yaml', 'container-agent-example.json'])('%s is accepted, named after its file, read field by field', (name) => {
-    const parsed = parse(name);
-    expect(parsed.rejected).toEqual([]);
-    expect(parsed.manifests).toEqual([{ id: derivedManifestId(name, `/etc/kubernetes/${name}`), volumes: [{ name: 'vol1' }, { name: 'vol2' }], containers: [EXAMPLE_CONTAINER] }]);
-    expect(parsed.warnings[0]!.warnings.map((w) => [w.field, w.paths])).toEqual([
-      ['containers[].env[].key', ['containers[0].env[0].key', 'containers[0].env[1].key']],
-      ['containers[].volumeMounts[].path', ['containers[0].volumeMounts[0].path', 'containers[0].volumeMounts[1].path']],
-    ]);
-  });
+  it.each(['container-agent-example.yaml', 'container-agent-example.json'])(
+    '%s is accepted, named after its file, read field by field',
+    (name) => {
+      const parsed = parse(name);
+      expect(parsed.rejected).toEqual([]);
+      expect(parsed.manifests).toEqual([
+        {
+          id: derivedManifestId(name, `/etc/kubernetes/${name}`),
+          volumes: [{ name: 'vol1' }, { name: 'vol2' }],
+          containers: [EXAMPLE_CONTAINER],
+        },
+      ]);
+      expect(parsed.warnings[0]!.warnings.map((w) => [w.field, w.paths])).toEqual([
+        ['containers[].env[].key', ['containers[0].env[0].key', 'containers[0].env[1].key']],
+        ['containers[].volumeMounts[].path', ['containers[0].volumeMounts[0].path', 'containers[0].volumeMounts[1].path']],
+      ]);
+    },
+  );
 
   it('publishes the registry port, written without hostPort, on its containerPort', () => {
     const [m] = parse('container-agent-registry.yaml').manifests;
-    expect(m!.containers.map((c) => c.ports)).toEqual([[{ name: 'port5000', containerPort: 5000, hostPort: 5000, protocol: 'TCP' }], [{ name: 'port80', containerPort: 8080, hostPort: 80, protocol: 'TCP' }]]);
+    expect(m!.containers.map((c) => c.ports)).toEqual([
+      [{ name: 'port5000', containerPort: 5000, hostPort: 5000, protocol: 'TCP' }],
+      [{ name: 'port80', containerPort: 8080, hostPort: 80, protocol: 'TCP' }],
+    ]);
     expect(m!.containers[0]!.env).toEqual([{ name: 'GCS_BUCKET', value: 'my-private-repository-bucket' }]);
   });
 
   it('shares one volume between two containers through the deprecated path', () => {
     const [m] = parse('container-agent-volumes.yaml').manifests;
-    expect(m!.containers.map((c) => c.volumeMounts)).toEqual([[{ name: 'data', mountPath: '/mnt/data', readOnly: false }], [{ name: 'data', mountPath: '/mnt/data', readOnly: false }]]);
+    expect(m!.containers.map((c) => c.volumeMounts)).toEqual([
+      [{ name: 'data', mountPath: '/mnt/data', readOnly: false }],
+      [{ name: 'data', mountPath: '/mnt/data', readOnly: false }],
+    ]);
     expect(m!.containers[1]!.ports).toEqual([{ name: 'www', containerPort: 80, hostPort: 80, protocol: 'TCP' }]);
   });
 
   it('refuses the HOST mounts of cadvisor.manifest unless allowed, then binds them', () => {
-    expect(parse('cadvisor.manifest').rejected[0]!.errors.map((e) => e.path)).toEqual([0, 1, 2].map((i) => `containers[0].volumeMounts[${i}].mountType`));
+    expect(parse('cadvisor.manifest').rejected[0]!.errors.map((e) => e.path)).toEqual(
+      [0, 1, 2].map((i) => `containers[0].volumeMounts[${i}].mountType`),
+    );
     const [m] = parse('cadvisor.manifest', { allowHostMounts: true }).manifests;
     expect(m!.id).toBe('cadvisor-agent');
     expect(m!.containers[0]!.volumeMounts.map((v) => [v.mountPath, v.mountType, v.readOnly])).toEqual([
@@ -94,7 +111,15 @@ describe('WarningReporter', () => {
     const v1 = 'containers: [{name: a, image: x, env: [{key: A, value: "1"}]}]';
     read(v1);
     expect(said).toEqual([
-      { reason: 'DeprecatedField', podId: 'web', field: 'containers[].env[].key', paths: ['containers[0].env[0].key'], message: expect.stringMatching(/^web\.yaml \(id "web"\): containers\[0\]\.env\[0\]\.key: "key" is the deprecated 2014 spelling of "name"/) },
+      {
+        reason: 'DeprecatedField',
+        podId: 'web',
+        field: 'containers[].env[].key',
+        paths: ['containers[0].env[0].key'],
+        message: expect.stringMatching(
+          /^web\.yaml \(id "web"\): containers\[0\]\.env\[0\]\.key: "key" is the deprecated 2014 spelling of "name"/,
+        ),
+      },
     ]);
     read(v1);
     expect(said).toHaveLength(1);
@@ -128,7 +153,11 @@ describe('2014 rule 8: StaticManifestSource validates what it is given', () => {
   const plain = (value: unknown) => value as ContainerManifest;
 
   it('delivers the normalised form, naming an id-less manifest after the source and its position', async () => {
-    const source = new StaticManifestSource('embedded', [plain({ containers: [{ name: 'web', image: 'nginx', env: [{ key: 'A', value: 'b' }], ports: [{ containerPort: 80, protocol: 'tcp' }] }] })]);
+    const source = new StaticManifestSource('embedded', [
+      plain({
+        containers: [{ name: 'web', image: 'nginx', env: [{ key: 'A', value: 'b' }], ports: [{ containerPort: 80, protocol: 'tcp' }] }],
+      }),
+    ]);
     const sink = new Sink();
     await source.start(sink);
     const [m] = sink.sets[0]!;
@@ -142,15 +171,38 @@ describe('2014 rule 8: StaticManifestSource validates what it is given', () => {
     const source = new StaticManifestSource('embedded');
     const sink = new Sink();
     await source.start(sink);
-    const bad = [plain({ id: 'ok', containers: [{ name: 'a', image: 'x' }] }), plain({ id: 'web', containers: [{ name: 'a', image: '' }, { name: 'b', image: 'x', memory: '1g' }] })];
-    expect(() => source.set(bad)).toThrow(expect.objectContaining({ code: 'InvalidManifest', fieldErrors: [{ path: '[1].containers[0].image', message: 'is required' }, { path: '[1].containers[1].memory', message: expect.any(String) }] }));
+    const bad = [
+      plain({ id: 'ok', containers: [{ name: 'a', image: 'x' }] }),
+      plain({
+        id: 'web',
+        containers: [
+          { name: 'a', image: '' },
+          { name: 'b', image: 'x', memory: '1g' },
+        ],
+      }),
+    ];
+    expect(() => source.set(bad)).toThrow(
+      expect.objectContaining({
+        code: 'InvalidManifest',
+        fieldErrors: [
+          { path: '[1].containers[0].image', message: 'is required' },
+          { path: '[1].containers[1].memory', message: expect.any(String) },
+        ],
+      }),
+    );
     expect(sink.sets).toEqual([[]]);
-    expect(() => source.set([plain({ id: 'x', containers: [] }), plain({ id: 'x', containers: [] })])).toThrow(/\[1\]\.id: duplicate manifest id "x"/);
+    expect(() => source.set([plain({ id: 'x', containers: [] }), plain({ id: 'x', containers: [] })])).toThrow(
+      /\[1\]\.id: duplicate manifest id "x"/,
+    );
     expect(() => new StaticManifestSource('s', [plain({ id: 'Bad' })])).toThrow(/\[0\]\.id: must be a DNS subdomain/);
   });
 
   it('refuses HOST mounts unless the source allows them', () => {
-    const host = plain({ id: 'c', volumes: [{ name: 'v' }], containers: [{ name: 'a', image: 'x', volumeMounts: [{ name: 'v', mountPath: '/var/run', mountType: 'HOST' }] }] });
+    const host = plain({
+      id: 'c',
+      volumes: [{ name: 'v' }],
+      containers: [{ name: 'a', image: 'x', volumeMounts: [{ name: 'v', mountPath: '/var/run', mountType: 'HOST' }] }],
+    });
     expect(() => new StaticManifestSource('s', [host])).toThrow(/--allow-host-mounts/);
     expect(() => new StaticManifestSource('s', [host], { allowHostMounts: true })).not.toThrow();
   });
@@ -159,7 +211,11 @@ describe('2014 rule 8: StaticManifestSource validates what it is given', () => {
     const source = new StaticManifestSource('embedded');
     const sink = new Sink();
     await source.start(sink);
-    const old = plain({ id: 'w', volumes: [{ name: 'v' }], containers: [{ name: 'a', image: 'x', volumeMounts: [{ name: 'v', path: '/v' }] }] });
+    const old = plain({
+      id: 'w',
+      volumes: [{ name: 'v' }],
+      containers: [{ name: 'a', image: 'x', volumeMounts: [{ name: 'v', path: '/v' }] }],
+    });
     source.set([old]);
     source.set([old]);
     expect(sink.sets).toHaveLength(3);

@@ -17,7 +17,9 @@ describe('parseManifests names id-less manifests with idFor', () => {
 
   it('gives the same ids on every read', () => {
     const text = JSON.stringify([pod(), pod()]);
-    expect(parseManifests(text, 'x', { idFor }).manifests.map((m) => m.id)).toEqual(parseManifests(text, 'x', { idFor }).manifests.map((m) => m.id));
+    expect(parseManifests(text, 'x', { idFor }).manifests.map((m) => m.id)).toEqual(
+      parseManifests(text, 'x', { idFor }).manifests.map((m) => m.id),
+    );
   });
 
   it('rejects an id-less manifest without idFor, naming id', () => {

@@ -59,7 +59,9 @@ describe('ManifestIntake', () => {
     intake.read('m', text(badPort('a'), manifest('b', 'app:2')));
     intake.commit();
     expect(sink.updates.at(-1)?.map((m) => `${m.id}:${m.containers[0]?.image}`)).toEqual(['b:app:2', 'a:app:1']);
-    expect(sink.errors.map((e) => [e.code, e.fieldErrors.map((f) => f.path)])).toEqual([['InvalidManifest', ['containers[0].ports[0].hostPort']]]);
+    expect(sink.errors.map((e) => [e.code, e.fieldErrors.map((f) => f.path)])).toEqual([
+      ['InvalidManifest', ['containers[0].ports[0].hostPort']],
+    ]);
     intake.read('m', '[{"id": ');
     intake.commit();
     intake.fail('m', new KubeletError('Unavailable', 'm: cannot read'));
@@ -119,7 +121,9 @@ describe('ManifestIntake', () => {
     intake.commit();
     intake.commit();
     expect(sink.ids).toEqual(['a1', 'a2']);
-    expect(sink.said()).toEqual(['/etc/kubelet: the files hold 3 manifests, more than the 2 one source may hold (limits.maxManifests); nothing changed until they hold less']);
+    expect(sink.said()).toEqual([
+      '/etc/kubelet: the files hold 3 manifests, more than the 2 one source may hold (limits.maxManifests); nothing changed until they hold less',
+    ]);
     intake.read('a', text(manifest('a1')));
     intake.commit();
     expect(sink.ids).toEqual(['a1', 'b']);
@@ -197,7 +201,10 @@ describe('ManifestIntake', () => {
     expect(intake.hold([held('c')])).toBe('3 manifests, more than the 2 one source may hold (limits.maxManifests)');
     expect(intake.hold([held('b', 'app:2')])).toBeUndefined(); // a replacement is no growth
     intake.commit();
-    expect(sink.updates.map((u) => u.map((m) => `${m.id}:${m.containers[0]?.image}`))).toEqual([['a:app:1', 'b:app:1'], ['a:app:1', 'b:app:2']]);
+    expect(sink.updates.map((u) => u.map((m) => `${m.id}:${m.containers[0]?.image}`))).toEqual([
+      ['a:app:1', 'b:app:1'],
+      ['a:app:1', 'b:app:2'],
+    ]);
     expect(intake.hold([held('x'), held('y')], { replaceAll: true })).toBeUndefined();
     expect(intake.has('a')).toBe(false);
     expect(intake.drop('x')).toBe(true);

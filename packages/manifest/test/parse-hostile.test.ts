@@ -31,7 +31,8 @@ describe('parseManifests: aliases', () => {
   });
 
   it('reads an anchor nobody refers to, and `*` inside quoted and block scalars, as text', () => {
-    const text = 'id: &name web\ncontainers:\n  - name: a\n    image: busybox\n    command:\n      - "*a"\n      - \'*b\'\n      - x *c\n      - |\n        *d\n';
+    const text =
+      'id: &name web\ncontainers:\n  - name: a\n    image: busybox\n    command:\n      - "*a"\n      - \'*b\'\n      - x *c\n      - |\n        *d\n';
     const parsed = parseManifests(text, 'web.yaml');
     expect(parsed.unreadable).toBeUndefined();
     expect(parsed.manifests[0]!.containers[0]!.command).toEqual(['*a', '*b', 'x *c', '*d\n']);
@@ -49,7 +50,10 @@ describe('parseManifests: aliases', () => {
   // Issue 17 item 2: one manifest whose command list was reused by 99 containers held 400 MB.
   it('refuses a list reused by 99 containers before expanding it', () => {
     const command = `[${Array.from({ length: 20_000 }, () => 'a').join(',')}]`;
-    const containers = Array.from({ length: 99 }, (_, i) => `  - name: c${i}\n    image: busybox\n    command: ${i === 0 ? `&cmd ${command}` : '*cmd'}\n`);
+    const containers = Array.from(
+      { length: 99 },
+      (_, i) => `  - name: c${i}\n    image: busybox\n    command: ${i === 0 ? `&cmd ${command}` : '*cmd'}\n`,
+    );
     const { parsed, ms } = timed(`id: big\ncontainers:\n${containers.join('')}`);
     expect(parsed.unreadable?.message).toBe(`hostile.yaml: line 8 uses an alias (*cmd): ${ADVICE}`);
     expect(parsed.manifests).toEqual([]);
@@ -71,11 +75,16 @@ describe('parseManifests: keys', () => {
 
   it('refuses a key that is a list or mapping', () => {
     const parsed = parseManifests('id: web\n? [a, b]\n: 1\n', 'complex.yaml');
-    expect(parsed.unreadable?.message).toBe('complex.yaml: line 2 has a key that is not a plain value (a list, mapping or binary): manifest keys are field names');
+    expect(parsed.unreadable?.message).toBe(
+      'complex.yaml: line 2 has a key that is not a plain value (a list, mapping or binary): manifest keys are field names',
+    );
   });
 
   it('keeps `__proto__` an ordinary (unknown) field', () => {
-    const parsed = parseManifests('{"id": "web", "__proto__": {"containers": []}, "containers": [{"name": "a", "image": "nginx"}]}', 'proto.json');
+    const parsed = parseManifests(
+      '{"id": "web", "__proto__": {"containers": []}, "containers": [{"name": "a", "image": "nginx"}]}',
+      'proto.json',
+    );
     expect(parsed.rejected[0]!.errors).toEqual([{ path: '__proto__', message: 'unknown field' }]);
   });
 
@@ -130,11 +139,16 @@ describe('parseManifests: the token budget', () => {
 
 /** Issue 17 item 2: what one text may hold. */
 describe('parseManifests: manifests per text', () => {
-  const list = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ id: `m${i}`, containers: [{ name: 'a', image: 'busybox' }] })));
+  const list = (n: number) =>
+    JSON.stringify(Array.from({ length: n }, (_, i) => ({ id: `m${i}`, containers: [{ name: 'a', image: 'busybox' }] })));
 
   it('refuses a text of more than maxManifests (default 1,000) as unreadable, before validating any', () => {
     expect(parseManifests(list(1000), 'etcd').manifests).toHaveLength(1000);
-    expect(parseManifests(list(1001), 'etcd').unreadable?.message).toBe('etcd: holds 1001 manifests, more than the 1000 one source may hold; run fewer pods from it');
-    expect(parseManifests(list(3), 'etcd', { maxManifests: 2 }).unreadable?.message).toBe('etcd: holds 3 manifests, more than the 2 one source may hold; run fewer pods from it');
+    expect(parseManifests(list(1001), 'etcd').unreadable?.message).toBe(
+      'etcd: holds 1001 manifests, more than the 1000 one source may hold; run fewer pods from it',
+    );
+    expect(parseManifests(list(3), 'etcd', { maxManifests: 2 }).unreadable?.message).toBe(
+      'etcd: holds 3 manifests, more than the 2 one source may hold; run fewer pods from it',
+    );
   });
 });

@@ -11,15 +11,22 @@ const withEnvValue = (value: string, head = '') =>
  * validator turned numbers back into text.
  */
 describe('parseManifests: env values are text as written', () => {
-  it.each(['01234', '0x1F', '1.10', '12345678901234567890', '1e3', 'true', 'False', '.inf'])('refuses `value: %s`, quoting it as written', (value) => {
-    const parsed = parseManifests(withEnvValue(value), 'web.yaml');
-    expect(parsed.manifests).toEqual([]);
-    expect(describeRejection(parsed.rejected[0]!)).toBe(`web.yaml (id "web"): containers[0].env[1].value: must be a string; quote it: ${JSON.stringify(value)}`);
-  });
+  it.each(['01234', '0x1F', '1.10', '12345678901234567890', '1e3', 'true', 'False', '.inf'])(
+    'refuses `value: %s`, quoting it as written',
+    (value) => {
+      const parsed = parseManifests(withEnvValue(value), 'web.yaml');
+      expect(parsed.manifests).toEqual([]);
+      expect(describeRejection(parsed.rejected[0]!)).toBe(
+        `web.yaml (id "web"): containers[0].env[1].value: must be a string; quote it: ${JSON.stringify(value)}`,
+      );
+    },
+  );
 
   it('refuses a JSON number the same way, quoting its digits as written', () => {
     const text = '{"id": "web", "containers": [{"name": "app", "image": "nginx", "env": [{"name": "V", "value": 1.10}]}]}';
-    expect(parseManifests(text, 'web.json').rejected[0]!.errors).toEqual([{ path: 'containers[0].env[0].value', message: 'must be a string; quote it: "1.10"' }]);
+    expect(parseManifests(text, 'web.json').rejected[0]!.errors).toEqual([
+      { path: 'containers[0].env[0].value', message: 'must be a string; quote it: "1.10"' },
+    ]);
   });
 
   // YAML 1.2, which yaml reads by default, has only true and false as booleans: `yes` is text.
@@ -45,11 +52,15 @@ describe('parseManifests: env values are text as written', () => {
     ['01234', '01234'],
   ])('refuses `value: %s` under %%YAML 1.1, where it is not text', (written, quoted) => {
     const parsed = parseManifests(withEnvValue(written, '%YAML 1.1\n---\n'), 'web.yaml');
-    expect(parsed.rejected[0]!.errors).toEqual([{ path: 'containers[0].env[1].value', message: `must be a string; quote it: ${JSON.stringify(quoted)}` }]);
+    expect(parsed.rejected[0]!.errors).toEqual([
+      { path: 'containers[0].env[1].value', message: `must be a string; quote it: ${JSON.stringify(quoted)}` },
+    ]);
   });
 
   it('refuses a number in a command, quoting it as written', () => {
     const text = 'id: web\ncontainers:\n  - name: app\n    image: busybox\n    command: [sleep, 010]\n';
-    expect(parseManifests(text, 'web.yaml').rejected[0]!.errors).toEqual([{ path: 'containers[0].command[1]', message: 'must be a string; quote it: "010"' }]);
+    expect(parseManifests(text, 'web.yaml').rejected[0]!.errors).toEqual([
+      { path: 'containers[0].command[1]', message: 'must be a string; quote it: "010"' },
+    ]);
   });
 });

@@ -127,14 +127,15 @@ describe('parseManifests: rejected manifests', () => {
     expect(parsed.rejected[0]).not.toHaveProperty('id');
     expect(parsed.rejected[0]!.errors).toEqual([{ path: 'id', message: 'is required' }]);
   });
-
 });
 
 describe('parseManifests: unreadable text', () => {
   // Found by the fuzz suite: rejected as a manifest without an id, such text dropped the source's
   // whole last good set, so an HTML error page served with 200 stopped every pod of the URL.
   it('marks a document that is a scalar, or a list item that is not a mapping, unreadable', () => {
-    expect(parseManifests('<html>\n<body>Service Unavailable</body>\n</html>\n', 'page.yaml').unreadable?.message).toBe('page.yaml: the document is a string, not a manifest');
+    expect(parseManifests('<html>\n<body>Service Unavailable</body>\n</html>\n', 'page.yaml').unreadable?.message).toBe(
+      'page.yaml: the document is a string, not a manifest',
+    );
     expect(parseManifests('42', 'n.yaml').unreadable?.message).toBe('n.yaml: the document is a number, not a manifest');
     const list = parseManifests(JSON.stringify([manifestJson('a'), 'b', null]), 'list.json');
     expect(list.unreadable?.message).toBe('list.json: item 1 is a string, not a manifest');
@@ -146,10 +147,15 @@ describe('parseManifests: unreadable text', () => {
   // overflow the next deep text killed Node 20 outright (a fatal OOM in V8's RegExp compiler).
   it('marks text nested deeper than 64 levels unreadable before composing it, however often it comes', () => {
     for (const text of ['['.repeat(2000), '['.repeat(2000), '{"a":'.repeat(20_000), '- '.repeat(20_000)]) {
-      expect(parseManifests(text, 'deep.yaml').unreadable?.message).toMatch(/^deep\.yaml: not valid YAML or JSON: .*nested (deeper than 64 levels|too deep)$/);
+      expect(parseManifests(text, 'deep.yaml').unreadable?.message).toMatch(
+        /^deep\.yaml: not valid YAML or JSON: .*nested (deeper than 64 levels|too deep)$/,
+      );
     }
     const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
-    expect(parseManifests(`{"id": "a", "x": ${nested(64)}}`, 'ok.json').rejected[0]!.errors).toEqual([{ path: 'x', message: 'unknown field' }, expect.objectContaining({ path: 'containers' })]);
+    expect(parseManifests(`{"id": "a", "x": ${nested(64)}}`, 'ok.json').rejected[0]!.errors).toEqual([
+      { path: 'x', message: 'unknown field' },
+      expect.objectContaining({ path: 'containers' }),
+    ]);
     expect(parseManifests(`{"id": "a", "x": ${nested(65)}}`, 'deep.json').unreadable).toBeDefined();
   });
 
@@ -157,7 +163,9 @@ describe('parseManifests: unreadable text', () => {
   // before any depth check could run, stalling the agent on every read of such a text.
   it('refuses a text with a thousand brackets or list indicators open before yaml lexes it', () => {
     for (const text of ['['.repeat(1_000_000), '{"a": '.repeat(150_000), '- '.repeat(500_000), '- [\n'.repeat(1000)]) {
-      expect(parseManifests(text, 'deep.yaml').unreadable?.message).toBe('deep.yaml: not valid YAML or JSON: more than 1000 brackets or list indicators open at once: nested too deep');
+      expect(parseManifests(text, 'deep.yaml').unreadable?.message).toBe(
+        'deep.yaml: not valid YAML or JSON: more than 1000 brackets or list indicators open at once: nested too deep',
+      );
     }
     // Brackets that close are no depth at all: two thousand of them in a command are fine.
     const wide = `id: a\ncontainers:\n  - name: c\n    image: busybox\n    command: ["sh", "-c", "echo ${'[]'.repeat(2000)}"]\n`;
@@ -256,7 +264,9 @@ describe('describeRejection', () => {
         { path: 'containers[0].memory', message: 'must be an integer, got string "1g"' },
       ],
     });
-    expect(text).toBe('list.yaml[2] (id "web"): containers[0].image: is required; containers[0].memory: must be an integer, got string "1g"');
+    expect(text).toBe(
+      'list.yaml[2] (id "web"): containers[0].image: is required; containers[0].memory: must be an integer, got string "1g"',
+    );
   });
 
   it('leaves out the index and id when unknown', () => {

@@ -25,6 +25,8 @@ describe('firstOfEachId', () => {
   it('keeps the first manifest of each id and names every repeat as a Conflict', () => {
     const { manifests, conflicts } = firstOfEachId([m('a', 'first'), m('b'), m('a', 'second')], 'http://x/m', 'http');
     expect(manifests.map((x) => `${x.id}:${x.containers[0]?.image}`)).toEqual(['a:first', 'b:app:1']);
-    expect(conflicts.map((c) => [c.code, c.adapter, c.message])).toEqual([['Conflict', 'http', 'http://x/m: manifest id "a" is given more than once; using the first']]);
+    expect(conflicts.map((c) => [c.code, c.adapter, c.message])).toEqual([
+      ['Conflict', 'http', 'http://x/m: manifest id "a" is given more than once; using the first'],
+    ]);
   });
 });

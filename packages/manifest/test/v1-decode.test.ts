@@ -17,7 +17,8 @@ function pod(container: Obj = {}, spec: Obj = {}, metadata: Obj = {}, top: Obj =
 
 function accepted(input: unknown, allowHostMounts = true): ContainerManifest {
   const parsed = parseManifests(JSON.stringify(input), 'test.json', { allowHostMounts });
-  if (parsed.unreadable !== undefined || parsed.manifests.length !== 1) throw new Error(JSON.stringify(parsed.rejected) + String(parsed.unreadable));
+  if (parsed.unreadable !== undefined || parsed.manifests.length !== 1)
+    throw new Error(JSON.stringify(parsed.rejected) + String(parsed.unreadable));
   return parsed.manifests[0] as ContainerManifest;
 }
 
@@ -33,30 +34,56 @@ describe('v1 Pod → domain manifest, row by row of the README table', () => {
   it('metadata.name is the id; a namespace other than default follows it; uid is the uuid; labels and annotations are kept', () => {
     expect(accepted(pod()).id).toBe('web');
     const m = accepted(pod({}, {}, { namespace: 'kube-system', uid: '7f3c-11', labels: { app: 'web' }, annotations: { note: 'a b c' } }));
-    expect(m).toMatchObject({ id: 'web.kube-system', namespace: 'kube-system', uuid: '7f3c-11', labels: { app: 'web' }, annotations: { note: 'a b c' } });
+    expect(m).toMatchObject({
+      id: 'web.kube-system',
+      namespace: 'kube-system',
+      uuid: '7f3c-11',
+      labels: { app: 'web' },
+      annotations: { note: 'a b c' },
+    });
     expect(accepted(pod({}, {}, { namespace: 'default' }))).toMatchObject({ id: 'web', namespace: 'default' });
   });
 
   it('command is the entrypoint and args the 2014 command (Docker Cmd)', () => {
-    expect(app(accepted(pod({ command: ['nginx'], args: ['-g', 'daemon off;'] })))).toMatchObject({ entrypoint: ['nginx'], command: ['-g', 'daemon off;'] });
+    expect(app(accepted(pod({ command: ['nginx'], args: ['-g', 'daemon off;'] })))).toMatchObject({
+      entrypoint: ['nginx'],
+      command: ['-g', 'daemon off;'],
+    });
   });
 
   it('workingDir, env values, imagePullPolicy are as written', () => {
-    expect(app(accepted(pod({ workingDir: '/srv', env: [{ name: 'A', value: '1' }, { name: 'B' }], imagePullPolicy: 'Never' })))).toMatchObject({
-      workingDir: '/srv', env: [{ name: 'A', value: '1' }, { name: 'B', value: '' }], imagePullPolicy: 'Never',
+    expect(
+      app(accepted(pod({ workingDir: '/srv', env: [{ name: 'A', value: '1' }, { name: 'B' }], imagePullPolicy: 'Never' }))),
+    ).toMatchObject({
+      workingDir: '/srv',
+      env: [
+        { name: 'A', value: '1' },
+        { name: 'B', value: '' },
+      ],
+      imagePullPolicy: 'Never',
     });
   });
 
   it('a port without hostPort is not published; hostPort, hostIP, protocol and name are kept', () => {
-    expect(app(accepted(pod({ ports: [{ containerPort: 80 }, { name: 'dns', containerPort: 53, hostPort: 5353, hostIP: '127.0.0.1', protocol: 'UDP' }] })))?.ports).toEqual([
+    expect(
+      app(
+        accepted(
+          pod({ ports: [{ containerPort: 80 }, { name: 'dns', containerPort: 53, hostPort: 5353, hostIP: '127.0.0.1', protocol: 'UDP' }] }),
+        ),
+      )?.ports,
+    ).toEqual([
       { containerPort: 80, protocol: 'TCP' },
       { name: 'dns', containerPort: 53, hostPort: 5353, hostIP: '127.0.0.1', protocol: 'UDP' },
     ]);
   });
 
   it('limits.memory is bytes, requests.cpu shares, limits.cpu millis; requests.memory is checked, not applied', () => {
-    expect(app(accepted(pod({ resources: { limits: { memory: '128Mi', cpu: '1' }, requests: { cpu: '500m', memory: '64Mi' } } })))).toMatchObject({
-      memory: 134217728, cpu: 512, cpuLimitMillis: 1000,
+    expect(
+      app(accepted(pod({ resources: { limits: { memory: '128Mi', cpu: '1' }, requests: { cpu: '500m', memory: '64Mi' } } }))),
+    ).toMatchObject({
+      memory: 134217728,
+      cpu: 512,
+      cpuLimitMillis: 1000,
     });
     expect(app(accepted(pod({ resources: { requests: { memory: '64Mi' } } })))).not.toHaveProperty('memory');
   });
@@ -72,30 +99,64 @@ describe('v1 Pod → domain manifest, row by row of the README table', () => {
   });
 
   it('probes: exec, httpGet with host, scheme and headers, tcpSocket; Kubernetes defaults', () => {
-    const c = app(accepted(pod({
-      ports: [{ name: 'http', containerPort: 8080, hostPort: 8080 }],
-      livenessProbe: { exec: { command: ['true'] } },
-      readinessProbe: { httpGet: { port: 'http', scheme: 'HTTPS', httpHeaders: [{ name: 'Host', value: 'x' }] }, successThreshold: 2 },
-      startupProbe: { tcpSocket: { port: 9000, host: '127.0.0.1' }, failureThreshold: 30 },
-    })));
+    const c = app(
+      accepted(
+        pod({
+          ports: [{ name: 'http', containerPort: 8080, hostPort: 8080 }],
+          livenessProbe: { exec: { command: ['true'] } },
+          readinessProbe: { httpGet: { port: 'http', scheme: 'HTTPS', httpHeaders: [{ name: 'Host', value: 'x' }] }, successThreshold: 2 },
+          startupProbe: { tcpSocket: { port: 9000, host: '127.0.0.1' }, failureThreshold: 30 },
+        }),
+      ),
+    );
     const defaults = { initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3 };
     expect(c?.livenessProbe).toEqual({ exec: { command: ['true'] }, ...defaults });
-    expect(c?.readinessProbe).toEqual({ httpGet: { path: '/', port: 'http', scheme: 'HTTPS', httpHeaders: [{ name: 'Host', value: 'x' }] }, ...defaults, successThreshold: 2 });
+    expect(c?.readinessProbe).toEqual({
+      httpGet: { path: '/', port: 'http', scheme: 'HTTPS', httpHeaders: [{ name: 'Host', value: 'x' }] },
+      ...defaults,
+      successThreshold: 2,
+    });
     expect(c?.startupProbe).toEqual({ tcpSocket: { port: 9000, host: '127.0.0.1' }, ...defaults, failureThreshold: 30 });
   });
 
   it('restartPolicy, terminationGracePeriodSeconds, hostNetwork', () => {
-    expect(accepted(pod({}, { restartPolicy: 'Never', terminationGracePeriodSeconds: 5, hostNetwork: true }))).toMatchObject({ restartPolicy: 'Never', terminationGracePeriodSeconds: 5, hostNetwork: true });
+    expect(accepted(pod({}, { restartPolicy: 'Never', terminationGracePeriodSeconds: 5, hostNetwork: true }))).toMatchObject({
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 5,
+      hostNetwork: true,
+    });
     expect(accepted(pod({}, { hostNetwork: false }))).not.toHaveProperty('hostNetwork');
   });
 
   it('volumes: emptyDir (or no source) is a pod volume, hostPath a host path with its type; mounts keep readOnly', () => {
-    const m = accepted(pod(
-      { volumeMounts: [{ name: 'a', mountPath: '/a', readOnly: true }, { name: 'c', mountPath: '/c', mountPropagation: 'None' }] },
-      { volumes: [{ name: 'a', emptyDir: {} }, { name: 'b' }, { name: 'c', hostPath: { path: '/var/log', type: 'Directory' } }, { name: 'd', emptyDir: { medium: '' } }] },
-    ));
-    expect(m.volumes).toEqual([{ name: 'a' }, { name: 'b' }, { name: 'c', hostPath: { path: '/var/log', type: 'Directory' } }, { name: 'd' }]);
-    expect(app(m)?.volumeMounts).toEqual([{ name: 'a', mountPath: '/a', readOnly: true }, { name: 'c', mountPath: '/c', readOnly: false }]);
+    const m = accepted(
+      pod(
+        {
+          volumeMounts: [
+            { name: 'a', mountPath: '/a', readOnly: true },
+            { name: 'c', mountPath: '/c', mountPropagation: 'None' },
+          ],
+        },
+        {
+          volumes: [
+            { name: 'a', emptyDir: {} },
+            { name: 'b' },
+            { name: 'c', hostPath: { path: '/var/log', type: 'Directory' } },
+            { name: 'd', emptyDir: { medium: '' } },
+          ],
+        },
+      ),
+    );
+    expect(m.volumes).toEqual([
+      { name: 'a' },
+      { name: 'b' },
+      { name: 'c', hostPath: { path: '/var/log', type: 'Directory' } },
+      { name: 'd' },
+    ]);
+    expect(app(m)?.volumeMounts).toEqual([
+      { name: 'a', mountPath: '/a', readOnly: true },
+      { name: 'c', mountPath: '/c', readOnly: false },
+    ]);
   });
 
   it('securityContext with only the RuntimeDefault seccomp profile, pod or container, is accepted', () => {
@@ -115,7 +176,9 @@ describe('v1 Pod: ignored fields', () => {
       { status: { phase: 'Running' } },
     );
     expect(accepted(withAll)).toEqual(plain);
-    expect(IGNORED_V1_FIELDS.spec).toEqual(expect.arrayContaining(['priority', 'priorityClassName', 'schedulerName', 'tolerations', 'nodeName']));
+    expect(IGNORED_V1_FIELDS.spec).toEqual(
+      expect.arrayContaining(['priority', 'priorityClassName', 'schedulerName', 'tolerations', 'nodeName']),
+    );
   });
 });
 
@@ -127,28 +190,68 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
     [pod({}, { hostname: 'x' }), 'spec.hostname', 'not supported'],
     [pod({}, { dnsConfig: {} }), 'spec.dnsConfig', 'not supported'],
     [pod({}, { ephemeralContainers: [] }), 'spec.ephemeralContainers', 'not supported'],
-    [pod({}, { securityContext: { runAsUser: 0 } }), 'spec.securityContext.runAsUser', 'not supported; only seccompProfile type RuntimeDefault'],
-    [pod({}, { securityContext: { seccompProfile: { type: 'Unconfined' } } }), 'spec.securityContext.seccompProfile.type', 'not supported; only RuntimeDefault'],
+    [
+      pod({}, { securityContext: { runAsUser: 0 } }),
+      'spec.securityContext.runAsUser',
+      'not supported; only seccompProfile type RuntimeDefault',
+    ],
+    [
+      pod({}, { securityContext: { seccompProfile: { type: 'Unconfined' } } }),
+      'spec.securityContext.seccompProfile.type',
+      'not supported; only RuntimeDefault',
+    ],
     [pod({ securityContext: { privileged: true } }), 'spec.containers[0].securityContext.privileged', 'not supported'],
     [pod({ lifecycle: {} }), 'spec.containers[0].lifecycle', 'not supported'],
     [pod({ stdin: true }), 'spec.containers[0].stdin', 'not supported'],
     [pod({ tty: true }), 'spec.containers[0].tty', 'not supported'],
     [pod({ envFrom: [] }), 'spec.containers[0].envFrom', 'not supported; list each variable'],
-    [pod({ env: [{ name: 'A', valueFrom: { fieldRef: {} } }] }), 'spec.containers[0].env[0].valueFrom', 'not supported; write the value itself'],
+    [
+      pod({ env: [{ name: 'A', valueFrom: { fieldRef: {} } }] }),
+      'spec.containers[0].env[0].valueFrom',
+      'not supported; write the value itself',
+    ],
     [pod({ ports: [{ containerPort: 80, protocol: 'SCTP' }] }), 'spec.containers[0].ports[0].protocol', 'SCTP is not supported'],
-    [pod({ volumeMounts: [{ name: 'v', mountPath: '/v', subPath: 'x' }] }, { volumes: [{ name: 'v' }] }), 'spec.containers[0].volumeMounts[0].subPath', 'not supported'],
-    [pod({ volumeMounts: [{ name: 'v', mountPath: '/v', mountPropagation: 'Bidirectional' }] }, { volumes: [{ name: 'v' }] }), 'spec.containers[0].volumeMounts[0].mountPropagation', 'not supported'],
-    [pod({}, { volumes: [{ name: 'v', configMap: { name: 'x' } }] }), 'spec.volumes[0].configMap', 'not supported; use hostPath or emptyDir'],
+    [
+      pod({ volumeMounts: [{ name: 'v', mountPath: '/v', subPath: 'x' }] }, { volumes: [{ name: 'v' }] }),
+      'spec.containers[0].volumeMounts[0].subPath',
+      'not supported',
+    ],
+    [
+      pod({ volumeMounts: [{ name: 'v', mountPath: '/v', mountPropagation: 'Bidirectional' }] }, { volumes: [{ name: 'v' }] }),
+      'spec.containers[0].volumeMounts[0].mountPropagation',
+      'not supported',
+    ],
+    [
+      pod({}, { volumes: [{ name: 'v', configMap: { name: 'x' } }] }),
+      'spec.volumes[0].configMap',
+      'not supported; use hostPath or emptyDir',
+    ],
     [pod({}, { volumes: [{ name: 'v', emptyDir: { medium: 'Memory' } }] }), 'spec.volumes[0].emptyDir.medium', 'not supported'],
     [pod({}, { volumes: [{ name: 'v', emptyDir: { sizeLimit: '1Gi' } }] }), 'spec.volumes[0].emptyDir.sizeLimit', 'not supported'],
     [pod({}, { volumes: [{ name: 'v', emptyDir: {}, hostPath: { path: '/x' } }] }), 'spec.volumes[0]', 'exactly one of emptyDir, hostPath'],
-    [pod({ resources: { limits: { 'ephemeral-storage': '1Gi' } } }), 'spec.containers[0].resources.limits.ephemeral-storage', 'not supported'],
+    [
+      pod({ resources: { limits: { 'ephemeral-storage': '1Gi' } } }),
+      'spec.containers[0].resources.limits.ephemeral-storage',
+      'not supported',
+    ],
     [pod({ resources: { requests: { 'hugepages-2Mi': '2Mi' } } }), 'spec.containers[0].resources.requests.hugepages-2Mi', 'not supported'],
     [pod({ resources: { limits: { 'nvidia.com/gpu': 1 } } }), 'spec.containers[0].resources.limits.nvidia.com/gpu', 'not supported'],
     [pod({ resources: { claims: [] } }), 'spec.containers[0].resources.claims', 'not supported'],
-    [pod({ livenessProbe: { grpc: { port: 1 } } }), 'spec.containers[0].livenessProbe.grpc', 'not supported; use exec, httpGet or tcpSocket'],
-    [pod({ livenessProbe: { exec: { command: ['x'] }, terminationGracePeriodSeconds: 3 } }), 'spec.containers[0].livenessProbe.terminationGracePeriodSeconds', 'not supported'],
-    [pod({ readinessProbe: { httpGet: { port: 1, foo: 1 } } }, { hostNetwork: true }), 'spec.containers[0].readinessProbe.httpGet.foo', 'not supported'],
+    [
+      pod({ livenessProbe: { grpc: { port: 1 } } }),
+      'spec.containers[0].livenessProbe.grpc',
+      'not supported; use exec, httpGet or tcpSocket',
+    ],
+    [
+      pod({ livenessProbe: { exec: { command: ['x'] }, terminationGracePeriodSeconds: 3 } }),
+      'spec.containers[0].livenessProbe.terminationGracePeriodSeconds',
+      'not supported',
+    ],
+    [
+      pod({ readinessProbe: { httpGet: { port: 1, foo: 1 } } }, { hostNetwork: true }),
+      'spec.containers[0].readinessProbe.httpGet.foo',
+      'not supported',
+    ],
     [pod({}, {}, { clusterName: 'x' }), 'metadata.clusterName', 'not supported'],
     [pod({}, {}, {}, { extra: 1 }), 'extra', 'not supported'],
   ])('%# refuses %j', (input, path, message) => {
@@ -164,8 +267,16 @@ describe('v1 Pod: values are checked as every manifest is, at the v1 path', () =
     [pod({ resources: { limits: { memory: '-1' } } }), 'spec.containers[0].resources.limits.memory', 'must not be negative'],
     [pod({ resources: { limits: { cpu: '0' } } }), 'spec.containers[0].resources.limits.cpu', 'must be more than 0'],
     [pod({ resources: { limits: { cpu: '2000' } } }), 'spec.containers[0].resources.limits.cpu', 'at most 1000 CPUs'],
-    [pod({ resources: { limits: { cpu: '1' }, requests: { cpu: '2' } } }), 'spec.containers[0].resources.requests.cpu', 'at most the limit'],
-    [pod({ resources: { limits: { memory: '1Mi' }, requests: { memory: '2Mi' } } }), 'spec.containers[0].resources.requests.memory', 'at most the limit'],
+    [
+      pod({ resources: { limits: { cpu: '1' }, requests: { cpu: '2' } } }),
+      'spec.containers[0].resources.requests.cpu',
+      'at most the limit',
+    ],
+    [
+      pod({ resources: { limits: { memory: '1Mi' }, requests: { memory: '2Mi' } } }),
+      'spec.containers[0].resources.requests.memory',
+      'at most the limit',
+    ],
     [pod({ resources: { limits: { memory: '1E' } } }), 'spec.containers[0].resources.limits.memory', 'must be at most'],
     [pod({ resources: [] }), 'spec.containers[0].resources', 'must be an object'],
     [pod({ args: ['ok', 5] }), 'spec.containers[0].args[1]', 'quote it'],
@@ -174,9 +285,17 @@ describe('v1 Pod: values are checked as every manifest is, at the v1 path', () =
     [pod({ name: 'App' }), 'spec.containers[0].name', 'DNS label'],
     [pod({ env: [{ name: '1A', value: 'x' }] }), 'spec.containers[0].env[0].name', 'C identifier'],
     [pod({ ports: [{ containerPort: 80, hostIP: 'localhost' }] }), 'spec.containers[0].ports[0].hostIP', 'IPv4 or IPv6'],
-    [pod({ ports: [{ containerPort: 80, hostPort: 81 }] }, { hostNetwork: true }), 'spec.containers[0].ports[0].hostPort', 'must equal containerPort'],
+    [
+      pod({ ports: [{ containerPort: 80, hostPort: 81 }] }, { hostNetwork: true }),
+      'spec.containers[0].ports[0].hostPort',
+      'must equal containerPort',
+    ],
     [pod({ livenessProbe: { httpGet: { port: 8080 } } }), 'spec.containers[0].livenessProbe.httpGet.port', 'with a hostPort'],
-    [pod({ startupProbe: { exec: { command: ['x'] }, successThreshold: 2 } }), 'spec.containers[0].startupProbe.successThreshold', 'must be 1'],
+    [
+      pod({ startupProbe: { exec: { command: ['x'] }, successThreshold: 2 } }),
+      'spec.containers[0].startupProbe.successThreshold',
+      'must be 1',
+    ],
     [pod({}, { restartPolicy: 'Sometimes' }), 'spec.restartPolicy', 'must be one of'],
     [pod({}, { terminationGracePeriodSeconds: -1 }), 'spec.terminationGracePeriodSeconds', 'must be 0-86400'],
     [pod({}, { volumes: [{ name: 'h', hostPath: { path: 'relative' } }] }), 'spec.volumes[0].hostPath.path', 'absolute'],
@@ -195,16 +314,28 @@ describe('v1 Pod: values are checked as every manifest is, at the v1 path', () =
   });
 
   it('names the v1 paths inside messages, and shows a value as it was written', () => {
-    const twice = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'w' }, spec: { containers: [
-      { name: 'a', image: 'x', ports: [{ containerPort: 80, hostPort: 80 }] },
-      { name: 'a', image: 'x', ports: [{ containerPort: 81, hostPort: 80 }] },
-    ] } };
+    const twice = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'w' },
+      spec: {
+        containers: [
+          { name: 'a', image: 'x', ports: [{ containerPort: 80, hostPort: 80 }] },
+          { name: 'a', image: 'x', ports: [{ containerPort: 81, hostPort: 80 }] },
+        ],
+      },
+    };
     expect(refused(twice)).toEqual([
       { path: 'spec.containers[1].name', message: 'duplicate container name "a" (also spec.containers[0])' },
       { path: 'spec.containers[1].ports[0].hostPort', message: 'host port 80/TCP is already used by spec.containers[0].ports[0].hostPort' },
     ]);
-    const parsed = parseManifests('apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers: [{name: a, image: x, env: [{name: A, value: 01234}]}]', 'w.yaml');
-    expect(parsed.rejected[0]?.errors).toEqual([{ path: 'spec.containers[0].env[0].value', message: 'must be a string; quote it: "01234"' }]);
+    const parsed = parseManifests(
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers: [{name: a, image: x, env: [{name: A, value: 01234}]}]',
+      'w.yaml',
+    );
+    expect(parsed.rejected[0]?.errors).toEqual([
+      { path: 'spec.containers[0].env[0].value', message: 'must be a string; quote it: "01234"' },
+    ]);
   });
 
   it('refuses a hostPath volume without --allow-host-mounts, naming the flag', () => {
@@ -219,22 +350,33 @@ describe('v1 Pod: values are checked as every manifest is, at the v1 path', () =
   });
 
   it('refuses every wrong field at once, mapping and validation alike', () => {
-    expect(refused(pod({ tty: true, image: '', resources: { limits: { memory: 'lots' } } }, { hostIPC: true })).map((e) => e.path).sort()).toEqual([
-      'spec.containers[0].image', 'spec.containers[0].resources.limits.memory', 'spec.containers[0].tty', 'spec.hostIPC',
-    ]);
+    expect(
+      refused(pod({ tty: true, image: '', resources: { limits: { memory: 'lots' } } }, { hostIPC: true }))
+        .map((e) => e.path)
+        .sort(),
+    ).toEqual(['spec.containers[0].image', 'spec.containers[0].resources.limits.memory', 'spec.containers[0].tty', 'spec.hostIPC']);
   });
 });
 
 describe('v1 documents: kinds, lists, several documents, mixed formats', () => {
   it('refuses another kind or apiVersion, saying what is accepted', () => {
-    expect(refused({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' } })).toEqual([{ path: 'kind', message: expect.stringContaining('must be Pod, or List or PodList') }]);
-    expect(refused({ apiVersion: 'apps/v1', kind: 'Deployment' })).toEqual([{ path: 'apiVersion', message: expect.stringContaining('must be v1') }]);
-    expect(refused({ kind: 'Pod', id: 'x', containers: [] })).toEqual([{ path: 'apiVersion', message: expect.stringContaining('must be v1') }]);
+    expect(refused({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' } })).toEqual([
+      { path: 'kind', message: expect.stringContaining('must be Pod, or List or PodList') },
+    ]);
+    expect(refused({ apiVersion: 'apps/v1', kind: 'Deployment' })).toEqual([
+      { path: 'apiVersion', message: expect.stringContaining('must be v1') },
+    ]);
+    expect(refused({ kind: 'Pod', id: 'x', containers: [] })).toEqual([
+      { path: 'apiVersion', message: expect.stringContaining('must be v1') },
+    ]);
   });
 
   it('reads a v1 List and a PodList as their items, each of which must be a Pod', () => {
     for (const kind of ['List', 'PodList']) {
-      const parsed = parseManifests(JSON.stringify({ apiVersion: 'v1', kind, items: [pod(), pod({}, {}, { name: 'two' }), { id: 'old', containers: [] }] }), 'list.json');
+      const parsed = parseManifests(
+        JSON.stringify({ apiVersion: 'v1', kind, items: [pod(), pod({}, {}, { name: 'two' }), { id: 'old', containers: [] }] }),
+        'list.json',
+      );
       expect(parsed.manifests.map((m) => m.id)).toEqual(['web', 'two']);
       expect(parsed.rejected).toEqual([{ origin: 'list.json', index: 2, errors: [{ path: 'apiVersion', message: expect.any(String) }] }]);
     }

@@ -18,9 +18,14 @@ function read(name: string, text = fixture(name)): ContainerManifest {
 
 const httpProbe = (host: string, port: number, path: string, scheme: 'HTTP' | 'HTTPS', failureThreshold: number, extra: object = {}) => ({
   httpGet: { path, port, host, ...(scheme === 'HTTPS' ? { scheme } : {}) },
-  initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 15, failureThreshold, ...extra,
+  initialDelaySeconds: 10,
+  periodSeconds: 10,
+  timeoutSeconds: 15,
+  failureThreshold,
+  ...extra,
 });
-const dirs = (...entries: Array<[string, string]>) => entries.map(([name, path]) => ({ name, hostPath: { path, type: 'DirectoryOrCreate' } }));
+const dirs = (...entries: Array<[string, string]>) =>
+  entries.map(([name, path]) => ({ name, hostPath: { path, type: 'DirectoryOrCreate' } }));
 const caVolumes = dirs(['ca-certs', '/etc/ssl/certs'], ['etc-ca-certificates', '/etc/ca-certificates']);
 const caMounts = [
   { name: 'ca-certs', mountPath: '/etc/ssl/certs', readOnly: true },
@@ -30,7 +35,10 @@ const shareMounts = [
   { name: 'usr-local-share-ca-certificates', mountPath: '/usr/local/share/ca-certificates', readOnly: true },
   { name: 'usr-share-ca-certificates', mountPath: '/usr/share/ca-certificates', readOnly: true },
 ];
-const shareVolumes = dirs(['usr-local-share-ca-certificates', '/usr/local/share/ca-certificates'], ['usr-share-ca-certificates', '/usr/share/ca-certificates']);
+const shareVolumes = dirs(
+  ['usr-local-share-ca-certificates', '/usr/local/share/ca-certificates'],
+  ['usr-share-ca-certificates', '/usr/share/ca-certificates'],
+);
 const controlPlane = (component: string) => ({ namespace: 'kube-system', labels: { component, tier: 'control-plane' }, hostNetwork: true });
 
 describe('kubeadm control-plane manifests', () => {
@@ -42,19 +50,24 @@ describe('kubeadm control-plane manifests', () => {
       ...controlPlane('etcd'),
       annotations: { 'kubeadm.kubernetes.io/etcd.advertise-client-urls': 'https://10.0.0.10:2379' },
       volumes: dirs(['etcd-certs', '/etc/kubernetes/pki/etcd'], ['etcd-data', '/var/lib/etcd']),
-      containers: [{
-        name: 'etcd',
-        image: 'registry.k8s.io/etcd:3.5.9-0',
-        entrypoint: ['etcd', '--advertise-client-urls=https://10.0.0.10:2379'],
-        ports: [],
-        env: [],
-        // 100m: floor(100 × 1024 / 1000). requests.memory 100Mi is not applied.
-        cpu: 102,
-        volumeMounts: [{ name: 'etcd-data', mountPath: '/var/lib/etcd', readOnly: false }, { name: 'etcd-certs', mountPath: '/etc/kubernetes/pki/etcd', readOnly: false }],
-        imagePullPolicy: 'IfNotPresent',
-        livenessProbe: httpProbe('127.0.0.1', 2381, '/health?exclude=NOSPACE&serializable=true', 'HTTP', 8),
-        startupProbe: httpProbe('127.0.0.1', 2381, '/health?serializable=false', 'HTTP', 24),
-      }],
+      containers: [
+        {
+          name: 'etcd',
+          image: 'registry.k8s.io/etcd:3.5.9-0',
+          entrypoint: ['etcd', '--advertise-client-urls=https://10.0.0.10:2379'],
+          ports: [],
+          env: [],
+          // 100m: floor(100 × 1024 / 1000). requests.memory 100Mi is not applied.
+          cpu: 102,
+          volumeMounts: [
+            { name: 'etcd-data', mountPath: '/var/lib/etcd', readOnly: false },
+            { name: 'etcd-certs', mountPath: '/etc/kubernetes/pki/etcd', readOnly: false },
+          ],
+          imagePullPolicy: 'IfNotPresent',
+          livenessProbe: httpProbe('127.0.0.1', 2381, '/health?exclude=NOSPACE&serializable=true', 'HTTP', 8),
+          startupProbe: httpProbe('127.0.0.1', 2381, '/health?serializable=false', 'HTTP', 24),
+        },
+      ],
     });
     expect(c.entrypoint).toHaveLength(20);
     expect(c.command).toBeUndefined();
@@ -75,7 +88,13 @@ describe('kubeadm control-plane manifests', () => {
     expect(c.entrypoint).toHaveLength(28);
     expect(c.volumeMounts).toEqual([...caMounts, { name: 'k8s-certs', mountPath: '/etc/kubernetes/pki', readOnly: true }, ...shareMounts]);
     expect(c.livenessProbe).toEqual(httpProbe('10.0.0.10', 6443, '/livez', 'HTTPS', 8));
-    expect(c.readinessProbe).toEqual({ httpGet: { path: '/readyz', port: 6443, host: '10.0.0.10', scheme: 'HTTPS' }, initialDelaySeconds: 0, periodSeconds: 1, timeoutSeconds: 15, failureThreshold: 3 });
+    expect(c.readinessProbe).toEqual({
+      httpGet: { path: '/readyz', port: 6443, host: '10.0.0.10', scheme: 'HTTPS' },
+      initialDelaySeconds: 0,
+      periodSeconds: 1,
+      timeoutSeconds: 15,
+      failureThreshold: 3,
+    });
     expect(c.startupProbe).toEqual(httpProbe('10.0.0.10', 6443, '/livez', 'HTTPS', 24));
   });
 
@@ -91,7 +110,11 @@ describe('kubeadm control-plane manifests', () => {
       ...shareVolumes,
     ]);
     expect(c.cpu).toBe(204);
-    expect(c.volumeMounts).toContainEqual({ name: 'flexvolume-dir', mountPath: '/usr/libexec/kubernetes/kubelet-plugins/volume/exec', readOnly: false });
+    expect(c.volumeMounts).toContainEqual({
+      name: 'flexvolume-dir',
+      mountPath: '/usr/libexec/kubernetes/kubelet-plugins/volume/exec',
+      readOnly: false,
+    });
     expect(c.livenessProbe).toEqual(httpProbe('127.0.0.1', 10257, '/healthz', 'HTTPS', 8));
     expect(c.startupProbe).toEqual(httpProbe('127.0.0.1', 10257, '/healthz', 'HTTPS', 24));
   });
@@ -102,21 +125,27 @@ describe('kubeadm control-plane manifests', () => {
       id: 'kube-scheduler.kube-system',
       ...controlPlane('kube-scheduler'),
       volumes: [{ name: 'kubeconfig', hostPath: { path: '/etc/kubernetes/scheduler.conf', type: 'FileOrCreate' } }],
-      containers: [{
-        name: 'kube-scheduler',
-        image: 'registry.k8s.io/kube-scheduler:v1.28.2',
-        entrypoint: [
-          'kube-scheduler', '--authentication-kubeconfig=/etc/kubernetes/scheduler.conf', '--authorization-kubeconfig=/etc/kubernetes/scheduler.conf',
-          '--bind-address=127.0.0.1', '--kubeconfig=/etc/kubernetes/scheduler.conf', '--leader-elect=true',
-        ],
-        ports: [],
-        env: [],
-        cpu: 102,
-        volumeMounts: [{ name: 'kubeconfig', mountPath: '/etc/kubernetes/scheduler.conf', readOnly: true }],
-        imagePullPolicy: 'IfNotPresent',
-        livenessProbe: httpProbe('127.0.0.1', 10259, '/healthz', 'HTTPS', 8),
-        startupProbe: httpProbe('127.0.0.1', 10259, '/healthz', 'HTTPS', 24),
-      }],
+      containers: [
+        {
+          name: 'kube-scheduler',
+          image: 'registry.k8s.io/kube-scheduler:v1.28.2',
+          entrypoint: [
+            'kube-scheduler',
+            '--authentication-kubeconfig=/etc/kubernetes/scheduler.conf',
+            '--authorization-kubeconfig=/etc/kubernetes/scheduler.conf',
+            '--bind-address=127.0.0.1',
+            '--kubeconfig=/etc/kubernetes/scheduler.conf',
+            '--leader-elect=true',
+          ],
+          ports: [],
+          env: [],
+          cpu: 102,
+          volumeMounts: [{ name: 'kubeconfig', mountPath: '/etc/kubernetes/scheduler.conf', readOnly: true }],
+          imagePullPolicy: 'IfNotPresent',
+          livenessProbe: httpProbe('127.0.0.1', 10259, '/healthz', 'HTTPS', 8),
+          startupProbe: httpProbe('127.0.0.1', 10259, '/healthz', 'HTTPS', 24),
+        },
+      ],
     });
   });
 
@@ -130,7 +159,9 @@ describe('kubeadm control-plane manifests', () => {
     const parsed = parseManifests(fixture(name), `${name}.yaml`);
     const errors = parsed.rejected[0]?.errors ?? [];
     expect(errors.length).toBeGreaterThan(0);
-    errors.forEach((e, i) => expect(e).toEqual({ path: `spec.volumes[${i}].hostPath`, message: expect.stringContaining('--allow-host-mounts') }));
+    errors.forEach((e, i) =>
+      expect(e).toEqual({ path: `spec.volumes[${i}].hostPath`, message: expect.stringContaining('--allow-host-mounts') }),
+    );
   });
 
   it.each(FILES)('%s: toV1Pod reads back to the same manifest, and the same spec hashes', (name) => {
@@ -143,9 +174,12 @@ describe('kubeadm control-plane manifests', () => {
   it('refuses a variant with unsupported fields field by field, the rest still read', () => {
     const text = fixture('kube-apiserver')
       .replace('  hostNetwork: true\n', '  hostNetwork: true\n  hostPID: true\n  initContainers:\n  - name: wait\n    image: busybox\n')
-      .replace('    name: kube-apiserver\n', '    name: kube-apiserver\n    securityContext:\n      privileged: true\n    envFrom:\n    - configMapRef: {name: x}\n')
+      .replace(
+        '    name: kube-apiserver\n',
+        '    name: kube-apiserver\n    securityContext:\n      privileged: true\n    envFrom:\n    - configMapRef: {name: x}\n',
+      )
       .replace('        cpu: 250m\n', '        cpu: 250m\n        ephemeral-storage: 1Gi\n')
-      .replace("  - hostPath:\n      path: /etc/ssl/certs\n      type: DirectoryOrCreate\n", '  - configMap:\n      name: certs\n');
+      .replace('  - hostPath:\n      path: /etc/ssl/certs\n      type: DirectoryOrCreate\n', '  - configMap:\n      name: certs\n');
     const parsed = parseManifests(text, 'kube-apiserver.yaml', { allowHostMounts: true });
     expect(parsed.manifests).toEqual([]);
     expect(parsed.rejected[0]?.id).toBe('kube-apiserver.kube-system');

@@ -16,12 +16,22 @@ describe('toV1Pod of a 2014 manifest', () => {
       id: 'web',
       uuid: 'a-b-c',
       volumes: [{ name: 'data' }],
-      containers: [{
-        name: 'nginx', image: 'nginx:1.25', command: ['nginx', '-g', 'daemon off;'], memory: 134217728, cpu: 512,
-        ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 53, hostPort: 0, protocol: 'udp' }],
-        env: [{ name: 'A', value: '1' }], volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }],
-        livenessProbe: { httpGet: { path: '/healthz', port: 80 } },
-      }],
+      containers: [
+        {
+          name: 'nginx',
+          image: 'nginx:1.25',
+          command: ['nginx', '-g', 'daemon off;'],
+          memory: 134217728,
+          cpu: 512,
+          ports: [
+            { containerPort: 80, hostPort: 8080 },
+            { containerPort: 53, hostPort: 0, protocol: 'udp' },
+          ],
+          env: [{ name: 'A', value: '1' }],
+          volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }],
+          livenessProbe: { httpGet: { path: '/healthz', port: 80 } },
+        },
+      ],
       restartPolicy: 'OnFailure',
     });
     expect(toV1Pod(m)).toEqual({
@@ -31,14 +41,28 @@ describe('toV1Pod of a 2014 manifest', () => {
       spec: {
         restartPolicy: 'OnFailure',
         volumes: [{ name: 'data', emptyDir: {} }],
-        containers: [{
-          name: 'nginx', image: 'nginx:1.25', args: ['nginx', '-g', 'daemon off;'],
-          ports: [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }, { containerPort: 53, protocol: 'UDP' }],
-          env: [{ name: 'A', value: '1' }],
-          resources: { limits: { memory: '128Mi' }, requests: { cpu: '500m' } },
-          volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }],
-          livenessProbe: { httpGet: { path: '/healthz', port: 80 }, initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3, successThreshold: 1 },
-        }],
+        containers: [
+          {
+            name: 'nginx',
+            image: 'nginx:1.25',
+            args: ['nginx', '-g', 'daemon off;'],
+            ports: [
+              { containerPort: 80, hostPort: 8080, protocol: 'TCP' },
+              { containerPort: 53, protocol: 'UDP' },
+            ],
+            env: [{ name: 'A', value: '1' }],
+            resources: { limits: { memory: '128Mi' }, requests: { cpu: '500m' } },
+            volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }],
+            livenessProbe: {
+              httpGet: { path: '/healthz', port: 80 },
+              initialDelaySeconds: 0,
+              periodSeconds: 10,
+              timeoutSeconds: 1,
+              failureThreshold: 3,
+              successThreshold: 1,
+            },
+          },
+        ],
       },
     });
   });
@@ -51,21 +75,33 @@ describe('toV1Pod of a 2014 manifest', () => {
   });
 
   it('turns a HOST mount into a hostPath volume of its own', () => {
-    const m = valid({
-      id: 'x', volumes: [{ name: 'logs' }, { name: 'logs-host' }],
-      containers: [{ name: 'a', image: 'busybox', volumeMounts: [{ name: 'logs', mountPath: '/var/log', mountType: 'HOST' }] }],
-    }, true);
+    const m = valid(
+      {
+        id: 'x',
+        volumes: [{ name: 'logs' }, { name: 'logs-host' }],
+        containers: [{ name: 'a', image: 'busybox', volumeMounts: [{ name: 'logs', mountPath: '/var/log', mountType: 'HOST' }] }],
+      },
+      true,
+    );
     const pod = toV1Pod(m);
     expect(pod.spec['volumes']).toEqual([
       { name: 'logs', emptyDir: {} },
       { name: 'logs-host', emptyDir: {} },
       { name: 'logs-host-2', hostPath: { path: '/var/log' } },
     ]);
-    expect((pod.spec['containers'] as Array<Record<string, unknown>>)[0]?.['volumeMounts']).toEqual([{ name: 'logs-host-2', mountPath: '/var/log' }]);
+    expect((pod.spec['containers'] as Array<Record<string, unknown>>)[0]?.['volumeMounts']).toEqual([
+      { name: 'logs-host-2', mountPath: '/var/log' },
+    ]);
   });
 
   it('splits the namespace off the id again', () => {
-    const m: ContainerManifest = { id: 'etcd.kube-system', namespace: 'kube-system', labels: { tier: 'control-plane' }, volumes: [], containers: [] };
+    const m: ContainerManifest = {
+      id: 'etcd.kube-system',
+      namespace: 'kube-system',
+      labels: { tier: 'control-plane' },
+      volumes: [],
+      containers: [],
+    };
     expect(toV1Pod(m).metadata).toEqual({ name: 'etcd', namespace: 'kube-system', labels: { tier: 'control-plane' } });
     expect(toV1Pod({ ...m, id: 'etcd', namespace: 'default' }).metadata['name']).toBe('etcd');
   });

@@ -49,7 +49,8 @@ export class AdaptiveSlots implements StartSlots {
     this.max = options.max ?? 32;
     this.current = Math.min(this.max, Math.max(this.min, options.initial ?? 4));
     this.window = this.newWindow();
-    if (!Number.isInteger(this.min) || this.min < 1 || this.max < this.min) throw new Error(`adaptive concurrency bounds must be integers with 1 ≤ min ≤ max, got [${this.min}, ${this.max}]`);
+    if (!Number.isInteger(this.min) || this.min < 1 || this.max < this.min)
+      throw new Error(`adaptive concurrency bounds must be integers with 1 ≤ min ≤ max, got [${this.min}, ${this.max}]`);
     options.onLimit?.(this.current);
   }
 
@@ -96,7 +97,8 @@ export class AdaptiveSlots implements StartSlots {
     this.bestMeanMs = Math.min(this.bestMeanMs, Math.max(meanMs, 1));
     const previous = this.previousRate;
     this.previousRate = rate;
-    if ((previous !== undefined && rate < previous * FALL) || meanMs > this.bestMeanMs * SLOWDOWN) this.set(Math.floor(this.current * DECREASE));
+    if ((previous !== undefined && rate < previous * FALL) || meanMs > this.bestMeanMs * SLOWDOWN)
+      this.set(Math.floor(this.current * DECREASE));
     else if (previous === undefined || rate > previous * RISE) this.set(this.current + 1);
   }
 

@@ -67,7 +67,12 @@ export class AgentReadApi {
     const { runtime, hostname } = this.options;
     const given = this.options.hostIP;
     const hostIP = given !== undefined && !isLoopback(given) ? given : firstHostAddress();
-    return { pods: await this.viewsWithManifests(), nodeName: hostname, runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) };
+    return {
+      pods: await this.viewsWithManifests(),
+      nodeName: hostname,
+      runtime: runtime.name,
+      ...(hostIP === undefined ? {} : { hostIP }),
+    };
   }
 
   private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {
@@ -104,7 +109,8 @@ export class AgentReadApi {
   async stats(name: string): Promise<ContainerStats | undefined> {
     const { runtime } = this.options;
     const figures = runtime.capabilities.stats;
-    if (figures === undefined) throw new KubeletError('Unsupported', `the ${runtime.name} runtime gives no container figures`, { adapter: runtime.name });
+    if (figures === undefined)
+      throw new KubeletError('Unsupported', `the ${runtime.name} runtime gives no container figures`, { adapter: runtime.name });
     const id = await this.find(name);
     return id === undefined ? undefined : figures.stats(id);
   }

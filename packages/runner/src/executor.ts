@@ -66,7 +66,10 @@ export class PlanExecutor {
    * While a container the engine refused to create or start waits out its back-off: until when,
    * why (`CreateContainerError`, `RunContainerError`) and what the engine said (`/pods` shows it).
    */
-  refusedBackOff(podId: string, container: string): { readonly until: number; readonly reason: RefusalReason; readonly message: string } | undefined {
+  refusedBackOff(
+    podId: string,
+    container: string,
+  ): { readonly until: number; readonly reason: RefusalReason; readonly message: string } | undefined {
     const waiting = this.starts.peek(`${podId}/${container}`, this.options.clock.now());
     if (waiting === undefined) return undefined;
     const [reason, message] = (waiting.detail ?? 'RunContainerError\tthe engine refused it').split('\t') as [RefusalReason, string];
@@ -93,7 +96,8 @@ export class PlanExecutor {
     // the old one would not stop), no container is created: the next pass plans the pod again.
     const progress: PodProgress = { sandbox: undefined, sandboxFailed: stuck.size > 0 && others.some((a) => a.type === 'run-sandbox') };
     try {
-      for (const action of others) outcomes.push(stuck.has(action.container) || blocked(action, progress) ? false : await this.attempt(action, progress));
+      for (const action of others)
+        outcomes.push(stuck.has(action.container) || blocked(action, progress) ? false : await this.attempt(action, progress));
     } finally {
       release?.();
     }
@@ -126,7 +130,11 @@ export class PlanExecutor {
       }
       case 'remove-sandbox':
         await runtime.removeSandbox(action.id, { volumes: action.volumes });
-        this.emit(action, 'SandboxRemoved', `removed sandbox ${action.id} (${action.reason}${action.volumes ? '; and the pod volumes' : ''})`);
+        this.emit(
+          action,
+          'SandboxRemoved',
+          `removed sandbox ${action.id} (${action.reason}${action.volumes ? '; and the pod volumes' : ''})`,
+        );
         return;
       case 'create': {
         const key = `${action.podId}/${action.container}`;
@@ -135,14 +143,23 @@ export class PlanExecutor {
           if (waiting.first) {
             const refused = this.refusedBackOff(action.podId, action.container);
             const what = refused?.reason === 'CreateContainerError' ? 'create' : 'start';
-            this.emit(action, 'BackOff', `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to ${what} it last time`, refused?.reason ?? 'RunContainerError');
+            this.emit(
+              action,
+              'BackOff',
+              `back-off ${waiting.leftMs} ms creating ${action.container}: the engine refused to ${what} it last time`,
+              refused?.reason ?? 'RunContainerError',
+            );
           }
           throw new AlreadyReported();
         }
         // Its pod's ready sandbox, or the one the pod's run-sandbox step just made: the planner
         // gives every create one or the other, and a container is never made outside a sandbox.
         const sandbox = action.sandbox ?? progress?.sandbox;
-        if (sandbox === undefined) throw new KubeletError('Internal', `create ${action.container}: the plan gives it no sandbox (none ready, and no run-sandbox step before it)`);
+        if (sandbox === undefined)
+          throw new KubeletError(
+            'Internal',
+            `create ${action.container}: the plan gives it no sandbox (none ready, and no run-sandbox step before it)`,
+          );
         // Refused (the engine answered no: a 1-byte memory limit, ENOSPC, a hostPath of the wrong
         // type) is created again only after a back-off, as a refused start is (issue 27).
         const since = this.starts.snapshot(key);
@@ -150,7 +167,8 @@ export class PlanExecutor {
         // kubelet does, and one that leads to the host's root through a link is refused; a failure
         // names the volume and path. (Only then awaited: a pod without them takes no extra turn on
         // its way to the engine.)
-        if (action.spec.mounts.some((m) => m.hostPath !== undefined)) await prepareHostPaths(action.spec.mounts).catch((error: unknown) => this.refused(key, since, error));
+        if (action.spec.mounts.some((m) => m.hostPath !== undefined))
+          await prepareHostPaths(action.spec.mounts).catch((error: unknown) => this.refused(key, since, error));
         await this.ensureImage(action);
         const created = await runtime.create(action.spec, sandbox).catch((error: unknown) => this.refused(key, since, error));
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
@@ -190,7 +208,8 @@ export class PlanExecutor {
    */
   private refused(key: string, since: object | undefined, error: unknown): never {
     const e = toKubeletError(error, this.options.runtime.name);
-    if (e.code !== 'Unavailable' && e.code !== 'Timeout') this.starts.failed(key, this.options.clock.now(), since, `CreateContainerError\t${e.message}`);
+    if (e.code !== 'Unavailable' && e.code !== 'Timeout')
+      this.starts.failed(key, this.options.clock.now(), since, `CreateContainerError\t${e.message}`);
     throw error;
   }
 
@@ -212,12 +231,16 @@ export class PlanExecutor {
       if (e.code === 'Unavailable' || e.code === 'Timeout') throw e;
       // Created afresh only after a back-off, as a crash is restarted: a pod that can never start
       // must not be created and removed on every pass.
-      if (key !== undefined) this.starts.failed(key, this.options.clock.now(), this.starts.snapshot(key), `RunContainerError\t${e.message}`);
+      if (key !== undefined)
+        this.starts.failed(key, this.options.clock.now(), this.starts.snapshot(key), `RunContainerError\t${e.message}`);
       const removed = await runtime.remove(id, { force: true }).then(
         () => true,
         () => false,
       );
-      throw new KubeletError(e.code, `${e.message}${removed ? '; removed the container, to create it afresh' : ''}`, { adapter: runtime.name, cause: error });
+      throw new KubeletError(e.code, `${e.message}${removed ? '; removed the container, to create it afresh' : ''}`, {
+        adapter: runtime.name,
+        cause: error,
+      });
     }
   }
 

@@ -8,7 +8,12 @@ type ExitTimes = Pick<ContainerSummary, 'startedAt' | 'finishedAt' | 'exitCode'>
  * With `known`, each container is inspected once: its answer is kept there by id (an exited
  * container's times never change), and the caller forgets the ids that are gone.
  */
-export async function withExitTimes(runtime: ContainerRuntime, actual: readonly ContainerSummary[], node: string, known?: Map<string, ExitTimes>): Promise<readonly ContainerSummary[]> {
+export async function withExitTimes(
+  runtime: ContainerRuntime,
+  actual: readonly ContainerSummary[],
+  node: string,
+  known?: Map<string, ExitTimes>,
+): Promise<readonly ContainerSummary[]> {
   // The steady state has no exited container without times: no promise per container then.
   if (!actual.some((c) => c.state === 'exited' && c.finishedAt === undefined)) return actual;
   return Promise.all(

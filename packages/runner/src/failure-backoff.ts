@@ -46,7 +46,8 @@ export class FailureBackoff {
     const current = this.entries.get(key);
     const failures = ((since as Entry | undefined)?.failures ?? 0) + 1;
     const delay = backoffDelay(failures, this.policy);
-    if (current === since) this.entries.set(key, { failures, until: now + delay, ...(detail === undefined ? {} : { detail }), reported: false });
+    if (current === since)
+      this.entries.set(key, { failures, until: now + delay, ...(detail === undefined ? {} : { detail }), reported: false });
     return delay;
   }
 

@@ -46,11 +46,19 @@ export async function prepareHostPath(path: string, type: HostPathType | undefin
     found = await kindOf(path);
   }
   if (found === undefined) {
-    const instead = wanted === 'directory' ? 'create it, or use type DirectoryOrCreate' : wanted === 'file' ? 'create it, or use type FileOrCreate' : `make the ${wanted} first`;
+    const instead =
+      wanted === 'directory'
+        ? 'create it, or use type DirectoryOrCreate'
+        : wanted === 'file'
+          ? 'create it, or use type FileOrCreate'
+          : `make the ${wanted} first`;
     throw new KubeletError('NotFound', `${where} does not exist: ${instead}`);
   }
   if (found !== wanted) {
-    throw new KubeletError('Conflict', `${where} is a ${found}, not a ${wanted}: point the volume at a ${wanted}, or set the type that matches (or '' for no check)`);
+    throw new KubeletError(
+      'Conflict',
+      `${where} is a ${found}, not a ${wanted}: point the volume at a ${wanted}, or set the type that matches (or '' for no check)`,
+    );
   }
 }
 
@@ -73,7 +81,11 @@ async function refuseHostRoot(path: string, volume: string): Promise<void> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return;
-    throw new KubeletError('Conflict', `volume ${JSON.stringify(volume)}: hostPath ${path} cannot be resolved (${code ?? String(error)}); fix the path or its permissions`, { cause: error });
+    throw new KubeletError(
+      'Conflict',
+      `volume ${JSON.stringify(volume)}: hostPath ${path} cannot be resolved (${code ?? String(error)}); fix the path or its permissions`,
+      { cause: error },
+    );
   }
   if (real !== '/') return;
   throw new KubeletError(
@@ -107,7 +119,16 @@ async function create(where: string, make: () => Promise<void>): Promise<void> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') return;
-    if (code === 'ENOENT') throw new KubeletError('NotFound', `${where} cannot be created: its parent directory does not exist; create the parent first (FileOrCreate does not make it, as in the kubelet)`, { cause: error });
-    throw new KubeletError('Conflict', `${where} cannot be created (${code ?? String(error)}); fix the host path's permissions or create it`, { cause: error });
+    if (code === 'ENOENT')
+      throw new KubeletError(
+        'NotFound',
+        `${where} cannot be created: its parent directory does not exist; create the parent first (FileOrCreate does not make it, as in the kubelet)`,
+        { cause: error },
+      );
+    throw new KubeletError(
+      'Conflict',
+      `${where} cannot be created (${code ?? String(error)}); fix the host path's permissions or create it`,
+      { cause: error },
+    );
   }
 }

@@ -122,7 +122,9 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     const metrics = new KubeletMetrics(async () => this.cache.snapshot().containers.filter((c) => isManagedBy(c.labels, this.hostname)));
     checkCapabilities(options.runtime);
     this.clock = options.clock ?? systemClock;
-    this.runtime = metrics.instrument(withDeadlines(options.runtime, this.clock, { ...DEFAULT_RUNTIME_DEADLINES, ...options.runtimeDeadlines }));
+    this.runtime = metrics.instrument(
+      withDeadlines(options.runtime, this.clock, { ...DEFAULT_RUNTIME_DEADLINES, ...options.runtimeDeadlines }),
+    );
     this.cache = new PodCache({ runtime: this.runtime, hostname: this.hostname, clock: this.clock });
     this.logger = options.logger ?? silentLogger;
     this.events = metrics.events(options.events ?? new LogEventSink(this.logger));
@@ -196,12 +198,12 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       events === undefined
         ? undefined
         : new RuntimeWatch({
-          runtime: { name: this.runtime.name, events: (signal) => events.events(signal) },
-          clock: this.clock,
-          logger: this.logger,
-          podOf: (event) => this.passes.podOf(event),
-          inbox,
-        });
+            runtime: { name: this.runtime.name, events: (signal) => events.events(signal) },
+            clock: this.clock,
+            logger: this.logger,
+            podOf: (event) => this.passes.podOf(event),
+            inbox,
+          });
     inbox.connect({
       requestPass: () => this.loop.request(),
       requestPods: (ids) => this.loop.requestPods(ids),
@@ -272,7 +274,12 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   status(): KubeletStatus {
     const lastPass = this.passes.lastPass;
-    return { hostname: this.hostname, sources: this.intake.statuses(), passes: this.passes.passes, ...(lastPass === undefined ? {} : { lastPass }) };
+    return {
+      hostname: this.hostname,
+      sources: this.intake.statuses(),
+      passes: this.passes.passes,
+      ...(lastPass === undefined ? {} : { lastPass }),
+    };
   }
 
   pods(): Promise<PodView[]> {
@@ -341,7 +348,9 @@ function checkCapabilities(runtime: ContainerRuntime): void {
   for (const key of CAPABILITIES) {
     const facet = runtime.capabilities[key] as Record<string, unknown> | undefined;
     if (facet !== undefined && typeof facet[methods[key]] !== 'function') {
-      throw new Error(`the ${runtime.name} runtime declares the ${key} capability, but capabilities.${key} has no ${methods[key]}() method`);
+      throw new Error(
+        `the ${runtime.name} runtime declares the ${key} capability, but capabilities.${key} has no ${methods[key]}() method`,
+      );
     }
   }
 }

@@ -1,6 +1,14 @@
 import type { EventSink, KubeletEvent, Logger } from '@kubelet-ts/core';
 
-const WARNINGS = new Set<KubeletEvent['type']>(['ContainerFailed', 'ImagePullFailed', 'ManifestRejected', 'ManifestConflict', 'SourceError', 'SourceRestarted', 'DeprecatedField']);
+const WARNINGS = new Set<KubeletEvent['type']>([
+  'ContainerFailed',
+  'ImagePullFailed',
+  'ManifestRejected',
+  'ManifestConflict',
+  'SourceError',
+  'SourceRestarted',
+  'DeprecatedField',
+]);
 
 /** Writes each event as one structured log line, carrying manifest id and container name. */
 export class LogEventSink implements EventSink {

@@ -57,7 +57,8 @@ export const socketNetworkCheck: NetworkCheck = {
         res.resume();
         finish(status >= 200 && status < 400, `status ${status}`);
       };
-      const req = options?.scheme === 'HTTPS' ? httpsRequest({ ...common, rejectUnauthorized: false }, onResponse) : httpRequest(common, onResponse);
+      const req =
+        options?.scheme === 'HTTPS' ? httpsRequest({ ...common, rejectUnauthorized: false }, onResponse) : httpRequest(common, onResponse);
       req.on('error', (error) => finish(false, socketError(error)));
       const timer = setTimeout(() => finish(false, `no answer within ${timeoutMs} ms`), timeoutMs);
       req.end();

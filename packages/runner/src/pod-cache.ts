@@ -44,11 +44,12 @@ const NO_POD = '';
  */
 export class PodCache {
   /** The last relist, as listed (steady state: the snapshot is these very arrays, no copy). */
-  private base: { readonly containers: readonly ContainerSummary[]; readonly sandboxes: readonly SandboxSummary[]; readonly seq: number } = {
-    containers: [],
-    sandboxes: [],
-    seq: 0,
-  };
+  private base: { readonly containers: readonly ContainerSummary[]; readonly sandboxes: readonly SandboxSummary[]; readonly seq: number } =
+    {
+      containers: [],
+      sandboxes: [],
+      seq: 0,
+    };
   /** Pods looked at on their own after the last relist began: these entries replace the relist's. */
   private readonly pods = new Map<string, PodEntry>();
   private readonly exits = new Map<string, ExitTimes>();
@@ -102,7 +103,10 @@ export class PodCache {
     if (pods.size === 0) return base;
     const entries = [...pods.values()];
     return {
-      containers: [...base.containers.filter((c) => !pods.has(c.labels[Labels.manifestId] ?? NO_POD)), ...entries.flatMap((e) => e.containers)],
+      containers: [
+        ...base.containers.filter((c) => !pods.has(c.labels[Labels.manifestId] ?? NO_POD)),
+        ...entries.flatMap((e) => e.containers),
+      ],
       sandboxes: [...base.sandboxes.filter((s) => !pods.has(s.labels[Labels.sandbox] ?? NO_POD)), ...entries.flatMap((e) => e.sandboxes)],
     };
   }

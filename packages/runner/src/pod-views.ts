@@ -1,4 +1,13 @@
-import { Labels, identityOf, type BackOff, type ContainerSummary, type ContainerView, type DesiredPod, type EndedRun, type PodView } from '@kubelet-ts/core';
+import {
+  Labels,
+  identityOf,
+  type BackOff,
+  type ContainerSummary,
+  type ContainerView,
+  type DesiredPod,
+  type EndedRun,
+  type PodView,
+} from '@kubelet-ts/core';
 import type { ProbeVerdict } from './prober.js';
 
 /** What `podViews` reads besides the desired pods and the runtime's containers. */
@@ -11,7 +20,10 @@ export interface PodViewInputs {
   /** While an image's failed pull waits out its back-off: until when, and the failure. */
   readonly pullBackOff?: (image: string) => { readonly until: number; readonly message: string } | undefined;
   /** While a container the engine refused to create or start waits out its back-off. */
-  readonly refusedBackOff?: (podId: string, container: string) => { readonly until: number; readonly reason: 'CreateContainerError' | 'RunContainerError'; readonly message: string } | undefined;
+  readonly refusedBackOff?: (
+    podId: string,
+    container: string,
+  ) => { readonly until: number; readonly reason: 'CreateContainerError' | 'RunContainerError'; readonly message: string } | undefined;
 }
 
 /** Each desired pod with its source and the actual state of its containers (`GET /pods`). */

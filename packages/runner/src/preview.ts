@@ -31,7 +31,9 @@ export async function previewPlan(options: PreviewOptions): Promise<PlanReport> 
   try {
     await Promise.all(
       options.sources.map((s) =>
-        s.start({ update: (m) => deliver(s.name, m), error: (e) => options.onError?.(s.name, e) }).catch((e: unknown) => options.onError?.(s.name, e as Error)),
+        s
+          .start({ update: (m) => deliver(s.name, m), error: (e) => options.onError?.(s.name, e) })
+          .catch((e: unknown) => options.onError?.(s.name, e as Error)),
       ),
     );
     let timer: NodeJS.Timeout | undefined;
@@ -42,20 +44,32 @@ export async function previewPlan(options: PreviewOptions): Promise<PlanReport> 
   }
   const [listed, sandboxes] = await Promise.all([options.runtime.list(), options.runtime.listSandboxes()]);
   const actual = await withExitTimes(options.runtime, listed, options.hostname);
-  const p = plan({ desired: mux.desired().pods, actual, sandboxes, node: options.hostname, allowRemovals: mux.allSeen(), now: (options.now ?? Date.now)() });
+  const p = plan({
+    desired: mux.desired().pods,
+    actual,
+    sandboxes,
+    node: options.hostname,
+    allowRemovals: mux.allSeen(),
+    now: (options.now ?? Date.now)(),
+  });
   return reportPlan(p, mux.unseen());
 }
 
 /** The report as an operator reads it, one step a line. */
 export function formatPlanReport(report: PlanReport, header: string): string {
-  const lines = [`${header}: ${report.inSync ? 'in sync, nothing to do' : `${report.steps.length} step${report.steps.length === 1 ? '' : 's'}`}`];
+  const lines = [
+    `${header}: ${report.inSync ? 'in sync, nothing to do' : `${report.steps.length} step${report.steps.length === 1 ? '' : 's'}`}`,
+  ];
   const width = Math.max(0, ...report.steps.map((s) => `${s.podId}/${s.container}`.length));
   for (const s of report.steps) {
-    const what = s.action === 'create' ? `image ${s.image}` : s.action === 'run-sandbox' ? 'pod network namespace' : (s.id ?? '').slice(0, 12);
+    const what =
+      s.action === 'create' ? `image ${s.image}` : s.action === 'run-sandbox' ? 'pod network namespace' : (s.id ?? '').slice(0, 12);
     lines.push(`  ${`${s.podId}/${s.container}`.padEnd(width)}  ${s.action.padEnd(6)}  ${s.reason.padEnd(12)}  ${what}`);
   }
   for (const b of report.backOffs) {
-    lines.push(`  ${`${b.podId}/${b.container}`.padEnd(width)}  waits   back-off      restart at ${new Date(b.until).toISOString()} (exit code ${b.exitCode ?? '?'})`);
+    lines.push(
+      `  ${`${b.podId}/${b.container}`.padEnd(width)}  waits   back-off      restart at ${new Date(b.until).toISOString()} (exit code ${b.exitCode ?? '?'})`,
+    );
   }
   if (report.held > 0) lines.push(`held: ${report.held} removal(s) until every source has been seen`);
   if (report.unseenSources.length > 0) lines.push(`not seen: ${report.unseenSources.join(', ')} (its manifests are not in this plan)`);

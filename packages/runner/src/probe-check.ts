@@ -58,7 +58,10 @@ export class ProbeCheck {
       return { kind: 'error', detail: `${probe.httpGet !== undefined ? 'httpGet' : 'tcpSocket'} probe has no published host port` };
     } else if (probe.httpGet !== undefined) {
       const { scheme, httpHeaders } = probe.httpGet;
-      const options = scheme === undefined && httpHeaders === undefined ? undefined : { ...(scheme === undefined ? {} : { scheme }), ...(httpHeaders === undefined ? {} : { headers: httpHeaders }) };
+      const options =
+        scheme === undefined && httpHeaders === undefined
+          ? undefined
+          : { ...(scheme === undefined ? {} : { scheme }), ...(httpHeaders === undefined ? {} : { headers: httpHeaders }) };
       call = asOutcome(this.network.http(host, target.hostPort, probe.httpGet.path, timeoutMs, options));
     } else if (probe.tcpSocket !== undefined) {
       call = asOutcome(this.network.tcp(host, target.hostPort, timeoutMs));
@@ -73,7 +76,8 @@ export class ProbeCheck {
     const { probe } = target;
     const host = target.host ?? this.defaultHost;
     if (probe.exec !== undefined) return `exec ${JSON.stringify(probe.exec.command)}`;
-    if (probe.httpGet !== undefined) return `httpGet ${probe.httpGet.scheme === 'HTTPS' ? 'https' : 'http'}://${host}:${target.hostPort}${probe.httpGet.path}`;
+    if (probe.httpGet !== undefined)
+      return `httpGet ${probe.httpGet.scheme === 'HTTPS' ? 'https' : 'http'}://${host}:${target.hostPort}${probe.httpGet.path}`;
     return `tcpSocket ${host}:${target.hostPort}`;
   }
 

@@ -1,4 +1,13 @@
-import { Labels, identityOf, specHash, type Container, type ContainerManifest, type ContainerSummary, type DesiredPod, type Probe } from '@kubelet-ts/core';
+import {
+  Labels,
+  identityOf,
+  specHash,
+  type Container,
+  type ContainerManifest,
+  type ContainerSummary,
+  type DesiredPod,
+  type Probe,
+} from '@kubelet-ts/core';
 import type { ProbeKind, ProbeTarget } from './prober.js';
 
 const KINDS: ReadonlyArray<readonly [ProbeKind, 'livenessProbe' | 'readinessProbe' | 'startupProbe']> = [
@@ -16,7 +25,8 @@ export function hasAnyProbe(container: Container): boolean {
 export function probeTargets(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], node: string): ProbeTarget[] {
   const probed = new Map<string, { manifest: ContainerManifest; container: Container }>();
   for (const { manifest } of desired) {
-    for (const container of manifest.containers) if (hasAnyProbe(container)) probed.set(`${manifest.id}/${container.name}`, { manifest, container });
+    for (const container of manifest.containers)
+      if (hasAnyProbe(container)) probed.set(`${manifest.id}/${container.name}`, { manifest, container });
   }
   if (probed.size === 0) return [];
   const targets: ProbeTarget[] = [];

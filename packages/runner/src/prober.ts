@@ -1,4 +1,12 @@
-import { silentLogger, type Clock, type ContainerRuntime, type EventSink, type KubeletEvent, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import {
+  silentLogger,
+  type Clock,
+  type ContainerRuntime,
+  type EventSink,
+  type KubeletEvent,
+  type Logger,
+  type TimerHandle,
+} from '@kubelet-ts/core';
 import type { Inbox } from './inbox.js';
 import { socketNetworkCheck, type NetworkCheck } from './network-check.js';
 import { ProbeCheck, type CheckTarget } from './probe-check.js';
@@ -261,7 +269,12 @@ export class Prober {
         if (kind === 'startup') return this.markStarted(entry);
         if (kind === 'readiness' && !entry.passed && entry.successes >= (target.probe.successThreshold ?? 1)) {
           entry.passed = true;
-          this.emit(target, 'ContainerReady', `readiness probe ${this.check.describe(target)} succeeded ${entry.successes} time(s) in a row: ready`, kind);
+          this.emit(
+            target,
+            'ContainerReady',
+            `readiness probe ${this.check.describe(target)} succeeded ${entry.successes} time(s) in a row: ready`,
+            kind,
+          );
         }
         this.schedule(entry, periodMs);
         return;
@@ -271,12 +284,22 @@ export class Prober {
         entry.lastResult = 'failure';
         entry.lastDetail = outcome.detail;
         const { failureThreshold } = target.probe;
-        this.emit(target, 'ProbeFailed', `${kind} probe ${this.check.describe(target)} failed (${entry.failures}/${failureThreshold}): ${outcome.detail}`, kind);
+        this.emit(
+          target,
+          'ProbeFailed',
+          `${kind} probe ${this.check.describe(target)} failed (${entry.failures}/${failureThreshold}): ${outcome.detail}`,
+          kind,
+        );
         if (entry.failures < failureThreshold) return this.schedule(entry, periodMs);
         if (kind !== 'readiness') return this.markUnhealthy(entry, outcome.detail);
         if (entry.passed) {
           entry.passed = false;
-          this.emit(target, 'ContainerNotReady', `readiness probe failed ${entry.failures} times in a row: not ready (nothing is restarted)`, kind);
+          this.emit(
+            target,
+            'ContainerNotReady',
+            `readiness probe failed ${entry.failures} times in a row: not ready (nothing is restarted)`,
+            kind,
+          );
         }
         this.schedule(entry, periodMs);
         return;
@@ -288,7 +311,10 @@ export class Prober {
   private markStarted(entry: Entry): void {
     entry.passed = true;
     entry.done = true;
-    this.logger.info({ podId: entry.target.podId, container: entry.target.container, id: entry.target.id }, 'startup probe succeeded; liveness and readiness probes begin');
+    this.logger.info(
+      { podId: entry.target.podId, container: entry.target.container, id: entry.target.id },
+      'startup probe succeeded; liveness and readiness probes begin',
+    );
     for (const kind of ['liveness', 'readiness'] as const) {
       const held = this.entries.get(keyOf(kind, entry.target.id));
       if (held === undefined || !held.held) continue;
@@ -301,7 +327,10 @@ export class Prober {
     const { target, kind } = entry;
     entry.done = true;
     this.failed.set(target.id, `${kind} probe failed ${entry.failures} times: ${detail}`);
-    this.logger.info({ podId: target.podId, container: target.container, id: target.id, failures: entry.failures }, `container unhealthy after ${kind} failures`);
+    this.logger.info(
+      { podId: target.podId, container: target.container, id: target.id, failures: entry.failures },
+      `container unhealthy after ${kind} failures`,
+    );
     this.inbox?.post({ type: 'container-unhealthy', target });
   }
 

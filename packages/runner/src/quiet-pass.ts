@@ -52,7 +52,11 @@ function sameRecords<T extends { readonly id: string }>(a: readonly T[], b: read
 /** Equal own fields; a field that is an object (labels) is compared one level down, key by key. */
 export function sameRecord(a: object, b: object): boolean {
   if (a === b) return true;
-  return sameFields(a, b, (x, y) => typeof x === 'object' && typeof y === 'object' && x !== null && y !== null && sameFields(x, y, () => false));
+  return sameFields(
+    a,
+    b,
+    (x, y) => typeof x === 'object' && typeof y === 'object' && x !== null && y !== null && sameFields(x, y, () => false),
+  );
 }
 
 function sameFields(a: object, b: object, nested: (x: unknown, y: unknown) => boolean): boolean {

@@ -18,7 +18,11 @@ export const DEFAULT_RUNTIME_DEADLINES: RuntimeDeadlines = { callMs: 120_000, pu
  * time; the engine may still carry it out, and its late answer is dropped (the next look at the
  * pod sees what it did). Keeps every capability of `runtime`.
  */
-export function withDeadlines(runtime: ContainerRuntime, clock: Clock, deadlines: RuntimeDeadlines = DEFAULT_RUNTIME_DEADLINES): ContainerRuntime {
+export function withDeadlines(
+  runtime: ContainerRuntime,
+  clock: Clock,
+  deadlines: RuntimeDeadlines = DEFAULT_RUNTIME_DEADLINES,
+): ContainerRuntime {
   const limitOf = (operation: RuntimeOperation, args: readonly unknown[]): number => {
     if (operation === 'pull') return deadlines.pullMs;
     if (operation === 'stop') return Number(args[1] ?? 0) * 1000 + deadlines.graceMarginMs;
@@ -30,7 +34,13 @@ export function withDeadlines(runtime: ContainerRuntime, clock: Clock, deadlines
       const limitMs = limitOf(operation, args);
       return new Promise((resolve, reject) => {
         const timer = clock.setTimeout(() => {
-          reject(new KubeletError('Timeout', `${operation} got no answer from the ${runtime.name} runtime within ${limitMs / 1000} s; the engine may be frozen or overloaded`, { adapter: runtime.name }));
+          reject(
+            new KubeletError(
+              'Timeout',
+              `${operation} got no answer from the ${runtime.name} runtime within ${limitMs / 1000} s; the engine may be frozen or overloaded`,
+              { adapter: runtime.name },
+            ),
+          );
         }, limitMs);
         proceed().then(
           (value) => {

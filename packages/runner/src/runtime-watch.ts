@@ -1,4 +1,12 @@
-import { Backoff, toKubeletError, type Clock, type ContainerEvent, type ContainerEventSource, type Logger, type TimerHandle } from '@kubelet-ts/core';
+import {
+  Backoff,
+  toKubeletError,
+  type Clock,
+  type ContainerEvent,
+  type ContainerEventSource,
+  type Logger,
+  type TimerHandle,
+} from '@kubelet-ts/core';
 import type { Inbox } from './inbox.js';
 
 export interface RuntimeWatchOptions {
@@ -72,7 +80,10 @@ export class RuntimeWatch {
       const level = this.backoff.attempts === 0 ? 'warn' : 'debug';
       const delay = this.backoff.next();
       const e = failure === undefined ? undefined : toKubeletError(failure, runtime.name);
-      logger[level]({ runtime: runtime.name, ...(e === undefined ? {} : { code: e.code, err: e }), retryInMs: delay }, `runtime event stream ${e === undefined ? 'ended' : `failed: ${e.message}`}; reconnecting`);
+      logger[level](
+        { runtime: runtime.name, ...(e === undefined ? {} : { code: e.code, err: e }), retryInMs: delay },
+        `runtime event stream ${e === undefined ? 'ended' : `failed: ${e.message}`}; reconnecting`,
+      );
       this.options.inbox.post({ type: 'event-stream-lost' });
       await new Promise<void>((resolve) => {
         this.wake = resolve;

@@ -59,7 +59,12 @@ export class SourceIntake {
             warning: (w) => options.emit({ type: w.reason, podId: w.podId, source: source.name, reason: w.reason, message: w.message }),
             restarting: (error, delayMs) => {
               this.errors.set(source.name, error.message);
-              options.emit({ type: 'SourceRestarted', source: source.name, reason: error.code, message: `source crashed (${error.message}); restarting in ${delayMs} ms` });
+              options.emit({
+                type: 'SourceRestarted',
+                source: source.name,
+                reason: error.code,
+                message: `source crashed (${error.message}); restarting in ${delayMs} ms`,
+              });
             },
           },
           { clock: options.clock, initialBackoffMs: options.backoff?.initialMs, maxBackoffMs: options.backoff?.maxMs },
@@ -134,7 +139,14 @@ export class SourceIntake {
       if (result.ok) out.push(result.manifest);
       else {
         const where = typeof (m as { id?: unknown }).id === 'string' ? `manifest "${(m as { id: string }).id}"` : `manifest [${index}]`;
-        this.onError(source, new KubeletError('InvalidManifest', `${where} from ${source}: ${result.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, { fieldErrors: result.errors }));
+        this.onError(
+          source,
+          new KubeletError(
+            'InvalidManifest',
+            `${where} from ${source}: ${result.errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`,
+            { fieldErrors: result.errors },
+          ),
+        );
       }
     });
     return out;

@@ -1,4 +1,13 @@
-import { Backoff, toKubeletError, type Clock, type ContainerManifest, type KubeletError, type ManifestSource, type SourceWarning, type TimerHandle } from '@kubelet-ts/core';
+import {
+  Backoff,
+  toKubeletError,
+  type Clock,
+  type ContainerManifest,
+  type KubeletError,
+  type ManifestSource,
+  type SourceWarning,
+  type TimerHandle,
+} from '@kubelet-ts/core';
 
 export interface SupervisorHandlers {
   update(manifests: readonly ContainerManifest[]): void;

@@ -82,7 +82,13 @@ export class SyncPass {
   }
 
   /** The planner's input for this node now (also what `plan()` previews). */
-  planInput(desired: readonly DesiredPod[], allowRemovals: boolean, actual: readonly ContainerSummary[], sandboxes: readonly SandboxSummary[], busy: ReadonlySet<string>): PlanInput {
+  planInput(
+    desired: readonly DesiredPod[],
+    allowRemovals: boolean,
+    actual: readonly ContainerSummary[],
+    sandboxes: readonly SandboxSummary[],
+    busy: ReadonlySet<string>,
+  ): PlanInput {
     const { crashBackOff } = this.options;
     return {
       desired,
@@ -113,12 +119,23 @@ export class SyncPass {
     const desired = intake.desired();
     const allowRemovals = intake.allSeen();
     const finish = (executed: ExecutionResult, held: number, busy: number, error?: KubeletError): PassResult => {
-      const result: PassResult = { startedAt, desired: desired.pods.length, durationMs: clock.now() - startedAt, ...executed, held, busy, ...(error === undefined ? {} : { error }) };
+      const result: PassResult = {
+        startedAt,
+        desired: desired.pods.length,
+        durationMs: clock.now() - startedAt,
+        ...executed,
+        held,
+        busy,
+        ...(error === undefined ? {} : { error }),
+      };
       this.passes += 1;
       this.lastPass = result;
       metrics.passDuration.observe(result.durationMs / 1000);
       const level = executed.actions > 0 || held > 0 ? 'info' : 'debug';
-      logger[level]({ desired: result.desired, actions: result.actions, failures: result.failures, held, durationMs: result.durationMs }, 'sync pass');
+      logger[level](
+        { desired: result.desired, actions: result.actions, failures: result.failures, held, durationMs: result.durationMs },
+        'sync pass',
+      );
       return result;
     };
     try {
@@ -144,7 +161,11 @@ export class SyncPass {
       // PodWorkers). One whose worker ended while this pass listed was planned by nobody.
       this.leftOut(busy);
       const work = p.pods.map((pod) => workers.dispatch(pod));
-      return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, p.held, busy.size)) };
+      return {
+        done: Promise.all(work).then((results) =>
+          finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, p.held, busy.size),
+        ),
+      };
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
       logger.error({ code: e.code, err: e }, `sync pass failed: ${e.message}`);
@@ -158,8 +179,20 @@ export class SyncPass {
     const startedAt = clock.now();
     let desired = 0;
     const finish = (executed: ExecutionResult, busy: number, error?: KubeletError): PassResult => {
-      const result: PassResult = { startedAt, desired, durationMs: clock.now() - startedAt, ...executed, held: 0, busy, pods: [...pods], ...(error === undefined ? {} : { error }) };
-      logger[executed.actions > 0 ? 'info' : 'debug']({ pods: result.pods, actions: result.actions, failures: result.failures, durationMs: result.durationMs }, 'pod pass');
+      const result: PassResult = {
+        startedAt,
+        desired,
+        durationMs: clock.now() - startedAt,
+        ...executed,
+        held: 0,
+        busy,
+        pods: [...pods],
+        ...(error === undefined ? {} : { error }),
+      };
+      logger[executed.actions > 0 ? 'info' : 'debug'](
+        { pods: result.pods, actions: result.actions, failures: result.failures, durationMs: result.durationMs },
+        'pod pass',
+      );
       return result;
     };
     try {
@@ -174,7 +207,11 @@ export class SyncPass {
       desired = scoped.desired;
       this.leftOut(busy);
       const work = scoped.plan.pods.map((pod) => workers.dispatch(pod));
-      return { done: Promise.all(work).then((results) => finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, busy.size)) };
+      return {
+        done: Promise.all(work).then((results) =>
+          finish({ actions: sum(results, 'actions'), failures: sum(results, 'failures') }, busy.size),
+        ),
+      };
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
       logger.error({ code: e.code, err: e, pods: [...pods] }, `pod pass failed: ${e.message}`);

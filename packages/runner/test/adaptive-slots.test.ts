@@ -44,7 +44,7 @@ describe('AdaptiveSlots: the engine pace found while working (issue 14)', () => 
     expect(Math.max(...limits)).toBe(12);
   });
 
-  it('settles near the engine\'s best concurrency when more only queues the calls', async () => {
+  it("settles near the engine's best concurrency when more only queues the calls", async () => {
     const clock = new ManualClock(0);
     const slots = new AdaptiveSlots({ clock });
     // The engine works 8 starts at a time; beyond that each waits its turn and the rate falls a

@@ -1,5 +1,12 @@
 import { afterEach, beforeEach } from '@jest/globals';
-import { Labels, buildContainerSpec, buildSandboxSpec, type ContainerManifest, type ContainerSpec, type ContainerSummary } from '@kubelet-ts/core';
+import {
+  Labels,
+  buildContainerSpec,
+  buildSandboxSpec,
+  type ContainerManifest,
+  type ContainerSpec,
+  type ContainerSummary,
+} from '@kubelet-ts/core';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { Kubelet, type KubeletOptions } from '../src/kubelet.js';
@@ -22,7 +29,15 @@ export function agentFixture() {
     opened: [] as Kubelet[],
 
     kubelet(sources: readonly ScriptedSource[], options: Partial<KubeletOptions> = {}): Kubelet {
-      const k = new Kubelet({ runtime: f.runtime, sources, clock: f.clock, events: f.events, hostname: HOST, syncFrequencyMs: SYNC_MS, ...options });
+      const k = new Kubelet({
+        runtime: f.runtime,
+        sources,
+        clock: f.clock,
+        events: f.events,
+        hostname: HOST,
+        syncFrequencyMs: SYNC_MS,
+        ...options,
+      });
       f.opened.push(k);
       return k;
     },

@@ -10,7 +10,7 @@ const HOUR = 3_600_000;
 
 /** Every decorator of a runtime the agent and its tests build; each must keep every power (issue 21). */
 const WRAPPERS: ReadonlyArray<readonly [string, (inner: ContainerRuntime) => ContainerRuntime]> = [
-  ['the agent\'s metrics', (inner) => new KubeletMetrics(async () => []).instrument(inner)],
+  ["the agent's metrics", (inner) => new KubeletMetrics(async () => []).instrument(inner)],
   ['LostReplies', (inner) => new LostReplies(inner, new SeededRandom(1), 0.5).runtime],
   ['GuardedRuntime', (inner) => new GuardedRuntime(inner).runtime],
 ];
@@ -65,8 +65,12 @@ describe('declared capabilities', () => {
   it('refuses a runtime that declares a power it does not have, or declares nothing', () => {
     const memory = new MemoryRuntime();
     const hollow = { ...new KubeletMetrics(async () => []).instrument(memory), capabilities: { events: {} as never } };
-    expect(() => f.kubelet([], { runtime: hollow })).toThrow('the memory runtime declares the events capability, but capabilities.events has no events() method');
+    expect(() => f.kubelet([], { runtime: hollow })).toThrow(
+      'the memory runtime declares the events capability, but capabilities.events has no events() method',
+    );
     const undeclared = { ...new KubeletMetrics(async () => []).instrument(memory), capabilities: undefined as never };
-    expect(() => f.kubelet([], { runtime: undeclared })).toThrow('the memory runtime declares no capabilities: give it `capabilities: {}` (or the powers it has)');
+    expect(() => f.kubelet([], { runtime: undeclared })).toThrow(
+      'the memory runtime declares no capabilities: give it `capabilities: {}` (or the powers it has)',
+    );
   });
 });

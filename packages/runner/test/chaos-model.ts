@@ -1,11 +1,4 @@
-import {
-  Labels,
-  specHashes,
-  validateManifest,
-  type ContainerManifest,
-  type ContainerSummary,
-  type DesiredPod,
-} from '@kubelet-ts/core';
+import { Labels, specHashes, validateManifest, type ContainerManifest, type ContainerSummary, type DesiredPod } from '@kubelet-ts/core';
 import { StaticManifestSource } from '@kubelet-ts/manifest';
 import type { MemoryRuntime, SeededRandom } from '@kubelet-ts/runtime-memory';
 
@@ -34,7 +27,9 @@ function rawContainer(random: SeededRandom, podId: string, name: string, index: 
     image: random.pick(IMAGES),
     ...(random.chance(0.3) ? { command: ['run', random.pick(['x', 'y'])] } : {}),
     env: random.chance(0.5) ? [{ name: 'MODE', value: random.pick(['a', 'b', 'c']) }] : [],
-    ports: random.chance(0.3) ? [{ containerPort: 80 + random.int(2), ...(random.chance(0.5) ? { hostPort: hostPortOf(podId, index) } : {}) }] : [],
+    ports: random.chance(0.3)
+      ? [{ containerPort: 80 + random.int(2), ...(random.chance(0.5) ? { hostPort: hostPortOf(podId, index) } : {}) }]
+      : [],
     ...(random.chance(0.2) ? { imagePullPolicy: random.pick(['Always', 'IfNotPresent']) } : {}),
     ...(random.chance(0.3) ? { livenessProbe: randomProbe(random) } : {}),
   };
@@ -45,7 +40,13 @@ function rawContainer(random: SeededRandom, podId: string, name: string, index: 
  * prober kills containers now and then, outside the pod workers.
  */
 function randomProbe(random: SeededRandom): Record<string, unknown> {
-  return { exec: { command: ['check'] }, initialDelaySeconds: random.int(5), periodSeconds: 1 + random.int(5), timeoutSeconds: 1, failureThreshold: 1 + random.int(3) };
+  return {
+    exec: { command: ['check'] },
+    initialDelaySeconds: random.int(5),
+    periodSeconds: 1 + random.int(5),
+    timeoutSeconds: 1,
+    failureThreshold: 1 + random.int(3),
+  };
 }
 
 function validated(raw: Record<string, unknown>): ContainerManifest {
@@ -97,7 +98,8 @@ export class ChaosSources {
   desired(): DesiredPod[] {
     const byId = new Map<string, DesiredPod>();
     for (const source of this.sources) {
-      for (const manifest of this.sets.get(source)!.values()) if (!byId.has(manifest.id)) byId.set(manifest.id, { manifest, source: source.name });
+      for (const manifest of this.sets.get(source)!.values())
+        if (!byId.has(manifest.id)) byId.set(manifest.id, { manifest, source: source.name });
     }
     return [...byId.values()];
   }
@@ -116,18 +118,27 @@ export class ChaosSources {
     if (roll < 0.45 && set.size > 0) {
       const m = random.pick([...set.values()]);
       const next = edited(random, m);
-      this.put(source, [...set.values()].map((x) => (x === m ? next : x)));
+      this.put(
+        source,
+        [...set.values()].map((x) => (x === m ? next : x)),
+      );
       return `${source.name}: edit ${m.id}`;
     }
     if (roll < 0.55 && set.size > 0) {
       const m = random.pick([...set.values()]);
-      this.put(source, [...set.values()].filter((x) => x !== m));
+      this.put(
+        source,
+        [...set.values()].filter((x) => x !== m),
+      );
       return `${source.name}: remove ${m.id}`;
     }
     if (roll < 0.63 && set.size > 0) {
       const m = random.pick([...set.values()]);
       const to = random.pick(this.sources.filter((s) => s !== source));
-      this.put(source, [...set.values()].filter((x) => x !== m));
+      this.put(
+        source,
+        [...set.values()].filter((x) => x !== m),
+      );
       this.put(to, [...this.sets.get(to)!.values()].filter((x) => x.id !== m.id).concat(m));
       return `move ${m.id} from ${source.name} to ${to.name}`;
     }
@@ -203,8 +214,12 @@ export function divergence(desired: readonly DesiredPod[], containers: readonly 
       if (stopped.length > 1) pending.push(`${key}: ${stopped.length} stopped containers kept`);
       if (current.some((c) => c.state === 'running')) return;
       const newest = stopped.sort((a, b) => b.createdAt - a.createdAt)[0];
-      const staysDown = newest !== undefined && (manifest.restartPolicy === 'Never' || (manifest.restartPolicy === 'OnFailure' && newest.exitCode === 0));
-      if (!staysDown) pending.push(`${key}: not running${newest === undefined ? '' : ` (newest ${describe(newest)}, policy ${manifest.restartPolicy ?? 'Always'})`}`);
+      const staysDown =
+        newest !== undefined && (manifest.restartPolicy === 'Never' || (manifest.restartPolicy === 'OnFailure' && newest.exitCode === 0));
+      if (!staysDown)
+        pending.push(
+          `${key}: not running${newest === undefined ? '' : ` (newest ${describe(newest)}, policy ${manifest.restartPolicy ?? 'Always'})`}`,
+        );
     });
   }
   for (const [key, found] of byKey) for (const c of found) leaks.push(`${key} ${c.id} ${c.state}: not desired`);

@@ -74,18 +74,40 @@ async function runSeed(seed: number): Promise<SeedFigures> {
   const runtime = new MemoryRuntime({ clock, pullable: 'any', callLogSize: 1_000_000 });
   const log: string[] = [];
   const fail = (what: string, d?: Divergence): never => {
-    const detail = d === undefined ? '' : `\n  leaks: ${d.leaks.join('; ') || '-'}\n  duplicates: ${d.duplicates.join('; ') || '-'}\n  pending: ${d.pending.join('; ') || '-'}`;
-    throw new Error(`chaos seed ${seed}: ${what}${detail}\n  last changes:\n    ${log.slice(-25).join('\n    ')}\n  replay: ${REPLAY(seed)}`);
+    const detail =
+      d === undefined
+        ? ''
+        : `\n  leaks: ${d.leaks.join('; ') || '-'}\n  duplicates: ${d.duplicates.join('; ') || '-'}\n  pending: ${d.pending.join('; ') || '-'}`;
+    throw new Error(
+      `chaos seed ${seed}: ${what}${detail}\n  last changes:\n    ${log.slice(-25).join('\n    ')}\n  replay: ${REPLAY(seed)}`,
+    );
   };
 
   // Containers the agent must never touch, each in its sandbox (which it must not touch either): a
   // foreign one, in a sandbox without our labels, and those of another agent on the same engine for
   // a pod id this agent runs too.
   runtime.addImage('busybox:1');
-  const foreignSpec: ContainerSpec = { name: 'foreign', podId: 'foreign', image: 'busybox:1', env: {}, ports: [], mounts: [], labels: { owner: 'someone' } };
+  const foreignSpec: ContainerSpec = {
+    name: 'foreign',
+    podId: 'foreign',
+    image: 'busybox:1',
+    env: {},
+    ports: [],
+    mounts: [],
+    labels: { owner: 'someone' },
+  };
   // Without host ports: two agents claiming one host port could never both run.
-  const other = manifest('p0', [{ name: 'main', image: 'app:1' }, { name: 'side', image: 'db:5' }]);
-  const foreignSandbox = await runtime.runSandbox({ name: 'foreign-holder', podId: 'foreign', hostname: 'foreign', ports: [], labels: { owner: 'someone' } });
+  const other = manifest('p0', [
+    { name: 'main', image: 'app:1' },
+    { name: 'side', image: 'db:5' },
+  ]);
+  const foreignSandbox = await runtime.runSandbox({
+    name: 'foreign-holder',
+    podId: 'foreign',
+    hostname: 'foreign',
+    ports: [],
+    labels: { owner: 'someone' },
+  });
   const otherSandbox = await runtime.runSandbox(buildSandboxSpec(other, { node: 'node-b', source: 'a' }));
   const theirContainers: string[] = [(await runtime.create(foreignSpec, foreignSandbox.id)).id];
   for (const c of other.containers) {
@@ -107,7 +129,15 @@ async function runSeed(seed: number): Promise<SeedFigures> {
     },
   };
   const lossy = new LostReplies(runtime, replies, LOST_REPLY_RATE);
-  const k = new Kubelet({ runtime: lossy.runtime, sources: world.sources, events, clock, hostname: HOST, syncFrequencyMs: SYNC_MS, concurrency: 4 });
+  const k = new Kubelet({
+    runtime: lossy.runtime,
+    sources: world.sources,
+    events,
+    clock,
+    hostname: HOST,
+    syncFrequencyMs: SYNC_MS,
+    concurrency: 4,
+  });
   const chaos = new SeededFaultInjector(runtime, faults, { failureRate: FAILURE_RATE, maxLatencyMs: MAX_LATENCY_MS });
   // Passes that follow one another at one instant without end would never yield to the clock
   // (seed 1005 found one): stop the agent after too many, so the seed fails instead of hanging.
@@ -159,23 +189,34 @@ async function runSeed(seed: number): Promise<SeedFigures> {
     let passesAfterBackOffs = 0;
     let d = divergence(world.desired(), runtime.snapshot(), HOST);
     while (!isConverged(d)) {
-      if (passesAfterBackOffs === MAX_PASSES_AFTER_BACK_OFFS) fail(`not converged ${MAX_PASSES_AFTER_BACK_OFFS} passes after every back-off was over`, d);
+      if (passesAfterBackOffs === MAX_PASSES_AFTER_BACK_OFFS)
+        fail(`not converged ${MAX_PASSES_AFTER_BACK_OFFS} passes after every back-off was over`, d);
       await k.sync();
       passesAfterBackOffs += 1;
       d = divergence(world.desired(), runtime.snapshot(), HOST);
     }
     const steady = await k.sync();
     if (steady.actions > 0) fail(`a pass after convergence still acted (${steady.actions} actions)`, d);
-    const agentView = k.desired().pods.map((p) => `${p.manifest.id}@${p.source}`).sort();
-    const model = world.desired().map((p) => `${p.manifest.id}@${p.source}`).sort();
+    const agentView = k
+      .desired()
+      .pods.map((p) => `${p.manifest.id}@${p.source}`)
+      .sort();
+    const model = world
+      .desired()
+      .map((p) => `${p.manifest.id}@${p.source}`)
+      .sort();
     if (agentView.join() !== model.join()) fail(`the agent's desired state ${agentView.join()} is not the sources' ${model.join()}`);
 
     const touched = runtime.calls.slice(setupCalls).filter((c) => c.target !== undefined && untouchable.includes(c.target));
-    if (touched.length > 0) fail(`touched containers or sandboxes that are not its own: ${touched.map((c) => `${c.op} ${c.target}`).join(', ')}`);
+    if (touched.length > 0)
+      fail(`touched containers or sandboxes that are not its own: ${touched.map((c) => `${c.op} ${c.target}`).join(', ')}`);
     if (runtime.calls.length !== runtime.callCount()) fail('the call log dropped calls; raise callLogSize');
     if (JSON.stringify(theirs()) !== JSON.stringify(untouchedBefore)) fail('a container or sandbox that is not its own changed');
     // The event path every real engine takes must be in the chaos too (issue 21: a wrapper dropped it).
-    const runtimeEvents = [...(await k.metrics()).body.matchAll(/^kubelet_ts_runtime_events_total\{[^}]*\} (\d+)$/gm)].reduce((sum, m) => sum + Number(m[1]), 0);
+    const runtimeEvents = [...(await k.metrics()).body.matchAll(/^kubelet_ts_runtime_events_total\{[^}]*\} (\d+)$/gm)].reduce(
+      (sum, m) => sum + Number(m[1]),
+      0,
+    );
     if (runtimeEvents === 0) fail('the agent received no runtime event: a wrapper dropped the events capability');
 
     return {

@@ -100,9 +100,15 @@ describe('resolveKubelet', () => {
     await settle();
 
     expect(runtime.snapshot()).toHaveLength(1);
-    expect(logger.entries.find((l) => l.message === 'kubelet starting')?.fields).toMatchObject({ hostname: 'node-a', runtime: 'memory', sources: ['file'] });
+    expect(logger.entries.find((l) => l.message === 'kubelet starting')?.fields).toMatchObject({
+      hostname: 'node-a',
+      runtime: 'memory',
+      sources: ['file'],
+    });
     const started = logger.entries.filter((l) => l.fields['event'] === 'ContainerStarted');
-    expect(started).toEqual([expect.objectContaining({ level: 'info', fields: expect.objectContaining({ podId: 'web', container: 'web' }) })]);
+    expect(started).toEqual([
+      expect.objectContaining({ level: 'info', fields: expect.objectContaining({ podId: 'web', container: 'web' }) }),
+    ]);
   });
 
   it('builds an agent with no sources when none is registered', async () => {

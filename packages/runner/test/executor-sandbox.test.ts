@@ -23,12 +23,18 @@ describe('the executor puts every container in its pod sandbox', () => {
     return { runtime, events, executor: new PlanExecutor({ runtime, events, clock }) };
   };
 
-  it('creates in the ready sandbox the plan names, or in the one the pod\'s run-sandbox step made', async () => {
+  it("creates in the ready sandbox the plan names, or in the one the pod's run-sandbox step made", async () => {
     const { runtime, executor } = setup();
     const ready = await runtime.runSandbox(buildSandboxSpec(web, { node: 'node-a', source: 'a' }));
     expect(await executor.executePod({ podId: 'web', actions: [create(web, ready.id)] })).toEqual({ actions: 1, failures: 0 });
     const other = pod('other');
-    const run: PlanAction = { type: 'run-sandbox', podId: 'other', container: 'POD', reason: 'new', spec: buildSandboxSpec(other, { node: 'node-a', source: 'a' }) };
+    const run: PlanAction = {
+      type: 'run-sandbox',
+      podId: 'other',
+      container: 'POD',
+      reason: 'new',
+      spec: buildSandboxSpec(other, { node: 'node-a', source: 'a' }),
+    };
     expect(await executor.executePod({ podId: 'other', actions: [run, create(other)] })).toEqual({ actions: 2, failures: 0 });
     const made = runtime.sandboxSnapshot().find((s) => s.labels[Labels.sandbox] === 'other')!;
     expect(runtime.snapshot().map((c) => runtime.sandboxOf(c.id))).toEqual([ready.id, made.id]);
@@ -37,7 +43,9 @@ describe('the executor puts every container in its pod sandbox', () => {
   it('refuses a create the plan gives no sandbox (none ready, no run-sandbox step): Internal, and nothing made', async () => {
     const { runtime, events, executor } = setup();
     expect(await executor.executePod({ podId: 'web', actions: [create(web)] })).toEqual({ actions: 1, failures: 1 });
-    expect(events.ofType('ContainerFailed', 'web')).toEqual([expect.objectContaining({ reason: 'Internal', message: expect.stringContaining('no sandbox') })]);
+    expect(events.ofType('ContainerFailed', 'web')).toEqual([
+      expect.objectContaining({ reason: 'Internal', message: expect.stringContaining('no sandbox') }),
+    ]);
     expect(runtime.snapshot()).toEqual([]);
     expect(runtime.callCount('create')).toBe(0);
   });

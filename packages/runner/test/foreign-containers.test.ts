@@ -1,5 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Labels, buildContainerSpec, wrapRuntime, buildSandboxSpec, type ContainerManifest, type ContainerRuntime, type ContainerSpec } from '@kubelet-ts/core';
+import {
+  Labels,
+  buildContainerSpec,
+  wrapRuntime,
+  buildSandboxSpec,
+  type ContainerManifest,
+  type ContainerRuntime,
+  type ContainerSpec,
+} from '@kubelet-ts/core';
 import { GuardedRuntime, checkedManifest, ManualClock } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ServerManifestSource, agentApiHandler } from '@kubelet-ts/source-server';
@@ -24,7 +32,10 @@ const old = checkedManifest({ id: 'old', containers: [{ name: 'app', image: 'app
  * inspect exited containers (`withExitTimes`): one more path that acts on container ids.
  */
 function listingWithoutTimes(runtime: MemoryRuntime): ContainerRuntime {
-  return { ...wrapRuntime(runtime, {}), list: async (options) => (await runtime.list(options)).map(({ startedAt: _s, finishedAt: _f, ...c }) => c) };
+  return {
+    ...wrapRuntime(runtime, {}),
+    list: async (options) => (await runtime.list(options)).map(({ startedAt: _s, finishedAt: _f, ...c }) => c),
+  };
 }
 
 /**
@@ -58,10 +69,27 @@ describe('foreign containers beside the agent', () => {
     return created.id;
   }
 
-  const bare = (name: string, labels: Record<string, string>): ContainerSpec => ({ name, podId: 'web', image: 'app:1', env: {}, ports: [], mounts: [], labels });
-  const ourSpec = (m: ContainerManifest, container: string, node = HOST) => buildContainerSpec(m, m.containers.find((c) => c.name === container)!, { node, source: 'a' });
+  const bare = (name: string, labels: Record<string, string>): ContainerSpec => ({
+    name,
+    podId: 'web',
+    image: 'app:1',
+    env: {},
+    ports: [],
+    mounts: [],
+    labels,
+  });
+  const ourSpec = (m: ContainerManifest, container: string, node = HOST) =>
+    buildContainerSpec(m, m.containers.find((c) => c.name === container)!, { node, source: 'a' });
   const ours = (podId: string, container: string) =>
-    memory.snapshot().filter((c) => c.labels[Labels.node] === HOST && c.labels[Labels.manifestId] === podId && c.labels[Labels.containerName] === container && !foreign.has(c.id));
+    memory
+      .snapshot()
+      .filter(
+        (c) =>
+          c.labels[Labels.node] === HOST &&
+          c.labels[Labels.manifestId] === podId &&
+          c.labels[Labels.containerName] === container &&
+          !foreign.has(c.id),
+      );
   const runningOurs = (container: string) => {
     const found = ours('web', container).filter((c) => c.state === 'running');
     expect(found).toHaveLength(1);
@@ -80,7 +108,11 @@ describe('foreign containers beside the agent', () => {
     const ourWebSandbox = buildSandboxSpec(web(), { node: HOST, source: 'a' });
     const holders = [
       await memory.runSandbox({ ...ourWebSandbox, name: 'evil-holder' }),
-      await memory.runSandbox({ ...ourWebSandbox, name: 'POD--web--0badf00d', labels: { ...ourWebSandbox.labels, [Labels.sandboxHash]: 'garbage' } }),
+      await memory.runSandbox({
+        ...ourWebSandbox,
+        name: 'POD--web--0badf00d',
+        labels: { ...ourWebSandbox.labels, [Labels.sandboxHash]: 'garbage' },
+      }),
       await memory.runSandbox({ ...ourWebSandbox, name: 'stopped-holder' }),
       await memory.runSandbox(buildSandboxSpec(web(), { node: 'node-b', source: 'a' })),
       await memory.runSandbox(buildSandboxSpec(old, { node: 'node-b', source: 'a' })),
@@ -94,16 +126,39 @@ describe('foreign containers beside the agent', () => {
       await place(bare('partial', { [Labels.manifestId]: 'web', [Labels.node]: HOST }), 'running', theirs),
       await place(bare('no-hash', { [Labels.manifestId]: 'web', [Labels.containerName]: 'app', [Labels.node]: HOST }), 'exited', theirs),
       // All of our keys, with values the agent never writes.
-      await place(bare('bad-hash', { [Labels.manifestId]: 'web', [Labels.containerName]: 'app', [Labels.specHash]: 'garbage', [Labels.node]: HOST, [Labels.restartCount]: 'many' }), 'exited', theirs),
-      await place(bare('bad-id', { [Labels.manifestId]: '../../etc', [Labels.containerName]: 'app', [Labels.specHash]: hash, [Labels.node]: HOST }), 'running', theirs),
-      await place(bare('bad-name', { [Labels.manifestId]: 'web', [Labels.containerName]: 'App\n', [Labels.specHash]: hash, [Labels.node]: HOST }), 'running', theirs),
+      await place(
+        bare('bad-hash', {
+          [Labels.manifestId]: 'web',
+          [Labels.containerName]: 'app',
+          [Labels.specHash]: 'garbage',
+          [Labels.node]: HOST,
+          [Labels.restartCount]: 'many',
+        }),
+        'exited',
+        theirs,
+      ),
+      await place(
+        bare('bad-id', { [Labels.manifestId]: '../../etc', [Labels.containerName]: 'app', [Labels.specHash]: hash, [Labels.node]: HOST }),
+        'running',
+        theirs,
+      ),
+      await place(
+        bare('bad-name', { [Labels.manifestId]: 'web', [Labels.containerName]: 'App\n', [Labels.specHash]: hash, [Labels.node]: HOST }),
+        'running',
+        theirs,
+      ),
       // Another agent's, sharing the engine: the same pod, labelled exactly as ours but for the node.
       await place(ourSpec(web(), 'app', 'node-b'), 'running', nodeBWeb),
       await place(ourSpec(web(), 'app', 'node-b'), 'exited', nodeBWeb),
       await place(ourSpec(web(), 'probed', 'node-b'), 'running', nodeBWeb),
       await place(ourSpec(old, 'app', 'node-b'), 'running', nodeBOld),
     ];
-    foreign = new Map(memory.snapshot().filter((c) => ids.includes(c.id)).map((c) => [c.id, { name: c.name, state: c.state, startedAt: c.startedAt }]));
+    foreign = new Map(
+      memory
+        .snapshot()
+        .filter((c) => ids.includes(c.id))
+        .map((c) => [c.id, { name: c.name, state: c.state, startedAt: c.startedAt }]),
+    );
     memory.killSandbox(holders[2]!.id);
     foreignSandboxes = new Map(memory.sandboxSnapshot().map((x) => [x.id, { name: x.name, state: x.state }]));
     // Ours from before this agent started: one to adopt, one no source asks for any more.
@@ -116,7 +171,14 @@ describe('foreign containers beside the agent', () => {
     guard.protect(...[...foreign].flatMap(([id, c]) => [id, c.name]), ...[...foreignSandboxes].flatMap(([id, x]) => [id, x.name]));
     source = new ScriptedSource('a', { initial: [web()] });
     server = new ServerManifestSource({ port: 0 });
-    kubelet = new Kubelet({ runtime: guard.runtime, sources: [source, server], clock, events: new RecordingEventSink(), hostname: HOST, syncFrequencyMs: SYNC_MS });
+    kubelet = new Kubelet({
+      runtime: guard.runtime,
+      sources: [source, server],
+      clock,
+      events: new RecordingEventSink(),
+      hostname: HOST,
+      syncFrequencyMs: SYNC_MS,
+    });
     server.mount(agentApiHandler(kubelet));
     await kubelet.start();
     await kubelet.sync();

@@ -1,13 +1,5 @@
 import { checkedManifest } from '@kubelet-ts/conformance';
-import type {
-  AgentView,
-  ContainerManifest,
-  EventSink,
-  KubeletEvent,
-  KubeletEventType,
-  ManifestSource,
-  SourceSink,
-} from '@kubelet-ts/core';
+import type { AgentView, ContainerManifest, EventSink, KubeletEvent, KubeletEventType, ManifestSource, SourceSink } from '@kubelet-ts/core';
 import { renderPodList, type V1PodList } from '@kubelet-ts/source-server';
 
 /** A container of a test manifest, in the raw (pre-validation) shape a source would read. */

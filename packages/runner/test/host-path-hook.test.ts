@@ -18,7 +18,11 @@ afterAll(async () => {
 
 function hostPathPod(id: string, path: string, type: HostPathType): ContainerManifest {
   const result = validateManifest(
-    { id, volumes: [{ name: 'data', hostPath: { path, type } }], containers: [{ name: 'web', image: 'app:1', volumeMounts: [{ name: 'data', mountPath: '/data' }] }] },
+    {
+      id,
+      volumes: [{ name: 'data', hostPath: { path, type } }],
+      containers: [{ name: 'web', image: 'app:1', volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+    },
     { allowHostMounts: true },
   );
   if (!result.ok) throw new Error(JSON.stringify(result.errors));
@@ -55,14 +59,20 @@ describe('the agent checks hostPath volumes before it creates a container', () =
     expect(await k.sync()).toMatchObject({ failures: 0 });
     expect(f.one('needs-dir').state).toBe('running');
     const [created] = f.of('needs-dir');
-    expect((await f.runtime.inspect(created!.id)).spec.mounts).toEqual([{ volume: 'data', containerPath: '/data', readOnly: false, hostPath: path, hostPathType: 'Directory' }]);
+    expect((await f.runtime.inspect(created!.id)).spec.mounts).toEqual([
+      { volume: 'data', containerPath: '/data', readOnly: false, hostPath: path, hostPathType: 'Directory' },
+    ]);
   });
 
   it("refuses a 2014 HOST mount whose path is a link to the host's root, and creates nothing (issue 27)", async () => {
     const link = join(root, 'root-link');
     await symlink('/', link);
     const result = validateManifest(
-      { id: 'sneaky', volumes: [{ name: 'data' }], containers: [{ name: 'web', image: 'app:1', volumeMounts: [{ name: 'data', mountPath: link, mountType: 'HOST' }] }] },
+      {
+        id: 'sneaky',
+        volumes: [{ name: 'data' }],
+        containers: [{ name: 'web', image: 'app:1', volumeMounts: [{ name: 'data', mountPath: link, mountType: 'HOST' }] }],
+      },
       { allowHostMounts: true },
     );
     if (!result.ok) throw new Error(JSON.stringify(result.errors));

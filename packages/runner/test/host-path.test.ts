@@ -94,11 +94,15 @@ describe('prepareHostPath', () => {
 
   it('CharDevice takes a character device (/dev/null) and refuses a directory', async () => {
     await prepareHostPath('/dev/null', 'CharDevice', 'dev');
-    expect((await failure(prepareHostPath(join(root, 'dir'), 'CharDevice', 'dev')))?.message).toMatch(/is a directory, not a character device/);
+    expect((await failure(prepareHostPath(join(root, 'dir'), 'CharDevice', 'dev')))?.message).toMatch(
+      /is a directory, not a character device/,
+    );
   });
 
   it('BlockDevice refuses a character device and an absent path', async () => {
-    expect((await failure(prepareHostPath('/dev/null', 'BlockDevice', 'dev')))?.message).toMatch(/is a character device, not a block device/);
+    expect((await failure(prepareHostPath('/dev/null', 'BlockDevice', 'dev')))?.message).toMatch(
+      /is a character device, not a block device/,
+    );
     expect((await failure(prepareHostPath(join(root, 'absent-dev'), 'BlockDevice', 'dev')))?.code).toBe('NotFound');
   });
 
@@ -116,7 +120,9 @@ describe('prepareHostPath', () => {
     ]);
     expect((await stat(join(root, 'by-spec'))).isDirectory()).toBe(true);
     await expect(stat(join(root, 'absent-2014'))).rejects.toMatchObject({ code: 'ENOENT' });
-    const e = await failure(prepareHostPaths([{ volume: 'gone', containerPath: '/y', readOnly: false, hostPath: join(root, 'gone'), hostPathType: 'Directory' }]));
+    const e = await failure(
+      prepareHostPaths([{ volume: 'gone', containerPath: '/y', readOnly: false, hostPath: join(root, 'gone'), hostPathType: 'Directory' }]),
+    );
     expect(e?.message).toContain('volume "gone"');
   });
 });
@@ -124,19 +130,24 @@ describe('prepareHostPath', () => {
 describe('a host path that leads to the host root (issue 27 item 4)', () => {
   const rootPaths = () => [join(root, 'link-to-root'), join(root, 'link-to-link-to-root'), '/proc/self/root'];
 
-  it.each(['', undefined, 'Directory', 'DirectoryOrCreate'] as const)('is refused with type %p, naming the volume and saying what to do', async (type) => {
-    for (const path of rootPaths()) {
-      const e = await failure(prepareHostPath(path, type, 'escape'));
-      expect(e).toBeInstanceOf(KubeletError);
-      expect(e?.code).toBe('InvalidManifest');
-      expect(e?.message).toContain('volume "escape"');
-      expect(e?.message).toContain(path);
-      expect(e?.message).toMatch(/host's root directory "\/".*point the volume at the directory the container needs/);
-    }
-  });
+  it.each(['', undefined, 'Directory', 'DirectoryOrCreate'] as const)(
+    'is refused with type %p, naming the volume and saying what to do',
+    async (type) => {
+      for (const path of rootPaths()) {
+        const e = await failure(prepareHostPath(path, type, 'escape'));
+        expect(e).toBeInstanceOf(KubeletError);
+        expect(e?.code).toBe('InvalidManifest');
+        expect(e?.message).toContain('volume "escape"');
+        expect(e?.message).toContain(path);
+        expect(e?.message).toMatch(/host's root directory "\/".*point the volume at the directory the container needs/);
+      }
+    },
+  );
 
   it('is refused for a 2014 HOST mount too (no type), while a link to a directory below the root and an absent path pass', async () => {
-    const e = await failure(prepareHostPaths([{ volume: 'host2014', containerPath: '/host', readOnly: false, hostPath: join(root, 'link-to-root') }]));
+    const e = await failure(
+      prepareHostPaths([{ volume: 'host2014', containerPath: '/host', readOnly: false, hostPath: join(root, 'link-to-root') }]),
+    );
     expect(e?.code).toBe('InvalidManifest');
     expect(e?.message).toContain('volume "host2014"');
     await prepareHostPaths([

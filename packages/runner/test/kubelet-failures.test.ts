@@ -9,7 +9,9 @@ describe('Kubelet: failures and changes', () => {
 
   describe('failures', () => {
     it('reports a container that fails to be created and still starts the other pods; the first pass after a 10 s back-off retries', async () => {
-      f.runtime.setFault('create', (call) => (call.target?.startsWith('bad--') ? new KubeletError('Internal', 'no space left on device') : undefined));
+      f.runtime.setFault('create', (call) =>
+        call.target?.startsWith('bad--') ? new KubeletError('Internal', 'no space left on device') : undefined,
+      );
       const a = new ScriptedSource('a');
       // Only the passes this test asks for, so each retry is one it makes.
       const k = kubelet([a], { syncFrequencyMs: 3_600_000 });
@@ -29,9 +31,18 @@ describe('Kubelet: failures and changes', () => {
       const creates = f.runtime.callCount('create');
       expect(await k.sync()).toMatchObject({ actions: 1, failures: 1 });
       expect(f.runtime.callCount('create')).toBe(creates);
-      expect(f.events.ofType('BackOff', 'broken')).toEqual([expect.objectContaining({ reason: 'CreateContainerError', message: expect.stringContaining('the engine refused to create it last time') })]);
+      expect(f.events.ofType('BackOff', 'broken')).toEqual([
+        expect.objectContaining({
+          reason: 'CreateContainerError',
+          message: expect.stringContaining('the engine refused to create it last time'),
+        }),
+      ]);
       const [view] = (await k.pods()).filter((v) => v.id === 'broken');
-      expect(view?.containers[0]).toMatchObject({ state: 'missing', waitingReason: 'CreateContainerError', refused: { until: 1_010_000, message: expect.stringContaining('no space left on device') } });
+      expect(view?.containers[0]).toMatchObject({
+        state: 'missing',
+        waitingReason: 'CreateContainerError',
+        refused: { until: 1_010_000, message: expect.stringContaining('no space left on device') },
+      });
 
       await f.clock.advance(10_000);
       const stillBroken = await k.sync();
@@ -79,7 +90,9 @@ describe('Kubelet: failures and changes', () => {
       expect(of('web')).toEqual([]);
       // The removal's event asked for a pass of the pod at once: it found the start back-off on.
       expect(f.events.types('web')).toEqual(['SandboxCreated', 'ImagePulled', 'ContainerCreated', 'ContainerFailed', 'BackOff']);
-      expect(f.events.ofType('ContainerFailed')[0]!.message).toMatch(/injected Internal fault on start .*; removed the container, to create it afresh$/);
+      expect(f.events.ofType('ContainerFailed')[0]!.message).toMatch(
+        /injected Internal fault on start .*; removed the container, to create it afresh$/,
+      );
 
       // Not on the very next pass (issue 17: a pod that can never start was recreated every pass) …
       expect(await k.sync()).toMatchObject({ actions: 1, failures: 1 });
@@ -127,7 +140,10 @@ describe('Kubelet: failures and changes', () => {
     });
 
     it('keeps running the pods of one source while another source crashes and restarts', async () => {
-      const crashing = new ScriptedSource('etcd', { rejectStarts: 1, startError: new KubeletError('Unavailable', 'etcd: connection refused') });
+      const crashing = new ScriptedSource('etcd', {
+        rejectStarts: 1,
+        startError: new KubeletError('Unavailable', 'etcd: connection refused'),
+      });
       const healthy = new ScriptedSource('file', { initial: [pod('web')] });
       const k = kubelet([crashing, healthy]);
       await k.start();
@@ -166,19 +182,28 @@ describe('Kubelet: failures and changes', () => {
     });
   });
 
-
   describe('changes', () => {
     it('recreates only the container whose spec changed', async () => {
       const a = new ScriptedSource('a');
       const k = kubelet([a]);
       await k.start();
-      a.push([manifest('app', [{ name: 'web', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }])]);
+      a.push([
+        manifest('app', [
+          { name: 'web', image: 'nginx:1' },
+          { name: 'sidecar', image: 'busybox:1' },
+        ]),
+      ]);
       await settle();
       const oldWeb = one('app', 'web');
       const sidecar = one('app', 'sidecar');
       const mark = f.events.events.length;
 
-      a.push([manifest('app', [{ name: 'web', image: 'nginx:2' }, { name: 'sidecar', image: 'busybox:1' }])]);
+      a.push([
+        manifest('app', [
+          { name: 'web', image: 'nginx:2' },
+          { name: 'sidecar', image: 'busybox:1' },
+        ]),
+      ]);
       await settle();
 
       expect(of('app')).toHaveLength(2);
@@ -189,14 +214,27 @@ describe('Kubelet: failures and changes', () => {
       expect(f.runtime.snapshot().some((c) => c.id === oldWeb.id)).toBe(false);
       const changed = f.events.events.slice(mark);
       expect(changed.every((e) => e.container === 'web')).toBe(true);
-      expect(changed.map((e) => e.type)).toEqual(['ContainerStopped', 'ContainerRemoved', 'ImagePulled', 'ContainerCreated', 'ContainerStarted']);
+      expect(changed.map((e) => e.type)).toEqual([
+        'ContainerStopped',
+        'ContainerRemoved',
+        'ImagePulled',
+        'ContainerCreated',
+        'ContainerStarted',
+      ]);
       expect(changed.filter((e) => e.type !== 'ImagePulled').every((e) => e.reason === 'spec-changed')).toBe(true);
     });
 
     it('does not start the new version of a container while the old one could not be stopped', async () => {
       // Found by the chaos suite (seed 3): a failed stop used to be followed by the new container's
       // start, and both versions of app/web ran side by side until a later pass.
-      const a = new ScriptedSource('a', { initial: [manifest('app', [{ name: 'web', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }])] });
+      const a = new ScriptedSource('a', {
+        initial: [
+          manifest('app', [
+            { name: 'web', image: 'nginx:1' },
+            { name: 'sidecar', image: 'busybox:1' },
+          ]),
+        ],
+      });
       const k = kubelet([a]);
       await k.start();
       await settle();
@@ -204,7 +242,12 @@ describe('Kubelet: failures and changes', () => {
       const mark = f.runtime.calls.length;
 
       f.runtime.failNext('stop', 'Unavailable');
-      a.push([manifest('app', [{ name: 'web', image: 'nginx:2' }, { name: 'sidecar', image: 'busybox:2' }])]);
+      a.push([
+        manifest('app', [
+          { name: 'web', image: 'nginx:2' },
+          { name: 'sidecar', image: 'busybox:2' },
+        ]),
+      ]);
       await settle();
 
       // The first worker replaced only the sidecar, whose old version was stopped; the old web kept
@@ -226,7 +269,15 @@ describe('Kubelet: failures and changes', () => {
     });
 
     it('stops then removes the containers of a manifest no source asks for any more', async () => {
-      const a = new ScriptedSource('a', { initial: [manifest('web', [{ name: 'nginx', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }]), pod('db')] });
+      const a = new ScriptedSource('a', {
+        initial: [
+          manifest('web', [
+            { name: 'nginx', image: 'nginx:1' },
+            { name: 'sidecar', image: 'busybox:1' },
+          ]),
+          pod('db'),
+        ],
+      });
       const k = kubelet([a]);
       await k.start();
       await settle();
@@ -242,7 +293,10 @@ describe('Kubelet: failures and changes', () => {
       expect(of('web')).toEqual([]);
       expect(one('db').id).toBe(dbId);
       for (const id of webIds) {
-        const ops = f.runtime.calls.slice(mark).filter((c) => c.target === id).map((c) => c.op);
+        const ops = f.runtime.calls
+          .slice(mark)
+          .filter((c) => c.target === id)
+          .map((c) => c.op);
         expect(ops).toEqual(['stop', 'remove']);
       }
       const removal = f.events.events.slice(eventMark);
@@ -266,5 +320,4 @@ describe('Kubelet: failures and changes', () => {
       expect(f.events.types('web').slice(-2)).toEqual(['ContainerRemoved', 'SandboxRemoved']);
     });
   });
-
 });

@@ -32,7 +32,11 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
         ['sidecar', 'busybox:1.36'],
       ]);
       const details = await f.runtime.inspect(one('web', 'nginx').id);
-      expect(details.spec).toMatchObject({ podId: 'web', env: { MODE: 'prod' }, ports: [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }] });
+      expect(details.spec).toMatchObject({
+        podId: 'web',
+        env: { MODE: 'prod' },
+        ports: [{ containerPort: 80, hostPort: 8080, protocol: 'TCP' }],
+      });
 
       for (const container of ['nginx', 'sidecar']) {
         const mine = f.events.events.filter((e) => e.container === container).map((e) => e.type);
@@ -57,7 +61,13 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const a = new ScriptedSource('a');
       const k = kubelet([a]);
       await k.start();
-      a.push([manifest('web', [{ name: 'nginx', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }]), pod('db', 'postgres:16')]);
+      a.push([
+        manifest('web', [
+          { name: 'nginx', image: 'nginx:1' },
+          { name: 'sidecar', image: 'busybox:1' },
+        ]),
+        pod('db', 'postgres:16'),
+      ]);
       await settle();
       const quiet = await k.sync();
       expect(quiet).toMatchObject({ desired: 2, actions: 0, failures: 0, held: 0, startedAt: 1_000_000 });
@@ -71,7 +81,10 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       f.runtime.setFault('create', (call) => (call.target?.startsWith('cache--') ? new KubeletError('Internal', 'disk full') : undefined));
       const pass = nextPass(k);
       a.push([
-        manifest('web', [{ name: 'nginx', image: 'nginx:1' }, { name: 'sidecar', image: 'busybox:1' }]), // same content: no action
+        manifest('web', [
+          { name: 'nginx', image: 'nginx:1' },
+          { name: 'sidecar', image: 'busybox:1' },
+        ]), // same content: no action
         pod('db', 'postgres:16'),
         manifest('cache', [{ name: 'cache', image: 'redis:7' }]),
       ]);
@@ -101,7 +114,10 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
     });
 
     it('refuses two sources with the same name', () => {
-      expect(() => new Kubelet({ runtime: f.runtime, sources: [new ScriptedSource('a'), new ScriptedSource('a')], clock: f.clock, hostname: HOST })).toThrow(/unique/);
+      expect(
+        () =>
+          new Kubelet({ runtime: f.runtime, sources: [new ScriptedSource('a'), new ScriptedSource('a')], clock: f.clock, hostname: HOST }),
+      ).toThrow(/unique/);
     });
 
     it('cannot be started twice', async () => {
@@ -111,8 +127,7 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
     });
   });
 
-
-  describe('what an embedder\'s source hands over', () => {
+  describe("what an embedder's source hands over", () => {
     it('validates manifests built from plain objects: a valid one runs in normal form, an invalid one is rejected by field and left out', async () => {
       const a = new ScriptedSource('a');
       const k = kubelet([a]);
@@ -124,7 +139,9 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       a.push(plain);
       await settle();
       expect(one('plain').state).toBe('running');
-      expect(f.events.ofType('ManifestRejected')).toEqual([expect.objectContaining({ source: 'a', message: expect.stringMatching(/manifest "Bad Id" from a: id: /) })]);
+      expect(f.events.ofType('ManifestRejected')).toEqual([
+        expect.objectContaining({ source: 'a', message: expect.stringMatching(/manifest "Bad Id" from a: id: /) }),
+      ]);
       expect(k.desired().pods.map((p) => p.manifest.id)).toEqual(['plain']);
     });
 
@@ -132,7 +149,9 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const a = new ScriptedSource('a');
       const k = kubelet([a]);
       await k.start();
-      a.push([{ id: 'tagged', uuid: '6f1c3c62-1d2e-11e4-8c21-0800200c9a66', containers: [{ name: 'web', image: 'nginx:1' }] }] as unknown as ContainerManifest[]);
+      a.push([
+        { id: 'tagged', uuid: '6f1c3c62-1d2e-11e4-8c21-0800200c9a66', containers: [{ name: 'web', image: 'nginx:1' }] },
+      ] as unknown as ContainerManifest[]);
       await settle();
       expect((await k.pods()).map((p) => [p.id, p.uuid])).toEqual([['tagged', '6f1c3c62-1d2e-11e4-8c21-0800200c9a66']]);
     });
@@ -142,13 +161,21 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const k = kubelet([a]);
       await k.start();
       await settle();
-      a.sinks.at(-1)!.warning!({ reason: 'DeprecatedField', podId: 'web', field: 'containers[].env[].key', paths: ['containers[0].env[0].key'], message: 'containers[0].env[0].key: "key" is the deprecated spelling of "name"' });
-      expect(f.events.ofType('DeprecatedField')).toEqual([expect.objectContaining({ podId: 'web', source: 'a', reason: 'DeprecatedField' })]);
+      a.sinks.at(-1)!.warning!({
+        reason: 'DeprecatedField',
+        podId: 'web',
+        field: 'containers[].env[].key',
+        paths: ['containers[0].env[0].key'],
+        message: 'containers[0].env[0].key: "key" is the deprecated spelling of "name"',
+      });
+      expect(f.events.ofType('DeprecatedField')).toEqual([
+        expect.objectContaining({ podId: 'web', source: 'a', reason: 'DeprecatedField' }),
+      ]);
     });
   });
 
   describe('container figures', () => {
-    it("answers what a managed container uses, by name or manifest/container, and nothing of a foreign one", async () => {
+    it('answers what a managed container uses, by name or manifest/container, and nothing of a foreign one', async () => {
       const a = new ScriptedSource('a', { initial: [pod('web')] });
       const k = kubelet([a]);
       await k.start();
@@ -271,7 +298,6 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
     });
   });
 
-
   describe('conflicts and rejected manifests', () => {
     it('runs one container set for an id given by two sources, the first source one, and reports it once', async () => {
       const a = new ScriptedSource('a');
@@ -309,7 +335,11 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       const before = f.runtime.snapshot();
       const calls = f.runtime.callCount();
 
-      a.fail(new KubeletError('InvalidManifest', 'broken.yaml: id: must be a DNS label', { fieldErrors: [{ path: 'id', message: 'must be a DNS label' }] }));
+      a.fail(
+        new KubeletError('InvalidManifest', 'broken.yaml: id: must be a DNS label', {
+          fieldErrors: [{ path: 'id', message: 'must be a DNS label' }],
+        }),
+      );
       await settle();
       const rejected = f.events.ofType('ManifestRejected');
       expect(rejected).toHaveLength(1);
@@ -335,5 +365,4 @@ describe('Kubelet: running what sources ask for, and nothing else', () => {
       ]);
     });
   });
-
 });

@@ -63,7 +63,12 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
       f.runtime.exit(running('crash')!.id, 3);
       await settle(); // the second in a row waits 10 s
       const [view] = await k.pods();
-      expect(view?.containers[0]).toMatchObject({ state: 'exited', exitCode: 3, restartCount: 1, backOff: { until: 1_020_000, delayMs: 10_000 } });
+      expect(view?.containers[0]).toMatchObject({
+        state: 'exited',
+        exitCode: 3,
+        restartCount: 1,
+        backOff: { until: 1_020_000, delayMs: 10_000 },
+      });
       await f.clock.advance(10_000);
       await settle();
       const [after] = await k.pods();
@@ -81,7 +86,12 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
       await f.clock.advance(10 * SYNC_MS);
       expect(containers('job').map((c) => c.state)).toEqual(['exited']);
       expect(containers('once').map((c) => c.state)).toEqual(['exited']);
-      expect(f.events.ofType('ContainerExited').map((e) => e.reason).sort()).toEqual(['Completed', 'Error']);
+      expect(
+        f.events
+          .ofType('ContainerExited')
+          .map((e) => e.reason)
+          .sort(),
+      ).toEqual(['Completed', 'Error']);
     });
   });
 
@@ -106,7 +116,14 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
     it('kills an unhealthy container through its pod worker, never while that worker acts on the pod', async () => {
       const probe = { exec: { command: ['check'] }, initialDelaySeconds: 0, periodSeconds: 1, failureThreshold: 1 };
       const pair = (side: string) =>
-        checkedManifest({ id: 'pair', terminationGracePeriodSeconds: 25, containers: [{ name: 'main', image: 'app:1', livenessProbe: probe }, { name: 'side', image: side }] });
+        checkedManifest({
+          id: 'pair',
+          terminationGracePeriodSeconds: 25,
+          containers: [
+            { name: 'main', image: 'app:1', livenessProbe: probe },
+            { name: 'side', image: side },
+          ],
+        });
       const { source } = await agent([pair('side:1')]);
       const named = (name: string) => containers('pair').find((c) => c.labels[Labels.containerName] === name && c.state === 'running')!;
       const main = named('main');
@@ -148,7 +165,14 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
   describe('graceful stop', () => {
     it("gives a container its manifest's grace period before the kill, and stops a pod's containers at once", async () => {
       const { source } = await agent([
-        checkedManifest({ id: 'web', terminationGracePeriodSeconds: 5, containers: [{ name: 'a', image: 'app:1' }, { name: 'b', image: 'app:1' }] }),
+        checkedManifest({
+          id: 'web',
+          terminationGracePeriodSeconds: 5,
+          containers: [
+            { name: 'a', image: 'app:1' },
+            { name: 'b', image: 'app:1' },
+          ],
+        }),
       ]);
       for (const c of containers('web')) f.runtime.hangOnStop(c.id);
       source.push([]);
@@ -169,7 +193,10 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
       f.runtime.addImage('fast:1');
       const { k, source } = await agent([checkedManifest({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] })]);
       expect(running('slow')).toBeUndefined();
-      source.push([checkedManifest({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] }), checkedManifest({ id: 'quick', containers: [{ name: 'main', image: 'fast:1' }] })]);
+      source.push([
+        checkedManifest({ id: 'slow', containers: [{ name: 'main', image: 'slow:1' }] }),
+        checkedManifest({ id: 'quick', containers: [{ name: 'main', image: 'fast:1' }] }),
+      ]);
       await settle();
       expect(running('quick')).toBeDefined();
       // Periodic passes while the pull goes on neither wait for it nor start a second one.
@@ -187,7 +214,8 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
 
   describe('stopping does not hold up starting', () => {
     it('starts a new pod at once while four pods stop with a 75 s grace period (concurrency 2)', async () => {
-      const slow = (id: string) => checkedManifest({ id, terminationGracePeriodSeconds: 75, containers: [{ name: 'main', image: 'app:1' }] });
+      const slow = (id: string) =>
+        checkedManifest({ id, terminationGracePeriodSeconds: 75, containers: [{ name: 'main', image: 'app:1' }] });
       const { source } = await agent(['a', 'b', 'c', 'd'].map(slow), { concurrency: 2 });
       // PID 1 ignores SIGTERM: each stop takes the whole grace period.
       for (const c of f.runtime.snapshot()) f.runtime.hangOnStop(c.id);
@@ -205,7 +233,10 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
 
     it('still starts no more than `concurrency` pods at once', async () => {
       f.runtime = new MemoryRuntime({ clock: f.clock, pullable: 'any', pullLatencyMs: 10_000 });
-      await agent(['a', 'b', 'c', 'd', 'e'].map((id) => checkedManifest({ id, containers: [{ name: 'main', image: `img-${id}:1` }] })), { concurrency: 2 });
+      await agent(
+        ['a', 'b', 'c', 'd', 'e'].map((id) => checkedManifest({ id, containers: [{ name: 'main', image: `img-${id}:1` }] })),
+        { concurrency: 2 },
+      );
       const pullTimes = () => f.runtime.calls.filter((c) => c.op === 'pull').map((c) => c.time - 1_000_000);
       expect(pullTimes()).toEqual([0, 0]);
       await f.clock.advance(10_000);
@@ -222,15 +253,29 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
 
   describe('a pod the engine refuses to start', () => {
     it('is created again only after a back-off (10 s, 20 s, …), with an event, not on every pass', async () => {
-      f.runtime.setFault('start', (call) => (containers('clash').some((c) => c.id === call.target) ? new KubeletError('Conflict', 'port 10250 is already allocated') : undefined));
-      const { k } = await agent([checkedManifest({ id: 'clash', containers: [{ name: 'main', image: 'app:1' }] }), checkedManifest({ id: 'fine', containers: [{ name: 'main', image: 'app:1' }] })], {
-        syncFrequencyMs: 1_000,
-      });
+      f.runtime.setFault('start', (call) =>
+        containers('clash').some((c) => c.id === call.target) ? new KubeletError('Conflict', 'port 10250 is already allocated') : undefined,
+      );
+      const { k } = await agent(
+        [
+          checkedManifest({ id: 'clash', containers: [{ name: 'main', image: 'app:1' }] }),
+          checkedManifest({ id: 'fine', containers: [{ name: 'main', image: 'app:1' }] }),
+        ],
+        {
+          syncFrequencyMs: 1_000,
+        },
+      );
       expect(running('fine')).toBeDefined();
       for (let i = 0; i < 40; i++) await f.clock.advance(1_000);
-      const creates = f.runtime.calls.filter((c) => c.op === 'create' && c.target?.startsWith('main--clash')).map((c) => c.time - 1_000_000);
+      const creates = f.runtime.calls
+        .filter((c) => c.op === 'create' && c.target?.startsWith('main--clash'))
+        .map((c) => c.time - 1_000_000);
       expect(creates).toEqual([0, 10_000, 30_000]);
-      expect(f.events.ofType('BackOff', 'clash').map((e) => e.reason)).toEqual(['RunContainerError', 'RunContainerError', 'RunContainerError']);
+      expect(f.events.ofType('BackOff', 'clash').map((e) => e.reason)).toEqual([
+        'RunContainerError',
+        'RunContainerError',
+        'RunContainerError',
+      ]);
       expect(f.events.ofType('ContainerFailed', 'clash')).toHaveLength(3);
       // What made it fail is gone: the next try after the back-off starts it, and the count resets.
       f.runtime.setFault('start', undefined);
@@ -249,7 +294,12 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
         checkedManifest({ id: 'pinned', containers: [{ name: 'main', image: 'app:1' }] }),
         checkedManifest({ id: 'always', containers: [{ name: 'main', image: 'app:1', imagePullPolicy: 'Always' }] }),
       ]);
-      expect(f.runtime.calls.filter((c) => c.op === 'pull').map((c) => c.target).sort()).toEqual(['app:1', 'app:latest']);
+      expect(
+        f.runtime.calls
+          .filter((c) => c.op === 'pull')
+          .map((c) => c.target)
+          .sort(),
+      ).toEqual(['app:1', 'app:latest']);
       expect(['latest', 'pinned', 'always'].every((p) => running(p) !== undefined)).toBe(true);
     });
 
@@ -261,7 +311,10 @@ describe('container lifecycle on the in-memory runtime, with a virtual clock', (
 
     it('backs off a failing pull, 10 s doubling, without holding up other pods', async () => {
       f.runtime = new MemoryRuntime({ clock: f.clock, pullable: ['good:1'] });
-      await agent([checkedManifest({ id: 'bad', containers: [{ name: 'main', image: 'missing:1' }] }), checkedManifest({ id: 'good', containers: [{ name: 'main', image: 'good:1' }] })]);
+      await agent([
+        checkedManifest({ id: 'bad', containers: [{ name: 'main', image: 'missing:1' }] }),
+        checkedManifest({ id: 'good', containers: [{ name: 'main', image: 'good:1' }] }),
+      ]);
       expect(running('good')).toBeDefined();
       const pullTimes = () => f.runtime.calls.filter((c) => c.op === 'pull' && c.target === 'missing:1').map((c) => c.time - 1_000_000);
       await f.clock.advance(60_000);

@@ -14,25 +14,44 @@ const event = (type: KubeletEventType, extra: Partial<KubeletEvent> = {}): Kubel
 });
 
 describe('LogEventSink', () => {
-  const failures: KubeletEventType[] = ['ContainerFailed', 'ImagePullFailed', 'ManifestRejected', 'ManifestConflict', 'SourceError', 'SourceRestarted'];
+  const failures: KubeletEventType[] = [
+    'ContainerFailed',
+    'ImagePullFailed',
+    'ManifestRejected',
+    'ManifestConflict',
+    'SourceError',
+    'SourceRestarted',
+  ];
   const others: KubeletEventType[] = ['ContainerCreated', 'ContainerStarted', 'ContainerStopped', 'ContainerRemoved', 'ImagePulled'];
 
   it.each(failures)('logs %s as a warning', (type) => {
     const logger = new RecordingLogger();
     new LogEventSink(logger).emit(event(type));
-    expect(logger.entries).toEqual([{ level: 'warn', fields: { event: type, podId: 'web', container: 'nginx', reason: 'new' }, message: `${type} happened` }]);
+    expect(logger.entries).toEqual([
+      { level: 'warn', fields: { event: type, podId: 'web', container: 'nginx', reason: 'new' }, message: `${type} happened` },
+    ]);
   });
 
   it.each(others)('logs %s as info', (type) => {
     const logger = new RecordingLogger();
     new LogEventSink(logger).emit(event(type));
-    expect(logger.entries).toEqual([{ level: 'info', fields: { event: type, podId: 'web', container: 'nginx', reason: 'new' }, message: `${type} happened` }]);
+    expect(logger.entries).toEqual([
+      { level: 'info', fields: { event: type, podId: 'web', container: 'nginx', reason: 'new' }, message: `${type} happened` },
+    ]);
   });
 
   it('carries the source and leaves out fields the event does not have', () => {
     const logger = new RecordingLogger();
-    new LogEventSink(logger).emit({ type: 'SourceRestarted', time: 1, source: 'etcd', reason: 'Unavailable', message: 'restarting in 1000 ms' });
-    expect(logger.entries).toEqual([{ level: 'warn', fields: { event: 'SourceRestarted', source: 'etcd', reason: 'Unavailable' }, message: 'restarting in 1000 ms' }]);
+    new LogEventSink(logger).emit({
+      type: 'SourceRestarted',
+      time: 1,
+      source: 'etcd',
+      reason: 'Unavailable',
+      message: 'restarting in 1000 ms',
+    });
+    expect(logger.entries).toEqual([
+      { level: 'warn', fields: { event: 'SourceRestarted', source: 'etcd', reason: 'Unavailable' }, message: 'restarting in 1000 ms' },
+    ]);
   });
 
   it('keeps the message and the time out of the fields', () => {

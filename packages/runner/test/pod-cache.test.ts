@@ -11,7 +11,8 @@ const HOUR = 3_600_000;
 describe('the pod cache (issue 21)', () => {
   const f = agentFixture();
   /** Lists of the whole host since `from` (a pod's own list names the pod as its target). */
-  const hostLists = (from: number) => f.runtime.calls.slice(from).filter((c) => (c.op === 'list' || c.op === 'listSandboxes') && c.target === undefined);
+  const hostLists = (from: number) =>
+    f.runtime.calls.slice(from).filter((c) => (c.op === 'list' || c.op === 'listSandboxes') && c.target === undefined);
 
   it('answers 1,000 reads of its pods view, pod list, plan and container names with no runtime list', async () => {
     const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web'), pod('db'), pod('cache')] })], { syncFrequencyMs: HOUR });
@@ -93,8 +94,20 @@ describe('PodCache', () => {
 
   async function running(runtime: MemoryRuntime, podId: string): Promise<string> {
     runtime.addImage('app:1');
-    const sandbox = await runtime.runSandbox({ name: `${podId}-POD`, podId, hostname: podId, ports: [], labels: { [Labels.sandbox]: podId, [Labels.node]: HOST } });
-    const labels = { [Labels.manifestId]: podId, [Labels.containerName]: 'main', [Labels.specHash]: 'v1-0123456789abcdef', [Labels.source]: 'a', [Labels.node]: HOST };
+    const sandbox = await runtime.runSandbox({
+      name: `${podId}-POD`,
+      podId,
+      hostname: podId,
+      ports: [],
+      labels: { [Labels.sandbox]: podId, [Labels.node]: HOST },
+    });
+    const labels = {
+      [Labels.manifestId]: podId,
+      [Labels.containerName]: 'main',
+      [Labels.specHash]: 'v1-0123456789abcdef',
+      [Labels.source]: 'a',
+      [Labels.node]: HOST,
+    };
     const c = await runtime.create({ name: `${podId}-main`, podId, image: 'app:1', env: {}, ports: [], mounts: [], labels }, sandbox.id);
     await runtime.start(c.id);
     return c.id;
@@ -117,13 +130,21 @@ describe('PodCache', () => {
     // The next relist is newer than that pod list: it decides again.
     await running(memory, 'a2');
     await cache.relist();
-    expect(cache.snapshot().containers.map((c) => c.labels[Labels.manifestId]).sort()).toEqual(['a2', 'b']);
+    expect(
+      cache
+        .snapshot()
+        .containers.map((c) => c.labels[Labels.manifestId])
+        .sort(),
+    ).toEqual(['a2', 'b']);
   });
 
   it("asks for an exited container's times once, and forgets them when it is gone", async () => {
     const memory = new MemoryRuntime({ clock });
     // Listing as Docker does: no start and end times, so they must be inspected.
-    const docker = { ...wrapRuntime(memory, {}), list: async () => (await memory.list()).map(({ startedAt: _s, finishedAt: _f, exitCode: _e, ...c }) => c) };
+    const docker = {
+      ...wrapRuntime(memory, {}),
+      list: async () => (await memory.list()).map(({ startedAt: _s, finishedAt: _f, exitCode: _e, ...c }) => c),
+    };
     const cache = new PodCache({ runtime: docker, hostname: HOST, clock });
     const id = await running(memory, 'a');
     memory.exit(id, 3);

@@ -15,7 +15,12 @@ describe('GET /pods of a real agent over HTTP', () => {
   });
 
   it('answers the agent’s PodList: a v1 Pod (name, namespace, labels) and a 2014 manifest, each with its status', async () => {
-    const v1 = checkedManifest({ id: 'api.kube-system', namespace: 'kube-system', labels: { tier: 'control-plane' }, containers: [{ name: 'api', image: 'api:1' }] });
+    const v1 = checkedManifest({
+      id: 'api.kube-system',
+      namespace: 'kube-system',
+      labels: { tier: 'control-plane' },
+      containers: [{ name: 'api', image: 'api:1' }],
+    });
     const old = checkedManifest({ version: 'v1beta1', id: 'cache', containers: [{ name: 'redis', image: 'redis:7' }] });
     const k = f.kubelet([new ScriptedSource('file', { initial: [v1, old] })], { probes: { host: '10.0.0.9' } });
     await k.start();
@@ -33,9 +38,19 @@ describe('GET /pods of a real agent over HTTP', () => {
       ['api', 'kube-system', 'Running'],
       ['cache', 'default', 'Running'],
     ]);
-    expect(list.items[0]?.metadata).toMatchObject({ labels: { tier: 'control-plane' }, annotations: { 'kubernetes.io/config.source': 'file', 'kubelet-ts.io/source': 'file' } });
+    expect(list.items[0]?.metadata).toMatchObject({
+      labels: { tier: 'control-plane' },
+      annotations: { 'kubernetes.io/config.source': 'file', 'kubelet-ts.io/source': 'file' },
+    });
     expect(list.items[1]?.status['containerStatuses']).toEqual([
-      expect.objectContaining({ name: 'redis', image: 'redis:7', restartCount: 0, ready: true, started: true, state: { running: { startedAt: expect.stringMatching(/Z$/) } } }),
+      expect.objectContaining({
+        name: 'redis',
+        image: 'redis:7',
+        restartCount: 0,
+        ready: true,
+        started: true,
+        state: { running: { startedAt: expect.stringMatching(/Z$/) } },
+      }),
     ]);
     expect((await fetch(`http://127.0.0.1:${port}/pods`, { method: 'POST' })).status).toBe(405);
   });

@@ -10,7 +10,15 @@ const NODE = 'node-1';
 function runningOf(m: ContainerManifest): ContainerSummary[] {
   return m.containers.map((c) => {
     const spec = buildContainerSpec(m, c, { node: NODE, source: 'file' });
-    return { id: `${c.name}-id`, name: spec.name, image: spec.image, labels: spec.labels, state: 'running', createdAt: 1_000, startedAt: 2_000 };
+    return {
+      id: `${c.name}-id`,
+      name: spec.name,
+      image: spec.image,
+      labels: spec.labels,
+      state: 'running',
+      createdAt: 1_000,
+      startedAt: 2_000,
+    };
   });
 }
 
@@ -22,7 +30,10 @@ describe('probeTargets', () => {
       {
         name: 'app',
         image: 'app:1',
-        ports: [{ name: 'http', containerPort: 8080, hostPort: 18080 }, { containerPort: 9000, hostPort: 19000 }],
+        ports: [
+          { name: 'http', containerPort: 8080, hostPort: 18080 },
+          { containerPort: 9000, hostPort: 19000 },
+        ],
         startupProbe: { ...timing, tcpSocket: { port: 'http' } },
         livenessProbe: { ...timing, httpGet: { path: '/live', port: 9000 } },
         readinessProbe: { ...timing, httpGet: { path: '/ready', port: 8080, host: '10.1.2.3', scheme: 'HTTPS' } },
@@ -42,7 +53,14 @@ describe('probeTargets', () => {
       version: 'v1beta1',
       id: 'node-exporter',
       hostNetwork: true,
-      containers: [{ name: 'exporter', image: 'exporter:1', livenessProbe: { ...timing, httpGet: { path: '/metrics', port: 9100 } }, readinessProbe: { ...timing, tcpSocket: { port: 9100, host: '192.0.2.1' } } }],
+      containers: [
+        {
+          name: 'exporter',
+          image: 'exporter:1',
+          livenessProbe: { ...timing, httpGet: { path: '/metrics', port: 9100 } },
+          readinessProbe: { ...timing, tcpSocket: { port: 9100, host: '192.0.2.1' } },
+        },
+      ],
     });
     const targets = probeTargets([{ manifest: m, source: 'file' }], runningOf(m), NODE);
     expect(targets.map(({ kind, host, hostPort }) => ({ kind, host, hostPort }))).toEqual([

@@ -7,10 +7,21 @@ import type { HttpCheckOptions, NetworkCheck } from '../src/network-check.js';
 import { Prober, type ProberOptions, type ProbeTarget } from '../src/prober.js';
 import { RecordingEventSink } from './helpers.js';
 
-
 export const T0 = 1_000_000;
-export const EXEC: Probe = { exec: { command: ['cat', '/tmp/healthy'] }, initialDelaySeconds: 5, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3 };
-export const HTTP: Probe = { httpGet: { path: '/healthz', port: 80 }, initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 3 };
+export const EXEC: Probe = {
+  exec: { command: ['cat', '/tmp/healthy'] },
+  initialDelaySeconds: 5,
+  periodSeconds: 10,
+  timeoutSeconds: 1,
+  failureThreshold: 3,
+};
+export const HTTP: Probe = {
+  httpGet: { path: '/healthz', port: 80 },
+  initialDelaySeconds: 0,
+  periodSeconds: 10,
+  timeoutSeconds: 1,
+  failureThreshold: 3,
+};
 export const TCP: Probe = { tcpSocket: { port: 6379 }, initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 2 };
 
 export const ok = (): ExecResult => ({ exitCode: 0, output: '' });
@@ -20,7 +31,14 @@ export type Answer = { ok: boolean; detail: string } | 'hang';
 
 /** A NetworkCheck answering what the test says, and recording what it was asked. */
 export class FakeNetwork implements NetworkCheck {
-  readonly calls: Array<{ kind: 'http' | 'tcp'; host: string; port: number; path?: string; timeoutMs: number; options?: HttpCheckOptions }> = [];
+  readonly calls: Array<{
+    kind: 'http' | 'tcp';
+    host: string;
+    port: number;
+    path?: string;
+    timeoutMs: number;
+    options?: HttpCheckOptions;
+  }> = [];
   answer: Answer = { ok: true, detail: 'status 200' };
 
   http(host: string, port: number, path: string, timeoutMs: number, options?: HttpCheckOptions): Promise<{ ok: boolean; detail: string }> {
@@ -57,7 +75,14 @@ export function proberFixture() {
     opened: [] as Prober[],
 
     prober(options: Partial<ProberOptions> = {}): Prober {
-      const p: Prober = new Prober({ runtime: f.runtime, clock: f.clock, events: f.events, network: f.network, inbox: { post: (m) => m.type === 'container-unhealthy' && void f.act(p, m.target) }, ...options });
+      const p: Prober = new Prober({
+        runtime: f.runtime,
+        clock: f.clock,
+        events: f.events,
+        network: f.network,
+        inbox: { post: (m) => m.type === 'container-unhealthy' && void f.act(p, m.target) },
+        ...options,
+      });
       f.opened.push(p);
       return p;
     },
@@ -71,7 +96,10 @@ export function proberFixture() {
       if (detail === undefined) return;
       const graceSeconds = graces.get(t.id) ?? 30;
       const kill = { type: 'kill', podId: t.podId, container: t.container, reason: 'unhealthy', id: t.id, graceSeconds, detail } as const;
-      const result = await new PlanExecutor({ runtime: f.runtime, events: f.events, clock: f.clock }).executePod({ podId: t.podId, actions: [kill] });
+      const result = await new PlanExecutor({ runtime: f.runtime, events: f.events, clock: f.clock }).executePod({
+        podId: t.podId,
+        actions: [kill],
+      });
       if (result.failures === 0) f.killed.push(t);
     },
 
@@ -80,7 +108,15 @@ export function proberFixture() {
       await f.runtime.images.pull('redis:7');
       let sandbox = sandboxes.get(podId);
       if (sandbox === undefined) {
-        sandbox = (await f.runtime.runSandbox({ name: buildContainerName(podId, 'POD'), podId, hostname: podId, ports: [], labels: { [Labels.sandbox]: podId } })).id;
+        sandbox = (
+          await f.runtime.runSandbox({
+            name: buildContainerName(podId, 'POD'),
+            podId,
+            hostname: podId,
+            ports: [],
+            labels: { [Labels.sandbox]: podId },
+          })
+        ).id;
         sandboxes.set(podId, sandbox);
       }
       const spec: ContainerSpec = {
@@ -98,7 +134,11 @@ export function proberFixture() {
     },
 
     /** `graceSeconds`: what the manifest gives the kill (the plan carries it). */
-    target(id: string, probe: Partial<Probe> = {}, { graceSeconds, ...extra }: Partial<ProbeTarget> & { graceSeconds?: number } = {}): ProbeTarget {
+    target(
+      id: string,
+      probe: Partial<Probe> = {},
+      { graceSeconds, ...extra }: Partial<ProbeTarget> & { graceSeconds?: number } = {},
+    ): ProbeTarget {
       if (graceSeconds !== undefined) graces.set(id, graceSeconds);
       const c = f.runtime.snapshot().find((s) => s.id === id);
       if (c?.startedAt === undefined) throw new Error(`container ${id} has not started`);

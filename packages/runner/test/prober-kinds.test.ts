@@ -3,7 +3,12 @@ import type { ExecResult, Probe } from '@kubelet-ts/core';
 import { proberFixture, ok, sick } from './prober-fixture.js';
 
 /** Exec probes told apart by their command: `startup`, `live`, `ready`; each answers from its own script. */
-const probe = (command: string, timing: Partial<Probe> = {}): Partial<Probe> => ({ exec: { command: [command] }, initialDelaySeconds: 0, periodSeconds: 10, ...timing });
+const probe = (command: string, timing: Partial<Probe> = {}): Partial<Probe> => ({
+  exec: { command: [command] },
+  initialDelaySeconds: 0,
+  periodSeconds: 10,
+  ...timing,
+});
 
 describe('Prober: startup and readiness probes', () => {
   const f = proberFixture();
@@ -88,8 +93,20 @@ describe('Prober: startup and readiness probes', () => {
     await f.clock.advance(10_000);
     expect(p.verdict(id)).toEqual({ ready: true });
 
-    expect(f.events.types()).toEqual(['ProbeFailed', 'ContainerReady', 'ProbeFailed', 'ProbeFailed', 'ProbeFailed', 'ContainerNotReady', 'ContainerReady']);
-    expect(f.events.ofType('ProbeFailed').every((e) => e.reason === 'Readiness' && e.message.startsWith('readiness probe exec ["ready"] failed'))).toBe(true);
+    expect(f.events.types()).toEqual([
+      'ProbeFailed',
+      'ContainerReady',
+      'ProbeFailed',
+      'ProbeFailed',
+      'ProbeFailed',
+      'ContainerNotReady',
+      'ContainerReady',
+    ]);
+    expect(
+      f.events
+        .ofType('ProbeFailed')
+        .every((e) => e.reason === 'Readiness' && e.message.startsWith('readiness probe exec ["ready"] failed')),
+    ).toBe(true);
     expect(f.events.ofType('ContainerNotReady')[0]).toMatchObject({ podId: 'web', container: 'app', reason: 'Readiness' });
     // Readiness is reported, never acted on: nothing is unhealthy, nothing killed, the container runs.
     expect(p.unhealthy().size).toBe(0);
@@ -133,7 +150,14 @@ describe('Prober: startup and readiness probes', () => {
     p.update([target(id, { httpGet, initialDelaySeconds: 0 }, { kind: 'readiness', host: '10.1.2.3', hostPort: 8443 })]);
     await f.clock.advance(0);
     expect(f.network.calls).toEqual([
-      { kind: 'http', host: '10.1.2.3', port: 8443, path: '/ready', timeoutMs: 1_000, options: { scheme: 'HTTPS', headers: [{ name: 'X-Probe', value: '1' }] } },
+      {
+        kind: 'http',
+        host: '10.1.2.3',
+        port: 8443,
+        path: '/ready',
+        timeoutMs: 1_000,
+        options: { scheme: 'HTTPS', headers: [{ name: 'X-Probe', value: '1' }] },
+      },
     ]);
     expect(f.events.ofType('ProbeFailed')[0]?.message).toBe('readiness probe httpGet https://10.1.2.3:8443/ready failed (1/3): status 503');
   });

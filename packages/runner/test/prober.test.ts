@@ -66,7 +66,9 @@ describe('Prober (liveness): timing and failures', () => {
       const [kill, ...moreKills] = f.events.ofType('ContainerKilled');
       expect(moreKills).toEqual([]);
       expect(kill).toMatchObject({ podId: 'cache', container: 'redis', reason: 'Liveness', time: T0 + 25_000 });
-      expect(kill?.message).toMatch(/^liveness probe failed 3 times: exited with code 1: .*; killing it \(restart policy decides what next\)$/);
+      expect(kill?.message).toMatch(
+        /^liveness probe failed 3 times: exited with code 1: .*; killing it \(restart policy decides what next\)$/,
+      );
       expect(f.events.types()).toEqual(['ProbeFailed', 'ProbeFailed', 'ProbeFailed', 'ContainerKilled']);
       expect(stateOf(id)).toBe('exited');
       expect(f.killed).toEqual([t]);
@@ -191,7 +193,9 @@ describe('Prober (liveness): timing and failures', () => {
       await f.clock.advance(0);
       expect(f.network.calls).toEqual([{ kind: 'http', host: '10.0.0.5', port: 8080, path: '/healthz', timeoutMs: 1_000 }]);
       expect(p.state(id)).toEqual({ failures: 1, lastResult: 'failure', lastDetail: 'status 500' });
-      expect(f.events.ofType('ProbeFailed')[0]?.message).toBe('liveness probe httpGet http://10.0.0.5:8080/healthz failed (1/3): status 500');
+      expect(f.events.ofType('ProbeFailed')[0]?.message).toBe(
+        'liveness probe httpGet http://10.0.0.5:8080/healthz failed (1/3): status 500',
+      );
 
       f.network.answer = { ok: true, detail: 'status 302' };
       await f.clock.advance(10_000);

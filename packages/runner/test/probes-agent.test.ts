@@ -21,7 +21,12 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
   async function statusOf(k: Awaited<ReturnType<typeof agent>>) {
     const [item] = (await podListOf(k)).items;
     const conditions = item!.status['conditions'] as Array<{ type: string; status: string }>;
-    const [container] = item!.status['containerStatuses'] as Array<{ started: boolean; ready: boolean; state: Record<string, unknown>; restartCount: number }>;
+    const [container] = item!.status['containerStatuses'] as Array<{
+      started: boolean;
+      ready: boolean;
+      state: Record<string, unknown>;
+      restartCount: number;
+    }>;
     return { phase: item!.status['phase'], ready: conditions.find((c) => c.type === 'Ready')!.status, container: container! };
   }
 
@@ -52,7 +57,11 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     await f.clock.advance(4_000);
     await settle();
     expect(asked).toEqual(['started', 'started', 'started']); // at 0, 2 and 4 s
-    expect(await statusOf(k)).toMatchObject({ phase: 'Running', ready: 'False', container: { started: false, ready: false, state: { running: {} } } });
+    expect(await statusOf(k)).toMatchObject({
+      phase: 'Running',
+      ready: 'False',
+      container: { started: false, ready: false, state: { running: {} } },
+    });
 
     // Started: the other two begin; readiness passes at once.
     answers['started'] = ok;
@@ -88,18 +97,29 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     expect(f.events.ofType('ImagePullFailed', 'nopull')).toHaveLength(1);
     const { container, phase } = await statusOf(k);
     expect(phase).toBe('Pending');
-    expect(container.state).toEqual({ waiting: { reason: 'ImagePullBackOff', message: expect.stringMatching(/^Back-off pulling image "missing:1" until \S+Z: NotFound: /) } });
+    expect(container.state).toEqual({
+      waiting: { reason: 'ImagePullBackOff', message: expect.stringMatching(/^Back-off pulling image "missing:1" until \S+Z: NotFound: /) },
+    });
     const [view] = await k.pods();
-    expect(view?.containers[0]).toMatchObject({ state: 'missing', waitingReason: 'ImagePullBackOff', pullBackOff: { until: expect.any(Number) } });
+    expect(view?.containers[0]).toMatchObject({
+      state: 'missing',
+      waitingReason: 'ImagePullBackOff',
+      pullBackOff: { until: expect.any(Number) },
+    });
     expect(f.of('nopull').filter((c) => c.labels[Labels.containerName] === 'app')).toEqual([]);
   });
 
   it('gives the address ports are published on as hostIP, and the node name as spec.nodeName', async () => {
-    const k = f.kubelet([new ScriptedSource('a', { initial: [checkedManifest({ id: 'web', containers: [{ name: 'app', image: 'app:1' }] })] })], { probes: { host: '10.9.8.7' } });
+    const k = f.kubelet(
+      [new ScriptedSource('a', { initial: [checkedManifest({ id: 'web', containers: [{ name: 'app', image: 'app:1' }] })] })],
+      { probes: { host: '10.9.8.7' } },
+    );
     await k.start();
     await settle();
     const [item] = (await podListOf(k)).items;
     expect(item).toMatchObject({ spec: { nodeName: 'node-a' }, status: { hostIP: '10.9.8.7', phase: 'Running' } });
-    expect(item!.status['containerStatuses']).toEqual([expect.objectContaining({ containerID: expect.stringMatching(/^memory:\/\//), started: true, ready: true })]);
+    expect(item!.status['containerStatuses']).toEqual([
+      expect.objectContaining({ containerID: expect.stringMatching(/^memory:\/\//), started: true, ready: true }),
+    ]);
   });
 });

@@ -13,7 +13,13 @@ const container = (over: Partial<ContainerSummary> = {}): ContainerSummary => ({
   startedAt: 1001,
   ...over,
 });
-const sandbox = (): SandboxSummary => ({ id: 's1', name: 'POD--web--1234abcd', labels: { 'io.kubelet-ts.sandbox': 'web' }, state: 'ready', createdAt: 900 });
+const sandbox = (): SandboxSummary => ({
+  id: 's1',
+  name: 'POD--web--1234abcd',
+  labels: { 'io.kubelet-ts.sandbox': 'web' },
+  state: 'ready',
+  createdAt: 900,
+});
 
 describe('sameRecord', () => {
   it('takes records rebuilt with the same fields and labels as equal', () => {
@@ -23,7 +29,9 @@ describe('sameRecord', () => {
 
   it('tells apart a changed field, a changed label, a label more, and a field only one has', () => {
     expect(sameRecord(container(), container({ state: 'exited' }))).toBe(false);
-    expect(sameRecord(container(), container({ labels: { 'io.kubelet-ts.manifest-id': 'web', 'io.kubelet-ts.restart-count': '1' } }))).toBe(false);
+    expect(sameRecord(container(), container({ labels: { 'io.kubelet-ts.manifest-id': 'web', 'io.kubelet-ts.restart-count': '1' } }))).toBe(
+      false,
+    );
     expect(sameRecord(container(), container({ labels: { ...container().labels, extra: 'x' } }))).toBe(false);
     expect(sameRecord(container(), container({ exitCode: 0 }))).toBe(false);
     expect(sameRecord(container({ startedAt: undefined }), container({ exitCode: undefined }))).toBe(false);
@@ -42,7 +50,9 @@ describe('QuietPass', () => {
     const quiet = new QuietPass();
     quiet.record({ desired, listed: [container()], sandboxes: [sandbox()], allowRemovals: true }, true, 0);
     expect(quiet.matches({ desired, listed: [container()], sandboxes: [sandbox()], allowRemovals: true })).toBe(0);
-    expect(quiet.matches({ desired, listed: [container({ state: 'exited', exitCode: 137 })], sandboxes: [sandbox()], allowRemovals: true })).toBeUndefined();
+    expect(
+      quiet.matches({ desired, listed: [container({ state: 'exited', exitCode: 137 })], sandboxes: [sandbox()], allowRemovals: true }),
+    ).toBeUndefined();
     expect(quiet.matches({ desired, listed: [container()], sandboxes: [], allowRemovals: true })).toBeUndefined();
     expect(quiet.matches({ desired, listed: [container()], sandboxes: [sandbox()], allowRemovals: false })).toBeUndefined();
   });
@@ -52,8 +62,17 @@ describe('QuietPass', () => {
     const other = container({ id: 'c2', name: 'main--db--1234abcd' });
     quiet.record({ desired, listed: [container(), other], sandboxes: [sandbox()], allowRemovals: true }, true, 0);
     expect(quiet.matches({ desired, listed: [other, container()], sandboxes: [sandbox()], allowRemovals: true })).toBe(0);
-    expect(quiet.matches({ desired, listed: [container({ id: 'c2', name: 'main--db--1234abcd', state: 'exited' }), container()], sandboxes: [sandbox()], allowRemovals: true })).toBeUndefined();
-    expect(quiet.matches({ desired, listed: [container({ id: 'c3' }), container()], sandboxes: [sandbox()], allowRemovals: true })).toBeUndefined();
+    expect(
+      quiet.matches({
+        desired,
+        listed: [container({ id: 'c2', name: 'main--db--1234abcd', state: 'exited' }), container()],
+        sandboxes: [sandbox()],
+        allowRemovals: true,
+      }),
+    ).toBeUndefined();
+    expect(
+      quiet.matches({ desired, listed: [container({ id: 'c3' }), container()], sandboxes: [sandbox()], allowRemovals: true }),
+    ).toBeUndefined();
   });
 
   it('matches nothing after a pass that had something to do', () => {

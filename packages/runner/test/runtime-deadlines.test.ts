@@ -30,7 +30,7 @@ describe('runtime call deadlines (issue 27: a frozen engine held every call)', (
     expect(clock.pending).toBe(1); // the frozen list's own latency timer; no deadline left armed
   });
 
-  it('waits out a stop\'s grace period and an exec\'s own timeout before its margin, and a pull longer', async () => {
+  it("waits out a stop's grace period and an exec's own timeout before its margin, and a pull longer", async () => {
     const clock = new ManualClock(0);
     const memory = new MemoryRuntime({ clock });
     const runtime = withDeadlines(memory, clock, deadlines);

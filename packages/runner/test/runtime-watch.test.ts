@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { KubeletError, type ContainerEvent, type ContainerEventSource } from '@kubelet-ts/core';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { RuntimeWatch } from '../src/runtime-watch.js';
-import { agentFixture, } from './agent-fixture.js';
+import { agentFixture } from './agent-fixture.js';
 import { pod, RecordingLogger, settle, ScriptedSource } from './helpers.js';
 
 const HOUR = 3_600_000;
@@ -55,7 +55,7 @@ describe('the agent follows the runtime event stream (issue 14)', () => {
     expect(running('web')).toEqual([expect.objectContaining({ createdAt: crashedAt + 10_000 })]);
   });
 
-  it('asks for no pass for an event of a foreign container or of another node\'s pod; one of a pod it runs too costs one idle pod pass', async () => {
+  it("asks for no pass for an event of a foreign container or of another node's pod; one of a pod it runs too costs one idle pod pass", async () => {
     const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web')] })], { syncFrequencyMs: HOUR });
     await k.start();
     await settle();
@@ -154,7 +154,11 @@ describe('RuntimeWatch', () => {
     const asked: string[][] = [];
     let relists = 0;
     const runtime = source([
-      [{ type: 'exited', containerId: 'known', time: 0 }, { type: 'exited', containerId: 'unknown', time: 0 }, { type: 'started', containerId: 'known', time: 0 }],
+      [
+        { type: 'exited', containerId: 'known', time: 0 },
+        { type: 'exited', containerId: 'unknown', time: 0 },
+        { type: 'started', containerId: 'known', time: 0 },
+      ],
       new KubeletError('Unavailable', 'gone'),
     ]);
     const watch = new RuntimeWatch({

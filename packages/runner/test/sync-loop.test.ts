@@ -136,7 +136,6 @@ describe('Kubelet: the sync loop', () => {
     });
   });
 
-
   describe('pass listeners', () => {
     it('keeps syncing when a pass listener throws, and logs it', async () => {
       const logger = new RecordingLogger();
@@ -156,7 +155,6 @@ describe('Kubelet: the sync loop', () => {
       expect(logger.entries.filter((l) => l.level === 'error').map((l) => l.message)).toContain('a pass listener threw');
     });
   });
-
 
   describe('wake-ups', () => {
     // Regression: a request made by the code that awaited a pass result used to see the finished
@@ -184,7 +182,6 @@ describe('Kubelet: the sync loop', () => {
       expect(of('web').map((c) => c.state)).toEqual(['running']);
     });
   });
-
 
   describe('close()', () => {
     it('closes every source, stops the loop and leaves containers running', async () => {
@@ -253,7 +250,11 @@ describe('Kubelet: the sync loop', () => {
       await k.start();
       await settle();
       await k.close();
-      expect(logger.entries.find((l) => l.message === 'kubelet starting')?.fields).toMatchObject({ hostname: HOST, runtime: 'memory', sources: ['a'] });
+      expect(logger.entries.find((l) => l.message === 'kubelet starting')?.fields).toMatchObject({
+        hostname: HOST,
+        runtime: 'memory',
+        sources: ['a'],
+      });
       expect(logger.entries.some((l) => l.message === 'kubelet stopped')).toBe(true);
     });
   });

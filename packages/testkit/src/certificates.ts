@@ -77,7 +77,12 @@ async function makeCa(dir: string, name: string): Promise<CertificateAuthority> 
   return read(certFile, keyFile);
 }
 
-async function makePair(dir: string, name: string, ca: CertificateAuthority, options: { server?: boolean; expired?: boolean }): Promise<CertificatePair> {
+async function makePair(
+  dir: string,
+  name: string,
+  ca: CertificateAuthority,
+  options: { server?: boolean; expired?: boolean },
+): Promise<CertificatePair> {
   const certFile = join(dir, `${name}.pem`);
   const keyFile = join(dir, `${name}-key.pem`);
   const csr = join(dir, `${name}.csr`);
@@ -92,7 +97,23 @@ async function makePair(dir: string, name: string, ca: CertificateAuthority, opt
   // -days -1: valid until a day before it was made, i.e. already expired (openssl 3.0's x509 has
   // no -not_after; the notBefore is now, so the verifier reports it expired, not "not yet valid").
   const days = options.expired === true ? '-1' : '2';
-  await openssl(['x509', '-req', '-in', csr, '-CA', ca.certFile, '-CAkey', ca.keyFile, '-CAcreateserial', '-days', days, '-extfile', ext, '-out', certFile]);
+  await openssl([
+    'x509',
+    '-req',
+    '-in',
+    csr,
+    '-CA',
+    ca.certFile,
+    '-CAkey',
+    ca.keyFile,
+    '-CAcreateserial',
+    '-days',
+    days,
+    '-extfile',
+    ext,
+    '-out',
+    certFile,
+  ]);
   return read(certFile, keyFile);
 }
 
@@ -105,6 +126,9 @@ async function openssl(args: readonly string[]): Promise<void> {
     await run('openssl', args);
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
-    throw new Error(`openssl ${args.slice(0, 2).join(' ')} failed (is openssl installed? apt-get install -y openssl): ${stderr.trim() || String(error)}`, { cause: error });
+    throw new Error(
+      `openssl ${args.slice(0, 2).join(' ')} failed (is openssl installed? apt-get install -y openssl): ${stderr.trim() || String(error)}`,
+      { cause: error },
+    );
   }
 }

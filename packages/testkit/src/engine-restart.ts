@@ -106,7 +106,10 @@ export async function reapEngineDebris(): Promise<number> {
     const running = await docker
       .getContainer(id)
       .inspect()
-      .then((info) => info.State.Running, () => false);
+      .then(
+        (info) => info.State.Running,
+        () => false,
+      );
     if (running) continue;
     for (const child of processes.filter((p) => p.ppid === shim.pid)) kill(child.pid);
     kill(shim.pid);
@@ -136,4 +139,3 @@ function kill(pid: number): void {
     // already gone
   }
 }
-

@@ -34,6 +34,13 @@ export async function assertEngine(): Promise<void> {
 export async function removeLabelled(label: string): Promise<number> {
   const docker = independentDocker();
   const found = await docker.listContainers({ all: true, filters: { label: [label] } });
-  await Promise.all(found.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+  await Promise.all(
+    found.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => undefined),
+    ),
+  );
   return found.length;
 }

@@ -89,18 +89,29 @@ export class EtcdServer {
     const child = spawn(
       this.binary,
       [
-        '--name', 'test',
-        '--data-dir', this.dataDir,
-        '--listen-client-urls', this.endpoint,
-        '--advertise-client-urls', this.endpoint,
-        '--listen-peer-urls', peer,
-        '--initial-advertise-peer-urls', peer,
-        '--initial-cluster', `test=${peer}`,
+        '--name',
+        'test',
+        '--data-dir',
+        this.dataDir,
+        '--listen-client-urls',
+        this.endpoint,
+        '--advertise-client-urls',
+        this.endpoint,
+        '--listen-peer-urls',
+        peer,
+        '--initial-advertise-peer-urls',
+        peer,
+        '--initial-cluster',
+        `test=${peer}`,
         // A lone member elects itself after one election timeout, also when it restarts: keep it short.
-        '--heartbeat-interval', '25',
-        '--election-timeout', '250',
-        '--logger', 'zap',
-        '--log-level', 'warn',
+        '--heartbeat-interval',
+        '25',
+        '--election-timeout',
+        '250',
+        '--logger',
+        'zap',
+        '--log-level',
+        'warn',
         ...this.tlsArgs(),
         ...(this.options.maxTxnOps === undefined ? [] : ['--max-txn-ops', String(this.options.maxTxnOps)]),
       ],
@@ -148,8 +159,10 @@ export class EtcdServer {
     const tls = this.options.tls;
     if (tls === undefined) return [];
     return [
-      '--cert-file', tls.server.certFile,
-      '--key-file', tls.server.keyFile,
+      '--cert-file',
+      tls.server.certFile,
+      '--key-file',
+      tls.server.keyFile,
       ...(tls.clientCa === undefined ? [] : ['--client-cert-auth', '--trusted-ca-file', tls.clientCa.certFile]),
     ];
   }
@@ -186,7 +199,13 @@ export class EtcdServer {
 }
 
 function findEtcd(): string {
-  const candidates = ['/usr/bin/etcd', ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'etcd'))];
+  const candidates = [
+    '/usr/bin/etcd',
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'etcd')),
+  ];
   const found = candidates.find((path) => existsSync(path));
   if (found === undefined) {
     throw new Error('no etcd binary at /usr/bin/etcd or on PATH: apt-get install -y etcd-server; npm test installs it');

@@ -47,7 +47,9 @@ async function build(): Promise<TestImages> {
     try {
       await promisify(execFile)('bash', [BUILDER, archive]);
     } catch (error) {
-      throw new Error(`${BUILDER} failed: ${String((error as { stderr?: string }).stderr ?? (error as Error).message).trim()}`, { cause: error });
+      throw new Error(`${BUILDER} failed: ${String((error as { stderr?: string }).stderr ?? (error as Error).message).trim()}`, {
+        cause: error,
+      });
     }
     const docker = independentDocker();
     const progress = await docker.loadImage(archive);

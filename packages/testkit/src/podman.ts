@@ -51,6 +51,13 @@ export async function assertPodman(host = podmanHost()): Promise<void> {
 export async function removePodmanLabelled(label: string, host = podmanHost()): Promise<number> {
   const podman = independentPodman(host);
   const found = await podman.listContainers({ all: true, filters: { label: [label] } });
-  await Promise.all(found.map((c) => podman.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+  await Promise.all(
+    found.map((c) =>
+      podman
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => undefined),
+    ),
+  );
   return found.length;
 }

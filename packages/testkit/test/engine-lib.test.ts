@@ -27,7 +27,8 @@ describe('scripts/lib/engine.sh', () => {
     teardown_second() { engine_kill "$(cat "$(pidfile second)" 2>/dev/null)" 6002; }
     start_first() { engine_start first "$(pidfile first)" "$KUBELET_TS_STATE_DIR/first.log" : sleep 6001; }
     start_second() { engine_start second "$(pidfile second)" "$KUBELET_TS_STATE_DIR/second.log" : sleep 6002; }`;
-  const bash = (script: string) => run('bash', ['-c', `set -euo pipefail\n${engines}\n${script}`], { env: { ...process.env, KUBELET_TS_STATE_DIR: state } });
+  const bash = (script: string) =>
+    run('bash', ['-c', `set -euo pipefail\n${engines}\n${script}`], { env: { ...process.env, KUBELET_TS_STATE_DIR: state } });
   const pid = (engine: string) => Number(readFileSync(join(state, `${engine}.pid`), 'utf8'));
   const alive = (p: number) => {
     try {
@@ -44,7 +45,10 @@ describe('scripts/lib/engine.sh', () => {
 
   afterAll(async () => {
     // A failed test may leave its sleeps; a pid that names another process now is not ours.
-    for (const [engine, arg] of [['first', '6001'], ['second', '6002']] as const) {
+    for (const [engine, arg] of [
+      ['first', '6001'],
+      ['second', '6002'],
+    ] as const) {
       if (!existsSync(join(state, `${engine}.pid`))) continue;
       const p = pid(engine);
       if (alive(p) && readFileSync(`/proc/${p}/cmdline`, 'utf8') === `sleep\0${arg}\0`) process.kill(p, 'SIGKILL');

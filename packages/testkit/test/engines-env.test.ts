@@ -10,7 +10,12 @@ const run = promisify(execFile);
 async function bashReading(keys: readonly string[], env: Record<string, string>): Promise<Record<string, string>> {
   const script = `set -eu; source "$0"; for k in ${keys.join(' ')}; do printf '%s=%s\\n' "$k" "\${!k}"; done`;
   const { stdout } = await run('bash', ['-c', script, ENGINES_ENV_FILE], { env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ...env } });
-  return Object.fromEntries(stdout.trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    stdout
+      .trim()
+      .split('\n')
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
 }
 
 describe('scripts/engines.env', () => {
@@ -19,11 +24,28 @@ describe('scripts/engines.env', () => {
   it.each([
     ['the defaults', {}],
     ['a state folder of its own', { KUBELET_TS_STATE_DIR: '/srv/kts' }],
-    ['folders, cgroup parent and busybox given one by one', { KUBELET_TS_CRI_DIR: '/a/cri', KUBELET_TS_PODMAN_DIR: '/b/pm', KUBELET_TS_CRI_CGROUP_PARENT: '/elsewhere', KUBELET_TS_BUSYBOX: '/opt/busybox' }],
+    [
+      'folders, cgroup parent and busybox given one by one',
+      {
+        KUBELET_TS_CRI_DIR: '/a/cri',
+        KUBELET_TS_PODMAN_DIR: '/b/pm',
+        KUBELET_TS_CRI_CGROUP_PARENT: '/elsewhere',
+        KUBELET_TS_BUSYBOX: '/opt/busybox',
+      },
+    ],
     ['an empty variable, which ${NAME:-default} treats as unset', { KUBELET_TS_STATE_DIR: '' }],
   ])('reads as bash sources it: %s', async (_, env: Record<string, string>) => {
     const ours = parseEnginesEnv(text, env);
-    expect(Object.keys(ours)).toEqual(expect.arrayContaining(['CRI_SOCKET', 'PODMAN_SOCKET', 'DOCKER_SOCKET', 'CRI_CGROUP_PARENT', 'TEST_BUSYBOX_IMAGE', 'TEST_PAUSE_IMAGE']));
+    expect(Object.keys(ours)).toEqual(
+      expect.arrayContaining([
+        'CRI_SOCKET',
+        'PODMAN_SOCKET',
+        'DOCKER_SOCKET',
+        'CRI_CGROUP_PARENT',
+        'TEST_BUSYBOX_IMAGE',
+        'TEST_PAUSE_IMAGE',
+      ]),
+    );
     expect(ours).toEqual(await bashReading(Object.keys(ours), env));
   });
 

@@ -39,7 +39,10 @@ export function someVolumeMount(m: Rec, r: Picks): [Rec, string] {
   if (list(c['volumeMounts']).length === 0) {
     const volumes = list(m['volumes']);
     m['volumes'] = volumes;
-    const name = freshName(volumes.map((v) => String(v['name'])), 'data');
+    const name = freshName(
+      volumes.map((v) => String(v['name'])),
+      'data',
+    );
     volumes.push({ name });
     c['volumeMounts'] = [{ name, mountPath: '/data' }];
   }

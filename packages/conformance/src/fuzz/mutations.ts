@@ -18,7 +18,22 @@ export interface InvalidManifest {
 const BAD_LABELS = ['', 'Upper', 'has_underscore', 'has.dot', '-lead', 'trail-', 'a'.repeat(64), 'spa ce', 'ünï', 'tab\t', '0'.repeat(70)];
 // An id is a DNS subdomain (dots, up to 253). No empty id here: a source that names id-less
 // manifests after their origin accepts one.
-const BAD_IDS = ['Upper', 'has_underscore', 'a..b', '.lead', 'trail.', '-lead', 'trail-', 'a.-b', 'a'.repeat(254), 'spa ce', 'ünï', 'tab\t', 'a/b', '..'];
+const BAD_IDS = [
+  'Upper',
+  'has_underscore',
+  'a..b',
+  '.lead',
+  'trail.',
+  '-lead',
+  'trail-',
+  'a.-b',
+  'a'.repeat(254),
+  'spa ce',
+  'ünï',
+  'tab\t',
+  'a/b',
+  '..',
+];
 const BAD_IMAGES = [' nginx', 'nginx latest', 'ngi\nnx', '-nginx', 'nginx\u0000', 'ünicode', ':tag', 'a\u007f'];
 const BAD_ENV_NAMES = ['1ABC', 'A-B', 'A B', 'A=B', '', 'é', 'A\u0000'];
 const UNKNOWN_KEYS = ['labels', 'Image', 'hostNetwork', 'ports ', '__proto__', 'constructor', 'toString', ''];
@@ -70,7 +85,10 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
   'duplicate-host-port': (m) => {
     const cs = containersOf(m);
     // A port without hostPort is published on its containerPort when the manifest names its version.
-    const claim = cs.flatMap((c) => list(c['ports'])).map((p) => claimedHostPort(p, m['version'] !== undefined)).find((key) => key !== undefined);
+    const claim = cs
+      .flatMap((c) => list(c['ports']))
+      .map((p) => claimedHostPort(p, m['version'] !== undefined))
+      .find((key) => key !== undefined);
     const [hostPort, protocol] = claim === undefined ? [8080, 'TCP'] : [Number(claim.split('/')[0]), claim.split('/')[1]!];
     // Added to the end of the last container, so that it comes after the port it clashes with.
     const last = cs[cs.length - 1]!;
@@ -97,7 +115,13 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
     const [c, path] = someContainer(m, r);
     const mounts = list(c['volumeMounts']);
     c['volumeMounts'] = mounts;
-    mounts.push({ name: freshName(list(m['volumes']).map((v) => String(v['name'])), 'undeclared'), mountPath: '/x' });
+    mounts.push({
+      name: freshName(
+        list(m['volumes']).map((v) => String(v['name'])),
+        'undeclared',
+      ),
+      mountPath: '/x',
+    });
     return `${path}.volumeMounts[${mounts.length - 1}].name`;
   },
   'relative-mount-path': (m, r) => {
@@ -182,13 +206,17 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
     c[field] = field === 'memory' ? r.pick([-1, 2 ** 60, 1.5]) : r.pick([-1, 262_145, 0.5]);
     return `${path}.${field}`;
   },
-  'bad-restart-policy': (m, r) => ((m['restartPolicy'] = r.pick(['always', 'Sometimes', 1, {}, { always: {}, never: {} }, { sometimes: {} }])), 'restartPolicy'),
+  'bad-restart-policy': (m, r) => (
+    (m['restartPolicy'] = r.pick(['always', 'Sometimes', 1, {}, { always: {}, never: {} }, { sometimes: {} }])), 'restartPolicy'
+  ),
   'bad-pull-policy': (m, r) => {
     const [c, path] = someContainer(m, r);
     c['imagePullPolicy'] = r.pick(['always', 'IfNewer', false, 'pullAlways']);
     return `${path}.imagePullPolicy`;
   },
-  'grace-period-out-of-range': (m, r) => ((m['terminationGracePeriodSeconds'] = r.pick([-1, 86_401, 2.5])), 'terminationGracePeriodSeconds'),
+  'grace-period-out-of-range': (m, r) => (
+    (m['terminationGracePeriodSeconds'] = r.pick([-1, 86_401, 2.5])), 'terminationGracePeriodSeconds'
+  ),
   'probe-with-two-handlers': (m, r) => {
     const [c, path] = someContainer(m, r);
     c['livenessProbe'] = { exec: { command: ['true'] }, tcpSocket: { port: 80 } };
@@ -280,12 +308,18 @@ export const MUTATION_NAMES: readonly string[] = Object.keys(MUTATIONS);
  * huge strings, lists too long, bad image references, bad env names, probes that cannot work.
  */
 export function invalidManifest(options: ValidManifestOptions = {}): fc.Arbitrary<InvalidManifest> {
-  return fc
-    // A mutation breaks a container, so the valid manifest it starts from has one.
-    .tuple(validManifest({ ...options, minContainers: 1 }), fc.constantFrom(...MUTATION_NAMES), fc.array(fc.nat(), { minLength: 6, maxLength: 6 }))
-    .map(([base, mutation, picks]) => {
-      const input = structuredClone(base);
-      const path = MUTATIONS[mutation]!(input, new Picks(picks));
-      return { base, input, path, mutation, keepsId: input['id'] === base['id'] };
-    });
+  return (
+    fc
+      // A mutation breaks a container, so the valid manifest it starts from has one.
+      .tuple(
+        validManifest({ ...options, minContainers: 1 }),
+        fc.constantFrom(...MUTATION_NAMES),
+        fc.array(fc.nat(), { minLength: 6, maxLength: 6 }),
+      )
+      .map(([base, mutation, picks]) => {
+        const input = structuredClone(base);
+        const path = MUTATIONS[mutation]!(input, new Picks(picks));
+        return { base, input, path, mutation, keepsId: input['id'] === base['id'] };
+      })
+  );
 }

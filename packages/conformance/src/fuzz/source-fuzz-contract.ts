@@ -69,7 +69,13 @@ const SENTINEL_INPUT: ManifestInput = {
   id: SENTINEL_ID,
   volumes: [{ name: 'data' }],
   containers: [
-    { name: 'web', image: 'nginx:1.7', ports: [{ name: 'http', containerPort: 80, hostPort: 8080 }], volumeMounts: [{ name: 'data', mountPath: '/data' }], livenessProbe: { httpGet: { path: '/', port: 'http' } } },
+    {
+      name: 'web',
+      image: 'nginx:1.7',
+      ports: [{ name: 'http', containerPort: 80, hostPort: 8080 }],
+      volumeMounts: [{ name: 'data', mountPath: '/data' }],
+      livenessProbe: { httpGet: { path: '/', port: 'http' } },
+    },
     { name: 'side', image: 'busybox', command: ['sleep', '3600'], env: [{ name: 'MODE', value: 'sentinel' }] },
   ],
 };
@@ -119,14 +125,17 @@ class FuzzSink implements SourceSink {
     const deadline = Date.now() + ms;
     while (!check()) {
       if (Date.now() > deadline) {
-        throw new Error(`timed out after ${ms} ms waiting for ${what}; updates since: ${this.updatesSinceMark.length}, errors since: ${this.errorsSinceMark.map((e) => e.message.slice(0, 200)).join(' | ')}`);
+        throw new Error(
+          `timed out after ${ms} ms waiting for ${what}; updates since: ${this.updatesSinceMark.length}, errors since: ${this.errorsSinceMark.map((e) => e.message.slice(0, 200)).join(' | ')}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 1));
     }
   }
 }
 
-const sameSet = (a: readonly ContainerManifest[] | undefined, b: readonly ContainerManifest[]) => a !== undefined && canonicalJson(a) === canonicalJson(b);
+const sameSet = (a: readonly ContainerManifest[] | undefined, b: readonly ContainerManifest[]) =>
+  a !== undefined && canonicalJson(a) === canonicalJson(b);
 const encode = (text: string) => new TextEncoder().encode(text);
 
 /**
@@ -145,7 +154,11 @@ const encode = (text: string) => new TextEncoder().encode(text);
  * After that, every input changes the set or raises an error, and the wait is for exactly that.
  * This also tests the case that matters: a valid manifest running, then a broken version of it.
  */
-export function sourceFuzzContract(name: string, makeHarness: () => SourceFuzzHarness | Promise<SourceFuzzHarness>, options: SourceFuzzOptions): void {
+export function sourceFuzzContract(
+  name: string,
+  makeHarness: () => SourceFuzzHarness | Promise<SourceFuzzHarness>,
+  options: SourceFuzzOptions,
+): void {
   const { describe, expect, it } = resolveTestApi(options.testApi, `sourceFuzzContract('${name}')`);
   const stepMs = options.stepTimeoutMs ?? 10_000;
   describe(`source fuzz: ${name}`, () => {
@@ -166,7 +179,10 @@ export function sourceFuzzContract(name: string, makeHarness: () => SourceFuzzHa
         const started = Date.now();
         process.on('unhandledRejection', onUnhandled);
         try {
-          const step = harness.kind === 'document' ? await documentSteps(harness, sink, sentinel, stepMs, expect) : await requestSteps(harness, sink, sentinel, expect);
+          const step =
+            harness.kind === 'document'
+              ? await documentSteps(harness, sink, sentinel, stepMs, expect)
+              : await requestSteps(harness, sink, sentinel, expect);
           await fc.assert(
             fc.asyncProperty(fuzzInput({ avoidId: reserved }), async (input) => {
               counts[input.kind] += 1;
@@ -210,7 +226,13 @@ export function sourceFuzzContract(name: string, makeHarness: () => SourceFuzzHa
 
 type Step = (input: FuzzInput, barrierId: string) => Promise<void>;
 
-async function documentSteps(harness: DocumentFuzzHarness, sink: FuzzSink, sentinel: ContainerManifest, stepMs: number, expect: TestApiExpect): Promise<Step> {
+async function documentSteps(
+  harness: DocumentFuzzHarness,
+  sink: FuzzSink,
+  sentinel: ContainerManifest,
+  stepMs: number,
+  expect: TestApiExpect,
+): Promise<Step> {
   const sentinelText = renderDocument(SENTINEL_INPUT, 'yaml');
   const prefix = encode(`${sentinelText}---\n`);
   const compose = (bytes: Uint8Array) => (harness.sentinel === 'embedded' ? Buffer.concat([prefix, bytes]) : bytes);
@@ -268,12 +290,18 @@ async function documentSteps(harness: DocumentFuzzHarness, sink: FuzzSink, senti
   };
 }
 
-async function requestSteps(harness: RequestFuzzHarness, sink: FuzzSink, sentinel: ContainerManifest, expect: TestApiExpect): Promise<Step> {
+async function requestSteps(
+  harness: RequestFuzzHarness,
+  sink: FuzzSink,
+  sentinel: ContainerManifest,
+  expect: TestApiExpect,
+): Promise<Step> {
   const held = new Map<string, ContainerManifest>();
   /** Sends `bytes`; the answer and the set must be what parsing one manifest says. */
   const send = async (bytes: Uint8Array) => {
     const parsed = parseManifests(bytes, 'request');
-    const accepted = parsed.unreadable === undefined && parsed.rejected.length === 0 && parsed.manifests.length === 1 ? parsed.manifests[0] : undefined;
+    const accepted =
+      parsed.unreadable === undefined && parsed.rejected.length === 0 && parsed.manifests.length === 1 ? parsed.manifests[0] : undefined;
     sink.mark();
     const answer = await harness.send(bytes);
     expect(answer.ok).toBe(accepted !== undefined);

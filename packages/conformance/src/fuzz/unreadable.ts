@@ -17,12 +17,19 @@ const utf8 = (text: string) => new TextEncoder().encode(text);
 /** A megabyte printed as numbers would bury a failure report: fast-check shows this instead. */
 function unreadable(kind: string, bytes: Uint8Array): UnreadableText {
   const head = JSON.stringify(Buffer.from(bytes.subarray(0, 120)).toString('latin1'));
-  return Object.defineProperty({ kind, bytes }, fc.toStringMethod, { value: () => `{ kind: ${JSON.stringify(kind)}, ${bytes.length} bytes, latin1 head: ${head} }` });
+  return Object.defineProperty({ kind, bytes }, fc.toStringMethod, {
+    value: () => `{ kind: ${JSON.stringify(kind)}, ${bytes.length} bytes, latin1 head: ${head} }`,
+  });
 }
 
 /** A valid manifest with bad bytes spliced in (sometimes next to a real U+FFFD, which must not excuse them). */
 const nonUtf8 = fc
-  .tuple(validManifest(), documentStyle, fc.array(fc.tuple(fc.nat(), fc.constantFrom(...BAD_UTF8)), { minLength: 1, maxLength: 3 }), fc.boolean())
+  .tuple(
+    validManifest(),
+    documentStyle,
+    fc.array(fc.tuple(fc.nat(), fc.constantFrom(...BAD_UTF8)), { minLength: 1, maxLength: 3 }),
+    fc.boolean(),
+  )
   .map(([manifest, style, splices, withReplacement]) => {
     const bytes = [...utf8(renderDocument(manifest, style))];
     if (withReplacement) bytes.splice(0, 0, ...utf8('# \uFFFD\n'));
@@ -35,7 +42,9 @@ const nonUtf8 = fc
 /** Nesting deeper than a recursive parser's stack: `[[[[…`, `{"a":{"a":…`, and compact block lists `- - - …`. */
 const deepNesting = fc
   .tuple(fc.integer({ min: 1_000, max: 20_000 }), fc.constantFrom('[', '{"a":', '- '), fc.boolean())
-  .map(([depth, open, closed]) => unreadable('deep-nesting', utf8(`${open.repeat(depth)}${closed && open !== '- ' ? (open === '[' ? ']' : '}').repeat(depth) : ''}`)));
+  .map(([depth, open, closed]) =>
+    unreadable('deep-nesting', utf8(`${open.repeat(depth)}${closed && open !== '- ' ? (open === '[' ? ']' : '}').repeat(depth) : ''}`)),
+  );
 
 /** "Billion laughs": each anchor is a list of aliases to the one before. */
 const aliasBomb = fc.tuple(fc.integer({ min: 5, max: 12 }), fc.integer({ min: 5, max: 10 })).map(([levels, width]) => {
@@ -70,7 +79,10 @@ const aliasUse = fc.tuple(validManifest(), fc.constantFrom('list', 'value', 'key
 const aliasExpansion = fc.oneof(
   fc.tuple(fc.integer({ min: 1, max: 5_000 }), fc.integer({ min: 2, max: 99 })).map(([items, copies]) => {
     const command = `[${Array.from({ length: items }, () => 'a').join(',')}]`;
-    const containers = Array.from({ length: copies }, (_, i) => `  - name: c${i}\n    image: busybox\n    command: ${i === 0 ? `&cmd ${command}` : '*cmd'}\n`);
+    const containers = Array.from(
+      { length: copies },
+      (_, i) => `  - name: c${i}\n    image: busybox\n    command: ${i === 0 ? `&cmd ${command}` : '*cmd'}\n`,
+    );
     return unreadable('alias-expansion', utf8(`id: big\ncontainers:\n${containers.join('')}`));
   }),
   fc.integer({ min: 1, max: 40_000 }).map((keys) => unreadable('alias-keys', utf8(`id: x\nc: &a x\nb: {${'*a,'.repeat(keys)}*a}\n`))),
@@ -112,12 +124,16 @@ const oversized = fc.tuple(validManifest(), fc.integer({ min: 1024 * 1024 + 1, m
 /** The same key twice in one mapping (YAML says it is an error; JSON.parse would keep the last). */
 const duplicateKeys = fc.tuple(validManifest(), fc.constantFrom('id', 'containers'), fc.boolean()).map(([manifest, key, asJson]) => {
   const again = JSON.stringify(manifest[key]);
-  const text = asJson ? JSON.stringify(manifest).replace(/}$/, `,${JSON.stringify(key)}:${again}}`) : `${renderDocument(manifest, 'yaml')}${JSON.stringify(key)}: ${again}\n`;
+  const text = asJson
+    ? JSON.stringify(manifest).replace(/}$/, `,${JSON.stringify(key)}:${again}}`)
+    : `${renderDocument(manifest, 'yaml')}${JSON.stringify(key)}: ${again}\n`;
   return unreadable('duplicate-keys', utf8(text));
 });
 
 /** YAML syntax errors: an unclosed flow, a bad indent, a tab indent, an unterminated quote. */
-const brokenSyntax = fc.constantFrom('{id: web', 'id: web\n  containers: [', 'id: "web', 'containers:\n\t- name: a', '[1, 2', 'a: b: c', 'key: [}', '- a\nb: c').map((text) => unreadable('broken-syntax', utf8(text)));
+const brokenSyntax = fc
+  .constantFrom('{id: web', 'id: web\n  containers: [', 'id: "web', 'containers:\n\t- name: a', '[1, 2', 'a: b: c', 'key: [}', '- a\nb: c')
+  .map((text) => unreadable('broken-syntax', utf8(text)));
 
 /**
  * Texts that cannot be decoded into manifests at all: not UTF-8, nested deeper than a stack,
@@ -149,8 +165,39 @@ export function unreadableText(): fc.Arbitrary<UnreadableText> {
  */
 export function randomText(): fc.Arbitrary<UnreadableText> {
   return fc.oneof(
-    fc.jsonValue({ maxDepth: 4 }).chain((value) => documentStyle.map((style) => unreadable('random-json', utf8(renderDocument(value, style))))),
+    fc
+      .jsonValue({ maxDepth: 4 })
+      .chain((value) => documentStyle.map((style) => unreadable('random-json', utf8(renderDocument(value, style))))),
     fc.string({ unit: 'binary', maxLength: 200 }).map((text) => unreadable('random-text', utf8(text))),
-    fc.array(fc.constantFrom('id', ':', ' ', '\n', '- ', '[', ']', '{', '}', ',', '"', "'", '&a', '*a', '!!str', '---', '...', '#', 'web', '80', '? ', '|', '>'), { maxLength: 40 }).map((parts) => unreadable('random-yaml', utf8(parts.join('')))),
+    fc
+      .array(
+        fc.constantFrom(
+          'id',
+          ':',
+          ' ',
+          '\n',
+          '- ',
+          '[',
+          ']',
+          '{',
+          '}',
+          ',',
+          '"',
+          "'",
+          '&a',
+          '*a',
+          '!!str',
+          '---',
+          '...',
+          '#',
+          'web',
+          '80',
+          '? ',
+          '|',
+          '>',
+        ),
+        { maxLength: 40 },
+      )
+      .map((parts) => unreadable('random-yaml', utf8(parts.join('')))),
   );
 }

@@ -41,7 +41,10 @@ const port = fc.record(
 // The name sometimes in its 2014 spelling, `key`.
 const env = fc
   .tuple(
-    fc.record({ name: envName, value: fc.oneof(text, fc.constantFrom('01234', '0x1F', '1.10', 'true', 'yes', '')) }, { requiredKeys: ['name'] }),
+    fc.record(
+      { name: envName, value: fc.oneof(text, fc.constantFrom('01234', '0x1F', '1.10', 'true', 'yes', '')) },
+      { requiredKeys: ['name'] },
+    ),
     fc.boolean(),
   )
   .map(([{ name, ...rest }, old]) => (old ? { key: name, ...rest } : { name, ...rest }));
@@ -50,7 +53,15 @@ const env = fc
 const volumeMount = (volumes: readonly string[]) =>
   fc
     .tuple(
-      fc.record({ name: fc.constantFrom(...volumes), mountPath: absolutePath, readOnly: fc.boolean(), mountType: fc.constantFrom('LOCAL', 'local') }, { requiredKeys: ['name', 'mountPath'] }),
+      fc.record(
+        {
+          name: fc.constantFrom(...volumes),
+          mountPath: absolutePath,
+          readOnly: fc.boolean(),
+          mountType: fc.constantFrom('LOCAL', 'local'),
+        },
+        { requiredKeys: ['name', 'mountPath'] },
+      ),
       fc.boolean(),
     )
     .map(([{ mountPath, ...rest }, old]) => (old ? { path: mountPath, ...rest } : { mountPath, ...rest }));
@@ -80,10 +91,7 @@ const container = (volumes: readonly string[]) =>
       env: fc.array(env, { maxLength: 3 }),
       memory: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
       cpu: fc.integer({ min: 0, max: 262_144 }),
-      volumeMounts:
-        volumes.length === 0
-          ? fc.constant([])
-          : fc.array(volumeMount(volumes), { maxLength: 2 }),
+      volumeMounts: volumes.length === 0 ? fc.constant([]) : fc.array(volumeMount(volumes), { maxLength: 2 }),
       imagePullPolicy: fc.constantFrom('Always', 'IfNotPresent', 'Never', 'PullAlways', 'PullIfNotPresent', 'PullNever'),
       livenessProbe: probe,
     },
@@ -117,9 +125,7 @@ export function validManifest(options: ValidManifestOptions = {}): fc.Arbitrary<
       restartPolicy: fc.constantFrom('Always', 'OnFailure', 'Never', { always: {} }, { onFailure: {} }, { never: {} }, undefined),
       terminationGracePeriodSeconds: fc.option(fc.integer({ min: 0, max: 86_400 }), { nil: undefined }),
     })
-    .chain((head) =>
-      fc.tuple(fc.constant(head), fc.tuple(...head.containerNames.map(() => container(head.volumes)))),
-    )
+    .chain((head) => fc.tuple(fc.constant(head), fc.tuple(...head.containerNames.map(() => container(head.volumes)))))
     .map(([head, containers]) => {
       const claimed = new Set<string>();
       const versioned = head.version !== undefined;
@@ -166,7 +172,10 @@ function finishContainer(name: string, generated: GeneratedContainer, claimed: S
   if (livenessProbe === undefined) return out;
   const { kind, command, path, byName, timings } = livenessProbe;
   const published = finishedPorts?.find(
-    (p) => claimedHostPort(p, versioned) !== undefined && String(p['protocol'] ?? 'TCP').toUpperCase() !== 'UDP' && (!byName || typeof p['name'] === 'string'),
+    (p) =>
+      claimedHostPort(p, versioned) !== undefined &&
+      String(p['protocol'] ?? 'TCP').toUpperCase() !== 'UDP' &&
+      (!byName || typeof p['name'] === 'string'),
   );
   if (kind === 'exec' || published === undefined) return { ...out, livenessProbe: { exec: { command }, ...timings } };
   // The validator takes the first port with that number or name, so that one must be the published one.

@@ -35,7 +35,13 @@ class V1PodDecoder {
   }
 
   /** Refuses every key of `value` that is neither mapped nor ignored, naming what to do instead. */
-  private known(value: Record<string, unknown>, path: string, mapped: readonly string[], ignored: readonly string[] = [], advice?: string): void {
+  private known(
+    value: Record<string, unknown>,
+    path: string,
+    mapped: readonly string[],
+    ignored: readonly string[] = [],
+    advice?: string,
+  ): void {
     for (const key of Object.keys(value)) {
       if (mapped.includes(key) || ignored.includes(key)) continue;
       const instead = advice ?? REFUSED_ADVICE[key];
@@ -47,8 +53,10 @@ class V1PodDecoder {
     this.known(input, '', MAPPED_V1_FIELDS.pod, IGNORED_V1_FIELDS.pod);
     const meta = input['metadata'];
     const spec = input['spec'];
-    if (!isRecord(meta)) this.fail('metadata', meta == null ? 'is required (with the pod\'s name)' : `must be an object, got ${describeValue(meta)}`);
-    if (!isRecord(spec)) this.fail('spec', spec == null ? 'is required (with the pod\'s containers)' : `must be an object, got ${describeValue(spec)}`);
+    if (!isRecord(meta))
+      this.fail('metadata', meta == null ? "is required (with the pod's name)" : `must be an object, got ${describeValue(meta)}`);
+    if (!isRecord(spec))
+      this.fail('spec', spec == null ? "is required (with the pod's containers)" : `must be an object, got ${describeValue(spec)}`);
     const m = isRecord(meta) ? meta : {};
     const s = isRecord(spec) ? spec : {};
     this.known(m, 'metadata', MAPPED_V1_FIELDS.metadata, IGNORED_V1_FIELDS.metadata);
@@ -58,7 +66,8 @@ class V1PodDecoder {
     const name = m['name'];
     const namespace = m['namespace'];
     // Validation then checks the id is a DNS subdomain, and says so at `metadata.name`.
-    const id = typeof name === 'string' && (namespace == null || typeof namespace === 'string') ? joinV1PodId(name, namespace ?? undefined) : name;
+    const id =
+      typeof name === 'string' && (namespace == null || typeof namespace === 'string') ? joinV1PodId(name, namespace ?? undefined) : name;
     const containers = s['containers'];
     const volumes = s['volumes'];
     return defined({
@@ -85,7 +94,10 @@ class V1PodDecoder {
     if (!isRecord(profile)) return void this.fail(`${path}.seccompProfile`, `must be an object, got ${describeValue(profile)}`);
     this.known(profile, `${path}.seccompProfile`, ['type'], [], REFUSED_ADVICE['securityContext']);
     if (profile['type'] !== 'RuntimeDefault') {
-      this.fail(`${path}.seccompProfile.type`, `${describeValue(profile['type'])} is not supported; only RuntimeDefault (the engines' default profile) is`);
+      this.fail(
+        `${path}.seccompProfile.type`,
+        `${describeValue(profile['type'])} is not supported; only RuntimeDefault (the engines' default profile) is`,
+      );
     }
   }
 
@@ -97,9 +109,19 @@ class V1PodDecoder {
     if (emptyDir != null) {
       if (!isRecord(emptyDir)) this.fail(`${path}.emptyDir`, `must be an object, got ${describeValue(emptyDir)}`);
       else {
-        this.known(emptyDir, `${path}.emptyDir`, MAPPED_V1_FIELDS.emptyDir, [], 'an emptyDir is a directory of the pod on the host\'s disk, without a size limit');
+        this.known(
+          emptyDir,
+          `${path}.emptyDir`,
+          MAPPED_V1_FIELDS.emptyDir,
+          [],
+          "an emptyDir is a directory of the pod on the host's disk, without a size limit",
+        );
         const medium = emptyDir['medium'];
-        if (medium != null && medium !== '') this.fail(`${path}.emptyDir.medium`, `${describeValue(medium)} is not supported; leave it out for a directory on the host's disk`);
+        if (medium != null && medium !== '')
+          this.fail(
+            `${path}.emptyDir.medium`,
+            `${describeValue(medium)} is not supported; leave it out for a directory on the host's disk`,
+          );
       }
     }
     // A hostPath is passed on as written: validation checks it, and refuses it without allowHostMounts.
@@ -129,7 +151,8 @@ class V1PodDecoder {
       volumeMounts: this.each(input['volumeMounts'], `${path}.volumeMounts`, (v, at) => {
         this.known(v, at, MAPPED_V1_FIELDS.volumeMount);
         const propagation = v['mountPropagation'];
-        if (propagation != null && propagation !== 'None') this.fail(`${at}.mountPropagation`, `${describeValue(propagation)} is not supported; leave it out (None)`);
+        if (propagation != null && propagation !== 'None')
+          this.fail(`${at}.mountPropagation`, `${describeValue(propagation)} is not supported; leave it out (None)`);
         return defined({ name: v['name'], mountPath: v['mountPath'], readOnly: v['readOnly'] });
       }),
       imagePullPolicy: input['imagePullPolicy'],
@@ -158,7 +181,8 @@ class V1PodDecoder {
     if (!isRecord(input)) return input;
     this.known(input, path, MAPPED_V1_FIELDS.probe);
     // A probe whose only handler is refused (grpc) is refused once, not also as one without a handler.
-    if (!['exec', 'httpGet', 'tcpSocket'].some((h) => input[h] != null)) return Object.keys(input).some((k) => !isMapped(k)) ? undefined : input;
+    if (!['exec', 'httpGet', 'tcpSocket'].some((h) => input[h] != null))
+      return Object.keys(input).some((k) => !isMapped(k)) ? undefined : input;
     return Object.fromEntries(Object.entries(input).filter(([key]) => isMapped(key)));
   }
 }

@@ -11,7 +11,13 @@ const CONTAINER_FIELD: ReadonlyArray<readonly [RegExp, string]> = [
   [/^cpuLimitMillis$/, 'resources.limits.cpu'],
 ];
 const METADATA = /^(id|uuid|namespace|labels|annotations)(?=$|[.[])/;
-const METADATA_NAME: Readonly<Record<string, string>> = { id: 'name', uuid: 'uid', namespace: 'namespace', labels: 'labels', annotations: 'annotations' };
+const METADATA_NAME: Readonly<Record<string, string>> = {
+  id: 'name',
+  uuid: 'uid',
+  namespace: 'namespace',
+  labels: 'labels',
+  annotations: 'annotations',
+};
 
 export function v1PathOf(domainPath: string): string {
   if (domainPath === '') return '';

@@ -41,7 +41,10 @@ export function parseQuantity(input: unknown): QuantityResult {
   // An exponent beyond ±30 is far outside any resource a host has; refusing it bounds the bigints.
   const exponentPart = m?.[3] === undefined ? 0 : Number(m[3].slice(1));
   if (m === null || Math.abs(exponentPart) > 30) {
-    return { ok: false, message: `must be a Kubernetes quantity (a number with an optional suffix m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as 1e3), got ${JSON.stringify(text.slice(0, 40))}` };
+    return {
+      ok: false,
+      message: `must be a Kubernetes quantity (a number with an optional suffix m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent such as 1e3), got ${JSON.stringify(text.slice(0, 40))}`,
+    };
   }
   const [, sign, digits = '0', , suffix = ''] = m;
   const [whole = '', fraction = ''] = digits.split('.');

@@ -49,7 +49,9 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
     spec: {
       ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
       ...(manifest.restartPolicy === undefined ? {} : { restartPolicy: manifest.restartPolicy }),
-      ...(manifest.terminationGracePeriodSeconds === undefined ? {} : { terminationGracePeriodSeconds: manifest.terminationGracePeriodSeconds }),
+      ...(manifest.terminationGracePeriodSeconds === undefined
+        ? {}
+        : { terminationGracePeriodSeconds: manifest.terminationGracePeriodSeconds }),
       containers,
       ...(volumes.length === 0 ? {} : { volumes }),
     },
@@ -117,19 +119,22 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
 }
 
 function probe(p: Probe): Record<string, unknown> {
-  const handler = p.exec !== undefined
-    ? { exec: { command: [...p.exec.command] } }
-    : p.httpGet !== undefined
-      ? {
-          httpGet: {
-            path: p.httpGet.path,
-            port: p.httpGet.port,
-            ...(p.httpGet.host === undefined ? {} : { host: p.httpGet.host }),
-            ...(p.httpGet.scheme === undefined ? {} : { scheme: p.httpGet.scheme }),
-            ...(p.httpGet.httpHeaders === undefined ? {} : { httpHeaders: p.httpGet.httpHeaders.map((h) => ({ name: h.name, value: h.value })) }),
-          },
-        }
-      : { tcpSocket: { port: p.tcpSocket?.port, ...(p.tcpSocket?.host === undefined ? {} : { host: p.tcpSocket.host }) } };
+  const handler =
+    p.exec !== undefined
+      ? { exec: { command: [...p.exec.command] } }
+      : p.httpGet !== undefined
+        ? {
+            httpGet: {
+              path: p.httpGet.path,
+              port: p.httpGet.port,
+              ...(p.httpGet.host === undefined ? {} : { host: p.httpGet.host }),
+              ...(p.httpGet.scheme === undefined ? {} : { scheme: p.httpGet.scheme }),
+              ...(p.httpGet.httpHeaders === undefined
+                ? {}
+                : { httpHeaders: p.httpGet.httpHeaders.map((h) => ({ name: h.name, value: h.value })) }),
+            },
+          }
+        : { tcpSocket: { port: p.tcpSocket?.port, ...(p.tcpSocket?.host === undefined ? {} : { host: p.tcpSocket.host }) } };
   return {
     ...handler,
     initialDelaySeconds: p.initialDelaySeconds,

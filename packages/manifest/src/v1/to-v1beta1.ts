@@ -1,4 +1,12 @@
-import { KubeletError, formatFieldErrors, type Container, type ContainerManifest, type FieldError, type Probe, type VolumeMount } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  formatFieldErrors,
+  type Container,
+  type ContainerManifest,
+  type FieldError,
+  type Probe,
+  type VolumeMount,
+} from '@kubelet-ts/core';
 import { v1PathOf } from './paths.js';
 
 const NO_FORM = 'has no v1beta1 form';
@@ -40,11 +48,18 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
     ...(manifest.volumes.length === 0 ? {} : { volumes: manifest.volumes.map((v) => ({ name: v.name })) }),
     containers,
     ...(manifest.restartPolicy === undefined ? {} : { restartPolicy: manifest.restartPolicy }),
-    ...(manifest.terminationGracePeriodSeconds === undefined ? {} : { terminationGracePeriodSeconds: manifest.terminationGracePeriodSeconds }),
+    ...(manifest.terminationGracePeriodSeconds === undefined
+      ? {}
+      : { terminationGracePeriodSeconds: manifest.terminationGracePeriodSeconds }),
   };
 }
 
-function container(c: Container, path: string, refuse: (path: string) => void, hostMountable: ReadonlyMap<string, string>): Record<string, unknown> {
+function container(
+  c: Container,
+  path: string,
+  refuse: (path: string) => void,
+  hostMountable: ReadonlyMap<string, string>,
+): Record<string, unknown> {
   if (c.entrypoint !== undefined) refuse(`${path}.entrypoint`);
   if (c.cpuLimitMillis !== undefined) refuse(`${path}.cpuLimitMillis`);
   if (c.readinessProbe !== undefined) refuse(`${path}.readinessProbe`);

@@ -39,10 +39,26 @@ export function validateV1Pod(input: unknown, options: Omit<ValidateOptions, 'de
   if (!isRecord(input)) return { ok: false, errors: [{ path: '', message: 'must be a v1 Pod object' }] };
   const kind = input['kind'];
   if (input['apiVersion'] !== 'v1') {
-    return { ok: false, errors: [{ path: 'apiVersion', message: `must be v1 (a Kubernetes v1 Pod), got ${JSON.stringify(input['apiVersion'] ?? null)}; a 2014 manifest has neither apiVersion nor kind` }] };
+    return {
+      ok: false,
+      errors: [
+        {
+          path: 'apiVersion',
+          message: `must be v1 (a Kubernetes v1 Pod), got ${JSON.stringify(input['apiVersion'] ?? null)}; a 2014 manifest has neither apiVersion nor kind`,
+        },
+      ],
+    };
   }
   if (kind !== 'Pod') {
-    return { ok: false, errors: [{ path: 'kind', message: `must be Pod, or List or PodList of Pods, got ${JSON.stringify(kind ?? null)}; other kinds are not supported on one host` }] };
+    return {
+      ok: false,
+      errors: [
+        {
+          path: 'kind',
+          message: `must be Pod, or List or PodList of Pods, got ${JSON.stringify(kind ?? null)}; other kinds are not supported on one host`,
+        },
+      ],
+    };
   }
   const decoded = decodeV1Pod(input);
   const result = validateManifest(decoded.manifest, options);
@@ -52,7 +68,10 @@ export function validateV1Pod(input: unknown, options: Omit<ValidateOptions, 'de
   }
   const seen = new Set(decoded.errors.map((e) => e.path));
   const checked = (result.ok ? [] : result.errors)
-    .map((e) => ({ path: v1PathOf(e.path), message: e.message === 'unknown field' ? 'not supported' : e.message.replace(DOMAIN_PATH, (p) => v1PathOf(p)) }))
+    .map((e) => ({
+      path: v1PathOf(e.path),
+      message: e.message === 'unknown field' ? 'not supported' : e.message.replace(DOMAIN_PATH, (p) => v1PathOf(p)),
+    }))
     .filter((e) => !seen.has(e.path));
   const id = result.ok ? result.manifest.id : result.id;
   const errors = [...decoded.errors, ...checked];
