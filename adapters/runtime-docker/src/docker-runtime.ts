@@ -346,10 +346,14 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
 }
 
 function connect(host: string): DockerApi {
-  if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length) });
-  if (host.startsWith('/')) return new Docker({ socketPath: host });
+  // dockerode's own typings declare optional fields loosely (`x?: T` where the engine may send
+  // null or leave it out), which exactOptionalPropertyTypes reads as a mismatch with the slice
+  // declared here; the slice is what this adapter reads, and the engine's JSON is what it gets.
+  const client = (options: Docker.DockerOptions) => new Docker(options) as unknown as DockerApi;
+  if (host.startsWith('unix://')) return client({ socketPath: host.slice('unix://'.length) });
+  if (host.startsWith('/')) return client({ socketPath: host });
   const url = new URL(host.replace(/^tcp:/, 'http:'));
-  return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol === 'https:' ? 'https' : 'http' });
+  return client({ host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol === 'https:' ? 'https' : 'http' });
 }
 
 /** Registers a `DockerRuntime` as the agent's runtime and returns it. */

@@ -38,7 +38,7 @@ describe('EtcdEventSink', () => {
     await etcd?.destroy();
   });
 
-  const create = (options: Partial<EtcdEventSinkOptions> = {}) => {
+  const create = (options: { [K in keyof EtcdEventSinkOptions]?: EtcdEventSinkOptions[K] | undefined } = {}) => {
     const logger = new RecordingLogger();
     const prefix = nextPrefix();
     sink = new EtcdEventSink({

@@ -19,7 +19,7 @@ export interface FieldError {
 
 export interface KubeletErrorOptions {
   /** Which adapter or component raised it (`docker`, `file`, `memory`, …). */
-  readonly adapter?: string;
+  readonly adapter?: string | undefined;
   readonly cause?: unknown;
   readonly fieldErrors?: readonly FieldError[];
 }

@@ -35,7 +35,7 @@ export interface ValidateOptions {
    * such manifests (see `derivedManifestId`). Without it, an id is required: the agent's server,
    * whose requests have no origin to name a pod after, passes none.
    */
-  readonly defaultId?: string;
+  readonly defaultId?: string | undefined;
 }
 
 /** Containers in one manifest. The kubelet sets none; a pod of more than this is a mistake or an attack. */

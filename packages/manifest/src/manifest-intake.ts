@@ -8,16 +8,16 @@ export interface ManifestIntakeOptions {
   /** The adapter that every problem names (`file`, `http`, `etcd`, `server`). */
   readonly adapter: string;
   /** What the documents may hold together (default 1,000 manifests, 16 MiB as JSON). */
-  readonly limits?: SourceLimits;
+  readonly limits?: SourceLimits | undefined;
   /** Texts longer than this, in bytes, are unreadable. Default 1 MiB. */
-  readonly maxBytes?: number;
+  readonly maxBytes?: number | undefined;
   /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: refused. */
-  readonly allowHostMounts?: boolean;
+  readonly allowHostMounts?: boolean | undefined;
   /**
    * What messages call the documents together when they hold more than the limits, e.g.
    * `/etc/kubelet: the files`. Default `the <adapter> source's documents`.
    */
-  readonly describedAs?: string;
+  readonly describedAs?: string | undefined;
 }
 
 /** The id of a manifest written without one, by its position in the text (see `ParseOptions.idFor`). */

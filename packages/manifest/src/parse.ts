@@ -45,27 +45,27 @@ export interface ParsedManifests {
 /** Limits on one text; over any of them, the text is unreadable and the message names the limit. */
 export interface ParseOptions {
   /** Texts longer than this, in UTF-8 bytes, are unreadable. Default 1 MiB. */
-  readonly maxBytes?: number;
+  readonly maxBytes?: number | undefined;
   /**
    * YAML lexical tokens (a value, an indicator such as `:` or `[`, a line break, a comment) one text
    * may hold. Default 250,000: yaml spends 2-9 µs on each, so this bounds the time one text can hold
    * the agent's only thread to about a second on a slow machine, while a list of 1,000 ordinary
    * manifests (about 100 tokens each in YAML, 130 in compact JSON) fits.
    */
-  readonly maxTokens?: number;
+  readonly maxTokens?: number | undefined;
   /**
    * Manifests one text may hold, counted before any is validated. Default 1,000, the most one
    * source may hold (see `SourceLimits`).
    */
-  readonly maxManifests?: number;
+  readonly maxManifests?: number | undefined;
   /** Accept `mountType: HOST` mounts (see `ValidateOptions.allowHostMounts`). Default false. */
-  readonly allowHostMounts?: boolean;
+  readonly allowHostMounts?: boolean | undefined;
   /**
    * The id of a manifest written without one, by its position in the text (`undefined` when the
    * text holds one manifest rather than a list). A source passes `derivedManifestId` of where the
    * text came from; without it, every manifest must have an id.
    */
-  readonly idFor?: (position: number | undefined) => string;
+  readonly idFor?: ((position: number | undefined) => string | undefined) | undefined;
 }
 
 const DEFAULT_MAX_BYTES = 1024 * 1024;

@@ -68,7 +68,7 @@ interface Entry {
   passed: boolean;
   lastResult?: 'success' | 'failure';
   lastDetail?: string;
-  timer?: TimerHandle;
+  timer?: TimerHandle | undefined;
   /** Waiting for the container's startup probe to succeed before its first probe. */
   held: boolean;
   /** Unhealthy, started, or found gone: kept for `state` and to recognise the same container, never probed again. */

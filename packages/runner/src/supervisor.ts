@@ -21,8 +21,8 @@ export interface SupervisorHandlers {
 export interface SourceSupervisorOptions {
   readonly clock: Clock;
   /** First restart delay; doubles per crash up to `maxBackoffMs`, and resets on a good delivery. */
-  readonly initialBackoffMs?: number;
-  readonly maxBackoffMs?: number;
+  readonly initialBackoffMs?: number | undefined;
+  readonly maxBackoffMs?: number | undefined;
 }
 
 /**

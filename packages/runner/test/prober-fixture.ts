@@ -146,7 +146,7 @@ export function proberFixture() {
       const podId = c.labels[Labels.manifestId] ?? '';
       const { exec: _, ...timing } = EXEC;
       const handler = probe.httpGet !== undefined || probe.tcpSocket !== undefined ? {} : { exec: EXEC.exec };
-      return { podId, container, id, startedAt: c.startedAt, probe: { ...timing, ...handler, ...probe }, ...extra };
+      return { podId, container, id, startedAt: c.startedAt, probe: { ...timing, ...handler, ...probe } as ProbeTarget['probe'], ...extra };
     },
 
     /** The times (ms after T0) at which `exec` was called on `id`. */

@@ -3,16 +3,18 @@ import type { ContainerSummary, SandboxSummary } from '@kubelet-ts/core';
 import { QuietPass, sameRecord } from '../src/quiet-pass.js';
 import type { DesiredState } from '../src/mux.js';
 
-const container = (over: Partial<ContainerSummary> = {}): ContainerSummary => ({
-  id: 'c1',
-  name: 'main--web--1234abcd',
-  image: 'busybox',
-  labels: { 'io.kubelet-ts.manifest-id': 'web', 'io.kubelet-ts.restart-count': '0' },
-  state: 'running',
-  createdAt: 1000,
-  startedAt: 1001,
-  ...over,
-});
+/** A field given as undefined is present with no value: the comparison must tell it from one left out. */
+const container = (over: { [K in keyof ContainerSummary]?: ContainerSummary[K] | undefined } = {}): ContainerSummary =>
+  ({
+    id: 'c1',
+    name: 'main--web--1234abcd',
+    image: 'busybox',
+    labels: { 'io.kubelet-ts.manifest-id': 'web', 'io.kubelet-ts.restart-count': '0' },
+    state: 'running',
+    createdAt: 1000,
+    startedAt: 1001,
+    ...over,
+  }) as ContainerSummary;
 const sandbox = (): SandboxSummary => ({
   id: 's1',
   name: 'POD--web--1234abcd',
