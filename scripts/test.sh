@@ -18,7 +18,7 @@ start_podman
 export TURBO_TELEMETRY_DISABLED=1
 npm run typecheck --silent
 # Formatting and lint (biome): a change that is not formatted, or that the linter refuses, fails here.
-npx biome ci . --colors=off
+npx biome ci . --colors=off --error-on-warnings
 find . \( -name .jest-results.json -o -name .vitest-results.json \) -not -path "*/node_modules/*" -delete
 npx turbo run test --concurrency=1 --output-logs=full --log-order=grouped
 node scripts/summarise-tests.js

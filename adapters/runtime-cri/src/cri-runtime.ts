@@ -28,39 +28,14 @@ import type { ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, P
 import { ContainerdEvents } from './containerd-events.js';
 import { CriImages } from './cri-images.js';
 import { connectCri } from './cri-client.js';
+import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOGS_ROOT, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
 import { ADAPTER, translate } from './errors.js';
 import { assertHostPortsFree } from './host-ports.js';
 import { buildContainerConfig } from './container-config.js';
 import { detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
 import { buildSandboxConfig, portsOfVerboseInfo, recordOf, sandboxConfigOf } from './sandbox-config.js';
 
-export interface CriRuntimeOptions {
-  /** A ready client (tests, another transport); by default one is made for `endpoint`. */
-  readonly cri?: CriApi;
-  /** The kubelet's `--container-runtime-endpoint`: `unix:///path/to.sock` or a socket path. Default `unix:///run/containerd/containerd.sock`. */
-  readonly endpoint?: string;
-  /** Pod volumes live in `<volumesRoot>/<manifest id>/<volume name>`. Default `/var/lib/kubelet-ts/volumes`. */
-  readonly volumesRoot?: string;
-  /** Container logs, written by the runtime: `<logsRoot>/<sandbox name>/<container name>.log`. Default `/var/log/kubelet-ts/pods`. */
-  readonly logsRoot?: string;
-  /** The host address published ports bind to. Default `0.0.0.0`, as a hostPort does in the kubelet. */
-  readonly hostIp?: string;
-  /** The sandboxes' cgroup parent (a cgroupfs path, or a slice with the systemd driver). Default: the runtime's choice. */
-  readonly cgroupParent?: string;
-  /** CRI's runtime handler (a RuntimeClass, e.g. `runc`). Default: the runtime's default handler. */
-  readonly runtimeHandler?: string;
-  /** Deadline of each call, stop's grace period on top. Default 2 min, the kubelet's `--runtime-request-timeout`. */
-  readonly requestTimeoutMs?: number;
-  /** Deadline of one image pull. Default 15 min. */
-  readonly pullTimeoutMs?: number;
-  readonly logger?: Logger;
-  /** Time for creation stamps and pull durations. Default `systemClock`. (gRPC deadlines are the channel's, on the wall clock.) */
-  readonly clock?: Clock;
-}
-
-export const DEFAULT_CRI_ENDPOINT = 'unix:///run/containerd/containerd.sock';
-export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
-export const DEFAULT_LOGS_ROOT = '/var/log/kubelet-ts/pods';
+export { DEFAULT_CRI_ENDPOINT, DEFAULT_LOGS_ROOT, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
 
 const MAX_EXEC_OUTPUT = 64 * 1024;
 // What the agent names sandboxes and containers; anything else gets no log directory of its own.

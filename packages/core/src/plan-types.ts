@@ -1,0 +1,148 @@
+/* The planner's vocabulary: what it is given (PlanInput) and what it says (Plan, PodPlan, PlanAction). */
+import type { BackoffPolicy } from './backoff.js';
+import type { DesiredPod, PullPolicy } from './manifest.js';
+import type { ContainerSpec, ContainerSummary } from './runtime.js';
+import type { SandboxSpec, SandboxSummary } from './sandbox.js';
+
+export type PlanReason =
+  | 'new' // desired, no container exists
+  | 'spec-changed' // a container exists with another spec hash
+  | 'restart' // the container exited and its restart policy says run it again
+  | 'not-started' // created but never started (the agent stopped between create and start)
+  | 'duplicate' // a second running container for the same manifest container
+  | 'gc' // an exited container already replaced by a newer one
+  | 'unhealthy' // running, but its liveness probe failed failureThreshold times in a row
+  | 'sandbox-changed' // the pod's sandbox is gone, dead, or made with other ports: a new one, new containers
+  | 'not-desired'; // no source asks for it any more
+
+export type PlanAction =
+  /** Pull the image as `pullPolicy` says, create the container in the pod's sandbox, start it. */
+  | {
+      readonly type: 'create';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly spec: ContainerSpec;
+      readonly pullPolicy: PullPolicy;
+      /**
+       * The pod's ready sandbox. Absent only when the pod gets a new one: a `run-sandbox` step
+       * earlier in the same pod's plan makes it, and the container goes into that one.
+       */
+      readonly sandbox?: string;
+    }
+  /** Run the pod's sandbox; the pod's creates that follow go into it. `container` is `POD`. */
+  | {
+      readonly type: 'run-sandbox';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly spec: SandboxSpec;
+    }
+  /** Remove a sandbox (after the containers in it); `volumes` when the pod itself is gone. */
+  | {
+      readonly type: 'remove-sandbox';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly id: string;
+      readonly volumes: boolean;
+    }
+  /** Start an existing container that was created but never started. */
+  | { readonly type: 'start'; readonly podId: string; readonly container: string; readonly reason: PlanReason; readonly id: string }
+  /**
+   * Stop a running container whose liveness probe failed, and keep it: its restart policy decides
+   * what happens next, as for any exit (the kubelet kills unhealthy containers in its pod sync).
+   */
+  | {
+      readonly type: 'kill';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly id: string;
+      readonly graceSeconds: number;
+      /** What the probe last said, for the event. */
+      readonly detail: string;
+    }
+  /** Stop the container if it runs (signal, then kill after `graceSeconds`), then remove it. */
+  | {
+      readonly type: 'remove';
+      readonly podId: string;
+      readonly container: string;
+      readonly reason: PlanReason;
+      readonly id: string;
+      readonly running: boolean;
+      readonly graceSeconds: number;
+    };
+
+/** A container that exited and waits out its crash back-off before it is restarted. */
+export interface BackOff {
+  readonly podId: string;
+  readonly container: string;
+  /** The exited container, kept for inspection. */
+  readonly id: string;
+  readonly exitCode?: number;
+  /** When the restart may happen (ms since the epoch). */
+  readonly until: number;
+  readonly delayMs: number;
+  /** Restarts so far of this manifest container. */
+  readonly restartCount: number;
+}
+
+/** The actions for one pod, in the order they must run: removals (concurrently) before the rest. */
+export interface PodPlan {
+  readonly podId: string;
+  readonly actions: readonly PlanAction[];
+}
+
+export interface Plan {
+  readonly pods: readonly PodPlan[];
+  /** Containers that are no longer desired but kept because not every source has been seen yet. */
+  readonly held: number;
+  /** Exited containers waiting out their back-off; the agent should pass again at the earliest `until`. */
+  readonly backOffs: readonly BackOff[];
+}
+
+/**
+ * The kubelet's crash back-off: a first crash restarts at once; the second consecutive short run
+ * waits 10 s, each further one twice as long, capped at 300 s.
+ */
+export const CrashBackOff = {
+  initialMs: 10_000,
+  maxMs: 300_000,
+  /** A container that ran this long before exiting starts the back-off over. */
+  resetAfterMs: 600_000,
+} as const;
+
+export interface PlanInput {
+  readonly desired: readonly DesiredPod[];
+  /**
+   * One runtime `list`; foreign containers and other nodes' containers are ignored. Exited
+   * containers need `startedAt`/`finishedAt` for the back-off (the runner inspects them if the
+   * runtime's list does not say).
+   */
+  readonly actual: readonly ContainerSummary[];
+  /** This agent's hostname: only containers labelled with it are ours. */
+  readonly node: string;
+  /**
+   * False until every source has delivered once: containers of pods that no source asks for are
+   * then kept rather than stopped (the 2014 agent stopped everything when a source was slow).
+   */
+  readonly allowRemovals: boolean;
+  /** The agent's clock, for crash back-off. */
+  readonly now: number;
+  /** Pods being acted on right now: left out of this plan, so no pod is acted on twice at once. */
+  readonly busy?: ReadonlySet<string>;
+  /**
+   * Running containers (by runtime id) whose liveness probe failed failureThreshold times, with the
+   * probe's last word: each is planned a `kill`. Ids that are not running desired containers are ignored.
+   */
+  readonly unhealthy?: ReadonlyMap<string, string>;
+  /**
+   * One `listSandboxes`. Every container lives in its pod's sandbox, so the sandbox is planned with
+   * the pod: made when missing, replaced (with every container of the pod) when dead or made with
+   * other ports, removed when the pod is gone.
+   */
+  readonly sandboxes: readonly SandboxSummary[];
+  /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
+  readonly crashBackOff?: BackoffPolicy;
+}
