@@ -1,4 +1,4 @@
-import type { Clock, ImageService, Logger } from '@kubelet-ts/core';
+import { SharedCalls, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
 import type { CriApi } from './cri-api.js';
 import { classifyPullError } from './errors.js';
 
@@ -19,17 +19,12 @@ export interface CriImagesOptions {
  * time: callers of an image already being pulled share its transfer.
  */
 export class CriImages implements ImageService {
-  private readonly pulls = new Map<string, Promise<void>>();
+  private readonly pulls = new SharedCalls<void>();
 
   constructor(private readonly options: CriImagesOptions) {}
 
   pull(image: string): Promise<void> {
-    let pending = this.pulls.get(image);
-    if (pending === undefined) {
-      pending = this.transfer(image).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pending);
-    }
-    return pending;
+    return this.pulls.run(image, () => this.transfer(image));
   }
 
   async hasImage(image: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { KubeletError, repeatEvery, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
+import { KubeletError, repeatEvery, SharedCalls, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
 import type { DockerApi, PullProgressEvent } from './docker-api.js';
 import { classifyPullError, dockerDetail, translate } from './errors.js';
 
@@ -19,17 +19,12 @@ export interface DockerImagesOptions {
  * One pull of an image at a time: callers of an image already being pulled share its transfer.
  */
 export class DockerImages implements ImageService {
-  private readonly pulls = new Map<string, Promise<void>>();
+  private readonly pulls = new SharedCalls<void>();
 
   constructor(private readonly options: DockerImagesOptions) {}
 
   pull(image: string): Promise<void> {
-    let pending = this.pulls.get(image);
-    if (pending === undefined) {
-      pending = this.transfer(image).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pending);
-    }
-    return pending;
+    return this.pulls.run(image, () => this.transfer(image));
   }
 
   async hasImage(image: string): Promise<boolean> {

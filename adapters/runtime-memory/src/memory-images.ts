@@ -1,4 +1,4 @@
-import { KubeletError, sleep, type Clock, type ImageService, type RuntimeOperation } from '@kubelet-ts/core';
+import { KubeletError, SharedCalls, sleep, type Clock, type ImageService, type RuntimeOperation } from '@kubelet-ts/core';
 
 export interface MemoryImagesOptions {
   readonly clock: Clock;
@@ -22,7 +22,7 @@ export interface MemoryImagesOptions {
 export class MemoryImages implements ImageService {
   private readonly present: Set<string>;
   private readonly pullable: 'any' | ReadonlySet<string>;
-  private readonly pulls = new Map<string, Promise<void>>();
+  private readonly pulls = new SharedCalls<void>();
 
   constructor(private readonly options: MemoryImagesOptions) {
     this.present = new Set(options.images ?? []);
@@ -31,9 +31,7 @@ export class MemoryImages implements ImageService {
 
   async pull(image: string): Promise<void> {
     await this.options.enter('pull', image);
-    const pending = this.pulls.get(image);
-    if (pending !== undefined) return pending;
-    const transfer = (async () => {
+    return this.pulls.run(image, async () => {
       const latency = this.options.pullLatencyMs ?? 0;
       if (latency > 0) await sleep(this.options.clock, latency);
       if (this.pullable !== 'any' && !this.pullable.has(image)) {
@@ -42,9 +40,7 @@ export class MemoryImages implements ImageService {
         });
       }
       this.present.add(image);
-    })().finally(() => this.pulls.delete(image));
-    this.pulls.set(image, transfer);
-    return transfer;
+    });
   }
 
   async hasImage(image: string): Promise<boolean> {

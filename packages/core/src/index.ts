@@ -61,6 +61,7 @@ export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrappi
 export { settledEvents, type SettleOptions } from './settle-events.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';
 export { ChangeReporter } from './change-reporter.js';
+export { SharedCalls } from './shared-calls.js';
 export { silentLogger, type Logger } from './logger.js';
 export { Tokens, type Registry, type Token } from './tokens.js';
 
