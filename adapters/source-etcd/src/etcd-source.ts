@@ -186,9 +186,7 @@ export class EtcdManifestSource implements ManifestSource {
     watcher.on('data', (response: IWatchResponse) => {
       if (!current()) return;
       this.cancels = 0;
-      // One response may carry several revisions of the key; the last is the one in force.
-      const last = response.events.at(-1);
-      if (last !== undefined) this.apply(last.type === 'Delete' ? undefined : last.kv.value);
+      this.receive(response);
     });
     // etcd3 emits `disconnected` twice for one drop (stream error, then end); `current` keeps the
     // second from counting.
@@ -309,7 +307,25 @@ export class EtcdManifestSource implements ManifestSource {
   }
 
   /** Applies the key's value (`undefined`: no key) and delivers the set if it changed. */
+  /**
+   * One watch response. It may carry several revisions of the key: each is taken in, in order, and
+   * the set is delivered once, so an invalid last one reports its problem while the last valid one
+   * before it runs (issue 27: applying the last alone left the agent on an earlier batch's version).
+   * @internal (public for the test that hands it a batch etcd would have to be raced into sending)
+   */
+  receive(response: Pick<IWatchResponse, 'events'>): void {
+    if (response.events.length === 0) return;
+    for (const event of response.events) this.take(event.type === 'Delete' ? undefined : event.kv.value);
+    this.intake.commit();
+  }
+
   private apply(value: Buffer | undefined): void {
+    this.take(value);
+    this.intake.commit();
+  }
+
+  /** One version of the key, taken into the intake (delivered at the next commit). */
+  private take(value: Buffer | undefined): void {
     if (value === undefined) {
       // A missing or deleted key is "nothing to run", like a missing --config path.
       this.intake.keep([]);
@@ -321,7 +337,6 @@ export class EtcdManifestSource implements ManifestSource {
     } else {
       this.intake.read(this.key, value, this.idFor); // bytes: a value that is not UTF-8 is unreadable
     }
-    this.intake.commit();
   }
 }
 

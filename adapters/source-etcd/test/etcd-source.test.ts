@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Tokens, type ManifestSource } from '@kubelet-ts/core';
-import { Namespace, type Etcd3 } from 'etcd3';
+import { Namespace, type Etcd3, type IWatchResponse } from 'etcd3';
 import { createEtcdClient } from '../src/etcd-client.js';
 import { EtcdManifestSource, etcdKeyFor, registerEtcdSource, type EtcdManifestSourceOptions } from '../src/index.js';
 import { EtcdServer, TcpGate } from '@kubelet-ts/testkit';
@@ -99,6 +99,21 @@ describe('EtcdManifestSource', () => {
     await admin.put(key).value(list(manifest('a', 'app:2')));
     await sink.until(() => sink.image('a') === 'app:2', 'the fix');
     expect(sink.errors).toHaveLength(1);
+  });
+
+  it('takes every version a watch response carries: a batch ending in an invalid value runs the last valid one (issue 27)', async () => {
+    const { sink, key } = await start();
+    await admin.put(key).value(list(manifest('a', 'app:0')));
+    await sink.until(() => sink.image('a') === 'app:0', 'the first version');
+    const updates = sink.updates.length;
+    // What etcd sends a watcher that fell behind (the attack's burst of 3,000 puts): several
+    // revisions in one response. Handed over directly: racing etcd into it is not deterministic.
+    const put = (value: string) => ({ type: 'Put', kv: { value: Buffer.from(value) } }) as unknown as IWatchResponse['events'][number];
+    source!.receive({ events: [put(list(manifest('a', 'app:1'))), put(list(manifest('a', 'app:2'))), put('- id: a\n  containers: [')] });
+    expect(sink.image('a')).toBe('app:2');
+    expect(sink.updates).toHaveLength(updates + 1); // one delivery for the batch
+    expect(sink.errors).toHaveLength(1);
+    expect(sink.errors[0]?.message).toContain(key);
   });
 
   // Found by the fuzz suite: read as text with replacement characters, a Latin-1 value ran with
