@@ -36,15 +36,28 @@ export type Scenario = (typeof SCENARIOS)[number];
 export async function runBench(options: BenchOptions): Promise<Row[]> {
   const q = options.quick;
   const rows: Row[] = [];
-  const step = (name: string) => process.stderr.write(`bench: ${name}\n`);
+  // What is measured is written after every scenario, so a run that is cut short (a timeout, an
+  // engine that wedges) keeps the rows it had (a 40-minute run once lost them all at its last step).
+  const version = options.engine ? ((await independentDocker().version()) as { Version?: string }).Version : undefined;
+  const machine = describeMachine(version, (options.cri ?? options.engine) ? await containerdVersion() : undefined);
+  await mkdir(options.out, { recursive: true });
+  const when = new Date();
+  const save = async () => {
+    await writeFile(`${options.out}/results.json`, `${JSON.stringify({ when, machine, rows }, null, 2)}\n`);
+    await writeFile(`${options.out}/RESULTS.md`, markdown(rows, machine, when));
+  };
+  const step = async (name: string) => {
+    if (rows.length > 0) await save();
+    process.stderr.write(`bench: ${name}\n`);
+  };
   const wanted = (scenario: Scenario) => options.only === undefined || options.only.has(scenario);
   if (options.engine && wanted('engine')) {
-    step('start latency and throughput on the engine');
+    await step('start latency and throughput on the engine');
     rows.push(...(await engine(q ? 2 : 10, q ? 5 : 100, q ? 1 : 3)));
   }
   const cri = options.cri ?? options.engine;
   if (cri && wanted('cri')) {
-    step('start latency and throughput on containerd (CRI)');
+    await step('start latency and throughput on containerd (CRI)');
     // The quick run stays a few seconds: one pod, then three.
     const sizes = q
       ? { latencyRuns: 1, throughputPods: 3, throughputRuns: 1, rawConcurrency: [4] }
@@ -52,7 +65,7 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
     rows.push(...(await criEngine(sizes)));
   }
   if (options.engine && wanted('steady-engine')) {
-    step(`steady state on Docker${cri ? ' and containerd' : ''}, and the idle CLI's CPU`);
+    await step(`steady state on Docker${cri ? ' and containerd' : ''}, and the idle CLI's CPU`);
     rows.push(
       ...(await steadyEngine(q ? { pods: 3, passes: 3, idleSeconds: 3 } : { pods: 200, passes: 20, idleSeconds: 60 }, {
         docker: true,
@@ -61,33 +74,28 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
     );
   }
   if (options.engine && wanted('reaction-engine')) {
-    step(`reaction to a killed container on Docker${cri ? ' and containerd' : ''}`);
+    await step(`reaction to a killed container on Docker${cri ? ' and containerd' : ''}`);
     rows.push(...(await engineReaction(q ? 2 : 10, { docker: true, cri })));
   }
   if (wanted('steady')) {
-    step('steady state');
+    await step('steady state');
     rows.push(...(await steadyState(q ? 100 : 1_000, q ? 3 : 20, Infinity)));
     rows.push(...(await steadyState(q ? 500 : 10_000, q ? 3 : 20, q ? 50 : 200)));
   }
   if (wanted('reaction')) {
-    step('reaction');
+    await step('reaction');
     rows.push(...(await reaction(q ? 3 : 15)));
   }
   if (wanted('memory')) {
-    step('memory');
+    await step('memory');
     rows.push(...(await memory(q ? 500 : 10_000)));
   }
   if (wanted('fleet')) {
-    step('fleet: agents on one etcd');
+    await step('fleet: agents on one etcd');
     rows.push(...(await fleet(q ? 20 : 1_000)));
   }
 
-  const version = options.engine ? ((await independentDocker().version()) as { Version?: string }).Version : undefined;
-  const machine = describeMachine(version, cri ? await containerdVersion() : undefined);
-  await mkdir(options.out, { recursive: true });
-  const when = new Date();
-  await writeFile(`${options.out}/results.json`, `${JSON.stringify({ when, machine, rows }, null, 2)}\n`);
-  await writeFile(`${options.out}/RESULTS.md`, markdown(rows, machine, when));
+  await save();
   return rows;
 }
 
