@@ -196,9 +196,9 @@ export class SyncPass {
       return result;
     };
     try {
-      // A busy pod's worker is acting: it plans the pod again when it is done.
+      // A busy pod's worker is acting: it is given the news below (`leftOut`) and plans the pod
+      // again when it is done.
       const busy = new Set([...workers.busy()].filter((id) => pods.has(id)));
-      for (const id of busy) workers.news(id);
       await cache.refresh(pods);
       const { containers } = cache.snapshot();
       this.ours = oursById(containers, hostname);
