@@ -1,4 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -20,7 +23,11 @@ export class AgentProcess {
   constructor(args: readonly string[]) {
     // The agent's server takes any free port unless the test names one: tests run side by side.
     const port = args.includes('--port') ? [] : ['--port', '0'];
-    this.child = spawn(process.execPath, [cliPath, '--log-format', 'json', ...port, ...args], { cwd: repoRoot, stdio: 'pipe' });
+    // Its own directory for what it keeps across restarts, unless the test names one (to restart
+    // an agent on it): never the host's /var/lib/kubelet-ts, which agents side by side would share.
+    const rootDir = args.includes('--root-dir') ? undefined : mkdtempSync(join(tmpdir(), 'kubelet-ts-agent-'));
+    const root = rootDir === undefined ? [] : ['--root-dir', rootDir];
+    this.child = spawn(process.execPath, [cliPath, '--log-format', 'json', ...port, ...root, ...args], { cwd: repoRoot, stdio: 'pipe' });
     let buffer = '';
     this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       buffer += chunk;
@@ -29,7 +36,12 @@ export class AgentProcess {
       for (const part of parts) if (part.trim() !== '') this.lines.push(JSON.parse(part) as LogLine);
     });
     this.child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.stderr.push(chunk));
-    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve({ code, signal })));
+    this.exited = new Promise((resolve) =>
+      this.child.on('exit', (code, signal) => {
+        if (rootDir !== undefined) rmSync(rootDir, { recursive: true, force: true });
+        resolve({ code, signal });
+      }),
+    );
   }
 
   /** The agent server's base URL, once it has said it listens. */

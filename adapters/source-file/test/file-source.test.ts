@@ -60,6 +60,25 @@ describe('FileManifestSource', () => {
     expect(sink.ids).toEqual(['a', 'b', 'c']);
   });
 
+  it("after the agent's restart, runs what it kept for a file unreadable since then beside the readable files, until that file reads (issue 27 item 2)", async () => {
+    const kept = new RecordingSink();
+    source = new FileManifestSource({ path: dir, checkFrequencyMs: 60_000, debounceMs: 20 });
+    await writeFile(join(dir, 'a.yaml'), manifest('a'));
+    await writeFile(join(dir, 'b.yaml'), manifest('b'));
+    await source.start(kept);
+    const restored = kept.updates.at(-1)!;
+    await source.close();
+
+    await writeFile(join(dir, 'a.yaml'), manifest('a', 'app:2'));
+    await writeFile(join(dir, 'b.yaml'), 'version: v1beta1\nid: b\ncontainers: [ {');
+    const sink = Object.assign(new RecordingSink(), { restored });
+    source = new FileManifestSource({ path: dir, checkFrequencyMs: 60_000, debounceMs: 20 });
+    await source.start(sink);
+    expect(sink.updates.at(-1)!.map((m) => `${m.id}=${m.containers[0]!.image}`)).toEqual(['a=app:2', 'b=app:1']);
+    await writeFile(join(dir, 'b.yaml'), manifest('c'));
+    await sink.until(() => sink.ids.join() === 'a,c', 'b.yaml to read, and alone say what it runs');
+  });
+
   // 2014 read every file of the directory whose name does not start with a dot (`cadvisor.manifest`).
   it('reads every file whatever its extension, but not dotfiles, backup and swap files or subdirectories', async () => {
     await writeFile(join(dir, 'web.yaml'), manifest('web', 'app:new'));

@@ -6,6 +6,7 @@ import {
   silentLogger,
   systemClock,
   type Clock,
+  type ContainerManifest,
   type Logger,
   type ManifestSource,
   type Registry,
@@ -129,6 +130,8 @@ export class ServerManifestSource implements ManifestSource {
   private readonly sockets = new Set<Socket>();
   /** What requests may call this server, known once it listens (the port may have been 0). */
   private reachable: ReachableNames | undefined;
+  /** Whether the agent's checkpoint has been taken up (at the first start). */
+  private resumed = false;
 
   constructor(options: ServerManifestSourceOptions = {}) {
     this.name = options.name ?? ADAPTER;
@@ -219,9 +222,33 @@ export class ServerManifestSource implements ManifestSource {
         'the bearer token crosses the network in clear text: serve TLS (--tls-cert-file, --tls-private-key-file)',
       );
     }
-    // What was posted before a restart of this source is kept: deliver it (or the empty set) now.
+    // What was posted before a restart of this source is kept, and what was posted before the
+    // agent's restart (its checkpoint) is taken up once: deliver it (or the empty set) now.
+    const resumed = this.resume(sink.restored);
     this.intake.start(sink);
-    this.intake.commit();
+    if (resumed) this.intake.commit();
+  }
+
+  /**
+   * Takes up the set the agent kept from before its restart, at the first start only: each
+   * manifest a document of its own, as if posted again. Over the limits (they were lowered), what
+   * fits is not chosen: nothing is taken up and nothing delivered, so the agent keeps running the
+   * kept set until the next request replaces it; false then.
+   */
+  private resume(restored: readonly ContainerManifest[] | undefined): boolean {
+    if (this.resumed) return true;
+    this.resumed = true;
+    if (restored === undefined || restored.length === 0) return true;
+    const problem = this.intake.hold(restored.map((manifest) => ({ origin: manifest.id, manifests: [manifest] })));
+    if (problem === undefined) {
+      this.logger.info({ manifests: restored.length }, 'took up the manifests posted before the restart');
+      return true;
+    }
+    this.logger.error(
+      { manifests: restored.length },
+      `the manifests posted before the restart would hold ${problem}: they run as kept, and the next request replaces them`,
+    );
+    return false;
   }
 
   async close(): Promise<void> {

@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { RecordingSink } from '@kubelet-ts/conformance';
 import { ServerManifestSource, agentApiHandler, type RouteHandler, type ServerManifestSourceOptions } from '../src/index.js';
 import { FakeView } from './fake-view.js';
+import { RecordingLogger } from './recording-logger.js';
 
 const manifest = (id: string, extra = '') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: app:1\n${extra}`;
 
@@ -214,5 +215,44 @@ describe('ServerManifestSource', () => {
     const second = new ServerManifestSource({ port: Number(new URL(url).port) });
     await expect(second.start(new RecordingSink())).rejects.toMatchObject({ code: 'EADDRINUSE' });
     await second.close();
+  });
+
+  describe("the agent's kept set after a restart (issue 27 item 1)", () => {
+    const restoredOf = async (...ids: string[]) => {
+      const first = new ServerManifestSource({ port: 0 });
+      const sink = new RecordingSink();
+      await first.start(sink);
+      for (const id of ids) await post(first.url, '/container', manifest(id));
+      await first.close();
+      return sink.updates.at(-1)!;
+    };
+
+    it('takes up what was posted before the restart, as if posted again, at its first start only', async () => {
+      const restored = await restoredOf('web', 'db');
+      source = new ServerManifestSource({ port: 0 });
+      const sink = Object.assign(new RecordingSink(), { restored });
+      await source.start(sink);
+      expect(sink.updates).toEqual([restored]);
+      // DELETE knows it (a 404 before: the server had forgotten what it was told).
+      expect((await fetch(`${source.url}/container/web`, { method: 'DELETE' })).status).toBe(200);
+      expect(sink.ids).toEqual(['db']);
+      // Restarted by its supervisor, it goes on from what it holds, not from the agent's checkpoint.
+      await source.close();
+      const again = Object.assign(new RecordingSink(), { restored });
+      await source.start(again);
+      expect(again.ids).toEqual(['db']);
+    });
+
+    it('over its limits (lowered since), takes up nothing and delivers nothing, so the agent runs the kept set', async () => {
+      const restored = await restoredOf('web', 'db');
+      const logger = new RecordingLogger();
+      source = new ServerManifestSource({ port: 0, limits: { maxManifests: 1 }, logger });
+      const sink = Object.assign(new RecordingSink(), { restored });
+      await source.start(sink);
+      expect(sink.updates).toEqual([]);
+      expect(logger.entries.filter((e) => e.level === 'error').map((e) => e.message)).toEqual([
+        expect.stringContaining('the manifests posted before the restart would hold 2 manifests'),
+      ]);
+    });
   });
 });

@@ -116,6 +116,8 @@ async function idleCpu(engine: Engine, node: string, manifests: string, sizes: S
   const before = await engine.rawList();
   // KUBELET_TS_BENCH_CLI_PROFILE=<dir>: the idle CLI writes a V8 CPU profile there when it exits.
   const profile = process.env['KUBELET_TS_BENCH_CLI_PROFILE'];
+  // What the CLI keeps across restarts goes to a directory of its own, removed after.
+  const rootDir = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-root-'));
   const args = [
     ...(profile === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profile]),
     CLI,
@@ -126,6 +128,8 @@ async function idleCpu(engine: Engine, node: string, manifests: string, sizes: S
     node,
     '--port',
     '0',
+    '--root-dir',
+    rootDir,
   ];
   const cli = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
@@ -154,10 +158,11 @@ async function idleCpu(engine: Engine, node: string, manifests: string, sizes: S
       unit: '% of a core',
       value: summarise([percent]),
       target: { text: '≤ 0.5 %', met: percent <= 0.5 && !acted },
-      note: `utime+stime of the CLI's process over ${(wallMs / 1000).toFixed(0)} s (${ticks1 - ticks0} ticks of 10 ms), sampled after it had adopted the ${sizes.pods} pods the bench's agent started (its own process; \`${engine.cliArgs.join(' ').split(tmpdir()).join('<tmp>')} --config <dir> --hostname-override <node> --port 0\`, the rest default: 10 s sync, 20 s file check, info logs)${acted ? `; **the CLI changed the pods while idle**: ${before.all} containers before, ${after.all} (${after.running} running) after` : '; it left every container as it was'}`,
+      note: `utime+stime of the CLI's process over ${(wallMs / 1000).toFixed(0)} s (${ticks1 - ticks0} ticks of 10 ms), sampled after it had adopted the ${sizes.pods} pods the bench's agent started (its own process; \`${engine.cliArgs.join(' ').split(tmpdir()).join('<tmp>')} --config <dir> --hostname-override <node> --port 0 --root-dir <tmp>\`, the rest default: 10 s sync, 20 s file check, info logs)${acted ? `; **the CLI changed the pods while idle**: ${before.all} containers before, ${after.all} (${after.running} running) after` : '; it left every container as it was'}`,
     });
   } finally {
     await stop(cli);
+    await rm(rootDir, { recursive: true, force: true });
   }
 }
 

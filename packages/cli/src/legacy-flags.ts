@@ -57,7 +57,10 @@ export function addLegacyFlags(program: Command): Command {
     new Option(`${flags} [bool]`, help).argParser(goBool).preset(String(preset)).default(fallback);
   return program
     .addOption(
-      new Option('--root-dir <dir>', "2014: the agent's directory; pod volumes live in <dir>/volumes unless --volumes-root is given"),
+      new Option(
+        '--root-dir <dir>',
+        "the agent's directory (default /var/lib/kubelet-ts): each source's last good set is kept in <dir>/sources, and pod volumes live in <dir>/volumes unless --volumes-root is given",
+      ),
     )
     .addOption(
       bool('--enable-server', "2014: serve the agent's HTTP API and manifest routes (--enable-server=false: no server)", true, true),

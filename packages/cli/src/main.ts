@@ -9,6 +9,7 @@ import { runOnce } from './runonce.js';
 import { planMain } from './plan.js';
 import { convertMain } from './convert.js';
 import { wire } from './wiring.js';
+import { sourceCheckpoints } from './checkpoints.js';
 
 /** Runs the agent until SIGINT or SIGTERM; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -41,7 +42,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   if (options.runonce) return runOnce(options, hostname, logger);
   let wiring: Awaited<ReturnType<typeof wire>>;
+  let checkpoints: Awaited<ReturnType<typeof sourceCheckpoints>>;
   try {
+    checkpoints = await sourceCheckpoints(options.rootDir, logger);
     wiring = await wire(options, hostname, logger, 'agent', givenHostname);
   } catch (error) {
     logger.error({ err: error }, `invalid configuration: ${(error as Error).message}`);
@@ -49,6 +52,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const kubelet = resolveKubelet(wiring.container, {
     allowHostMounts: options.allowHostMounts,
+    ...(checkpoints === undefined ? {} : { checkpoints }),
     syncFrequencyMs: options.syncFrequency,
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
     hostname,

@@ -145,4 +145,11 @@ export interface PlanInput {
   readonly sandboxes: readonly SandboxSummary[];
   /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
   readonly crashBackOff?: BackoffPolicy;
+  /**
+   * Pods that a source of this agent has named, now or before (in this process, or in the last
+   * good sets it kept across a restart). A pod that is gone is removed with its volumes only when
+   * it is known: one the agent merely does not remember (no record of it survived) loses its
+   * containers, never its data. Without it, every gone pod's volumes go.
+   */
+  readonly known?: ReadonlySet<string>;
 }

@@ -33,13 +33,14 @@ export function plan(input: PlanInput): Plan {
   const gone = new Set([...byPod.keys(), ...sandboxesByPod.keys()]);
   for (const podId of gone) {
     if (desiredIds.has(podId) || busy.has(podId)) continue;
-    // Containers first (each stopped with its grace period), then the sandbox and the pod's volumes:
-    // a sandbox left with no containers (the agent died between making it and its first container)
-    // goes too.
+    // Containers first (each stopped with its grace period), then the sandbox and, when a source
+    // removed the pod (not when the agent forgot it), the pod's volumes: a sandbox left with no
+    // containers (the agent died between making it and its first container) goes too.
     const actions: PlanAction[] = (byPod.get(podId) ?? NONE).map((c) =>
       removal(podId, c.labels[Labels.containerName] ?? '', c, 'not-desired', graceFromLabel(c)),
     );
-    actions.push(...sandboxRemovals(podId, sandboxesByPod.get(podId) ?? NO_SANDBOXES, 'not-desired', true));
+    const volumes = input.known === undefined || input.known.has(podId);
+    actions.push(...sandboxRemovals(podId, sandboxesByPod.get(podId) ?? NO_SANDBOXES, 'not-desired', volumes));
     if (input.allowRemovals) pods.push({ podId, actions });
     else held += actions.length;
   }

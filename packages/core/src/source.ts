@@ -17,6 +17,13 @@ export interface SourceSink {
    * `@kubelet-ts/manifest`), not on every re-read; a sink without this method drops them.
    */
   warning?(warning: SourceWarning): void;
+  /**
+   * The set this source last delivered before the agent restarted, when the agent keeps its
+   * sources' last good sets on disk (kubelet-ts: `--root-dir`); absent otherwise. The agent runs it
+   * until the source delivers. A source whose state is only what it was told (the agent's server)
+   * continues from it; one that reads a backend (a file, a URL, etcd) reads that instead.
+   */
+  readonly restored?: readonly ContainerManifest[];
 }
 
 /** What a source says about a valid manifest that it delivers: one deprecated field of it. */

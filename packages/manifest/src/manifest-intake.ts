@@ -68,6 +68,9 @@ export class ManifestIntake {
   private readonly warned = new WarningReporter();
   private readonly describedAs: string;
   private sink: SourceSink | undefined;
+  /** The agent's kept set from before its restart (`SourceSink.restored`), while some document has not been readable yet. */
+  private carried: readonly ContainerManifest[] | undefined;
+  private startedOnce = false;
 
   constructor(private readonly options: ManifestIntakeOptions) {
     this.describedAs = options.describedAs ?? `the ${options.adapter} source's documents`;
@@ -76,6 +79,8 @@ export class ManifestIntake {
   /** Speaks to `sink` from now on and tells it everything afresh: the set, and what stands. */
   start(sink: SourceSink): void {
     this.sink = sink;
+    if (!this.startedOnce && sink.restored !== undefined && sink.restored.length > 0) this.carried = sink.restored;
+    this.startedOnce = true;
     this.delivered.reset();
     this.conflicts.reset();
     this.overLimit.reset();
@@ -183,7 +188,25 @@ export class ManifestIntake {
     // Like an unreadable text, too much changes nothing: dropping some documents' pods to fit would
     // stop running pods because an unrelated document was added.
     if (problem !== undefined || !this.known()) return;
-    if (this.delivered.changed(manifests)) sink.update(manifests);
+    const set = this.withCarried(manifests);
+    if (this.delivered.changed(set)) sink.update(set);
+  }
+
+  /**
+   * A document that has not been readable since the agent restarted has given no state, so what
+   * the agent kept from before (its checkpoint) runs beside what the readable documents give, for
+   * every id they do not give, until each document has been readable once or is gone. The cost: a
+   * pod removed from a readable document while the agent was down stays until then too.
+   */
+  private withCarried(manifests: ContainerManifest[]): readonly ContainerManifest[] {
+    const carried = this.carried;
+    if (carried === undefined) return manifests;
+    if ([...this.documents.values()].every((d) => d.good)) {
+      this.carried = undefined;
+      return manifests;
+    }
+    const given = new Set(manifests.map((m) => m.id));
+    return [...manifests, ...carried.filter((m) => !given.has(m.id))];
   }
 
   private document(origin: string): DocumentState {

@@ -223,3 +223,60 @@ describe('ManifestIntake', () => {
     expect(sink.errors).toEqual([]);
   });
 });
+
+describe("ManifestIntake: the agent's kept set after a restart (issue 27 item 2)", () => {
+  const kept = (...ids: string[]) =>
+    ids.map((id) => {
+      const parsed = new ManifestIntake({ adapter: 'test' }).parse(text(manifest(id, 'kept:1')), 'checkpoint');
+      return parsed.manifests[0]!;
+    });
+  const restoredStart = (restored: readonly ContainerManifest[]) => {
+    const intake = new ManifestIntake({ adapter: 'test' });
+    const sink = Object.assign(new Sink(), { restored });
+    intake.start(sink);
+    return { intake, sink };
+  };
+  const images = (sink: Sink) => (sink.updates.at(-1) ?? []).map((m) => `${m.id}=${m.containers[0]!.image}`);
+
+  it('runs the kept manifests a document unreadable since the restart gave, beside what the readable ones give', () => {
+    const { intake, sink } = restoredStart(kept('a', 'b'));
+    intake.read('a.yaml', text(manifest('a', 'app:2')));
+    intake.read('b.yaml', '{ "id": "b", ');
+    intake.commit();
+    // a from its readable file (its new version), b as kept: the unreadable file has given nothing.
+    expect(images(sink)).toEqual(['a=app:2', 'b=kept:1']);
+    // Once b.yaml is readable, it alone says what b.yaml runs; the kept set is dropped.
+    intake.read('b.yaml', text(manifest('c')));
+    intake.commit();
+    expect(images(sink)).toEqual(['a=app:2', 'c=app:1']);
+    intake.read('b.yaml', '{ broken again');
+    intake.commit();
+    expect(images(sink)).toEqual(['a=app:2', 'c=app:1']);
+  });
+
+  it('drops the kept set when the unreadable document is gone, and takes it at the first start only', () => {
+    const { intake, sink } = restoredStart(kept('a', 'b'));
+    intake.read('a.yaml', text(manifest('a')));
+    intake.read('b.yaml', 'not: [valid');
+    intake.commit();
+    expect(sink.ids).toEqual(['a', 'b']);
+    intake.keep(['a.yaml']);
+    intake.commit();
+    expect(sink.ids).toEqual(['a']);
+    intake.read('b.yaml', 'not: [valid');
+    intake.start(Object.assign(new Sink(), { restored: kept('z') }));
+    intake.commit();
+    const again = (intake as unknown as { sink: Sink }).sink;
+    expect(again.ids).toEqual(['a']);
+  });
+
+  it('delivers nothing while no document was ever readable (the agent keeps its set), and an empty source empties it', () => {
+    const { intake, sink } = restoredStart(kept('a'));
+    intake.fail('key', new KubeletError('InvalidManifest', 'the value is empty'));
+    intake.commit();
+    expect(sink.updates).toEqual([]);
+    const empty = restoredStart(kept('a'));
+    empty.intake.commit();
+    expect(empty.sink.updates).toEqual([[]]);
+  });
+});

@@ -128,14 +128,18 @@ export class PlanExecutor {
         this.emit(action, 'SandboxCreated', `ran sandbox ${sandbox.name} (${action.reason}; ${action.spec.ports.length} port(s))`);
         return;
       }
-      case 'remove-sandbox':
+      case 'remove-sandbox': {
         await runtime.removeSandbox(action.id, { volumes: action.volumes });
-        this.emit(
-          action,
-          'SandboxRemoved',
-          `removed sandbox ${action.id} (${action.reason}${action.volumes ? '; and the pod volumes' : ''})`,
-        );
+        // A pod gone because the agent has no record of it keeps its data (see `PlanInput.known`).
+        const forgotten = action.reason === 'not-desired' && !action.volumes;
+        const volumes = action.volumes
+          ? '; and the pod volumes'
+          : forgotten
+            ? `; pod volumes kept: the agent has no record of pod ${action.podId} (no source of it named it: its checkpoint was lost, or its source is no longer configured), so its data stays on the host until removed by hand`
+            : '';
+        this.emit(action, 'SandboxRemoved', `removed sandbox ${action.id} (${action.reason}${volumes})`);
         return;
+      }
       case 'create': {
         const key = `${action.podId}/${action.container}`;
         const waiting = this.starts.waiting(key, this.options.clock.now());

@@ -3,6 +3,7 @@
 export { createKubelet, type Kubelet, type KubeletOptions, type KubeletStatus } from './kubelet.js';
 export type { PassResult } from './sync-loop.js';
 export type { SourceStatus } from './source-intake.js';
+export { FileSourceCheckpoints, type SourceCheckpoints } from './source-checkpoints.js';
 export type { Conflict, DesiredState } from './mux.js';
 export { resolveKubelet, type KubeletSettings, type Resolver } from './di.js';
 export { FanOutEventSink, LogEventSink } from './log-event-sink.js';

@@ -33,6 +33,7 @@ import { PodWorkers } from './pod-workers.js';
 import { Slots } from './slots.js';
 import { Prober, type NetworkCheck } from './prober.js';
 import { SourceIntake, type SourceStatus } from './source-intake.js';
+import type { SourceCheckpoints } from './source-checkpoints.js';
 import { DEFAULT_RUNTIME_DEADLINES, withDeadlines, type RuntimeDeadlines } from './runtime-deadlines.js';
 import { RuntimeWatch } from './runtime-watch.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
@@ -77,6 +78,12 @@ export interface KubeletOptions {
    * grace period or an exec's timeout plus 1 min.
    */
   readonly runtimeDeadlines?: Partial<RuntimeDeadlines>;
+  /**
+   * Where each source's last good set is kept, so that it survives a restart (the CLI:
+   * `FileSourceCheckpoints` under `--root-dir`). Without it, what the server was told is lost at a
+   * restart, and a source unreadable at start holds every removal until it delivers.
+   */
+  readonly checkpoints?: SourceCheckpoints;
 }
 
 export interface KubeletStatus {
@@ -140,6 +147,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       emit,
       ...(options.sourceBackoff === undefined ? {} : { backoff: options.sourceBackoff }),
       ...(options.allowHostMounts === undefined ? {} : { allowHostMounts: options.allowHostMounts }),
+      ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
       inbox,
     });
     this.prober = new Prober({

@@ -13,6 +13,7 @@ import type { Inbox } from './inbox.js';
 import type { KubeletMetrics } from './metrics.js';
 import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
+import type { SourceCheckpoints } from './source-checkpoints.js';
 
 export interface SourceStatus {
   readonly name: string;
@@ -34,6 +35,12 @@ export interface SourceIntakeOptions {
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
   /** Whether manifests an embedder's source builds itself may bind host paths (see `validateManifest`). */
   readonly allowHostMounts?: boolean;
+  /**
+   * Where each source's last good set is kept across restarts. Without it, a restarted agent
+   * knows nothing of what its sources said before: the server's posted pods are lost, and a source
+   * unreadable at start holds every removal until it delivers.
+   */
+  readonly checkpoints?: SourceCheckpoints;
 }
 
 /**
@@ -46,6 +53,12 @@ export class SourceIntake {
   private readonly supervisors: SourceSupervisor[];
   private readonly errors = new Map<string, string>();
   private readonly conflicts = new ChangeReporter();
+  /** What each source's checkpoint held at start, validated again: what it runs until it delivers. */
+  private readonly restored = new Map<string, readonly ContainerManifest[]>();
+  /** Every pod id a source has named (see `PlanInput.known`), until it is neither desired nor on the runtime. */
+  private readonly named = new Set<string>();
+  /** Checkpoint writes under way, waited for on close. */
+  private readonly saving = new Set<Promise<void>>();
 
   constructor(private readonly options: SourceIntakeOptions) {
     this.mux = new SourceMux(options.sources.map((s) => s.name));
@@ -54,6 +67,7 @@ export class SourceIntake {
         new SourceSupervisor(
           source,
           {
+            restored: () => this.restored.get(source.name),
             update: (manifests) => this.onUpdate(source.name, manifests),
             error: (error) => this.onError(source.name, error),
             warning: (w) => options.emit({ type: w.reason, podId: w.podId, source: source.name, reason: w.reason, message: w.message }),
@@ -76,14 +90,31 @@ export class SourceIntake {
     return this.supervisors.map((s) => s.source.name);
   }
 
-  /** Starts every source; resolves once each has had its first start. */
+  /**
+   * Restores each source's last good set from its checkpoint (it counts as that source's
+   * delivery), then starts every source; resolves once each has had its first start.
+   */
   async start(): Promise<void> {
+    await this.restore();
     for (const s of this.supervisors) s.start();
     await Promise.all(this.supervisors.map((s) => s.started));
   }
 
   async close(): Promise<void> {
     await Promise.all(this.supervisors.map((s) => s.close()));
+    while (this.saving.size > 0) await Promise.all(this.saving);
+  }
+
+  /** Pods a source has named, now or before (see `PlanInput.known`). */
+  known(): ReadonlySet<string> {
+    return this.named;
+  }
+
+  /** Forgets the named pods that are no longer desired and that the runtime no longer has (`present`). */
+  forget(present: (podId: string) => boolean): void {
+    if (this.named.size === 0) return;
+    const desired = new Set(this.mux.desired().pods.map((p) => p.manifest.id));
+    for (const id of this.named) if (!desired.has(id) && !present(id)) this.named.delete(id);
   }
 
   desired(): DesiredState {
@@ -118,11 +149,75 @@ export class SourceIntake {
     this.errors.delete(source);
     const manifests = this.checked(source, delivered);
     const changed = this.mux.update(source, manifests);
+    for (const m of manifests) this.named.add(m.id);
     if (changed) {
       this.options.logger.debug({ source, manifests: manifests.length }, 'source update');
       this.reportConflicts();
+      this.save(source, manifests);
     }
     this.options.inbox.post({ type: 'sources-changed', changed });
+  }
+
+  /**
+   * Each source's checkpoint, validated again as a source's delivery is: a manifest that is no
+   * longer valid (host mounts no longer allowed) is reported and left out. A checkpoint that cannot
+   * be read is reported and leaves its source unseen, so nothing is removed until it delivers.
+   */
+  private async restore(): Promise<void> {
+    const { checkpoints, logger } = this.options;
+    if (checkpoints === undefined) return;
+    let any = false;
+    for (const name of this.names) {
+      let saved: readonly unknown[] | undefined;
+      try {
+        saved = await checkpoints.load(name);
+      } catch (error) {
+        this.onError(
+          name,
+          new KubeletError(
+            'Unavailable',
+            `the last good set of source ${name} cannot be read (${(error as Error).message}); it counts as not seen until it delivers`,
+            {
+              cause: error,
+            },
+          ),
+        );
+        continue;
+      }
+      if (saved === undefined) continue;
+      const manifests = this.checked(name, saved as ContainerManifest[]);
+      this.restored.set(name, manifests);
+      this.mux.update(name, manifests);
+      for (const m of manifests) this.named.add(m.id);
+      logger.info(
+        { source: name, manifests: manifests.length },
+        'restored the last good set of a source; it runs until the source delivers',
+      );
+      any = true;
+    }
+    if (any) {
+      this.reportConflicts();
+      this.options.inbox.post({ type: 'sources-changed', changed: true });
+    }
+  }
+
+  private save(source: string, manifests: readonly ContainerManifest[]): void {
+    const { checkpoints } = this.options;
+    if (checkpoints === undefined) return;
+    const saving: Promise<void> = checkpoints
+      .save(source, manifests)
+      .catch((error: unknown) =>
+        this.onError(
+          source,
+          new KubeletError(
+            'Unavailable',
+            `the set of source ${source} could not be kept for a restart (${(error as Error).message}); it runs, but a restart would not know it`,
+            { cause: error },
+          ),
+        ),
+      )
+      .finally(() => this.saving.delete(saving));
+    this.saving.add(saving);
   }
 
   /**

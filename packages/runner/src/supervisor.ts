@@ -10,6 +10,8 @@ import {
 } from '@kubelet-ts/core';
 
 export interface SupervisorHandlers {
+  /** The source's checkpointed set, handed to it on each start (see `SourceSink.restored`). */
+  restored(): readonly ContainerManifest[] | undefined;
   update(manifests: readonly ContainerManifest[]): void;
   error(error: KubeletError): void;
   /** The source crashed and will be started again after `delayMs`. */
@@ -65,8 +67,10 @@ export class SourceSupervisor {
   private async run(): Promise<void> {
     const generation = ++this.generation;
     const live = () => generation === this.generation && !this.closed;
+    const restored = this.handlers.restored();
     try {
       await this.source.start({
+        ...(restored === undefined ? {} : { restored }),
         update: (manifests) => {
           if (!live()) return;
           this.backoff.reset();

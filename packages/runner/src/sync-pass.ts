@@ -81,6 +81,16 @@ export class SyncPass {
     return this.options.intake.desired().pods.some((p) => p.manifest.id === podId) ? podId : undefined;
   }
 
+  /** Lets the intake forget the pods it named that are neither desired nor on the runtime any more. */
+  private forgetGone(sandboxes: readonly SandboxSummary[]): void {
+    const present = new Set(this.ours.values());
+    for (const s of sandboxes) {
+      const podId = s.labels[Labels.sandbox];
+      if (podId !== undefined && s.labels[Labels.node] === this.options.hostname) present.add(podId);
+    }
+    this.options.intake.forget((podId) => present.has(podId));
+  }
+
   /** The planner's input for this node now (also what `plan()` previews). */
   planInput(
     desired: readonly DesiredPod[],
@@ -99,6 +109,7 @@ export class SyncPass {
       now: this.options.clock.now(),
       busy,
       unhealthy: this.options.prober.unhealthy(),
+      known: this.options.intake.known(),
       ...(crashBackOff === undefined ? {} : { crashBackOff }),
     };
   }
@@ -150,6 +161,7 @@ export class SyncPass {
       const quietHeld = idle ? this.quiet.matches(inputs) : undefined;
       if (quietHeld !== undefined) return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, quietHeld, 0)) };
       this.ours = oursById(actual, hostname);
+      this.forgetGone(sandboxes);
       this.options.transitions.exits(actual, busy);
       const p = plan(this.planInput(desired.pods, allowRemovals, actual, sandboxes, busy));
       this.quiet.record(inputs, p.pods.length === 0 && p.backOffs.length === 0 && idle, p.held);

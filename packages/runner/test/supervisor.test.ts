@@ -11,6 +11,10 @@ class Recorder implements SupervisorHandlers {
   readonly restarts: Array<{ error: KubeletError; delayMs: number }> = [];
   readonly warnings: SourceWarning[] = [];
 
+  restored(): undefined {
+    return undefined;
+  }
+
   warning(warning: SourceWarning): void {
     this.warnings.push(warning);
   }
