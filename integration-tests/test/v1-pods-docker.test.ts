@@ -82,10 +82,11 @@ beforeAll(async () => {
   runtime = new DockerRuntime({ podInfraImage: images.pause, hostIp: '127.0.0.1', volumesRoot: join(work, 'volumes') });
   kubelet = createKubelet({
     runtime,
-    sources: [new FileManifestSource({ path: manifests, allowHostMounts: true })],
+    sources: [new FileManifestSource({ path: manifests, allowHostMounts: true, allowHostNetwork: true })],
     hostname: NODE,
     syncFrequencyMs: 500,
     allowHostMounts: true,
+    allowHostNetwork: true,
     events: { emit: (e) => events.push(e) },
   });
   await kubelet.start();

@@ -105,7 +105,7 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
     async (pod) => {
       const path = join(work, `run-${++runs}.yaml`);
       await writeFile(path, stringify(pod));
-      return new FileManifestSource({ path, allowHostMounts: true });
+      return new FileManifestSource({ path, allowHostMounts: true, allowHostNetwork: true });
     },
   ],
   [
@@ -113,13 +113,18 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
     async (pod) => {
       const path = `/run-${++runs}/pod.json`;
       served.set(path, JSON.stringify(pod));
-      return new HttpManifestSource({ url: `${httpBase}${path}`, allowHostMounts: true });
+      return new HttpManifestSource({ url: `${httpBase}${path}`, allowHostMounts: true, allowHostNetwork: true });
     },
   ],
   [
     'etcd',
     async (pod) => {
-      const source = new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: `v1-${++runs}`, allowHostMounts: true });
+      const source = new EtcdManifestSource({
+        endpoints: [etcd.endpoint],
+        hostname: `v1-${++runs}`,
+        allowHostMounts: true,
+        allowHostNetwork: true,
+      });
       const b64 = (s: string) => Buffer.from(s).toString('base64');
       await etcd.gateway('/v3/kv/put', { key: b64(source.key), value: b64(JSON.stringify([pod])) });
       return source;
@@ -128,7 +133,8 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
   [
     'server POST',
     async (pod) => {
-      const source = new ServerManifestSource({ port: 0, allowHostMounts: true });
+      // Host networking allowed: the server then authenticates every caller, loopback included.
+      const source = new ServerManifestSource({ port: 0, allowHostMounts: true, allowHostNetwork: true, authToken: 'v1-token' });
       return {
         name: source.name,
         start: async (sink) => {
@@ -136,7 +142,7 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
           const res = await fetch(`${source.url}/container`, {
             method: 'POST',
             body: JSON.stringify(pod),
-            headers: { 'content-type': 'application/json' },
+            headers: { 'content-type': 'application/json', authorization: 'Bearer v1-token' },
           });
           if (res.status !== 201) throw new Error(`POST /container: ${res.status} ${await res.text()}`);
         },
@@ -156,7 +162,14 @@ async function until(check: () => Promise<boolean>, what: string, ms = 10_000): 
 
 /** Runs an agent on `runtime` fed by `source` until its one pod runs every container; returns it. */
 async function runPod(runtime: MemoryRuntime, source: ManifestSource, containers: number) {
-  kubelet = createKubelet({ runtime, sources: [source], hostname: 'v1-node', syncFrequencyMs: 200, allowHostMounts: true });
+  kubelet = createKubelet({
+    runtime,
+    sources: [source],
+    hostname: 'v1-node',
+    syncFrequencyMs: 200,
+    allowHostMounts: true,
+    allowHostNetwork: true,
+  });
   await kubelet.start();
   const agent = kubelet;
   await until(async () => {

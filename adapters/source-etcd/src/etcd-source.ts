@@ -13,12 +13,15 @@ import {
   type Registry,
   type SourceSink,
   type TimerHandle,
+  hostAccessOf,
+  type HostAccess,
 } from '@kubelet-ts/core';
 import { ManifestIntake, type IdFor } from '@kubelet-ts/manifest';
 import type { Etcd3, IWatchResponse, Watcher } from 'etcd3';
 import { createEtcdClient, describeEtcdError, type EtcdAuthOptions, type EtcdTlsOptions } from './etcd-client.js';
 
-export interface EtcdManifestSourceOptions {
+/** With the host access the manifests may take (`HostAccess`: the CLI's `--allow-host-mounts`, `--allow-host-network`). */
+export interface EtcdManifestSourceOptions extends HostAccess {
   /** etcd client URLs, e.g. `http://127.0.0.1:2379`. */
   readonly endpoints: readonly string[];
   /** TLS to etcd: its CA, and a client certificate (kube-apiserver's `--etcd-cafile`, `--etcd-certfile`, `--etcd-keyfile`). */
@@ -40,8 +43,6 @@ export interface EtcdManifestSourceOptions {
   readonly logger?: Logger;
   /** Time for retries and watch deadlines. Default `systemClock`. */
   readonly clock?: Clock;
-  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: refused. */
-  readonly allowHostMounts?: boolean;
 }
 
 const ADAPTER = 'etcd';
@@ -112,7 +113,7 @@ export class EtcdManifestSource implements ManifestSource {
     this.clock = options.clock ?? systemClock;
     this.intake = new ManifestIntake({
       adapter: ADAPTER,
-      allowHostMounts: options.allowHostMounts,
+      ...hostAccessOf(options),
       describedAs: `${this.key}: the value's manifests`,
     });
     this.idFor = (position) => derivedManifestId(this.name, this.key, position);

@@ -12,10 +12,13 @@ import {
   type Registry,
   type SourceSink,
   type TimerHandle,
+  hostAccessOf,
+  type HostAccess,
 } from '@kubelet-ts/core';
 import { ManifestIntake, type SourceLimits } from '@kubelet-ts/manifest';
 
-export interface FileManifestSourceOptions {
+/** With the host access the manifests may take (`HostAccess`: the CLI's `--allow-host-mounts`, `--allow-host-network`). */
+export interface FileManifestSourceOptions extends HostAccess {
   /**
    * A manifest file, or a directory whose every regular file is one, whatever its name ends with
    * (`cadvisor.manifest` was the 2014 convention), except dotfiles and editors' swap and backup
@@ -35,8 +38,6 @@ export interface FileManifestSourceOptions {
    * delivered last stays in force and the problem is reported once, until the files shrink.
    */
   readonly limits?: SourceLimits;
-  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: refused. */
-  readonly allowHostMounts?: boolean;
 }
 
 /**
@@ -112,7 +113,7 @@ export class FileManifestSource implements ManifestSource {
     this.intake = new ManifestIntake({
       adapter: ADAPTER,
       limits: options.limits,
-      allowHostMounts: options.allowHostMounts,
+      ...hostAccessOf(options),
       describedAs: `${this.path}: the files`,
     });
   }

@@ -14,10 +14,13 @@ import {
   type Registry,
   type SourceSink,
   type TimerHandle,
+  hostAccessOf,
+  type HostAccess,
 } from '@kubelet-ts/core';
 import { ManifestIntake } from '@kubelet-ts/manifest';
 
-export interface HttpManifestSourceOptions {
+/** With the host access the manifests may take (`HostAccess`: the CLI's `--allow-host-mounts`, `--allow-host-network`). */
+export interface HttpManifestSourceOptions extends HostAccess {
   /** An `http://` or `https://` URL whose body is one manifest or a list, YAML or JSON. */
   readonly url: string;
   /** Wait this long after one poll ends before the next begins. Default 20 s. */
@@ -36,8 +39,6 @@ export interface HttpManifestSourceOptions {
   readonly name?: string;
   /** Time for the wait between polls. Default `systemClock`. */
   readonly clock?: Clock;
-  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: refused. */
-  readonly allowHostMounts?: boolean;
 }
 
 /**
@@ -128,7 +129,7 @@ export class HttpManifestSource implements ManifestSource {
     this.intake = new ManifestIntake({
       adapter: ADAPTER,
       maxBytes: MAX_BODY_BYTES,
-      allowHostMounts: options.allowHostMounts,
+      ...hostAccessOf(options),
       describedAs: `${this.where}: the body's manifests`,
     });
     const named = manifestIdFor(options.url);

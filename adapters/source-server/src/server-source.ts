@@ -11,6 +11,8 @@ import {
   type ManifestSource,
   type Registry,
   type SourceSink,
+  hostAccessOf,
+  type HostAccess,
 } from '@kubelet-ts/core';
 import { ManifestIntake, type HeldDocument, type SourceLimits } from '@kubelet-ts/manifest';
 import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requireContentType, routeListener } from './http-kit.js';
@@ -20,7 +22,8 @@ import { ServerTls, type ServerTlsOptions } from './server-tls.js';
 import { answerPlainHttp } from './plain-http-answer.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
-export interface ServerManifestSourceOptions {
+/** With the host access the manifests may take (`HostAccess`: the CLI's `--allow-host-mounts`, `--allow-host-network`). */
+export interface ServerManifestSourceOptions extends HostAccess {
   /** Default `127.0.0.1`: the server is reachable from this host only unless told otherwise. */
   readonly address?: string;
   /** Default 10250, the kubelet's port. 0 picks a free one (see `url`). */
@@ -80,8 +83,6 @@ export interface ServerManifestSourceOptions {
   /** Default `server`. */
   readonly name?: string;
   readonly logger?: Logger;
-  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: a 400. */
-  readonly allowHostMounts?: boolean;
 }
 
 const ADAPTER = 'server';
@@ -151,7 +152,7 @@ export class ServerManifestSource implements ManifestSource {
       adapter: ADAPTER,
       limits: options.limits,
       maxBytes: this.maxBodyBytes,
-      allowHostMounts: options.allowHostMounts,
+      ...hostAccessOf(options),
     });
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -199,9 +200,10 @@ export class ServerManifestSource implements ManifestSource {
     server.keepAliveTimeout = 5_000;
     this.holdConnections(server);
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      const failed = (error: NodeJS.ErrnoException) => reject(this.cannotListen(error));
+      server.once('error', failed);
       server.listen(this.port, this.address, () => {
-        server.off('error', reject);
+        server.off('error', failed);
         resolve();
       });
     });
@@ -263,6 +265,26 @@ export class ServerManifestSource implements ManifestSource {
       server.closeAllConnections();
       for (const socket of this.sockets) socket.destroy();
     });
+  }
+
+  /**
+   * Said loudly (and the agent is unhealthy while its supervisor retries): until the server
+   * listens, whatever holds its port answers the agent's clients, and would get their tokens.
+   * The error keeps its `code` (`EADDRINUSE`, `EACCES`).
+   */
+  private cannotListen(error: NodeJS.ErrnoException): Error {
+    const where = `${this.address}:${this.port}`;
+    const why = error.code === 'EADDRINUSE' ? 'another process holds that address' : error.message;
+    const problem = Object.assign(
+      new Error(
+        `the agent server cannot listen on ${where}: ${why}. Until it can, whatever holds the port answers this agent's clients ` +
+          `(and would receive their bearer tokens; clients that verify the serving certificate refuse it): find it (ss -ltnp 'sport = :${this.port}') and stop it, or give --port`,
+        { cause: error },
+      ),
+      { code: error.code },
+    );
+    this.logger.error({ address: this.address, port: this.port, code: error.code }, problem.message);
+    return problem;
   }
 
   /** Bounds the connections open at once (issue 27 item 1), and keeps them so that `close` ends every one. */
@@ -368,6 +390,14 @@ export class ServerManifestSource implements ManifestSource {
 
 /** The secure default: refuse to serve everyone on a reachable address unless told to in so many words. */
 function checkAuthenticated(address: string, options: ServerManifestSourceOptions): void {
+  const authenticated = options.authToken !== undefined || options.tls?.clientCaFile !== undefined;
+  // A pod in the host's network is on loopback too: there, loopback is no boundary.
+  if (options.allowHostNetwork === true && !authenticated && options.insecureAllowUnauthenticated !== true)
+    throw new Error(
+      "the agent lets pods share the host's network (--allow-host-network), so a pod reaches this server on 127.0.0.1 and could post manifests and read every pod: " +
+        'authenticate callers with a token (--auth-token) or client certificates (--tls-cert-file, --tls-private-key-file and --client-ca-file), ' +
+        'or accept that with --insecure-allow-unauthenticated',
+    );
   if (
     isLoopback(address.toLowerCase()) ||
     options.authToken !== undefined ||

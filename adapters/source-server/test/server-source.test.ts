@@ -212,9 +212,34 @@ describe('ServerManifestSource', () => {
 
   it('rejects start when the port is taken, so the supervisor can retry', async () => {
     const { url } = await start();
-    const second = new ServerManifestSource({ port: Number(new URL(url).port) });
-    await expect(second.start(new RecordingSink())).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    const port = Number(new URL(url).port);
+    const logger = new RecordingLogger();
+    const second = new ServerManifestSource({ port, logger });
+    // Loudly, with what to do (issue 27 item 4: a pod that took the port would answer the agent's clients).
+    await expect(second.start(new RecordingSink())).rejects.toMatchObject({
+      code: 'EADDRINUSE',
+      message: expect.stringContaining(`the agent server cannot listen on 127.0.0.1:${port}: another process holds that address`),
+    });
+    expect(logger.entries.filter((e) => e.level === 'error').map((e) => e.message)).toEqual([
+      expect.stringMatching(/would receive their bearer tokens.*ss -ltnp 'sport = :\d+'.*or give --port/),
+    ]);
     await second.close();
+  });
+
+  it('with host networking allowed, refuses to serve anyone unauthenticated, loopback included (issue 27 item 4)', () => {
+    expect(() => new ServerManifestSource({ port: 0, allowHostNetwork: true })).toThrow(
+      /lets pods share the host's network \(--allow-host-network\), so a pod reaches this server on 127\.0\.0\.1.*--auth-token.*--insecure-allow-unauthenticated/,
+    );
+    expect(() => new ServerManifestSource({ port: 0, allowHostNetwork: true, authToken: 't' })).not.toThrow();
+    expect(() => new ServerManifestSource({ port: 0, allowHostNetwork: true, insecureAllowUnauthenticated: true })).not.toThrow();
+  });
+
+  it('refuses a POSTed hostNetwork pod unless host networking is allowed, naming the field and the flag', async () => {
+    const { sink, url } = await start();
+    const res = await post(url, '/container', manifest('web', 'hostNetwork: true\n'));
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('hostNetwork: true puts the pod in the host');
+    expect(sink.updates).toEqual([[]]);
   });
 
   describe("the agent's kept set after a restart (issue 27 item 1)", () => {

@@ -43,6 +43,7 @@ export async function convertMain(argv: readonly string[]): Promise<number> {
   // Nothing runs here, so host paths are converted as written; the agent checks them when it reads the result.
   const parsed = parseManifests(text, origin, {
     allowHostMounts: true,
+    allowHostNetwork: true,
     idFor: (position) => derivedManifestId(basename(origin), origin, position),
   });
   if (parsed.unreadable !== undefined) return fail(parsed.unreadable.message);

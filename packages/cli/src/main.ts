@@ -1,5 +1,5 @@
 import { CommanderError } from 'commander';
-import { nodeNameProblem } from '@kubelet-ts/core';
+import { hostAccessOf, nodeNameProblem } from '@kubelet-ts/core';
 import { resolveKubelet } from '@kubelet-ts/runner';
 import { agentApiHandler } from '@kubelet-ts/source-server';
 import { createLogger } from './logging.js';
@@ -51,7 +51,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 1;
   }
   const kubelet = resolveKubelet(wiring.container, {
-    allowHostMounts: options.allowHostMounts,
+    ...hostAccessOf(options),
     ...(checkpoints === undefined ? {} : { checkpoints }),
     syncFrequencyMs: options.syncFrequency,
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),

@@ -45,6 +45,7 @@ export interface CliOptions extends LegacyFlags {
   readonly runonce: boolean;
   readonly runonceTimeout: number;
   readonly allowHostMounts: boolean;
+  readonly allowHostNetwork: boolean;
 }
 
 function duration(value: string): number {
@@ -227,6 +228,12 @@ export function buildProgram(): Command {
     )
     .addOption(
       new Option('--allow-host-mounts', 'let manifests bind host paths (volumeMounts[].mountType: HOST); off by default').default(false),
+    )
+    .addOption(
+      new Option(
+        '--allow-host-network',
+        "let pods share the host's network (hostNetwork: true); off by default. Such a pod reaches the agent's server on loopback, so the server then needs --auth-token or --client-ca-file there too",
+      ).default(false),
     );
   return addLegacyFlags(program).showHelpAfterError().exitOverride();
 }

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Tokens, type Logger } from '@kubelet-ts/core';
+import { Tokens, hostAccessOf, type Logger } from '@kubelet-ts/core';
 import { LogEventSink } from '@kubelet-ts/runner';
 import { registerCriRuntime } from '@kubelet-ts/runtime-cri';
 import { registerDockerRuntime } from '@kubelet-ts/runtime-docker';
@@ -41,11 +41,11 @@ export async function wire(
     registerFileSource(container, {
       path: options.config,
       checkFrequencyMs: options.fileCheckFrequency,
-      allowHostMounts: options.allowHostMounts,
+      ...hostAccessOf(options),
     });
   if (options.manifestUrl !== undefined) {
     registerHttpSource(container, {
-      allowHostMounts: options.allowHostMounts,
+      ...hostAccessOf(options),
       url: options.manifestUrl,
       checkFrequencyMs: options.httpCheckFrequency,
       timeoutMs: options.manifestUrlTimeout,
@@ -59,7 +59,7 @@ export async function wire(
       endpoints: [...options.etcdServers],
       hostname: givenHostname,
       logger,
-      allowHostMounts: options.allowHostMounts,
+      ...hostAccessOf(options),
       ...etcdSecurity(options),
     });
   if (mode === 'runonce') {
@@ -82,7 +82,7 @@ export async function wire(
   // --enable-server=false (2014): no server, so neither its manifest routes nor the read API.
   if (!options.enableServer) return { container, close };
   const server = registerServerSource(container, {
-    allowHostMounts: options.allowHostMounts,
+    ...hostAccessOf(options),
     address: options.address,
     port: options.port,
     ...(options.authToken === undefined ? {} : { authToken: options.authToken }),

@@ -30,6 +30,26 @@ describe('security flags', () => {
     await wiring.close();
   });
 
+  it('--allow-host-network: the loopback server then needs --auth-token too, and sources take host-network pods (issue 27 item 4)', async () => {
+    expect(parse([]).allowHostNetwork).toBe(false);
+    await expect(wire(parse(['--allow-host-network']), 'node-1', silentLogger)).rejects.toThrow(
+      /--allow-host-network.*reaches this server on 127\.0\.0\.1.*--auth-token/,
+    );
+    const wiring = await wire(parse(['--allow-host-network', '--auth-token', 'secret', '--port', '0']), 'node-1', silentLogger);
+    const sink = new RecordingSink();
+    await wiring.server!.start(sink);
+    const res = await fetch(`${wiring.server!.url}/container`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer secret', 'content-type': 'application/json' },
+      body: JSON.stringify({ id: 'exporter', hostNetwork: true, containers: [{ name: 'main', image: 'app:1' }] }),
+    });
+    expect(res.status).toBe(201);
+    expect(sink.updates.at(-1)?.map((m) => [m.id, m.hostNetwork])).toEqual([['exporter', true]]);
+    expect((await fetch(`${wiring.server!.url}/container/exporter`, { method: 'DELETE' })).status).toBe(401);
+    await wiring.server!.close();
+    await wiring.close();
+  });
+
   it('--tls-cert-file, --tls-private-key-file and --client-ca-file serve HTTPS', async () => {
     const options = parse([
       '--port',

@@ -34,7 +34,15 @@ export {
   type Volume,
   type VolumeMount,
 } from './manifest.js';
-export { isValidatedManifest, validateManifest, type ValidateOptions, type ValidationResult, type ValidationWarning } from './validate.js';
+export {
+  hostAccessOf,
+  isValidatedManifest,
+  validateManifest,
+  type HostAccess,
+  type ValidateOptions,
+  type ValidationResult,
+  type ValidationWarning,
+} from './validate.js';
 export { MAX_LIST_ENTRIES, describeValue, isRecord, type WrittenAs } from './field-checks.js';
 
 // Contracts of the pluggable parts, and the helpers that keep adapters to them

@@ -40,9 +40,10 @@ const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'hostIP', 'pro
 const ENV_FIELDS = new Set(['name', 'key', 'value']);
 const MOUNT_FIELDS = new Set(['name', 'mountPath', 'path', 'readOnly', 'mountType']);
 
+/** The host access a manifest is checked against (see `HostAccess`), every power said. */
 export interface ContainerCheckOptions {
-  /** Accept `mountType: HOST`. */
   readonly allowHostMounts: boolean;
+  readonly allowHostNetwork: boolean;
 }
 
 /** The checks of one container and what is in it, for the manifest walker. */

@@ -15,7 +15,33 @@ export type ValidationResult =
     }
   | { readonly ok: false; readonly errors: readonly FieldError[]; readonly id?: string };
 
-export interface ValidateOptions {
+/**
+ * What a manifest may take of its host beyond its own namespaces and volumes: each off by default,
+ * each a CLI flag, and each refused by field (naming the flag) when not allowed. Every source and
+ * the agent take the same two.
+ */
+export interface HostAccess {
+  /**
+   * Accept `volumeMounts[].mountType: HOST` and `hostPath` volumes, which bind the host's
+   * directory at the mount path into the container (the 2014 meaning), a path that is normal,
+   * absolute and not `/`. Default false: such a manifest is refused with a message naming
+   * `--allow-host-mounts`, since it gives the pod any file of the host.
+   */
+  readonly allowHostMounts?: boolean | undefined;
+  /**
+   * Accept `hostNetwork: true`. Default false: refused naming `--allow-host-network`, since a pod
+   * in the host's network reaches the agent's server on 127.0.0.1 and can bind its port while the
+   * agent restarts (an agent that allows it serves no caller unauthenticated, loopback included).
+   */
+  readonly allowHostNetwork?: boolean | undefined;
+}
+
+/** The host access of `options` alone (to pass it on), each power true or false. */
+export function hostAccessOf(options: HostAccess): Required<{ [K in keyof HostAccess]: boolean }> {
+  return { allowHostMounts: options.allowHostMounts === true, allowHostNetwork: options.allowHostNetwork === true };
+}
+
+export interface ValidateOptions extends HostAccess {
   /**
    * How values that are not strings were written in the text the manifest came from, so that a
    * message can say what to quote (`"01234"`, not the number 1234 it was read as).
@@ -23,13 +49,6 @@ export interface ValidateOptions {
    * JavaScript prints it.
    */
   readonly writtenAs?: WrittenAs;
-  /**
-   * Accept `volumeMounts[].mountType: HOST`, which binds the host's directory at the mount path
-   * into the container (the 2014 meaning), a path that is normal, absolute and not `/`. Default
-   * false: such a manifest is refused with a message naming `--allow-host-mounts`, the CLI flag
-   * that sets it, since it gives the pod any file of the host.
-   */
-  readonly allowHostMounts?: boolean;
   /**
    * The id of the manifest when it has none (or an empty one), as the source that read it names
    * such manifests (see `derivedManifestId`). Without it, an id is required: the agent's server,
@@ -85,7 +104,7 @@ const UUID = /^[A-Za-z0-9][-A-Za-z0-9_.:]{0,252}$/;
  * validates again to an equal one (with the same options), so validating twice is harmless.
  */
 export function validateManifest(input: unknown, options: ValidateOptions = {}): ValidationResult {
-  const v = new Walker(options.writtenAs, { allowHostMounts: options.allowHostMounts === true });
+  const v = new Walker(options.writtenAs, hostAccessOf(options));
   const manifest = v.manifest(input, options.defaultId);
   if (v.errors.length > 0 || manifest === undefined) {
     const written = isRecord(input) && typeof input['id'] === 'string' && input['id'] !== '' ? input['id'] : undefined;
@@ -126,6 +145,11 @@ class Walker extends ContainerChecks {
       if (typeof m['hostNetwork'] === 'boolean') hostNetwork = m['hostNetwork'];
       else this.fail('hostNetwork', `must be true or false, got ${describeValue(m['hostNetwork'])}`);
     }
+    if (hostNetwork && !this.checks.allowHostNetwork)
+      this.fail(
+        'hostNetwork',
+        "true puts the pod in the host's network, where it reaches this agent on 127.0.0.1 and can take its port, which this agent refuses; run it with --allow-host-network (allowHostNetwork) to accept it, or publish ports (hostPort)",
+      );
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 

@@ -11,7 +11,7 @@ type Obj = Record<string, unknown>;
 
 /** A fresh validated copy each time, so no hash is remembered from another test's object. */
 function valid(input: Obj): ContainerManifest {
-  const result = validateManifest(structuredClone(input), { allowHostMounts: true });
+  const result = validateManifest(structuredClone(input), { allowHostMounts: true, allowHostNetwork: true });
   if (!result.ok) throw new Error(formatFieldErrors(result.errors));
   return result.manifest;
 }

@@ -44,7 +44,7 @@ const FULL: ContainerManifest = {
 };
 
 function errorsOf(input: unknown, allowHostMounts = true) {
-  const r = validateManifest(input, { allowHostMounts });
+  const r = validateManifest(input, { allowHostMounts, allowHostNetwork: true });
   return r.ok ? [] : r.errors;
 }
 
@@ -54,10 +54,10 @@ function withContainer(patch: Record<string, unknown>, manifest: Record<string, 
 
 describe('validateManifest: the domain fields a v1 Pod sets', () => {
   it('accepts every one and validates its result again to itself', () => {
-    const once = validateManifest(FULL, { allowHostMounts: true });
+    const once = validateManifest(FULL, { allowHostMounts: true, allowHostNetwork: true });
     if (!once.ok) throw new Error(JSON.stringify(once.errors));
     expect(once.manifest).toEqual(FULL);
-    const twice = validateManifest(once.manifest, { allowHostMounts: true });
+    const twice = validateManifest(once.manifest, { allowHostMounts: true, allowHostNetwork: true });
     expect(twice.ok && twice.manifest).toEqual(once.manifest);
   });
 
@@ -75,7 +75,7 @@ describe('validateManifest: the domain fields a v1 Pod sets', () => {
           },
         ],
       },
-      { allowHostMounts: true },
+      { allowHostMounts: true, allowHostNetwork: true },
     );
     expect(r.ok && r.manifest).toEqual({
       id: 'a',
@@ -97,6 +97,25 @@ describe('validateManifest: the domain fields a v1 Pod sets', () => {
         },
       ],
     });
+  });
+
+  it('refuses hostNetwork: true without allowHostNetwork, naming the flag and what to do instead (issue 27 item 4)', () => {
+    const result = validateManifest({ id: 'web', hostNetwork: true, containers: [{ name: 'main', image: 'app:1' }] });
+    expect(result).toEqual({
+      ok: false,
+      id: 'web',
+      errors: [
+        {
+          path: 'hostNetwork',
+          message:
+            "true puts the pod in the host's network, where it reaches this agent on 127.0.0.1 and can take its port, which this agent refuses; run it with --allow-host-network (allowHostNetwork) to accept it, or publish ports (hostPort)",
+        },
+      ],
+    });
+    expect(validateManifest({ id: 'web', hostNetwork: false, containers: [{ name: 'main', image: 'app:1' }] }).ok).toBe(true);
+    expect(
+      validateManifest({ id: 'web', hostNetwork: true, containers: [{ name: 'main', image: 'app:1' }] }, { allowHostNetwork: true }).ok,
+    ).toBe(true);
   });
 
   it('refuses a hostPath volume without allowHostMounts, naming the flag', () => {

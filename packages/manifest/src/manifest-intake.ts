@@ -1,18 +1,17 @@
-import { ChangeReporter, KubeletError, type ContainerManifest, type SourceSink } from '@kubelet-ts/core';
+import { ChangeReporter, KubeletError, hostAccessOf, type ContainerManifest, type HostAccess, type SourceSink } from '@kubelet-ts/core';
 import { parseManifests, rejectionError, retainLastGood, type ManifestWarnings, type ParsedManifests } from './parse.js';
 import { DeliveredSet, firstOfEachId } from './set-delivery.js';
 import { sourceLimitProblem, type SourceLimits } from './source-limits.js';
 import { WarningReporter } from './warning-reporter.js';
 
-export interface ManifestIntakeOptions {
+/** With the host access the manifests may take (see `HostAccess`). */
+export interface ManifestIntakeOptions extends HostAccess {
   /** The adapter that every problem names (`file`, `http`, `etcd`, `server`). */
   readonly adapter: string;
   /** What the documents may hold together (default 1,000 manifests, 16 MiB as JSON). */
   readonly limits?: SourceLimits | undefined;
   /** Texts longer than this, in bytes, are unreadable. Default 1 MiB. */
   readonly maxBytes?: number | undefined;
-  /** Accept `mountType: HOST` mounts (the CLI's `--allow-host-mounts`). Default false: refused. */
-  readonly allowHostMounts?: boolean | undefined;
   /**
    * What messages call the documents together when they hold more than the limits, e.g.
    * `/etc/kubelet: the files`. Default `the <adapter> source's documents`.
@@ -98,7 +97,7 @@ export class ManifestIntake {
     return parseManifests(bytes, origin, {
       maxBytes: this.options.maxBytes,
       maxManifests: this.options.limits?.maxManifests,
-      allowHostMounts: this.options.allowHostMounts,
+      ...hostAccessOf(this.options),
       idFor,
     });
   }

@@ -5,6 +5,8 @@ import {
   type ContainerManifest,
   type FieldError,
   type ValidationWarning,
+  hostAccessOf,
+  type HostAccess,
 } from '@kubelet-ts/core';
 import { DEFAULT_MAX_MANIFESTS } from './source-limits.js';
 import { isKubernetesObject, v1ListItems, validateV1Pod } from './v1/validate-v1.js';
@@ -43,7 +45,8 @@ export interface ParsedManifests {
 }
 
 /** Limits on one text; over any of them, the text is unreadable and the message names the limit. */
-export interface ParseOptions {
+/** With the host access the manifests may take (see `HostAccess`). */
+export interface ParseOptions extends HostAccess {
   /** Texts longer than this, in UTF-8 bytes, are unreadable. Default 1 MiB. */
   readonly maxBytes?: number | undefined;
   /**
@@ -58,8 +61,6 @@ export interface ParseOptions {
    * source may hold (see `SourceLimits`).
    */
   readonly maxManifests?: number | undefined;
-  /** Accept `mountType: HOST` mounts (see `ValidateOptions.allowHostMounts`). Default false. */
-  readonly allowHostMounts?: boolean | undefined;
   /**
    * The id of a manifest written without one, by its position in the text (`undefined` when the
    * text holds one manifest rather than a list). A source passes `derivedManifestId` of where the
@@ -132,7 +133,7 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
   const warnings: ManifestWarnings[] = [];
   flat.forEach((item, index) => {
     const position = listed ? index : undefined;
-    const checks = { writtenAs: decoded.writtenAs, allowHostMounts: options.allowHostMounts === true };
+    const checks = { writtenAs: decoded.writtenAs, ...hostAccessOf(options) };
     // A Kubernetes object, or any item of a v1 List, is read as a v1 Pod; the rest as 2014 manifests.
     const result =
       isKubernetesObject(item) || inV1List.has(item as object)

@@ -7,14 +7,14 @@ import {
   type FieldError,
   type ManifestSource,
   type SourceSink,
+  hostAccessOf,
+  type HostAccess,
 } from '@kubelet-ts/core';
 import type { ManifestWarnings } from './parse.js';
 import { WarningReporter } from './warning-reporter.js';
 
-export interface StaticManifestSourceOptions {
-  /** Accept `mountType: HOST` mounts (see `ValidateOptions.allowHostMounts`). Default false. */
-  readonly allowHostMounts?: boolean;
-}
+/** The host access its manifests may take (see `HostAccess`); none by default. */
+export type StaticManifestSourceOptions = HostAccess;
 
 /**
  * A source whose set the embedder sets in code: `set()` delivers the complete new set at once.
@@ -30,14 +30,14 @@ export class StaticManifestSource implements ManifestSource {
   private manifests: readonly ContainerManifest[];
   private warnings: readonly ManifestWarnings[] = [];
   private readonly warned = new WarningReporter();
-  private readonly allowHostMounts: boolean;
+  private readonly hostAccess: HostAccess;
 
   constructor(
     readonly name: string,
     manifests: readonly ContainerManifest[] = [],
     options: StaticManifestSourceOptions = {},
   ) {
-    this.allowHostMounts = options.allowHostMounts === true;
+    this.hostAccess = hostAccessOf(options);
     this.manifests = this.validate(manifests);
   }
 
@@ -73,7 +73,7 @@ export class StaticManifestSource implements ManifestSource {
     const seen = new Map<string, number>();
     input.forEach((raw, index) => {
       const result = validateManifest(raw, {
-        allowHostMounts: this.allowHostMounts,
+        ...this.hostAccess,
         defaultId: derivedManifestId(this.name, origin, index),
       });
       if (!result.ok) {

@@ -8,7 +8,7 @@ import { toV1beta1 } from '../src/v1/to-v1beta1.js';
 const text = (path: string) => readFileSync(new URL(`./fixtures/${path}`, import.meta.url), 'utf8');
 
 function readAll(input: string, allowHostMounts = true): readonly ContainerManifest[] {
-  const parsed = parseManifests(input, 'x', { allowHostMounts, idFor: (i) => `derived-${i ?? 0}` });
+  const parsed = parseManifests(input, 'x', { allowHostMounts, allowHostNetwork: true, idFor: (i) => `derived-${i ?? 0}` });
   expect(parsed.rejected).toEqual([]);
   expect(parsed.unreadable).toBeUndefined();
   return parsed.manifests;

@@ -9,7 +9,7 @@ const fixture = (name: string) => readFileSync(new URL(`./fixtures/kubeadm/${nam
 const FILES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler'] as const;
 
 function read(name: string, text = fixture(name)): ContainerManifest {
-  const parsed = parseManifests(text, `/etc/kubernetes/manifests/${name}.yaml`, { allowHostMounts: true });
+  const parsed = parseManifests(text, `/etc/kubernetes/manifests/${name}.yaml`, { allowHostMounts: true, allowHostNetwork: true });
   expect(parsed.unreadable).toBeUndefined();
   expect(parsed.rejected).toEqual([]);
   expect(parsed.manifests).toHaveLength(1);
@@ -150,18 +150,24 @@ describe('kubeadm control-plane manifests', () => {
   });
 
   it('reads all four from one multi-document file, as from the directory', () => {
-    const parsed = parseManifests(FILES.map(fixture).join('---\n'), 'all.yaml', { allowHostMounts: true });
+    const parsed = parseManifests(FILES.map(fixture).join('---\n'), 'all.yaml', { allowHostMounts: true, allowHostNetwork: true });
     expect(parsed.rejected).toEqual([]);
     expect(parsed.manifests).toEqual(FILES.map((f) => read(f)));
   });
 
   it.each(FILES)('%s: refuses its hostPath volumes without --allow-host-mounts, each by its path', (name) => {
-    const parsed = parseManifests(fixture(name), `${name}.yaml`);
+    const parsed = parseManifests(fixture(name), `${name}.yaml`, { allowHostNetwork: true });
     const errors = parsed.rejected[0]?.errors ?? [];
     expect(errors.length).toBeGreaterThan(0);
     errors.forEach((e, i) =>
       expect(e).toEqual({ path: `spec.volumes[${i}].hostPath`, message: expect.stringContaining('--allow-host-mounts') }),
     );
+  });
+
+  it.each(FILES)('%s: refuses its host network without --allow-host-network, by its path (issue 27 item 4)', (name) => {
+    const parsed = parseManifests(fixture(name), `${name}.yaml`, { allowHostMounts: true });
+    expect(parsed.manifests).toEqual([]);
+    expect(parsed.rejected[0]?.errors).toEqual([{ path: 'spec.hostNetwork', message: expect.stringContaining('--allow-host-network') }]);
   });
 
   it.each(FILES)('%s: toV1Pod reads back to the same manifest, and the same spec hashes', (name) => {
@@ -180,7 +186,7 @@ describe('kubeadm control-plane manifests', () => {
       )
       .replace('        cpu: 250m\n', '        cpu: 250m\n        ephemeral-storage: 1Gi\n')
       .replace('  - hostPath:\n      path: /etc/ssl/certs\n      type: DirectoryOrCreate\n', '  - configMap:\n      name: certs\n');
-    const parsed = parseManifests(text, 'kube-apiserver.yaml', { allowHostMounts: true });
+    const parsed = parseManifests(text, 'kube-apiserver.yaml', { allowHostMounts: true, allowHostNetwork: true });
     expect(parsed.manifests).toEqual([]);
     expect(parsed.rejected[0]?.id).toBe('kube-apiserver.kube-system');
     expect(parsed.rejected[0]?.errors.map((e) => `${e.path}: ${e.message.split(';')[0]}`).sort()).toEqual([

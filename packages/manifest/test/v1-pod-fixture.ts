@@ -16,14 +16,14 @@ export function pod(container: Obj = {}, spec: Obj = {}, metadata: Obj = {}, top
 }
 
 export function accepted(input: unknown, allowHostMounts = true): ContainerManifest {
-  const parsed = parseManifests(JSON.stringify(input), 'test.json', { allowHostMounts });
+  const parsed = parseManifests(JSON.stringify(input), 'test.json', { allowHostMounts, allowHostNetwork: true });
   if (parsed.unreadable !== undefined || parsed.manifests.length !== 1)
     throw new Error(JSON.stringify(parsed.rejected) + String(parsed.unreadable));
   return parsed.manifests[0] as ContainerManifest;
 }
 
 export function refused(input: unknown, allowHostMounts = true): readonly FieldError[] {
-  const parsed = parseManifests(JSON.stringify(input), 'test.json', { allowHostMounts });
+  const parsed = parseManifests(JSON.stringify(input), 'test.json', { allowHostMounts, allowHostNetwork: true });
   expect(parsed.manifests).toEqual([]);
   return parsed.rejected[0]?.errors ?? [];
 }

@@ -145,6 +145,11 @@ export class AgentReadApi {
     if (age > healthThresholdMs) {
       return { healthy: false, ...last, message: `no sync pass has completed for ${age} ms (threshold ${healthThresholdMs} ms)` };
     }
+    // A source that is down is a part of the agent that does not work: a server that cannot bind its
+    // port leaves its clients to whatever holds it, and the agent must say so where it can.
+    const down = this.options.intake.statuses().filter((s) => s.down !== undefined);
+    if (down.length > 0)
+      return { healthy: false, ...last, message: `source ${down.map((s) => `${s.name} is down: ${s.down}`).join('; source ')}` };
     const error = lastPass?.error === undefined ? '' : `; the last pass failed: ${lastPass.error.message}`;
     return { healthy: true, ...last, message: `last pass ${lastPass === undefined ? 'not yet run' : `completed ${age} ms ago`}${error}` };
   }

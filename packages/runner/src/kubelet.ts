@@ -20,6 +20,8 @@ import {
   type PlanReport,
   type PodListing,
   type PodView,
+  hostAccessOf,
+  type HostAccess,
 } from '@kubelet-ts/core';
 import { AdaptiveSlots } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
@@ -40,7 +42,11 @@ import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
 import { TransitionReporter } from './transition-reporter.js';
 
-export interface KubeletOptions {
+/**
+ * With the host access that manifests a source built from plain objects may take (`HostAccess`; off
+ * by default, as the CLI's flags). Adapters' sources take their own.
+ */
+export interface KubeletOptions extends HostAccess {
   readonly runtime: ContainerRuntime;
   /** In priority order: when two give the same manifest id, the earlier source's manifest runs. */
   readonly sources: readonly ManifestSource[];
@@ -67,11 +73,6 @@ export interface KubeletOptions {
   readonly probes?: { readonly host?: string; readonly network?: NetworkCheck };
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
-  /**
-   * Whether a manifest a source built from plain objects may bind host paths (`mountType: HOST`);
-   * off by default, as the CLI's `--allow-host-mounts`. Adapters' sources take their own option.
-   */
-  readonly allowHostMounts?: boolean;
   /**
    * How long the agent waits for the engine's answer to a call before it gives up with `Timeout`
    * (a frozen engine must not hold the agent). Default: 2 min a call, 15 min a pull, and a stop's
@@ -146,7 +147,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       metrics,
       emit,
       ...(options.sourceBackoff === undefined ? {} : { backoff: options.sourceBackoff }),
-      ...(options.allowHostMounts === undefined ? {} : { allowHostMounts: options.allowHostMounts }),
+      ...hostAccessOf(options),
       ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
       inbox,
     });

@@ -8,6 +8,8 @@ import {
   type KubeletEvent,
   type Logger,
   type ManifestSource,
+  hostAccessOf,
+  type HostAccess,
 } from '@kubelet-ts/core';
 import type { Inbox } from './inbox.js';
 import type { KubeletMetrics } from './metrics.js';
@@ -20,9 +22,12 @@ export interface SourceStatus {
   readonly seen: boolean;
   readonly manifests: number;
   readonly lastError?: string;
+  /** Why the source is down (it crashed and waits to be started again: a server that cannot bind its port); absent while it runs. */
+  readonly down?: string;
 }
 
-export interface SourceIntakeOptions {
+/** With the host access that manifests an embedder's source builds itself may take (see `HostAccess`). */
+export interface SourceIntakeOptions extends HostAccess {
   /** In priority order: when two give the same manifest id, the earlier source's manifest runs. */
   readonly sources: readonly ManifestSource[];
   readonly clock: Clock;
@@ -33,8 +38,6 @@ export interface SourceIntakeOptions {
   readonly inbox: Inbox;
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
-  /** Whether manifests an embedder's source builds itself may bind host paths (see `validateManifest`). */
-  readonly allowHostMounts?: boolean;
   /**
    * Where each source's last good set is kept across restarts. Without it, a restarted agent
    * knows nothing of what its sources said before: the server's posted pods are lost, and a source
@@ -135,7 +138,9 @@ export class SourceIntake {
     const unseen = new Set(this.mux.unseen());
     return this.supervisors.map(({ source }) => {
       const lastError = this.errors.get(source.name);
+      const down = this.supervisors.find((s) => s.source === source)?.down;
       return {
+        ...(down === undefined ? {} : { down: down.message }),
         name: source.name,
         seen: !unseen.has(source.name),
         manifests: desired.pods.filter((p) => p.source === source.name).length,
@@ -230,7 +235,7 @@ export class SourceIntake {
     const out: ContainerManifest[] = [];
     delivered.forEach((m, index) => {
       if (isValidatedManifest(m)) return void out.push(m);
-      const result = validateManifest(m, { allowHostMounts: this.options.allowHostMounts === true });
+      const result = validateManifest(m, hostAccessOf(this.options));
       if (result.ok) out.push(result.manifest);
       else {
         const where = typeof (m as { id?: unknown }).id === 'string' ? `manifest "${(m as { id: string }).id}"` : `manifest [${index}]`;

@@ -38,6 +38,8 @@ export class SourceSupervisor {
   private timer: TimerHandle | undefined;
   private closed = false;
   private running: Promise<void> = Promise.resolve();
+  /** Why the source is not running (it crashed, and waits to be started again); undefined while it runs. */
+  private crashed: KubeletError | undefined;
 
   constructor(
     readonly source: ManifestSource,
@@ -49,6 +51,11 @@ export class SourceSupervisor {
 
   start(): void {
     this.running = this.run();
+  }
+
+  /** Why the source is down (crashed, waiting for its restart), or undefined while it runs. */
+  get down(): KubeletError | undefined {
+    return this.crashed;
   }
 
   /** Resolves once the source has started (or crashed); it never rejects. */
@@ -85,6 +92,7 @@ export class SourceSupervisor {
           else this.handlers.error(toKubeletError(error, this.source.name));
         },
       });
+      if (live()) this.crashed = undefined;
     } catch (error) {
       await this.crash(generation, error);
     }
@@ -94,7 +102,8 @@ export class SourceSupervisor {
     if (generation !== this.generation || this.closed) return;
     this.generation += 1; // silences the crashed instance's sink
     const delay = this.backoff.next();
-    this.handlers.restarting(toKubeletError(cause, this.source.name), delay);
+    this.crashed = toKubeletError(cause, this.source.name);
+    this.handlers.restarting(this.crashed, delay);
     await this.source.close().catch(() => {});
     if (this.closed) return;
     this.timer = this.options.clock.setTimeout(() => {

@@ -49,19 +49,22 @@ describe('probeTargets', () => {
   });
 
   it('dials 127.0.0.1 and the container port itself in a hostNetwork pod, published or not', () => {
-    const m = checkedManifest({
-      version: 'v1beta1',
-      id: 'node-exporter',
-      hostNetwork: true,
-      containers: [
-        {
-          name: 'exporter',
-          image: 'exporter:1',
-          livenessProbe: { ...timing, httpGet: { path: '/metrics', port: 9100 } },
-          readinessProbe: { ...timing, tcpSocket: { port: 9100, host: '192.0.2.1' } },
-        },
-      ],
-    });
+    const m = checkedManifest(
+      {
+        version: 'v1beta1',
+        id: 'node-exporter',
+        hostNetwork: true,
+        containers: [
+          {
+            name: 'exporter',
+            image: 'exporter:1',
+            livenessProbe: { ...timing, httpGet: { path: '/metrics', port: 9100 } },
+            readinessProbe: { ...timing, tcpSocket: { port: 9100, host: '192.0.2.1' } },
+          },
+        ],
+      },
+      { allowHostNetwork: true },
+    );
     const targets = probeTargets([{ manifest: m, source: 'file' }], runningOf(m), NODE);
     expect(targets.map(({ kind, host, hostPort }) => ({ kind, host, hostPort }))).toEqual([
       { kind: 'liveness', host: '127.0.0.1', hostPort: 9100 },
