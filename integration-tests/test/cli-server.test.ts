@@ -34,6 +34,12 @@ describe('kubelet-ts CLI: the agent server as a manifest source, with real HTTP 
     await agent.exit;
   });
 
+  it('warns that a token this short can be guessed (issue 27: the throttle lets a valid token in)', () => {
+    expect(agent.lines.filter((l) => l.level === 40).map((l) => l.msg)).toContainEqual(
+      expect.stringContaining('--auth-token has 9 characters: a token that short can be guessed'),
+    );
+  });
+
   it('listens on 127.0.0.1 and is healthy once the loop runs', async () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const res = await fetch(`${url}/healthz`);

@@ -274,11 +274,26 @@ describe('HttpManifestSource', () => {
     expect(sink.ids).toEqual(['late']);
   });
 
-  it('delivers an empty body as an empty set', async () => {
+  // One rule for every source (issue 27): an empty body is unreadable, as an empty etcd value is;
+  // only an explicit empty list runs nothing.
+  it('keeps the last good set for an empty body, and says so; an empty list empties it', async () => {
+    server.serve(manifest('a'));
+    const { sink } = await start({ checkFrequencyMs: 20 });
+    expect(sink.ids).toEqual(['a']);
     server.serve('');
+    await sink.until(() => sink.errors.length === 1, 'the empty body reported');
+    expect(sink.errors[0]?.message).toContain('empty (no manifest, not even an empty list), which is unreadable; to run nothing, write []');
+    expect(sink.updates).toHaveLength(1);
+    server.serve('[]');
+    await sink.until(() => sink.updates.length === 2, 'the empty list delivered');
+    expect(sink.ids).toEqual([]);
+  });
+
+  it('delivers nothing for an empty first body, not even an empty set', async () => {
+    server.serve('\n');
     const { sink } = await start();
-    expect(sink.updates).toEqual([[]]);
-    expect(sink.errors).toEqual([]);
+    expect(sink.updates).toEqual([]);
+    expect(sink.errors).toHaveLength(1);
   });
 
   it('refuses a body over 1 MiB, with or without Content-Length, and keeps the last good set', async () => {

@@ -1,3 +1,4 @@
+import { isIPv4, isIPv6 } from 'node:net';
 import type { Clock } from '@kubelet-ts/core';
 
 export interface AuthThrottleOptions {
@@ -20,16 +21,18 @@ interface Failures {
 }
 
 /**
- * Slows down guessing of the bearer token, per remote address: after `freeFailures` failed
- * attempts, each further failure locks that address out for a time that doubles per failure up to
- * `maxLockoutMs`; while locked out, its requests that need authentication get 429 with
- * `Retry-After` and the token is not even compared (so a guess made then tells nothing). A success
- * forgets the address, and so does `forgetAfterMs` without failures.
+ * Slows down guessing of the bearer token, per network a request comes from (`networkOf`: all of
+ * loopback is one, an IPv6 /64 is one, an IPv4 address is one): after `freeFailures` failed
+ * attempts, each further failure locks that network out for a time that doubles per failure up to
+ * `maxLockoutMs`, and its wrong tokens get 429 with `Retry-After`. Only `forgetAfterMs` without
+ * failures forgets a network: a success does not, so a guesser cannot wipe its count by
+ * interleaving the requests of a valid caller beside it.
  *
- * 429 rather than a delayed 401: a delay holds a socket open per guess, so a guesser with many
- * connections is barely slowed and the agent pays for it; a 429 costs nothing and bounds the
- * guesses per address to about one a minute. An address shared by many clients (NAT) shares its
- * lockout: a client with a valid certificate is not affected, as it needs no token.
+ * A valid token is let in even while its network is locked out: otherwise anyone who shares the
+ * network (any process on the host, for loopback) could lock the valid callers out. The price is
+ * that a locked-out guesser still learns whether a guess was right, so what makes guessing hopeless
+ * is the token's length (the CLI warns below 32 characters); this bounds the work and the noise.
+ * A client with a valid certificate is never counted, as it needs no token.
  */
 export class AuthThrottle {
   private readonly freeFailures: number;
@@ -51,31 +54,27 @@ export class AuthThrottle {
     this.maxAddresses = options.maxAddresses ?? 10_000;
   }
 
-  /** Milliseconds `address` must still wait before it may try again; 0 when it may try now. */
+  /** Milliseconds the network of `address` must still wait before its wrong tokens get a 401 again; 0 when not locked out. */
   lockedFor(address: string): number {
-    const entry = this.current(address);
+    const entry = this.current(networkOf(address));
     return entry === undefined ? 0 : Math.max(0, entry.lockedUntil - this.clock.now());
   }
 
-  /** Records a failed attempt (a missing or wrong token). */
+  /** Records a failed attempt (a missing or wrong token) against the network of `address`. */
   failed(address: string): void {
+    const network = networkOf(address);
     const now = this.clock.now();
-    const entry = this.current(address) ?? { count: 0, last: now, lockedUntil: 0 };
+    const entry = this.current(network) ?? { count: 0, last: now, lockedUntil: 0 };
     entry.count += 1;
     entry.last = now;
     const over = entry.count - this.freeFailures;
     if (over > 0) entry.lockedUntil = now + Math.min(this.maxLockoutMs, this.firstLockoutMs * 2 ** Math.min(over - 1, 30));
-    this.failures.delete(address);
-    this.failures.set(address, entry);
+    this.failures.delete(network);
+    this.failures.set(network, entry);
     this.prune(now);
   }
 
-  /** A successful attempt: the address starts afresh. */
-  succeeded(address: string): void {
-    this.failures.delete(address);
-  }
-
-  /** How many addresses are remembered (for tests: it must stay bounded). */
+  /** How many networks are remembered (for tests: it must stay bounded). */
   get size(): number {
     return this.failures.size;
   }
@@ -95,4 +94,37 @@ export class AuthThrottle {
       this.failures.delete(address);
     }
   }
+}
+
+/**
+ * The unit a guesser is counted by: one address of IPv4 (an IPv4-mapped IPv6 address is its IPv4
+ * one), one /64 of IPv6 (what one host is usually given), and all of loopback together (127.0.0.0/8
+ * and ::1 are the same host, whose 16 million loopback addresses would otherwise each get an
+ * allowance of their own). Anything else (a Unix socket's empty address) is itself.
+ */
+export function networkOf(address: string): string {
+  const v4 = address.toLowerCase().startsWith('::ffff:') && isIPv4(address.slice(7)) ? address.slice(7) : address;
+  if (isIPv4(v4)) return v4.startsWith('127.') ? 'loopback' : v4;
+  if (!isIPv6(v4)) return v4;
+  const groups = expandIPv6(v4);
+  if (groups.slice(0, 7).every((g) => g === 0) && groups[7] === 1) return 'loopback';
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (a zone index dropped, a trailing IPv4 part read). */
+function expandIPv6(address: string): number[] {
+  let text = address.split('%')[0]!;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4 !== null) {
+    const [a, b, c, d] = v4[1]!.split('.').map(Number) as [number, number, number, number];
+    text = `${text.slice(0, -v4[1]!.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
+  return [...left, ...zeros, ...right].map((g) => Number.parseInt(g, 16));
 }

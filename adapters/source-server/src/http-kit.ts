@@ -129,7 +129,8 @@ function requestTarget(req: IncomingMessage): URL {
 /**
  * What lets a request in (none when neither a token nor client certificates are configured):
  * a client certificate the TLS layer verified, else the bearer token (never from the query
- * string), else a 401; an address locked out by `throttle` gets a 429 without its token compared.
+ * string), else a 401, or a 429 while the caller's network is locked out by `throttle`. A valid
+ * token always gets in (see `AuthThrottle`).
  */
 function authentication(options: RouteListenerOptions): ((req: IncomingMessage) => void) | undefined {
   const { authToken, clientCertificates = false } = options;
@@ -143,24 +144,21 @@ function authentication(options: RouteListenerOptions): ((req: IncomingMessage) 
   return (req) => {
     // `authorized` is set only by a TLS socket whose peer certificate chains to the CA and is valid now.
     if (clientCertificates && (req.socket as Partial<TLSSocket>).authorized === true) return;
-    const address = req.socket.remoteAddress ?? '';
-    const wait = throttle.lockedFor(address);
-    if (wait > 0) {
-      const seconds = Math.ceil(wait / 1000);
-      throw new HttpProblem(429, `too many failed authentication attempts from this address: retry in ${seconds} s`, [], undefined, {
-        'retry-after': String(seconds),
-      });
-    }
     if (expected !== undefined) {
       const header = req.headers.authorization ?? '';
       const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
       // Digests have one length, so the comparison takes the same time whatever was presented.
-      if (timingSafeEqual(digest(presented), expected)) {
-        throttle.succeeded(address);
-        return;
-      }
+      if (timingSafeEqual(digest(presented), expected)) return;
     }
+    const address = req.socket.remoteAddress ?? '';
+    const wait = throttle.lockedFor(address);
     throttle.failed(address);
+    if (wait > 0) {
+      const seconds = Math.ceil(wait / 1000);
+      throw new HttpProblem(429, `too many failed authentication attempts from this network: retry in ${seconds} s`, [], undefined, {
+        'retry-after': String(seconds),
+      });
+    }
     throw new HttpProblem(401, `${wanted} is required`);
   };
 }

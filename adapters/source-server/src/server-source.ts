@@ -335,6 +335,7 @@ export class ServerManifestSource implements ManifestSource {
     if (documents.length !== 1)
       throw new HttpProblem(400, `POST /container takes exactly one manifest, got ${documents.length}; use POST /containers for a list`);
     const [document] = documents as [HeldDocument];
+    this.refuseClash(document);
     const replaced = this.intake.has(document.origin);
     this.hold([document]);
     return { status: replaced ? 200 : 201, json: { id: document.origin, action: replaced ? 'replaced' : 'created' } };
@@ -347,6 +348,28 @@ export class ServerManifestSource implements ManifestSource {
     if (duplicates.length > 0) throw new HttpProblem(400, `duplicate manifest ids: ${duplicates.join(', ')}`);
     this.hold(documents, { replaceAll: true });
     return { status: 200, json: { ids: documents.map((d) => d.origin) } };
+  }
+
+  /**
+   * A v1 Pod's id is its name, then `.<namespace>` unless that is `default`: pod `x` of namespace
+   * `kube-system` and pod `x.kube-system` of `default` have one id. Replacing the one by the other
+   * would be silent, so it is a 409 naming both.
+   */
+  private refuseClash(document: HeldDocument): void {
+    const posted = document.manifests[0];
+    const existing = this.intake.held(document.origin)?.[0];
+    if (posted === undefined || existing === undefined) return;
+    const namespace = (m: ContainerManifest) => m.namespace ?? 'default';
+    if (namespace(posted) === namespace(existing)) return;
+    const nameOf = (m: ContainerManifest) => {
+      const suffix = `.${namespace(m)}`;
+      return m.namespace !== undefined && m.namespace !== 'default' && m.id.endsWith(suffix) ? m.id.slice(0, -suffix.length) : m.id;
+    };
+    const pod = (m: ContainerManifest) => `pod ${JSON.stringify(nameOf(m))} of namespace ${namespace(m)}`;
+    throw new HttpProblem(
+      409,
+      `manifest id ${JSON.stringify(document.origin)} is already ${pod(existing)}; ${pod(posted)} has the same id and would replace it: delete it first (DELETE /container/${document.origin}), or rename one of them`,
+    );
   }
 
   private deleteOne(id: string): RouteAnswer {

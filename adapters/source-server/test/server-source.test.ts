@@ -234,6 +234,29 @@ describe('ServerManifestSource', () => {
     expect(() => new ServerManifestSource({ port: 0, allowHostNetwork: true, insecureAllowUnauthenticated: true })).not.toThrow();
   });
 
+  it('refuses, as a 409 naming both, a pod whose id is another namespace’s pod (x of kube-system, x.kube-system of default) (issue 27)', async () => {
+    const { sink, url } = await start();
+    const v1 = (name: string, namespace?: string) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, ...(namespace === undefined ? {} : { namespace }) },
+        spec: { containers: [{ name: 'main', image: namespace ?? 'default:1' }] },
+      });
+    const json = { 'content-type': 'application/json' };
+    expect((await post(url, '/container', v1('x', 'kube-system'), json)).status).toBe(201);
+    const clash = await post(url, '/container', v1('x.kube-system'), json);
+    expect(clash.status).toBe(409);
+    expect(await clash.text()).toContain(
+      'manifest id \\"x.kube-system\\" is already pod \\"x\\" of namespace kube-system; pod \\"x.kube-system\\" of namespace default has the same id and would replace it',
+    );
+    expect(sink.updates.at(-1)?.map((m) => [m.id, m.namespace, m.containers[0]?.image])).toEqual([
+      ['x.kube-system', 'kube-system', 'kube-system'],
+    ]);
+    // The same pod posted again replaces itself, as before.
+    expect((await post(url, '/container', v1('x', 'kube-system'), json)).status).toBe(200);
+  });
+
   it('refuses a POSTed hostNetwork pod unless host networking is allowed, naming the field and the flag', async () => {
     const { sink, url } = await start();
     const res = await post(url, '/container', manifest('web', 'hostNetwork: true\n'));

@@ -213,7 +213,7 @@ describe('repeated authentication failures', () => {
     source = undefined;
   });
 
-  it('get 429 with Retry-After after 10 from one address, for a lockout doubling per failure; a valid client certificate is not held up', async () => {
+  it('get 429 with Retry-After after 10 from one address, for a lockout doubling per failure; a valid token or client certificate is not held up', async () => {
     const clock = new ManualClock(Date.now());
     source = new ServerManifestSource({
       port: 0,
@@ -226,16 +226,36 @@ describe('repeated authentication failures', () => {
     const wrong = { headers: { authorization: 'Bearer guess' } };
     for (let i = 0; i < 10; i++) expect((await call(url, '/pods', wrong)).status).toBe(401);
     expect((await call(url, '/pods', wrong)).status).toBe(401); // the 11th failure locks for 1 s
-    const locked = await call(url, '/pods', { headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(locked.status).toBe(429); // even the right token: a guess made now tells nothing
+    const locked = await call(url, '/pods', wrong);
+    expect(locked.status).toBe(429);
     expect(locked.headers['retry-after']).toBe('1');
+    // A valid caller beside the guesser is never locked out by it (issue 27): the right token gets in.
+    expect((await call(url, '/pods', { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404);
     expect((await postManifest(url, { client: certs.client })).status).toBe(201);
-    await clock.advance(1000);
-    expect((await call(url, '/pods', wrong)).status).toBe(401); // the 12th: 2 s
-    expect((await call(url, '/pods', wrong)).headers['retry-after']).toBe('2');
-    await clock.advance(2000);
-    expect((await call(url, '/pods', { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404); // in, and forgiven
-    for (let i = 0; i < 10; i++) expect((await call(url, '/pods', wrong)).status).toBe(401);
+    await clock.advance(5000);
+    expect((await call(url, '/pods', wrong)).status).toBe(401); // the 13th: 4 s
+    expect((await call(url, '/pods', wrong)).headers['retry-after']).toBe('4');
+    await clock.advance(20_000);
+    // Not forgiven by a success (a guesser could interleave a valid caller's requests): the next failure locks again.
+    expect((await call(url, '/pods', { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404);
+    expect((await call(url, '/pods', wrong)).status).toBe(401);
+    expect((await call(url, '/pods', wrong)).status).toBe(429);
+  });
+
+  it('count all of loopback as one network, an IPv6 /64 as one, and an IPv4 address as one (issue 27)', () => {
+    const throttle = new AuthThrottle(new ManualClock(0), { freeFailures: 3 });
+    for (const address of ['127.0.0.1', '127.0.0.2', '::1']) throttle.failed(address);
+    throttle.failed('::ffff:127.9.9.9');
+    expect(throttle.lockedFor('127.200.0.1')).toBe(1000);
+    expect(throttle.lockedFor('0:0:0:0:0:0:0:1')).toBe(1000);
+    for (const address of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:0db8:0001:0002::3']) throttle.failed(address);
+    throttle.failed('2001:db8:1:2:0:0:1.2.3.4');
+    expect(throttle.lockedFor('2001:db8:1:2::77')).toBe(1000);
+    expect(throttle.lockedFor('2001:db8:1:3::1')).toBe(0);
+    for (const address of ['10.0.0.1', '10.0.0.1', '10.0.0.1', '::ffff:10.0.0.1']) throttle.failed(address);
+    expect(throttle.lockedFor('10.0.0.1')).toBe(1000);
+    expect(throttle.lockedFor('10.0.0.2')).toBe(0);
+    expect(throttle.size).toBe(3);
   });
 
   it('are counted per address, bounded, and forgotten after a while', async () => {

@@ -11,6 +11,9 @@ import { convertMain } from './convert.js';
 import { wire } from './wiring.js';
 import { sourceCheckpoints } from './checkpoints.js';
 
+/** Below this, `--auth-token` is said to be guessable (a random 32-character token is 128 bits or more). */
+const MIN_TOKEN_LENGTH = 32;
+
 /** Runs the agent until SIGINT or SIGTERM; returns the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'plan') return planMain(argv.slice(1));
@@ -34,6 +37,11 @@ export async function main(argv: readonly string[]): Promise<number> {
     logger.warn(
       { flag: '--allow-privileged' },
       '--allow-privileged is accepted for 2014 command lines, but privileged containers are not supported: no container runs privileged',
+    );
+  if (options.authToken !== undefined && options.authToken.length < MIN_TOKEN_LENGTH)
+    logger.warn(
+      { flag: '--auth-token', length: options.authToken.length },
+      `--auth-token has ${options.authToken.length} characters: a token that short can be guessed, and the server's throttle lets a valid token in even while it holds back guessers beside it; use at least ${MIN_TOKEN_LENGTH} (openssl rand -hex 32)`,
     );
   const problem = nodeNameProblem(hostname);
   if (problem !== undefined) {

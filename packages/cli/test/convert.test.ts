@@ -94,8 +94,12 @@ describe('kubelet-ts convert', () => {
     expect(await convert(['-'], '')).toMatchObject({
       code: 1,
       stdout: '',
+      stderr: expect.stringContaining('stdin: empty (no manifest, not even an empty list), which is unreadable'),
+    });
+    expect(await convert(['-'], '---\n')).toMatchObject({ code: 1, stderr: expect.stringContaining('stdin: empty') });
+    expect(await convert(['-'], '[]')).toMatchObject({
+      code: 1,
       stderr: expect.stringContaining('no manifest in stdin: nothing to convert'),
     });
-    expect(await convert(['-'], '---\n')).toMatchObject({ code: 1, stderr: expect.stringContaining('no manifest in stdin') });
   });
 });

@@ -141,6 +141,11 @@ export class ManifestIntake {
     return this.documents.has(origin);
   }
 
+  /** What document `origin` holds now (its last good content), or undefined when there is none. */
+  held(origin: string): readonly ContainerManifest[] | undefined {
+    return this.documents.get(origin)?.manifests;
+  }
+
   /**
    * Holds `documents` in place of those of the same origins (of all others too, with `replaceAll`),
    * as one change. When the documents would then hold more than the limits, nothing changes and

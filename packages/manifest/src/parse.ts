@@ -75,7 +75,8 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Decodes YAML or JSON holding one manifest or a list of them (JSON is YAML), then validates each.
- * Empty text is an empty list. A list may also be spread over several `---` documents. Each
+ * Text with no document (empty, blank, comments only) is unreadable; `[]` is the empty list. A
+ * list may also be spread over several `---` documents. Each
  * manifest is a 2014 manifest or a Kubernetes v1 Pod (it has `apiVersion` and `kind`; a v1 `List`
  * or `PodList` holds Pods), in any mix; both become the same domain manifest.
  *
@@ -102,6 +103,13 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
     return unreadable(`${origin}: not valid YAML or JSON: ${message}`, error);
   }
+  // One rule for every source (issue 27): text with no document at all (empty, blank, comments
+  // only) is unreadable, as a cut-short write or a wrong body is, and keeps the last good set; an
+  // explicit empty list (`[]`, `items: []`) is what runs nothing.
+  if (decoded.values.length === 0)
+    return unreadable(
+      `${origin}: empty (no manifest, not even an empty list), which is unreadable; to run nothing, write [] (or items: [])`,
+    );
   // The 2014 API's list kind, as etcd kept it: `{"kind": "ContainerManifestList", "items": [...]}`,
   // and a Kubernetes v1 `List` or `PodList`, whose items must each be a Pod.
   const inV1List = new WeakSet<object>();

@@ -79,12 +79,24 @@ describe('parseManifests: decoding', () => {
     expect(parsed.manifests.map((m) => m.id)).toEqual(['web', 'db']);
   });
 
-  it.each(['', '\n\n', '# only a comment\n', '---\n'])('reads %j as an empty list', (text) => {
+  // One rule for every source (issue 27): no document at all is unreadable input, not "run nothing".
+  it.each(['', '\n\n', '# only a comment\n', '---\n'])('reads %j as unreadable, saying how to write an empty list', (text) => {
     const parsed = parseManifests(text, 'empty.yaml');
-    expect(parsed.unreadable).toBeUndefined();
+    expect(parsed.unreadable?.message).toBe(
+      'empty.yaml: empty (no manifest, not even an empty list), which is unreadable; to run nothing, write [] (or items: [])',
+    );
     expect(parsed.manifests).toEqual([]);
-    expect(parsed.rejected).toEqual([]);
   });
+
+  it.each(['[]', '[]\n', 'kind: List\napiVersion: v1\nitems: []\n', '{"kind":"ContainerManifestList","items":[]}'])(
+    'reads %j as an empty list',
+    (text) => {
+      const parsed = parseManifests(text, 'empty.yaml');
+      expect(parsed.unreadable).toBeUndefined();
+      expect(parsed.manifests).toEqual([]);
+      expect(parsed.rejected).toEqual([]);
+    },
+  );
 
   it('accepts CRLF line endings and a byte order mark', () => {
     const parsed = parseManifests(`\uFEFF${WEB_YAML.replaceAll('\n', '\r\n')}`, 'windows.yaml');
@@ -335,7 +347,8 @@ describe('retainLastGood', () => {
     expect(retainLastGood(v2, v1.manifests)).toBe(v1.manifests);
   });
 
-  it('empties the list for a readable empty document', () => {
-    expect(retainLastGood(parseManifests('', 'f.json'), v1.manifests)).toEqual([]);
+  it('empties the list for a readable empty list, and keeps it for an empty document', () => {
+    expect(retainLastGood(parseManifests('[]', 'f.json'), v1.manifests)).toEqual([]);
+    expect(retainLastGood(parseManifests('', 'f.json'), v1.manifests)).toEqual(v1.manifests);
   });
 });
