@@ -2,7 +2,7 @@ import { CommanderError } from 'commander';
 import { hostAccessOf, nodeNameProblem } from '@kubelet-ts/core';
 import { resolveKubelet } from '@kubelet-ts/runner';
 import { agentApiHandler } from '@kubelet-ts/source-server';
-import { createLogger } from './logging.js';
+import { createLogger, routeProcessWarnings } from './logging.js';
 import { defaultHostname } from './legacy-flags.js';
 import { buildProgram, normaliseFlagSpelling, optionsOf } from './options.js';
 import { runOnce } from './runonce.js';
@@ -30,6 +30,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     level: options.logLevel,
     ...(options.logFormat === undefined ? {} : { pretty: options.logFormat === 'pretty' }),
   });
+  routeProcessWarnings(logger);
   // The etcd key takes the hostname as given; labels and names its normalized form.
   const givenHostname = options.hostnameOverride ?? defaultHostname();
   const hostname = givenHostname.toLowerCase();

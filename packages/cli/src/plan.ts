@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { Tokens, isKubeletError, nodeNameProblem, type ContainerRuntime, type FieldError, type ManifestSource } from '@kubelet-ts/core';
 import { formatPlanReport, previewPlan } from '@kubelet-ts/runner';
 import { parseDuration } from './duration.js';
-import { createLogger } from './logging.js';
+import { createLogger, routeProcessWarnings } from './logging.js';
 import { defaultHostname } from './legacy-flags.js';
 import { buildProgram, normaliseFlagSpelling, optionsOf, type CliOptions } from './options.js';
 import { wire } from './wiring.js';
@@ -38,6 +38,7 @@ export async function planMain(argv: readonly string[]): Promise<number> {
     pretty: false,
     destination: pino.destination({ fd: 2, sync: true }),
   });
+  routeProcessWarnings(logger);
   const givenHostname = options.hostnameOverride ?? defaultHostname();
   const hostname = givenHostname.toLowerCase();
   try {
