@@ -52,11 +52,14 @@ interface Engine {
  * from the same manifest directory and its CPU is sampled from /proc while it idles.
  */
 async function steadyOn(engine: Engine, node: string, manifests: string, sizes: SteadyEngineSizes): Promise<Row[]> {
+  // Every timed pass lists the host (eventedRelistMs 0), as a pass did before the evented relist:
+  // the pass against the lists it needs. A pass from the pod cache is timed apart (below).
   const kubelet = createKubelet({
     runtime: engine.runtime,
     sources: [new FileManifestSource({ path: manifests })],
     hostname: node,
     syncFrequencyMs: 3_600_000,
+    eventedRelistMs: 0,
   });
   const passTimes: number[] = [];
   const rawTimes: number[] = [];
@@ -100,12 +103,12 @@ async function steadyOn(engine: Engine, node: string, manifests: string, sizes: 
   return [
     row({
       scenario: '7. steady state on the engine',
-      metric: `${engine.label}: no-op pass, ${sizes.pods} pods running`,
+      metric: `${engine.label}: no-op pass that lists the host, ${sizes.pods} pods running`,
       unit: 'ms',
       value: pass,
-      baseline: { name: `one raw ${engine.rawListName}`, value: raw },
-      target: { text: 'ratio ≤ 1.5', met: pass.median / raw.median <= 1.5 },
-      note: `the pass makes two lists (containers, sandboxes) and plans; the same two raw lists take ${both.median.toFixed(1)} ms (median), so against them the ratio is ${(pass.median / both.median).toFixed(2)}. Passes and raw lists alternate`,
+      baseline: { name: `the two raw lists a pass needs (${engine.rawListName}, and the sandboxes)`, value: both },
+      target: { text: 'ratio ≤ 1.0 (issue 27)', met: pass.median / both.median <= 1.0 },
+      note: `the pass makes the two lists (containers, sandboxes) at once and plans; one raw list alone takes ${raw.median.toFixed(1)} ms (median), so against it the ratio is ${(pass.median / raw.median).toFixed(2)} (the row issue 14 published). Passes and raw lists alternate. While the engine's event stream flows, only one pass in 300 s lists the host; the others plan from the pod cache`,
     }),
     idle,
   ];
@@ -157,8 +160,8 @@ async function idleCpu(engine: Engine, node: string, manifests: string, sizes: S
       metric: `${engine.label}: CLI idle CPU, ${sizes.pods} pods, default flags`,
       unit: '% of a core',
       value: summarise([percent]),
-      target: { text: '≤ 0.5 %', met: percent <= 0.5 && !acted },
-      note: `utime+stime of the CLI's process over ${(wallMs / 1000).toFixed(0)} s (${ticks1 - ticks0} ticks of 10 ms), sampled after it had adopted the ${sizes.pods} pods the bench's agent started (its own process; \`${engine.cliArgs.join(' ').split(tmpdir()).join('<tmp>')} --config <dir> --hostname-override <node> --port 0 --root-dir <tmp>\`, the rest default: 10 s sync, 20 s file check, info logs)${acted ? `; **the CLI changed the pods while idle**: ${before.all} containers before, ${after.all} (${after.running} running) after` : '; it left every container as it was'}`,
+      target: { text: '≤ 0.3 % (issue 27)', met: percent <= 0.3 && !acted },
+      note: `utime+stime of the CLI's process over ${(wallMs / 1000).toFixed(0)} s (${ticks1 - ticks0} ticks of 10 ms), sampled after it had adopted the ${sizes.pods} pods the bench's agent started (its own process; \`${engine.cliArgs.join(' ').split(tmpdir()).join('<tmp>')} --config <dir> --hostname-override <node> --port 0 --root-dir <tmp>\`, the rest default: 10 s sync with the host listed every 300 s while the engine's events flow, 20 s file check, info logs)${acted ? `; **the CLI changed the pods while idle**: ${before.all} containers before, ${after.all} (${after.running} running) after` : '; it left every container as it was'}`,
     });
   } finally {
     await stop(cli);

@@ -42,6 +42,9 @@ import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
 import { TransitionReporter } from './transition-reporter.js';
 
+/** The kubelet's evented PLEG relists every 300 s while the runtime's events flow. */
+const DEFAULT_EVENTED_RELIST_MS = 300_000;
+
 /**
  * With the host access that manifests a source built from plain objects may take (`HostAccess`; off
  * by default, as the CLI's flags). Adapters' sources take their own.
@@ -85,6 +88,13 @@ export interface KubeletOptions extends HostAccess {
    * restart, and a source unreadable at start holds every removal until it delivers.
    */
   readonly checkpoints?: SourceCheckpoints;
+  /**
+   * While the runtime's event stream flows (a runtime with `capabilities.events`), how often a
+   * full pass lists the whole host; the passes between plan from the pod cache, which events keep
+   * current, and list before they act. Default 300 s, the kubelet's evented PLEG relist period;
+   * 0 lists on every pass. A runtime without events, or a stream that broke, lists on every pass.
+   */
+  readonly eventedRelistMs?: number;
 }
 
 export interface KubeletStatus {
@@ -193,10 +203,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       metrics,
       ...(options.crashBackOff === undefined ? {} : { crashBackOff: options.crashBackOff }),
       inbox,
+      relistDue: () => this.relistDue(options.eventedRelistMs ?? DEFAULT_EVENTED_RELIST_MS),
     });
     this.loop = new SyncLoop({
       clock: this.clock,
-      pass: (pods) => this.passes.run(pods),
+      pass: (pods, fresh) => this.passes.run(pods, fresh),
       wakeIn: () => this.nextWakeIn(),
       idle: () => this.workers.idle(),
       onDone: (result) => this.notify(result),
@@ -254,6 +265,17 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     // Sources that delivered while starting have already asked for a pass; ask only if none did,
     // so that the agent adopts what the runtime runs even before any source speaks.
     if (!this.loop.planning && this.passes.passes === 0) this.loop.request();
+  }
+
+  /**
+   * Whether the next full pass lists the host: yes unless the event stream has flowed since before
+   * the last relist began and that relist is younger than `eventedRelistMs` (the evented PLEG).
+   */
+  private relistDue(eventedRelistMs: number): boolean {
+    const streaming = this.watch?.streamingSince;
+    const relisted = this.cache.relistedAt;
+    if (eventedRelistMs <= 0 || streaming === undefined || relisted === undefined || relisted < streaming) return true;
+    return this.clock.now() - relisted >= eventedRelistMs;
   }
 
   /** Stops watching and syncing and closes every source. Containers are left running. */

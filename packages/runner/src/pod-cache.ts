@@ -55,6 +55,8 @@ export class PodCache {
   private readonly exits = new Map<string, ExitTimes>();
   private seq = 0;
   private updatedAt: number | undefined;
+  /** When the last relist began (its look is at least that fresh); undefined before the first. */
+  private relistBegan: number | undefined;
   private flat: { containers: readonly ContainerSummary[]; sandboxes: readonly SandboxSummary[] } | undefined;
 
   constructor(private readonly options: { readonly runtime: ContainerRuntime; readonly hostname: string; readonly clock: Clock }) {}
@@ -65,13 +67,26 @@ export class PodCache {
     return { ...this.flat, updatedAt: this.updatedAt };
   }
 
+  /** When the last relist began; undefined before the first. */
+  get relistedAt(): number | undefined {
+    return this.relistBegan;
+  }
+
+  /** What the last relist and the pods' own looks since show, as a relist would hand it over. Calls nothing. */
+  current(): Relisted {
+    const snapshot = this.snapshot();
+    return { listed: snapshot.containers, ...snapshot };
+  }
+
   /** Lists the whole host (containers and sandboxes) and replaces what the cache holds. */
   async relist(): Promise<Relisted> {
     const { runtime } = this.options;
     const seq = ++this.seq;
+    const began = this.options.clock.now();
     const [listed, sandboxes] = await Promise.all([runtime.list(), runtime.listSandboxes()]);
     const containers = await this.withExitTimes(listed);
     this.base = { containers, sandboxes, seq };
+    this.relistBegan = began;
     // A pod looked at after this relist began is as that newer look saw it, listed here or not
     // (an empty entry is such a look that found the pod gone); older looks are superseded.
     for (const [podId, entry] of this.pods) if (entry.seq < seq) this.pods.delete(podId);

@@ -39,6 +39,7 @@ export class RuntimeWatch {
   private timer: TimerHandle | undefined;
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
+  private since: number | undefined;
 
   constructor(private readonly options: RuntimeWatchOptions) {
     const policy = options.backoff ?? { initialMs: 100, maxMs: 10_000 };
@@ -47,6 +48,15 @@ export class RuntimeWatch {
 
   start(): void {
     this.loop ??= this.run();
+  }
+
+  /**
+   * When the stream now flowing was opened; undefined while there is none (not yet, or lost and
+   * waiting to reconnect). A relist that began after it, followed by this stream's events, sees
+   * every change: the agent may then plan from its pod cache without listing the host again.
+   */
+  get streamingSince(): number | undefined {
+    return this.since;
   }
 
   /** Aborts the stream and any pending reconnection; resolves once the watch has let go. */
@@ -69,11 +79,13 @@ export class RuntimeWatch {
       }
       first = false;
       let failure: unknown;
+      this.since = connectedAt;
       try {
         for await (const event of runtime.events(signal)) this.handle(event);
       } catch (error) {
         failure = error;
       }
+      this.since = undefined;
       if (signal.aborted) return;
       if (clock.now() - connectedAt >= (this.options.healthyAfterMs ?? 10_000)) this.backoff.reset();
       // Warned once per outage: the retries of an engine that stays away are debug lines.

@@ -21,9 +21,10 @@ export interface SyncLoopOptions {
   readonly clock: Clock;
   /**
    * Plans and dispatches one pass (of every pod, or of `pods` only); `done` resolves with its
-   * result once its work is done.
+   * result once its work is done. `fresh`: a `sync()` caller waits for it, so it looks at the
+   * runtime anew rather than at the pod cache.
    */
-  readonly pass: (pods?: ReadonlySet<string>) => Promise<{ readonly done: Promise<PassResult> }>;
+  readonly pass: (pods?: ReadonlySet<string>, fresh?: boolean) => Promise<{ readonly done: Promise<PassResult> }>;
   /** How long to sleep after a pass when nothing asks for one (the sync period, or sooner). */
   readonly wakeIn: () => number;
   /** Resolves when no pod worker is acting. */
@@ -89,7 +90,8 @@ export class SyncLoop {
 
   /**
    * Runs a pass over every pod and resolves once its work is done: work already in flight is
-   * waited for first, and a pass that had to leave a busy pod out is followed by another.
+   * waited for first, and a pass that had to leave a busy pod out is followed by another. The pass
+   * lists the host (a caller asks for the host as it is now, not as the pod cache last saw it).
    */
   async sync(): Promise<PassResult> {
     for (;;) {
@@ -116,7 +118,7 @@ export class SyncLoop {
           this.clearTimer();
           const waiters = this.waiters;
           this.waiters = [];
-          const { done } = await this.options.pass();
+          const { done } = await this.options.pass(undefined, waiters.length > 0);
           this.lastDone = done;
           void done.then((result) => {
             for (const resolve of waiters) resolve(result);

@@ -19,7 +19,7 @@ import {
 import type { ExecutionResult } from './executor.js';
 import type { KubeletMetrics } from './metrics.js';
 import type { Inbox } from './inbox.js';
-import type { PodCache } from './pod-cache.js';
+import type { PodCache, Relisted } from './pod-cache.js';
 import type { DesiredState } from './mux.js';
 import { hasAnyProbe, probeTargets } from './probe-targets.js';
 import type { Prober } from './prober.js';
@@ -44,6 +44,11 @@ export interface SyncPassOptions {
   readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
   /** Where a pass says that a pod it left out has been planned by nobody (`pod-missed`). */
   readonly inbox: Inbox;
+  /**
+   * Whether a full pass must list the host, or may plan from the pod cache (the runtime's event
+   * stream keeps it current: the evented PLEG's long relist period). Default: always list.
+   */
+  readonly relistDue?: () => boolean;
 }
 
 /**
@@ -79,6 +84,14 @@ export class SyncPass {
     const podId = event.podId;
     if (podId === undefined) return undefined;
     return this.options.intake.desired().pods.some((p) => p.manifest.id === podId) ? podId : undefined;
+  }
+
+  /** Plans every pod from `seen` (the ones `busy` left out), and what follows from it: where containers are, exits, forgotten pods. */
+  private planSeen(seen: Relisted, desired: DesiredState, allowRemovals: boolean, busy: ReadonlySet<string>): Plan {
+    this.ours = oursById(seen.containers, this.options.hostname);
+    this.forgetGone(seen.sandboxes);
+    this.options.transitions.exits(seen.containers, busy);
+    return plan(this.planInput(desired.pods, allowRemovals, seen.containers, seen.sandboxes, busy));
   }
 
   /** Lets the intake forget the pods it named that are neither desired nor on the runtime any more. */
@@ -119,8 +132,10 @@ export class SyncPass {
    * `pods`, a pass of those pods only (a runtime event named them): only those pods are listed
    * (their entries in the pod cache refreshed) and planned, nothing else is removed, and the quiet-pass memory,
    * the other pods' back-offs and the prober's targets are left as the last full pass set them.
+   * A full pass lists the host when `fresh` or when `relistDue` says so; else it plans from the pod
+   * cache, and lists before it acts if that plan has work.
    */
-  async run(pods?: ReadonlySet<string>): Promise<{ done: Promise<PassResult> }> {
+  async run(pods?: ReadonlySet<string>, fresh = false): Promise<{ done: Promise<PassResult> }> {
     if (pods !== undefined) return this.runPods(pods);
     const { clock, intake, runtime, cache, workers, metrics, logger, hostname } = this.options;
     const startedAt = clock.now();
@@ -154,20 +169,23 @@ export class SyncPass {
       // looked (the two lists are not one snapshot), so its pod waits for the next pass, which
       // `deferred` asks for at once.
       const busy = workers.busy();
-      const { listed, sandboxes, containers: actual } = await cache.relist();
+      const listed = fresh || (this.options.relistDue?.() ?? true);
+      let seen = listed ? await cache.relist() : cache.current();
       metrics.desiredPods.set(desired.pods.length);
-      const inputs = { desired, listed, sandboxes, allowRemovals };
       const idle = busy.size === 0 && this.options.prober.unhealthy().size === 0;
-      const quietHeld = idle ? this.quiet.matches(inputs) : undefined;
+      const quietHeld = idle ? this.quiet.matches({ desired, listed: seen.listed, sandboxes: seen.sandboxes, allowRemovals }) : undefined;
       if (quietHeld !== undefined) return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, quietHeld, 0)) };
-      this.ours = oursById(actual, hostname);
-      this.forgetGone(sandboxes);
-      this.options.transitions.exits(actual, busy);
-      const p = plan(this.planInput(desired.pods, allowRemovals, actual, sandboxes, busy));
+      let p = this.planSeen(seen, desired, allowRemovals, busy);
+      // A pass from the cache acts only on what it has just seen: with work to do, it lists first.
+      if (!listed && p.pods.length > 0) {
+        seen = await cache.relist();
+        p = this.planSeen(seen, desired, allowRemovals, busy);
+      }
+      const inputs = { desired, listed: seen.listed, sandboxes: seen.sandboxes, allowRemovals };
       this.quiet.record(inputs, p.pods.length === 0 && p.backOffs.length === 0 && idle, p.held);
       this.backOffs = p.backOffs;
       this.options.transitions.backOffs(p.backOffs);
-      this.options.prober.update(probeTargets(desired.pods, actual, hostname));
+      this.options.prober.update(probeTargets(desired.pods, seen.containers, hostname));
       if (p.held > 0) logger.info({ held: p.held, waitingFor: intake.unseen() }, 'keeping containers until every source has been seen');
       // A busy pod was left out of this plan: its worker plans it again when it is done (see
       // PodWorkers). One whose worker ended while this pass listed was planned by nobody.

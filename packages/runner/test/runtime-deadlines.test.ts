@@ -51,7 +51,8 @@ describe('runtime call deadlines (issue 27: a frozen engine held every call)', (
     const f = agentFixture();
 
     it('serves its reads at once while the engine is frozen, and reports the pass that timed out', async () => {
-      const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web')] })], { syncFrequencyMs: 60_000 });
+      // Every periodic pass lists the host (eventedRelistMs 0): the one timed here must.
+      const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web')] })], { syncFrequencyMs: 60_000, eventedRelistMs: 0 });
       await k.start();
       await k.sync();
       f.runtime.setLatency('list', HOUR); // frozen: no list answers any more
