@@ -6,7 +6,7 @@ const T = Date.UTC(2026, 11, 3, 10, 0, 0);
 const OPTIONS = { nodeName: 'node-1', runtime: 'docker', hostIP: '192.0.2.10' };
 
 function checked(raw: Record<string, unknown>): ContainerManifest {
-  const result = validateManifest({ version: 'v1beta1', ...raw });
+  const result = validateManifest({ version: 'v1beta1', ...raw }, { allowHostNetwork: true });
   if (!result.ok) throw new Error(JSON.stringify(result.errors));
   return result.manifest;
 }
