@@ -65,6 +65,14 @@ export type {
   RuntimeCapabilities,
 } from './runtime.js';
 export { CAPABILITIES } from './runtime.js';
+export {
+  formatLogTime,
+  parseLogTime,
+  type ContainerLogSource,
+  type LogLine,
+  type LogReadOptions,
+  type LogStream,
+} from './container-logs.js';
 export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
 export { settledEvents, type SettleOptions } from './settle-events.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';
