@@ -1,6 +1,7 @@
 import type { RequestListener } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
+import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route.js';
 import { HttpProblem, allow, decodePathSegment, routeListener } from './http-kit.js';
 import { renderPodList } from './pod-list.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
@@ -20,6 +21,8 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  *   manages; 400 without `container`, 404 for any other container, foreign ones included.
  * - `GET /containerStats?container=NAME` (the 2014 route) and `GET /stats/<manifest>/<container>`:
  *   what the container uses now (CPU, memory); 404 as above; 501 when the runtime gives no figures.
+ * - `GET /containerLogs/{namespace}/{pod}/{container}`: what the container printed, streamed as
+ *   plain text, with the kubelet's query options (see `containerLogsAnswer`).
  *
  * Another method on these paths is a 405; any other path is not its route (`undefined`).
  * It reads no request body, so it needs no body limit.
@@ -60,6 +63,10 @@ export function agentApiHandler(view: AgentView): RouteHandler {
         return { status: 200, json: await statsOf(view, name) };
       }
       default: {
+        if (isContainerLogsPath(url.pathname)) {
+          allow(req, 'GET');
+          return containerLogsAnswer(view, url, Date.now);
+        }
         const stats = /^\/stats\/([^/]+)\/([^/]+)$/.exec(url.pathname);
         if (stats === null) return undefined;
         allow(req, 'GET');

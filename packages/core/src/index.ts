@@ -95,6 +95,7 @@ export {
   isManagedBy,
   isManifestId,
   nodeNameProblem,
+  podNameOf,
   type ContainerIdentity,
 } from './naming.js';
 export {
@@ -120,4 +121,13 @@ export {
 // Planning, and what the agent shows of itself
 export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';
 export { reportPlan, type PlannedStep, type PlanReport } from './plan-report.js';
-export type { AgentView, ContainerView, EndedRun, HealthView, PodListing, PodView, WaitingReason } from './agent-view.js';
+export type {
+  AgentView,
+  ContainerLogRequest,
+  ContainerView,
+  EndedRun,
+  HealthView,
+  PodListing,
+  PodView,
+  WaitingReason,
+} from './agent-view.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { formatLogTime, parseLogTime } from '../src/index.js';
+import { formatLogTime, parseLogTime, podNameOf } from '../src/index.js';
 
 describe('log times', () => {
   it('are written as the kubelet writes them: UTC, nine fractional digits', () => {
@@ -19,5 +19,16 @@ describe('log times', () => {
       expect(parseLogTime(text)).toBeUndefined();
     const line = { time: Date.UTC(2026, 0, 2, 3, 4, 5, 6), nanos: 789 };
     expect(parseLogTime(formatLogTime(line))).toEqual(line);
+  });
+});
+
+describe('podNameOf', () => {
+  it("is a pod's metadata.name: the id without the namespace a v1 Pod's id carries", () => {
+    expect(podNameOf('etcd.kube-system', 'kube-system')).toBe('etcd');
+    expect(podNameOf('web', undefined)).toBe('web');
+    expect(podNameOf('web', 'default')).toBe('web');
+    // A 2014 id with dots is a name of its own, whatever it ends with.
+    expect(podNameOf('web.kube-system', undefined)).toBe('web.kube-system');
+    expect(podNameOf('web.other', 'kube-system')).toBe('web.other');
   });
 });

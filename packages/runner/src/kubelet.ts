@@ -10,11 +10,13 @@ import {
   type Capability,
   type Clock,
   type ContainerDetails,
+  type ContainerLogRequest,
   type ContainerRuntime,
   type ContainerStats,
   type EventSink,
   type HealthView,
   type KubeletEvent,
+  type LogLine,
   type Logger,
   type ManifestSource,
   type PlanReport,
@@ -317,6 +319,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   stats(name: string): Promise<ContainerStats | undefined> {
     return this.api.stats(name);
+  }
+
+  /** What a container of a desired pod printed; see `AgentView.containerLogs`. */
+  containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>> {
+    return this.api.containerLogs(request);
   }
 
   health(): HealthView {
