@@ -2,6 +2,7 @@ import type { RequestListener } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
 import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route.js';
+import { hostLogsHandler } from './host-logs.js';
 import { HttpProblem, allow, decodePathSegment, routeListener } from './http-kit.js';
 import { renderPodList } from './pod-list.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
@@ -115,6 +116,8 @@ export interface AgentApiListenerOptions {
   readonly checkHostAndOrigin?: boolean;
   /** Where a request that failed inside the agent (a 500) is logged. */
   readonly logger?: Logger;
+  /** Serves this host directory under `/logs/` too (`hostLogsHandler`; the CLI serves `/var/log`). Default: no `/logs/`. */
+  readonly hostLogDirectory?: string;
 }
 
 /**
@@ -125,7 +128,11 @@ export interface AgentApiListenerOptions {
  */
 export function agentApiListener(view: AgentView, options: AgentApiListenerOptions = {}): RequestListener {
   const extra = allowedHostNames(options.allowedHosts);
-  return routeListener([agentApiHandler(view)], {
+  const handlers = [
+    agentApiHandler(view),
+    ...(options.hostLogDirectory === undefined ? [] : [hostLogsHandler({ directory: options.hostLogDirectory })]),
+  ];
+  return routeListener(handlers, {
     authToken: options.authToken,
     clientCertificates: options.clientCertificates,
     // The listener does not know what its server was bound to, but each connection knows the

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CRI_ENDPOINT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
+import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
 import { addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
@@ -46,6 +47,7 @@ export interface CliOptions extends LegacyFlags {
   readonly runonceTimeout: number;
   readonly allowHostMounts: boolean;
   readonly allowHostNetwork: boolean;
+  readonly hostLogDir: string;
 }
 
 function duration(value: string): number {
@@ -212,6 +214,11 @@ export function buildProgram(): Command {
       )
         .argParser(collect)
         .default([]),
+    )
+    .addOption(
+      new Option('--host-log-dir <dir>', "the host's log directory, served under /logs/ (behind the server's authentication)").default(
+        DEFAULT_HOST_LOG_DIRECTORY,
+      ),
     )
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))
