@@ -8,6 +8,7 @@ import { buildProgram, normaliseFlagSpelling, optionsOf } from './options.js';
 import { runOnce } from './runonce.js';
 import { planMain } from './plan.js';
 import { convertMain } from './convert.js';
+import { logsMain } from './logs.js';
 import { wire } from './wiring.js';
 import { sourceCheckpoints } from './checkpoints.js';
 
@@ -18,6 +19,7 @@ const MIN_TOKEN_LENGTH = 32;
 export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'plan') return planMain(argv.slice(1));
   if (argv[0] === 'convert') return convertMain(argv.slice(1));
+  if (argv[0] === 'logs') return logsMain(argv.slice(1));
   const program = buildProgram();
   try {
     program.parse(normaliseFlagSpelling(argv), { from: 'user' });

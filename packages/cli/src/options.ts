@@ -102,7 +102,8 @@ export function buildProgram(): Command {
     .description(
       'Keeps the containers on this host equal to what its manifest sources ask for.\n\n' +
         '`kubelet-ts plan [options]` takes the same options, prints what a pass would do now and exits:\n' +
-        '0 when the host is in sync, 2 when the plan has steps, 1 on error.',
+        '0 when the host is in sync, 2 when the plan has steps, 1 on error.\n' +
+        "`kubelet-ts logs POD [CONTAINER]` prints what a pod's container printed, from a running agent (see `kubelet-ts logs --help`).",
     )
     .addOption(
       new Option('--config <path>', 'a manifest file, or a directory of manifests (every regular file but dotfiles and editor leftovers)'),
