@@ -124,7 +124,8 @@ async function copy(res: IncomingMessage, io: LogsIo): Promise<number> {
     if (closed) return 0;
     throw new AgentClientError(`the agent cut the answer short: ${(error as Error).message}`);
   } finally {
-    out.off('error', onError);
+    // Once the reader has gone, writes still buffered fail too: the listener stays to hear them.
+    if (!closed) out.off('error', onError);
   }
 }
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -150,6 +151,21 @@ describe('kubelet-ts logs, against a running agent on the in-memory runtime', ()
       });
     expect(await run(['duo', 'b', '--server', url])).toEqual({ code: 0, stdout: 'from b\n', stderr: '' });
     expect(await run(['duo', 'nope', '--server', url])).toMatchObject({ code: 1, stdout: '' });
+  });
+
+  it('ends quietly, with 0, when the reader of its output goes away (| head)', async () => {
+    const bin = fileURLToPath(new URL('../bin/kubelet-ts.js', import.meta.url));
+    const id = running('duo', 'a');
+    for (let i = 0; i < 4_000; i++) runtime.print(id, 'stdout', `${String(i).padStart(1023, '.')}\n`);
+    const child = spawn(process.execPath, [bin, 'logs', 'duo', 'a', '--server', url], {
+      env: { ...process.env, KUBELET_TS_AUTH_TOKEN: TOKEN },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.once('data', () => child.stdout.destroy());
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
   });
 
   it('serves kubectl, a client that is not ours', async () => {
