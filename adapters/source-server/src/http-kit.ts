@@ -142,7 +142,10 @@ async function sendStream(res: ServerResponse, answer: StreamedAnswer, logger: L
       // The client left while the stream waited to write: nothing went wrong.
       if (gone.signal.aborted) return;
       logger.error({ err: error }, 'a streamed answer failed after it began; the connection is cut');
-      res.destroy();
+      // What was written is still sent, then the connection ends without the last chunk, so the
+      // client sees an incomplete answer rather than one that looks whole.
+      if (res.socket === null) res.destroy();
+      else res.socket.end();
       return;
     }
     if (!gone.signal.aborted) res.end();

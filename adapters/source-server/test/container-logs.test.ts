@@ -4,6 +4,7 @@ import { formatLogTime } from '@kubelet-ts/core';
 import { RecordingSink } from '@kubelet-ts/conformance';
 import { ServerManifestSource, agentApiHandler, type ServerManifestSourceOptions } from '../src/index.js';
 import { FakeView } from './fake-view.js';
+import { RecordingLogger } from './recording-logger.js';
 
 const TOKEN = 'container-logs-token';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -183,6 +184,18 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
     view.output.end();
     await answer.end;
     expect(view.output.open).toBe(0);
+  });
+
+  it('cuts the connection when the runtime fails in the middle, so the client sees an incomplete answer, and logs it once', async () => {
+    const logger = new RecordingLogger();
+    const { url } = await start({ logger });
+    const answer = await open(url, '/containerLogs/default/web/broken');
+    expect(answer.res.statusCode).toBe(200);
+    await new Promise((resolve) => answer.res.once('close', resolve));
+    expect(answer.text).toBe('partial\n');
+    expect(answer.ended).toBe(false);
+    expect(answer.res.complete).toBe(false);
+    expect(logger.at('error').map((e) => e.message)).toEqual(['a streamed answer failed after it began; the connection is cut']);
   });
 
   it('lets go of a follow when its client disconnects: no read is left open', async () => {

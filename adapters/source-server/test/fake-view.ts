@@ -45,7 +45,7 @@ export class FakeView implements AgentView {
   }
   /** False: the runtime cannot read output (501). */
   hasLogs = true;
-  /** What `web/nginx` printed; `web/flood` prints without end, `web/init` has not run yet. */
+  /** What `web/nginx` printed; `web/flood` prints without end, `web/broken` loses its runtime after a line, `web/init` has not run yet. */
   readonly output = new FakeOutput();
   /** The last request `containerLogs` was asked, as the route made it. */
   logRequest: ContainerLogRequest | undefined;
@@ -58,6 +58,7 @@ export class FakeView implements AgentView {
     if (container === 'init')
       throw new KubeletError('Conflict', `container "init" in pod "default/web" is waiting to start: ContainerCreating`);
     if (container === 'flood') return this.output.flood(request.signal);
+    if (container === 'broken') return this.output.broken();
     if (container !== 'nginx') throw new KubeletError('NotFound', `container "${container}" is not in pod "default/web"`);
     if (request.previous === true)
       throw new KubeletError('NotFound', 'previous terminated container "nginx" in pod "default/web" not found');
@@ -138,6 +139,12 @@ export class FakeOutput {
     } finally {
       this.open -= 1;
     }
+  }
+
+  /** One line, then the runtime's connection is lost. */
+  async *broken(): AsyncGenerator<LogLine> {
+    yield { stream: 'stdout', time: Date.now(), content: new TextEncoder().encode('partial\n') };
+    throw new KubeletError('Unavailable', 'the engine went away');
   }
 
   private wake(): void {

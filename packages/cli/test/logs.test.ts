@@ -153,6 +153,22 @@ describe('kubelet-ts logs, against a running agent on the in-memory runtime', ()
     expect(await run(['duo', 'nope', '--server', url])).toMatchObject({ code: 1, stdout: '' });
   });
 
+  it('exits 1 when the agent cuts the answer short, after writing what came', async () => {
+    const cutting = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('half\n', () => res.socket?.end());
+    });
+    await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', resolve));
+    try {
+      const server = `http://127.0.0.1:${(cutting.address() as AddressInfo).port}`;
+      const answer = await logs(['web', 'main', '--server', server]);
+      expect(answer).toMatchObject({ code: 1, stdout: 'half\n' });
+      expect(answer.stderr).toMatch(/^kubelet-ts logs: the agent cut the answer short: /);
+    } finally {
+      await new Promise<void>((resolve) => cutting.close(() => resolve()));
+    }
+  });
+
   it('ends quietly, with 0, when the reader of its output goes away (| head)', async () => {
     const bin = fileURLToPath(new URL('../bin/kubelet-ts.js', import.meta.url));
     const id = running('duo', 'a');
