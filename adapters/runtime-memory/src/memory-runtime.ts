@@ -8,6 +8,7 @@ import {
   type ContainerDetails,
   type ContainerEvent,
   type ContainerEventSource,
+  type ContainerLogSource,
   type ContainerRuntime,
   type ContainerSpec,
   type ContainerStats,
@@ -15,7 +16,9 @@ import {
   type ContainerSummary,
   type ExecResult,
   type ListOptions,
-  type PortBinding,
+  type LogLine,
+  type LogReadOptions,
+  type LogStream,
   type RuntimeCapabilities,
   type Registry,
   type SandboxSpec,
@@ -24,6 +27,8 @@ import {
 import { CallLog } from './call-log.js';
 import { MemoryEvents } from './memory-events.js';
 import { MemoryImages } from './memory-images.js';
+import { MemoryLogs } from './memory-logs.js';
+import { portClash } from './port-clash.js';
 
 export type { Fault, Latency, RuntimeCall, RuntimeOperation } from './call-log.js';
 
@@ -68,14 +73,14 @@ interface SandboxRecord {
 /**
  * A complete `ContainerRuntime` held in memory: for embedding the agent where no engine exists,
  * and for fast, deterministic tests of everything above the runtime. Containers can be made to
- * exit or crash, sandboxes to die, every call is logged, and faults and latency can be injected
+ * exit, crash or print, sandboxes to die, every call is logged, and faults and latency can be injected
  * per operation. Pods are modelled as on a real engine: the containers of a sandbox share its
  * ports (published once, by the sandbox), and removing a sandbox removes its containers.
  */
-export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerStatsSource, ContainerEventSource {
+export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerStatsSource, ContainerEventSource, ContainerLogSource {
   readonly name = ADAPTER;
-  /** Events and figures, as the real engines have (the figures are what `setStats` says). */
-  readonly capabilities: RuntimeCapabilities = { events: this, stats: this };
+  /** Events, figures and output, as the real engines have (the figures are what `setStats` says, the output what `print` does). */
+  readonly capabilities: RuntimeCapabilities = { events: this, stats: this, logs: this };
   /** Its images: `pull` and `hasImage` are logged, delayed and faulted like every other call. */
   readonly images: MemoryImages;
 
@@ -87,6 +92,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   private readonly figures = new Map<string, { cpuNs: number; memoryBytes: number }>();
   private nextId = 1;
   private readonly changes = new MemoryEvents(ADAPTER);
+  private readonly output = new MemoryLogs();
 
   constructor(options: MemoryRuntimeOptions = {}) {
     super(options.clock ?? systemClock, options.callLogSize ?? 10_000);
@@ -100,7 +106,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     const holder = this.names.get(spec.name);
     if (holder !== undefined)
       throw new KubeletError('Conflict', `sandbox name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
-    const clash = this.portClash(spec.ports);
+    const clash = portClash(spec.ports, this.sandboxes.values());
     if (clash !== undefined)
       throw new KubeletError('Conflict', `cannot run sandbox ${spec.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
     const id = this.newId();
@@ -135,6 +141,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
       if (r.sandbox !== id) continue;
       this.containers.delete(cid);
       this.names.delete(r.summary.name);
+      this.output.forget(cid);
       this.changes.emit('removed', cid, r.spec.labels, this.clock.now());
     }
     this.sandboxes.delete(id);
@@ -216,6 +223,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     }
     this.containers.delete(id);
     this.names.delete(r.summary.name);
+    this.output.forget(id);
     this.changes.emit('removed', id, r.spec.labels, this.clock.now());
   }
 
@@ -247,6 +255,13 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     };
   }
 
+  /** What the container printed (`print`), by the logs contract; `follow` ends when it stops running or is removed. */
+  async logs(id: string, options: LogReadOptions = {}): Promise<AsyncIterable<LogLine>> {
+    await this.enter('logs', id);
+    this.get(id);
+    return this.output.read(id, options, () => this.containers.get(id)?.summary.state === 'running');
+  }
+
   /**
    * Started, exited (with its code) and removed events of labelled containers, emitted by the call
    * or control (`exit`, `killSandbox`, a stop timeout) that made the change, in that order.
@@ -265,6 +280,23 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   /** How many event streams are open (aborted ones must let go). */
   get openEventStreams(): number {
     return this.changes.openStreams;
+  }
+
+  /**
+   * The running container prints `text` on `stream` now (each line stamped with the clock's time);
+   * followers see it at once. A text that does not end in a newline leaves a part of a line.
+   * `Conflict` when the container is not running: only a running process prints.
+   */
+  print(id: string, stream: LogStream, text: string | Uint8Array): void {
+    const r = this.get(id);
+    if (r.summary.state !== 'running')
+      throw new KubeletError('Conflict', `${r.summary.name} is ${r.summary.state}: only a running container prints`, { adapter: ADAPTER });
+    this.output.print(id, stream, text, this.clock.now());
+  }
+
+  /** How many log reads are open (a reader that let go, or was aborted, must not keep one). */
+  get openLogStreams(): number {
+    return this.output.openStreams;
   }
 
   /** What `stats` reports for the container: CPU time used (ns) and memory in use (bytes). */
@@ -341,29 +373,12 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
 
   private finish(r: Record_, exitCode: number): void {
     r.summary = { ...r.summary, state: 'exited', finishedAt: this.clock.now(), exitCode };
+    this.output.ended(r.summary.id);
     this.changes.emit('exited', r.summary.id, r.spec.labels, this.clock.now(), exitCode);
   }
 
   private newId(): string {
     return (this.nextId++).toString(16).padStart(12, '0');
-  }
-
-  /**
-   * A host port of `ports` that a ready sandbox already holds (only sandboxes publish ports): the
-   * same port and protocol on the same address, or on every address (no `hostIp`) on either side.
-   */
-  private portClash(ports: SandboxSpec['ports']): string | undefined {
-    const wanted = ports.filter((p) => p.hostPort !== undefined);
-    if (wanted.length === 0) return undefined;
-    const any = (ip: string | undefined) => ip === undefined || ip === '0.0.0.0' || ip === '::';
-    const clash = (a: PortBinding, b: PortBinding) =>
-      a.hostPort === b.hostPort && a.protocol === b.protocol && (any(a.hostIp) || any(b.hostIp) || a.hostIp === b.hostIp);
-    for (const s of this.sandboxes.values()) {
-      const p =
-        s.summary.state === 'ready' ? s.spec.ports.find((b) => b.hostPort !== undefined && wanted.some((w) => clash(w, b))) : undefined;
-      if (p !== undefined) return `${p.hostPort}/${p.protocol}`;
-    }
-    return undefined;
   }
 }
 

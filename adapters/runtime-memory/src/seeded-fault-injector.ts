@@ -18,6 +18,7 @@ export const RUNTIME_OPERATIONS: readonly RuntimeOperation[] = [
   'hasImage',
   'exec',
   'stats',
+  'logs',
 ];
 
 /** The codes a runtime call may answer with (an invalid manifest is never the runtime's answer). */

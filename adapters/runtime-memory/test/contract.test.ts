@@ -7,4 +7,6 @@ runtimeContract('memory', () => new MemoryRuntime({ images: ['busybox:1.36'], pu
   realExec: false,
   // Its containers run nothing: the kill is the test control.
   events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
+  // Nor print: what they print is the test's to say.
+  logs: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
 });

@@ -9,5 +9,6 @@ runtimeContract('memory under vitest', () => new MemoryRuntime({ images: ['busyb
   command: ['sleep', '3600'],
   realExec: false,
   events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
+  logs: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
   testApi: vitest,
 });

@@ -1,6 +1,8 @@
 import type { RequestListener } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
+import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route.js';
+import { hostLogsHandler } from './host-logs.js';
 import { HttpProblem, allow, decodePathSegment, routeListener } from './http-kit.js';
 import { renderPodList } from './pod-list.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
@@ -20,6 +22,8 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  *   manages; 400 without `container`, 404 for any other container, foreign ones included.
  * - `GET /containerStats?container=NAME` (the 2014 route) and `GET /stats/<manifest>/<container>`:
  *   what the container uses now (CPU, memory); 404 as above; 501 when the runtime gives no figures.
+ * - `GET /containerLogs/{namespace}/{pod}/{container}`: what the container printed, streamed as
+ *   plain text, with the kubelet's query options (see `containerLogsAnswer`).
  *
  * Another method on these paths is a 405; any other path is not its route (`undefined`).
  * It reads no request body, so it needs no body limit.
@@ -60,6 +64,10 @@ export function agentApiHandler(view: AgentView): RouteHandler {
         return { status: 200, json: await statsOf(view, name) };
       }
       default: {
+        if (isContainerLogsPath(url.pathname)) {
+          allow(req, 'GET');
+          return containerLogsAnswer(view, url, Date.now);
+        }
         const stats = /^\/stats\/([^/]+)\/([^/]+)$/.exec(url.pathname);
         if (stats === null) return undefined;
         allow(req, 'GET');
@@ -108,6 +116,8 @@ export interface AgentApiListenerOptions {
   readonly checkHostAndOrigin?: boolean;
   /** Where a request that failed inside the agent (a 500) is logged. */
   readonly logger?: Logger;
+  /** Serves this host directory under `/logs/` too (`hostLogsHandler`; the CLI serves `/var/log`). Default: no `/logs/`. */
+  readonly hostLogDirectory?: string;
 }
 
 /**
@@ -118,7 +128,11 @@ export interface AgentApiListenerOptions {
  */
 export function agentApiListener(view: AgentView, options: AgentApiListenerOptions = {}): RequestListener {
   const extra = allowedHostNames(options.allowedHosts);
-  return routeListener([agentApiHandler(view)], {
+  const handlers = [
+    agentApiHandler(view),
+    ...(options.hostLogDirectory === undefined ? [] : [hostLogsHandler({ directory: options.hostLogDirectory })]),
+  ];
+  return routeListener(handlers, {
     authToken: options.authToken,
     clientCertificates: options.clientCertificates,
     // The listener does not know what its server was bound to, but each connection knows the

@@ -1,10 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { once } from 'node:events';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { systemClock, type FieldError, type Logger } from '@kubelet-ts/core';
 import { AuthThrottle } from './auth-throttle.js';
 import { checkHostAndOrigin, type ReachableNames } from './request-guard.js';
-import type { RouteHandler } from './route-handler.js';
+import type { RouteHandler, StreamedAnswer } from './route-handler.js';
 
 /**
  * A request the client got wrong (or gave up on), answered with `status` and
@@ -85,7 +86,8 @@ async function serve(
     for (const handler of handlers) {
       const answer = await handler(req, url);
       if (answer === undefined) continue;
-      if ('text' in answer) {
+      if ('open' in answer) await sendStream(res, answer, options.logger);
+      else if ('text' in answer) {
         res.writeHead(answer.status, { 'content-type': answer.contentType });
         res.end(answer.text);
       } else send(res, answer.status, answer.json);
@@ -114,6 +116,42 @@ async function serve(
       options.logger.error({ err: error, url: req.url }, 'request failed');
       send(res, 500, { error: 'internal error' });
     }
+  }
+}
+
+/**
+ * Sends a streamed answer: opened first (its errors are answered as any route's), then each chunk
+ * written and, when the socket's buffer is full, the next one only after it drained. The client
+ * leaving aborts the stream's signal and ends the loop, which lets go of the stream.
+ */
+async function sendStream(res: ServerResponse, answer: StreamedAnswer, logger: Logger): Promise<void> {
+  const gone = new AbortController();
+  const leave = () => gone.abort();
+  res.once('close', leave);
+  try {
+    const body = await answer.open(gone.signal);
+    res.writeHead(answer.status, { 'content-type': answer.contentType, 'x-content-type-options': 'nosniff' });
+    // The status and headers now, not with the first chunk: a follow may wait long for it.
+    res.flushHeaders();
+    try {
+      for await (const chunk of body) {
+        if (gone.signal.aborted) break;
+        if (!res.write(chunk)) await once(res, 'drain', { signal: gone.signal });
+      }
+    } catch (error) {
+      // The client left while the stream waited to write: nothing went wrong.
+      if (gone.signal.aborted) return;
+      logger.error({ err: error }, 'a streamed answer failed after it began; the connection is cut');
+      // What was written is still sent, then the connection ends without the last chunk, so the
+      // client sees an incomplete answer rather than one that looks whole.
+      if (res.socket === null) res.destroy();
+      else res.socket.end();
+      return;
+    }
+    if (!gone.signal.aborted) res.end();
+  } finally {
+    res.off('close', leave);
+    gone.abort();
   }
 }
 

@@ -2,11 +2,31 @@ import type { IncomingMessage } from 'node:http';
 
 /**
  * What a route answers. `json` is sent as `application/json`; `text` is sent as it is, with its
- * `contentType` (the Prometheus exposition of `/metrics`, for one).
+ * `contentType` (the Prometheus exposition of `/metrics`, for one); `open` streams the body (see
+ * `StreamedAnswer`).
  */
 export type RouteAnswer =
   | { readonly status: number; readonly json: unknown }
-  | { readonly status: number; readonly text: string; readonly contentType: string };
+  | { readonly status: number; readonly text: string; readonly contentType: string }
+  | StreamedAnswer;
+
+/**
+ * A body sent as it comes, in chunks, never held whole (a container's log, a file): each chunk is
+ * written once the client has taken the ones before (the socket drained), so a slow client slows
+ * the stream rather than growing the server's memory.
+ */
+export interface StreamedAnswer {
+  readonly status: number;
+  readonly contentType: string;
+  /**
+   * Opens the body. It is called before the status is sent, so what it throws is answered like
+   * any route's error (an `HttpProblem` with its status). `signal` aborts when the client goes
+   * away, or the answer ended: the stream must then end (a pending `next()` included); it is also
+   * told to `return()` when the client leaves between chunks. An error in the middle of the body
+   * cuts the connection, so the client sees an incomplete answer rather than a complete one.
+   */
+  readonly open: (signal: AbortSignal) => Promise<AsyncIterable<Uint8Array>>;
+}
 
 /**
  * A set of routes on a plain node `http` server, so the same routes can be served by the agent's

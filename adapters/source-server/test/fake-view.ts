@@ -3,6 +3,9 @@ import {
   KubeletError,
   type AgentView,
   type ContainerDetails,
+  type ContainerLogRequest,
+  type LogLine,
+  type LogStream,
   type ContainerStats,
   type HealthView,
   type PlanReport,
@@ -40,6 +43,27 @@ export class FakeView implements AgentView {
     if (name !== 'web-1' && name !== 'web/nginx') return undefined;
     return { timestamp: 1_000, cpu: { usageNanoseconds: 5_000_000 }, memory: { usageBytes: 1024, limitBytes: 4096 } };
   }
+  /** False: the runtime cannot read output (501). */
+  hasLogs = true;
+  /** What `web/nginx` printed; `web/flood` prints without end, `web/broken` loses its runtime after a line, `web/init` has not run yet. */
+  readonly output = new FakeOutput();
+  /** The last request `containerLogs` was asked, as the route made it. */
+  logRequest: ContainerLogRequest | undefined;
+  async containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>> {
+    if (!this.hasLogs) throw new KubeletError('Unsupported', 'the fake runtime cannot read what containers print');
+    this.logRequest = request;
+    const { namespace, pod, container } = request;
+    if (namespace !== 'default' || pod !== 'web')
+      throw new KubeletError('NotFound', `pod "${namespace}/${pod}" does not exist on this node`);
+    if (container === 'init')
+      throw new KubeletError('Conflict', `container "init" in pod "default/web" is waiting to start: ContainerCreating`);
+    if (container === 'flood') return this.output.flood(request.signal);
+    if (container === 'broken') return this.output.broken();
+    if (container !== 'nginx') throw new KubeletError('NotFound', `container "${container}" is not in pod "default/web"`);
+    if (request.previous === true)
+      throw new KubeletError('NotFound', 'previous terminated container "nginx" in pod "default/web" not found');
+    return this.output.read(request);
+  }
   health(): HealthView {
     return this.health_;
   }
@@ -54,5 +78,76 @@ export class FakeView implements AgentView {
   }
   async metrics() {
     return { contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'kubelet_ts_desired_pods 1\n' };
+  }
+}
+
+/**
+ * A container's output for the route's tests: lines printed by the test, a follow that waits for
+ * more until `end()`, and a flood that prints 64 KiB lines for as long as it is read; `open` counts
+ * the reads going on (each must end when its client leaves), `pulled` the bytes a flood gave.
+ */
+export class FakeOutput {
+  readonly lines: LogLine[] = [];
+  open = 0;
+  pulled = 0;
+  private ended = false;
+  private readonly waiting = new Set<() => void>();
+
+  print(stream: LogStream, text: string, time = Date.now()): void {
+    this.lines.push({ stream, time, content: new TextEncoder().encode(text) });
+    this.wake();
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake();
+  }
+
+  async *read(options: ContainerLogRequest): AsyncGenerator<LogLine> {
+    this.open += 1;
+    try {
+      let next = options.tailLines === undefined ? 0 : Math.max(0, this.lines.length - options.tailLines);
+      for (;;) {
+        while (next < this.lines.length) {
+          const line = this.lines[next++]!;
+          if (options.sinceMs === undefined || line.time >= options.sinceMs) yield line;
+        }
+        if (options.follow !== true || this.ended || options.signal?.aborted === true) return;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            this.waiting.delete(done);
+            options.signal?.removeEventListener('abort', done);
+            resolve();
+          };
+          this.waiting.add(done);
+          options.signal?.addEventListener('abort', done);
+        });
+      }
+    } finally {
+      this.open -= 1;
+    }
+  }
+
+  async *flood(signal: AbortSignal | undefined): AsyncGenerator<LogLine> {
+    this.open += 1;
+    const content = new TextEncoder().encode(`${'x'.repeat(64 * 1024 - 1)}\n`);
+    try {
+      while (signal?.aborted !== true) {
+        this.pulled += content.length;
+        yield { stream: 'stdout', time: Date.now(), content };
+      }
+    } finally {
+      this.open -= 1;
+    }
+  }
+
+  /** One line, then the runtime's connection is lost. */
+  async *broken(): AsyncGenerator<LogLine> {
+    yield { stream: 'stdout', time: Date.now(), content: new TextEncoder().encode('partial\n') };
+    throw new KubeletError('Unavailable', 'the engine went away');
+  }
+
+  private wake(): void {
+    for (const resolve of [...this.waiting]) resolve();
   }
 }

@@ -1,13 +1,14 @@
 import { CommanderError } from 'commander';
 import { hostAccessOf, nodeNameProblem } from '@kubelet-ts/core';
 import { resolveKubelet } from '@kubelet-ts/runner';
-import { agentApiHandler } from '@kubelet-ts/source-server';
+import { agentApiHandler, hostLogsHandler } from '@kubelet-ts/source-server';
 import { createLogger, routeProcessWarnings } from './logging.js';
 import { defaultHostname } from './legacy-flags.js';
 import { buildProgram, normaliseFlagSpelling, optionsOf } from './options.js';
 import { runOnce } from './runonce.js';
 import { planMain } from './plan.js';
 import { convertMain } from './convert.js';
+import { logsMain } from './logs.js';
 import { wire } from './wiring.js';
 import { sourceCheckpoints } from './checkpoints.js';
 
@@ -18,6 +19,7 @@ const MIN_TOKEN_LENGTH = 32;
 export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'plan') return planMain(argv.slice(1));
   if (argv[0] === 'convert') return convertMain(argv.slice(1));
+  if (argv[0] === 'logs') return logsMain(argv.slice(1));
   const program = buildProgram();
   try {
     program.parse(normaliseFlagSpelling(argv), { from: 'user' });
@@ -70,6 +72,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   });
   // The agent's read API on the server's port, beside the manifest routes (the 2014 URLs).
   wiring.server?.mount(agentApiHandler(kubelet));
+  // …and the 2014 view of the host's log directory.
+  wiring.server?.mount(hostLogsHandler({ directory: options.hostLogDir }));
   // Listening before the agent starts: a signal while the sources start still shuts down cleanly.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CRI_ENDPOINT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
+import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
 import { addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
@@ -46,6 +47,7 @@ export interface CliOptions extends LegacyFlags {
   readonly runonceTimeout: number;
   readonly allowHostMounts: boolean;
   readonly allowHostNetwork: boolean;
+  readonly hostLogDir: string;
 }
 
 function duration(value: string): number {
@@ -100,7 +102,8 @@ export function buildProgram(): Command {
     .description(
       'Keeps the containers on this host equal to what its manifest sources ask for.\n\n' +
         '`kubelet-ts plan [options]` takes the same options, prints what a pass would do now and exits:\n' +
-        '0 when the host is in sync, 2 when the plan has steps, 1 on error.',
+        '0 when the host is in sync, 2 when the plan has steps, 1 on error.\n' +
+        "`kubelet-ts logs POD [CONTAINER]` prints what a pod's container printed, from a running agent (see `kubelet-ts logs --help`).",
     )
     .addOption(
       new Option('--config <path>', 'a manifest file, or a directory of manifests (every regular file but dotfiles and editor leftovers)'),
@@ -212,6 +215,11 @@ export function buildProgram(): Command {
       )
         .argParser(collect)
         .default([]),
+    )
+    .addOption(
+      new Option('--host-log-dir <dir>', "the host's log directory, served under /logs/ (behind the server's authentication)").default(
+        DEFAULT_HOST_LOG_DIRECTORY,
+      ),
     )
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))

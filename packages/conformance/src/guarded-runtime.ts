@@ -1,7 +1,17 @@
 import { KubeletError, wrapRuntime, type ContainerRuntime, type RuntimeOperation } from '@kubelet-ts/core';
 
 /** The runtime calls that name one container or sandbox (`create` names the sandbox it joins). */
-export type ContainerOperation = 'inspect' | 'start' | 'stop' | 'remove' | 'exec' | 'create' | 'stopSandbox' | 'removeSandbox' | 'stats';
+export type ContainerOperation =
+  | 'inspect'
+  | 'start'
+  | 'stop'
+  | 'remove'
+  | 'exec'
+  | 'create'
+  | 'stopSandbox'
+  | 'removeSandbox'
+  | 'stats'
+  | 'logs';
 
 export interface ContainerCall {
   readonly op: ContainerOperation;
@@ -16,6 +26,8 @@ const NAMED_BY: Partial<Record<RuntimeOperation, { readonly op: ContainerOperati
   remove: { op: 'remove', arg: 0 },
   exec: { op: 'exec', arg: 0 },
   stats: { op: 'stats', arg: 0 },
+  // What a foreign container printed is not the agent's to read either.
+  logs: { op: 'logs', arg: 0 },
   create: { op: 'create', arg: 1 },
   stopSandbox: { op: 'stopSandbox', arg: 0 },
   removeSandbox: { op: 'removeSandbox', arg: 0 },

@@ -8,6 +8,7 @@ import {
   type ErrorCode,
 } from '@kubelet-ts/core';
 import { eventsContract, type EventsCapability } from './events-contract.js';
+import { logsContract, type LogsCapability } from './logs-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
 import { resolveTestApi, type TestApiOption } from './test-api.js';
 import { v1Contract } from './v1-contract.js';
@@ -28,6 +29,8 @@ export interface RuntimeContractOptions extends TestApiOption {
   readonly podNetwork?: PodNetworkCapability;
   /** Declared by runtimes that stream container events; without it the event checks are skipped, by name. */
   readonly events?: EventsCapability;
+  /** Declared by runtimes that read what containers print; without it the log checks are skipped, by name. */
+  readonly logs?: LogsCapability;
 }
 
 /**
@@ -219,5 +222,6 @@ export function runtimeContract(
     podContract(() => runtime, { ...options, name, testApi });
     v1Contract(() => runtime, { ...options, name, testApi });
     eventsContract(() => runtime, create, { ...options, name, testApi });
+    logsContract(() => runtime, create, { ...options, name, testApi });
   });
 }

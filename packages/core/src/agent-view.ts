@@ -1,3 +1,4 @@
+import type { LogLine, LogReadOptions } from './container-logs.js';
 import type { ContainerManifest } from './manifest.js';
 import type { PlanReport } from './plan-report.js';
 import type { ContainerDetails, ContainerState, ContainerStats } from './runtime.js';
@@ -75,6 +76,24 @@ export interface PodListing {
   readonly pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[];
 }
 
+/**
+ * Which container's output `AgentView.containerLogs` reads, named as the kubelet's
+ * `/containerLogs/{namespace}/{pod}/{container}` names it, and from where.
+ */
+export interface ContainerLogRequest extends LogReadOptions {
+  /** The pod's namespace: a v1 Pod's `metadata.namespace`; `default` for a 2014 manifest or a v1 Pod without one. */
+  readonly namespace: string;
+  /** The pod's name as `/pods` gives it (`metadata.name`): a 2014 manifest's id, a v1 Pod's name. */
+  readonly pod: string;
+  /** The manifest container's name. */
+  readonly container: string;
+  /**
+   * The run before the current one (the kubelet's `previous`): the container `/pods` shows as
+   * `lastState.terminated`. A restart is a new container, so this is the agent's to find, never the runtime's.
+   */
+  readonly previous?: boolean | undefined;
+}
+
 export interface HealthView {
   readonly healthy: boolean;
   /** When the last sync pass completed (ms since the epoch), if one has. */
@@ -102,6 +121,14 @@ export interface AgentView {
    * any other container. Rejects with a `KubeletError` when the runtime gives no figures.
    */
   stats(name: string): Promise<ContainerStats | undefined>;
+  /**
+   * What a container of a desired pod printed (see `ContainerLogSource` for the stream). The
+   * container read is the one `/pods` shows: the running one, else the newest that ran; while it
+   * waits to be restarted, the run that ended. Rejects with a `KubeletError`: `Unsupported` when the
+   * runtime cannot read output, `NotFound` naming what is unknown (the pod, the container in it, a
+   * previous run), `Conflict` when the container has not run yet (it waits to start).
+   */
+  containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>>;
   /** Unhealthy when the sync loop has not completed a pass for too long. */
   health(): HealthView;
   /** What a pass would do now, without doing it. */

@@ -65,6 +65,14 @@ export type {
   RuntimeCapabilities,
 } from './runtime.js';
 export { CAPABILITIES } from './runtime.js';
+export {
+  formatLogTime,
+  parseLogTime,
+  type ContainerLogSource,
+  type LogLine,
+  type LogReadOptions,
+  type LogStream,
+} from './container-logs.js';
 export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
 export { settledEvents, type SettleOptions } from './settle-events.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';
@@ -87,6 +95,7 @@ export {
   isManagedBy,
   isManifestId,
   nodeNameProblem,
+  podNameOf,
   type ContainerIdentity,
 } from './naming.js';
 export {
@@ -112,4 +121,13 @@ export {
 // Planning, and what the agent shows of itself
 export { CrashBackOff, plan, type BackOff, type Plan, type PlanAction, type PlanInput, type PlanReason, type PodPlan } from './planner.js';
 export { reportPlan, type PlannedStep, type PlanReport } from './plan-report.js';
-export type { AgentView, ContainerView, EndedRun, HealthView, PodListing, PodView, WaitingReason } from './agent-view.js';
+export type {
+  AgentView,
+  ContainerLogRequest,
+  ContainerView,
+  EndedRun,
+  HealthView,
+  PodListing,
+  PodView,
+  WaitingReason,
+} from './agent-view.js';

@@ -63,6 +63,16 @@ export function isManifestId(s: string): boolean {
 }
 
 /**
+ * A pod's name as the kubelet shows it (`metadata.name`, the `{pod}` of `/containerLogs`): its
+ * manifest id without the `.<namespace>` that a v1 Pod's id carries (`v1PodId`), so `etcd` for
+ * the id `etcd.kube-system` in `kube-system`. A 2014 manifest's (no namespace, or `default`) is its id.
+ */
+export function podNameOf(id: string, namespace: string | undefined): string {
+  if (namespace === undefined || namespace === 'default' || !id.endsWith(`.${namespace}`)) return id;
+  return id.slice(0, -(namespace.length + 1));
+}
+
+/**
  * The id of a manifest written without one, as the 2014 agent named such pods after where they
  * came from: `<name>[-<position>]-<12 hex>`, where `name` is made readable (lower case, runs of
  * anything else turned into '-', at most 40 characters) and the hex digits are a hash of `origin`

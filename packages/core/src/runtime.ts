@@ -1,3 +1,4 @@
+import type { ContainerLogSource } from './container-logs.js';
 import type { HostPathType, Protocol } from './manifest.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
@@ -239,21 +240,22 @@ export interface ContainerEventSource {
  * What a runtime can do beyond the calls every runtime has (virtual-kubelet's optional provider
  * interfaces, CRI's separate services). Each key present is a power the runtime has, given as the
  * object that does it (usually the runtime itself: `{ events: this }`); a key absent is a power it
- * lacks, and the agent does without (relists only; the stats routes answer 501). A runtime
+ * lacks, and the agent does without (relists only; the stats and log routes answer 501). A runtime
  * declares exactly what it can do: the conformance suite runs the checks of each declared power
  * and skips, by name, those of the others.
  */
 export interface RuntimeCapabilities {
   readonly events?: ContainerEventSource;
   readonly stats?: ContainerStatsSource;
+  readonly logs?: ContainerLogSource;
 }
 
-/** The name of an optional power (`'events'`, `'stats'`). */
+/** The name of an optional power (`'events'`, `'stats'`, `'logs'`). */
 export type Capability = keyof RuntimeCapabilities;
 
 // A `Record` of every key, so that a power added to `RuntimeCapabilities` without being listed here
 // fails to compile rather than being missed by the checks that walk this list.
-const EVERY_CAPABILITY: Readonly<Record<Capability, true>> = { events: true, stats: true };
+const EVERY_CAPABILITY: Readonly<Record<Capability, true>> = { events: true, stats: true, logs: true };
 
 /** Every optional power (for checks that must cover each one). */
 export const CAPABILITIES = Object.keys(EVERY_CAPABILITY) as readonly Capability[];

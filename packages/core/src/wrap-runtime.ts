@@ -15,7 +15,8 @@ export type RuntimeOperation =
   | 'pull'
   | 'hasImage'
   | 'exec'
-  | 'stats';
+  | 'stats'
+  | 'logs';
 
 /**
  * Around one call of the wrapped runtime: `proceed` makes the call (at most once; not at all to
@@ -27,7 +28,9 @@ export type AroundCall = <T>(operation: RuntimeOperation, args: readonly unknown
 export interface RuntimeWrapping {
   /**
    * Around every call that returns a promise, those of the image service (`pull`, `hasImage`) and
-   * of the powers (`stats`) included.
+   * of the powers (`stats`, `logs`) included. For `logs` that is the opening of the stream (the
+   * container looked up), not the reading: the stream itself is passed on whole, so a deadline or
+   * a timer around it never cuts a `follow` short.
    */
   readonly around?: AroundCall;
   /** Around the event stream of a runtime that has one (`capabilities.events`). */
@@ -45,6 +48,7 @@ const wrapCapability: {
     events: (signal) => (wrapping.events === undefined ? facet.events(signal) : wrapping.events(facet.events(signal), signal)),
   }),
   stats: (facet, around) => ({ stats: (id) => around('stats', [id], () => facet.stats(id)) }),
+  logs: (facet, around) => ({ logs: (id, options) => around('logs', [id, options], () => facet.logs(id, options)) }),
 };
 
 const passThrough: AroundCall = (_operation, _args, proceed) => proceed();

@@ -4,6 +4,7 @@ import {
   wrapRuntime,
   type ContainerEvent,
   type ContainerRuntime,
+  type LogLine,
   type RuntimeCapabilities,
   type RuntimeOperation,
 } from '../src/index.js';
@@ -41,6 +42,12 @@ const everyPower: RuntimeCapabilities = {
     },
   },
   stats: { stats: async (id) => ({ timestamp: 1, cpu: { usageNanoseconds: id.length }, memory: { usageBytes: 2 } }) },
+  logs: {
+    logs: async (id) =>
+      (async function* () {
+        yield { stream: 'stdout', time: 1, content: new TextEncoder().encode(`${id}\n`) } satisfies LogLine;
+      })(),
+  },
 };
 
 describe('wrapRuntime', () => {
@@ -80,6 +87,29 @@ describe('wrapRuntime', () => {
       { operation: 'pull', args: ['app:1'] },
       { operation: 'stats', args: ['abc'] },
     ]);
+  });
+
+  it('puts the opening of a log stream through `around`, and passes the stream itself whole', async () => {
+    const seen: Array<{ operation: RuntimeOperation; args: readonly unknown[] }> = [];
+    let inside = 0;
+    const wrapped = wrapRuntime(fakeRuntime(everyPower), {
+      around: async (operation, args, proceed) => {
+        seen.push({ operation, args });
+        inside += 1;
+        try {
+          return await proceed();
+        } finally {
+          inside -= 1;
+        }
+      },
+    });
+    const stream = await wrapped.capabilities.logs!.logs('c1', { tailLines: 3 });
+    // The call is over once the stream is open: reading it is not inside `around` (no deadline cuts a follow).
+    expect(inside).toBe(0);
+    const lines: string[] = [];
+    for await (const line of stream) lines.push(new TextDecoder().decode(line.content));
+    expect(lines).toEqual(['c1\n']);
+    expect(seen).toEqual([{ operation: 'logs', args: ['c1', { tailLines: 3 }] }]);
   });
 
   it('lets `around` refuse a call without making it', async () => {

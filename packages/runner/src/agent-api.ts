@@ -6,14 +6,17 @@ import {
   reportPlan,
   type Clock,
   type ContainerDetails,
+  type ContainerLogRequest,
   type ContainerManifest,
   type ContainerRuntime,
   type ContainerStats,
   type HealthView,
+  type LogLine,
   type PlanReport,
   type PodListing,
   type PodView,
 } from '@kubelet-ts/core';
+import { logTarget } from './log-target.js';
 import type { KubeletMetrics } from './metrics.js';
 import type { PodCache } from './pod-cache.js';
 import { podViews, type PodViewInputs } from './pod-views.js';
@@ -113,6 +116,17 @@ export class AgentReadApi {
       throw new KubeletError('Unsupported', `the ${runtime.name} runtime gives no container figures`, { adapter: runtime.name });
     const id = await this.find(name);
     return id === undefined ? undefined : figures.stats(id);
+  }
+
+  /** The output of the container `request` names (see `logTarget` for which run), from the runtime. */
+  async containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>> {
+    const { runtime } = this.options;
+    const source = runtime.capabilities.logs;
+    if (source === undefined)
+      throw new KubeletError('Unsupported', `the ${runtime.name} runtime cannot read what containers print`, { adapter: runtime.name });
+    const id = logTarget(await this.pods(), request);
+    const { namespace: _namespace, pod: _pod, container: _container, previous: _previous, ...options } = request;
+    return source.logs(id, options);
   }
 
   /**

@@ -10,11 +10,13 @@ import {
   type Capability,
   type Clock,
   type ContainerDetails,
+  type ContainerLogRequest,
   type ContainerRuntime,
   type ContainerStats,
   type EventSink,
   type HealthView,
   type KubeletEvent,
+  type LogLine,
   type Logger,
   type ManifestSource,
   type PlanReport,
@@ -341,6 +343,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     return this.api.stats(name);
   }
 
+  /** What a container of a desired pod printed; see `AgentView.containerLogs`. */
+  containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>> {
+    return this.api.containerLogs(request);
+  }
+
   health(): HealthView {
     return this.api.health();
   }
@@ -372,7 +379,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
  * the power named, rather than at the first event or figure.
  */
 function checkCapabilities(runtime: ContainerRuntime): void {
-  const methods: Readonly<Record<Capability, string>> = { events: 'events', stats: 'stats' };
+  const methods: Readonly<Record<Capability, string>> = { events: 'events', stats: 'stats', logs: 'logs' };
   if (typeof runtime.capabilities !== 'object' || runtime.capabilities === null) {
     throw new Error(`the ${runtime.name} runtime declares no capabilities: give it \`capabilities: {}\` (or the powers it has)`);
   }

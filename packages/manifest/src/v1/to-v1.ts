@@ -1,4 +1,4 @@
-import type { Container, ContainerManifest, Probe, VolumeMount } from '@kubelet-ts/core';
+import { podNameOf, type Container, type ContainerManifest, type Probe, type VolumeMount } from '@kubelet-ts/core';
 import { formatBytes, millisOfShares } from './quantity.js';
 
 /** A plain Kubernetes v1 Pod object, as `kubectl get pod -o json` shows one (spec and metadata only). */
@@ -40,7 +40,8 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      name: v1PodName(manifest),
+      // The id without the `.<namespace>` that `v1PodId` added to it.
+      name: podNameOf(manifest.id, manifest.namespace),
       ...(manifest.namespace === undefined ? {} : { namespace: manifest.namespace }),
       ...(manifest.uuid === undefined ? {} : { uid: manifest.uuid }),
       ...(manifest.labels === undefined ? {} : { labels: { ...manifest.labels } }),
@@ -56,13 +57,6 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       ...(volumes.length === 0 ? {} : { volumes }),
     },
   };
-}
-
-/** `metadata.name`: the id without the `.<namespace>` that `v1PodId` added to it. */
-function v1PodName(m: ContainerManifest): string {
-  const ns = m.namespace;
-  if (ns === undefined || ns === 'default' || !m.id.endsWith(`.${ns}`)) return m.id;
-  return m.id.slice(0, -(ns.length + 1));
 }
 
 function freeName(wanted: string, taken: Set<string>): string {

@@ -1,0 +1,123 @@
+import {
+  formatLogTime,
+  isKubeletError,
+  parseLogTime,
+  type AgentView,
+  type ContainerLogRequest,
+  type LogLine,
+  type LogReadOptions,
+} from '@kubelet-ts/core';
+import { HttpProblem, decodePathSegment } from './http-kit.js';
+import type { RouteAnswer } from './route-handler.js';
+
+/** `/containerLogs/{namespace}/{pod}/{container}`, as the kubelet routes it. */
+const ROUTE = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/;
+
+/** What the query asks besides where to read: the kubelet's `PodLogOptions` on its wire. */
+interface LogQuery extends LogReadOptions {
+  readonly previous: boolean;
+  readonly timestamps: boolean;
+}
+
+/** Whether `pathname` is a container's log path (so the route owns it, whatever the method). */
+export function isContainerLogsPath(pathname: string): boolean {
+  return ROUTE.test(pathname);
+}
+
+/**
+ * `GET /containerLogs/{namespace}/{pod}/{container}`: what the container printed, as plain text
+ * sent in chunks as it comes (`follow` keeps the answer open until the container ends or the client
+ * goes away), each line written once the client took the one before. The kubelet's query options:
+ * `follow`, `tailLines` (and 2014's `tail`, `all` meaning every line), `sinceSeconds` or
+ * `sinceTime`, `timestamps` (each line after its RFC 3339 time, nine digits), `previous`,
+ * `limitBytes` (of what is sent, the times included, as the kubelet counts). 400 naming a bad
+ * option, 404 naming what is unknown, 400 for a container that has not run yet, 501 when the
+ * runtime cannot read output. `now` is the clock `sinceSeconds` counts back from.
+ */
+export function containerLogsAnswer(view: AgentView, url: URL, now: () => number): RouteAnswer {
+  const match = ROUTE.exec(url.pathname);
+  if (match === null) throw new Error(`not a container log path: ${url.pathname}`);
+  const [namespace, pod, container] = match.slice(1).map((s) => decodePathSegment(s)) as [string, string, string];
+  const { previous, timestamps, ...read } = logQuery(url.searchParams, now());
+  const request: ContainerLogRequest = { namespace, pod, container, previous, ...read };
+  return {
+    status: 200,
+    contentType: 'text/plain; charset=utf-8',
+    open: async (signal) => {
+      let lines: AsyncIterable<LogLine>;
+      try {
+        lines = await view.containerLogs({ ...request, signal });
+      } catch (error) {
+        if (isKubeletError(error, 'NotFound')) throw new HttpProblem(404, error.message);
+        if (isKubeletError(error, 'Unsupported')) throw new HttpProblem(501, error.message);
+        // The kubelet's answer to a container that waits to start (`is waiting to start: …`).
+        if (isKubeletError(error, 'Conflict')) throw new HttpProblem(400, error.message);
+        throw error;
+      }
+      return rendered(lines, timestamps, read.limitBytes);
+    },
+  };
+}
+
+/** Each line as the kubelet writes it, `<time> ` first with `timestamps`; at most `limitBytes` in all. */
+async function* rendered(lines: AsyncIterable<LogLine>, timestamps: boolean, limitBytes: number | undefined): AsyncGenerator<Uint8Array> {
+  let left = limitBytes ?? Number.POSITIVE_INFINITY;
+  for await (const line of lines) {
+    const bytes = timestamps ? Buffer.concat([Buffer.from(`${formatLogTime(line)} `), line.content]) : line.content;
+    const sent = bytes.length > left ? bytes.subarray(0, left) : bytes;
+    left -= sent.length;
+    yield sent;
+    if (left <= 0) return;
+  }
+}
+
+/** The query's options, checked one by one; the first one that is wrong is a 400 naming it. */
+function logQuery(query: URLSearchParams, now: number): LogQuery {
+  const tail = query.get('tail');
+  // 2014's `tail` wins over `tailLines`, as the kubelet still takes it; `all` is every line.
+  const tailLines = tail === null ? whole(query, 'tailLines', 0) : tail === 'all' ? undefined : whole(query, 'tail', 0);
+  const sinceSeconds = whole(query, 'sinceSeconds', 1);
+  const sinceTime = time(query, 'sinceTime');
+  if (sinceSeconds !== undefined && sinceTime !== undefined) throw new HttpProblem(400, 'give sinceSeconds or sinceTime, not both');
+  const sinceMs = sinceSeconds !== undefined ? now - sinceSeconds * 1000 : sinceTime;
+  const limitBytes = whole(query, 'limitBytes', 1);
+  return {
+    follow: flag(query, 'follow'),
+    previous: flag(query, 'previous'),
+    timestamps: flag(query, 'timestamps'),
+    ...(tailLines === undefined ? {} : { tailLines }),
+    ...(sinceMs === undefined ? {} : { sinceMs }),
+    ...(limitBytes === undefined ? {} : { limitBytes }),
+  };
+}
+
+/** A Go `strconv.ParseBool` value (`true`, `1`, `t`, `False`, …); absent or empty is false, as the kubelet reads it. */
+function flag(query: URLSearchParams, name: string): boolean {
+  const value = query.get(name);
+  if (value === null || value === '') return false;
+  if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value)) return true;
+  if (['0', 'f', 'F', 'false', 'FALSE', 'False'].includes(value)) return false;
+  throw new HttpProblem(400, `${name}: expected true or false, got ${JSON.stringify(value.slice(0, 40))}`);
+}
+
+function whole(query: URLSearchParams, name: string, min: number): number | undefined {
+  const value = query.get(name);
+  if (value === null) return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min)
+    throw new HttpProblem(400, `${name}: expected a whole number of at least ${min}, got ${JSON.stringify(value.slice(0, 40))}`);
+  return n;
+}
+
+/** An RFC 3339 time (`2026-12-04T03:24:06Z`, a fraction and a zone offset allowed), as Kubernetes writes `sinceTime`. */
+function time(query: URLSearchParams, name: string): number | undefined {
+  const value = query.get(name);
+  if (value === null) return undefined;
+  const parsed = parseLogTime(value);
+  if (parsed === undefined)
+    throw new HttpProblem(
+      400,
+      `${name}: expected an RFC 3339 time such as 2026-12-04T03:24:06Z, got ${JSON.stringify(value.slice(0, 40))}`,
+    );
+  return parsed.time;
+}

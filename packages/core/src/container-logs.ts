@@ -1,0 +1,99 @@
+/** Which of a container's two output streams a line was printed on. */
+export type LogStream = 'stdout' | 'stderr';
+
+/**
+ * One line of a container's output, as the runtime keeps it (a line of a CRI log file, a line of a
+ * Docker log stream).
+ */
+export interface LogLine {
+  readonly stream: LogStream;
+  /** When the runtime took the line in, in milliseconds since the epoch. */
+  readonly time: number;
+  /**
+   * The nanoseconds past `time`'s millisecond (0 to 999,999), when the runtime's clock is that fine:
+   * Docker and containerd write nanoseconds, and `formatLogTime` gives them back as they were.
+   */
+  readonly nanos?: number;
+  /**
+   * The bytes printed, with the line's `\n` when it is a whole line, without one when it is part of
+   * a line (CRI's `P` tag: a long line the runtime cut, or the last output of a container that ended
+   * without a newline). The contents of a container's lines, joined in order, are its output.
+   */
+  readonly content: Uint8Array;
+}
+
+/**
+ * Where a read of a container's output starts and whether it goes on: the kubelet's `PodLogOptions`
+ * (virtual-kubelet's `ContainerLogOpts`) less what is not the runtime's to do. `previous` picks
+ * another container (a restart is a new container here), which the agent does before it asks the
+ * runtime; `timestamps` is how a reader shows a line, and every line carries its time.
+ */
+export interface LogReadOptions {
+  /**
+   * Only the last `tailLines` lines already printed when the read starts (0: none of them; with
+   * `follow`, only what comes). Absent: every line.
+   */
+  readonly tailLines?: number | undefined;
+  /** Only lines whose time is at or after this (ms since the epoch). With `tailLines`: the lines both allow. */
+  readonly sinceMs?: number | undefined;
+  /** Go on yielding lines as they are printed, until the container ends or `signal` aborts. */
+  readonly follow?: boolean | undefined;
+  /** At most this many bytes of content in all: the line that reaches it is cut there, and the read ends. */
+  readonly limitBytes?: number | undefined;
+  /** Ends the read (a `follow` above all): the stream then returns at once, a pending `next()` included. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * An optional power of a runtime (`capabilities.logs`): what its containers printed, read from a
+ * point and, optionally, followed. Without it the agent's log routes answer 501.
+ *
+ * The contract:
+ * - `logs(id, options)` rejects with `NotFound` for an unknown container (and `Unavailable` when the
+ *   runtime cannot be reached), and otherwise resolves with the stream. The stream holds nothing
+ *   (no connection, no file) until its first `next()`: a stream that is never read leaks nothing,
+ *   and "already printed" (for `tailLines`, and the end of a read without `follow`) means printed
+ *   by then.
+ * - Lines come in the order the runtime took them in, stdout and stderr interleaved as printed.
+ *   Whatever its state, a container that is not removed keeps its output (an exited one included).
+ * - Without `follow`, the stream ends after the last line already printed. With it, it goes on,
+ *   and ends once the container is not running (or is removed) and every line it printed has been
+ *   given: at once, after its lines, for a container that has already ended.
+ * - It ends early when `signal` aborts, and when the reader stops (`return()` on the iterator,
+ *   `break` out of `for await`); either way it lets go of what it holds.
+ * - Back-pressure: a stream reads no further ahead of its reader than a bounded buffer (a paused
+ *   engine stream, a file read in blocks); a reader that stops reading stops the reading, and a
+ *   container's whole output is never held in memory.
+ * - A runtime connection lost in the middle throws a `KubeletError` (`Unavailable`) from `next()`.
+ */
+export interface ContainerLogSource {
+  logs(id: string, options?: LogReadOptions): Promise<AsyncIterable<LogLine>>;
+}
+
+/**
+ * A line's time as the kubelet writes it beside a line (`--timestamps`; the CRI log format's first
+ * field): RFC 3339 in UTC with nine fractional digits, `2026-12-04T03:24:06.123456789Z`.
+ */
+export function formatLogTime(line: Pick<LogLine, 'time' | 'nanos'>): string {
+  const iso = new Date(Math.floor(line.time)).toISOString(); // …T03:24:06.123Z
+  const nanos = String(Math.trunc(line.nanos ?? 0)).padStart(6, '0');
+  return `${iso.slice(0, -1)}${nanos}Z`;
+}
+
+const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
+
+/**
+ * The time of an RFC 3339 timestamp with up to nine fractional digits, as Docker (`timestamps=1`)
+ * and CRI log files write them, to the nanosecond; `undefined` for anything else. The inverse of
+ * `formatLogTime`.
+ */
+export function parseLogTime(text: string): Pick<LogLine, 'time' | 'nanos'> | undefined {
+  const match = RFC3339.exec(text);
+  if (match === null) return undefined;
+  const [, seconds, fraction = '', zone] = match;
+  const whole = Date.parse(`${seconds}${zone}`);
+  if (Number.isNaN(whole)) return undefined;
+  const digits = fraction.padEnd(9, '0');
+  const nanos = Number(digits.slice(3));
+  return { time: whole + Number(digits.slice(0, 3)), ...(nanos === 0 ? {} : { nanos }) };
+}
