@@ -135,6 +135,24 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
     expect(server.Name).toMatch(/^\/server--web--[0-9a-f]{8}$/);
     const probe = await (await byName('probe')).inspect();
     expect(probe.HostConfig.Binds).toEqual([`${join(volumes, 'web', 'content')}:/content:ro`]);
+    // What the engine keeps of their output is bounded (issue 22): the kubelet's 10Mi × 5 by default.
+    expect(server.HostConfig.LogConfig).toEqual({ Type: 'json-file', Config: { 'max-size': '10485760', 'max-file': '5' } });
+  });
+
+  it('serves what a container printed at /containerLogs, as the engine logged it (issue 22)', async () => {
+    const url = await agent!.serverUrl();
+    const server = await byName('server');
+    const run = await server.exec({
+      Cmd: ['sh', '-c', 'echo from-the-engine >/proc/1/fd/1; echo to-stderr >/proc/1/fd/2'],
+      AttachStdout: true,
+    });
+    await new Promise((resolve) => run.start({}).then((s) => s.on('end', resolve).resume()));
+    let body = '';
+    for (let i = 0; i < 100 && !body.includes('to-stderr'); i++) {
+      body = await (await fetch(`${url}/containerLogs/default/web/server?tailLines=2&timestamps=true`)).text();
+      if (!body.includes('to-stderr')) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(body).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z from-the-engine\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z to-stderr\n$/);
   });
 
   it('fails a pod whose image cannot be pulled with a clear event, and runs the others', async () => {

@@ -10,6 +10,18 @@ export interface DockerApi {
   getImage(name: string): { inspect(): Promise<unknown> };
   pull(image: string): Promise<NodeJS.ReadableStream>;
   modem: {
+    /** One request to the engine as dockerode makes it; with `isStream`, the answer's body as a stream (`GET /containers/{id}/logs`). */
+    dial(
+      options: {
+        path: string;
+        method: string;
+        isStream: boolean;
+        abortSignal?: AbortSignal;
+        statusCodes: Record<number, boolean | string>;
+        options: Record<string, string | number | boolean>;
+      },
+      callback: (error: unknown, result?: unknown) => void,
+    ): void;
     followProgress(
       stream: NodeJS.ReadableStream,
       onFinished: (error: Error | null, output: unknown[]) => void,
@@ -117,6 +129,8 @@ export interface DockerCreateOptions {
     CpuPeriod?: number;
     CpuQuota?: number;
     RestartPolicy?: { Name: string };
+    /** The log driver and its options: `json-file` with `max-size` and `max-file` bounds what the engine keeps. */
+    LogConfig?: { Type: string; Config: Record<string, string> };
   };
 }
 

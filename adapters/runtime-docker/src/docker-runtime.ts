@@ -14,6 +14,8 @@ import {
   type ContainerSpec,
   type ContainerStats,
   type ContainerStatsSource,
+  type LogLine,
+  type LogReadOptions,
   type ContainerSummary,
   type ExecResult,
   type ImageService,
@@ -30,6 +32,7 @@ import {
 import { podVolumeDir } from '@kubelet-ts/host-volumes';
 import type { DockerApi, DockerCreateOptions, DockerInspect } from './docker-api.js';
 import { dockerEvents } from './docker-events.js';
+import { dockerLogs } from './docker-logs.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSandboxes } from './docker-sandboxes.js';
 import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
@@ -52,7 +55,17 @@ export interface DockerRuntimeOptions {
   readonly pullProgressIntervalMs?: number;
   /** Time for creation stamps, pull durations and timers (exec deadlines, pull progress). Default `systemClock`. */
   readonly clock?: Clock;
+  /**
+   * What the engine keeps of each container's output: its `json-file` log, rotated at `maxSizeBytes`
+   * and at most `maxFiles` files (the kubelet's `--container-log-max-size`, 10 MiB, and
+   * `--container-log-max-files`, 5). Without a bound, a container flooding stdout grew Docker's log
+   * to 1.3 GB in 15 s (issue 22).
+   */
+  readonly containerLogs?: { readonly maxSizeBytes: number; readonly maxFiles: number };
 }
+
+/** The kubelet's defaults: 10 MiB a file, 5 files. */
+export const DEFAULT_CONTAINER_LOGS = { maxSizeBytes: 10 * 1024 * 1024, maxFiles: 5 } as const;
 
 export const DEFAULT_POD_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
 export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
@@ -64,8 +77,8 @@ export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
  */
 export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, ContainerEventSource {
   readonly name = ADAPTER;
-  /** The engine's event stream and its one-shot figures (Docker and Podman both serve them). */
-  readonly capabilities: RuntimeCapabilities = { events: this, stats: this };
+  /** The engine's event stream, its one-shot figures and its containers' logs (Docker and Podman serve all three). */
+  readonly capabilities: RuntimeCapabilities = { events: this, stats: this, logs: this };
   /** The engine's images (see `DockerImages`). */
   readonly images: ImageService;
   readonly endpoint: string;
@@ -75,6 +88,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly sandboxes: DockerSandboxes;
+  private readonly logConfig: { Type: string; Config: Record<string, string> };
   private engineKind: Promise<EngineKind> | undefined;
 
   constructor(options: DockerRuntimeOptions = {}) {
@@ -85,6 +99,8 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     this.podInfraImage = options.podInfraImage ?? DEFAULT_POD_INFRA_IMAGE;
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
+    const logs = options.containerLogs ?? DEFAULT_CONTAINER_LOGS;
+    this.logConfig = { Type: 'json-file', Config: { 'max-size': String(logs.maxSizeBytes), 'max-file': String(logs.maxFiles) } };
     this.images = new DockerImages({
       docker: this.docker,
       endpoint: host,
@@ -181,6 +197,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
         ...(spec.memory === undefined ? {} : { Memory: spec.memory }),
         ...(spec.cpuShares === undefined ? {} : { CpuShares: spec.cpuShares }),
         ...(spec.cpuLimitMillis === undefined ? {} : { CpuPeriod: CFS_PERIOD_US, CpuQuota: cfsQuotaOf(spec.cpuLimitMillis) }),
+        LogConfig: this.logConfig,
       },
     };
     const created = await this.call(`create ${spec.name}`, () => this.docker.createContainer(options));
@@ -267,6 +284,11 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       binds.push(`${dir}:${m.containerPath}:${m.readOnly ? 'ro' : 'rw'}`);
     }
     return binds;
+  }
+
+  /** What the container printed, from the engine's own log (`docker logs`; see `dockerLogs`). */
+  logs(id: string, options: LogReadOptions = {}): Promise<AsyncIterable<LogLine>> {
+    return dockerLogs(this.docker, this.endpoint, id, options);
   }
 
   /** One-shot figures from the engine (`docker stats --no-stream`). */

@@ -29,5 +29,6 @@ runtimeContract(
     missingImage: 'localhost:1/kubelet-ts/missing:none',
     podNetwork: busyboxPodNetwork,
     events: {},
+    logs: {},
   },
 );

@@ -47,6 +47,8 @@ export interface CliOptions extends LegacyFlags {
   readonly runonceTimeout: number;
   readonly allowHostMounts: boolean;
   readonly allowHostNetwork: boolean;
+  readonly containerLogMaxSize: number;
+  readonly containerLogMaxFiles: number;
   readonly hostLogDir: string;
 }
 
@@ -91,6 +93,28 @@ function concurrency(value: string): number {
   return n;
 }
 
+const BYTE_UNITS: Readonly<Record<string, number>> = { '': 1, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, K: 1000, M: 1000 ** 2, G: 1000 ** 3 };
+
+/** A size as the kubelet's `--container-log-max-size` takes it: `10Mi`, `512Ki`, `1G`, or bytes. */
+function logSize(value: string): number {
+  const match = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(value.trim());
+  const bytes = match === null ? Number.NaN : Number(match[1]) * BYTE_UNITS[match[2] ?? '']!;
+  if (!Number.isSafeInteger(bytes) || bytes < 1024)
+    throw new InvalidArgumentError(
+      `--container-log-max-size: expected a size of at least 1Ki (10Mi, 512Ki, or bytes), got ${JSON.stringify(value)}`,
+    );
+  return bytes;
+}
+
+function logFiles(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 100)
+    throw new InvalidArgumentError(
+      `--container-log-max-files: expected a whole number of files from 1 to 100, got ${JSON.stringify(value)}`,
+    );
+  return n;
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`invalid port ${JSON.stringify(value)}: use 0-65535`);
@@ -132,6 +156,19 @@ export function buildProgram(): Command {
       new Option('--pod-infra-image <image>', "the image of each pod's network-namespace container").default(DEFAULT_POD_INFRA_IMAGE),
     )
     .addOption(new Option('--host-ip <address>', 'the host address published ports bind to').default('0.0.0.0'))
+    .addOption(
+      new Option(
+        '--container-log-max-size <size>',
+        "what the engine keeps of a container's output, per file (Docker, Podman: json-file max-size)",
+      )
+        .argParser(logSize)
+        .default(10 * 1024 * 1024, '10Mi'),
+    )
+    .addOption(
+      new Option('--container-log-max-files <n>', "how many files of a container's output the engine keeps (Docker: json-file max-file)")
+        .argParser(logFiles)
+        .default(5),
+    )
     .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
     .addOption(
       new Option(

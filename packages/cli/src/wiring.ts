@@ -161,6 +161,7 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
     podInfraImage: options.podInfraImage,
     hostIp: options.hostIp,
     logger,
+    containerLogs: { maxSizeBytes: options.containerLogMaxSize, maxFiles: options.containerLogMaxFiles },
   });
   if (options.runtime === 'docker') return none;
   const reasons: string[] = [];
