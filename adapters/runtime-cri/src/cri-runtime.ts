@@ -16,6 +16,8 @@ import {
   type ExecResult,
   type ImageService,
   type ListOptions,
+  type LogLine,
+  type LogReadOptions,
   type Logger,
   type Registry,
   type RuntimeCapabilities,
@@ -29,6 +31,7 @@ import { ContainerdEvents } from './containerd-events.js';
 import { CriImages } from './cri-images.js';
 import { connectCri } from './cri-client.js';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOGS_ROOT, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
+import { criLogs } from './cri-logs.js';
 import { ADAPTER, translate } from './errors.js';
 import { assertHostPortsFree } from './host-ports.js';
 import { buildContainerConfig } from './container-config.js';
@@ -53,8 +56,8 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
  */
 export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly name = ADAPTER;
-  /** containerd's own event service; no figures yet (CRI `ContainerStats` is not mapped). */
-  readonly capabilities: RuntimeCapabilities = { events: this };
+  /** containerd's own event service, and the log files it writes; no figures yet (CRI `ContainerStats` is not mapped). */
+  readonly capabilities: RuntimeCapabilities = { events: this, logs: this };
   /** CRI's ImageService (see `CriImages`). */
   readonly images: ImageService;
   readonly endpoint: string;
@@ -284,6 +287,11 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       });
     }
     await ignoreNotFound(this.call(`remove ${id}`, (deadline) => this.cri.removeContainer({ containerId: id }, deadline)));
+  }
+
+  /** What the container printed, from the log file the runtime writes (see `criLogs`). */
+  logs(id: string, options: LogReadOptions = {}): Promise<AsyncIterable<LogLine>> {
+    return criLogs(id, options, async (which) => this.containerStatus(which));
   }
 
   async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {

@@ -28,5 +28,6 @@ runtimeContract(
     },
     // containerd's own event service (see ContainerdEvents).
     events: {},
+    logs: {},
   },
 );

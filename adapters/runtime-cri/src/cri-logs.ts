@@ -1,0 +1,191 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { KubeletError, parseLogTime, type LogLine, type LogReadOptions, type LogStream } from '@kubelet-ts/core';
+import type { ContainerStatus } from './cri-api.js';
+import { ADAPTER } from './errors.js';
+
+/** What the reader needs of a container: where its log file is, and whether it still runs. */
+export interface CriLogTarget {
+  readonly id: string;
+  /** The file the runtime writes (ContainerStatus `log_path`, absolute). */
+  readonly path: string;
+  /** Whether the container still runs (ContainerStatus, asked when the reader reaches the end). */
+  running(): Promise<boolean>;
+}
+
+/** How much is read at a time, forward and backward: the bound of what is held ahead of the reader. */
+const BLOCK = 64 * 1024;
+/** The longest wait between two looks at a followed file, if no change is signalled (a missed inotify event). */
+const POLL_MS = 250;
+const NEWLINE = 0x0a;
+const STREAMS = new Set<string>(['stdout', 'stderr']);
+
+/**
+ * The logs contract on a CRI runtime: the container's status first (`NotFound`, and the file's
+ * path), then its log file read by `criLogLines` from the first `next()`.
+ */
+export async function criLogs(
+  id: string,
+  options: LogReadOptions,
+  status: (id: string) => Promise<Pick<ContainerStatus, 'logPath' | 'state'>>,
+): Promise<AsyncIterable<LogLine>> {
+  const { logPath } = await status(id);
+  if (logPath === '')
+    throw new KubeletError(
+      'Unsupported',
+      `logs of ${id}: the runtime writes no log file for it (its sandbox was run without a log directory)`,
+      {
+        adapter: ADAPTER,
+      },
+    );
+  const running = async () => {
+    try {
+      return (await status(id)).state === 'CONTAINER_RUNNING';
+    } catch (error) {
+      if (error instanceof KubeletError && error.code === 'NotFound') return false;
+      throw error;
+    }
+  };
+  return criLogLines({ id, path: logPath, running }, options);
+}
+
+/**
+ * A container's output from the log file the runtime writes in the CRI format, as the kubelet reads
+ * it (`kuberuntime/logs`): one line per entry, `<RFC 3339 nano> <stdout|stderr> <P|F> <text>`, `P`
+ * for a part of a line the runtime cut (no `\n` of its own), `F` for a whole one. Read in blocks as
+ * consumed; `tailLines` found by reading back from the end; `follow` waits on the file (inotify,
+ * and a look every 250 ms), and ends once the container no longer runs and the file is read to its
+ * end. An entry that is not in the format (a file cut short) is skipped.
+ */
+export async function* criLogLines(target: CriLogTarget, options: LogReadOptions): AsyncGenerator<LogLine> {
+  const { signal, sinceMs, follow = false } = options;
+  const aborted = () => signal?.aborted === true;
+  if (aborted()) return;
+  let file: FileHandle;
+  try {
+    file = await open(target.path, 'r');
+  } catch (error) {
+    throw new KubeletError('Unavailable', `logs of ${target.id}: its log file ${target.path} cannot be read: ${(error as Error).message}`, {
+      adapter: ADAPTER,
+      cause: error,
+    });
+  }
+  const changes = follow ? new FileChanges(target.path) : undefined;
+  try {
+    const size = (await file.stat()).size;
+    let position = options.tailLines === undefined ? 0 : await tailStart(file, size, options.tailLines);
+    const end = follow ? Number.POSITIVE_INFINITY : size;
+    let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
+    let pending: Buffer = Buffer.alloc(0);
+    const block = Buffer.alloc(BLOCK);
+    for (;;) {
+      const { bytesRead } = await file.read(block, 0, Math.min(BLOCK, end - position), position);
+      if (bytesRead > 0) {
+        position += bytesRead;
+        pending = pending.length === 0 ? Buffer.from(block.subarray(0, bytesRead)) : Buffer.concat([pending, block.subarray(0, bytesRead)]);
+        let start = 0;
+        for (let newline = pending.indexOf(NEWLINE); newline !== -1; newline = pending.indexOf(NEWLINE, start)) {
+          const line = entry(pending.subarray(start, newline));
+          start = newline + 1;
+          if (line === undefined || (sinceMs !== undefined && line.time < sinceMs)) continue;
+          const content = line.content.length > left ? line.content.subarray(0, left) : line.content;
+          left -= content.length;
+          yield content === line.content ? line : { ...line, content };
+          if (left <= 0 || aborted()) return;
+        }
+        pending = pending.subarray(start);
+        continue;
+      }
+      if (changes === undefined || position >= end) return;
+      // At the end of what is written: a container that no longer runs has written its last line
+      // (read once more, for what came between the read and the look); else wait for more.
+      if (!(await target.running())) {
+        const { size: last } = await file.stat();
+        if (last <= position) return;
+        continue;
+      }
+      await changes.next(signal);
+      if (aborted()) return;
+    }
+  } finally {
+    changes?.close();
+    await file.close();
+  }
+}
+
+/** One entry of the file, or undefined when it is not one (a cut-short write). */
+function entry(raw: Buffer): LogLine | undefined {
+  const first = raw.indexOf(0x20);
+  const second = first === -1 ? -1 : raw.indexOf(0x20, first + 1);
+  const third = second === -1 ? -1 : raw.indexOf(0x20, second + 1);
+  if (third === -1 && !(second !== -1 && raw.length === second + 2)) return undefined;
+  const time = parseLogTime(raw.toString('latin1', 0, first));
+  const stream = raw.toString('latin1', first + 1, second);
+  const tag = raw.toString('latin1', second + 1, third === -1 ? raw.length : third);
+  if (time === undefined || !STREAMS.has(stream) || (tag !== 'F' && tag !== 'P')) return undefined;
+  const text = third === -1 ? Buffer.alloc(0) : raw.subarray(third + 1);
+  const content = tag === 'F' ? Buffer.concat([text, Buffer.from('\n')]) : Buffer.from(text);
+  return { stream: stream as LogStream, ...time, content: new Uint8Array(content.buffer, content.byteOffset, content.length) };
+}
+
+/** Where the last `lines` whole lines of the file begin: read back from the end, a block at a time. */
+async function tailStart(file: FileHandle, size: number, lines: number): Promise<number> {
+  if (lines <= 0) return size;
+  const block = Buffer.alloc(BLOCK);
+  let seen = 0;
+  let position = size;
+  // The file ends with a newline: the last one closes the last line and is not counted as a start.
+  let skip = true;
+  while (position > 0) {
+    const length = Math.min(BLOCK, position);
+    position -= length;
+    const { bytesRead } = await file.read(block, 0, length, position);
+    for (let i = bytesRead - 1; i >= 0; i--) {
+      if (block[i] !== NEWLINE) continue;
+      if (skip) {
+        skip = false;
+        continue;
+      }
+      seen += 1;
+      if (seen === lines) return position + i + 1;
+    }
+    skip = false;
+  }
+  return 0;
+}
+
+/** Wakes a follower when the file changes (inotify), or after `POLL_MS` at the latest. */
+class FileChanges {
+  private watcher: FSWatcher | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(path: string) {
+    try {
+      this.watcher = watch(path, { persistent: false }, () => this.wake?.());
+      this.watcher.on('error', () => this.close());
+    } catch {
+      this.watcher = undefined; // polling alone
+    }
+  }
+
+  next(signal: AbortSignal | undefined): Promise<void> {
+    if (signal?.aborted === true) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, POLL_MS);
+      this.wake = done;
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  close(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.wake?.();
+  }
+}
