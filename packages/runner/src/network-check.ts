@@ -38,18 +38,33 @@ function headersOf(options: HttpCheckOptions | undefined): Record<string, string
   return headers;
 }
 
+/**
+ * One probe's outcome, said once: the first of answer, error and timeout wins; `end` closes what
+ * the probe opened, and the timer is cleared.
+ */
+function probeOutcome(
+  resolve: (result: { ok: boolean; detail: string }) => void,
+  timeoutMs: number,
+  late: string,
+): { finish: (ok: boolean, detail: string) => void; closeWith: (end: () => void) => void } {
+  let settled = false;
+  let end = () => {};
+  const finish = (ok: boolean, detail: string) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    end();
+    resolve({ ok, detail });
+  };
+  const timer = setTimeout(() => finish(false, late), timeoutMs);
+  return { finish, closeWith: (close) => (end = close) };
+}
+
 /** The default NetworkCheck: real sockets, each call ended by a real timer after `timeoutMs`. */
 export const socketNetworkCheck: NetworkCheck = {
   http(host, port, path, timeoutMs, options) {
     return new Promise((resolve) => {
-      let settled = false;
-      const finish = (ok: boolean, detail: string) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        req.destroy();
-        resolve({ ok, detail });
-      };
+      const { finish, closeWith } = probeOutcome(resolve, timeoutMs, `no answer within ${timeoutMs} ms`);
       // No keep-alive agent: every probe is its own connection, and nothing stays open afterwards.
       const common = { host, port, path, method: 'GET', agent: false, headers: headersOf(options) } as const;
       const onResponse = (res: import('node:http').IncomingMessage) => {
@@ -59,26 +74,19 @@ export const socketNetworkCheck: NetworkCheck = {
       };
       const req =
         options?.scheme === 'HTTPS' ? httpsRequest({ ...common, rejectUnauthorized: false }, onResponse) : httpRequest(common, onResponse);
+      closeWith(() => req.destroy());
       req.on('error', (error) => finish(false, socketError(error)));
-      const timer = setTimeout(() => finish(false, `no answer within ${timeoutMs} ms`), timeoutMs);
       req.end();
     });
   },
 
   tcp(host, port, timeoutMs) {
     return new Promise((resolve) => {
-      let settled = false;
-      const finish = (ok: boolean, detail: string) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        socket.destroy();
-        resolve({ ok, detail });
-      };
+      const { finish, closeWith } = probeOutcome(resolve, timeoutMs, `no connection within ${timeoutMs} ms`);
       const socket = connect({ host, port });
+      closeWith(() => socket.destroy());
       socket.on('connect', () => finish(true, 'connected'));
       socket.on('error', (error) => finish(false, socketError(error)));
-      const timer = setTimeout(() => finish(false, `no connection within ${timeoutMs} ms`), timeoutMs);
     });
   },
 };
