@@ -39,7 +39,14 @@ async function* read(docker: DockerApi, endpoint: string, id: string, options: L
   // A function, so that each look reads the signal anew (it aborts while the read waits).
   const aborted = () => signal?.aborted === true;
   if (aborted()) return;
-  const stream = await open(docker, endpoint, id, options);
+  let stream: NodeJS.ReadableStream;
+  try {
+    stream = await open(docker, endpoint, id, options);
+  } catch (error) {
+    // Aborted before the engine answered (Podman sends no headers until a line comes): a plain end.
+    if (aborted()) return;
+    throw error;
+  }
   let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
   let pending: Buffer = Buffer.alloc(0);
   try {
