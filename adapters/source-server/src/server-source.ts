@@ -20,6 +20,7 @@ import { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 import { allowedHostNames, isLoopback, reachableNames, type ReachableNames } from './request-guard.js';
 import { ServerTls, type ServerTlsOptions } from './server-tls.js';
 import { answerPlainHttp } from './plain-http-answer.js';
+import { checkAuthenticated, idClash, listenProblem } from './server-guards.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
 /** With the host access the manifests may take (`HostAccess`: the CLI's `--allow-host-mounts`, `--allow-host-network`). */
@@ -267,22 +268,9 @@ export class ServerManifestSource implements ManifestSource {
     });
   }
 
-  /**
-   * Said loudly (and the agent is unhealthy while its supervisor retries): until the server
-   * listens, whatever holds its port answers the agent's clients, and would get their tokens.
-   * The error keeps its `code` (`EADDRINUSE`, `EACCES`).
-   */
+  /** Says why the server cannot listen, at error level (see `listenProblem`), and gives the error to reject with. */
   private cannotListen(error: NodeJS.ErrnoException): Error {
-    const where = `${this.address}:${this.port}`;
-    const why = error.code === 'EADDRINUSE' ? 'another process holds that address' : error.message;
-    const problem = Object.assign(
-      new Error(
-        `the agent server cannot listen on ${where}: ${why}. Until it can, whatever holds the port answers this agent's clients ` +
-          `(and would receive their bearer tokens; clients that verify the serving certificate refuse it): find it (ss -ltnp 'sport = :${this.port}') and stop it, or give --port`,
-        { cause: error },
-      ),
-      { code: error.code },
-    );
+    const problem = listenProblem(error, this.address, this.port);
     this.logger.error({ address: this.address, port: this.port, code: error.code }, problem.message);
     return problem;
   }
@@ -350,26 +338,10 @@ export class ServerManifestSource implements ManifestSource {
     return { status: 200, json: { ids: documents.map((d) => d.origin) } };
   }
 
-  /**
-   * A v1 Pod's id is its name, then `.<namespace>` unless that is `default`: pod `x` of namespace
-   * `kube-system` and pod `x.kube-system` of `default` have one id. Replacing the one by the other
-   * would be silent, so it is a 409 naming both.
-   */
+  /** A 409 when the posted pod's id is another namespace's pod (see `idClash`). */
   private refuseClash(document: HeldDocument): void {
-    const posted = document.manifests[0];
-    const existing = this.intake.held(document.origin)?.[0];
-    if (posted === undefined || existing === undefined) return;
-    const namespace = (m: ContainerManifest) => m.namespace ?? 'default';
-    if (namespace(posted) === namespace(existing)) return;
-    const nameOf = (m: ContainerManifest) => {
-      const suffix = `.${namespace(m)}`;
-      return m.namespace !== undefined && m.namespace !== 'default' && m.id.endsWith(suffix) ? m.id.slice(0, -suffix.length) : m.id;
-    };
-    const pod = (m: ContainerManifest) => `pod ${JSON.stringify(nameOf(m))} of namespace ${namespace(m)}`;
-    throw new HttpProblem(
-      409,
-      `manifest id ${JSON.stringify(document.origin)} is already ${pod(existing)}; ${pod(posted)} has the same id and would replace it: delete it first (DELETE /container/${document.origin}), or rename one of them`,
-    );
+    const clash = idClash(document.origin, document.manifests[0], this.intake.held(document.origin)?.[0]);
+    if (clash !== undefined) throw new HttpProblem(409, clash);
   }
 
   private deleteOne(id: string): RouteAnswer {
@@ -409,30 +381,6 @@ export class ServerManifestSource implements ManifestSource {
       warnings: parsed.warnings.filter((w) => w.manifest === manifest),
     }));
   }
-}
-
-/** The secure default: refuse to serve everyone on a reachable address unless told to in so many words. */
-function checkAuthenticated(address: string, options: ServerManifestSourceOptions): void {
-  const authenticated = options.authToken !== undefined || options.tls?.clientCaFile !== undefined;
-  // A pod in the host's network is on loopback too: there, loopback is no boundary.
-  if (options.allowHostNetwork === true && !authenticated && options.insecureAllowUnauthenticated !== true)
-    throw new Error(
-      "the agent lets pods share the host's network (--allow-host-network), so a pod reaches this server on 127.0.0.1 and could post manifests and read every pod: " +
-        'authenticate callers with a token (--auth-token) or client certificates (--tls-cert-file, --tls-private-key-file and --client-ca-file), ' +
-        'or accept that with --insecure-allow-unauthenticated',
-    );
-  if (
-    isLoopback(address.toLowerCase()) ||
-    options.authToken !== undefined ||
-    options.tls?.clientCaFile !== undefined ||
-    options.insecureAllowUnauthenticated === true
-  )
-    return;
-  throw new Error(
-    `the agent server would listen on ${address}, which is not loopback, and let anyone who reaches it post manifests: ` +
-      'authenticate callers with a token (--auth-token) or client certificates (--tls-cert-file, --tls-private-key-file and --client-ca-file), ' +
-      'or bind 127.0.0.1 (--address), or accept that with --insecure-allow-unauthenticated',
-  );
 }
 
 /**

@@ -39,13 +39,10 @@ import { Prober, type NetworkCheck } from './prober.js';
 import { SourceIntake, type SourceStatus } from './source-intake.js';
 import type { SourceCheckpoints } from './source-checkpoints.js';
 import { DEFAULT_RUNTIME_DEADLINES, withDeadlines, type RuntimeDeadlines } from './runtime-deadlines.js';
-import { RuntimeWatch } from './runtime-watch.js';
+import { DEFAULT_EVENTED_RELIST_MS, RuntimeWatch, relistDue } from './runtime-watch.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
 import { TransitionReporter } from './transition-reporter.js';
-
-/** The kubelet's evented PLEG relists every 300 s while the runtime's events flow. */
-const DEFAULT_EVENTED_RELIST_MS = 300_000;
 
 /**
  * With the host access that manifests a source built from plain objects may take (`HostAccess`; off
@@ -205,7 +202,13 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       metrics,
       ...(options.crashBackOff === undefined ? {} : { crashBackOff: options.crashBackOff }),
       inbox,
-      relistDue: () => this.relistDue(options.eventedRelistMs ?? DEFAULT_EVENTED_RELIST_MS),
+      relistDue: () =>
+        relistDue(
+          this.watch?.streamingSince,
+          this.cache.relistedAt,
+          this.clock.now(),
+          options.eventedRelistMs ?? DEFAULT_EVENTED_RELIST_MS,
+        ),
     });
     this.loop = new SyncLoop({
       clock: this.clock,
@@ -267,17 +270,6 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     // Sources that delivered while starting have already asked for a pass; ask only if none did,
     // so that the agent adopts what the runtime runs even before any source speaks.
     if (!this.loop.planning && this.passes.passes === 0) this.loop.request();
-  }
-
-  /**
-   * Whether the next full pass lists the host: yes unless the event stream has flowed since before
-   * the last relist began and that relist is younger than `eventedRelistMs` (the evented PLEG).
-   */
-  private relistDue(eventedRelistMs: number): boolean {
-    const streaming = this.watch?.streamingSince;
-    const relisted = this.cache.relistedAt;
-    if (eventedRelistMs <= 0 || streaming === undefined || relisted === undefined || relisted < streaming) return true;
-    return this.clock.now() - relisted >= eventedRelistMs;
   }
 
   /** Stops watching and syncing and closes every source. Containers are left running. */

@@ -111,3 +111,21 @@ export class RuntimeWatch {
     this.options.inbox.post({ type: 'runtime-event', event, podId: event.type === 'started' ? undefined : this.options.podOf(event) });
   }
 }
+
+/** The kubelet's evented PLEG relists every 300 s while the runtime's events flow. */
+export const DEFAULT_EVENTED_RELIST_MS = 300_000;
+
+/**
+ * Whether the next full pass lists the host: yes unless the event stream has flowed since before
+ * the last relist began (`streamingSince` ≤ `relistedAt`) and that relist is younger than
+ * `eventedRelistMs` (the evented PLEG); always with `eventedRelistMs` 0.
+ */
+export function relistDue(
+  streamingSince: number | undefined,
+  relistedAt: number | undefined,
+  now: number,
+  eventedRelistMs: number,
+): boolean {
+  if (eventedRelistMs <= 0 || streamingSince === undefined || relistedAt === undefined || relistedAt < streamingSince) return true;
+  return now - relistedAt >= eventedRelistMs;
+}
