@@ -62,8 +62,12 @@ describe('three agents on one etcd: each runs what its own key holds', () => {
   });
 
   it('records the agents’ events in etcd under /events/<manifest>/<container>/', async () => {
-    const range = await etcd(server.endpoint, 'range', { key: '/events/web/', range_end: '/events/web0' });
-    const keys = (range.kvs ?? []).map((kv) => Buffer.from(kv.key, 'base64').toString());
+    // Written by each agent's queue as etcd takes them (never in the agent's way): waited for, up to 10 s.
+    let keys: string[] = [];
+    for (const deadline = Date.now() + 10_000; keys.length < 3 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+      const range = await etcd(server.endpoint, 'range', { key: '/events/web/', range_end: '/events/web0' });
+      keys = (range.kvs ?? []).map((kv) => Buffer.from(kv.key, 'base64').toString());
+    }
     expect(keys.length).toBeGreaterThanOrEqual(3); // created and started on a, removed on a, started on b …
     // The container's events, and its pod sandbox's (container POD).
     expect(keys.every((k) => k.startsWith('/events/web/main/') || k.startsWith('/events/web/POD/'))).toBe(true);
