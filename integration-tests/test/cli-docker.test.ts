@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +17,22 @@ async function exec(container: Dockerode.Container, cmd: string[]): Promise<{ co
   await new Promise((resolve) => stream.on('end', resolve));
   const info = await e.inspect();
   return { code: info.ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
+}
+
+/** `kubectl` with no kubeconfig; fails the test, saying how to install it, when it is not on PATH or exits non-zero. */
+function kubectl(args: readonly string[]): Promise<{ stdout: string }> {
+  return new Promise((resolve, reject) => {
+    execFile('kubectl', [...args], { timeout: 30_000, env: { ...process.env, KUBECONFIG: '/dev/null' } }, (error, stdout, stderr) => {
+      if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT')
+        return reject(
+          new Error(
+            'kubectl is not on PATH: install it (apt-get install kubernetes-client) to check the route with a client that is not ours',
+          ),
+        );
+      if (error !== null) return reject(new Error(`kubectl ${args.join(' ')}: ${stderr}`));
+      resolve({ stdout });
+    });
+  });
 }
 
 // Shells that end on SIGTERM, so stops take a second rather than the grace period.
@@ -156,6 +173,17 @@ describe('kubelet-ts CLI on a real Docker engine', () => {
     const lines = body.split('\n').filter((l) => l !== '');
     for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z /);
     expect(lines.map((l) => l.slice(l.indexOf(' ') + 1)).sort()).toEqual(['from-the-engine', 'to-stderr']);
+    // The same route, and /logs/, read by a client that is not ours (this agent asks for no token,
+    // so kubectl reads it over plain HTTP).
+    const viaKubectl = await kubectl(['get', '--raw', '/containerLogs/default/web/server?tailLines=2', '--server', url]);
+    expect(
+      viaKubectl.stdout
+        .split('\n')
+        .filter((l) => l !== '')
+        .sort(),
+    ).toEqual(['from-the-engine', 'to-stderr']);
+    const listing = await kubectl(['get', '--raw', '/logs/', '--server', url]);
+    expect(listing.stdout.split('\n').length).toBeGreaterThan(1);
   });
 
   it('fails a pod whose image cannot be pulled with a clear event, and runs the others', async () => {
