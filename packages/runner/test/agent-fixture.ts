@@ -6,12 +6,13 @@ import {
   type ContainerManifest,
   type ContainerSpec,
   type ContainerSummary,
+  type ManifestSource,
 } from '@kubelet-ts/core';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { ManualClock } from '@kubelet-ts/conformance';
 import { Kubelet, type KubeletOptions } from '../src/kubelet.js';
 import type { PassResult } from '../src/sync-loop.js';
-import { RecordingEventSink, type ScriptedSource } from './helpers.js';
+import { RecordingEventSink } from './helpers.js';
 
 export const HOST = 'node-a';
 export const SYNC_MS = 10_000;
@@ -28,7 +29,7 @@ export function agentFixture() {
     events: undefined as unknown as RecordingEventSink,
     opened: [] as Kubelet[],
 
-    kubelet(sources: readonly ScriptedSource[], options: Partial<KubeletOptions> = {}): Kubelet {
+    kubelet(sources: readonly ManifestSource[], options: Partial<KubeletOptions> = {}): Kubelet {
       const k = new Kubelet({
         runtime: f.runtime,
         sources,

@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Labels, wrapRuntime, type ContainerManifest, type ManifestSource } from '@kubelet-ts/core';
 import { ServerManifestSource } from '@kubelet-ts/source-server';
-import { Kubelet } from '../src/kubelet.js';
 import { FileSourceCheckpoints } from '../src/source-checkpoints.js';
-import { agentFixture, HOST, SYNC_MS } from './agent-fixture.js';
+import { agentFixture } from './agent-fixture.js';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import { pod, settle, ScriptedSource } from './helpers.js';
 
@@ -80,19 +79,7 @@ describe('Kubelet restarted with checkpoints (issue 27 items 1 and 2)', () => {
   });
 
   /** An agent on the fixture's runtime, as the CLI makes it after a restart on the same --root-dir. */
-  const agent = (sources: readonly ManifestSource[], checkpoints = new FileSourceCheckpoints(dir)) => {
-    const k = new Kubelet({
-      runtime: f.runtime,
-      sources,
-      clock: f.clock,
-      events: f.events,
-      hostname: HOST,
-      syncFrequencyMs: SYNC_MS,
-      checkpoints,
-    });
-    f.opened.push(k);
-    return k;
-  };
+  const agent = (sources: readonly ManifestSource[], checkpoints = new FileSourceCheckpoints(dir)) => f.kubelet(sources, { checkpoints });
   const ids = () =>
     f
       .ours()
@@ -200,15 +187,7 @@ describe('Kubelet restarted with checkpoints (issue 27 items 1 and 2)', () => {
         },
       });
     const source = new ScriptedSource('etcd', { initial: [withVolume('kept'), withVolume('removed'), withVolume('forgotten')] });
-    const k1 = new Kubelet({
-      runtime: recording(),
-      sources: [source],
-      clock: f.clock,
-      events: f.events,
-      hostname: HOST,
-      syncFrequencyMs: SYNC_MS,
-    });
-    f.opened.push(k1);
+    const k1 = f.kubelet([source], { runtime: recording() });
     await k1.start();
     await settle();
     await k1.sync();
@@ -220,15 +199,7 @@ describe('Kubelet restarted with checkpoints (issue 27 items 1 and 2)', () => {
     await k1.close();
 
     // A new agent with no record of `forgotten` (no checkpoints survived): its containers go, its data stays.
-    const k2 = new Kubelet({
-      runtime: recording(),
-      sources: [new ScriptedSource('etcd', { initial: [withVolume('kept')] })],
-      clock: f.clock,
-      events: f.events,
-      hostname: HOST,
-      syncFrequencyMs: SYNC_MS,
-    });
-    f.opened.push(k2);
+    const k2 = f.kubelet([new ScriptedSource('etcd', { initial: [withVolume('kept')] })], { runtime: recording() });
     await k2.start();
     await settle();
     await k2.sync();

@@ -2,8 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { ServerManifestSource } from '@kubelet-ts/source-server';
-import { Kubelet } from '../src/kubelet.js';
-import { agentFixture, HOST, SYNC_MS } from './agent-fixture.js';
+import { agentFixture } from './agent-fixture.js';
 import { settle } from './helpers.js';
 
 describe('Kubelet whose server cannot bind its port (issue 27 item 4)', () => {
@@ -15,16 +14,7 @@ describe('Kubelet whose server cannot bind its port (issue 27 item 4)', () => {
     await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
     const port = (squatter.address() as AddressInfo).port;
     const server = new ServerManifestSource({ port });
-    const k = new Kubelet({
-      runtime: f.runtime,
-      sources: [server],
-      clock: f.clock,
-      events: f.events,
-      hostname: HOST,
-      syncFrequencyMs: SYNC_MS,
-      sourceBackoff: { initialMs: 1000, maxMs: 1000 },
-    });
-    f.opened.push(k);
+    const k = f.kubelet([server], { sourceBackoff: { initialMs: 1000, maxMs: 1000 } });
     try {
       await k.start();
       await k.sync();
