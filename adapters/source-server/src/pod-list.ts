@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, type ContainerManifest, type ContainerView, type EndedRun, type PodListing, type PodView } from '@kubelet-ts/core';
+import {
+  canonicalJson,
+  podUid,
+  type ContainerManifest,
+  type ContainerView,
+  type EndedRun,
+  type PodListing,
+  type PodView,
+} from '@kubelet-ts/core';
 import { toV1Pod } from '@kubelet-ts/manifest';
 
 /** A Kubernetes v1 `PodList`, as the kubelet's `/pods` answers. */
@@ -63,7 +71,7 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
     ...v1.metadata,
     namespace: manifest.namespace ?? 'default',
     // The kubelet derives a static pod's uid from a hash of where it came from; a given uuid wins.
-    uid: manifest.uuid ?? hex(`host:${options.nodeName}\nsource:${view.source}\nid:${manifest.id}`),
+    uid: podUid(manifest, { node: options.nodeName, source: view.source }),
     annotations: {
       ...(manifest.annotations ?? {}),
       [PodListAnnotations.configSource]: configSourceOf(view.source),

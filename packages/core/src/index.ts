@@ -111,6 +111,7 @@ export {
 export {
   HOST_NETWORK_SANDBOX_HASH,
   buildSandboxSpec,
+  podUid,
   isManagedSandbox,
   sandboxHash,
   type SandboxSpec,

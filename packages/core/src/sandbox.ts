@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ContainerManifest } from './manifest.js';
-import { Labels, buildContainerName, escapeNamePart, isManifestId } from './naming.js';
+import { Labels, buildContainerName, escapeNamePart, isManifestId, podNameOf } from './naming.js';
 import type { PortBinding } from './runtime.js';
 import { canonicalJson, podPorts } from './spec.js';
 
@@ -22,6 +22,13 @@ export interface SandboxSpec {
    * `hostNetwork`): containers in it see the host's interfaces and ports, and no hostname is set.
    */
   readonly hostNetwork?: boolean;
+  /**
+   * The pod as the kubelet names it (`/pods` shows the same): its namespace (`default` for a pod
+   * without one), its name and its uid (see `podUid`). What a runtime that lays out files per pod
+   * names them after (CRI's log directory, `<namespace>_<name>_<uid>`, as the kubelet's).
+   * Optional for specs made before it; a runtime then names the pod after `podId`.
+   */
+  readonly pod?: { readonly namespace: string; readonly name: string; readonly uid: string };
   /** Stored with the sandbox and returned by `listSandboxes` unchanged (see `Labels.sandbox`). */
   readonly labels: Readonly<Record<string, string>>;
 }
@@ -73,12 +80,28 @@ export function podHostname(id: string): string {
   return id.length <= 63 ? id : id.slice(0, 63).replace(/[-.]+$/, '');
 }
 
+/**
+ * A pod's uid, as `/pods` shows it: the manifest's `uuid` when it gives one; else, as the kubelet
+ * derives a static pod's, a hash of where the pod came from (the node, the source, the id), so the
+ * same pod keeps its uid across re-reads and agent restarts.
+ */
+export function podUid(
+  manifest: Pick<ContainerManifest, 'id' | 'uuid'>,
+  context: { readonly node: string; readonly source: string },
+): string {
+  return (
+    manifest.uuid ??
+    createHash('sha256').update(`host:${context.node}\nsource:${context.source}\nid:${manifest.id}`).digest('hex').slice(0, 32)
+  );
+}
+
 /** The sandbox a manifest needs on `node`. */
 export function buildSandboxSpec(manifest: ContainerManifest, context: { readonly node: string; readonly source: string }): SandboxSpec {
   const hostNetwork = manifest.hostNetwork === true;
   return {
     name: buildContainerName(manifest.id, 'POD'),
     podId: manifest.id,
+    pod: { namespace: manifest.namespace ?? 'default', name: podNameOf(manifest.id, manifest.namespace), uid: podUid(manifest, context) },
     hostname: podHostname(manifest.id),
     ports: hostNetwork ? [] : podPorts(manifest),
     ...(hostNetwork ? { hostNetwork: true } : {}),
