@@ -26,7 +26,16 @@ export class AgentProcess {
     // Its own directory for what it keeps across restarts, unless the test names one (to restart
     // an agent on it): never the host's /var/lib/kubelet-ts, which agents side by side would share.
     const rootDir = args.includes('--root-dir') ? undefined : mkdtempSync(join(tmpdir(), 'kubelet-ts-agent-'));
-    const root = rootDir === undefined ? [] : ['--root-dir', rootDir];
+    // CRI's log files and links there too, never in the host's /var/log.
+    const root =
+      rootDir === undefined
+        ? []
+        : [
+            '--root-dir',
+            rootDir,
+            ...(args.includes('--pod-logs-dir') ? [] : ['--pod-logs-dir', join(rootDir, 'pods')]),
+            ...(args.includes('--container-log-links-dir') ? [] : ['--container-log-links-dir', join(rootDir, 'containers')]),
+          ];
     this.child = spawn(process.execPath, [cliPath, '--log-format', 'json', ...port, ...root, ...args], { cwd: repoRoot, stdio: 'pipe' });
     let buffer = '';
     this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => {

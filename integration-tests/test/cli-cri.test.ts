@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { access, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Labels } from '@kubelet-ts/core';
@@ -12,7 +12,6 @@ const serve =
   'trap "exit 0" TERM; mkdir -p /www && echo "hello-$MODE" > /www/index.html && httpd -p 80 -h /www; while true; do sleep 1; done';
 const idle = 'trap "exit 0" TERM; while true; do sleep 1; done';
 // Where the CLI's CRI runtime keeps a sandbox's container logs (it has no flag for it).
-const LOGS_ROOT = '/var/log/kubelet-ts/pods';
 
 const exists = (path: string) =>
   access(path).then(
@@ -26,6 +25,8 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
   let cri: CriDirect;
   let dir: string;
   let volumes: string;
+  /** --pod-logs-dir and --container-log-links-dir. */
+  let logs: { pods: string; links: string };
   let port: number;
   let foreign: { sandbox: string; container: string; startedAt: string };
   let agent: AgentProcess | undefined;
@@ -44,6 +45,10 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
       '127.0.0.1',
       '--volumes-root',
       volumes,
+      '--pod-logs-dir',
+      logs.pods,
+      '--container-log-links-dir',
+      logs.links,
       '--sync-frequency',
       '1s',
       '--file-check-frequency',
@@ -80,6 +85,10 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
     }
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cri-'));
     volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cri-volumes-'));
+    logs = {
+      pods: await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cri-logs-')),
+      links: await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cri-links-')),
+    };
     port = await freePort();
 
     // Someone else's pod on the same containerd, made directly through CRI.
@@ -138,7 +147,8 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
       }
       cri.close();
     }
-    for (const folder of [dir, volumes]) if (folder !== undefined) await rm(folder, { recursive: true, force: true });
+    for (const folder of [dir, volumes, logs?.pods, logs?.links])
+      if (folder !== undefined) await rm(folder, { recursive: true, force: true });
   });
 
   it('runs both containers in one sandbox with their env, command, working dir, labels and mounts', async () => {
@@ -235,8 +245,15 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
 
   it('leaves nothing of a removed manifest: containers, sandbox, volume and log directories', async () => {
     const sandbox = (await ourSandboxes())[0]!;
-    const logDirectory = join(LOGS_ROOT, sandbox.metadata!.name);
     expect(await exists(join(volumes, 'web', 'content'))).toBe(true);
+    // The kubelet's layout: one folder for the pod, a file and a link for each container.
+    const [folder, ...others] = await readdir(logs.pods);
+    expect({ folder, others }).toEqual({ folder: expect.stringMatching(/^default_web_[0-9a-f]{32}$/), others: [] });
+    expect((await readdir(join(logs.pods, folder!))).sort()).toEqual(['probe', 'server']);
+    expect((await readdir(logs.links)).map((l) => l.replace(/-[0-9a-f]{64}\.log$/, '')).sort()).toEqual([
+      'web_default_probe',
+      'web_default_server',
+    ]);
     await rm(join(dir, 'web.yaml'));
     await agent!.until(() => agent!.events('ContainerRemoved', 'web').length === 2, 'both removed', 30_000);
     await agent!.until(() => agent!.events('SandboxRemoved', 'web').length === 1, 'the sandbox removed', 10_000);
@@ -244,7 +261,8 @@ describe('kubelet-ts CLI on containerd over CRI', () => {
     expect(await ourSandboxes()).toEqual([]);
     expect(await cri.listContainers({ podSandboxId: sandbox.id })).toEqual([]);
     expect(await exists(join(volumes, 'web'))).toBe(false);
-    expect(await exists(logDirectory)).toBe(false);
+    expect(await readdir(logs.pods)).toEqual([]);
+    expect(await readdir(logs.links)).toEqual([]);
   });
 
   it('never touched the foreign sandbox and container beside them', async () => {

@@ -22,7 +22,14 @@ runnerScenarios('cri', {
     const volumesRoot = await mkdtemp(join(tmpdir(), 'kubelet-ts-cri-volumes-'));
     const logsRoot = await mkdtemp(join(tmpdir(), 'kubelet-ts-cri-logs-'));
     folders.push(volumesRoot, logsRoot);
-    runtime = new CriRuntime({ endpoint: criEndpoint(), cgroupParent: criCgroupParent(), hostIp: '127.0.0.1', volumesRoot, logsRoot });
+    runtime = new CriRuntime({
+      endpoint: criEndpoint(),
+      cgroupParent: criCgroupParent(),
+      hostIp: '127.0.0.1',
+      volumesRoot,
+      logsRoot,
+      containerLogLinksDir: join(logsRoot, 'links'),
+    });
     return runtime;
   },
   makeAgent: (parts) => createKubelet(parts),

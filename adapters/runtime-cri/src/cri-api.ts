@@ -36,6 +36,8 @@ export interface CriApi {
     request: { containerId: string; cmd: string[]; timeout: number },
     deadline: Deadline,
   ): Promise<{ stdout: Buffer; stderr: Buffer; exitCode: number }>;
+  /** Has the runtime close the container's log file and open it again at its path (after the file was renamed: rotation). */
+  reopenContainerLog(request: { containerId: string }, deadline: Deadline): Promise<unknown>;
   imageStatus(request: { image: { image: string } }, deadline: Deadline): Promise<{ image: CriImage | null }>;
   pullImage(request: { image: { image: string } }, deadline: Deadline): Promise<{ imageRef: string }>;
   /** Closes the connection; calls after it fail. */

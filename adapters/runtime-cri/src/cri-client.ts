@@ -77,6 +77,7 @@ export function connectCri(endpoint: string): CriApi {
     listContainers: unary(runtime, 'ListContainers'),
     containerStatus: unary(runtime, 'ContainerStatus'),
     execSync: unary(runtime, 'ExecSync'),
+    reopenContainerLog: unary(runtime, 'ReopenContainerLog'),
     imageStatus: unary(image, 'ImageStatus'),
     pullImage: unary(image, 'PullImage'),
     close() {

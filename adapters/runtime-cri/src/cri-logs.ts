@@ -1,5 +1,5 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { KubeletError, parseLogTime, type LogLine, type LogReadOptions, type LogStream } from '@kubelet-ts/core';
 import type { ContainerStatus } from './cri-api.js';
 import { ADAPTER } from './errors.js';
@@ -54,23 +54,16 @@ export async function criLogs(
  * it (`kuberuntime/logs`): one line per entry, `<RFC 3339 nano> <stdout|stderr> <P|F> <text>`, `P`
  * for a part of a line the runtime cut (no `\n` of its own), `F` for a whole one. Read in blocks as
  * consumed; `tailLines` found by reading back from the end; `follow` waits on the file (inotify,
- * and a look every 250 ms), and ends once the container no longer runs and the file is read to its
- * end. An entry that is not in the format (a file cut short) is skipped.
+ * and a look every 250 ms), goes on to the new file when the current one was rotated (read to the
+ * end of the old one first), and ends once the container no longer runs and the file is read to its
+ * end. Only the current file is read, as the kubelet does: rotated files are the shippers'. An entry that is not in the format (a file cut short) is skipped.
  */
 export async function* criLogLines(target: CriLogTarget, options: LogReadOptions): AsyncGenerator<LogLine> {
   const { signal, sinceMs, follow = false } = options;
   const aborted = () => signal?.aborted === true;
   if (aborted()) return;
-  let file: FileHandle;
-  try {
-    file = await open(target.path, 'r');
-  } catch (error) {
-    throw new KubeletError('Unavailable', `logs of ${target.id}: its log file ${target.path} cannot be read: ${(error as Error).message}`, {
-      adapter: ADAPTER,
-      cause: error,
-    });
-  }
-  const changes = follow ? new FileChanges(target.path) : undefined;
+  let file = await openLog(target);
+  let changes = follow ? new FileChanges(target.path) : undefined;
   try {
     const size = (await file.stat()).size;
     let position = options.tailLines === undefined ? 0 : await tailStart(file, size, options.tailLines);
@@ -104,6 +97,15 @@ export async function* criLogLines(target: CriLogTarget, options: LogReadOptions
         if (last <= position) return;
         continue;
       }
+      // Rotated (renamed, and the runtime asked to reopen): this file is read to its end, so on to the new one.
+      if (await replaced(target.path, file)) {
+        await file.close();
+        file = await openLog(target);
+        changes.close();
+        changes = new FileChanges(target.path);
+        position = 0;
+        continue;
+      }
       await changes.next(signal);
       if (aborted()) return;
     }
@@ -111,6 +113,23 @@ export async function* criLogLines(target: CriLogTarget, options: LogReadOptions
     changes?.close();
     await file.close();
   }
+}
+
+async function openLog(target: CriLogTarget): Promise<FileHandle> {
+  try {
+    return await open(target.path, 'r');
+  } catch (error) {
+    throw new KubeletError('Unavailable', `logs of ${target.id}: its log file ${target.path} cannot be read: ${(error as Error).message}`, {
+      adapter: ADAPTER,
+      cause: error,
+    });
+  }
+}
+
+/** Whether `path` now names another file than the open one (a rotation); not while it names none (renamed, not yet reopened). */
+async function replaced(path: string, file: FileHandle): Promise<boolean> {
+  const now = await stat(path).catch(() => undefined);
+  return now !== undefined && now.ino !== (await file.stat()).ino;
 }
 
 /** One entry of the file, or undefined when it is not one (a cut-short write). */

@@ -1,5 +1,6 @@
 import type { Clock, Logger } from '@kubelet-ts/core';
 import type { CriApi } from './cri-api.js';
+import type { LogRotationPolicy } from './cri-log-rotation.js';
 
 /** How to reach the CRI runtime, and where pod volumes and container logs go. */
 export interface CriRuntimeOptions {
@@ -9,8 +10,15 @@ export interface CriRuntimeOptions {
   readonly endpoint?: string;
   /** Pod volumes live in `<volumesRoot>/<manifest id>/<volume name>`. Default `/var/lib/kubelet-ts/volumes`. */
   readonly volumesRoot?: string;
-  /** Container logs, written by the runtime: `<logsRoot>/<sandbox name>/<container name>.log`. Default `/var/log/kubelet-ts/pods`. */
+  /**
+   * Container logs, written by the runtime in the kubelet's layout (the kubelet's `podLogsDir`):
+   * `<logsRoot>/<namespace>_<pod>_<uid>/<container>/<restart count>.log`. Default `/var/log/pods`.
+   */
   readonly logsRoot?: string;
+  /** Where a link to each container's log file is kept, `<pod>_<namespace>_<container>-<id>.log`, for log shippers. Default `/var/log/containers`; `false`: none. */
+  readonly containerLogLinksDir?: string | false;
+  /** How the log files are rotated (the kubelet's `--container-log-max-size`, `-max-files`); default 10 MiB × 5 files, looked at every 10 s; `false`: never. */
+  readonly containerLogs?: LogRotationPolicy | false;
   /** The host address published ports bind to. Default `0.0.0.0`, as a hostPort does in the kubelet. */
   readonly hostIp?: string;
   /** The sandboxes' cgroup parent (a cgroupfs path, or a slice with the systemd driver). Default: the runtime's choice. */
@@ -28,4 +36,7 @@ export interface CriRuntimeOptions {
 
 export const DEFAULT_CRI_ENDPOINT = 'unix:///run/containerd/containerd.sock';
 export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
-export const DEFAULT_LOGS_ROOT = '/var/log/kubelet-ts/pods';
+export const DEFAULT_LOGS_ROOT = '/var/log/pods';
+export const DEFAULT_LOG_LINKS_DIR = '/var/log/containers';
+/** The kubelet's defaults: 10 MiB per file, 5 files, looked at every 10 s. */
+export const DEFAULT_LOG_ROTATION: LogRotationPolicy = { maxSizeBytes: 10 * 1024 * 1024, maxFiles: 5, intervalMs: 10_000 };

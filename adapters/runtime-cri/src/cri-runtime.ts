@@ -1,4 +1,3 @@
-import { mkdir, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import {
   KubeletError,
@@ -26,23 +25,21 @@ import {
   settledEvents,
 } from '@kubelet-ts/core';
 import { podVolumeDir, removePodVolumes } from '@kubelet-ts/host-volumes';
-import type { ContainerStatus, CriApi, CriMount, PodSandbox, PodSandboxStatus, PortMapping, VersionResponse } from './cri-api.js';
+import type { ContainerStatus, CriApi, CriMount, PodSandboxStatus, VersionResponse } from './cri-api.js';
 import { ContainerdEvents } from './containerd-events.js';
 import { CriImages } from './cri-images.js';
 import { connectCri } from './cri-client.js';
-import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOGS_ROOT, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
+import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
+import { CriLogFiles } from './cri-log-files.js';
+import { CriLogRotation, rotationTarget } from './cri-log-rotation.js';
 import { criLogs } from './cri-logs.js';
 import { ADAPTER, translate } from './errors.js';
-import { assertHostPortsFree } from './host-ports.js';
+import { assertHostPortsFree, publishedPorts } from './host-ports.js';
 import { buildContainerConfig } from './container-config.js';
 import { detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
-import { buildSandboxConfig, portsOfVerboseInfo, recordOf, sandboxConfigOf } from './sandbox-config.js';
-
-export { DEFAULT_CRI_ENDPOINT, DEFAULT_LOGS_ROOT, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
+import { buildSandboxConfig, recordOf, sandboxConfigOf } from './sandbox-config.js';
 
 const MAX_EXEC_OUTPUT = 64 * 1024;
-// What the agent names sandboxes and containers; anything else gets no log directory of its own.
-const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$/;
 
 /**
  * `ContainerRuntime` over the Container Runtime Interface (CRI v1, gRPC): containerd (≥ 1.6, its
@@ -63,7 +60,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly endpoint: string;
   private readonly cri: CriApi;
   private readonly volumesRoot: string;
-  private readonly logsRoot: string;
+  private readonly logFiles: CriLogFiles;
+  private readonly rotation: CriLogRotation | undefined;
   private readonly hostIp: string;
   private readonly cgroupParent: string | undefined;
   private readonly runtimeHandler: string | undefined;
@@ -76,7 +74,6 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.endpoint = options.endpoint ?? DEFAULT_CRI_ENDPOINT;
     this.cri = options.cri ?? connectCri(this.endpoint);
     this.volumesRoot = resolve(options.volumesRoot ?? DEFAULT_VOLUMES_ROOT);
-    this.logsRoot = resolve(options.logsRoot ?? DEFAULT_LOGS_ROOT);
     this.hostIp = options.hostIp ?? '0.0.0.0';
     this.cgroupParent = options.cgroupParent;
     this.runtimeHandler = options.runtimeHandler;
@@ -95,6 +92,11 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       endpoint: this.endpoint,
       labelsOf: async (id) => (await ignoreNotFound(this.containerStatus(id)))?.labels ?? undefined,
     });
+    this.logFiles = CriLogFiles.of(options, this.logger);
+    const policy = options.containerLogs ?? DEFAULT_LOG_ROTATION;
+    const call = <T>(what: string, fn: (deadline: number) => Promise<T>) => this.call(what, fn);
+    this.rotation = policy === false ? undefined : new CriLogRotation(rotationTarget(this.cri, call), policy, this.logger);
+    this.rotation?.start();
   }
 
   /** The runtime's name and versions; rejects with `Unavailable` saying where and how to start one. */
@@ -104,6 +106,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
 
   /** Closes the gRPC channel; calls after it fail. */
   close(): void {
+    void this.rotation?.close();
     this.cri.close();
     this.changes.close();
   }
@@ -120,7 +123,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const same = existing.find((s) => s.metadata?.name === spec.name);
     if (same !== undefined)
       throw new KubeletError('Conflict', `run sandbox ${spec.name}: the name is taken by sandbox ${same.id}`, { adapter: ADAPTER });
-    const logDirectory = SAFE_NAME.test(spec.name) ? join(this.logsRoot, spec.name) : undefined;
+    const logDirectory = this.logFiles.podDirectory(spec);
     const config = buildSandboxConfig(spec, {
       // CRI's empty host IP is "every address"; portmap is given no -d for it.
       hostIp: this.hostIp === '0.0.0.0' ? '' : this.hostIp,
@@ -128,8 +131,14 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       ...(this.cgroupParent === undefined ? {} : { cgroupParent: this.cgroupParent }),
     });
     const portMappings = config.portMappings ?? [];
-    if (portMappings.length > 0) await assertHostPortsFree(spec.name, portMappings, await this.publishedPorts(existing));
-    if (logDirectory !== undefined) await mkdir(logDirectory, { recursive: true });
+    if (portMappings.length > 0) {
+      const foreign = (sandboxId: string) =>
+        ignoreNotFound(
+          this.call(`sandbox ${sandboxId}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: sandboxId, verbose: true }, deadline)),
+        );
+      await assertHostPortsFree(spec.name, portMappings, await publishedPorts(existing, foreign));
+    }
+    if (logDirectory !== undefined) await this.logFiles.makePodDirectory(logDirectory);
     const started = this.clock.now();
     let id: string;
     try {
@@ -138,7 +147,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
         this.cri.runPodSandbox({ config, ...(this.runtimeHandler === undefined ? {} : { runtimeHandler: this.runtimeHandler }) }, deadline),
       ));
     } catch (error) {
-      if (logDirectory !== undefined) await rm(logDirectory, { recursive: true, force: true });
+      await this.logFiles.removePodDirectory(logDirectory);
       throw error;
     }
     this.logger.info(
@@ -174,14 +183,14 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const { containers } = await this.call(`list containers of ${name}`, (deadline) =>
       this.cri.listContainers({ filter: { podSandboxId: id } }, deadline),
     );
-    for (const c of containers)
+    for (const c of containers) {
       await ignoreNotFound(
         this.call(`remove ${c.metadata?.name ?? c.id}`, (deadline) => this.cri.removeContainer({ containerId: c.id }, deadline)),
       );
+      await this.logFiles.remove(undefined, c); // its link; its file goes with the pod's folder
+    }
     await this.call(`remove sandbox ${name}`, (deadline) => this.cri.removePodSandbox({ podSandboxId: id }, deadline));
-    const logDirectory = recordOf(status.annotations)?.logDirectory;
-    if (logDirectory !== undefined && SAFE_NAME.test(name) && logDirectory === join(this.logsRoot, name))
-      await rm(logDirectory, { recursive: true, force: true });
+    await this.logFiles.removePodDirectory(recordOf(status.annotations)?.logDirectory);
     const podId = status.labels?.[Labels.sandbox];
     if (options.volumes === true && podId !== undefined) await removePodVolumes(this.volumesRoot, podId);
   }
@@ -229,16 +238,21 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
         hostPath: m.hostPath ?? (await podVolumeDir(this.volumesRoot, spec.podId, m.volume)),
         readonly: m.readOnly,
       });
-    const config = buildContainerConfig(
-      spec,
-      sandboxConfig,
-      mounts,
-      sandboxConfig.logDirectory && SAFE_NAME.test(spec.name) ? `${spec.name}.log` : undefined,
-    );
-    // No image check first: CreateContainer answers NOT_FOUND for a missing image.
-    const { containerId } = await this.call(`create ${spec.name}`, (deadline) =>
-      this.cri.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }, deadline),
-    );
+    const podLogs = sandboxConfig.logDirectory;
+    const logPath = podLogs === undefined ? undefined : await this.logFiles.reserve(podLogs, spec);
+    const logFile = podLogs === undefined || logPath === undefined ? undefined : join(podLogs, logPath);
+    const config = buildContainerConfig(spec, sandboxConfig, mounts, logPath);
+    let containerId: string;
+    try {
+      // No image check first: CreateContainer answers NOT_FOUND for a missing image.
+      ({ containerId } = await this.call(`create ${spec.name}`, (deadline) =>
+        this.cri.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }, deadline),
+      ));
+    } catch (error) {
+      await this.logFiles.remove(logFile, { id: '', labels: spec.labels });
+      throw error;
+    }
+    if (logFile !== undefined) await this.logFiles.link(logFile, { id: containerId, labels: spec.labels });
     this.changes.remember(containerId, spec.labels);
     return {
       id: containerId,
@@ -287,6 +301,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       });
     }
     await ignoreNotFound(this.call(`remove ${id}`, (deadline) => this.cri.removeContainer({ containerId: id }, deadline)));
+    await this.logFiles.remove(status.logPath, { id, labels: status.labels ?? {} });
   }
 
   /** What the container printed, from the log file the runtime writes (see `criLogs`). */
@@ -352,25 +367,6 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const { status } = await this.call(`container ${id}`, (deadline) => this.cri.containerStatus({ containerId: id }, deadline));
     if (status === null) throw new KubeletError('NotFound', `container ${id}: the runtime has no status for it`, { adapter: ADAPTER });
     return status;
-  }
-
-  /** The host ports of the runtime's ready sandboxes: ours from their annotation, others' from verbose status. */
-  private async publishedPorts(sandboxes: readonly PodSandbox[]): Promise<Array<{ sandbox: string; ports: PortMapping[] }>> {
-    const out: Array<{ sandbox: string; ports: PortMapping[] }> = [];
-    for (const s of sandboxes) {
-      if (s.state !== 'SANDBOX_READY') continue;
-      const ports = recordOf(s.annotations)?.portMappings ?? (await this.foreignPorts(s.id));
-      if (ports.length > 0) out.push({ sandbox: s.metadata?.name ?? s.id, ports });
-    }
-    return out;
-  }
-
-  /** containerd's verbose status carries the config a sandbox was run with (snake_case JSON). */
-  private async foreignPorts(id: string): Promise<PortMapping[]> {
-    const answer = await ignoreNotFound(
-      this.call(`sandbox ${id}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: id, verbose: true }, deadline)),
-    );
-    return portsOfVerboseInfo(answer?.info ?? {});
   }
 
   /** Runs a CRI call with a deadline `timeoutMs` from now, translating failures. */

@@ -1,8 +1,26 @@
 import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 import { KubeletError } from '@kubelet-ts/core';
-import type { PortMapping } from './cri-api.js';
+import type { PodSandbox, PortMapping } from './cri-api.js';
 import { ADAPTER } from './errors.js';
+import { portsOfVerboseInfo, recordOf } from './sandbox-config.js';
+
+/**
+ * The host ports of the runtime's ready sandboxes: ours from their annotation, others' from their
+ * verbose status (`verbose`: containerd's carries the config a sandbox was run with).
+ */
+export async function publishedPorts(
+  sandboxes: readonly PodSandbox[],
+  verbose: (id: string) => Promise<{ readonly info: Readonly<Record<string, string>> } | undefined>,
+): Promise<Array<{ sandbox: string; ports: PortMapping[] }>> {
+  const out: Array<{ sandbox: string; ports: PortMapping[] }> = [];
+  for (const s of sandboxes) {
+    if (s.state !== 'SANDBOX_READY') continue;
+    const ports = recordOf(s.annotations)?.portMappings ?? portsOfVerboseInfo((await verbose(s.id))?.info ?? {});
+    if (ports.length > 0) out.push({ sandbox: s.metadata?.name ?? s.id, ports });
+  }
+  return out;
+}
 
 /**
  * CRI publishes a sandbox's host ports with the CNI portmap plugin: firewall rules, no socket. Two

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { appendFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatLogTime, type LogLine } from '@kubelet-ts/core';
@@ -65,6 +65,25 @@ describe('criLogLines: the CRI log file, read as the kubelet reads it', () => {
     running = false;
     expect(text([(await reader.next()).value as LogLine])).toEqual(['stderr:last words\n']);
     expect((await reader.next()).done).toBe(true);
+  });
+
+  it('follows across a rotation: reads the renamed file to its end, then the new one the runtime opened at the path', async () => {
+    await writeFile(path, entry('stdout', 'F', 'one'));
+    let running = true;
+    const reader = criLogLines({ id: 'c1', path, running: async () => running }, { follow: true })[Symbol.asyncIterator]();
+    expect(text([(await reader.next()).value as LogLine])).toEqual(['stdout:one\n']);
+    const next = reader.next();
+    // The runtime writes one more line to the file after it was renamed, before it reopens.
+    await rename(path, `${path}.20261204-032406`);
+    await appendFile(`${path}.20261204-032406`, entry('stdout', 'F', 'two'));
+    await writeFile(path, entry('stderr', 'F', 'three'));
+    expect(text([(await next).value as LogLine])).toEqual(['stdout:two\n']);
+    expect(text([(await reader.next()).value as LogLine])).toEqual(['stderr:three\n']);
+    const after = reader.next();
+    await appendFile(path, entry('stdout', 'F', 'four'));
+    expect(text([(await after).value as LogLine])).toEqual(['stdout:four\n']);
+    running = false;
+    expect(await reader.next()).toMatchObject({ done: true });
   });
 
   it('ends a follow at once when its signal aborts', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { execFile } from 'node:child_process';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { checkedManifest } from '@kubelet-ts/conformance';
@@ -161,20 +161,6 @@ describe('CriRuntime on a real containerd', () => {
     const s = await run(sandbox);
     const bad = { ...containers[0]!, mounts: [{ volume: '../../etc', containerPath: '/x', readOnly: false }] };
     expect(await codeOf(f.runtime.create(bad, s.id))).toBe('InvalidManifest');
-  });
-
-  it("writes the containers' output to <logsRoot>/<sandbox>/<container>.log, removed with the sandbox", async () => {
-    const m = checkedManifest({
-      id: 'logs',
-      containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sh', '-c', 'echo hello-log && exec sleep 3600'] }],
-    });
-    const { sandbox, containers } = pod(m);
-    const s = await f.runtime.runSandbox(sandbox);
-    await started(containers[0]!, s.id);
-    const file = join(f.logsRoot, sandbox.name, `${containers[0]!.name}.log`);
-    expect(await eventually(async () => readFile(file, 'utf8'))).toContain('hello-log');
-    await f.runtime.removeSandbox(s.id);
-    await expect(stat(join(f.logsRoot, sandbox.name))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('gives an exited container its start and end times and exit code (what the agent reads back)', async () => {

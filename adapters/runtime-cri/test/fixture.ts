@@ -10,6 +10,8 @@ export interface CriFixture {
   readonly runtime: CriRuntime;
   readonly volumesRoot: string;
   readonly logsRoot: string;
+  /** The links to containers' log files (the kubelet's `/var/log/containers`). */
+  readonly linksDir: string;
   /** Another runtime on the same containerd and folders (an agent after a restart). */
   another(options?: Partial<CriRuntimeOptions>): CriRuntime;
   /** Closes every runtime it made and removes the folders. */
@@ -21,9 +23,18 @@ export async function criFixture(): Promise<CriFixture> {
   await assertContainerd(endpoint);
   const volumesRoot = await mkdtemp(join(tmpdir(), 'kubelet-ts-cri-volumes-'));
   const logsRoot = await mkdtemp(join(tmpdir(), 'kubelet-ts-cri-logs-'));
+  const linksDir = await mkdtemp(join(tmpdir(), 'kubelet-ts-cri-links-'));
   const made: CriRuntime[] = [];
   const make = (options: Partial<CriRuntimeOptions> = {}) => {
-    const runtime = new CriRuntime({ endpoint, hostIp: '127.0.0.1', volumesRoot, logsRoot, cgroupParent: criCgroupParent(), ...options });
+    const runtime = new CriRuntime({
+      endpoint,
+      hostIp: '127.0.0.1',
+      volumesRoot,
+      logsRoot,
+      containerLogLinksDir: linksDir,
+      cgroupParent: criCgroupParent(),
+      ...options,
+    });
     made.push(runtime);
     return runtime;
   };
@@ -39,11 +50,13 @@ export async function criFixture(): Promise<CriFixture> {
     runtime,
     volumesRoot,
     logsRoot,
+    linksDir,
     another: make,
     async close() {
       for (const r of made) r.close();
       await rm(volumesRoot, { recursive: true, force: true });
       await rm(logsRoot, { recursive: true, force: true });
+      await rm(linksDir, { recursive: true, force: true });
     },
   };
 }

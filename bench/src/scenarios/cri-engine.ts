@@ -53,7 +53,14 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
   const logs = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-cri-logs-'));
   const cgroupParent = criCgroupParent();
   const node = `bench-cri-${process.pid}`;
-  const runtime = new CriRuntime({ endpoint, hostIp: '127.0.0.1', volumesRoot: volumes, logsRoot: logs, cgroupParent });
+  const runtime = new CriRuntime({
+    endpoint,
+    hostIp: '127.0.0.1',
+    volumesRoot: volumes,
+    logsRoot: logs,
+    containerLogLinksDir: join(logs, 'links'),
+    cgroupParent,
+  });
   const raw: RawCri = rawCri(endpoint);
   const agent = new BenchAgent({ runtime, hostname: node, syncFrequencyMs: 3_600_000 });
   const rawPod = (name: string) =>

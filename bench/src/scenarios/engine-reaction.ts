@@ -176,6 +176,7 @@ async function containerd(): Promise<Engine> {
     hostIp: '127.0.0.1',
     volumesRoot: join(work, 'volumes'),
     logsRoot: join(work, 'logs'),
+    containerLogLinksDir: join(work, 'log-links'),
     cgroupParent,
   });
   const pod = {
@@ -184,6 +185,7 @@ async function containerd(): Promise<Engine> {
     command: COMMAND,
     labels: { [RAW_LABEL]: String(process.pid) },
     logsRoot: join(work, 'logs'),
+    containerLogLinksDir: join(work, 'log-links'),
     cgroupParent,
   };
   // A sandbox of the bench's own for the raw containers; its first container is stopped and removed.

@@ -240,6 +240,7 @@ async function containerd(sizes: SteadyEngineSizes, work: string): Promise<Row[]
     hostIp: '127.0.0.1',
     volumesRoot: volumes,
     logsRoot: join(work, 'cri-logs'),
+    containerLogLinksDir: join(work, 'cri-log-links'),
     cgroupParent: criCgroupParent(),
   });
   const selector = { [Labels.node]: node };

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DEFAULT_CRI_ENDPOINT } from '@kubelet-ts/runtime-cri';
+import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_LINKS_DIR, DEFAULT_LOGS_ROOT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
 import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
@@ -49,6 +49,9 @@ export interface CliOptions extends LegacyFlags {
   readonly allowHostNetwork: boolean;
   readonly containerLogMaxSize: number;
   readonly containerLogMaxFiles: number;
+  readonly podLogsDir: string;
+  /** '' for none. */
+  readonly containerLogLinksDir: string;
   readonly hostLogDir: string;
 }
 
@@ -108,9 +111,10 @@ function logSize(value: string): number {
 
 function logFiles(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value.trim()) || n < 1 || n > 100)
+  // The kubelet's rule: the file being written and at least one rotated.
+  if (!/^\d+$/.test(value.trim()) || n < 2 || n > 100)
     throw new InvalidArgumentError(
-      `--container-log-max-files: expected a whole number of files from 1 to 100, got ${JSON.stringify(value)}`,
+      `--container-log-max-files: expected a whole number of files from 2 to 100, got ${JSON.stringify(value)}`,
     );
   return n;
 }
@@ -159,15 +163,28 @@ export function buildProgram(): Command {
     .addOption(
       new Option(
         '--container-log-max-size <size>',
-        "what the engine keeps of a container's output, per file (Docker, Podman: json-file max-size)",
+        "a container's output file is rotated at this size (Docker, Podman: json-file max-size; CRI: by the agent)",
       )
         .argParser(logSize)
         .default(10 * 1024 * 1024, '10Mi'),
     )
     .addOption(
-      new Option('--container-log-max-files <n>', "how many files of a container's output the engine keeps (Docker: json-file max-file)")
+      new Option(
+        '--container-log-max-files <n>',
+        "how many files of a container's output are kept, older ones gzipped on CRI (Docker: max-file)",
+      )
         .argParser(logFiles)
         .default(5),
+    )
+    .addOption(
+      new Option('--pod-logs-dir <dir>', "CRI: containers' output in <dir>/<namespace>_<pod>_<uid>/<container>/<n>.log").default(
+        DEFAULT_LOGS_ROOT,
+      ),
+    )
+    .addOption(
+      new Option('--container-log-links-dir <dir>', "CRI: a link to each container's log file, for log shippers ('' for none)").default(
+        DEFAULT_LOG_LINKS_DIR,
+      ),
     )
     .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
     .addOption(

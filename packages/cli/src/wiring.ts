@@ -148,6 +148,9 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
     registerCriRuntime(container, {
       endpoint: options.containerRuntimeEndpoint,
       volumesRoot: options.volumesRoot,
+      logsRoot: options.podLogsDir,
+      containerLogLinksDir: options.containerLogLinksDir === '' ? false : options.containerLogLinksDir,
+      containerLogs: { maxSizeBytes: options.containerLogMaxSize, maxFiles: options.containerLogMaxFiles },
       hostIp: options.hostIp,
       logger,
     });

@@ -71,7 +71,7 @@ export function logsContract(
     const print = capability?.print ?? defaultPrint;
 
     /** A running container that has printed nothing yet, and what the test can do with it. */
-    const printer = async (r: ContainerRuntime, source: ContainerLogSource) => {
+    const printer = async (r: ContainerRuntime, source: ContainerLogSource, restartCount = 0) => {
       const podId = `logs-${process.pid}`;
       const { id } = await create({
         name: `${buildContainerName(podId, 'main')}-${Date.now().toString(36)}`,
@@ -87,6 +87,7 @@ export function logsContract(
           [Labels.specHash]: 'v1-logs',
           [Labels.source]: 'contract',
           [Labels.node]: 'contract-node',
+          [Labels.restartCount]: String(restartCount),
         },
       });
       await r.start(id);
@@ -225,6 +226,17 @@ export function logsContract(
           done: true,
         },
       );
+    });
+
+    withLogs("keeps a run's output apart from the next run of the same container (a restart: what `previous` reads)", async (r, source) => {
+      const first = await printer(r, source);
+      await first.say('stdout', 'first run\n');
+      await r.stop(first.id, 1);
+      const second = await printer(r, source, 1);
+      await second.say('stdout', 'second run\n');
+      expect(textOf(await readAll(source, first.id))).toEqual(['first run\n']);
+      expect(textOf(await readAll(source, second.id))).toEqual(['second run\n']);
+      expect(textOf(await readAll(source, first.id, { follow: true }))).toEqual(['first run\n']);
     });
 
     withLogs('answers NotFound for an unknown container', async (_r, source) => {
