@@ -11,7 +11,6 @@ import { criDirect, type CriDirect, type DirectContainer, type DirectPodConfig }
 const serve =
   'trap "exit 0" TERM; mkdir -p /www && echo "hello-$MODE" > /www/index.html && httpd -p 80 -h /www; while true; do sleep 1; done';
 const idle = 'trap "exit 0" TERM; while true; do sleep 1; done';
-// Where the CLI's CRI runtime keeps a sandbox's container logs (it has no flag for it).
 
 const exists = (path: string) =>
   access(path).then(
