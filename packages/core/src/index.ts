@@ -73,6 +73,7 @@ export {
   type LogReadOptions,
   type LogStream,
 } from './container-logs.js';
+export type { ContainerStreaming, SessionEnd, StreamOptions, StreamSession, TerminalSize } from './container-streams.js';
 export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
 export { settledEvents, type SettleOptions } from './settle-events.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';

@@ -1,4 +1,5 @@
 import type { ContainerLogSource } from './container-logs.js';
+import type { ContainerStreaming } from './container-streams.js';
 import type { HostPathType, Protocol } from './manifest.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
@@ -248,14 +249,15 @@ export interface RuntimeCapabilities {
   readonly events?: ContainerEventSource;
   readonly stats?: ContainerStatsSource;
   readonly logs?: ContainerLogSource;
+  readonly streaming?: ContainerStreaming;
 }
 
-/** The name of an optional power (`'events'`, `'stats'`, `'logs'`). */
+/** The name of an optional power (`'events'`, `'stats'`, `'logs'`, `'streaming'`). */
 export type Capability = keyof RuntimeCapabilities;
 
 // A `Record` of every key, so that a power added to `RuntimeCapabilities` without being listed here
 // fails to compile rather than being missed by the checks that walk this list.
-const EVERY_CAPABILITY: Readonly<Record<Capability, true>> = { events: true, stats: true, logs: true };
+const EVERY_CAPABILITY: Readonly<Record<Capability, true>> = { events: true, stats: true, logs: true, streaming: true };
 
 /** Every optional power (for checks that must cover each one). */
 export const CAPABILITIES = Object.keys(EVERY_CAPABILITY) as readonly Capability[];

@@ -16,7 +16,10 @@ export type RuntimeOperation =
   | 'hasImage'
   | 'exec'
   | 'stats'
-  | 'logs';
+  | 'logs'
+  | 'streamExec'
+  | 'streamAttach'
+  | 'portForward';
 
 /**
  * Around one call of the wrapped runtime: `proceed` makes the call (at most once; not at all to
@@ -49,6 +52,12 @@ const wrapCapability: {
   }),
   stats: (facet, around) => ({ stats: (id) => around('stats', [id], () => facet.stats(id)) }),
   logs: (facet, around) => ({ logs: (id, options) => around('logs', [id, options], () => facet.logs(id, options)) }),
+  // As for logs: around the opening of a session or connection, never its life.
+  streaming: (facet, around) => ({
+    exec: (id, command, options) => around('streamExec', [id, command, options], () => facet.exec(id, command, options)),
+    attach: (id, options) => around('streamAttach', [id, options], () => facet.attach(id, options)),
+    portForward: (sandboxId, port) => around('portForward', [sandboxId, port], () => facet.portForward(sandboxId, port)),
+  }),
 };
 
 const passThrough: AroundCall = (_operation, _args, proceed) => proceed();

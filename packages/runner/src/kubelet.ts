@@ -371,7 +371,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
  * the power named, rather than at the first event or figure.
  */
 function checkCapabilities(runtime: ContainerRuntime): void {
-  const methods: Readonly<Record<Capability, string>> = { events: 'events', stats: 'stats', logs: 'logs' };
+  const methods: Readonly<Record<Capability, string>> = { events: 'events', stats: 'stats', logs: 'logs', streaming: 'exec' };
   if (typeof runtime.capabilities !== 'object' || runtime.capabilities === null) {
     throw new Error(`the ${runtime.name} runtime declares no capabilities: give it \`capabilities: {}\` (or the powers it has)`);
   }
