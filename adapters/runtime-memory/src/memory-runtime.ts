@@ -28,6 +28,7 @@ import { CallLog } from './call-log.js';
 import { MemoryEvents } from './memory-events.js';
 import { MemoryImages } from './memory-images.js';
 import { MemoryLogs } from './memory-logs.js';
+import { MemoryStreams } from './memory-streams.js';
 import { portClash } from './port-clash.js';
 
 export type { Fault, Latency, RuntimeCall, RuntimeOperation } from './call-log.js';
@@ -80,7 +81,9 @@ interface SandboxRecord {
 export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerStatsSource, ContainerEventSource, ContainerLogSource {
   readonly name = ADAPTER;
   /** Events, figures and output, as the real engines have (the figures are what `setStats` says, the output what `print` does). */
-  readonly capabilities: RuntimeCapabilities = { events: this, stats: this, logs: this };
+  readonly capabilities: RuntimeCapabilities;
+  /** Its exec, attach and port-forward (`capabilities.streaming`): programs and ports tests can add. */
+  readonly streams: MemoryStreams;
   /** Its images: `pull` and `hasImage` are logged, delayed and faulted like every other call. */
   readonly images: MemoryImages;
 
@@ -96,6 +99,8 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
 
   constructor(options: MemoryRuntimeOptions = {}) {
     super(options.clock ?? systemClock, options.callLogSize ?? 10_000);
+    this.streams = new MemoryStreams({ container: (id) => this.get(id), sandboxes: this.sandboxes, containers: this.containers });
+    this.capabilities = { events: this, stats: this, logs: this, streaming: this.streams };
     this.images = new MemoryImages({ ...options, clock: this.clock, enter: (op, target) => this.enter(op, target), adapter: ADAPTER });
   }
 
@@ -224,6 +229,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     this.containers.delete(id);
     this.names.delete(r.summary.name);
     this.output.forget(id);
+    this.streams.ended(id, undefined);
     this.changes.emit('removed', id, r.spec.labels, this.clock.now());
   }
 
@@ -292,6 +298,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     if (r.summary.state !== 'running')
       throw new KubeletError('Conflict', `${r.summary.name} is ${r.summary.state}: only a running container prints`, { adapter: ADAPTER });
     this.output.print(id, stream, text, this.clock.now());
+    this.streams.printed(id, stream, text);
   }
 
   /** How many log reads are open (a reader that let go, or was aborted, must not keep one). */
@@ -374,6 +381,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   private finish(r: Record_, exitCode: number): void {
     r.summary = { ...r.summary, state: 'exited', finishedAt: this.clock.now(), exitCode };
     this.output.ended(r.summary.id);
+    this.streams.ended(r.summary.id, exitCode);
     this.changes.emit('exited', r.summary.id, r.spec.labels, this.clock.now(), exitCode);
   }
 

@@ -9,4 +9,5 @@ runtimeContract('memory under vitest, by its globals', () => new MemoryRuntime({
   realExec: false,
   events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
   logs: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
+  streaming: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
 });

@@ -9,4 +9,6 @@ runtimeContract('memory', () => new MemoryRuntime({ images: ['busybox:1.36'], pu
   events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
   // Nor print: what they print is the test's to say.
   logs: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
+  // Its programs are a table of the busybox commands the contract runs; attach sees what it prints.
+  streaming: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
 });

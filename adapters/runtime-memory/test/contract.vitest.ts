@@ -10,5 +10,6 @@ runtimeContract('memory under vitest', () => new MemoryRuntime({ images: ['busyb
   realExec: false,
   events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
   logs: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
+  streaming: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
   testApi: vitest,
 });

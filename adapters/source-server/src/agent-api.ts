@@ -1,10 +1,11 @@
-import type { RequestListener } from 'node:http';
+import type { IncomingMessage, RequestListener } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
 import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route.js';
 import { hostLogsHandler } from './host-logs.js';
 import { HttpProblem, allow, decodePathSegment, routeListener } from './http-kit.js';
 import { renderPodList } from './pod-list.js';
+import { streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
@@ -24,12 +25,15 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  *   what the container uses now (CPU, memory); 404 as above; 501 when the runtime gives no figures.
  * - `GET /containerLogs/{namespace}/{pod}/{container}`: what the container printed, streamed as
  *   plain text, with the kubelet's query options (see `containerLogsAnswer`).
+ * - `/exec/…`, `/attach/…`, `/portForward/…` over WebSocket (its `upgrade`, see
+ *   `streamingUpgradeHandler`), and `POST /run/…?cmd=` (see `streamingRouteHandler`).
  *
  * Another method on these paths is a 405; any other path is not its route (`undefined`).
  * It reads no request body, so it needs no body limit.
  */
 export function agentApiHandler(view: AgentView): RouteHandler {
-  return async (req, url): Promise<RouteAnswer | undefined> => {
+  const streaming = streamingRouteHandler(view);
+  const handler = async (req: IncomingMessage, url: URL): Promise<RouteAnswer | undefined> => {
     switch (url.pathname) {
       case '/healthz': {
         allow(req, 'GET');
@@ -69,12 +73,13 @@ export function agentApiHandler(view: AgentView): RouteHandler {
           return containerLogsAnswer(view, url, Date.now);
         }
         const stats = /^\/stats\/([^/]+)\/([^/]+)$/.exec(url.pathname);
-        if (stats === null) return undefined;
+        if (stats === null) return streaming(req, url);
         allow(req, 'GET');
         return { status: 200, json: await statsOf(view, `${decodePathSegment(stats[1]!)}/${decodePathSegment(stats[2]!)}`) };
       }
     }
   };
+  return Object.assign(handler, { upgrade: streamingUpgradeHandler(view) });
 }
 
 async function statsOf(view: AgentView, name: string): Promise<ContainerStats> {

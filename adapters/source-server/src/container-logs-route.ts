@@ -92,7 +92,7 @@ function logQuery(query: URLSearchParams, now: number): LogQuery {
 }
 
 /** A Go `strconv.ParseBool` value (`true`, `1`, `t`, `False`, …); absent or empty is false, as the kubelet reads it. */
-function flag(query: URLSearchParams, name: string): boolean {
+export function flag(query: URLSearchParams, name: string): boolean {
   const value = query.get(name);
   if (value === null || value === '') return false;
   if (['1', 't', 'T', 'true', 'TRUE', 'True'].includes(value)) return true;

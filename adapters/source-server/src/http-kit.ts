@@ -1,11 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { systemClock, type FieldError, type Logger } from '@kubelet-ts/core';
 import { AuthThrottle } from './auth-throttle.js';
 import { checkHostAndOrigin, type ReachableNames } from './request-guard.js';
-import type { RouteHandler, StreamedAnswer } from './route-handler.js';
+import type { RouteHandler, StreamedAnswer, UpgradeHandler } from './route-handler.js';
 
 /**
  * A request the client got wrong (or gave up on), answered with `status` and
@@ -57,6 +58,48 @@ export function routeListener(handlers: readonly RouteHandler[], options: RouteL
   const authorize = authentication(options);
   return (req, res) => {
     void serve(req, res, handlers, { ...options, authorize });
+  };
+}
+
+/**
+ * A node server's `upgrade` listener for `handlers` (WebSocket routes), behind the same guards as
+ * `routeListener`'s routes: `Host` and `Origin` (no cross-site upgrade), then authentication, all
+ * before the handshake. A refusal is a plain HTTP answer `{ error }` and the socket is closed; an
+ * upgrade no handler takes is a 404.
+ */
+export function upgradeListener(
+  handlers: readonly UpgradeHandler[],
+  options: RouteListenerOptions,
+): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  checkAuthToken(options.authToken);
+  const authorize = authentication(options);
+  return (req, socket, head) => {
+    socket.on('error', () => socket.destroy());
+    void (async () => {
+      try {
+        const url = requestTarget(req);
+        if (options.reachableAs !== undefined) checkHostAndOrigin(req, options.reachableAs(req));
+        authorize?.(req);
+        for (const handler of handlers) if (await handler(req, url, socket, head)) return;
+        throw new HttpProblem(404, `no WebSocket route ${url.pathname}`);
+      } catch (error) {
+        const problem = error instanceof HttpProblem ? error : new HttpProblem(500, 'internal error');
+        if (!(error instanceof HttpProblem)) options.logger.error({ err: error, url: req.url }, 'upgrade failed');
+        const body = JSON.stringify({ error: problem.message });
+        const headers = {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+          connection: 'close',
+          ...problem.headers,
+        };
+        if (!socket.destroyed)
+          socket.end(
+            `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? ''}\r\n${Object.entries(headers)
+              .map(([k, v]) => `${k}: ${v}\r\n`)
+              .join('')}\r\n${body}`,
+          );
+      }
+    })();
   };
 }
 
@@ -258,8 +301,8 @@ export function requireContentType(req: IncomingMessage, accepted: readonly stri
 }
 
 /** A 405 unless the request's method is `expected`. */
-export function allow(req: IncomingMessage, expected: string): void {
-  if ((req.method ?? 'GET') !== expected) throw new HttpProblem(405, `use ${expected}`);
+export function allow(req: IncomingMessage, ...expected: readonly string[]): void {
+  if (!expected.includes(req.method ?? 'GET')) throw new HttpProblem(405, `use ${expected.join(' or ')}`);
 }
 
 function send(res: ServerResponse, status: number, json: unknown, headers: Record<string, string> = {}): void {

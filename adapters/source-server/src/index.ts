@@ -2,6 +2,6 @@ export { ServerManifestSource, registerServerSource, type ServerManifestSourceOp
 export { agentApiHandler, agentApiListener, type AgentApiListenerOptions } from './agent-api.js';
 export { renderPodList, type V1PodList } from './pod-list.js';
 export { DEFAULT_HOST_LOG_DIRECTORY, hostLogsHandler, type HostLogsOptions } from './host-logs.js';
-export type { RouteAnswer, RouteHandler, StreamedAnswer } from './route-handler.js';
+export type { RouteAnswer, RouteHandler, StreamedAnswer, UpgradeHandler } from './route-handler.js';
 export { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 export type { ServerTlsOptions } from './server-tls.js';

@@ -1,4 +1,11 @@
 import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/**
+ * What takes a WebSocket upgrade the guards let through: true when it is one of its routes (it then
+ * answers the handshake), false when it is not; it throws an `HttpProblem` to refuse before the handshake.
+ */
+export type UpgradeHandler = (req: IncomingMessage, url: URL, socket: Duplex, head: Buffer) => Promise<boolean>;
 
 /**
  * What a route answers. `json` is sent as `application/json`; `text` is sent as it is, with its
@@ -42,4 +49,7 @@ export interface StreamedAnswer {
  * - A client's mistake is an answer (4xx, `{ error: message }` by convention); an error it throws
  *   is logged and answered 500 `{ error: 'internal error' }`, its message kept from the client.
  */
-export type RouteHandler = (req: IncomingMessage, url: URL) => Promise<RouteAnswer | undefined>;
+export type RouteHandler = ((req: IncomingMessage, url: URL) => Promise<RouteAnswer | undefined>) & {
+  /** Its WebSocket routes (`/exec`, `/attach`, `/portForward`), served on the `upgrade` of the same server, behind the same guards. */
+  readonly upgrade?: UpgradeHandler;
+};

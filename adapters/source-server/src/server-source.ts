@@ -16,12 +16,13 @@ import {
 } from '@kubelet-ts/core';
 import { ManifestIntake, type HeldDocument, type SourceLimits } from '@kubelet-ts/manifest';
 import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requireContentType, routeListener } from './http-kit.js';
+import { upgradeListener } from './http-kit.js';
 import { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 import { allowedHostNames, isLoopback, reachableNames, type ReachableNames } from './request-guard.js';
 import { ServerTls, type ServerTlsOptions } from './server-tls.js';
 import { answerPlainHttp } from './plain-http-answer.js';
 import { checkAuthenticated, idClash, listenProblem } from './server-guards.js';
-import type { RouteAnswer, RouteHandler } from './route-handler.js';
+import type { RouteAnswer, RouteHandler, UpgradeHandler } from './route-handler.js';
 
 /** With the host access the manifests may take (`HostAccess`: the CLI's `--allow-host-mounts`, `--allow-host-network`). */
 export interface ServerManifestSourceOptions extends HostAccess {
@@ -124,6 +125,7 @@ export class ServerManifestSource implements ManifestSource {
   private readonly intake: ManifestIntake;
   /** The manifest routes first, then mounted handlers in the order they were mounted. */
   private readonly routes: RouteHandler[] = [(req, url) => this.manifestRoute(req, url)];
+  private readonly upgrades: UpgradeHandler[] = [];
   private server: Server | undefined;
   /**
    * Every connection open, TLS or not: a half-open handshake is no HTTP connection yet, so
@@ -167,6 +169,7 @@ export class ServerManifestSource implements ManifestSource {
    */
   mount(handler: RouteHandler): void {
     this.routes.push(handler);
+    if (handler.upgrade !== undefined) this.upgrades.push(handler.upgrade);
   }
 
   /** The base URL once listening, e.g. `http://127.0.0.1:10250` (`https://` with `tls`). */
@@ -184,13 +187,14 @@ export class ServerManifestSource implements ManifestSource {
       // Node checks the timeouts above only this often (30 s by default).
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(this.requestTimeoutMs / 4))),
     };
-    const listener = routeListener(this.routes, {
+    const guards = {
       authToken: this.authToken,
       clientCertificates: this.tls?.clientCertificates ?? false,
       throttle: this.throttle,
       reachableAs: () => this.reachableNames(server),
       logger: this.logger,
-    });
+    };
+    const listener = routeListener(this.routes, guards);
     const tls = this.tls;
     const https =
       tls === undefined
@@ -199,6 +203,7 @@ export class ServerManifestSource implements ManifestSource {
     if (https !== undefined) answerPlainHttp(https, this.handshakeTimeoutMs);
     const server: Server = https ?? createServer(serverOptions, listener);
     server.keepAliveTimeout = 5_000;
+    server.on('upgrade', upgradeListener(this.upgrades, guards));
     this.holdConnections(server);
     await new Promise<void>((resolve, reject) => {
       const failed = (error: NodeJS.ErrnoException) => reject(this.cannotListen(error));

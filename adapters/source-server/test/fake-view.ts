@@ -1,9 +1,15 @@
+import type { Duplex } from 'node:stream';
 import { checkedManifest } from '@kubelet-ts/conformance';
+import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import {
   KubeletError,
   type AgentView,
   type ContainerDetails,
   type ContainerLogRequest,
+  type ContainerTarget,
+  type PodTarget,
+  type StreamOptions,
+  type StreamSession,
   type LogLine,
   type LogStream,
   type ContainerStats,
@@ -63,6 +69,52 @@ export class FakeView implements AgentView {
     if (request.previous === true)
       throw new KubeletError('NotFound', 'previous terminated container "nginx" in pod "default/web" not found');
     return this.output.read(request);
+  }
+  /**
+   * Where exec, attach and port-forward go: a memory runtime with `web/nginx` running in a sandbox
+   * whose port 8080 echoes (and `web/init`, made but never started). False `hasStreams`: 501.
+   */
+  readonly memory = new MemoryRuntime({ images: ['nginx'] });
+  hasStreams = true;
+  private made: Promise<{ nginx: string; init: string; sandbox: string }> | undefined;
+  /** The memory ids of `web`'s sandbox and containers, made at the first use. */
+  ids(): Promise<{ nginx: string; init: string; sandbox: string }> {
+    this.made ??= (async () => {
+      const sandbox = await this.memory.runSandbox({ name: 'POD--web--1', podId: 'web', hostname: 'web', ports: [], labels: {} });
+      const spec = (name: string) => ({
+        name,
+        podId: 'web',
+        image: 'nginx',
+        env: {},
+        ports: [{ containerPort: 8080, protocol: 'TCP' as const }],
+        mounts: [],
+        labels: {},
+      });
+      const nginx = (await this.memory.create(spec('nginx--web--1'), sandbox.id)).id;
+      await this.memory.start(nginx);
+      const init = (await this.memory.create(spec('init--web--1'), sandbox.id)).id;
+      return { nginx, init, sandbox: sandbox.id };
+    })();
+    return this.made;
+  }
+  private async container(target: ContainerTarget): Promise<string> {
+    if (!this.hasStreams) throw new KubeletError('Unsupported', 'the fake runtime cannot exec, attach or port-forward');
+    if (target.namespace !== 'default' || target.pod !== 'web')
+      throw new KubeletError('NotFound', `pod "${target.namespace}/${target.pod}" does not exist on this node`);
+    const ids = await this.ids();
+    if (target.container === 'nginx') return ids.nginx;
+    if (target.container === 'init') return ids.init;
+    throw new KubeletError('NotFound', `container "${target.container}" is not in pod "default/web"`);
+  }
+  async exec(target: ContainerTarget, command: readonly string[], options: StreamOptions): Promise<StreamSession> {
+    return this.memory.streams.exec(await this.container(target), command, options);
+  }
+  async attach(target: ContainerTarget, options: StreamOptions): Promise<StreamSession> {
+    return this.memory.streams.attach(await this.container(target), options);
+  }
+  async portForward(target: PodTarget, port: number): Promise<Duplex> {
+    await this.container({ ...target, container: 'nginx' });
+    return this.memory.streams.portForward((await this.ids()).sandbox, port);
   }
   health(): HealthView {
     return this.health_;

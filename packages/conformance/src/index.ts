@@ -6,6 +6,7 @@ export type { TestApi, TestApiOption } from './test-api.js';
 export type { PodNetworkCapability } from './pod-contract.js';
 export type { EventsCapability } from './events-contract.js';
 export type { LogsCapability } from './logs-contract.js';
+export type { StreamingCapability } from './streaming-contract.js';
 export { runnerScenarios, type RunnerScenarioOptions, type ScenarioAgent } from './runner-scenarios.js';
 export {
   sourceFuzzContract,

@@ -10,6 +10,7 @@ import {
 import { eventsContract, type EventsCapability } from './events-contract.js';
 import { logsContract, type LogsCapability } from './logs-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
+import { streamingContract, type StreamingCapability } from './streaming-contract.js';
 import { resolveTestApi, type TestApiOption } from './test-api.js';
 import { v1Contract } from './v1-contract.js';
 
@@ -31,6 +32,8 @@ export interface RuntimeContractOptions extends TestApiOption {
   readonly events?: EventsCapability;
   /** Declared by runtimes that read what containers print; without it the log checks are skipped, by name. */
   readonly logs?: LogsCapability;
+  /** Declared by runtimes that exec, attach and port-forward into containers; without it those checks are skipped, by name. */
+  readonly streaming?: StreamingCapability;
 }
 
 /**
@@ -223,5 +226,11 @@ export function runtimeContract(
     v1Contract(() => runtime, { ...options, name, testApi });
     eventsContract(() => runtime, create, { ...options, name, testApi });
     logsContract(() => runtime, create, { ...options, name, testApi });
+    streamingContract(
+      () => runtime,
+      create,
+      () => sandboxId,
+      { ...options, name, testApi },
+    );
   });
 }

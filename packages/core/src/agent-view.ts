@@ -1,4 +1,6 @@
+import type { Duplex } from 'node:stream';
 import type { LogLine, LogReadOptions } from './container-logs.js';
+import type { StreamOptions, StreamSession } from './container-streams.js';
 import type { ContainerManifest } from './manifest.js';
 import type { PlanReport } from './plan-report.js';
 import type { ContainerDetails, ContainerState, ContainerStats } from './runtime.js';
@@ -94,6 +96,19 @@ export interface ContainerLogRequest extends LogReadOptions {
   readonly previous?: boolean | undefined;
 }
 
+/** A pod of this node, named as the kubelet's `/portForward/{namespace}/{pod}` names it. */
+export interface PodTarget {
+  /** `default` for a 2014 manifest or a v1 Pod without a namespace. */
+  readonly namespace: string;
+  /** The pod's name as `/pods` gives it. */
+  readonly pod: string;
+}
+
+/** A container of a pod of this node, named as `/exec/{namespace}/{pod}/{container}` names it. */
+export interface ContainerTarget extends PodTarget {
+  readonly container: string;
+}
+
 export interface HealthView {
   readonly healthy: boolean;
   /** When the last sync pass completed (ms since the epoch), if one has. */
@@ -129,6 +144,19 @@ export interface AgentView {
    * previous run), `Conflict` when the container has not run yet (it waits to start).
    */
   containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>>;
+  /**
+   * Runs `command` in the running container `target` names, streamed (see `ContainerStreaming`).
+   * Rejects with a `KubeletError`: `Unsupported` when the runtime cannot stream, `NotFound` naming
+   * what is unknown, `Conflict` when the container is not running.
+   */
+  exec(target: ContainerTarget, command: readonly string[], options: StreamOptions): Promise<StreamSession>;
+  /** Attaches to the main process of the running container `target` names; rejects as `exec`. */
+  attach(target: ContainerTarget, options: StreamOptions): Promise<StreamSession>;
+  /**
+   * A connection to `port` on the loopback address of the pod's network namespace. Rejects with
+   * `Unsupported`, `NotFound` (the pod, or its sandbox is not running), `Unavailable` (nothing listens).
+   */
+  portForward(target: PodTarget, port: number): Promise<Duplex>;
   /** Unhealthy when the sync loop has not completed a pass for too long. */
   health(): HealthView;
   /** What a pass would do now, without doing it. */

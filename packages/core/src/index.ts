@@ -126,6 +126,8 @@ export { reportPlan, type PlannedStep, type PlanReport } from './plan-report.js'
 export type {
   AgentView,
   ContainerLogRequest,
+  ContainerTarget,
+  PodTarget,
   ContainerView,
   EndedRun,
   HealthView,

@@ -1,6 +1,8 @@
 import { networkInterfaces } from 'node:os';
+import type { Duplex } from 'node:stream';
 import {
   KubeletError,
+  Labels,
   identityOf,
   plan,
   reportPlan,
@@ -9,6 +11,11 @@ import {
   type ContainerLogRequest,
   type ContainerManifest,
   type ContainerRuntime,
+  type ContainerStreaming,
+  type ContainerTarget,
+  type PodTarget,
+  type StreamOptions,
+  type StreamSession,
   type ContainerStats,
   type HealthView,
   type LogLine,
@@ -16,7 +23,7 @@ import {
   type PodListing,
   type PodView,
 } from '@kubelet-ts/core';
-import { logTarget } from './log-target.js';
+import { logTarget, podTarget, runningTarget } from './log-target.js';
 import type { KubeletMetrics } from './metrics.js';
 import type { PodCache } from './pod-cache.js';
 import { podViews, type PodViewInputs } from './pod-views.js';
@@ -127,6 +134,37 @@ export class AgentReadApi {
     const id = logTarget(await this.pods(), request);
     const { namespace: _namespace, pod: _pod, container: _container, previous: _previous, ...options } = request;
     return source.logs(id, options);
+  }
+
+  /** Runs a command in the running container `target` names (see `runningTarget`), streamed by the runtime. */
+  async exec(target: ContainerTarget, command: readonly string[], options: StreamOptions): Promise<StreamSession> {
+    return this.streaming().exec(runningTarget(await this.pods(), target), command, options);
+  }
+
+  /** Attaches to the main process of the running container `target` names. */
+  async attach(target: ContainerTarget, options: StreamOptions): Promise<StreamSession> {
+    return this.streaming().attach(runningTarget(await this.pods(), target), options);
+  }
+
+  /** A connection to `port` inside the network namespace of the pod's ready sandbox. */
+  async portForward(target: PodTarget, port: number): Promise<Duplex> {
+    const streams = this.streaming();
+    const { view, where } = podTarget(await this.pods(), target);
+    const sandbox = this.options.cache
+      .snapshot()
+      .sandboxes.find(
+        (s) => s.state === 'ready' && s.labels[Labels.sandbox] === view.id && s.labels[Labels.node] === this.options.hostname,
+      );
+    if (sandbox === undefined) throw new KubeletError('NotFound', `${where} has no running sandbox (its network namespace) to forward to`);
+    return streams.portForward(sandbox.id, port);
+  }
+
+  private streaming(): ContainerStreaming {
+    const { runtime } = this.options;
+    const streams = runtime.capabilities.streaming;
+    if (streams === undefined)
+      throw new KubeletError('Unsupported', `the ${runtime.name} runtime cannot exec, attach or port-forward`, { adapter: runtime.name });
+    return streams;
   }
 
   /**

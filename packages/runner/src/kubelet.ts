@@ -1,16 +1,19 @@
 import { EventEmitter } from 'node:events';
 import { hostname as osHostname } from 'node:os';
+import type { Duplex } from 'node:stream';
 import {
-  CAPABILITIES,
   isManagedBy,
   nodeNameProblem,
   silentLogger,
   systemClock,
   type AgentView,
-  type Capability,
   type Clock,
   type ContainerDetails,
   type ContainerLogRequest,
+  type ContainerTarget,
+  type PodTarget,
+  type StreamOptions,
+  type StreamSession,
   type ContainerRuntime,
   type ContainerStats,
   type EventSink,
@@ -27,6 +30,7 @@ import {
 } from '@kubelet-ts/core';
 import { AdaptiveSlots } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
+import { checkCapabilities } from './capabilities.js';
 import { PlanExecutor } from './executor.js';
 import { LogEventSink } from './log-event-sink.js';
 import { KubeletMetrics } from './metrics.js';
@@ -340,6 +344,21 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     return this.api.containerLogs(request);
   }
 
+  /** A command run in a container of a desired pod, streamed; see `AgentView.exec`. */
+  exec(target: ContainerTarget, command: readonly string[], options: StreamOptions): Promise<StreamSession> {
+    return this.api.exec(target, command, options);
+  }
+
+  /** Attached to a container of a desired pod; see `AgentView.attach`. */
+  attach(target: ContainerTarget, options: StreamOptions): Promise<StreamSession> {
+    return this.api.attach(target, options);
+  }
+
+  /** A connection into a desired pod's network namespace; see `AgentView.portForward`. */
+  portForward(target: PodTarget, port: number): Promise<Duplex> {
+    return this.api.portForward(target, port);
+  }
+
   health(): HealthView {
     return this.api.health();
   }
@@ -363,25 +382,6 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   private emitEvent(event: Omit<KubeletEvent, 'time'>): void {
     this.events.emit({ ...event, time: this.clock.now() });
-  }
-}
-
-/**
- * A runtime's declared powers must be there: a declaration the object cannot keep fails now, with
- * the power named, rather than at the first event or figure.
- */
-function checkCapabilities(runtime: ContainerRuntime): void {
-  const methods: Readonly<Record<Capability, string>> = { events: 'events', stats: 'stats', logs: 'logs', streaming: 'exec' };
-  if (typeof runtime.capabilities !== 'object' || runtime.capabilities === null) {
-    throw new Error(`the ${runtime.name} runtime declares no capabilities: give it \`capabilities: {}\` (or the powers it has)`);
-  }
-  for (const key of CAPABILITIES) {
-    const facet = runtime.capabilities[key] as Record<string, unknown> | undefined;
-    if (facet !== undefined && typeof facet[methods[key]] !== 'function') {
-      throw new Error(
-        `the ${runtime.name} runtime declares the ${key} capability, but capabilities.${key} has no ${methods[key]}() method`,
-      );
-    }
   }
 }
 

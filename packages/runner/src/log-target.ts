@@ -1,4 +1,32 @@
-import { KubeletError, podNameOf, type ContainerLogRequest, type PodView } from '@kubelet-ts/core';
+import { KubeletError, podNameOf, type ContainerLogRequest, type ContainerTarget, type PodTarget, type PodView } from '@kubelet-ts/core';
+
+/** The desired pod `target` names (`NotFound` naming it otherwise), and how to name it in messages. */
+export function podTarget(pods: readonly PodView[], target: PodTarget): { readonly view: PodView; readonly where: string } {
+  const where = `pod ${JSON.stringify(`${target.namespace}/${target.pod}`)}`;
+  const view = pods.find((p) => (p.namespace ?? 'default') === target.namespace && podNameOf(p.id, p.namespace) === target.pod);
+  if (view === undefined) throw new KubeletError('NotFound', `${where} does not exist on this node`);
+  return { view, where };
+}
+
+/**
+ * The runtime id of the running container `target` names, for exec and attach (the kubelet's
+ * `GetExec`/`GetAttach` find the running one): `NotFound` naming what is unknown, `Conflict` when
+ * it does not run now (it waits to start, or ended).
+ */
+export function runningTarget(pods: readonly PodView[], target: ContainerTarget): string {
+  const { view, where } = podTarget(pods, target);
+  const c = view.containers.find((x) => x.name === target.container);
+  if (c === undefined) {
+    const names = view.containers.map((x) => x.name).join(', ');
+    throw new KubeletError('NotFound', `container ${JSON.stringify(target.container)} is not in ${where} (its containers: ${names})`);
+  }
+  if (c.state !== 'running' || c.id === undefined)
+    throw new KubeletError(
+      'Conflict',
+      `container ${JSON.stringify(target.container)} in ${where} is not running (${c.waitingReason ?? c.state}): it can be exec'd into or attached to once it runs`,
+    );
+  return c.id;
+}
 
 /**
  * The runtime id of the container whose output `request` asks for, among the desired pods' views,
@@ -16,10 +44,8 @@ import { KubeletError, podNameOf, type ContainerLogRequest, type PodView } from 
  * `KubeletError`: `NotFound` naming what is unknown, `Conflict` when the container has not run yet.
  */
 export function logTarget(pods: readonly PodView[], request: ContainerLogRequest): string {
-  const { namespace, pod, container, previous = false } = request;
-  const where = `pod ${JSON.stringify(`${namespace}/${pod}`)}`;
-  const view = pods.find((p) => (p.namespace ?? 'default') === namespace && podNameOf(p.id, p.namespace) === pod);
-  if (view === undefined) throw new KubeletError('NotFound', `${where} does not exist on this node`);
+  const { container, previous = false } = request;
+  const { view, where } = podTarget(pods, request);
   const c = view.containers.find((x) => x.name === container);
   if (c === undefined) {
     const names = view.containers.map((x) => x.name).join(', ');

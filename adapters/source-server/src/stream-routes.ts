@@ -1,0 +1,206 @@
+import type { IncomingMessage } from 'node:http';
+import {
+  isKubeletError,
+  podNameOf,
+  type AgentView,
+  type ContainerTarget,
+  type PodTarget,
+  type StreamOptions,
+  type StreamSession,
+} from '@kubelet-ts/core';
+import { WebSocketServer } from 'ws';
+import { EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOLS, joinForwards, joinSession, type Forward } from './channel-streams.js';
+import { flag } from './container-logs-route.js';
+import { HttpProblem, allow, decodePathSegment } from './http-kit.js';
+import type { RouteAnswer, RouteHandler, UpgradeHandler } from './route-handler.js';
+
+// The kubelet's paths: `/exec/{namespace}/{pod}/{container}` (and with the pod's uid before the
+// container), `/portForward/{namespace}/{pod}[/{uid}]`, `/run/{namespace}/{pod}[/{uid}]/{container}`
+// and 2014's `/run/{pod}/{container}`. A uid is taken and not checked: a pod has one on a node.
+const EXEC = /^\/(exec|attach)\/([^/]+)\/([^/]+)\/(?:[^/]+\/)?([^/]+)$/;
+const PORT_FORWARD = /^\/portForward\/([^/]+)\/([^/]+)(?:\/[^/]+)?$/;
+const RUN = /^\/run\/([^/]+)\/([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
+
+/** What `/run` gives back of a command's output at most (stdout, then stderr). */
+const MAX_RUN_OUTPUT = 4 * 1024 * 1024;
+
+const UPGRADE_REQUIRED =
+  'this route streams over WebSocket: upgrade with the subprotocol v5.channel.k8s.io or v4.channel.k8s.io (SPDY is not served)';
+
+/** A streaming request, parsed and checked before anything runs. */
+type StreamRequest =
+  | { readonly kind: 'exec'; readonly target: ContainerTarget; readonly command: readonly string[]; readonly options: StreamOptions }
+  | { readonly kind: 'attach'; readonly target: ContainerTarget; readonly options: StreamOptions }
+  | { readonly kind: 'portForward'; readonly target: PodTarget; readonly ports: readonly number[] };
+
+function streamRequest(url: URL): StreamRequest | undefined {
+  const exec = EXEC.exec(url.pathname);
+  if (exec !== null) {
+    const [kind, namespace, pod, container] = [exec[1]!, ...exec.slice(2, 5).map((s) => decodePathSegment(s!))] as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    const target = { namespace, pod, container };
+    const options = streamOptions(url.searchParams);
+    if (kind === 'attach') return { kind: 'attach', target, options };
+    const command = url.searchParams.getAll('command');
+    if (command.length === 0 || command[0] === '') throw new HttpProblem(400, 'command: give the command to run, one command= per word');
+    return { kind: 'exec', target, command, options };
+  }
+  const forward = PORT_FORWARD.exec(url.pathname);
+  if (forward === null) return undefined;
+  const [namespace, pod] = forward.slice(1, 3).map((s) => decodePathSegment(s!)) as [string, string];
+  return { kind: 'portForward', target: { namespace, pod }, ports: portsOf(url.searchParams) };
+}
+
+/** The kubelet's rules: a terminal has no stderr of its own, and at least one stream is asked for. */
+function streamOptions(query: URLSearchParams): StreamOptions {
+  const tty = flag(query, 'tty');
+  const options = { stdin: flag(query, 'stdin'), stdout: flag(query, 'stdout'), stderr: flag(query, 'stderr') && !tty, tty };
+  if (!options.stdin && !options.stdout && !options.stderr)
+    throw new HttpProblem(400, 'ask for at least one of stdin, stdout, stderr (=1)');
+  return options;
+}
+
+/** `ports=8080,9090` (the API server's form, also repeated) or the kubelet's `port=8080&port=9090`. */
+function portsOf(query: URLSearchParams): number[] {
+  const given = [...query.getAll('ports'), ...query.getAll('port')].flatMap((p) => p.split(','));
+  if (given.length === 0) throw new HttpProblem(400, 'ports: give the port(s) to forward, ports=8080');
+  return given.map((p) => {
+    const n = Number(p);
+    if (!/^\d+$/.test(p) || n < 1 || n > 65535)
+      throw new HttpProblem(400, `ports: ${JSON.stringify(p.slice(0, 20))} is not a port (1-65535)`);
+    return n;
+  });
+}
+
+/** The agent's refusals as HTTP: what is unknown 404, what does not run 400, what cannot stream 501. */
+function problemOf(error: unknown): unknown {
+  if (isKubeletError(error, 'NotFound')) return new HttpProblem(404, error.message);
+  if (isKubeletError(error, 'Conflict')) return new HttpProblem(400, error.message);
+  if (isKubeletError(error, 'Unsupported')) return new HttpProblem(501, error.message);
+  return error;
+}
+
+/**
+ * The streaming routes asked without an upgrade: `/exec`, `/attach` and `/portForward` answer 400
+ * saying how to ask (WebSocket), and `POST /run/…?cmd=` runs the command and answers its output
+ * (stdout, then stderr, as text; a non-zero exit is a 500 naming the code, with the output).
+ */
+export function streamingRouteHandler(view: AgentView): RouteHandler {
+  return async (req, url): Promise<RouteAnswer | undefined> => {
+    if (streamRequest(url) !== undefined) {
+      allow(req, 'GET', 'POST');
+      throw new HttpProblem(400, UPGRADE_REQUIRED);
+    }
+    const run = RUN.exec(url.pathname);
+    if (run === null) return undefined;
+    allow(req, 'POST');
+    const parts = run
+      .slice(1)
+      .filter((s): s is string => s !== undefined)
+      .map((s) => decodePathSegment(s));
+    // 2014: /run/{pod}/{container}; now /run/{namespace}/{pod}[/{uid}]/{container}.
+    const [namespace, pod] = parts.length === 2 ? ['default', parts[0]!] : [parts[0]!, parts[1]!];
+    const target = { namespace, pod, container: parts[parts.length - 1]! };
+    const command = (url.searchParams.get('cmd') ?? '').split(' ').filter((w) => w !== '');
+    if (command.length === 0) throw new HttpProblem(400, 'cmd: give the command to run, words separated by spaces');
+    let session: StreamSession;
+    try {
+      session = await view.exec(target, command, { stdin: false, stdout: true, stderr: true, tty: false });
+    } catch (error) {
+      throw problemOf(error);
+    }
+    req.once('close', () => session.close());
+    const [stdout, stderr, end] = await Promise.all([collect(session.stdout), collect(session.stderr), session.done]);
+    const output = Buffer.concat([stdout, stderr]).subarray(0, MAX_RUN_OUTPUT).toString('utf8');
+    if (end.exitCode === 0) return { status: 200, text: output, contentType: 'text/plain; charset=utf-8' };
+    const why = end.exitCode === undefined ? (end.message ?? 'ended without an exit code') : `exited with ${end.exitCode}`;
+    return { status: 500, json: { error: `command ${JSON.stringify(command.join(' '))} ${why}`, exitCode: end.exitCode ?? null, output } };
+  };
+}
+
+async function collect(stream: AsyncIterable<Buffer | string> | undefined): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  if (stream === undefined) return Buffer.alloc(0);
+  for await (const chunk of stream) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    if (size < MAX_RUN_OUTPUT) chunks.push(bytes);
+    size += bytes.length;
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The WebSocket side of `/exec`, `/attach` and `/portForward`: the subprotocol chosen from those the
+ * client offers (v5, then v4, of `channel.k8s.io`; for port-forward v4 or `portforward.k8s.io`), the
+ * session opened before the handshake (so what is unknown or not running is a plain HTTP answer),
+ * then joined to the socket (see `joinSession`, `joinForwards`). False for a path that is not one of them.
+ */
+export function streamingUpgradeHandler(view: AgentView): UpgradeHandler {
+  const chosen = new WeakMap<IncomingMessage, string>();
+  const server = new WebSocketServer({
+    noServer: true,
+    maxPayload: 4 * 1024 * 1024,
+    handleProtocols: (_offered, req) => chosen.get(req) ?? false,
+  });
+  return async (req, url, socket, head) => {
+    const request = streamRequest(url);
+    if (request === undefined) return false;
+    allow(req, 'GET', 'POST');
+    const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+    const served: readonly string[] = request.kind === 'portForward' ? PORT_FORWARD_PROTOCOLS : EXEC_PROTOCOLS;
+    const protocol = served.find((p) => offered.includes(p));
+    if (protocol === undefined)
+      throw new HttpProblem(
+        400,
+        `offer one of the subprotocols ${served.join(', ')} (offered: ${offered.filter((p) => p !== '').join(', ') || 'none'})`,
+      );
+    chosen.set(req, protocol);
+    if (request.kind === 'portForward') {
+      // Connected after the handshake, as the kubelet does: a port that refuses says so on its error channel.
+      const { namespace, pod } = request.target;
+      if (!(await view.pods()).some((p) => (p.namespace ?? 'default') === namespace && podNameOf(p.id, p.namespace) === pod))
+        throw new HttpProblem(404, `pod ${JSON.stringify(`${namespace}/${pod}`)} does not exist on this node`);
+      server.handleUpgrade(req, socket, head, (ws) => {
+        void Promise.all(
+          request.ports.map(async (port): Promise<Forward> => {
+            try {
+              return { port, connection: await view.portForward(request.target, port) };
+            } catch (error) {
+              return {
+                port,
+                error: `error forwarding port ${port} to pod ${request.target.namespace}/${request.target.pod}: ${(error as Error).message}`,
+              };
+            }
+          }),
+        ).then((forwards) =>
+          ws.readyState === ws.OPEN
+            ? joinForwards(ws, forwards)
+            : forwards.forEach((f) => ('connection' in f ? f.connection.destroy() : undefined)),
+        );
+      });
+      return true;
+    }
+    let session: StreamSession;
+    try {
+      session =
+        request.kind === 'exec'
+          ? await view.exec(request.target, request.command, request.options)
+          : await view.attach(request.target, request.options);
+    } catch (error) {
+      throw problemOf(error);
+    }
+    if (socket.destroyed) {
+      session.close();
+      return true;
+    }
+    server.handleUpgrade(req, socket, head, (ws) => {
+      void joinSession(ws, session, protocol, request.kind === 'exec' ? request.command : undefined);
+    });
+    return true;
+  };
+}
