@@ -1,6 +1,21 @@
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { Option, type Command } from 'commander';
+import { WebSocket } from 'ws';
+
+export const DEFAULT_AGENT_SERVER = 'http://127.0.0.1:10250';
+
+/** The options every command that talks to a running agent takes (`--server`, the token, the TLS files, `-n`). */
+export function addConnectionOptions(command: Command): Command {
+  return command
+    .addOption(new Option('-n, --namespace <namespace>', "the pod's namespace").default('default'))
+    .addOption(new Option('--server <url>', "the agent's server").default(DEFAULT_AGENT_SERVER))
+    .addOption(new Option('--token <token>', 'bearer token (default: $KUBELET_TS_AUTH_TOKEN)'))
+    .addOption(new Option('--certificate-authority <path>', "PEM CA the server's certificate must chain to"))
+    .addOption(new Option('--client-certificate <path>', 'PEM client certificate (with --client-key)'))
+    .addOption(new Option('--client-key <path>', 'PEM key of --client-certificate'));
+}
 
 /** How to reach a running agent's server: the settings its server takes, from the client's side. */
 export interface AgentClientOptions {
@@ -83,6 +98,29 @@ export class AgentClient {
         ),
       );
       req.end();
+    });
+  }
+
+  /**
+   * A WebSocket to `path` offering `protocols` in order, open and paused: what the server sent
+   * with its handshake waits until the caller has its listeners on and calls `resume()`. Rejects
+   * with what the server said when it refuses the upgrade (its JSON `error`), or when it cannot be reached.
+   */
+  websocket(path: string, protocols: readonly string[]): Promise<WebSocket> {
+    const url = new URL(path, this.base);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, [...protocols], { headers: this.headers, ...this.tls });
+      ws.once('open', () => {
+        ws.pause();
+        resolve(ws);
+      });
+      ws.once('unexpected-response', (_req, res) => {
+        void said(res).then((message) => reject(new AgentClientError(`${message} (HTTP ${res.statusCode} from ${url.pathname})`)), reject);
+      });
+      ws.once('error', (error) =>
+        reject(new AgentClientError(`cannot reach the agent at ${this.base.origin}: ${error.message} (is it running? see --server)`)),
+      );
     });
   }
 

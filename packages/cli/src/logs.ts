@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { AgentClient, AgentClientError } from './agent-client.js';
+import { AgentClient, AgentClientError, addConnectionOptions } from './agent-client.js';
 import { parseDuration } from './duration.js';
 
 /** Where `kubelet-ts logs` writes, and the environment it reads (the token). */
@@ -26,8 +26,6 @@ interface LogsOptions {
   readonly clientKey?: string;
 }
 
-export const DEFAULT_AGENT_SERVER = 'http://127.0.0.1:10250';
-
 /**
  * `kubelet-ts logs POD [CONTAINER]`: what a container of a pod printed, from a running agent's
  * `GET /containerLogs/{namespace}/{pod}/{container}`, written to stdout as it arrives (with
@@ -36,7 +34,7 @@ export const DEFAULT_AGENT_SERVER = 'http://127.0.0.1:10250';
  * what went wrong on stderr (the agent's own words for a pod or container it does not know).
  */
 export async function logsMain(argv: readonly string[], io: LogsIo = process): Promise<number> {
-  const program = new Command('kubelet-ts logs')
+  const program = addConnectionOptions(new Command('kubelet-ts logs'))
     .description('print what a container of a pod printed, from a running agent (as kubectl logs)')
     .argument('<pod>', "the pod's name, as the agent's /pods shows it (a 2014 manifest's id)")
     .argument('[container]', 'the container; optional when the pod has only one')
@@ -46,12 +44,6 @@ export async function logsMain(argv: readonly string[], io: LogsIo = process): P
     .addOption(new Option('--timestamps', 'each line after the time it was printed (RFC 3339)').default(false))
     .addOption(new Option('-p, --previous', "the run before the current one (a restarted container's previous instance)").default(false))
     .addOption(new Option('--limit-bytes <bytes>', 'at most this many bytes').argParser(positive))
-    .addOption(new Option('-n, --namespace <namespace>', "the pod's namespace").default('default'))
-    .addOption(new Option('--server <url>', "the agent's server").default(DEFAULT_AGENT_SERVER))
-    .addOption(new Option('--token <token>', 'bearer token (default: $KUBELET_TS_AUTH_TOKEN)'))
-    .addOption(new Option('--certificate-authority <path>', "PEM CA the server's certificate must chain to"))
-    .addOption(new Option('--client-certificate <path>', 'PEM client certificate (with --client-key)'))
-    .addOption(new Option('--client-key <path>', 'PEM key of --client-certificate'))
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
   try {
@@ -87,7 +79,12 @@ function query(options: LogsOptions): URLSearchParams {
 }
 
 /** The pod's container when it has exactly one, from the agent's `/pods` (a v1 PodList). */
-async function onlyContainer(client: AgentClient, namespace: string, pod: string): Promise<string> {
+export async function onlyContainer(
+  client: AgentClient,
+  namespace: string,
+  pod: string,
+  example: (container: string) => string = (c) => `kubelet-ts logs ${pod} ${c}`,
+): Promise<string> {
   const list = (await client.json('/pods')) as {
     items?: Array<{ metadata?: Record<string, unknown>; spec?: { containers?: Array<{ name?: string }> } }>;
   };
@@ -96,7 +93,7 @@ async function onlyContainer(client: AgentClient, namespace: string, pod: string
   const names = (item.spec?.containers ?? []).map((c) => String(c.name));
   if (names.length === 1) return names[0]!;
   throw new AgentClientError(
-    `pod "${namespace}/${pod}" has ${names.length} containers (${names.join(', ')}): name one, e.g. kubelet-ts logs ${pod} ${names[0] ?? ''}`,
+    `pod "${namespace}/${pod}" has ${names.length} containers (${names.join(', ')}): name one, e.g. ${example(names[0] ?? '')}`,
   );
 }
 

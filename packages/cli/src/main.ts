@@ -9,6 +9,8 @@ import { runOnce } from './runonce.js';
 import { planMain } from './plan.js';
 import { convertMain } from './convert.js';
 import { logsMain } from './logs.js';
+import { execMain } from './exec.js';
+import { portForwardMain } from './port-forward.js';
 import { wire } from './wiring.js';
 import { sourceCheckpoints } from './checkpoints.js';
 
@@ -20,6 +22,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'plan') return planMain(argv.slice(1));
   if (argv[0] === 'convert') return convertMain(argv.slice(1));
   if (argv[0] === 'logs') return logsMain(argv.slice(1));
+  if (argv[0] === 'exec' || argv[0] === 'attach') return execMain(argv[0], argv.slice(1));
+  if (argv[0] === 'port-forward')
+    return portForwardMain(argv.slice(1), { ...process, stopped: new Promise((resolve) => process.once('SIGINT', resolve)) });
   const program = buildProgram();
   try {
     program.parse(normaliseFlagSpelling(argv), { from: 'user' });

@@ -1,0 +1,155 @@
+import type { Readable, Writable } from 'node:stream';
+import { Command, CommanderError, Option } from 'commander';
+import type { WebSocket } from 'ws';
+import { AgentClient, AgentClientError, addConnectionOptions } from './agent-client.js';
+import { onlyContainer } from './logs.js';
+
+/** Where `kubelet-ts exec` and `attach` read and write, and what they know of the terminal. */
+export interface ExecIo {
+  readonly stdin: Readable & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
+  readonly stdout: Writable & { columns?: number; rows?: number; isTTY?: boolean };
+  readonly stderr: Writable;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Calls back when the terminal's size changes (SIGWINCH); returns how to stop. */
+  readonly onResize?: (resized: () => void) => () => void;
+}
+
+interface ExecOptions {
+  readonly stdin: boolean;
+  readonly tty: boolean;
+  readonly container?: string;
+  readonly namespace: string;
+  readonly server: string;
+  readonly token?: string;
+  readonly certificateAuthority?: string;
+  readonly clientCertificate?: string;
+  readonly clientKey?: string;
+}
+
+const PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];
+
+/** `process` as `ExecIo`, the terminal's resizes from SIGWINCH. */
+export const processIo: ExecIo = {
+  stdin: process.stdin,
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  onResize: (resized) => {
+    process.on('SIGWINCH', resized);
+    return () => process.off('SIGWINCH', resized);
+  },
+};
+
+/**
+ * `kubelet-ts exec [-i] [-t] POD [-c CONTAINER] -- COMMAND…` and `kubelet-ts attach [-i] [-t] POD
+ * [-c CONTAINER]`, as `kubectl exec` and `attach` are used: a running agent's `/exec` or `/attach`
+ * over WebSocket. With `-t` and a terminal, the local terminal is raw while the session lasts and
+ * its size follows the window. Exits with the command's exit code (exec), 0 when the session ended
+ * well, or 1 with what went wrong on stderr.
+ */
+export async function execMain(verb: 'exec' | 'attach', argv: readonly string[], io: ExecIo = processIo): Promise<number> {
+  const program = addConnectionOptions(new Command(`kubelet-ts ${verb}`))
+    .description(
+      verb === 'exec'
+        ? 'run a command in a container of a pod, through a running agent (as kubectl exec)'
+        : "attach to a container's main process, through a running agent (as kubectl attach)",
+    )
+    .argument('<pod>', "the pod's name, as the agent's /pods shows it")
+    .addOption(new Option('-c, --container <name>', 'the container; optional when the pod has only one'))
+    .addOption(new Option('-i, --stdin', 'pass stdin to the process').default(false))
+    .addOption(new Option('-t, --tty', 'give the process a terminal').default(false))
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+  if (verb === 'exec') program.argument('<command...>', 'the command and its arguments (after --)');
+  try {
+    program.parse([...argv], { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 1;
+    throw error;
+  }
+  const [pod = '', ...command] = program.args;
+  const options = program.opts<ExecOptions>();
+  try {
+    const client = await AgentClient.connect({ ...options, token: options.token ?? io.env['KUBELET_TS_AUTH_TOKEN'] });
+    const container =
+      options.container ?? (await onlyContainer(client, options.namespace, pod, (c) => `kubelet-ts ${verb} ${pod} -c ${c}`));
+    const query = new URLSearchParams();
+    for (const word of command) query.append('command', word);
+    if (options.stdin) query.set('stdin', '1');
+    query.set('stdout', '1');
+    if (!options.tty) query.set('stderr', '1');
+    if (options.tty) query.set('tty', '1');
+    const segments = [options.namespace, pod, container].map((s) => encodeURIComponent(s)).join('/');
+    const ws = await client.websocket(`/${verb}/${segments}?${query}`, PROTOCOLS);
+    return await session(ws, options, io);
+  } catch (error) {
+    if (!(error instanceof AgentClientError)) throw error;
+    io.stderr.write(`kubelet-ts ${verb}: ${error.message}\n`);
+    return 1;
+  }
+}
+
+/** Relays the terminal and the socket until the session's status arrives or the socket closes; the exit code. */
+function session(ws: WebSocket, options: ExecOptions, io: ExecIo): Promise<number> {
+  const send = (channel: number, data: Buffer | string) => {
+    if (ws.readyState === ws.OPEN) ws.send(Buffer.concat([Buffer.from([channel]), Buffer.from(data)]));
+  };
+  const raw = options.tty && io.stdin.isTTY === true && io.stdin.setRawMode !== undefined;
+  const resize = () => {
+    if (io.stdout.columns !== undefined && io.stdout.rows !== undefined)
+      send(4, JSON.stringify({ Width: io.stdout.columns, Height: io.stdout.rows }));
+  };
+  const cleanups: Array<() => void> = [];
+  if (options.tty) {
+    resize();
+    if (io.onResize !== undefined) cleanups.push(io.onResize(resize));
+  }
+  if (raw) {
+    io.stdin.setRawMode?.(true);
+    cleanups.push(() => io.stdin.setRawMode?.(false));
+  }
+  if (options.stdin) {
+    const onData = (chunk: Buffer | string) => send(0, chunk);
+    // v5 says end-of-file for stdin; with v4 the process sees it when the session ends.
+    const onEnd = () => (ws.protocol === 'v5.channel.k8s.io' ? send(255, Buffer.from([0])) : undefined);
+    io.stdin.on('data', onData).once('end', onEnd);
+    cleanups.push(() => {
+      io.stdin.off('data', onData).off('end', onEnd);
+      io.stdin.pause();
+    });
+  }
+  return new Promise((resolve) => {
+    let code = 0;
+    ws.on('message', (data: Buffer) => {
+      const payload = data.subarray(1);
+      if (data[0] === 1) io.stdout.write(payload);
+      else if (data[0] === 2) io.stderr.write(payload);
+      else if (data[0] === 3) code = exitCodeOf(payload.toString('utf8'), io);
+    });
+    ws.once('close', () => {
+      for (const cleanup of cleanups) cleanup();
+      resolve(code);
+    });
+    ws.resume();
+  });
+}
+
+/** The exit code a session's status gives: 0 for Success, the code of a NonZeroExitCode, else 1 with its message. */
+function exitCodeOf(text: string, io: ExecIo): number {
+  try {
+    const status = JSON.parse(text) as {
+      status?: string;
+      reason?: string;
+      message?: string;
+      details?: { causes?: Array<{ reason?: string; message?: string }> };
+    };
+    if (status.status === 'Success') return 0;
+    const cause = status.details?.causes?.find((c) => c.reason === 'ExitCode');
+    if (status.reason === 'NonZeroExitCode' && cause?.message !== undefined && /^\d+$/.test(cause.message)) return Number(cause.message);
+    io.stderr.write(`${status.message ?? 'the session failed'}\n`);
+    return 1;
+  } catch {
+    io.stderr.write(`the agent sent an unreadable status: ${text.slice(0, 200)}\n`);
+    return 1;
+  }
+}
