@@ -1,9 +1,10 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
 import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route.js';
 import { hostLogsHandler } from './host-logs.js';
-import { HttpProblem, allow, decodePathSegment, routeListener } from './http-kit.js';
+import { HttpProblem, allow, decodePathSegment, routeListener, upgradeListener } from './http-kit.js';
 import { renderPodList } from './pod-list.js';
 import { streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
@@ -128,16 +129,18 @@ export interface AgentApiListenerOptions {
 /**
  * The agent's read API (see `agentApiHandler`) and nothing else, as a listener for an embedder's
  * own server: `http.createServer(agentApiListener(kubelet)).listen(8080)`. Any other path is a 404
- * `{ error }`, so no manifest can be posted through it. Timeouts and the address are the
- * embedder's server's to set. Throws on an empty `authToken` or a malformed `allowedHosts` name.
+ * `{ error }`, so no manifest can be posted through it. Its `upgrade` serves `/exec`, `/attach` and
+ * `/portForward` behind the same guards: `server.on('upgrade', listener.upgrade)`. Timeouts and the
+ * address are the embedder's server's to set. Throws on an empty `authToken` or a malformed `allowedHosts` name.
  */
-export function agentApiListener(view: AgentView, options: AgentApiListenerOptions = {}): RequestListener {
+export function agentApiListener(
+  view: AgentView,
+  options: AgentApiListenerOptions = {},
+): RequestListener & { readonly upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void } {
   const extra = allowedHostNames(options.allowedHosts);
-  const handlers = [
-    agentApiHandler(view),
-    ...(options.hostLogDirectory === undefined ? [] : [hostLogsHandler({ directory: options.hostLogDirectory })]),
-  ];
-  return routeListener(handlers, {
+  const api = agentApiHandler(view);
+  const handlers = [api, ...(options.hostLogDirectory === undefined ? [] : [hostLogsHandler({ directory: options.hostLogDirectory })])];
+  const guards = {
     authToken: options.authToken,
     clientCertificates: options.clientCertificates,
     // The listener does not know what its server was bound to, but each connection knows the
@@ -145,7 +148,7 @@ export function agentApiListener(view: AgentView, options: AgentApiListenerOptio
     reachableAs:
       options.checkHostAndOrigin === false
         ? undefined
-        : (req) =>
+        : (req: IncomingMessage) =>
             reachableNames(
               req.socket.localAddress ?? '',
               req.socket.localPort ?? 0,
@@ -153,5 +156,8 @@ export function agentApiListener(view: AgentView, options: AgentApiListenerOptio
               (req.socket as Partial<TLSSocket>).encrypted === true ? 'https:' : 'http:',
             ),
     logger: options.logger ?? silentLogger,
+  };
+  return Object.assign(routeListener(handlers, guards), {
+    upgrade: upgradeListener(api.upgrade === undefined ? [] : [api.upgrade], guards),
   });
 }

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { RecordingSink } from '@kubelet-ts/conformance';
 import { WebSocket } from 'ws';
-import { ServerManifestSource, agentApiHandler } from '../src/index.js';
+import { ServerManifestSource, agentApiHandler, agentApiListener } from '../src/index.js';
 import { FakeView } from './fake-view.js';
 
 const TOKEN = 'stream-routes-token';
@@ -188,6 +190,22 @@ describe('/exec, /attach, /portForward over WebSocket, and POST /run', () => {
     expect([failed.status, await failed.json()]).toEqual([500, { error: 'command "false" exited with 1', exitCode: 1, output: '' }]);
     expect((await fetch(`${url}/run/web/nginx?cmd=true`, { headers: auth })).status).toBe(405);
     expect((await fetch(`${url}/run/web/nginx?cmd=true`, { method: 'POST' })).status).toBe(401);
+  });
+
+  it("on an embedder's own server too: agentApiListener's upgrade, behind its token", async () => {
+    const view = new FakeView();
+    const listener = agentApiListener(view, { authToken: TOKEN });
+    const server = createServer(listener).on('upgrade', listener.upgrade);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const s = await connect(url, exec(['echo', 'embedded']), ['v4.channel.k8s.io']);
+      await s.closed;
+      expect(s.channels.get(1)).toBe('embedded\n');
+      expect(await refusal(connect(url, exec(['true']), ['v4.channel.k8s.io'], {}))).toMatchObject({ status: 401 });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('lets go of a session whose client disappears', async () => {
