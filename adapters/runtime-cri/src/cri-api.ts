@@ -36,6 +36,12 @@ export interface CriApi {
     request: { containerId: string; cmd: string[]; timeout: number },
     deadline: Deadline,
   ): Promise<{ stdout: Buffer; stderr: Buffer; exitCode: number }>;
+  /** Where to run an exec session: a URL on the runtime's streaming server, good for one connection. */
+  exec(request: CriStreamRequest & { containerId: string; cmd: string[] }, deadline: Deadline): Promise<{ url: string }>;
+  /** Where to attach to a container's main process (as `exec`). */
+  attach(request: CriStreamRequest & { containerId: string }, deadline: Deadline): Promise<{ url: string }>;
+  /** Where to forward connections to ports in a sandbox's network namespace (as `exec`). */
+  portForward(request: { podSandboxId: string; port: number[] }, deadline: Deadline): Promise<{ url: string }>;
   /** Has the runtime close the container's log file and open it again at its path (after the file was renamed: rotation). */
   reopenContainerLog(request: { containerId: string }, deadline: Deadline): Promise<unknown>;
   imageStatus(request: { image: { image: string } }, deadline: Deadline): Promise<{ image: CriImage | null }>;
@@ -54,6 +60,14 @@ export type ProtocolName = 'TCP' | 'UDP' | 'SCTP';
 export type NamespaceModeName = 'POD' | 'CONTAINER' | 'NODE' | 'TARGET';
 export type PodSandboxStateName = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
 export type ContainerStateName = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+
+/** Which standard streams an `exec` or `attach` session carries (CRI: `tty` and `stderr` not both). */
+export interface CriStreamRequest {
+  tty: boolean;
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
 
 export interface VersionResponse {
   version: string;

@@ -78,6 +78,9 @@ export function connectCri(endpoint: string): CriApi {
     containerStatus: unary(runtime, 'ContainerStatus'),
     execSync: unary(runtime, 'ExecSync'),
     reopenContainerLog: unary(runtime, 'ReopenContainerLog'),
+    exec: unary(runtime, 'Exec'),
+    attach: unary(runtime, 'Attach'),
+    portForward: unary(runtime, 'PortForward'),
     imageStatus: unary(image, 'ImageStatus'),
     pullImage: unary(image, 'PullImage'),
     close() {

@@ -33,7 +33,8 @@ import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, type 
 import { CriLogFiles } from './cri-log-files.js';
 import { CriLogRotation, rotationTarget } from './cri-log-rotation.js';
 import { criLogs } from './cri-logs.js';
-import { ADAPTER, translate } from './errors.js';
+import { CriStreams } from './cri-streams.js';
+import { ADAPTER, ignoreNotFound, translate } from './errors.js';
 import { assertHostPortsFree, publishedPorts } from './host-ports.js';
 import { buildContainerConfig } from './container-config.js';
 import { detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
@@ -53,8 +54,8 @@ const MAX_EXEC_OUTPUT = 64 * 1024;
  */
 export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly name = ADAPTER;
-  /** containerd's own event service, and the log files it writes; no figures yet (CRI `ContainerStats` is not mapped). */
-  readonly capabilities: RuntimeCapabilities = { events: this, logs: this };
+  /** containerd's own event service, the log files it writes, its streaming server; no figures yet (CRI `ContainerStats` is not mapped). */
+  readonly capabilities: RuntimeCapabilities;
   /** CRI's ImageService (see `CriImages`). */
   readonly images: ImageService;
   readonly endpoint: string;
@@ -69,6 +70,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly changes: ContainerdEvents;
+  private readonly streams: CriStreams;
 
   constructor(options: CriRuntimeOptions = {}) {
     this.endpoint = options.endpoint ?? DEFAULT_CRI_ENDPOINT;
@@ -97,6 +99,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const call = <T>(what: string, fn: (deadline: number) => Promise<T>) => this.call(what, fn);
     this.rotation = policy === false ? undefined : new CriLogRotation(rotationTarget(this.cri, call), policy, this.logger);
     this.rotation?.start();
+    this.streams = new CriStreams(this.cri, call, this.requestTimeoutMs);
+    this.capabilities = { events: this, logs: this, streaming: this.streams };
   }
 
   /** The runtime's name and versions; rejects with `Unavailable` saying where and how to start one. */
@@ -104,11 +108,12 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     return this.call('version', (deadline) => this.cri.version({}, deadline));
   }
 
-  /** Closes the gRPC channel; calls after it fail. */
+  /** Closes the gRPC channel and any stream session still open; calls after it fail. */
   close(): void {
     void this.rotation?.close();
     this.cri.close();
     this.changes.close();
+    this.streams.close();
   }
 
   /** `close()`, under the name tsyringe's `container.dispose()` calls. */
@@ -376,15 +381,6 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     } catch (error) {
       throw translate(error, what, this.endpoint);
     }
-  }
-}
-
-async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
-  try {
-    return await call;
-  } catch (error) {
-    if (error instanceof KubeletError && error.code === 'NotFound') return undefined;
-    throw error;
   }
 }
 
