@@ -3,10 +3,8 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Labels } from '@kubelet-ts/core';
-import { assertContainerd, buildTestImages, criEndpoint, removeLabelled, TEST_IMAGES } from '@kubelet-ts/testkit';
 import { AgentProcess, cliPath } from './agent-process.js';
-import { criDirect } from './cri-direct.js';
+import { AGENT_ENGINES } from './agent-engines.js';
 
 const TOKEN = 'previous-e2e-token-0123456789abcdef0123';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -26,46 +24,7 @@ function logs(args: readonly string[]): Promise<{ code: number; stdout: string; 
   });
 }
 
-interface Engine {
-  readonly name: string;
-  /** The agent's runtime flags, and the busybox image it runs. */
-  prepare(): Promise<{ flags: string[]; busybox: string }>;
-  /** Removes what the agent on `node` left on the engine. */
-  cleanUp(node: string): Promise<void>;
-}
-
-const engines: Engine[] = [
-  {
-    name: 'Docker',
-    async prepare() {
-      const images = await buildTestImages();
-      return { flags: ['--runtime', 'docker', '--pod-infra-image', images.pause], busybox: images.busybox };
-    },
-    async cleanUp(node) {
-      await removeLabelled(`${Labels.node}=${node}`);
-    },
-  },
-  {
-    name: 'containerd (CRI)',
-    async prepare() {
-      await assertContainerd(criEndpoint());
-      return { flags: ['--runtime', 'cri', '--container-runtime-endpoint', criEndpoint()], busybox: TEST_IMAGES.busybox };
-    },
-    async cleanUp(node) {
-      const cri = criDirect(criEndpoint());
-      try {
-        for (const s of await cri.listPodSandbox({ [Labels.node]: node })) {
-          await cri.stopPodSandbox(s.id).catch(() => undefined);
-          await cri.removePodSandbox(s.id).catch(() => undefined);
-        }
-      } finally {
-        cri.close();
-      }
-    },
-  },
-];
-
-describe.each(engines)('previous=true on $name: the run before a restart, as the engine kept it (issue 22)', (engine) => {
+describe.each(AGENT_ENGINES)('previous=true on $name: the run before a restart, as the engine kept it (issue 22)', (engine) => {
   const node = `e2e-previous-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
   let dir: string;
   let agent: AgentProcess | undefined;

@@ -1,3 +1,5 @@
+import type { Duplex } from 'node:stream';
+
 /**
  * The slice of the Docker Engine API this adapter uses, declared structurally so that core never
  * sees a dockerode type and the adapter can be unit-tested with a plain object. A dockerode
@@ -17,6 +19,10 @@ export interface DockerApi {
         method: string;
         isStream: boolean;
         abortSignal?: AbortSignal;
+        /** Asks the engine to upgrade the connection (`Upgrade: tcp`): the answer is the raw socket, both ways (attach). */
+        hijack?: boolean;
+        /** The request's body as it is (an empty one: the body of an attach is not JSON but its stdin). */
+        file?: Buffer;
         statusCodes: Record<number, boolean | string>;
         options: Record<string, string | number | boolean>;
       },
@@ -52,7 +58,9 @@ export interface DockerVersion {
 
 export interface DockerContainerHandle {
   inspect(): Promise<DockerInspect>;
-  exec(options: { Cmd: string[]; AttachStdout: boolean; AttachStderr: boolean }): Promise<DockerExec>;
+  exec(options: DockerExecOptions): Promise<DockerExec>;
+  /** `POST /containers/{id}/resize`: the size of the container's own terminal (attach). */
+  resize(options: { h: number; w: number }): Promise<unknown>;
   start(): Promise<unknown>;
   stop(options: { t: number }): Promise<unknown>;
   remove(options: { force?: boolean; v?: boolean }): Promise<unknown>;
@@ -66,8 +74,24 @@ export interface DockerStats {
   memory_stats?: { usage?: number; limit?: number };
 }
 
+/** `POST /containers/{id}/exec`. */
+export interface DockerExecOptions {
+  Cmd: string[];
+  AttachStdin?: boolean;
+  AttachStdout: boolean;
+  AttachStderr: boolean;
+  Tty?: boolean;
+  /** The terminal's size to begin with, `[height, width]` (API 1.42; older engines ignore it). */
+  ConsoleSize?: [number, number];
+}
+
 export interface DockerExec {
+  /** The output, multiplexed, until the process ends (the liveness exec). */
   start(options: Record<string, never>): Promise<NodeJS.ReadableStream>;
+  /** The upgraded connection itself: stdin written to it, the output read from it (a streaming exec). */
+  start(options: { hijack: true; stdin: boolean; Tty: boolean }): Promise<Duplex>;
+  /** The size of the exec's terminal; only once its process runs. */
+  resize(options: { h: number; w: number }): Promise<unknown>;
   inspect(): Promise<{ Running: boolean; ExitCode: number | null }>;
 }
 
@@ -87,9 +111,12 @@ export interface DockerInspect {
   Id: string;
   Name: string;
   Created: string;
-  State: { Status: string; ExitCode: number; StartedAt: string; FinishedAt: string };
+  State: { Status: string; ExitCode: number; StartedAt: string; FinishedAt: string; Running?: boolean; Pid?: number };
   Config: {
     Image: string;
+    /** Whether the main process has a terminal, and whether its stdin is open to attach. */
+    Tty?: boolean;
+    OpenStdin?: boolean;
     Cmd?: string[] | null;
     Entrypoint?: string | string[] | null;
     WorkingDir?: string;

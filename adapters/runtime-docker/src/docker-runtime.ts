@@ -35,6 +35,7 @@ import { dockerEvents } from './docker-events.js';
 import { dockerLogs } from './docker-logs.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSandboxes } from './docker-sandboxes.js';
+import { DockerStreams } from './docker-streams.js';
 import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
 import { ADAPTER, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
@@ -77,8 +78,8 @@ export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
  */
 export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, ContainerEventSource {
   readonly name = ADAPTER;
-  /** The engine's event stream, its one-shot figures and its containers' logs (Docker and Podman serve all three). */
-  readonly capabilities: RuntimeCapabilities = { events: this, stats: this, logs: this };
+  /** The engine's events, one-shot figures, logs, and exec/attach/port-forward (`DockerStreams`): Docker and Podman serve all four. */
+  readonly capabilities: RuntimeCapabilities;
   /** The engine's images (see `DockerImages`). */
   readonly images: ImageService;
   readonly endpoint: string;
@@ -109,6 +110,15 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       pullProgressIntervalMs: options.pullProgressIntervalMs ?? 10_000,
       call: (what, fn) => this.call(what, fn),
     });
+    const streaming = new DockerStreams({
+      docker: this.docker,
+      endpoint: host,
+      clock: this.clock,
+      logger: this.logger,
+      call: (what, fn) => this.call(what, fn),
+      engine: () => this.engine(),
+    });
+    this.capabilities = { events: this, stats: this, logs: this, streaming };
     this.sandboxes = new DockerSandboxes({
       docker: this.docker,
       hostIp: options.hostIp ?? '0.0.0.0',

@@ -20,6 +20,12 @@ import type { DockerVersion } from './docker-api.js';
  * - its events filter names `died` and `remove` where Docker's are `die` and `destroy` (the lines
  *   themselves say `die`, with the same `exitCode` attribute), and its label filter matches
  *   `key=value` only, so our label is checked on each line's attributes (`eventFilters`).
+ * - streaming (`DockerStreams`, `DockerSession`): an exec it cannot start ends with 127 and its
+ *   words on stderr (Docker: 126, on stdout); as a session ends it may add a line of its own on
+ *   stderr (`Error: read unixpacket …: connection reset by peer`), left out; it passes the body
+ *   of an attach request on to the process's stdin, so none is sent; it answers a resize with
+ *   201; and the half-close of an attach's stdin closes the container's stdin, where Docker ends
+ *   the session and leaves it open (without `StdinOnce`).
  *
  * Checked alike on both (test/host-network.test.ts, the v1 contract): a host-network holder
  * (`NetworkMode: host`) and containers joining it with `container:<holder>` share the host's

@@ -30,5 +30,6 @@ runtimeContract(
     podNetwork: busyboxPodNetwork,
     events: {},
     logs: {},
+    streaming: {},
   },
 );

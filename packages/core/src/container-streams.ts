@@ -34,7 +34,11 @@ export interface SessionEnd {
  * grows the agent's memory.
  */
 export interface StreamSession {
-  /** With `stdin`: what is written reaches the process; `end()` is end-of-file for it. */
+  /**
+   * With `stdin`: what is written reaches the process; `end()` is end-of-file for it: on a terminal
+   * as typed (^D, the connection kept for the output), without one the stream's half-close (a
+   * runtime whose protocol cannot half-close says so: containerd 1.6, a terminal only).
+   */
   readonly stdin: Writable | undefined;
   /** With `stdout` (with `tty`, the terminal's output). Ends when the process's output ends. */
   readonly stdout: Readable | undefined;
