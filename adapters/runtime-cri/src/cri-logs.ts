@@ -173,19 +173,16 @@ async function tailStart(file: FileHandle, size: number, lines: number): Promise
   return 0;
 }
 
-/** Wakes a follower when the file changes (inotify), or after `POLL_MS` at the latest. */
+/**
+ * Wakes a follower when the file changes (inotify), or after `POLL_MS` at the latest. The watch is
+ * on only while the follower waits at the end of the file: one kept on for a reader that is behind
+ * (or stalled) woke the agent at every write of a busy container, half a core for nothing.
+ */
 class FileChanges {
   private watcher: FSWatcher | undefined;
   private wake: (() => void) | undefined;
 
-  constructor(path: string) {
-    try {
-      this.watcher = watch(path, { persistent: false }, () => this.wake?.());
-      this.watcher.on('error', () => this.close());
-    } catch {
-      this.watcher = undefined; // polling alone
-    }
-  }
+  constructor(private readonly path: string) {}
 
   next(signal: AbortSignal | undefined): Promise<void> {
     if (signal?.aborted === true) return Promise.resolve();
@@ -194,17 +191,28 @@ class FileChanges {
         clearTimeout(timer);
         signal?.removeEventListener('abort', done);
         this.wake = undefined;
+        this.unwatch();
         resolve();
       };
       const timer = setTimeout(done, POLL_MS);
       this.wake = done;
       signal?.addEventListener('abort', done, { once: true });
+      try {
+        this.watcher = watch(this.path, { persistent: false }, () => this.wake?.());
+        this.watcher.on('error', () => this.unwatch());
+      } catch {
+        this.watcher = undefined; // polling alone
+      }
     });
   }
 
   close(): void {
+    this.wake?.();
+    this.unwatch();
+  }
+
+  private unwatch(): void {
     this.watcher?.close();
     this.watcher = undefined;
-    this.wake?.();
   }
 }

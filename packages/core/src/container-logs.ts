@@ -80,6 +80,7 @@ export function formatLogTime(line: Pick<LogLine, 'time' | 'nanos'>): string {
   return `${iso.slice(0, -1)}${nanos}Z`;
 }
 
+let lastSecond = { key: '', ms: Number.NaN };
 const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
 
 /**
@@ -91,7 +92,10 @@ export function parseLogTime(text: string): Pick<LogLine, 'time' | 'nanos'> | un
   const match = RFC3339.exec(text);
   if (match === null) return undefined;
   const [, seconds, fraction = '', zone] = match;
-  const whole = Date.parse(`${seconds}${zone}`);
+  // Lines come many to a second: the second's parse is kept for the next line (a log's hot path).
+  const key = `${seconds}${zone}`;
+  if (key !== lastSecond.key) lastSecond = { key, ms: Date.parse(key) };
+  const whole = lastSecond.ms;
   if (Number.isNaN(whole)) return undefined;
   const digits = fraction.padEnd(9, '0');
   const nanos = Number(digits.slice(3));
