@@ -4,7 +4,8 @@
  * bench/RESULTS.md to publish it). `--quick` is the small run the test suite uses; `--no-engine`
  * leaves out both real engines (Docker and containerd), `--no-cri` containerd alone, and
  * `--only=<scenario>,…` runs only those (SCENARIOS below; e.g. `--only=engine,cri,steady` for the
- * start, throughput and no-op rows).
+ * start, throughput and no-op rows, `--only=logs-engine,logs-cri` for the container-logs rows;
+ * `KUBELET_TS_BENCH_LOGS='{"followSeconds":20}'` changes some of their sizes, see `LogsSizes`).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +15,7 @@ import { containerdVersion, criEngine } from './scenarios/cri-engine.js';
 import { engine } from './scenarios/engine.js';
 import { engineReaction } from './scenarios/engine-reaction.js';
 import { fleet } from './scenarios/fleet.js';
+import { logs, logsSizes } from './scenarios/logs.js';
 import { memory } from './scenarios/memory.js';
 import { reaction } from './scenarios/reaction.js';
 import { steadyEngine } from './scenarios/steady-engine.js';
@@ -30,7 +32,18 @@ export interface BenchOptions {
   readonly only?: ReadonlySet<Scenario>;
 }
 
-export const SCENARIOS = ['engine', 'cri', 'steady-engine', 'reaction-engine', 'steady', 'reaction', 'memory', 'fleet'] as const;
+export const SCENARIOS = [
+  'engine',
+  'cri',
+  'steady-engine',
+  'reaction-engine',
+  'logs-engine',
+  'logs-cri',
+  'steady',
+  'reaction',
+  'memory',
+  'fleet',
+] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 export async function runBench(options: BenchOptions): Promise<Row[]> {
@@ -76,6 +89,15 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (options.engine && wanted('reaction-engine')) {
     await step(`reaction to a killed container on Docker${cri ? ' and containerd' : ''}`);
     rows.push(...(await engineReaction(q ? 2 : 10, { docker: true, cri })));
+  }
+  // Container logs (issue 22): throughput, follow latency and the agent's RSS, on Docker then on containerd.
+  if (options.engine && wanted('logs-engine')) {
+    await step('container logs on the engine');
+    rows.push(...(await logs('docker', logsSizes(q))));
+  }
+  if (cri && wanted('logs-cri')) {
+    await step('container logs on containerd (CRI)');
+    rows.push(...(await logs('cri', logsSizes(q))));
   }
   if (wanted('steady')) {
     await step('steady state');

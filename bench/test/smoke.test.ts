@@ -26,6 +26,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       '7. steady state on the engine',
       '8. reaction on the engine',
       '9. pace',
+      '10. container logs',
     ]);
     // Reaction: on each engine, the exit and the replacement, each beside its baseline.
     expect(
@@ -46,6 +47,17 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       'containerd (CRI)',
       'containerd (CRI)',
     ]);
+    // Container logs: on each engine, a whole read beside the engine's own, a follow, and the agent's RSS twice.
+    expect(
+      rows.filter((x) => x.scenario === '10. container logs' && x.target !== undefined).map((x) => [x.metric.split(':')[0], x.unit]),
+    ).toEqual(
+      ['Docker', 'containerd (CRI)'].flatMap((engine) => [
+        [engine, 'MB/s'],
+        [engine, 'ms'],
+        [engine, 'MB'],
+        [engine, 'MB'],
+      ]),
+    );
     // The fleet: etcd serves one watcher per agent, and every agent gets each rollout, through etcd's restarts too.
     expect(rows.find((x) => x.metric.includes("etcd's watchers"))?.value.median).toBe(20);
     const converging = rows.filter((x) => x.scenario === '6. fleet' && x.target?.text.startsWith('every agent converges'));
@@ -56,7 +68,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     expect(json.machine.cores).toBeGreaterThan(0);
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8');
     expect(md).toContain('| 4. reaction | server POST → pass starts |');
-  }, 120_000);
+  }, 240_000);
 
   it('summarises samples into median and p95', () => {
     expect(summarise([5, 1, 3])).toMatchObject({ runs: 3, median: 3, min: 1, max: 5, p95: 5 });

@@ -1,4 +1,4 @@
-import { validateManifest, type ContainerManifest, type KubeletEvent } from '@kubelet-ts/core';
+import { validateManifest, type ContainerManifest, type KubeletEvent, type ManifestSource } from '@kubelet-ts/core';
 import { StaticManifestSource } from '@kubelet-ts/manifest';
 import { createKubelet, type Kubelet, type KubeletOptions } from '@kubelet-ts/runner';
 
@@ -13,14 +13,22 @@ export function manifest(id: string, image: string, containers = 1, command?: re
   return r.manifest;
 }
 
-/** An agent on one StaticManifestSource whose events can be awaited. */
+/**
+ * An agent on one StaticManifestSource whose events can be awaited, and on `moreSources` beside it
+ * (the agent's own server, for the scenarios that read it over HTTP).
+ */
 export class BenchAgent {
   readonly source = new StaticManifestSource('bench', []);
   readonly kubelet: Kubelet;
   private readonly listeners = new Set<(e: KubeletEvent) => void>();
 
-  constructor(options: Omit<KubeletOptions, 'sources' | 'events'>) {
-    this.kubelet = createKubelet({ ...options, sources: [this.source], events: { emit: (e) => this.listeners.forEach((l) => l(e)) } });
+  constructor(options: Omit<KubeletOptions, 'sources' | 'events'> & { readonly moreSources?: readonly ManifestSource[] }) {
+    const { moreSources = [], ...kubeletOptions } = options;
+    this.kubelet = createKubelet({
+      ...kubeletOptions,
+      sources: [this.source, ...moreSources],
+      events: { emit: (e) => this.listeners.forEach((l) => l(e)) },
+    });
   }
 
   /** How many pods the agent starts at once now (its `kubelet_ts_start_concurrency` gauge). */
