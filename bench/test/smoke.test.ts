@@ -18,6 +18,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     const scenarios = new Set(rows.map((r) => r.scenario));
     expect([...scenarios].sort()).toEqual([
       '1. start latency',
+      '10. container logs',
       '2. throughput',
       '3. steady state',
       '4. reaction',
@@ -26,7 +27,6 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       '7. steady state on the engine',
       '8. reaction on the engine',
       '9. pace',
-      '10. container logs',
     ]);
     // Reaction: on each engine, the exit and the replacement, each beside its baseline.
     expect(
