@@ -18,7 +18,6 @@ const BLOCK = 64 * 1024;
 /** The longest wait between two looks at a followed file, if no change is signalled (a missed inotify event). */
 const POLL_MS = 250;
 const NEWLINE = 0x0a;
-const STREAMS = new Set<string>(['stdout', 'stderr']);
 
 /**
  * The logs contract on a CRI runtime: the container's status first (`NotFound`, and the file's
@@ -78,7 +77,7 @@ export async function* criLogLines(target: CriLogTarget, options: LogReadOptions
         pending = pending.length === 0 ? Buffer.from(block.subarray(0, bytesRead)) : Buffer.concat([pending, block.subarray(0, bytesRead)]);
         let start = 0;
         for (let newline = pending.indexOf(NEWLINE); newline !== -1; newline = pending.indexOf(NEWLINE, start)) {
-          const line = entry(pending.subarray(start, newline));
+          const line = entry(pending, start, newline);
           start = newline + 1;
           if (line === undefined || (sinceMs !== undefined && line.time < sinceMs)) continue;
           const content = line.content.length > left ? line.content.subarray(0, left) : line.content;
@@ -132,19 +131,35 @@ async function replaced(path: string, file: FileHandle): Promise<boolean> {
   return now !== undefined && now.ino !== (await file.stat()).ino;
 }
 
-/** One entry of the file, or undefined when it is not one (a cut-short write). */
-function entry(raw: Buffer): LogLine | undefined {
-  const first = raw.indexOf(0x20);
-  const second = first === -1 ? -1 : raw.indexOf(0x20, first + 1);
-  const third = second === -1 ? -1 : raw.indexOf(0x20, second + 1);
-  if (third === -1 && !(second !== -1 && raw.length === second + 2)) return undefined;
-  const time = parseLogTime(raw.toString('latin1', 0, first));
-  const stream = raw.toString('latin1', first + 1, second);
-  const tag = raw.toString('latin1', second + 1, third === -1 ? raw.length : third);
-  if (time === undefined || !STREAMS.has(stream) || (tag !== 'F' && tag !== 'P')) return undefined;
-  const text = third === -1 ? Buffer.alloc(0) : raw.subarray(third + 1);
-  const content = tag === 'F' ? Buffer.concat([text, Buffer.from('\n')]) : Buffer.from(text);
-  return { stream: stream as LogStream, ...time, content: new Uint8Array(content.buffer, content.byteOffset, content.length) };
+const SPACE = 0x20;
+const F = 0x46;
+const P = 0x50;
+
+/**
+ * The entry of `buffer` from `start` to the newline at `end`, or undefined when it is not one (a
+ * cut-short write). Its content is a view of `buffer` (an F entry's own newline included), never a
+ * copy: the reader's per-line cost is what bounds a whole read.
+ */
+function entry(buffer: Buffer, start: number, end: number): LogLine | undefined {
+  const first = buffer.indexOf(SPACE, start);
+  if (first === -1 || first >= end) return undefined;
+  const stream = streamAt(buffer, first + 1);
+  const tagAt = first + 8; // after "stdout " or "stderr "
+  if (stream === undefined || buffer[tagAt - 1] !== SPACE || tagAt >= end) return undefined;
+  const tag = buffer[tagAt];
+  if ((tag !== F && tag !== P) || (tagAt + 1 < end && buffer[tagAt + 1] !== SPACE)) return undefined;
+  const time = parseLogTime(buffer.toString('latin1', start, first));
+  if (time === undefined) return undefined;
+  const text = Math.min(tagAt + 2, end);
+  const content = buffer.subarray(text, tag === F ? end + 1 : end);
+  return time.nanos === undefined ? { stream, time: time.time, content } : { stream, time: time.time, nanos: time.nanos, content };
+}
+
+/** `stdout` or `stderr` at `at`, by its bytes. */
+function streamAt(buffer: Buffer, at: number): LogStream | undefined {
+  if (buffer[at] !== 0x73 || buffer[at + 1] !== 0x74 || buffer[at + 2] !== 0x64) return undefined; // "std"
+  const rest = buffer.toString('latin1', at + 3, at + 6);
+  return rest === 'out' ? 'stdout' : rest === 'err' ? 'stderr' : undefined;
 }
 
 /** Where the last `lines` whole lines of the file begin: read back from the end, a block at a time. */

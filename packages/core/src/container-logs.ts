@@ -80,7 +80,8 @@ export function formatLogTime(line: Pick<LogLine, 'time' | 'nanos'>): string {
   return `${iso.slice(0, -1)}${nanos}Z`;
 }
 
-let lastSecond = { key: '', ms: Number.NaN };
+// Never a prefix of a timestamp until a first one is parsed the long way.
+let lastSecond = { key: '\u0000', ms: Number.NaN };
 const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
 
 /**
@@ -89,13 +90,25 @@ const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d
  * `formatLogTime`.
  */
 export function parseLogTime(text: string): Pick<LogLine, 'time' | 'nanos'> | undefined {
+  // The hot path of a log read: the form both engines write (nine digits, UTC) in a second already
+  // seen, read digit by digit. Lines come many to a second.
+  if (text.length === 30 && text.charCodeAt(19) === 46 && text.charCodeAt(29) === 90 && text.startsWith(lastSecond.key)) {
+    let ms = 0;
+    let nanos = 0;
+    for (let i = 20; i < 29; i++) {
+      const digit = text.charCodeAt(i) - 48;
+      if (digit < 0 || digit > 9) return undefined;
+      if (i < 23) ms = ms * 10 + digit;
+      else nanos = nanos * 10 + digit;
+    }
+    return nanos === 0 ? { time: lastSecond.ms + ms } : { time: lastSecond.ms + ms, nanos };
+  }
   const match = RFC3339.exec(text);
   if (match === null) return undefined;
   const [, seconds, fraction = '', zone] = match;
-  // Lines come many to a second: the second's parse is kept for the next line (a log's hot path).
-  const key = `${seconds}${zone}`;
-  if (key !== lastSecond.key) lastSecond = { key, ms: Date.parse(key) };
-  const whole = lastSecond.ms;
+  const whole = Date.parse(`${seconds}${zone}`);
+  // Kept for the next line (the fast path above takes UTC seconds only).
+  if (zone === 'Z' && !Number.isNaN(whole)) lastSecond = { key: `${seconds}.`, ms: whole };
   if (Number.isNaN(whole)) return undefined;
   const digits = fraction.padEnd(9, '0');
   const nanos = Number(digits.slice(3));

@@ -31,4 +31,15 @@ describe('podNameOf', () => {
     expect(podNameOf('web.kube-system', undefined)).toBe('web.kube-system');
     expect(podNameOf('web.other', 'kube-system')).toBe('web.other');
   });
+  it('parseLogTime reads lines of one second by the fast path, and gives the same as the long one', () => {
+    const first = parseLogTime('2026-12-04T03:24:06.123456789Z');
+    expect(first).toEqual({ time: Date.parse('2026-12-04T03:24:06.123Z'), nanos: 456789 });
+    // Same second: the fast path.
+    expect(parseLogTime('2026-12-04T03:24:06.999000000Z')).toEqual({ time: Date.parse('2026-12-04T03:24:06.999Z') });
+    expect(parseLogTime('2026-12-04T03:24:06.12x456789Z')).toBeUndefined();
+    // Another second, an offset, fewer digits: the long way.
+    expect(parseLogTime('2026-12-04T03:24:07.000000001Z')).toEqual({ time: Date.parse('2026-12-04T03:24:07Z'), nanos: 1 });
+    expect(parseLogTime('2026-12-04T04:24:06.5+01:00')).toEqual({ time: Date.parse('2026-12-04T03:24:06.500Z') });
+    expect(parseLogTime('2026-12-04T03:24:07.250000000Z')).toEqual({ time: Date.parse('2026-12-04T03:24:07.250Z') });
+  });
 });
