@@ -1,5 +1,6 @@
 import { watch, type FSWatcher } from 'node:fs';
-import { open, stat, type FileHandle } from 'node:fs/promises';
+import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { KubeletError, parseLogTime, type LogLine, type LogReadOptions, type LogStream } from '@kubelet-ts/core';
 import type { ContainerStatus } from './cri-api.js';
 import { ADAPTER } from './errors.js';
@@ -96,12 +97,15 @@ export async function* criLogLines(target: CriLogTarget, options: LogReadOptions
         if (last <= position) return;
         continue;
       }
-      // Rotated (renamed, and the runtime asked to reopen): this file is read to its end, so on to the new one.
-      if (await replaced(target.path, file)) {
+      // Rotated (renamed, and the runtime asked to reopen): this file is read to its end, so on to the next one.
+      const next = await nextFile(target.path, file);
+      if (next !== undefined) {
+        const opened = await open(next, 'r').catch(() => undefined);
+        if (opened === undefined && next === target.path) continue; // between the rename and the reopen
         await file.close();
-        file = await openLog(target);
+        file = opened ?? (await openLog(target));
         changes.close();
-        changes = new FileChanges(target.path);
+        changes = new FileChanges(next);
         position = 0;
         continue;
       }
@@ -125,10 +129,26 @@ async function openLog(target: CriLogTarget): Promise<FileHandle> {
   }
 }
 
-/** Whether `path` now names another file than the open one (a rotation); not while it names none (renamed, not yet reopened). */
-async function replaced(path: string, file: FileHandle): Promise<boolean> {
-  const now = await stat(path).catch(() => undefined);
-  return now !== undefined && now.ino !== (await file.stat()).ino;
+/**
+ * Where a follower at the end of `file` goes on, once `path` names another file (a rotation):
+ * `path`, or first the newest rotated file when it is not the one read (a follower two rotations
+ * behind: the newest rotated file stays plain, see `CriLogRotation`). Undefined while `path` is
+ * still the file read (or names none: renamed, not yet reopened). A follower further behind goes on
+ * from there: what was gzipped in between is not read, as with the kubelet.
+ */
+async function nextFile(path: string, file: FileHandle): Promise<string | undefined> {
+  const current = await stat(path).catch(() => undefined);
+  const reading = (await file.stat()).ino;
+  if (current === undefined || current.ino === reading) return undefined;
+  const prefix = `${basename(path)}.`;
+  const rotated = (await readdir(dirname(path)).catch(() => [] as string[]))
+    .filter((name) => name.startsWith(prefix) && !name.endsWith('.gz') && !name.endsWith('.tmp'))
+    .sort();
+  const newest = rotated.at(-1);
+  if (newest === undefined) return path;
+  const candidate = join(dirname(path), newest);
+  const seen = await stat(candidate).catch(() => undefined);
+  return seen === undefined || seen.ino === reading || seen.ino === current.ino ? path : candidate;
 }
 
 const SPACE = 0x20;

@@ -67,8 +67,8 @@ describe('CRI log files on a real containerd: the kubelet layout, links, rotatio
 
   it('rotates under a flood: at most max-files files, the newest one plain, the older gzipped, and no line lost but those rotated away', async () => {
     const runtime = f.another({ containerLogs: { maxSizeBytes: 64 * 1024, maxFiles: 3, intervalMs: 100 } });
-    // About 20,000 numbered lines a second, about 1 MB of log file a second.
-    const flood = 'i=1; while :; do seq $i $((i+999)); i=$((i+1000)); sleep 0.05; done';
+    // About 10,000 numbered lines a second, about 0.5 MB of log file a second.
+    const flood = 'i=1; while :; do seq $i $((i+999)); i=$((i+1000)); sleep 0.1; done';
     const m = checkedManifest({ id: 'flood', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sh', '-c', flood] }] });
     const pod = await runPod(m, runtime);
     const c = await pod.start(0);
@@ -83,7 +83,7 @@ describe('CRI log files on a real containerd: the kubelet layout, links, rotatio
       // Three rotations at least (a second apart): the first rotated file is then gzipped, and the oldest removed.
       const deadline = Date.now() + 20_000;
       let names: string[] = [];
-      while (!(names.some((n) => n.endsWith('.gz')) && names.length === 3 && followed.length > 60_000) && Date.now() < deadline) {
+      while (!(names.some((n) => n.endsWith('.gz')) && names.length === 3 && followed.length > 40_000) && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 200));
         names = await readdir(folder);
       }

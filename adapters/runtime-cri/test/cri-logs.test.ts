@@ -86,6 +86,27 @@ describe('criLogLines: the CRI log file, read as the kubelet reads it', () => {
     expect(await reader.next()).toMatchObject({ done: true });
   });
 
+  it('follows a reader two rotations behind through the newest rotated file, then on to the current one', async () => {
+    await writeFile(path, entry('stdout', 'F', 'one'));
+    let running = true;
+    const reader = criLogLines({ id: 'c1', path, running: async () => running }, { follow: true })[Symbol.asyncIterator]();
+    expect(text([(await reader.next()).value as LogLine])).toEqual(['stdout:one\n']);
+    // Two rotations while the reader does not read: the first rotated file is gzipped (gone by
+    // name), the second is the newest rotated, plain.
+    await rename(path, `${path}.20261204-032406`);
+    await appendFile(`${path}.20261204-032406`, entry('stdout', 'F', 'two'));
+    await writeFile(path, entry('stdout', 'F', 'three'));
+    await rm(`${path}.20261204-032406`);
+    await rename(path, `${path}.20261204-032407`);
+    await appendFile(`${path}.20261204-032407`, entry('stdout', 'F', 'four'));
+    await writeFile(path, entry('stdout', 'F', 'five'));
+    const seen: string[] = [];
+    for (let i = 0; i < 4; i++) seen.push(...text([(await reader.next()).value as LogLine]));
+    expect(seen).toEqual(['stdout:two\n', 'stdout:three\n', 'stdout:four\n', 'stdout:five\n']);
+    running = false;
+    expect(await reader.next()).toMatchObject({ done: true });
+  });
+
   it('ends a follow at once when its signal aborts', async () => {
     await writeFile(path, '');
     const abort = new AbortController();
