@@ -6,7 +6,8 @@ import { ADAPTER } from './errors.js';
 /**
  * The relay run inside the namespace: it connects to the port on loopback (IPv4, then IPv6, as
  * containerd's CRI does), says `ok` or `fail <code>` on stderr, then copies stdin to the
- * connection and the connection to stdout, half-closes included.
+ * connection (its end half-closes it) and the connection to stdout, and exits once the port has
+ * closed the connection and its last bytes are out.
  */
 const RELAY = `
 const net = require('node:net');
@@ -19,7 +20,15 @@ const dial = (hosts, first) => {
   socket.once('connect', () => {
     process.stderr.write('ok\\n');
     process.stdin.pipe(socket);
-    socket.pipe(process.stdout);
+    socket.on('data', (d) => {
+      if (!process.stdout.write(d)) {
+        socket.pause();
+        process.stdout.once('drain', () => socket.resume());
+      }
+    });
+    // The port closed the connection: once its last bytes are out, the relay ends, so the caller's
+    // connection ends too (process.stdout cannot be ended: a pipe of it would leave the caller waiting).
+    socket.once('end', () => process.stdout.write('', () => process.exit(0)));
     socket.on('error', () => process.exit(1));
   });
 };

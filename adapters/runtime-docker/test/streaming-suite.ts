@@ -279,6 +279,10 @@ export function streamingSuite(engine: StreamingEngine): void {
       const response = await text(http as unknown as Readable);
       expect(response).toMatch(/^HTTP\/1\.[01] 200/);
       expect(response).toContain('\r\n\r\nhello\n');
+      // The server closes first (HTTP/1.0), the caller not having ended its side: the connection ends all the same.
+      const closing = await streams.portForward(web.id, 8081);
+      closing.write('GET / HTTP/1.0\r\n\r\n');
+      expect(await text(closing as unknown as Readable)).toContain('\r\n\r\nhello\n');
     });
 
     it('portForward: Unavailable naming the port when nothing listens, NotFound for an unknown or stopped sandbox', async () => {
