@@ -154,6 +154,7 @@ export function joinForwards(ws: WebSocket, forwards: readonly Forward[]): Promi
   ws.once('close', () => {
     for (const c of connections) c?.destroy();
   });
+  ws.resume();
   const relays = connections.map((c, i) => {
     if (c === undefined) return Promise.resolve();
     c.on('error', (error: Error) => {

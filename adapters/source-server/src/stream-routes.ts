@@ -166,6 +166,8 @@ export function streamingUpgradeHandler(view: AgentView): UpgradeHandler {
       if (!(await view.pods()).some((p) => (p.namespace ?? 'default') === namespace && podNameOf(p.id, p.namespace) === pod))
         throw new HttpProblem(404, `pod ${JSON.stringify(`${namespace}/${pod}`)} does not exist on this node`);
       server.handleUpgrade(req, socket, head, (ws) => {
+        // What the client sends before the connections are made waits (joinForwards resumes).
+        ws.pause();
         void Promise.all(
           request.ports.map(async (port): Promise<Forward> => {
             try {

@@ -112,8 +112,11 @@ export class FakeView implements AgentView {
   async attach(target: ContainerTarget, options: StreamOptions): Promise<StreamSession> {
     return this.memory.streams.attach(await this.container(target), options);
   }
+  /** How long a port-forward takes to connect (a runtime entering a namespace takes a while). */
+  forwardDelayMs = 0;
   async portForward(target: PodTarget, port: number): Promise<Duplex> {
     await this.container({ ...target, container: 'nginx' });
+    await new Promise((resolve) => setTimeout(resolve, this.forwardDelayMs));
     return this.memory.streams.portForward((await this.ids()).sandbox, port);
   }
   health(): HealthView {

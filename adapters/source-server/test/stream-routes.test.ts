@@ -165,13 +165,16 @@ describe('/exec, /attach, /portForward over WebSocket, and POST /run', () => {
   });
 
   it('portForward: the port first on both channels, then the bytes both ways; a refused port says why on its error channel', async () => {
-    const { url } = await start();
+    const { url, view } = await start();
+    view.forwardDelayMs = 100;
     const s = await connect(url, '/portForward/default/web?ports=8080', ['v5.channel.k8s.io', 'v4.channel.k8s.io']);
     expect(s.ws.protocol).toBe('v4.channel.k8s.io');
+    // Sent at once, before the port came back: kept until the connection is made (client-node sends so).
+    s.send(0, 'early-');
     await s.until((x) => x.channels.get(0)?.length === 2 && x.channels.get(1)?.length === 2);
     expect(Buffer.from(s.channels.get(0)!, 'latin1').readUInt16LE()).toBe(8080);
     s.send(0, 'ping');
-    await s.until((x) => x.channels.get(0)?.slice(2) === 'ping');
+    await s.until((x) => x.channels.get(0)?.slice(2) === 'early-ping');
     s.ws.close();
     await s.closed;
     const refused = await connect(url, '/portForward/default/web?port=9999', ['v4.channel.k8s.io']);
