@@ -20,6 +20,7 @@ import { memory } from './scenarios/memory.js';
 import { reaction } from './scenarios/reaction.js';
 import { steadyEngine } from './scenarios/steady-engine.js';
 import { steadyState } from './scenarios/steady-state.js';
+import { streams, streamsSizes } from './scenarios/streams.js';
 import type { Row } from './stats.js';
 
 export interface BenchOptions {
@@ -39,6 +40,8 @@ export const SCENARIOS = [
   'reaction-engine',
   'logs-engine',
   'logs-cri',
+  'streams-engine',
+  'streams-cri',
   'steady',
   'reaction',
   'memory',
@@ -98,6 +101,15 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (cri && wanted('logs-cri')) {
     await step('container logs on containerd (CRI)');
     rows.push(...(await logs('cri', logsSizes(q))));
+  }
+  // Exec and port-forward (issue 23): round trips, throughput, sessions at once; KUBELET_TS_BENCH_STREAMS changes the sizes.
+  if (options.engine && wanted('streams-engine')) {
+    await step('exec and port-forward on the engine');
+    rows.push(...(await streams('docker', streamsSizes(q))));
+  }
+  if (cri && wanted('streams-cri')) {
+    await step('exec and port-forward on containerd (CRI)');
+    rows.push(...(await streams('cri', streamsSizes(q))));
   }
   if (wanted('steady')) {
     await step('steady state');

@@ -19,6 +19,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     expect([...scenarios].sort()).toEqual([
       '1. start latency',
       '10. container logs',
+      '11. exec and port-forward',
       '2. throughput',
       '3. steady state',
       '4. reaction',
@@ -58,6 +59,10 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
         [engine, 'MB'],
       ]),
     );
+    // Exec and port-forward: on each engine, the exec round trip and both directions of a forward, each beside its baseline.
+    expect(
+      rows.filter((x) => x.scenario === '11. exec and port-forward' && x.baseline !== undefined).map((x) => x.metric.split(':')[0]),
+    ).toEqual(['Docker', 'Docker', 'Docker', 'containerd (CRI)', 'containerd (CRI)', 'containerd (CRI)']);
     // The fleet: etcd serves one watcher per agent, and every agent gets each rollout, through etcd's restarts too.
     expect(rows.find((x) => x.metric.includes("etcd's watchers"))?.value.median).toBe(20);
     const converging = rows.filter((x) => x.scenario === '6. fleet' && x.target?.text.startsWith('every agent converges'));
@@ -68,7 +73,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     expect(json.machine.cores).toBeGreaterThan(0);
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8');
     expect(md).toContain('| 4. reaction | server POST → pass starts |');
-  }, 240_000);
+  }, 360_000);
 
   it('summarises samples into median and p95', () => {
     expect(summarise([5, 1, 3])).toMatchObject({ runs: 3, median: 3, min: 1, max: 5, p95: 5 });

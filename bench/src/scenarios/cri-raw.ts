@@ -26,6 +26,8 @@ service RuntimeService {
   rpc ListContainers(ListContainersRequest) returns (ListContainersResponse) {}
   rpc StopContainer(StopContainerRequest) returns (Empty) {}
   rpc RemoveContainer(ContainerIdRequest) returns (Empty) {}
+  rpc ExecSync(ExecSyncRequest) returns (ExecSyncResponse) {}
+  rpc Exec(ExecRequest) returns (ExecResponse) {}
 }
 
 message Empty {}
@@ -89,6 +91,10 @@ message Container {
 }
 message ListContainersResponse { repeated Container containers = 1; }
 message StopContainerRequest { string container_id = 1; int64 timeout = 2; }
+message ExecSyncRequest { string container_id = 1; repeated string cmd = 2; int64 timeout = 3; }
+message ExecSyncResponse { bytes stdout = 1; bytes stderr = 2; int32 exit_code = 3; }
+message ExecRequest { string container_id = 1; repeated string cmd = 2; bool tty = 3; bool stdin = 4; bool stdout = 5; bool stderr = 6; }
+message ExecResponse { string url = 1; }
 `;
 
 // What the adapter runs every pod with (its sandbox-config.ts): the kubelet's defaults.
@@ -123,6 +129,10 @@ export interface RawCri {
   /** CreateContainer + StartContainer in a sandbox of `runPod`'s (same config): the new container's id. */
   createStart(sandboxId: string, pod: RawCriPod, name: string): Promise<string>;
   removeContainer(containerId: string): Promise<void>;
+  /** `ExecSync`: runs `cmd` in the container to its end (no timeout); its exit code. */
+  execSync(containerId: string, cmd: readonly string[]): Promise<number>;
+  /** `Exec` with stdout and stderr: the URL of the session on the runtime's streaming server. */
+  exec(containerId: string, cmd: readonly string[]): Promise<string>;
   close(): void;
 }
 
@@ -182,6 +192,9 @@ export function rawCri(endpoint: string): RawCri {
     },
     kill: async (containerId) => void (await call('StopContainer', { containerId, timeout: 0 })),
     removeContainer: async (containerId) => void (await call('RemoveContainer', { containerId })),
+    execSync: async (containerId, cmd) =>
+      (await call<{ exitCode: number }>('ExecSync', { containerId, cmd: [...cmd], timeout: 0 })).exitCode,
+    exec: async (containerId, cmd) => (await call<{ url: string }>('Exec', { containerId, cmd: [...cmd], stdout: true, stderr: true })).url,
     async removePod(sandboxId) {
       await call('StopPodSandbox', { podSandboxId: sandboxId });
       await call('RemovePodSandbox', { podSandboxId: sandboxId });
