@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,18 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const cliPath = fileURLToPath(new URL('../../packages/cli/bin/kubelet-ts.js', import.meta.url));
+
+/** A `kubelet-ts` command (`logs`, `exec`, …) as a process, with `env` added; its exit code and output. */
+export function runCli(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [cliPath, ...args], { timeout: 30_000, env: { ...process.env, ...env } }, (error, stdout, stderr) =>
+      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
+    );
+  });
+}
 
 /** One structured log line of the agent. */
 export type LogLine = Record<string, unknown> & { msg: string; level: number };

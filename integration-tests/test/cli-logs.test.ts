@@ -1,24 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AgentProcess, cliPath } from './agent-process.js';
+import { AgentProcess, runCli } from './agent-process.js';
 
 const TOKEN = 'logs-e2e-token-0123456789abcdef012345';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
-/** `kubelet-ts logs` as a process. */
-function logs(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [cliPath, 'logs', ...args],
-      { timeout: 30_000, env: { ...process.env, KUBELET_TS_AUTH_TOKEN: TOKEN } },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
-    );
-  });
-}
+/** `kubelet-ts logs` as a process, with the token. */
+const logs = (args: readonly string[]) => runCli(['logs', ...args], { KUBELET_TS_AUTH_TOKEN: TOKEN });
 
 describe('kubelet-ts CLI: the agent process serves container logs and its host log directory', () => {
   let agent: AgentProcess;

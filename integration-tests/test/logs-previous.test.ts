@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AgentProcess, cliPath } from './agent-process.js';
+import { AgentProcess, runCli } from './agent-process.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 
 const TOKEN = 'previous-e2e-token-0123456789abcdef0123';
@@ -13,16 +12,7 @@ const crashOnce =
   'trap "exit 0" TERM; if [ -e /data/ran ]; then echo second run; else touch /data/ran; echo first run; echo its last words >&2; exit 1; fi; while true; do sleep 1; done';
 
 /** `kubelet-ts logs` as a process, with the token. */
-function logs(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [cliPath, 'logs', ...args],
-      { timeout: 30_000, env: { ...process.env, KUBELET_TS_AUTH_TOKEN: TOKEN } },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
-    );
-  });
-}
+const logs = (args: readonly string[]) => runCli(['logs', ...args], { KUBELET_TS_AUTH_TOKEN: TOKEN });
 
 describe.each(AGENT_ENGINES)('previous=true on $name: the run before a restart, as the engine kept it (issue 22)', (engine) => {
   const node = `e2e-previous-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;

@@ -6,6 +6,16 @@ import { WebSocket } from 'ws';
 
 export const DEFAULT_AGENT_SERVER = 'http://127.0.0.1:10250';
 
+/** What `addConnectionOptions` gives a command, parsed. */
+export interface ConnectionOptions {
+  readonly namespace: string;
+  readonly server: string;
+  readonly token?: string;
+  readonly certificateAuthority?: string;
+  readonly clientCertificate?: string;
+  readonly clientKey?: string;
+}
+
 /** The options every command that talks to a running agent takes (`--server`, the token, the TLS files, `-n`). */
 export function addConnectionOptions(command: Command): Command {
   return command

@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { Command, CommanderError, Option } from 'commander';
 import type { WebSocket } from 'ws';
-import { AgentClient, AgentClientError, addConnectionOptions } from './agent-client.js';
+import { AgentClient, AgentClientError, addConnectionOptions, type ConnectionOptions } from './agent-client.js';
 import { onlyContainer } from './logs.js';
 
 /** Where `kubelet-ts exec` and `attach` read and write, and what they know of the terminal. */
@@ -14,16 +14,10 @@ export interface ExecIo {
   readonly onResize?: (resized: () => void) => () => void;
 }
 
-interface ExecOptions {
+interface ExecOptions extends ConnectionOptions {
   readonly stdin: boolean;
   readonly tty: boolean;
   readonly container?: string;
-  readonly namespace: string;
-  readonly server: string;
-  readonly token?: string;
-  readonly certificateAuthority?: string;
-  readonly clientCertificate?: string;
-  readonly clientKey?: string;
 }
 
 const PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io'];

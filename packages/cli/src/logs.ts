@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { AgentClient, AgentClientError, addConnectionOptions } from './agent-client.js';
+import { AgentClient, AgentClientError, addConnectionOptions, type ConnectionOptions } from './agent-client.js';
 import { parseDuration } from './duration.js';
 
 /** Where `kubelet-ts logs` writes, and the environment it reads (the token). */
@@ -11,19 +11,13 @@ export interface LogsIo {
   readonly env: Readonly<Record<string, string | undefined>>;
 }
 
-interface LogsOptions {
+interface LogsOptions extends ConnectionOptions {
   readonly follow: boolean;
   readonly tail?: number;
   readonly since?: number;
   readonly timestamps: boolean;
   readonly previous: boolean;
   readonly limitBytes?: number;
-  readonly namespace: string;
-  readonly server: string;
-  readonly token?: string;
-  readonly certificateAuthority?: string;
-  readonly clientCertificate?: string;
-  readonly clientKey?: string;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { AgentClient, AgentClientError, addConnectionOptions } from './agent-client.js';
+import { AgentClient, AgentClientError, addConnectionOptions, type ConnectionOptions } from './agent-client.js';
 
 /** Where `kubelet-ts port-forward` writes, its environment, and what stops it (SIGINT by default). */
 export interface PortForwardIo {
@@ -11,14 +11,8 @@ export interface PortForwardIo {
   readonly stopped: Promise<unknown>;
 }
 
-interface PortForwardOptions {
+interface PortForwardOptions extends ConnectionOptions {
   readonly address: string;
-  readonly namespace: string;
-  readonly server: string;
-  readonly token?: string;
-  readonly certificateAuthority?: string;
-  readonly clientCertificate?: string;
-  readonly clientKey?: string;
 }
 
 /** `LOCAL:REMOTE`, `REMOTE` (the same port locally) or `:REMOTE` (any free local port), as kubectl takes them. */
