@@ -48,6 +48,11 @@ const everyPower: RuntimeCapabilities = {
         yield { stream: 'stdout', time: 1, content: new TextEncoder().encode(`${id}\n`) } satisfies LogLine;
       })(),
   },
+  streaming: {
+    exec: async (id, command) => ({ id, command }) as never,
+    attach: async (id) => ({ id }) as never,
+    portForward: async (sandboxId, port) => ({ sandboxId, port }) as never,
+  },
 };
 
 describe('wrapRuntime', () => {
@@ -110,6 +115,26 @@ describe('wrapRuntime', () => {
     for await (const line of stream) lines.push(new TextDecoder().decode(line.content));
     expect(lines).toEqual(['c1\n']);
     expect(seen).toEqual([{ operation: 'logs', args: ['c1', { tailLines: 3 }] }]);
+  });
+
+  it('puts the opening of an exec, an attach and a port-forward through `around`', async () => {
+    const seen: Array<{ operation: RuntimeOperation; args: readonly unknown[] }> = [];
+    const wrapped = wrapRuntime(fakeRuntime(everyPower), {
+      around: (operation, args, proceed) => {
+        seen.push({ operation, args });
+        return proceed();
+      },
+    });
+    const options = { stdin: false, stdout: true, stderr: true, tty: false };
+    const streams = wrapped.capabilities.streaming!;
+    expect(await streams.exec('c1', ['true'], options)).toEqual({ id: 'c1', command: ['true'] });
+    expect(await streams.attach('c1', options)).toEqual({ id: 'c1' });
+    expect(await streams.portForward('s1', 8080)).toEqual({ sandboxId: 's1', port: 8080 });
+    expect(seen.map((s) => [s.operation, s.args[0]])).toEqual([
+      ['streamExec', 'c1'],
+      ['streamAttach', 'c1'],
+      ['portForward', 's1'],
+    ]);
   });
 
   it('lets `around` refuse a call without making it', async () => {
