@@ -96,7 +96,7 @@ export function eventsContract(
     const capability = options.events;
     const withEvents = (title: string, body: (r: ContainerRuntime, source: ContainerEventSource, c: EventsCapability) => Promise<void>) =>
       capability === undefined
-        ? it.skip(`${title} (${options.name} declares no events)`, () => {})
+        ? undefined // not declared: the check above holds the runtime to that, and these are left out
         : it(title, async () => {
             const r = runtime();
             const source = r.capabilities.events;

@@ -110,7 +110,7 @@ export function logsContract(
 
     const withLogs = (title: string, body: (r: ContainerRuntime, source: ContainerLogSource) => Promise<void>) =>
       capability === undefined
-        ? it.skip(`${title} (${options.name} declares no logs)`, () => {})
+        ? undefined // not declared: the check above holds the runtime to that, and these are left out
         : it(title, async () => {
             const r = runtime();
             const source = r.capabilities.logs;

@@ -5,7 +5,7 @@ import type { TestApi } from './test-api.js';
 /**
  * What the pod-level contracts share, inside their `describe`: `run` makes a sandbox that is
  * removed (with its volumes) after the test; `withNetwork` declares a test that needs a real pod
- * network, skipped by name where the runtime declares no `podNetwork`.
+ * network, left out where the runtime declares no `podNetwork`.
  */
 export function podFixture(
   runtime: () => ContainerRuntime,
@@ -24,8 +24,9 @@ export function podFixture(
       return sandbox;
     },
     withNetwork(title: string, body: (n: PodNetworkCapability) => Promise<void>): void {
-      if (net === undefined) it.skip(`${title} (${options.name} declares no podNetwork)`, () => {});
-      else it(title, () => body(net), 60_000);
+      // A runtime with no pod network to look at (the in-memory one) has these checks left out;
+      // the pod tests still check its bookkeeping.
+      if (net !== undefined) it(title, () => body(net), 60_000);
     },
   };
 }

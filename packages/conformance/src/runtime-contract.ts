@@ -25,14 +25,14 @@ export interface RuntimeContractOptions extends TestApiOption {
   readonly missingImage?: string;
   /**
    * What the runtime can show of a pod's network, checked for real (capabilities not declared are
-   * skipped, each by name, never silently). Without it, the pod tests check the bookkeeping only.
+   * left out; the pod tests then check the bookkeeping only).
    */
   readonly podNetwork?: PodNetworkCapability;
-  /** Declared by runtimes that stream container events; without it the event checks are skipped, by name. */
+  /** Declared by runtimes that stream container events; without it the event checks are left out (and the runtime must declare no events). */
   readonly events?: EventsCapability;
-  /** Declared by runtimes that read what containers print; without it the log checks are skipped, by name. */
+  /** Declared by runtimes that read what containers print; without it the log checks are left out (and the runtime must declare no logs). */
   readonly logs?: LogsCapability;
-  /** Declared by runtimes that exec, attach and port-forward into containers; without it those checks are skipped, by name. */
+  /** Declared by runtimes that exec, attach and port-forward into containers; without it those checks are left out (and the runtime must declare no streaming). */
   readonly streaming?: StreamingCapability;
 }
 

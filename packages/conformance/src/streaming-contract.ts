@@ -132,7 +132,7 @@ export function streamingContract(
 
     const withStreaming = (title: string, body: (r: ContainerRuntime, streams: ContainerStreaming) => Promise<void>) =>
       capability === undefined
-        ? it.skip(`${title} (${options.name} declares no streaming)`, () => {})
+        ? undefined // not declared: the check above holds the runtime to that, and these are left out
         : it(title, async () => {
             const r = runtime();
             const streams = r.capabilities.streaming;
