@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 // The handler its Exec, Attach and PortForward use, pointed at the agent's own paths (not exported from the index).
 import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
+import { TestCertificates } from '@kubelet-ts/testkit';
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 
@@ -29,6 +31,8 @@ describe.each(AGENT_ENGINES)(
     let dir: string;
     let agent: AgentProcess | undefined;
     let handler: WebSocketHandler;
+    let url: string;
+    let certs: TestCertificates;
 
     /** A session opened by the Kubernetes client's own WebSocket handler (it offers v5, then v4, …). */
     const open = async (path: string): Promise<Session> => {
@@ -80,13 +84,27 @@ describe.each(AGENT_ENGINES)(
           ],
         }),
       );
-      agent = new AgentProcess([...flags, '--config', dir, '--hostname-override', node, '--auth-token', TOKEN, '--sync-frequency', '1s']);
-      const url = await agent.serverUrl();
+      // Over TLS: kubectl sends no bearer token over plain HTTP.
+      certs = await TestCertificates.create();
+      const tls = ['--tls-cert-file', certs.server.certFile, '--tls-private-key-file', certs.server.keyFile];
+      agent = new AgentProcess([
+        ...flags,
+        ...tls,
+        '--config',
+        dir,
+        '--hostname-override',
+        node,
+        '--auth-token',
+        TOKEN,
+        '--sync-frequency',
+        '1s',
+      ]);
+      url = (await agent.serverUrl()).replace(/^http:/, 'https:');
       await agent.until(() => agent!.events('ContainerStarted', 'shell').length === 2, 'both containers started', 60_000);
       const config = new KubeConfig();
       config.loadFromOptions({
         // Plain HTTP on loopback: the client refuses it unless told TLS is not verified (there is none).
-        clusters: [{ name: 'agent', server: url, skipTLSVerify: true }],
+        clusters: [{ name: 'agent', server: url, caFile: certs.ca.certFile }],
         users: [{ name: 'operator', token: TOKEN }],
         contexts: [{ name: 'agent', cluster: 'agent', user: 'operator' }],
         currentContext: 'agent',
@@ -98,6 +116,24 @@ describe.each(AGENT_ENGINES)(
       await agent?.stop();
       await engine.cleanUp(node);
       await rm(dir, { recursive: true, force: true });
+      await certs?.destroy();
+    });
+
+    it('POST /run, read by kubectl (create --raw is a POST): the output as text; a failed command is refused', async () => {
+      const kubectl = (path: string) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+          execFile(
+            'kubectl',
+            ['--server', url, '--token', TOKEN, '--certificate-authority', certs.ca.certFile, 'create', '--raw', path, '-f', '/dev/null'],
+            { timeout: 30_000 },
+            (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? -1), stdout, stderr }),
+          ),
+        );
+      expect(await kubectl('/run/default/shell/main?cmd=echo+from+run')).toEqual({ code: 0, stdout: 'from run\n', stderr: '' });
+      const failed = await kubectl('/run/default/shell/main?cmd=false');
+      expect(failed.code).not.toBe(0);
+      // kubectl reads our 500 as a server error (its body is ours, not a metav1.Status).
+      expect(failed.stderr).toContain('Error from server (InternalError)');
     });
 
     it('exec on v5: stdout and stderr apart, and the exit code as the NonZeroExitCode status', async () => {
