@@ -49,7 +49,8 @@ const ADAPTER = 'memory';
 /**
  * The streaming power of the memory runtime: `exec` runs a program from a small table of the
  * busybox commands the streaming contract uses (`true`, `false`, `cat`, `echo`, `stty size`, and
- * `sh -c` over them, `;`-separated, with `exit N`, `read VAR` and `>&2`), or one a test adds with
+ * `sh -c` over them, `;`-separated, with `exit N`, `read VAR` and `>&2`; `sh` alone runs each line
+ * it reads), or one a test adds with
  * `program`; `attach` sees what the container prints (`print`) until it ends; a port a container of
  * the sandbox declares (or one `listen` opened) echoes what is sent to it.
  */
@@ -248,27 +249,40 @@ const BUILT_INS: Record<string, MemoryProgram> = {
     return 0;
   },
   sh: async (args, io) => {
-    if (args[0] !== '-c' || args[1] === undefined) return 2;
-    let last = 0;
-    for (const raw of args[1].split(';')) {
-      const step = raw.trim();
-      if (step === '') continue;
-      const toStderr = step.endsWith('>&2');
-      const words = (toStderr ? step.slice(0, -3) : step).trim().split(/\s+/);
-      const [name = '', ...rest] = words;
-      if (name === 'exit') return Number(rest[0] ?? last);
-      if (name === 'read') {
-        if ((await readLine(io.stdin)) === undefined) last = 1;
-        continue;
-      }
-      const program = BUILT_INS[name];
-      if (program === undefined) {
-        io.stderr.write(`sh: ${name}: not found\n`);
-        last = 127;
-        continue;
-      }
-      last = await program(rest, toStderr ? { ...io, stdout: io.stderr } : io);
+    if (args[0] === '-c' && args[1] !== undefined) return (await script(args[1], io)).code;
+    if (args.length > 0) return 2;
+    // No script: each line read is one, as a shell at a terminal runs what is typed.
+    let code = 0;
+    for (let line = await readLine(io.stdin); line !== undefined; line = await readLine(io.stdin)) {
+      const ran = await script(line, io);
+      code = ran.code;
+      if (ran.exited) break;
     }
-    return last;
+    return code;
   },
 };
+
+/** Runs `sh -c` text: `;`-separated built-ins, `exit N`, `read VAR` and `>&2`. */
+async function script(text: string, io: MemoryProgramIo): Promise<{ code: number; exited: boolean }> {
+  let last = 0;
+  for (const raw of text.split(';')) {
+    const step = raw.trim();
+    if (step === '') continue;
+    const toStderr = step.endsWith('>&2');
+    const words = (toStderr ? step.slice(0, -3) : step).trim().split(/\s+/);
+    const [name = '', ...rest] = words;
+    if (name === 'exit') return { code: Number(rest[0] ?? last), exited: true };
+    if (name === 'read') {
+      last = (await readLine(io.stdin)) === undefined ? 1 : 0;
+      continue;
+    }
+    const program = BUILT_INS[name];
+    if (program === undefined) {
+      io.stderr.write(`sh: ${name}: not found\n`);
+      last = 127;
+      continue;
+    }
+    last = await program(rest, toStderr ? { ...io, stdout: io.stderr } : io);
+  }
+  return { code: last, exited: false };
+}
