@@ -10,6 +10,7 @@ import {
 import { eventsContract, type EventsCapability } from './events-contract.js';
 import { logsContract, type LogsCapability } from './logs-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
+import { statsContract, type StatsCapability } from './stats-contract.js';
 import { streamingContract, type StreamingCapability } from './streaming-contract.js';
 import { resolveTestApi, type TestApiOption } from './test-api.js';
 import { v1Contract } from './v1-contract.js';
@@ -34,6 +35,8 @@ export interface RuntimeContractOptions extends TestApiOption {
   readonly logs?: LogsCapability;
   /** Declared by runtimes that exec, attach and port-forward into containers; without it those checks are left out (and the runtime must declare no streaming). */
   readonly streaming?: StreamingCapability;
+  /** Declared by runtimes that report what containers and pods use; without it those checks are left out (and the runtime must declare no stats). */
+  readonly stats?: StatsCapability;
 }
 
 /**
@@ -227,6 +230,12 @@ export function runtimeContract(
     eventsContract(() => runtime, create, { ...options, name, testApi });
     logsContract(() => runtime, create, { ...options, name, testApi });
     streamingContract(
+      () => runtime,
+      create,
+      () => sandboxId,
+      { ...options, name, testApi },
+    );
+    statsContract(
       () => runtime,
       create,
       () => sandboxId,

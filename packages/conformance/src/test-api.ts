@@ -30,6 +30,9 @@ export interface TestMatchers<R> {
   toBeUndefined(): R;
   toBeInstanceOf(expected: unknown): R;
   toBeLessThan(expected: number): R;
+  toBeLessThanOrEqual(expected: number): R;
+  toBeGreaterThan(expected: number): R;
+  toBeGreaterThanOrEqual(expected: number): R;
   toHaveLength(expected: number): R;
 }
 

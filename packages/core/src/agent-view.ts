@@ -3,7 +3,8 @@ import type { LogLine, LogReadOptions } from './container-logs.js';
 import type { StreamOptions, StreamSession } from './container-streams.js';
 import type { ContainerManifest } from './manifest.js';
 import type { PlanReport } from './plan-report.js';
-import type { ContainerDetails, ContainerState, ContainerStats } from './runtime.js';
+import type { ContainerStats, ResourceUsage } from './resource-stats.js';
+import type { ContainerDetails, ContainerState } from './runtime.js';
 
 /** An earlier run of a manifest container that ended (the kubelet's `lastState.terminated`). */
 export interface EndedRun {
@@ -163,4 +164,12 @@ export interface AgentView {
   plan(): Promise<PlanReport>;
   /** Prometheus text exposition of the agent's metrics. */
   metrics(): Promise<{ readonly contentType: string; readonly body: string }>;
+  /**
+   * What the node and each running pod use, from the agent's last housekeeping pass (it samples on
+   * its own schedule): a read never calls the engine. `usageNanoCores` is the rate between the
+   * last two passes.
+   */
+  resourceUsage(): ResourceUsage;
+  /** Prometheus text exposition of the probes' results and durations (`/metrics/probes`). */
+  probeMetrics(): Promise<{ readonly contentType: string; readonly body: string }>;
 }

@@ -54,8 +54,6 @@ export type {
   ContainerRuntime,
   ContainerSpec,
   ContainerState,
-  ContainerStats,
-  ContainerStatsSource,
   ContainerSummary,
   ExecResult,
   ImageService,
@@ -65,6 +63,21 @@ export type {
   RuntimeCapabilities,
 } from './runtime.js';
 export { CAPABILITIES } from './runtime.js';
+export type {
+  ContainerStats,
+  ContainerStatsSource,
+  ContainerUsage,
+  CpuUsage,
+  FsStats,
+  InterfaceStats,
+  MemoryStats,
+  NodeUsage,
+  PodUsage,
+  ResourceUsage,
+  SandboxStats,
+  StatsRequest,
+  StatsSample,
+} from './resource-stats.js';
 export {
   formatLogTime,
   parseLogTime,

@@ -1,5 +1,6 @@
 import type { ContainerLogSource } from './container-logs.js';
 import type { ContainerStreaming } from './container-streams.js';
+import type { ContainerStatsSource } from './resource-stats.js';
 import type { HostPathType, Protocol } from './manifest.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
@@ -181,25 +182,6 @@ export interface ExecResult {
   readonly exitCode: number;
   /** stdout and stderr, at most 64 KiB. */
   readonly output: string;
-}
-
-/** What a container uses now (`GET /containerStats`, `/stats/<manifest>/<container>`). */
-export interface ContainerStats {
-  /** When the figures were taken (ms since the epoch). */
-  readonly timestamp: number;
-  /** CPU time used since the container started, in nanoseconds (all CPUs). */
-  readonly cpu: { readonly usageNanoseconds: number };
-  /** Memory in use, and the container's limit when it has one, in bytes. */
-  readonly memory: { readonly usageBytes: number; readonly limitBytes?: number };
-}
-
-/**
- * An optional power of a runtime (`capabilities.stats`): figures of what a container uses. Without
- * it, the stats routes answer 501.
- */
-export interface ContainerStatsSource {
-  /** `NotFound` for an unknown container; figures of a stopped one may be zero. */
-  stats(id: string): Promise<ContainerStats>;
 }
 
 /** A change of one of the agent's containers, as the runtime reports it the moment it happens. */

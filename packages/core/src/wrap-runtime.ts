@@ -16,6 +16,7 @@ export type RuntimeOperation =
   | 'hasImage'
   | 'exec'
   | 'stats'
+  | 'statsSample'
   | 'logs'
   | 'streamExec'
   | 'streamAttach'
@@ -50,7 +51,10 @@ const wrapCapability: {
   events: (facet, _around, wrapping) => ({
     events: (signal) => (wrapping.events === undefined ? facet.events(signal) : wrapping.events(facet.events(signal), signal)),
   }),
-  stats: (facet, around) => ({ stats: (id) => around('stats', [id], () => facet.stats(id)) }),
+  stats: (facet, around) => ({
+    stats: (id) => around('stats', [id], () => facet.stats(id)),
+    sample: (request) => around('statsSample', [request], () => facet.sample(request)),
+  }),
   logs: (facet, around) => ({ logs: (id, options) => around('logs', [id, options], () => facet.logs(id, options)) }),
   // As for logs: around the opening of a session or connection, never its life.
   streaming: (facet, around) => ({
