@@ -10,6 +10,7 @@ export {
 } from './memory-runtime.js';
 export type { MemoryImages } from './memory-images.js';
 export type { MemoryProgram, MemoryProgramIo, MemoryStreams } from './memory-streams.js';
+export type { MemoryFigures, MemoryUse } from './memory-figures.js';
 export { SeededRandom } from './seeded-random.js';
 export { SeededFaultInjector, type SeededFaultInjectorOptions } from './seeded-fault-injector.js';
 export { LostReplies } from './lost-replies.js';

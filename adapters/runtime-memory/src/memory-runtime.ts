@@ -11,8 +11,6 @@ import {
   type ContainerLogSource,
   type ContainerRuntime,
   type ContainerSpec,
-  type ContainerStats,
-  type ContainerStatsSource,
   type ContainerSummary,
   type ExecResult,
   type ListOptions,
@@ -26,6 +24,7 @@ import {
 } from '@kubelet-ts/core';
 import { CallLog } from './call-log.js';
 import { MemoryEvents } from './memory-events.js';
+import { MemoryFigures, type MemoryUse } from './memory-figures.js';
 import { MemoryImages } from './memory-images.js';
 import { MemoryLogs } from './memory-logs.js';
 import { MemoryStreams } from './memory-streams.js';
@@ -78,10 +77,12 @@ interface SandboxRecord {
  * per operation. Pods are modelled as on a real engine: the containers of a sandbox share its
  * ports (published once, by the sandbox), and removing a sandbox removes its containers.
  */
-export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerStatsSource, ContainerEventSource, ContainerLogSource {
+export class MemoryRuntime extends CallLog implements ContainerRuntime, ContainerEventSource, ContainerLogSource {
   readonly name = ADAPTER;
   /** Events, figures and output, as the real engines have (the figures are what `setStats` says, the output what `print` does). */
   readonly capabilities: RuntimeCapabilities;
+  /** Its figures (`capabilities.stats`): what tests set with `setStats` and `figures.setNetwork`. */
+  readonly figures: MemoryFigures;
   /** Its exec, attach and port-forward (`capabilities.streaming`): programs and ports tests can add. */
   readonly streams: MemoryStreams;
   /** Its images: `pull` and `hasImage` are logged, delayed and faulted like every other call. */
@@ -92,7 +93,6 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   /** Container names in use, so that create's name check does not scan every container. */
   private readonly names = new Map<string, string>();
   private readonly execLatency = new Map<string, number>();
-  private readonly figures = new Map<string, { cpuNs: number; memoryBytes: number }>();
   private nextId = 1;
   private readonly changes = new MemoryEvents(ADAPTER);
   private readonly output = new MemoryLogs();
@@ -100,7 +100,17 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   constructor(options: MemoryRuntimeOptions = {}) {
     super(options.clock ?? systemClock, options.callLogSize ?? 10_000);
     this.streams = new MemoryStreams({ container: (id) => this.get(id), sandboxes: this.sandboxes, containers: this.containers });
-    this.capabilities = { events: this, stats: this, logs: this, streaming: this.streams };
+    this.figures = new MemoryFigures({
+      clock: this.clock,
+      enter: (op, target) => this.enter(op, target),
+      limitOf: (id) => this.get(id).spec.memory,
+      hasContainer: (id) => this.containers.has(id),
+      sandbox: (id) => {
+        const s = this.sandboxes.get(id);
+        return s === undefined ? undefined : { hostNetwork: s.spec.hostNetwork === true };
+      },
+    });
+    this.capabilities = { events: this, stats: this.figures, logs: this, streaming: this.streams };
     this.images = new MemoryImages({ ...options, clock: this.clock, enter: (op, target) => this.enter(op, target), adapter: ADAPTER });
   }
 
@@ -145,11 +155,13 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     for (const [cid, r] of this.containers) {
       if (r.sandbox !== id) continue;
       this.containers.delete(cid);
+      this.figures.forget(cid);
       this.names.delete(r.summary.name);
       this.output.forget(cid);
       this.changes.emit('removed', cid, r.spec.labels, this.clock.now());
     }
     this.sandboxes.delete(id);
+    this.figures.forget(id);
     this.names.delete(s.summary.name);
   }
 
@@ -227,6 +239,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
       throw new KubeletError('Conflict', `cannot remove running container ${r.summary.name}; stop it first or force`, { adapter: ADAPTER });
     }
     this.containers.delete(id);
+    this.figures.forget(id);
     this.names.delete(r.summary.name);
     this.output.forget(id);
     this.streams.ended(id, undefined);
@@ -247,18 +260,6 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     }
     if (delay > 0) await sleep(this.clock, delay);
     return (r.exec ?? (() => ({ exitCode: 0, output: '' })))({ ...r.summary }, command);
-  }
-
-  /** The figures `setStats` gave the container (zero by default), and its memory limit. */
-  async stats(id: string): Promise<ContainerStats> {
-    await this.enter('stats', id);
-    const r = this.get(id);
-    const f = this.figures.get(id) ?? { cpuNs: 0, memoryBytes: 0 };
-    return {
-      timestamp: this.clock.now(),
-      cpu: { usageNanoseconds: f.cpuNs },
-      memory: { usageBytes: f.memoryBytes, ...(r.spec.memory === undefined ? {} : { limitBytes: r.spec.memory }) },
-    };
   }
 
   /** What the container printed (`print`), by the logs contract; `follow` ends when it stops running or is removed. */
@@ -306,10 +307,9 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     return this.output.openStreams;
   }
 
-  /** What `stats` reports for the container: CPU time used (ns) and memory in use (bytes). */
-  setStats(id: string, figures: { readonly cpuNs: number; readonly memoryBytes: number }): void {
-    this.get(id);
-    this.figures.set(id, { ...figures });
+  /** What `capabilities.stats` reports for the container: CPU time used (ns), memory in use (bytes)… */
+  setStats(id: string, use: MemoryUse): void {
+    this.figures.set(id, use);
   }
 
   /** Makes a running container exit on its own with `exitCode` (a crash when non-zero). */

@@ -10,4 +10,6 @@ runtimeContract('memory under vitest, by its globals', () => new MemoryRuntime({
   events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
   logs: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
   streaming: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
+  // Nor use anything: what they use is the test's to set.
+  stats: { simulate: (runtime, id, use) => (runtime as MemoryRuntime).setStats(id, use) },
 });

@@ -11,4 +11,6 @@ runtimeContract('memory', () => new MemoryRuntime({ images: ['busybox:1.36'], pu
   logs: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
   // Its programs are a table of the busybox commands the contract runs; attach sees what it prints.
   streaming: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
+  // Nor use anything: what they use is the test's to set.
+  stats: { simulate: (runtime, id, use) => (runtime as MemoryRuntime).setStats(id, use) },
 });

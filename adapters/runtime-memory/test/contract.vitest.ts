@@ -11,5 +11,7 @@ runtimeContract('memory under vitest', () => new MemoryRuntime({ images: ['busyb
   events: { kill: async (runtime, id) => (runtime as MemoryRuntime).exit(id, 3) },
   logs: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
   streaming: { print: async (runtime, id, stream, text) => (runtime as MemoryRuntime).print(id, stream, text) },
+  // Nor use anything: what they use is the test's to set.
+  stats: { simulate: (runtime, id, use) => (runtime as MemoryRuntime).setStats(id, use) },
   testApi: vitest,
 });

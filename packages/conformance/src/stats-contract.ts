@@ -1,4 +1,11 @@
-import { KubeletError, Labels, buildContainerName, type ContainerRuntime, type ContainerSpec, type ContainerStatsSource } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  Labels,
+  buildContainerName,
+  type ContainerRuntime,
+  type ContainerSpec,
+  type ContainerStatsSource,
+} from '@kubelet-ts/core';
 import type { TestApi } from './test-api.js';
 
 /** Declared by runtimes that report what containers and pods use (`capabilities.stats`). */
@@ -8,7 +15,11 @@ export interface StatsCapability {
    * (CPU time so far, memory held), as the contract's busy container would. Default: nothing — the
    * contract's container burns a core and holds HELD_BYTES for real.
    */
-  readonly simulate?: (runtime: ContainerRuntime, containerId: string, use: { readonly cpuNs: number; readonly memoryBytes: number }) => void;
+  readonly simulate?: (
+    runtime: ContainerRuntime,
+    containerId: string,
+    use: { readonly cpuNs: number; readonly memoryBytes: number },
+  ) => void;
   /** Whether a ready sandbox reports its network interface (default true). */
   readonly network?: boolean;
 }
@@ -120,7 +131,8 @@ export function statsContract(
       const network = sample.sandboxes.get(sandboxId())!.network;
       if (capability?.network === false) return;
       expect(typeof network?.name).toBe('string');
-      for (const figure of [network!.rxBytes, network!.txBytes, network!.rxErrors, network!.txErrors]) expect(figure).toBeGreaterThanOrEqual(0);
+      for (const figure of [network!.rxBytes, network!.txBytes, network!.rxErrors, network!.txErrors])
+        expect(figure).toBeGreaterThanOrEqual(0);
     });
 
     withStats('answers NotFound for an unknown container', async (_r, source) => {

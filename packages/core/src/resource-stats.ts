@@ -136,6 +136,8 @@ export interface PodUsage {
 
 /** What the agent's last housekeeping pass saw; a read never calls the engine. */
 export interface ResourceUsage {
+  /** The agent's node name (the Summary's `node.nodeName`). */
+  readonly nodeName: string;
   /** Undefined before the first pass. */
   readonly node: NodeUsage | undefined;
   readonly pods: readonly PodUsage[];

@@ -41,7 +41,10 @@ const everyPower: RuntimeCapabilities = {
       yield oneEvent;
     },
   },
-  stats: { stats: async (id) => ({ timestamp: 1, cpu: { usageNanoseconds: id.length }, memory: { usageBytes: 2 } }) },
+  stats: {
+    stats: async (id) => ({ timestamp: 1, cpu: { usageNanoseconds: id.length }, memory: { usageBytes: 2, workingSetBytes: 1 } }),
+    sample: async (request) => ({ containers: new Map(request.containers.map((id) => [id, {} as never])), sandboxes: new Map() }),
+  },
   logs: {
     logs: async (id) =>
       (async function* () {
@@ -85,12 +88,15 @@ describe('wrapRuntime', () => {
     await expect(wrapped.images.hasImage('app:1')).resolves.toEqual({ op: 'hasImage', args: ['app:1'] });
     await expect(wrapped.images.pull('app:1')).resolves.toEqual({ op: 'pull', args: ['app:1'] });
     await expect(wrapped.capabilities.stats!.stats('abc')).resolves.toMatchObject({ cpu: { usageNanoseconds: 3 } });
+    const request = { containers: ['c1', 'c2'], sandboxes: [] };
+    expect([...(await wrapped.capabilities.stats!.sample(request)).containers.keys()]).toEqual(['c1', 'c2']);
     expect(seen).toEqual([
       { operation: 'create', args: [{ name: 'a' }, 'sandbox-1'] },
       { operation: 'stop', args: ['c1', 5] },
       { operation: 'hasImage', args: ['app:1'] },
       { operation: 'pull', args: ['app:1'] },
       { operation: 'stats', args: ['abc'] },
+      { operation: 'statsSample', args: [request] },
     ]);
   });
 
