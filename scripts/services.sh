@@ -1,4 +1,5 @@
-# What every suite needs installed (a Docker engine, etcd, busybox-static), and the Docker engine;
+# What every suite needs installed (a Docker engine, etcd, busybox-static, Prometheus — the scrape
+# tests run a real one), and the Docker engine;
 # the etcd suites launch etcds of their own through @kubelet-ts/testkit, which also loads the test
 # images into the engine (scripts/lib/test-images.sh).
 #
@@ -15,6 +16,7 @@ ensure_packages() {
   command -v dockerd >/dev/null || missing+=(docker.io)
   command -v etcd >/dev/null || missing+=(etcd-server)
   dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
+  command -v prometheus >/dev/null || missing+=(prometheus)
   install_debs "${missing[@]}"
 }
 

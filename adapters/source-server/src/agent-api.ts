@@ -1,6 +1,7 @@
 import type { IncomingMessage, RequestListener } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import { PROMETHEUS_TEXT, renderResourceMetrics, renderSummary } from './resource-figures.js';
 import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
 import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route.js';
 import { hostLogsHandler } from './host-logs.js';
@@ -24,6 +25,10 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  *   manages; 400 without `container`, 404 for any other container, foreign ones included.
  * - `GET /containerStats?container=NAME` (the 2014 route) and `GET /stats/<manifest>/<container>`:
  *   what the container uses now (CPU, memory); 404 as above; 501 when the runtime gives no figures.
+ * - `GET /metrics/resource` (what metrics-server scrapes), `GET /stats/summary` (the Summary API,
+ *   stats/v1alpha1) and `GET /metrics/probes`: what the node and the running pods use, from the
+ *   agent's last housekeeping sample (never a call to the engine; see `renderResourceMetrics`,
+ *   `renderSummary`), and the probes' results;
  * - `GET /containerLogs/{namespace}/{pod}/{container}`: what the container printed, streamed as
  *   plain text, with the kubelet's query options (see `containerLogsAnswer`).
  * - `/exec/…`, `/attach/…`, `/portForward/…` over WebSocket (its `upgrade`, see
@@ -62,6 +67,17 @@ export function agentApiHandler(view: AgentView): RouteHandler {
         if (info === undefined) throw new HttpProblem(404, `no container ${JSON.stringify(name)} managed by this agent`);
         return { status: 200, json: info.raw };
       }
+      case '/metrics/resource':
+        allow(req, 'GET');
+        return { status: 200, text: renderResourceMetrics(view.resourceUsage()), contentType: PROMETHEUS_TEXT };
+      case '/metrics/probes': {
+        allow(req, 'GET');
+        const { contentType, body } = await view.probeMetrics();
+        return { status: 200, text: body, contentType };
+      }
+      case '/stats/summary':
+        allow(req, 'GET');
+        return { status: 200, json: renderSummary(view.resourceUsage()) };
       case '/containerStats': {
         allow(req, 'GET');
         const name = url.searchParams.get('container');

@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import {
+  type ResourceUsage,
   KubeletError,
   type AgentView,
   type ContainerDetails,
@@ -47,7 +48,7 @@ export class FakeView implements AgentView {
   async stats(name: string): Promise<ContainerStats | undefined> {
     if (!this.hasStats) throw new KubeletError('Unsupported', 'the fake runtime gives no container figures');
     if (name !== 'web-1' && name !== 'web/nginx') return undefined;
-    return { timestamp: 1_000, cpu: { usageNanoseconds: 5_000_000 }, memory: { usageBytes: 1024, limitBytes: 4096 } };
+    return { timestamp: 1_000, cpu: { usageNanoseconds: 5_000_000 }, memory: { usageBytes: 1024, limitBytes: 4096, workingSetBytes: 512 } };
   }
   /** False: the runtime cannot read output (501). */
   hasLogs = true;
@@ -133,6 +134,14 @@ export class FakeView implements AgentView {
   }
   async metrics() {
     return { contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'kubelet_ts_desired_pods 1\n' };
+  }
+  /** What `resourceUsage` answers (a test sets it). */
+  usage: ResourceUsage = { nodeName: 'node-1', node: undefined, pods: [] };
+  resourceUsage(): ResourceUsage {
+    return this.usage;
+  }
+  async probeMetrics() {
+    return { contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'prober_probe_total{probe_type="Liveness"} 1\n' };
   }
 }
 

@@ -21,12 +21,11 @@ import {
   type KubeletEvent,
   type LogLine,
   type Logger,
-  type ManifestSource,
   type PlanReport,
   type PodListing,
   type PodView,
+  type ResourceUsage,
   hostAccessOf,
-  type HostAccess,
 } from '@kubelet-ts/core';
 import { AdaptiveSlots } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
@@ -39,66 +38,19 @@ import { AgentInbox } from './inbox.js';
 import { PodCache } from './pod-cache.js';
 import { PodWorkers } from './pod-workers.js';
 import { Slots } from './slots.js';
-import { Prober, type NetworkCheck } from './prober.js';
+import { Prober } from './prober.js';
+import { Housekeeping } from './housekeeping.js';
+import type { KubeletOptions } from './kubelet-options.js';
+import { NodeFigures } from './node-figures.js';
+import { ProbeMetrics } from './probe-metrics.js';
 import { SourceIntake, type SourceStatus } from './source-intake.js';
-import type { SourceCheckpoints } from './source-checkpoints.js';
-import { DEFAULT_RUNTIME_DEADLINES, withDeadlines, type RuntimeDeadlines } from './runtime-deadlines.js';
+import { DEFAULT_RUNTIME_DEADLINES, withDeadlines } from './runtime-deadlines.js';
 import { DEFAULT_EVENTED_RELIST_MS, RuntimeWatch, relistDue } from './runtime-watch.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
 import { TransitionReporter } from './transition-reporter.js';
 
-/**
- * With the host access that manifests a source built from plain objects may take (`HostAccess`; off
- * by default, as the CLI's flags). Adapters' sources take their own.
- */
-export interface KubeletOptions extends HostAccess {
-  readonly runtime: ContainerRuntime;
-  /** In priority order: when two give the same manifest id, the earlier source's manifest runs. */
-  readonly sources: readonly ManifestSource[];
-  /** Default: events are written to the logger. */
-  readonly events?: EventSink;
-  readonly logger?: Logger;
-  readonly clock?: Clock;
-  /** This host's name; labels every container so agents sharing an engine keep apart. Default: the OS's. */
-  readonly hostname?: string;
-  /** A pass runs after every change and at least this often. Default 10 s. */
-  readonly syncFrequencyMs?: number;
-  /**
-   * Pods that pull, create and start containers at once, fixed. Default: adaptive — from 4, within
-   * [1, 32], grown while completions per second rise and cut when they fall or the calls slow down
-   * (`AdaptiveSlots`; the gauge `kubelet_ts_start_concurrency` shows it). Stopping is not bounded:
-   * a pod with a long grace period never holds up pods that start.
-   */
-  readonly concurrency?: number;
-  /** `health()` turns unhealthy when no pass has completed for this long. Default: 3 × syncFrequencyMs, at least 30 s. */
-  readonly healthThresholdMs?: number;
-  /** Crash back-off of exited containers. Default the kubelet's: 10 s doubling to 300 s. */
-  readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
-  /** Liveness, readiness and startup probes: the address published ports are dialled on (default 127.0.0.1), and the checker. */
-  readonly probes?: { readonly host?: string; readonly network?: NetworkCheck };
-  /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
-  readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
-  /**
-   * How long the agent waits for the engine's answer to a call before it gives up with `Timeout`
-   * (a frozen engine must not hold the agent). Default: 2 min a call, 15 min a pull, and a stop's
-   * grace period or an exec's timeout plus 1 min.
-   */
-  readonly runtimeDeadlines?: Partial<RuntimeDeadlines>;
-  /**
-   * Where each source's last good set is kept, so that it survives a restart (the CLI:
-   * `FileSourceCheckpoints` under `--root-dir`). Without it, what the server was told is lost at a
-   * restart, and a source unreadable at start holds every removal until it delivers.
-   */
-  readonly checkpoints?: SourceCheckpoints;
-  /**
-   * While the runtime's event stream flows (a runtime with `capabilities.events`), how often a
-   * full pass lists the whole host; the passes between plan from the pod cache, which events keep
-   * current, and list before they act. Default 300 s, the kubelet's evented PLEG relist period;
-   * 0 lists on every pass. A runtime without events, or a stream that broke, lists on every pass.
-   */
-  readonly eventedRelistMs?: number;
-}
+export type { KubeletOptions } from './kubelet-options.js';
 
 export interface KubeletStatus {
   readonly hostname: string;
@@ -127,6 +79,9 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly intake: SourceIntake;
   private readonly workers: PodWorkers;
   private readonly prober: Prober;
+  private readonly probeCounts = new ProbeMetrics();
+  /** Samples what the node and pods use; undefined with `housekeeping.intervalMs: 0`. */
+  private readonly housekeeping: Housekeeping | undefined;
   private readonly passes: SyncPass;
   private readonly loop: SyncLoop;
   /** Follows the runtime's container events, when it has them. */
@@ -172,7 +127,22 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       ...(options.probes?.host === undefined ? {} : { host: options.probes.host }),
       ...(options.probes?.network === undefined ? {} : { network: options.probes.network }),
       inbox,
+      metrics: this.probeCounts,
     });
+    const { intervalMs = DEFAULT_HOUSEKEEPING_MS, ...node } = options.housekeeping ?? {};
+    this.housekeeping =
+      intervalMs === 0
+        ? undefined
+        : new Housekeeping({
+            runtime: this.runtime,
+            cache: this.cache,
+            pods: () => this.intake.desired().pods,
+            hostname: this.hostname,
+            clock: this.clock,
+            logger: this.logger,
+            node: new NodeFigures(node),
+            intervalMs,
+          });
     // A fixed concurrency when asked for; else the limit is found while the agent works.
     const startSlots =
       options.concurrency === undefined
@@ -267,6 +237,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     this.state = 'running';
     this.startedAt = this.clock.now();
     this.loop.start();
+    this.housekeeping?.start();
     this.logger.info({ hostname: this.hostname, runtime: this.runtime.name, sources: this.intake.names }, 'kubelet starting');
     // Subscribed before the first pass lists, so no exit falls between that list and the stream.
     this.watch?.start();
@@ -285,6 +256,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     await this.intake.close();
     await closing;
     await this.prober.close();
+    await this.housekeeping?.close();
     await this.workers.idle();
     this.logger.info({ passes: this.passes.passes }, 'kubelet stopped');
   }
@@ -359,6 +331,22 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     return this.api.portForward(target, port);
   }
 
+  /** From the last housekeeping sample; see `AgentView.resourceUsage`. */
+  resourceUsage(): ResourceUsage {
+    return (
+      this.housekeeping?.current() ?? {
+        nodeName: this.hostname,
+        node: undefined,
+        pods: [],
+        error: 'housekeeping is off (housekeeping.intervalMs 0)',
+      }
+    );
+  }
+
+  probeMetrics(): Promise<{ contentType: string; body: string }> {
+    return this.probeCounts.text();
+  }
+
   health(): HealthView {
     return this.api.health();
   }
@@ -396,3 +384,5 @@ export function createKubelet(options: KubeletOptions): Kubelet {
  * capping what a misjudged window can pile onto one.
  */
 const MAX_CONCURRENCY = 32;
+/** The kubelet's `--housekeeping-interval`. */
+const DEFAULT_HOUSEKEEPING_MS = 10_000;

@@ -1,6 +1,7 @@
 import {
   Labels,
   identityOf,
+  podUid,
   specHash,
   type Container,
   type ContainerManifest,
@@ -23,10 +24,10 @@ export function hasAnyProbe(container: Container): boolean {
 
 /** Each probe of the running, current containers whose manifest container has one. */
 export function probeTargets(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], node: string): ProbeTarget[] {
-  const probed = new Map<string, { manifest: ContainerManifest; container: Container }>();
-  for (const { manifest } of desired) {
+  const probed = new Map<string, { manifest: ContainerManifest; source: string; container: Container }>();
+  for (const { manifest, source } of desired) {
     for (const container of manifest.containers)
-      if (hasAnyProbe(container)) probed.set(`${manifest.id}/${container.name}`, { manifest, container });
+      if (hasAnyProbe(container)) probed.set(`${manifest.id}/${container.name}`, { manifest, source, container });
   }
   if (probed.size === 0) return [];
   const targets: ProbeTarget[] = [];
@@ -45,6 +46,8 @@ export function probeTargets(desired: readonly DesiredPod[], actual: readonly Co
         startedAt: c.startedAt ?? c.createdAt,
         kind,
         probe,
+        namespace: found.manifest.namespace ?? 'default',
+        podUid: podUid(found.manifest, { node, source: found.source }),
         ...dialled(probe, found.container, found.manifest.hostNetwork === true),
       });
     }

@@ -10,6 +10,7 @@ import {
 import type { Inbox } from './inbox.js';
 import { socketNetworkCheck, type NetworkCheck } from './network-check.js';
 import { ProbeCheck, type CheckTarget } from './probe-check.js';
+import type { ProbeMetrics } from './probe-metrics.js';
 
 /** The kubelet's three probes: liveness kills, startup holds the other two and kills, readiness only reports. */
 export type ProbeKind = 'liveness' | 'readiness' | 'startup';
@@ -23,6 +24,9 @@ export interface ProbeTarget extends CheckTarget {
   readonly startedAt: number;
   /** Default `liveness`. */
   readonly kind?: ProbeKind;
+  /** The pod's namespace and uid, for the probe metrics' labels. */
+  readonly namespace?: string;
+  readonly podUid?: string;
 }
 
 export interface ProberOptions {
@@ -40,6 +44,8 @@ export interface ProberOptions {
    * carries it out. The prober itself only records.
    */
   readonly inbox?: Inbox;
+  /** Counts each probe run by result and times it (`/metrics/probes`). */
+  readonly metrics?: ProbeMetrics;
 }
 
 /** What `state` reports of one probe of a container. */
@@ -94,12 +100,15 @@ const REASONS: Record<ProbeKind, string> = { liveness: 'Liveness', readiness: 'R
  * and the pod's worker does it (the kubelet's prober → results manager → pod sync), so a pod is
  * never acted on twice at once. All timing goes through the injected clock.
  */
+const RESULT = { success: 'successful', failure: 'failed', error: 'unknown' } as const;
+
 export class Prober {
   private readonly clock: Clock;
   private readonly events: EventSink;
   private readonly logger: Logger;
   private readonly check: ProbeCheck;
   private readonly inbox: Inbox | undefined;
+  private readonly metrics: ProbeMetrics | undefined;
   /** By `<kind>/<container id>`. */
   private readonly entries = new Map<string, Entry>();
   /** The results the agent acts on: unhealthy container id → what the probe last said. */
@@ -114,6 +123,7 @@ export class Prober {
     this.logger = options.logger ?? silentLogger;
     this.check = new ProbeCheck(options.runtime, options.clock, options.network ?? socketNetworkCheck, options.host ?? '127.0.0.1');
     this.inbox = options.inbox;
+    this.metrics = options.metrics;
   }
 
   /**
@@ -247,9 +257,11 @@ export class Prober {
 
   private async probeOnce(entry: Entry): Promise<void> {
     if (!this.isLive(entry)) return;
+    const began = performance.now();
     const outcome = await this.check.run(keyOf(entry.kind, entry.target.id), entry.target);
     if (!this.isLive(entry)) return;
     const { target, kind } = entry;
+    if (outcome.kind !== 'gone') this.metrics?.record(target, kind, RESULT[outcome.kind], (performance.now() - began) / 1000);
     const where = { podId: target.podId, container: target.container, id: target.id, probe: kind };
     const periodMs = target.probe.periodSeconds * 1000;
     switch (outcome.kind) {

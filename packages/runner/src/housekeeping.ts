@@ -1,0 +1,216 @@
+import {
+  Labels,
+  identityOf,
+  isManagedBy,
+  isManagedSandbox,
+  podUid,
+  repeatEvery,
+  type Clock,
+  type ContainerRuntime,
+  type ContainerStats,
+  type ContainerUsage,
+  type CpuUsage,
+  type DesiredPod,
+  type Logger,
+  type MemoryStats,
+  type NodeUsage,
+  type PodUsage,
+  type ResourceUsage,
+} from '@kubelet-ts/core';
+import type { NodeFigures } from './node-figures.js';
+import type { PodCache } from './pod-cache.js';
+
+export interface HousekeepingOptions {
+  readonly runtime: ContainerRuntime;
+  readonly cache: PodCache;
+  /** The desired pods now: whose running containers are sampled, and their namespace, name and uid. */
+  readonly pods: () => readonly DesiredPod[];
+  readonly hostname: string;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly node: NodeFigures;
+  /** How often the figures are sampled (the kubelet's `--housekeeping-interval`). */
+  readonly intervalMs: number;
+}
+
+/** One reading of a CPU counter, to make a rate of with the next. */
+interface CpuReading {
+  readonly timestamp: number;
+  readonly usageNanoseconds: number;
+}
+
+/**
+ * The agent's housekeeping (cAdvisor's role in the kubelet): every `intervalMs` it samples what
+ * the node and each running pod use, in one `sample` call to the runtime for every container and
+ * sandbox, and keeps the figures; `/stats/summary`, `/metrics/resource` and `top` read them, so a
+ * scrape never waits on the engine and never multiplies calls to it. CPU rates (`usageNanoCores`)
+ * are the change between two samples, so they appear from the second.
+ */
+export class Housekeeping {
+  private usage: ResourceUsage;
+  private previous = new Map<string, CpuReading>();
+  private stop: (() => void) | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly options: HousekeepingOptions) {
+    this.usage = { nodeName: options.hostname, node: undefined, pods: [] };
+  }
+
+  /** Samples now and every interval after, until `close()`. */
+  start(): void {
+    if (this.stop !== undefined) return;
+    this.stop = repeatEvery(this.options.clock, this.options.intervalMs, () => void this.sample());
+    void this.sample();
+  }
+
+  async close(): Promise<void> {
+    this.stop?.();
+    await this.running;
+  }
+
+  /** The figures of the last sample. */
+  current(): ResourceUsage {
+    return this.usage;
+  }
+
+  /** One sample (a second one asked for while one runs waits for that one instead). */
+  sample(): Promise<void> {
+    this.running ??= this.take().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async take(): Promise<void> {
+    const { clock, logger, runtime } = this.options;
+    const readings = new Map<string, CpuReading>();
+    const rate = (key: string, timestamp: number, usageNanoseconds: number): CpuUsage => {
+      readings.set(key, { timestamp, usageNanoseconds });
+      const before = this.previous.get(key);
+      if (before === undefined || timestamp <= before.timestamp || usageNanoseconds < before.usageNanoseconds) return { usageNanoseconds };
+      // CPU nanoseconds a second of wall time: nanocores.
+      const usageNanoCores = Math.round(((usageNanoseconds - before.usageNanoseconds) * 1000) / (timestamp - before.timestamp));
+      return { usageNanoseconds, usageNanoCores };
+    };
+    let node: NodeUsage | undefined;
+    try {
+      const reading = await this.options.node.read(clock.now());
+      node = { ...reading, cpu: rate('node', reading.timestamp, reading.cpu.usageNanoseconds) };
+    } catch (error) {
+      logger.warn({ err: error }, 'could not read the node figures');
+    }
+    const targets = this.targets();
+    let pods: PodUsage[] = [];
+    let error: string | undefined;
+    const stats = runtime.capabilities.stats;
+    if (stats === undefined) error = `the ${runtime.name} runtime gives no container figures`;
+    else if (targets.length > 0) {
+      try {
+        const sample = await stats.sample({
+          containers: targets.flatMap((t) => t.containers.map((c) => c.id)),
+          sandboxes: targets.flatMap((t) => (t.sandboxId === undefined ? [] : [t.sandboxId])),
+        });
+        pods = targets.flatMap((t) => {
+          const containers = t.containers.flatMap((c): ContainerUsage[] => {
+            const figures = sample.containers.get(c.id);
+            return figures === undefined ? [] : [containerUsage(c, figures, rate(c.id, figures.timestamp, figures.cpu.usageNanoseconds))];
+          });
+          if (containers.length === 0) return [];
+          const network = t.sandboxId === undefined ? undefined : sample.sandboxes.get(t.sandboxId)?.network;
+          const timestamp = Math.max(...containers.map((c) => c.timestamp));
+          return [
+            {
+              namespace: t.namespace,
+              name: t.name,
+              uid: t.uid,
+              startTime: t.startTime ?? Math.min(...containers.map((c) => c.startTime)),
+              timestamp,
+              containers,
+              cpu: sumCpu(containers),
+              memory: sumMemory(containers.map((c) => c.memory)),
+              ...(network === undefined ? {} : { network }),
+            },
+          ];
+        });
+      } catch (e) {
+        error = `the runtime's figures could not be read: ${(e as Error).message}`;
+        logger.warn({ err: e }, 'could not sample the containers');
+      }
+    }
+    this.previous = readings;
+    this.usage = { nodeName: this.options.hostname, node, pods, ...(error === undefined ? {} : { error }) };
+  }
+
+  /** Each desired pod's running containers on this node, and its ready sandbox. */
+  private targets(): PodTarget[] {
+    const { cache, hostname } = this.options;
+    const { containers, sandboxes } = cache.snapshot();
+    const byPod = new Map<string, { id: string; name: string; startTime: number }[]>();
+    for (const c of containers) {
+      if (c.state !== 'running' || !isManagedBy(c.labels, hostname)) continue;
+      const identity = identityOf(c.labels)!;
+      const list = byPod.get(identity.podId) ?? [];
+      list.push({ id: c.id, name: identity.container, startTime: c.startedAt ?? c.createdAt });
+      byPod.set(identity.podId, list);
+    }
+    const sandboxOf = new Map<string, { id: string; createdAt: number }>();
+    for (const s of sandboxes)
+      if (s.state === 'ready' && isManagedSandbox(s, hostname))
+        sandboxOf.set(s.labels[Labels.sandbox]!, { id: s.id, createdAt: s.createdAt });
+    return this.options.pods().flatMap(({ manifest, source }): PodTarget[] => {
+      const running = byPod.get(manifest.id);
+      if (running === undefined) return [];
+      const sandbox = sandboxOf.get(manifest.id);
+      return [
+        {
+          namespace: manifest.namespace ?? 'default',
+          name: manifest.id,
+          uid: podUid(manifest, { node: hostname, source }),
+          containers: running,
+          ...(sandbox === undefined ? {} : { sandboxId: sandbox.id, startTime: sandbox.createdAt }),
+        },
+      ];
+    });
+  }
+}
+
+interface PodTarget {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly containers: readonly { readonly id: string; readonly name: string; readonly startTime: number }[];
+  readonly sandboxId?: string;
+  readonly startTime?: number;
+}
+
+function containerUsage(
+  c: { readonly id: string; readonly name: string; readonly startTime: number },
+  figures: ContainerStats,
+  cpu: CpuUsage,
+): ContainerUsage {
+  return {
+    name: c.name,
+    id: c.id,
+    startTime: c.startTime,
+    timestamp: figures.timestamp,
+    cpu,
+    memory: figures.memory,
+    ...(figures.writableLayerBytes === undefined ? {} : { writableLayerBytes: figures.writableLayerBytes }),
+  };
+}
+
+function sumCpu(containers: readonly ContainerUsage[]): CpuUsage {
+  const usageNanoseconds = containers.reduce((n, c) => n + c.cpu.usageNanoseconds, 0);
+  // A pod's rate only when every container has one (a new container has none yet).
+  const rated = containers.every((c) => c.cpu.usageNanoCores !== undefined);
+  return rated ? { usageNanoseconds, usageNanoCores: containers.reduce((n, c) => n + c.cpu.usageNanoCores!, 0) } : { usageNanoseconds };
+}
+
+function sumMemory(all: readonly MemoryStats[]): MemoryStats {
+  const sum = (pick: (m: MemoryStats) => number | undefined) => all.reduce((n, m) => n + (pick(m) ?? 0), 0);
+  return {
+    usageBytes: sum((m) => m.usageBytes),
+    workingSetBytes: sum((m) => m.workingSetBytes),
+    rssBytes: sum((m) => m.rssBytes),
+    pageFaults: sum((m) => m.pageFaults),
+    majorPageFaults: sum((m) => m.majorPageFaults),
+  };
+}

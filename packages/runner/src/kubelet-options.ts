@@ -1,0 +1,63 @@
+import type { ContainerRuntime, EventSink, Clock, HostAccess, Logger, ManifestSource } from '@kubelet-ts/core';
+import type { NodeFiguresOptions } from './node-figures.js';
+import type { NetworkCheck } from './prober.js';
+import type { RuntimeDeadlines } from './runtime-deadlines.js';
+import type { SourceCheckpoints } from './source-checkpoints.js';
+
+/**
+ * With the host access that manifests a source built from plain objects may take (`HostAccess`; off
+ * by default, as the CLI's flags). Adapters' sources take their own.
+ */
+export interface KubeletOptions extends HostAccess {
+  readonly runtime: ContainerRuntime;
+  /** In priority order: when two give the same manifest id, the earlier source's manifest runs. */
+  readonly sources: readonly ManifestSource[];
+  /** Default: events are written to the logger. */
+  readonly events?: EventSink;
+  readonly logger?: Logger;
+  readonly clock?: Clock;
+  /** This host's name; labels every container so agents sharing an engine keep apart. Default: the OS's. */
+  readonly hostname?: string;
+  /** A pass runs after every change and at least this often. Default 10 s. */
+  readonly syncFrequencyMs?: number;
+  /**
+   * Pods that pull, create and start containers at once, fixed. Default: adaptive — from 4, within
+   * [1, 32], grown while completions per second rise and cut when they fall or the calls slow down
+   * (`AdaptiveSlots`; the gauge `kubelet_ts_start_concurrency` shows it). Stopping is not bounded:
+   * a pod with a long grace period never holds up pods that start.
+   */
+  readonly concurrency?: number;
+  /** `health()` turns unhealthy when no pass has completed for this long. Default: 3 × syncFrequencyMs, at least 30 s. */
+  readonly healthThresholdMs?: number;
+  /** Crash back-off of exited containers. Default the kubelet's: 10 s doubling to 300 s. */
+  readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
+  /** Liveness, readiness and startup probes: the address published ports are dialled on (default 127.0.0.1), and the checker. */
+  readonly probes?: { readonly host?: string; readonly network?: NetworkCheck };
+  /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
+  readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
+  /**
+   * How long the agent waits for the engine's answer to a call before it gives up with `Timeout`
+   * (a frozen engine must not hold the agent). Default: 2 min a call, 15 min a pull, and a stop's
+   * grace period or an exec's timeout plus 1 min.
+   */
+  readonly runtimeDeadlines?: Partial<RuntimeDeadlines>;
+  /**
+   * Where each source's last good set is kept, so that it survives a restart (the CLI:
+   * `FileSourceCheckpoints` under `--root-dir`). Without it, what the server was told is lost at a
+   * restart, and a source unreadable at start holds every removal until it delivers.
+   */
+  readonly checkpoints?: SourceCheckpoints;
+  /**
+   * While the runtime's event stream flows (a runtime with `capabilities.events`), how often a
+   * full pass lists the whole host; the passes between plan from the pod cache, which events keep
+   * current, and list before they act. Default 300 s, the kubelet's evented PLEG relist period;
+   * 0 lists on every pass. A runtime without events, or a stream that broke, lists on every pass.
+   */
+  readonly eventedRelistMs?: number;
+  /**
+   * Resource figures (`resourceUsage()`: the Summary API, `/metrics/resource`, `top`): how often the
+   * node and the running pods are sampled (default 10 s, the kubelet's `--housekeeping-interval`;
+   * 0 never), and the file systems of the volumes and of the engine's images.
+   */
+  readonly housekeeping?: { readonly intervalMs?: number } & NodeFiguresOptions;
+}
