@@ -44,6 +44,18 @@ export interface CriApi {
   portForward(request: { podSandboxId: string; port: number[] }, deadline: Deadline): Promise<{ url: string }>;
   /** Has the runtime close the container's log file and open it again at its path (after the file was renamed: rotation). */
   reopenContainerLog(request: { containerId: string }, deadline: Deadline): Promise<unknown>;
+  /** Figures of one container: `NOT_FOUND` for an unknown one; containerd answers one with no task (created, exited) with `UNKNOWN`. */
+  containerStats(request: { containerId: string }, deadline: Deadline): Promise<{ stats: CriContainerStats | null }>;
+  /** Figures of the containers the filter selects (all without one); those with no task have no CPU and memory. */
+  listContainerStats(
+    request: { filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> } },
+    deadline: Deadline,
+  ): Promise<{ stats: CriContainerStats[] }>;
+  /** Figures of the sandboxes the filter selects (ready ones only, with a filter: see `CriStats`). */
+  listPodSandboxStats(
+    request: { filter?: { id?: string; labelSelector?: Record<string, string> } },
+    deadline: Deadline,
+  ): Promise<{ stats: CriPodSandboxStats[] }>;
   imageStatus(request: { image: { image: string } }, deadline: Deadline): Promise<{ image: CriImage | null }>;
   pullImage(request: { image: { image: string } }, deadline: Deadline): Promise<{ imageRef: string }>;
   /** Closes the connection; calls after it fail. */
@@ -199,6 +211,51 @@ export interface CriImage {
   repoTags: string[];
   repoDigests: string[];
   size: Int64;
+}
+
+/** A figure the runtime may leave out (CRI's `UInt64Value`: absent is "unknown", not 0). */
+export type UInt64Value = { value: Int64 } | null;
+
+export interface CriCpuUsage {
+  /** When the figures were taken (ns). */
+  timestamp: Int64;
+  usageCoreNanoSeconds: UInt64Value;
+}
+
+export interface CriMemoryUsage {
+  timestamp: Int64;
+  workingSetBytes: UInt64Value;
+  /** The limit minus the working set; 0 when the container has no limit. */
+  availableBytes: UInt64Value;
+  usageBytes: UInt64Value;
+  rssBytes: UInt64Value;
+  pageFaults: UInt64Value;
+  majorPageFaults: UInt64Value;
+}
+
+export interface CriContainerStats {
+  attributes: { id: string } | null;
+  cpu: CriCpuUsage | null;
+  memory: CriMemoryUsage | null;
+  writableLayer: { timestamp: Int64; usedBytes: UInt64Value } | null;
+}
+
+export interface CriNetworkInterfaceUsage {
+  name: string;
+  rxBytes: UInt64Value;
+  rxErrors: UInt64Value;
+  txBytes: UInt64Value;
+  txErrors: UInt64Value;
+}
+
+export interface CriPodSandboxStats {
+  attributes: { id: string } | null;
+  linux: {
+    cpu: CriCpuUsage | null;
+    memory: CriMemoryUsage | null;
+    /** Absent for a sandbox on the host's network. */
+    network: { timestamp: Int64; defaultInterface: CriNetworkInterfaceUsage | null } | null;
+  } | null;
 }
 
 /** What a failed call carries: grpc-js's `ServiceError` shape. */

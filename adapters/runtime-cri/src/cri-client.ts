@@ -81,6 +81,9 @@ export function connectCri(endpoint: string): CriApi {
     exec: unary(runtime, 'Exec'),
     attach: unary(runtime, 'Attach'),
     portForward: unary(runtime, 'PortForward'),
+    containerStats: unary(runtime, 'ContainerStats'),
+    listContainerStats: unary(runtime, 'ListContainerStats'),
+    listPodSandboxStats: unary(runtime, 'ListPodSandboxStats'),
     imageStatus: unary(image, 'ImageStatus'),
     pullImage: unary(image, 'PullImage'),
     close() {

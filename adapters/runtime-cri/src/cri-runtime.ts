@@ -33,6 +33,7 @@ import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, type 
 import { CriLogFiles } from './cri-log-files.js';
 import { CriLogRotation, rotationTarget } from './cri-log-rotation.js';
 import { criLogs } from './cri-logs.js';
+import { CriStats } from './cri-stats.js';
 import { CriStreams } from './cri-streams.js';
 import { ADAPTER, ignoreNotFound, translate } from './errors.js';
 import { assertHostPortsFree, publishedPorts } from './host-ports.js';
@@ -54,7 +55,7 @@ const MAX_EXEC_OUTPUT = 64 * 1024;
  */
 export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly name = ADAPTER;
-  /** containerd's own event service, the log files it writes, its streaming server; no figures yet (CRI `ContainerStats` is not mapped). */
+  /** containerd's own event service, the log files it writes, its streaming server, CRI's stats calls (see `CriStats`). */
   readonly capabilities: RuntimeCapabilities;
   /** CRI's ImageService (see `CriImages`). */
   readonly images: ImageService;
@@ -100,7 +101,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.rotation = policy === false ? undefined : new CriLogRotation(rotationTarget(this.cri, call), policy, this.logger);
     this.rotation?.start();
     this.streams = new CriStreams(this.cri, call, this.requestTimeoutMs);
-    this.capabilities = { events: this, logs: this, streaming: this.streams };
+    this.capabilities = { events: this, stats: new CriStats(this.cri, call, this.clock, this.logger), logs: this, streaming: this.streams };
   }
 
   /** The runtime's name and versions; rejects with `Unavailable` saying where and how to start one. */

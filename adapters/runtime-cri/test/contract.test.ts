@@ -29,6 +29,8 @@ runtimeContract(
     // containerd's own event service (see ContainerdEvents).
     events: {},
     logs: {},
+    // CRI's ListContainerStats and ListPodSandboxStats (see CriStats), the sandbox's eth0 included.
+    stats: {},
     // containerd's streaming server, over WebSocket (see CriStreams); 1.6 has no v5.channel.k8s.io,
     // so stdin ends only as a terminal's does (^D).
     streaming: { stdinEndOfFile: 'tty-only' },
