@@ -1,5 +1,5 @@
 import { Labels } from '@kubelet-ts/core';
-import { assertContainerd, buildTestImages, criEndpoint, removeLabelled, TEST_IMAGES } from '@kubelet-ts/testkit';
+import { assertContainerd, buildTestImages, criCgroupParent, criEndpoint, removeLabelled, TEST_IMAGES } from '@kubelet-ts/testkit';
 import { criDirect } from './cri-direct.js';
 
 /** A real engine the agent process runs on, for suites that run the same checks on each. */
@@ -29,7 +29,10 @@ export const AGENT_ENGINES: readonly AgentEngine[] = [
     stdinEndsOnTtyOnly: true,
     async prepare() {
       await assertContainerd(criEndpoint());
-      return { flags: ['--runtime', 'cri', '--container-runtime-endpoint', criEndpoint()], busybox: TEST_IMAGES.busybox };
+      return {
+        flags: ['--runtime', 'cri', '--container-runtime-endpoint', criEndpoint(), '--cgroup-root', criCgroupParent()],
+        busybox: TEST_IMAGES.busybox,
+      };
     },
     async cleanUp(node) {
       const cri = criDirect(criEndpoint());

@@ -11,6 +11,7 @@ import { convertMain } from './convert.js';
 import { logsMain } from './logs.js';
 import { execMain } from './exec.js';
 import { portForwardMain } from './port-forward.js';
+import { topMain } from './top.js';
 import { wire } from './wiring.js';
 import { sourceCheckpoints } from './checkpoints.js';
 
@@ -22,6 +23,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'plan') return planMain(argv.slice(1));
   if (argv[0] === 'convert') return convertMain(argv.slice(1));
   if (argv[0] === 'logs') return logsMain(argv.slice(1));
+  if (argv[0] === 'top') return topMain(argv.slice(1));
   if (argv[0] === 'exec' || argv[0] === 'attach') return execMain(argv[0], argv.slice(1));
   if (argv[0] === 'port-forward')
     return portForwardMain(argv.slice(1), { ...process, stopped: new Promise((resolve) => process.once('SIGINT', resolve)) });
@@ -70,6 +72,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     ...hostAccessOf(options),
     ...(checkpoints === undefined ? {} : { checkpoints }),
     syncFrequencyMs: options.syncFrequency,
+    // The Summary's node.fs is the file system the pods' volumes are on.
+    housekeeping: { intervalMs: options.housekeepingInterval, fsPath: options.volumesRoot },
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
     hostname,
     // Probes dial published ports where they are published; all interfaces includes loopback.

@@ -17,6 +17,8 @@ export interface CliOptions extends LegacyFlags {
   readonly podInfraImage: string;
   readonly hostIp: string;
   readonly syncFrequency: number;
+  readonly housekeepingInterval: number;
+  readonly cgroupRoot?: string;
   /** Pods that pull, create and start at once, fixed; absent: adaptive. */
   readonly concurrency?: number;
   readonly fileCheckFrequency: number;
@@ -187,6 +189,17 @@ export function buildProgram(): Command {
       ),
     )
     .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
+    .addOption(
+      new Option(
+        '--cgroup-root <path>',
+        "CRI: the cgroup parent of every pod (cgroupfs path, or a slice with systemd); containerd 1.6 reports a pod's network only under one",
+      ),
+    )
+    .addOption(
+      new Option('--housekeeping-interval <duration>', 'how often what the node and pods use is sampled (0: never)')
+        .argParser(duration)
+        .default(10_000, '10s'),
+    )
     .addOption(
       new Option(
         '--concurrency <n>',

@@ -38,6 +38,8 @@ export async function runOnce(options: CliOptions, hostname: string, logger: Log
     ...hostAccessOf(options),
     hostname,
     syncFrequencyMs: options.syncFrequency,
+    // Nothing serves the figures: nothing is sampled.
+    housekeeping: { intervalMs: 0 },
   });
   const deadline = Date.now() + options.runonceTimeout;
   let lines: Array<{ name: string; running: boolean; detail: string }> = [];

@@ -152,6 +152,7 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
       containerLogLinksDir: options.containerLogLinksDir === '' ? false : options.containerLogLinksDir,
       containerLogs: { maxSizeBytes: options.containerLogMaxSize, maxFiles: options.containerLogMaxFiles },
       hostIp: options.hostIp,
+      ...(options.cgroupRoot === undefined ? {} : { cgroupParent: options.cgroupRoot }),
       logger,
     });
   if (options.runtime === 'cri') {

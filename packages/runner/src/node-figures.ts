@@ -1,5 +1,6 @@
+import type { StatsFs } from 'node:fs';
 import { readFile, statfs } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { FsStats, InterfaceStats, NodeUsage } from '@kubelet-ts/core';
 
 /** The kernel's clock tick for `/proc/stat` (USER_HZ): 100 on every Linux the agent runs on. */
@@ -49,11 +50,14 @@ export class NodeFigures {
     };
   }
 
-  /** A file system's figures; undefined when the path is not given or cannot be read. */
+  /**
+   * The figures of the file system `path` is on (of its nearest existing parent, while it is not
+   * made yet); undefined when no path is given or none can be read.
+   */
   private async fs(path: string | undefined, now: number): Promise<FsStats | undefined> {
     if (path === undefined) return undefined;
     try {
-      const s = await statfs(path);
+      const s = await statfsOfNearest(path);
       const capacityBytes = s.blocks * s.bsize;
       const availableBytes = s.bavail * s.bsize;
       return {
@@ -67,6 +71,16 @@ export class NodeFigures {
       };
     } catch {
       return undefined;
+    }
+  }
+}
+
+async function statfsOfNearest(path: string): Promise<StatsFs> {
+  for (let at = path; ; at = dirname(at)) {
+    try {
+      return await statfs(at);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(at) === at) throw error;
     }
   }
 }

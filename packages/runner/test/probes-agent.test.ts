@@ -122,4 +122,49 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
       expect.objectContaining({ containerID: expect.stringMatching(/^memory:\/\//), started: true, ready: true }),
     ]);
   });
+
+  it('counts each probe run by type and result, and times it, as /metrics/probes labels them', async () => {
+    const m = checkedManifest({
+      id: 'web',
+      namespace: 'shop',
+      containers: [
+        {
+          name: 'app',
+          image: 'app:1',
+          readinessProbe: { initialDelaySeconds: 0, periodSeconds: 2, exec: { command: ['ready'] }, failureThreshold: 5 },
+          livenessProbe: { initialDelaySeconds: 0, periodSeconds: 2, exec: { command: ['live'] }, failureThreshold: 5 },
+        },
+      ],
+    });
+    const k = await agent([m]);
+    f.runtime.onExec(runningOf('web')!.id, (_c, command) => (command[0] === 'live' ? ok : fail));
+    await f.clock.advance(4_000);
+    await settle();
+    const { contentType, body } = await k.probeMetrics();
+    expect(contentType).toMatch(/^text\/plain; version=0.0.4/);
+    const uid = (await podListOf(k)).items[0]!.metadata['uid'] as string;
+    /** The value of the sample of `family` with exactly these labels (in any order). */
+    const valueOf = (family: string, labels: Record<string, string>) => {
+      const wanted = Object.entries(labels)
+        .map(([key, v]) => `${key}="${v}"`)
+        .sort()
+        .join(',');
+      const line = body.split('\n').find(
+        (l) =>
+          l.startsWith(`${family}{`) &&
+          l
+            .slice(family.length + 1, l.lastIndexOf('}'))
+            .split(',')
+            .sort()
+            .join(',') === wanted,
+      );
+      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    const where = { container: 'app', pod: 'web', namespace: 'shop' };
+    // At 0, 2 and 4 s each.
+    expect(valueOf('prober_probe_total', { probe_type: 'Liveness', result: 'successful', ...where, pod_uid: uid })).toBe(3);
+    expect(valueOf('prober_probe_total', { probe_type: 'Readiness', result: 'failed', ...where, pod_uid: uid })).toBe(3);
+    expect(valueOf('prober_probe_duration_seconds_count', { probe_type: 'Liveness', ...where })).toBe(3);
+    expect(body).not.toContain('result="unknown"');
+  });
 });

@@ -1,0 +1,173 @@
+import { describe, expect, it } from '@jest/globals';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeletError, podUid, wrapRuntime } from '@kubelet-ts/core';
+import type { Kubelet } from '../src/kubelet.js';
+import { NodeFigures } from '../src/node-figures.js';
+import { HOST, SYNC_MS, agentFixture } from './agent-fixture.js';
+import { pod, settle, ScriptedSource } from './helpers.js';
+
+const HOUSEKEEPING_MS = 10_000;
+
+describe('housekeeping: what the node and the running pods use', () => {
+  const f = agentFixture();
+
+  /** Advances the clock to the next housekeeping pass and waits until it has sampled (it reads /proc for real). */
+  const nextSample = async (k: Kubelet) => {
+    const before = k.resourceUsage();
+    await f.clock.advance(HOUSEKEEPING_MS);
+    const deadline = Date.now() + 5_000;
+    while (k.resourceUsage() === before) {
+      if (Date.now() > deadline) throw new Error('no housekeeping sample within 5 s');
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  };
+
+  /** An agent running these pods, once the sample made as it started has them all (their first). */
+  const running = async (...ids: string[]) => {
+    const k = f.kubelet([new ScriptedSource('a', { initial: ids.map((id) => pod(id)) })]);
+    await k.start();
+    await settle();
+    const deadline = Date.now() + 5_000;
+    while (k.resourceUsage().pods.length < ids.length) {
+      if (Date.now() > deadline) await nextSample(k);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    return k;
+  };
+
+  it('samples every running container and sandbox in one runtime call a pass, and rates CPU between two passes', async () => {
+    const k = await running('web', 'db');
+    // Each container's first sample: no rate yet.
+    expect(k.resourceUsage().pods.map((p) => p.cpu)).toEqual([{ usageNanoseconds: 0 }, { usageNanoseconds: 0 }]);
+    const web = f.one('web');
+    const db = f.one('db');
+    f.runtime.setStats(web.id, { cpuNs: 1e9, memoryBytes: 30e6, workingSetBytes: 20e6, rssBytes: 10e6 });
+    f.runtime.setStats(db.id, { cpuNs: 4e9, memoryBytes: 50e6 });
+    const before = f.runtime.callCount('statsSample');
+    await nextSample(k);
+    expect(f.runtime.callCount('statsSample') - before).toBe(1);
+    let usage = k.resourceUsage();
+    expect(usage.nodeName).toBe(HOST);
+    expect(usage.error).toBeUndefined();
+    const webUsage = usage.pods.find((p) => p.name === 'web')!;
+    expect(webUsage).toMatchObject({
+      namespace: 'default',
+      uid: podUid({ id: 'web' }, { node: HOST, source: 'a' }),
+      containers: [
+        { name: 'web', id: web.id, cpu: { usageNanoseconds: 1e9 }, memory: { usageBytes: 30e6, workingSetBytes: 20e6, rssBytes: 10e6 } },
+      ],
+      network: { name: 'eth0', rxBytes: 0 },
+    });
+    // A tenth of a core over the 10 s since the first sample.
+    expect(webUsage.containers[0]!.cpu.usageNanoCores).toBe(100_000_000);
+    // Half a core for 10 s more.
+    f.runtime.setStats(web.id, { cpuNs: 6e9, memoryBytes: 30e6 });
+    await nextSample(k);
+    usage = k.resourceUsage();
+    expect(usage.pods.find((p) => p.name === 'web')!.cpu).toEqual({ usageNanoseconds: 6e9, usageNanoCores: 500_000_000 });
+    expect(usage.pods.find((p) => p.name === 'db')!.cpu).toEqual({ usageNanoseconds: 4e9, usageNanoCores: 0 });
+    expect(usage.node?.cpu.usageNanoseconds).toBeGreaterThan(0);
+  });
+
+  it('answers 1,000 reads from the last sample without one runtime call', async () => {
+    const k = await running('web');
+    await nextSample(k);
+    const calls = f.runtime.callCount();
+    for (let i = 0; i < 1_000; i++) expect(k.resourceUsage().pods).toHaveLength(1);
+    expect(f.runtime.callCount()).toBe(calls);
+  });
+
+  it('leaves out exited containers, and pods with none running', async () => {
+    const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web'), { ...pod('db'), restartPolicy: 'Never' }] })]);
+    await k.start();
+    await settle();
+    f.runtime.exit(f.one('db').id, 0);
+    await settle();
+    await nextSample(k);
+    expect(k.resourceUsage().pods.map((p) => p.name)).toEqual(['web']);
+  });
+
+  it('says why when the runtime fails the sample (resource_scrape_error), and has the figures again at the next', async () => {
+    const k = await running('web');
+    f.runtime.setFault('statsSample', () => new KubeletError('Unavailable', 'engine down'));
+    await nextSample(k);
+    expect(k.resourceUsage()).toMatchObject({ pods: [], error: "the runtime's figures could not be read: engine down" });
+    expect(k.resourceUsage().node).toBeDefined();
+    f.runtime.setFault('statsSample', undefined);
+    await nextSample(k);
+    expect(k.resourceUsage().pods).toHaveLength(1);
+    expect(k.resourceUsage().error).toBeUndefined();
+  });
+
+  it('says the runtime gives no figures when it declares no stats; and nothing is sampled with housekeeping off', async () => {
+    const bare = { ...wrapRuntime(f.runtime, {}), capabilities: {} };
+    const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web')] })], { runtime: bare });
+    await k.start();
+    await settle();
+    await nextSample(k);
+    expect(k.resourceUsage()).toMatchObject({ pods: [], error: 'the memory runtime gives no container figures' });
+    const off = f.kubelet([new ScriptedSource('b', { initial: [pod('db')] })], { housekeeping: { intervalMs: 0 }, hostname: 'node-b' });
+    await off.start();
+    const before = f.runtime.callCount('statsSample');
+    await f.clock.advance(SYNC_MS * 3);
+    await settle();
+    expect(off.resourceUsage()).toMatchObject({ node: undefined, pods: [], error: 'housekeeping is off (housekeeping.intervalMs 0)' });
+    expect(f.runtime.callCount('statsSample')).toBe(before);
+  });
+});
+
+describe('NodeFigures', () => {
+  it("reads the node as cAdvisor does: CPU but idle and iowait, memory less free and inactive file, traffic but loopback's", async () => {
+    const proc = await mkdtemp(join(tmpdir(), 'proc-'));
+    try {
+      await mkdir(join(proc, 'net'));
+      await mkdir(join(proc, 'sys/kernel'), { recursive: true });
+      await writeFile(join(proc, 'stat'), 'cpu  100 20 30 1000 50 5 5 10 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nbtime 1764835200\n');
+      await writeFile(
+        join(proc, 'meminfo'),
+        'MemTotal:       16000000 kB\nMemFree:         4000000 kB\nMemAvailable:    9000000 kB\nAnonPages:       3000000 kB\nInactive(file):  2000000 kB\n',
+      );
+      await writeFile(join(proc, 'vmstat'), 'nr_free_pages 1\npgfault 12345\npgmajfault 67\n');
+      await writeFile(
+        join(proc, 'net/dev'),
+        'Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n' +
+          '    lo: 999 1 0 0 0 0 0 0 999 1 0 0 0 0 0 0\n  eth0: 1000 10 2 0 0 0 0 0 2000 20 3 0 0 0 0 0\n',
+      );
+      await writeFile(join(proc, 'loadavg'), '0.26 0.25 0.16 1/180 22159\n');
+      await writeFile(join(proc, 'sys/kernel/pid_max'), '4194304\n');
+      const reading = await new NodeFigures({ procRoot: proc, fsPath: join(proc, 'not/made/yet'), imageFsPath: '\0' }).read(5_000);
+      expect(reading).toMatchObject({
+        timestamp: 5_000,
+        startTime: 1764835200_000,
+        // user + nice + system + irq + softirq + steal = 170 ticks of 10 ms
+        cpu: { usageNanoseconds: 1.7e9 },
+        memory: {
+          usageBytes: 12000000 * 1024,
+          limitBytes: 16000000 * 1024,
+          workingSetBytes: 10000000 * 1024,
+          availableBytes: 9000000 * 1024,
+          rssBytes: 3000000 * 1024,
+          pageFaults: 12345,
+          majorPageFaults: 67,
+        },
+        network: [{ name: 'eth0', rxBytes: 1000, rxErrors: 2, txBytes: 2000, txErrors: 3 }],
+        rlimit: { maxpid: 4194304, curproc: 180 },
+      });
+      expect(reading.fs!.capacityBytes).toBeGreaterThan(0);
+      expect(reading.fs!.usedBytes + reading.fs!.availableBytes).toBeLessThanOrEqual(reading.fs!.capacityBytes);
+      expect(reading.imageFs).toBeUndefined();
+    } finally {
+      await rm(proc, { recursive: true, force: true });
+    }
+  });
+
+  it("reads this host's /proc", async () => {
+    const reading = await new NodeFigures().read(Date.now());
+    expect(reading.cpu.usageNanoseconds).toBeGreaterThan(0);
+    expect(reading.memory.workingSetBytes).toBeGreaterThan(0);
+    expect(reading.memory.workingSetBytes).toBeLessThanOrEqual(reading.memory.usageBytes);
+    expect(reading.rlimit!.curproc).toBeGreaterThan(0);
+  });
+});
