@@ -64,14 +64,29 @@ export interface DockerContainerHandle {
   start(): Promise<unknown>;
   stop(options: { t: number }): Promise<unknown>;
   remove(options: { force?: boolean; v?: boolean }): Promise<unknown>;
-  stats(options: { stream: false }): Promise<DockerStats>;
+  /**
+   * `GET /containers/{id}/stats?stream=false`. An empty body (Podman's answer for a container that
+   * is not running) comes back from dockerode as an empty Buffer.
+   */
+  stats(options: { stream: false; 'one-shot'?: boolean }): Promise<DockerStats | Buffer>;
 }
 
-/** The one-shot figures of `GET /containers/{id}/stats?stream=false`. */
+/** The one-shot figures of `GET /containers/{id}/stats?stream=false` (see `containerStatsOf`). */
 export interface DockerStats {
+  /** When the figures were taken; `0001-01-01T00:00:00Z` for a container that is not running. */
   read?: string;
   cpu_stats?: { cpu_usage?: { total_usage?: number } };
-  memory_stats?: { usage?: number; limit?: number };
+  /** `stats` is the cgroup's `memory.stat` as it is: v1 or v2 keys (Podman sends none). */
+  memory_stats?: { usage?: number; limit?: number; stats?: Record<string, number | undefined> };
+  /** By interface, in the container's network namespace; absent for one on the host's network (Docker). */
+  networks?: Record<string, DockerNetworkStats>;
+}
+
+export interface DockerNetworkStats {
+  rx_bytes?: number;
+  rx_errors?: number;
+  tx_bytes?: number;
+  tx_errors?: number;
 }
 
 /** `POST /containers/{id}/exec`. */

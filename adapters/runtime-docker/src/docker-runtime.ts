@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import Docker from 'dockerode';
 import {
   KubeletError,
   Labels,
@@ -25,16 +24,20 @@ import {
   type RuntimeCapabilities,
   type SandboxSpec,
   type SandboxSummary,
+  type StatsRequest,
+  type StatsSample,
   CFS_PERIOD_US,
   cfsQuotaOf,
   settledEvents,
 } from '@kubelet-ts/core';
 import { podVolumeDir } from '@kubelet-ts/host-volumes';
-import type { DockerApi, DockerCreateOptions, DockerInspect } from './docker-api.js';
+import type { DockerApi, DockerCreateOptions, DockerInspect, DockerVersion } from './docker-api.js';
+import { connectDocker } from './docker-connect.js';
 import { dockerEvents } from './docker-events.js';
 import { dockerLogs } from './docker-logs.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSandboxes } from './docker-sandboxes.js';
+import { DockerStatsSource } from './docker-stats-source.js';
 import { DockerStreams } from './docker-streams.js';
 import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
 import { ADAPTER, isNotModified, translate } from './errors.js';
@@ -89,13 +92,14 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly sandboxes: DockerSandboxes;
+  private readonly statsSource: DockerStatsSource;
   private readonly logConfig: { Type: string; Config: Record<string, string> };
-  private engineKind: Promise<EngineKind> | undefined;
+  private engineVersion: Promise<DockerVersion> | undefined;
 
   constructor(options: DockerRuntimeOptions = {}) {
     const host = options.host ?? process.env['DOCKER_HOST'] ?? 'unix:///var/run/docker.sock';
     this.endpoint = host;
-    this.docker = options.docker ?? connect(host);
+    this.docker = options.docker ?? connectDocker(host);
     this.volumesRoot = resolve(options.volumesRoot ?? DEFAULT_VOLUMES_ROOT);
     this.podInfraImage = options.podInfraImage ?? DEFAULT_POD_INFRA_IMAGE;
     this.logger = options.logger ?? silentLogger;
@@ -119,6 +123,12 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       engine: () => this.engine(),
     });
     this.capabilities = { events: this, stats: this, logs: this, streaming };
+    this.statsSource = new DockerStatsSource({
+      docker: this.docker,
+      clock: this.clock,
+      call: (what, fn) => this.call(what, fn),
+      version: () => this.version(),
+    });
     this.sandboxes = new DockerSandboxes({
       docker: this.docker,
       hostIp: options.hostIp ?? '0.0.0.0',
@@ -301,17 +311,14 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     return dockerLogs(this.docker, this.endpoint, id, options);
   }
 
-  /** One-shot figures from the engine (`docker stats --no-stream`). */
-  async stats(id: string): Promise<ContainerStats> {
-    const figures = await this.call(`stats ${id}`, () => this.docker.getContainer(id).stats({ stream: false }));
-    const read = Date.parse(figures.read ?? '');
-    const limit = figures.memory_stats?.limit;
-    return {
-      timestamp: Number.isNaN(read) || read <= 0 ? this.clock.now() : read,
-      cpu: { usageNanoseconds: figures.cpu_stats?.cpu_usage?.total_usage ?? 0 },
-      // Without a limit of its own, the engine reports the host's memory as the limit.
-      memory: { usageBytes: figures.memory_stats?.usage ?? 0, ...(limit === undefined ? {} : { limitBytes: limit }) },
-    };
+  /** One-shot figures from the engine (`docker stats --no-stream`; see `DockerStatsSource`). */
+  stats(id: string): Promise<ContainerStats> {
+    return this.statsSource.stats(id);
+  }
+
+  /** One one-shot read per container and sandbox holder, a few at once; gone ones are left out. */
+  sample(request: StatsRequest): Promise<StatsSample> {
+    return this.statsSource.sample(request);
   }
 
   /** Started, exited and removed events of the agent's containers, from `GET /events` (see `dockerEvents`). */
@@ -350,20 +357,24 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
    * What serves the API (`GET /version`), asked once; a failed ask is asked again next time. The
    * few answers of Podman that differ from Docker's are handled where they arise (see `EngineKind`).
    */
-  private engine(): Promise<EngineKind> {
-    this.engineKind ??= this.call('version', () => this.docker.version()).then(
+  private async engine(): Promise<EngineKind> {
+    return engineKindOf(await this.version());
+  }
+
+  /** `GET /version`, asked once (see `engine`); its Podman version tells a quirk of its stats. */
+  private version(): Promise<DockerVersion> {
+    this.engineVersion ??= this.call('version', () => this.docker.version()).then(
       (version) => {
-        const kind = engineKindOf(version);
-        if (kind === 'podman')
+        if (engineKindOf(version) === 'podman')
           this.logger.info({ endpoint: this.endpoint, version: version.Version }, 'the Docker API is served by Podman');
-        return kind;
+        return version;
       },
       (error: unknown) => {
-        this.engineKind = undefined;
+        this.engineVersion = undefined;
         throw error;
       },
     );
-    return this.engineKind;
+    return this.engineVersion;
   }
 
   /** Runs an engine call, translating failures; `notModifiedIsSuccess` for start/stop's 304. */
@@ -375,17 +386,6 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       throw translate(error, what, this.endpoint);
     }
   }
-}
-
-function connect(host: string): DockerApi {
-  // dockerode's own typings declare optional fields loosely (`x?: T` where the engine may send
-  // null or leave it out), which exactOptionalPropertyTypes reads as a mismatch with the slice
-  // declared here; the slice is what this adapter reads, and the engine's JSON is what it gets.
-  const client = (options: Docker.DockerOptions) => new Docker(options) as unknown as DockerApi;
-  if (host.startsWith('unix://')) return client({ socketPath: host.slice('unix://'.length) });
-  if (host.startsWith('/')) return client({ socketPath: host });
-  const url = new URL(host.replace(/^tcp:/, 'http:'));
-  return client({ host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol === 'https:' ? 'https' : 'http' });
 }
 
 /** Registers a `DockerRuntime` as the agent's runtime and returns it. */

@@ -26,6 +26,11 @@ import type { DockerVersion } from './docker-api.js';
  *   of an attach request on to the process's stdin, so none is sent; it answers a resize with
  *   201; and the half-close of an attach's stdin closes the container's stdin, where Docker ends
  *   the session and leaves it open (without `StdinOnce`).
+ * - stats (`DockerStatsSource`, `containerStatsOf`): it sends no `memory.stat`, so the working set
+ *   is its usage, page cache included on cgroup v1, with no rss or page faults; a container that
+ *   is not running answers with an empty body; the pod's interface is named `network`, with zeros
+ *   for a holder on the host's network (Docker names none), and before 4.4 its received and sent
+ *   bytes swapped (`statsQuirksOf`). It never pre-samples CPU, so `one-shot` changes nothing there.
  *
  * Checked alike on both (test/host-network.test.ts, the v1 contract): a host-network holder
  * (`NetworkMode: host`) and containers joining it with `container:<holder>` share the host's

@@ -31,5 +31,6 @@ runtimeContract(
     events: {},
     logs: {},
     streaming: {},
+    stats: {},
   },
 );

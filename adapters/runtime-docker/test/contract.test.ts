@@ -16,5 +16,5 @@ runtimeContract(
     });
   },
   // busybox's sleep ignores SIGTERM as PID 1, so stop exercises the kill at the timeout too.
-  { image: TEST_IMAGES.busybox, command: ['sleep', '3600'], podNetwork: busyboxPodNetwork, events: {}, logs: {}, streaming: {} },
+  { image: TEST_IMAGES.busybox, command: ['sleep', '3600'], podNetwork: busyboxPodNetwork, events: {}, logs: {}, streaming: {}, stats: {} },
 );
