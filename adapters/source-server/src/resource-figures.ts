@@ -6,7 +6,7 @@ export const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
 type Labels = Readonly<Record<string, string>>;
 
 /** A label value as the exposition format writes it (`\`, `"` and newlines escaped). */
-const escape = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+const escaped = (value: string) => value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 
 class Exposition {
   private readonly lines: string[] = [];
@@ -14,7 +14,7 @@ class Exposition {
   family(name: string, type: 'counter' | 'gauge', help: string, samples: ReadonlyArray<readonly [Labels, number, number?]>): void {
     this.lines.push(`# HELP ${name} [STABLE] ${help}`, `# TYPE ${name} ${type}`);
     for (const [labels, value, timestampMs] of samples) {
-      const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`);
+      const pairs = Object.entries(labels).map(([k, v]) => `${k}="${escaped(v)}"`);
       this.lines.push(
         `${name}${pairs.length === 0 ? '' : `{${pairs.join(',')}}`} ${value}${timestampMs === undefined ? '' : ` ${timestampMs}`}`,
       );

@@ -144,7 +144,7 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     expect(contentType).toMatch(/^text\/plain; version=0.0.4/);
     const uid = (await podListOf(k)).items[0]!.metadata['uid'] as string;
     /** The value of the sample of `family` with exactly these labels (in any order). */
-    const valueOf = (family: string, labels: Record<string, string>) => {
+    const sampleOf = (family: string, labels: Record<string, string>) => {
       const wanted = Object.entries(labels)
         .map(([key, v]) => `${key}="${v}"`)
         .sort()
@@ -162,9 +162,9 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     };
     const where = { container: 'app', pod: 'web', namespace: 'shop' };
     // At 0, 2 and 4 s each.
-    expect(valueOf('prober_probe_total', { probe_type: 'Liveness', result: 'successful', ...where, pod_uid: uid })).toBe(3);
-    expect(valueOf('prober_probe_total', { probe_type: 'Readiness', result: 'failed', ...where, pod_uid: uid })).toBe(3);
-    expect(valueOf('prober_probe_duration_seconds_count', { probe_type: 'Liveness', ...where })).toBe(3);
+    expect(sampleOf('prober_probe_total', { probe_type: 'Liveness', result: 'successful', ...where, pod_uid: uid })).toBe(3);
+    expect(sampleOf('prober_probe_total', { probe_type: 'Readiness', result: 'failed', ...where, pod_uid: uid })).toBe(3);
+    expect(sampleOf('prober_probe_duration_seconds_count', { probe_type: 'Liveness', ...where })).toBe(3);
     expect(body).not.toContain('result="unknown"');
   });
 });
