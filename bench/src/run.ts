@@ -20,6 +20,7 @@ import { memory } from './scenarios/memory.js';
 import { reaction } from './scenarios/reaction.js';
 import { steadyEngine } from './scenarios/steady-engine.js';
 import { steadyState } from './scenarios/steady-state.js';
+import { figuresAgreement, figuresScrape } from './scenarios/figures.js';
 import { streams, streamsSizes } from './scenarios/streams.js';
 import type { Row } from './stats.js';
 
@@ -42,6 +43,9 @@ export const SCENARIOS = [
   'logs-cri',
   'streams-engine',
   'streams-cri',
+  'figures',
+  'figures-engine',
+  'figures-cri',
   'steady',
   'reaction',
   'memory',
@@ -110,6 +114,19 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (cri && wanted('streams-cri')) {
     await step('exec and port-forward on containerd (CRI)');
     rows.push(...(await streams('cri', streamsSizes(q))));
+  }
+  // Resource figures (issue 24): scrapes with 200 pods (in memory), and our figures against the engines' own.
+  if (wanted('figures')) {
+    await step('resource figures: scrapes');
+    rows.push(...(await figuresScrape(q ? 20 : 200, q ? 20 : 300)));
+  }
+  if (options.engine && wanted('figures-engine')) {
+    await step('resource figures against docker stats');
+    rows.push(...(await figuresAgreement('docker', q)));
+  }
+  if (cri && wanted('figures-cri')) {
+    await step('resource figures against ctr task metrics');
+    rows.push(...(await figuresAgreement('cri', q)));
   }
   if (wanted('steady')) {
     await step('steady state');

@@ -8,3 +8,4 @@ export { TcpGate } from './tcp-gate.js';
 export { assertContainerd, criCgroupParent, criEndpoint } from './containerd.js';
 export { busyboxPodNetwork } from './pod-network.js';
 export { assertPodman, independentPodman, podmanHost, removePodmanLabelled } from './podman.js';
+export { enginesEnv } from './engines-env.js';
