@@ -25,7 +25,9 @@ export interface CriApi {
   stopContainer(request: { containerId: string; timeout: number }, deadline: Deadline): Promise<unknown>;
   removeContainer(request: { containerId: string }, deadline: Deadline): Promise<unknown>;
   listContainers(
-    request: { filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> } },
+    request: {
+      filter?: { id?: string; state?: { state: string }; podSandboxId?: string; labelSelector?: Record<string, string> };
+    },
     deadline: Deadline,
   ): Promise<{ containers: CriContainer[] }>;
   containerStatus(

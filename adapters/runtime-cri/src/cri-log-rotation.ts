@@ -26,22 +26,34 @@ export interface RotationTarget {
 
 /**
  * The rotation's view of a CRI runtime: its running containers of ours, each with the log file
- * its status names; `call` runs a CRI call with the runtime's deadline and error translation.
+ * its status names; `call` runs a CRI call with the runtime's deadline and error translation. A
+ * container's log path never changes, so its status is asked once: a steady pass is one list.
  */
 export function rotationTarget(cri: CriApi, call: <T>(what: string, fn: (deadline: number) => Promise<T>) => Promise<T>): RotationTarget {
+  const paths = new Map<string, string>();
   return {
     async logFiles() {
-      const { containers } = await call('list containers', (deadline) => cri.listContainers({}, deadline));
+      const { containers } = await call('list containers', (deadline) =>
+        cri.listContainers({ filter: { state: { state: 'CONTAINER_RUNNING' } } }, deadline),
+      );
+      const running = new Set<string>();
       const files: Array<{ id: string; path: string }> = [];
       for (const c of containers) {
         if (c.state !== 'CONTAINER_RUNNING' || c.labels?.[Labels.manifestId] === undefined) continue;
-        // Gone since the list: nothing to rotate.
-        const path = await call(`container ${c.id}`, (deadline) => cri.containerStatus({ containerId: c.id }, deadline)).then(
-          ({ status }) => status?.logPath,
-          () => undefined,
-        );
-        if (path !== undefined && path !== '') files.push({ id: c.id, path });
+        running.add(c.id);
+        let path = paths.get(c.id);
+        if (path === undefined) {
+          // Gone since the list: nothing to rotate.
+          path = await call(`container ${c.id}`, (deadline) => cri.containerStatus({ containerId: c.id }, deadline)).then(
+            ({ status }) => status?.logPath,
+            () => undefined,
+          );
+          if (path === undefined || path === '') continue;
+          paths.set(c.id, path);
+        }
+        files.push({ id: c.id, path });
       }
+      for (const id of paths.keys()) if (!running.has(id)) paths.delete(id);
       return files;
     },
     async reopen(id) {

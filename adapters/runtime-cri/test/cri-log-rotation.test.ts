@@ -3,8 +3,9 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { silentLogger } from '@kubelet-ts/core';
-import { CriLogRotation, type RotationTarget } from '../src/cri-log-rotation.js';
+import { Labels, silentLogger } from '@kubelet-ts/core';
+import type { CriApi } from '../src/cri-api.js';
+import { CriLogRotation, rotationTarget, type RotationTarget } from '../src/cri-log-rotation.js';
 
 const START = Date.parse('2026-12-04T03:24:06Z');
 
@@ -111,5 +112,38 @@ describe('CriLogRotation: the kubelet container log manager, on the files the ru
     await r.close();
     expect(reopened).toEqual(['c1']);
     expect((await files()).length).toBe(2);
+  });
+});
+
+describe('rotationTarget: the running containers of ours and their log files', () => {
+  it('asks a container its log path once (it never changes): a steady pass is one list of the running ones', async () => {
+    const calls: string[] = [];
+    let listed = [
+      { id: 'a', state: 'CONTAINER_RUNNING', labels: { [Labels.manifestId]: 'web' } },
+      { id: 'b', state: 'CONTAINER_RUNNING', labels: { [Labels.manifestId]: 'db' } },
+      { id: 'foreign', state: 'CONTAINER_RUNNING', labels: {} },
+    ];
+    const cri = {
+      listContainers: async (request: { filter?: { state?: { state: string } } }) => {
+        calls.push(`list ${request.filter?.state?.state}`);
+        return { containers: listed };
+      },
+      containerStatus: async ({ containerId }: { containerId: string }) => {
+        calls.push(`status ${containerId}`);
+        return { status: { logPath: `/logs/${containerId}/0.log` } };
+      },
+    } as unknown as CriApi;
+    const target = rotationTarget(cri, (_what, fn) => fn(0));
+    expect(await target.logFiles()).toEqual([
+      { id: 'a', path: '/logs/a/0.log' },
+      { id: 'b', path: '/logs/b/0.log' },
+    ]);
+    expect(await target.logFiles()).toHaveLength(2);
+    expect(calls).toEqual(['list CONTAINER_RUNNING', 'status a', 'status b', 'list CONTAINER_RUNNING']);
+    // b gone, c new: only c is asked; a restarted b (same id, listed again) would be asked again.
+    listed = [listed[0]!, { id: 'c', state: 'CONTAINER_RUNNING', labels: { [Labels.manifestId]: 'web' } }];
+    calls.length = 0;
+    expect((await target.logFiles()).map((f) => f.id)).toEqual(['a', 'c']);
+    expect(calls).toEqual(['list CONTAINER_RUNNING', 'status c']);
   });
 });

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { Option, type Command } from 'commander';
+import { CommanderError, Option, type Command } from 'commander';
 import { WebSocket } from 'ws';
 
 export const DEFAULT_AGENT_SERVER = 'http://127.0.0.1:10250';
@@ -17,6 +17,25 @@ export interface ConnectionOptions {
 }
 
 /** The options every command that talks to a running agent takes (`--server`, the token, the TLS files, `-n`). */
+/**
+ * Parses a client command's arguments, its help and errors written to `io`: the exit code when
+ * the parse ended the command (0 after `--help`, 1 on a bad argument), else undefined.
+ */
+export function parseClientCommand(
+  program: Command,
+  argv: readonly string[],
+  io: { readonly stdout: NodeJS.WritableStream; readonly stderr: NodeJS.WritableStream },
+): number | undefined {
+  program.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+  try {
+    program.parse([...argv], { from: 'user' });
+    return undefined;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 1;
+    throw error;
+  }
+}
+
 export function addConnectionOptions(command: Command): Command {
   return command
     .addOption(new Option('-n, --namespace <namespace>', "the pod's namespace").default('default'))

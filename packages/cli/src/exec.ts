@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import type { WebSocket } from 'ws';
-import { AgentClient, AgentClientError, addConnectionOptions, type ConnectionOptions } from './agent-client.js';
+import { AgentClient, AgentClientError, addConnectionOptions, parseClientCommand, type ConnectionOptions } from './agent-client.js';
 import { onlyContainer } from './logs.js';
 
 /** Where `kubelet-ts exec` and `attach` read and write, and what they know of the terminal. */
@@ -51,16 +51,10 @@ export async function execMain(verb: 'exec' | 'attach', argv: readonly string[],
     .argument('<pod>', "the pod's name, as the agent's /pods shows it")
     .addOption(new Option('-c, --container <name>', 'the container; optional when the pod has only one'))
     .addOption(new Option('-i, --stdin', 'pass stdin to the process').default(false))
-    .addOption(new Option('-t, --tty', 'give the process a terminal').default(false))
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+    .addOption(new Option('-t, --tty', 'give the process a terminal').default(false));
   if (verb === 'exec') program.argument('<command...>', 'the command and its arguments (after --)');
-  try {
-    program.parse([...argv], { from: 'user' });
-  } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 1;
-    throw error;
-  }
+  const ended = parseClientCommand(program, argv, io);
+  if (ended !== undefined) return ended;
   const [pod = '', ...command] = program.args;
   const options = program.opts<ExecOptions>();
   try {

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { AgentClient, AgentClientError, addConnectionOptions, type ConnectionOptions } from './agent-client.js';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { AgentClient, AgentClientError, addConnectionOptions, parseClientCommand, type ConnectionOptions } from './agent-client.js';
 import { parseDuration } from './duration.js';
 
 /** Where `kubelet-ts logs` writes, and the environment it reads (the token). */
@@ -37,15 +37,9 @@ export async function logsMain(argv: readonly string[], io: LogsIo = process): P
     .addOption(new Option('--since <duration>', 'only lines printed this recently: 10s, 5m, 1h').argParser(sinceSeconds))
     .addOption(new Option('--timestamps', 'each line after the time it was printed (RFC 3339)').default(false))
     .addOption(new Option('-p, --previous', "the run before the current one (a restarted container's previous instance)").default(false))
-    .addOption(new Option('--limit-bytes <bytes>', 'at most this many bytes').argParser(positive))
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
-  try {
-    program.parse([...argv], { from: 'user' });
-  } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 1;
-    throw error;
-  }
+    .addOption(new Option('--limit-bytes <bytes>', 'at most this many bytes').argParser(positive));
+  const ended = parseClientCommand(program, argv, io);
+  if (ended !== undefined) return ended;
   const [pod = '', named] = program.args;
   const options = program.opts<LogsOptions>();
   try {

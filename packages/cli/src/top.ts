@@ -1,5 +1,5 @@
-import { Command, CommanderError, Option } from 'commander';
-import { AgentClient, AgentClientError, addConnectionOptions, type ConnectionOptions } from './agent-client.js';
+import { Command, Option } from 'commander';
+import { AgentClient, AgentClientError, addConnectionOptions, parseClientCommand, type ConnectionOptions } from './agent-client.js';
 
 /** Where `kubelet-ts top` writes, and the environment it reads (the token). */
 export interface TopIo {
@@ -44,15 +44,9 @@ export async function topMain(argv: readonly string[], io: TopIo = process): Pro
     .argument('<what>', '"pods" (or "pod", "po") or "node" (or "nodes", "no")')
     .addOption(new Option('-A, --all-namespaces', 'the pods of every namespace').default(false))
     .addOption(new Option('--containers', "each pod's containers on lines of their own").default(false))
-    .addOption(new Option('--sort-by <figure>', 'largest first: cpu or memory').choices(['cpu', 'memory']))
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
-  try {
-    program.parse([...argv], { from: 'user' });
-  } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 1;
-    throw error;
-  }
+    .addOption(new Option('--sort-by <figure>', 'largest first: cpu or memory').choices(['cpu', 'memory']));
+  const ended = parseClientCommand(program, argv, io);
+  if (ended !== undefined) return ended;
   const what = program.args[0] ?? '';
   const options = program.opts<TopOptions>();
   const node = ['node', 'nodes', 'no'].includes(what);
