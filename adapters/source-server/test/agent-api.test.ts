@@ -108,7 +108,11 @@ describe.each([
 
   it('serves container figures at /containerStats (2014) and /stats/<manifest>/<container>; 404 unknown, 501 without figures', async () => {
     const { url, view } = await start();
-    const figures = { timestamp: 1_000, cpu: { usageNanoseconds: 5_000_000 }, memory: { usageBytes: 1024, limitBytes: 4096, workingSetBytes: 512 } };
+    const figures = {
+      timestamp: 1_000,
+      cpu: { usageNanoseconds: 5_000_000 },
+      memory: { usageBytes: 1024, limitBytes: 4096, workingSetBytes: 512 },
+    };
     expect(await (await fetch(`${url}/containerStats?container=web-1`)).json()).toEqual(figures);
     expect(await (await fetch(`${url}/stats/web/nginx`)).json()).toEqual(figures);
     expect((await fetch(`${url}/containerStats`)).status).toBe(400);
