@@ -2,11 +2,14 @@ import type { IncomingMessage, RequestListener } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { PROMETHEUS_TEXT, renderResourceMetrics, renderSummary } from './resource-figures.js';
-import { isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
+import { eventMatches, isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
 import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route.js';
 import { hostLogsHandler } from './host-logs.js';
 import { HttpProblem, allow, decodePathSegment, routeListener, upgradeListener } from './http-kit.js';
+import { renderEventList, toV1Event } from './event-list.js';
 import { renderPodList } from './pod-list.js';
+import { PodWatchHub } from './pod-watch.js';
+import { watchStream, type WatchEvent } from './watch-stream.js';
 import { streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
@@ -39,6 +42,7 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  */
 export function agentApiHandler(view: AgentView): RouteHandler {
   const streaming = streamingRouteHandler(view);
+  const podWatch = new PodWatchHub(view);
   const handler = async (req: IncomingMessage, url: URL): Promise<RouteAnswer | undefined> => {
     switch (url.pathname) {
       case '/healthz': {
@@ -53,6 +57,7 @@ export function agentApiHandler(view: AgentView): RouteHandler {
       }
       case '/pods': {
         allow(req, 'GET');
+        if (watchAsked(url)) return podsWatch(podWatch);
         const listing = await view.podListing();
         return { status: 200, json: renderPodList(listing.pods, listing) };
       }
@@ -74,6 +79,10 @@ export function agentApiHandler(view: AgentView): RouteHandler {
         allow(req, 'GET');
         const { contentType, body } = await view.probeMetrics();
         return { status: 200, text: body, contentType };
+      }
+      case '/events': {
+        allow(req, 'GET');
+        return eventsAnswer(view, url);
       }
       case '/stats/summary':
         allow(req, 'GET');
@@ -97,6 +106,73 @@ export function agentApiHandler(view: AgentView): RouteHandler {
     }
   };
   return Object.assign(handler, { upgrade: streamingUpgradeHandler(view) });
+}
+
+/**
+ * `GET /events[?namespace=&pod=]`: the recent events as a v1 `EventList`; with `watch=1`, the
+ * kept ones as `ADDED` then every new one (`ADDED`) or fold (`MODIFIED`, its count grown), a JSON
+ * line each, as the API server's watch streams them.
+ */
+function eventsAnswer(view: AgentView, url: URL): RouteAnswer {
+  const filter = {
+    ...optionalParam(url, 'namespace', (namespace) => ({ namespace })),
+    ...optionalParam(url, 'pod', (pod) => ({ pod })),
+  };
+  if (!watchAsked(url)) return { status: 200, json: renderEventList(view.recentEvents(filter), view.nodeName) };
+  return {
+    status: 200,
+    contentType: 'application/json',
+    open: async (signal) =>
+      watchStream(
+        view.recentEvents(filter).map((e) => ({ type: 'ADDED' as const, object: toV1Event(e, view.nodeName) })),
+        (push) =>
+          view.watchEvents((e) => {
+            if (eventMatches(e, filter)) push({ type: e.count === 1 ? 'ADDED' : 'MODIFIED', object: toV1Event(e, view.nodeName) });
+          }),
+        signal,
+      ),
+  };
+}
+
+/**
+ * `GET /pods?watch=1`: the pods now as `ADDED`, then each change (`ADDED`, `MODIFIED`, `DELETED`
+ * with the v1 pod), a JSON line each, as the API server's watch streams them (see `PodWatchHub`).
+ */
+function podsWatch(hub: PodWatchHub): RouteAnswer {
+  return {
+    status: 200,
+    contentType: 'application/json',
+    open: async (signal) => {
+      // Changes heard before the stream is read wait here, in order.
+      const early: WatchEvent<unknown>[] = [];
+      let push: ((change: WatchEvent<unknown>) => void) | undefined;
+      const { initial, stop } = await hub.subscribe((change) => (push === undefined ? early.push(change) : push(change)));
+      // Let go however the answer ends: even one never read (its client left at once).
+      signal.addEventListener('abort', stop, { once: true });
+      return watchStream<unknown>(
+        initial,
+        (p) => {
+          push = p;
+          for (const change of early.splice(0)) p(change);
+          return stop;
+        },
+        signal,
+      );
+    },
+  };
+}
+
+/** `watch`: `1`/`true` to watch, `0`/`false` (or absent) to list; anything else is a 400 naming it. */
+export function watchAsked(url: URL): boolean {
+  const watch = url.searchParams.get('watch');
+  if (watch === null || watch === '0' || watch === 'false') return false;
+  if (watch === '1' || watch === 'true') return true;
+  throw new HttpProblem(400, `the query parameter "watch" must be true or false (1 or 0), got ${JSON.stringify(watch)}`);
+}
+
+function optionalParam<T>(url: URL, name: string, make: (value: string) => T): T | Record<string, never> {
+  const value = url.searchParams.get(name);
+  return value === null || value === '' ? {} : make(value);
 }
 
 async function statsOf(view: AgentView, name: string): Promise<ContainerStats> {

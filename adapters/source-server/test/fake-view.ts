@@ -2,8 +2,11 @@ import type { Duplex } from 'node:stream';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import {
+  type EventFilter,
+  type RecordedEvent,
   type ResourceUsage,
   KubeletError,
+  eventMatches,
   type AgentView,
   type ContainerDetails,
   type ContainerLogRequest,
@@ -134,6 +137,38 @@ export class FakeView implements AgentView {
   }
   async metrics() {
     return { contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'kubelet_ts_desired_pods 1\n' };
+  }
+  readonly nodeName = 'node-1';
+  /** What `recentEvents` answers; `record` adds one and tells the watchers. */
+  readonly events: RecordedEvent[] = [];
+  private readonly eventListeners = new Set<(event: RecordedEvent) => void>();
+  record(event: RecordedEvent): void {
+    const at = this.events.findIndex((e) => e.id === event.id);
+    if (at >= 0) this.events.splice(at, 1);
+    this.events.push(event);
+    for (const listener of this.eventListeners) listener(event);
+  }
+  get eventWatchers(): number {
+    return this.eventListeners.size;
+  }
+  recentEvents(filter: EventFilter = {}): readonly RecordedEvent[] {
+    return this.events.filter((e) => eventMatches(e, filter));
+  }
+  watchEvents(listener: (event: RecordedEvent) => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
+  }
+  private readonly changeListeners = new Set<() => void>();
+  /** Says what `/pods` shows may have changed, as the agent does after a pass. */
+  changed(): void {
+    for (const listener of this.changeListeners) listener();
+  }
+  get changeWatchers(): number {
+    return this.changeListeners.size;
+  }
+  watchChanges(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
   }
   /** What `resourceUsage` answers (a test sets it). */
   usage: ResourceUsage = { nodeName: 'node-1', node: undefined, pods: [] };

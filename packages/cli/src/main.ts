@@ -74,6 +74,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     syncFrequencyMs: options.syncFrequency,
     // The Summary's node.fs is the file system the pods' volumes are on.
     housekeeping: { intervalMs: options.housekeepingInterval, fsPath: options.volumesRoot },
+    eventLog: { maxEvents: options.eventLogSize, maxAgeMs: options.eventTtl },
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
     hostname,
     // Probes dial published ports where they are published; all interfaces includes loopback.

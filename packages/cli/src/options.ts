@@ -19,6 +19,8 @@ export interface CliOptions extends LegacyFlags {
   readonly syncFrequency: number;
   readonly housekeepingInterval: number;
   readonly cgroupRoot?: string;
+  readonly eventLogSize: number;
+  readonly eventTtl: number;
   /** Pods that pull, create and start at once, fixed; absent: adaptive. */
   readonly concurrency?: number;
   readonly fileCheckFrequency: number;
@@ -94,6 +96,14 @@ function concurrency(value: string): number {
     throw new InvalidArgumentError(
       `--concurrency: expected a whole number of pods from 1 to 1024, got ${JSON.stringify(value)}; leave it out for the adaptive default`,
     );
+  }
+  return n;
+}
+
+function eventLogSize(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < 1 || n > 100_000) {
+    throw new InvalidArgumentError(`--event-log-size: expected a whole number of events from 1 to 100000, got ${JSON.stringify(value)}`);
   }
   return n;
 }
@@ -189,6 +199,10 @@ export function buildProgram(): Command {
       ),
     )
     .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
+    .addOption(new Option('--event-log-size <n>', 'recent events kept for /events and get events').argParser(eventLogSize).default(1_000))
+    .addOption(
+      new Option('--event-ttl <duration>', 'how long an event is kept after it last happened').argParser(duration).default(3_600_000, '1h'),
+    )
     .addOption(
       new Option(
         '--cgroup-root <path>',

@@ -3,6 +3,7 @@ import type { LogLine, LogReadOptions } from './container-logs.js';
 import type { StreamOptions, StreamSession } from './container-streams.js';
 import type { ContainerManifest } from './manifest.js';
 import type { PlanReport } from './plan-report.js';
+import type { EventFilter, RecordedEvent } from './events.js';
 import type { ContainerStats, ResourceUsage } from './resource-stats.js';
 import type { ContainerDetails, ContainerState } from './runtime.js';
 
@@ -170,6 +171,17 @@ export interface AgentView {
    * last two passes.
    */
   resourceUsage(): ResourceUsage;
+  /** The node's name (the agent's hostname): `spec.nodeName`, an event's `source.host`. */
+  readonly nodeName: string;
+  /** The agent's recent events (bounded by count and age, identical ones folded), oldest first. */
+  recentEvents(filter?: EventFilter): readonly RecordedEvent[];
+  /** Hears every event recorded from now on (folds included) until the returned function is called. */
+  watchEvents(listener: (event: RecordedEvent) => void): () => void;
+  /**
+   * Hears that what `pods()` shows may have changed (after each pass, and each event the agent
+   * records), until the returned function is called; the listener reads again to see what did.
+   */
+  watchChanges(listener: () => void): () => void;
   /** Prometheus text exposition of the probes' results and durations (`/metrics/probes`). */
   probeMetrics(): Promise<{ readonly contentType: string; readonly body: string }>;
 }

@@ -39,3 +39,32 @@ export interface KubeletEvent {
 export interface EventSink {
   emit(event: KubeletEvent): void;
 }
+
+/**
+ * An event as the agent keeps it for `GET /events` and `kubelet-ts get events`: identical ones
+ * (same type, pod, container, source, reason and message) are folded into one with a count, as
+ * the API server's event correlator does; `time` is the last occurrence.
+ */
+export interface RecordedEvent extends KubeletEvent {
+  /** Which record this is (stable while it is kept; a fold keeps it). */
+  readonly id: number;
+  readonly count: number;
+  /** The first occurrence (ms since the epoch). */
+  readonly firstTime: number;
+  /** The pod's namespace and uid when the event names a pod the agent knew at the time. */
+  readonly namespace?: string;
+  readonly podUid?: string;
+}
+
+/** Which recorded events a reader wants: those of one namespace, one pod, or all. */
+export interface EventFilter {
+  readonly namespace?: string;
+  readonly pod?: string;
+}
+
+/** Whether `event` is one `filter` selects (an event of a pod the agent did not know is the default namespace's; one of no pod is in none). */
+export function eventMatches(event: RecordedEvent, filter: EventFilter): boolean {
+  const namespace = event.namespace ?? (event.podId === undefined ? undefined : 'default');
+  if (filter.namespace !== undefined && namespace !== filter.namespace) return false;
+  return filter.pod === undefined || event.podId === filter.pod;
+}

@@ -14,7 +14,8 @@ export {
   type FieldError,
   type KubeletErrorOptions,
 } from './errors.js';
-export type { EventSink, KubeletEvent, KubeletEventType } from './events.js';
+export type { EventFilter, EventSink, KubeletEvent, KubeletEventType, RecordedEvent } from './events.js';
+export { eventMatches } from './events.js';
 
 // Manifests: their types, and the validation that makes one (the runner checks what embedders'
 // sources hand it; describeValue and isRecord let the v1 decoder word its messages alike)

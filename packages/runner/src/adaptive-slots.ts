@@ -113,3 +113,10 @@ export class AdaptiveSlots implements StartSlots {
     return { startedAt: this.options.clock.now(), count: 0, totalMs: 0, saturated: this.waiting.length > 0 };
   }
 }
+
+/**
+ * The adaptive limit's ceiling. The engine does the work, so the agent's cores do not bound it;
+ * the bench's best raw concurrency was 8 on 2 cores, and 32 leaves room for a bigger engine while
+ * capping what a misjudged window can pile onto one.
+ */
+export const MAX_CONCURRENCY = 32;

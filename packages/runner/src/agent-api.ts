@@ -4,6 +4,7 @@ import {
   KubeletError,
   Labels,
   identityOf,
+  podUid,
   plan,
   reportPlan,
   type Clock,
@@ -109,6 +110,17 @@ export class AgentReadApi {
 
   metrics(): Promise<{ contentType: string; body: string }> {
     return this.options.metrics.text();
+  }
+
+  /** A desired pod's namespace and uid (what an event about it is filed under). */
+  podOf(podId: string): { namespace: string; uid: string } | undefined {
+    const found = this.options.intake.desired().pods.find((p) => p.manifest.id === podId);
+    return found === undefined
+      ? undefined
+      : {
+          namespace: found.manifest.namespace ?? 'default',
+          uid: podUid(found.manifest, { node: this.options.hostname, source: found.source }),
+        };
   }
 
   async containerInfo(name: string): Promise<ContainerDetails | undefined> {

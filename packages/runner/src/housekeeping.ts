@@ -17,7 +17,7 @@ import {
   type PodUsage,
   type ResourceUsage,
 } from '@kubelet-ts/core';
-import type { NodeFigures } from './node-figures.js';
+import { NodeFigures, type NodeFiguresOptions } from './node-figures.js';
 import type { PodCache } from './pod-cache.js';
 
 export interface HousekeepingOptions {
@@ -31,6 +31,18 @@ export interface HousekeepingOptions {
   readonly node: NodeFigures;
   /** How often the figures are sampled (the kubelet's `--housekeeping-interval`). */
   readonly intervalMs: number;
+}
+
+/** The kubelet's `--housekeeping-interval`. */
+const DEFAULT_INTERVAL_MS = 10_000;
+
+/** The agent's housekeeping as its options ask (`intervalMs` 0: none), on the node's own figures. */
+export function housekeepingOf(
+  asked: ({ readonly intervalMs?: number } & NodeFiguresOptions) | undefined,
+  parts: Omit<HousekeepingOptions, 'node' | 'intervalMs'>,
+): Housekeeping | undefined {
+  const { intervalMs = DEFAULT_INTERVAL_MS, ...node } = asked ?? {};
+  return intervalMs === 0 ? undefined : new Housekeeping({ ...parts, node: new NodeFigures(node), intervalMs });
 }
 
 /** One reading of a CPU counter, to make a rate of with the next. */

@@ -3,6 +3,8 @@ import type { NodeFiguresOptions } from './node-figures.js';
 import type { NetworkCheck } from './prober.js';
 import type { RuntimeDeadlines } from './runtime-deadlines.js';
 import type { SourceCheckpoints } from './source-checkpoints.js';
+import type { SourceStatus } from './source-intake.js';
+import type { PassResult } from './sync-loop.js';
 
 /**
  * With the host access that manifests a source built from plain objects may take (`HostAccess`; off
@@ -60,4 +62,13 @@ export interface KubeletOptions extends HostAccess {
    * 0 never), and the file systems of the volumes and of the engine's images.
    */
   readonly housekeeping?: { readonly intervalMs?: number } & NodeFiguresOptions;
+  /** The recent events kept for `recentEvents()` (`GET /events`): at most `maxEvents` (1,000), for `maxAgeMs` (1 h). */
+  readonly eventLog?: { readonly maxEvents?: number; readonly maxAgeMs?: number };
+}
+
+export interface KubeletStatus {
+  readonly hostname: string;
+  readonly sources: readonly SourceStatus[];
+  readonly passes: number;
+  readonly lastPass?: PassResult;
 }

@@ -25,13 +25,16 @@ import {
   type PodListing,
   type PodView,
   type ResourceUsage,
+  type EventFilter,
+  type RecordedEvent,
   hostAccessOf,
 } from '@kubelet-ts/core';
-import { AdaptiveSlots } from './adaptive-slots.js';
+import { AdaptiveSlots, MAX_CONCURRENCY } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
 import { checkCapabilities } from './capabilities.js';
 import { PlanExecutor } from './executor.js';
-import { LogEventSink } from './log-event-sink.js';
+import { EventLog } from './event-log.js';
+import { FanOutEventSink, LogEventSink } from './log-event-sink.js';
 import { KubeletMetrics } from './metrics.js';
 import type { DesiredState } from './mux.js';
 import { AgentInbox } from './inbox.js';
@@ -39,25 +42,17 @@ import { PodCache } from './pod-cache.js';
 import { PodWorkers } from './pod-workers.js';
 import { Slots } from './slots.js';
 import { Prober } from './prober.js';
-import { Housekeeping } from './housekeeping.js';
-import type { KubeletOptions } from './kubelet-options.js';
-import { NodeFigures } from './node-figures.js';
+import { housekeepingOf, type Housekeeping } from './housekeeping.js';
+import type { KubeletOptions, KubeletStatus } from './kubelet-options.js';
 import { ProbeMetrics } from './probe-metrics.js';
-import { SourceIntake, type SourceStatus } from './source-intake.js';
+import { SourceIntake, } from './source-intake.js';
 import { DEFAULT_RUNTIME_DEADLINES, withDeadlines } from './runtime-deadlines.js';
 import { DEFAULT_EVENTED_RELIST_MS, RuntimeWatch, relistDue } from './runtime-watch.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
 import { TransitionReporter } from './transition-reporter.js';
 
-export type { KubeletOptions } from './kubelet-options.js';
-
-export interface KubeletStatus {
-  readonly hostname: string;
-  readonly sources: readonly SourceStatus[];
-  readonly passes: number;
-  readonly lastPass?: PassResult;
-}
+export type { KubeletOptions, KubeletStatus } from './kubelet-options.js';
 
 type KubeletEvents = { pass: [PassResult] };
 
@@ -69,6 +64,8 @@ type KubeletEvents = { pass: [PassResult] };
  */
 export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   readonly hostname: string;
+  /** The node's name, as `/pods` and `/events` give it: the hostname. */
+  readonly nodeName: string;
   private readonly runtime: ContainerRuntime;
   /** The runtime as last seen: passes write it, everything else reads it. */
   private readonly cache: PodCache;
@@ -80,6 +77,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly workers: PodWorkers;
   private readonly prober: Prober;
   private readonly probeCounts = new ProbeMetrics();
+  private readonly eventLog: EventLog;
   /** Samples what the node and pods use; undefined with `housekeeping.intervalMs: 0`. */
   private readonly housekeeping: Housekeeping | undefined;
   private readonly passes: SyncPass;
@@ -92,7 +90,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   constructor(options: KubeletOptions) {
     super();
-    this.hostname = (options.hostname ?? osHostname()).toLowerCase();
+    this.hostname = this.nodeName = (options.hostname ?? osHostname()).toLowerCase();
     const problem = nodeNameProblem(this.hostname);
     if (problem !== undefined) throw new Error(problem);
     const metrics = new KubeletMetrics(async () => this.cache.snapshot().containers.filter((c) => isManagedBy(c.labels, this.hostname)));
@@ -103,7 +101,13 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     );
     this.cache = new PodCache({ runtime: this.runtime, hostname: this.hostname, clock: this.clock });
     this.logger = options.logger ?? silentLogger;
-    this.events = metrics.events(options.events ?? new LogEventSink(this.logger));
+    this.eventLog = new EventLog({
+      clock: this.clock,
+      maxEvents: options.eventLog?.maxEvents ?? 1_000,
+      maxAgeMs: options.eventLog?.maxAgeMs ?? 3_600_000,
+      podOf: (podId) => this.api.podOf(podId),
+    });
+    this.events = metrics.events(new FanOutEventSink([options.events ?? new LogEventSink(this.logger), this.eventLog]));
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
     const emit = (event: Omit<KubeletEvent, 'time'>) => this.emitEvent(event);
     // Every part posts here; the inbox alone decides what follows (wired below, once all exist).
@@ -129,20 +133,14 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       inbox,
       metrics: this.probeCounts,
     });
-    const { intervalMs = DEFAULT_HOUSEKEEPING_MS, ...node } = options.housekeeping ?? {};
-    this.housekeeping =
-      intervalMs === 0
-        ? undefined
-        : new Housekeeping({
-            runtime: this.runtime,
-            cache: this.cache,
-            pods: () => this.intake.desired().pods,
-            hostname: this.hostname,
-            clock: this.clock,
-            logger: this.logger,
-            node: new NodeFigures(node),
-            intervalMs,
-          });
+    this.housekeeping = housekeepingOf(options.housekeeping, {
+      runtime: this.runtime,
+      cache: this.cache,
+      pods: () => this.intake.desired().pods,
+      hostname: this.hostname,
+      clock: this.clock,
+      logger: this.logger,
+    });
     // A fixed concurrency when asked for; else the limit is found while the agent works.
     const startSlots =
       options.concurrency === undefined
@@ -343,6 +341,23 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     );
   }
 
+  recentEvents(filter?: EventFilter): readonly RecordedEvent[] {
+    return this.eventLog.list(filter);
+  }
+
+  watchEvents(listener: (event: RecordedEvent) => void): () => void {
+    return this.eventLog.subscribe(listener);
+  }
+
+  watchChanges(listener: () => void): () => void {
+    const stopEvents = this.eventLog.subscribe(() => listener());
+    this.on('pass', listener);
+    return () => {
+      stopEvents();
+      this.off('pass', listener);
+    };
+  }
+
   probeMetrics(): Promise<{ contentType: string; body: string }> {
     return this.probeCounts.text();
   }
@@ -377,12 +392,3 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 export function createKubelet(options: KubeletOptions): Kubelet {
   return new Kubelet(options);
 }
-
-/**
- * The adaptive limit's ceiling. The engine does the work, so the agent's cores do not bound it;
- * the bench's best raw concurrency was 8 on 2 cores, and 32 leaves room for a bigger engine while
- * capping what a misjudged window can pile onto one.
- */
-const MAX_CONCURRENCY = 32;
-/** The kubelet's `--housekeeping-interval`. */
-const DEFAULT_HOUSEKEEPING_MS = 10_000;
