@@ -45,7 +45,7 @@ import { Prober } from './prober.js';
 import { housekeepingOf, type Housekeeping } from './housekeeping.js';
 import type { KubeletOptions, KubeletStatus } from './kubelet-options.js';
 import { ProbeMetrics } from './probe-metrics.js';
-import { SourceIntake, } from './source-intake.js';
+import { SourceIntake } from './source-intake.js';
 import { DEFAULT_RUNTIME_DEADLINES, withDeadlines } from './runtime-deadlines.js';
 import { DEFAULT_EVENTED_RELIST_MS, RuntimeWatch, relistDue } from './runtime-watch.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
