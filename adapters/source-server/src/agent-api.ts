@@ -7,7 +7,7 @@ import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route
 import { hostLogsHandler } from './host-logs.js';
 import { HttpProblem, allow, decodePathSegment, routeListener, upgradeListener } from './http-kit.js';
 import { renderEventList, toV1Event } from './event-list.js';
-import { renderPodList } from './pod-list.js';
+import { renderPodList, rfc3339 } from './pod-list.js';
 import { PodWatchHub } from './pod-watch.js';
 import { watchStream, type WatchEvent } from './watch-stream.js';
 import { streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
@@ -80,6 +80,9 @@ export function agentApiHandler(view: AgentView): RouteHandler {
         const { contentType, body } = await view.probeMetrics();
         return { status: 200, text: body, contentType };
       }
+      case '/sources':
+        allow(req, 'GET');
+        return { status: 200, json: renderSources(view) };
       case '/events': {
         allow(req, 'GET');
         return eventsAnswer(view, url);
@@ -159,6 +162,24 @@ function podsWatch(hub: PodWatchHub): RouteAnswer {
         signal,
       );
     },
+  };
+}
+
+/**
+ * `GET /sources`: each manifest source in priority order (its name, whether it has delivered, how
+ * many manifests, its last problem, why it is down), with the manifests it had rejected among the
+ * recent events (each with its field errors, how often, and when last).
+ */
+function renderSources(view: AgentView) {
+  const rejected = view.recentEvents().filter((e) => e.type === 'ManifestRejected');
+  return {
+    kind: 'SourceList',
+    items: view.sources().map((source) => ({
+      ...source,
+      rejected: rejected
+        .filter((e) => e.source === source.name)
+        .map((e) => ({ message: e.message, count: e.count, lastSeen: rfc3339(e.time) })),
+    })),
   };
 }
 

@@ -161,3 +161,32 @@ describe('watchStream', () => {
     expect(subscribed).toBe(false);
   });
 });
+
+describe('GET /sources', () => {
+  it('lists each source in priority order with what it delivered, its last problem, and the manifests it had rejected', async () => {
+    const { url, view } = await start();
+    view.record({
+      id: 9,
+      type: 'ManifestRejected',
+      time: T0,
+      firstTime: T0,
+      count: 2,
+      source: 'file',
+      reason: 'InvalidManifest',
+      message: 'web.yaml: containers[0].image: required',
+    });
+    expect(await (await fetch(`${url}/sources`)).json()).toEqual({
+      kind: 'SourceList',
+      items: [
+        {
+          name: 'file',
+          seen: true,
+          manifests: 1,
+          lastError: 'web.yaml: containers[0].image: required',
+          rejected: [{ message: 'web.yaml: containers[0].image: required', count: 2, lastSeen: '2026-12-04T10:00:00Z' }],
+        },
+        { name: 'etcd', seen: false, manifests: 0, down: 'connect ECONNREFUSED 127.0.0.1:2379', rejected: [] },
+      ],
+    });
+  });
+});

@@ -5,6 +5,7 @@ import {
   type EventFilter,
   type RecordedEvent,
   type ResourceUsage,
+  type SourceView,
   KubeletError,
   eventMatches,
   type AgentView,
@@ -139,6 +140,12 @@ export class FakeView implements AgentView {
     return { contentType: 'text/plain; version=0.0.4; charset=utf-8', body: 'kubelet_ts_desired_pods 1\n' };
   }
   readonly nodeName = 'node-1';
+  sources(): readonly SourceView[] {
+    return [
+      { name: 'file', seen: true, manifests: 1, lastError: 'web.yaml: containers[0].image: required' },
+      { name: 'etcd', seen: false, manifests: 0, down: 'connect ECONNREFUSED 127.0.0.1:2379' },
+    ];
+  }
   /** What `recentEvents` answers; `record` adds one and tells the watchers. */
   readonly events: RecordedEvent[] = [];
   private readonly eventListeners = new Set<(event: RecordedEvent) => void>();

@@ -7,6 +7,19 @@ import type { EventFilter, RecordedEvent } from './events.js';
 import type { ContainerStats, ResourceUsage } from './resource-stats.js';
 import type { ContainerDetails, ContainerState } from './runtime.js';
 
+/** A manifest source as the agent sees it (`GET /sources`, `kubelet-ts get sources`). */
+export interface SourceView {
+  readonly name: string;
+  /** It has delivered a set at least once (only then may the agent stop what it no longer lists). */
+  readonly seen: boolean;
+  /** The manifests of its last set. */
+  readonly manifests: number;
+  /** Its last problem (an unreadable file, an unreachable backend, a rejected manifest), while it lasts. */
+  readonly lastError?: string;
+  /** Why it is down (it crashed and waits to be started again); absent while it runs. */
+  readonly down?: string;
+}
+
 /** An earlier run of a manifest container that ended (the kubelet's `lastState.terminated`). */
 export interface EndedRun {
   readonly id: string;
@@ -171,6 +184,8 @@ export interface AgentView {
    * last two passes.
    */
   resourceUsage(): ResourceUsage;
+  /** Each manifest source, in priority order: whether it has delivered, how many manifests, its last problem. */
+  sources(): readonly SourceView[];
   /** The node's name (the agent's hostname): `spec.nodeName`, an event's `source.host`. */
   readonly nodeName: string;
   /** The agent's recent events (bounded by count and age, identical ones folded), oldest first. */

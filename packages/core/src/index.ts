@@ -147,5 +147,6 @@ export type {
   HealthView,
   PodListing,
   PodView,
+  SourceView,
   WaitingReason,
 } from './agent-view.js';

@@ -25,6 +25,7 @@ import {
   type PodListing,
   type PodView,
   type ResourceUsage,
+  type SourceView,
   type EventFilter,
   type RecordedEvent,
   hostAccessOf,
@@ -347,6 +348,10 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   watchEvents(listener: (event: RecordedEvent) => void): () => void {
     return this.eventLog.subscribe(listener);
+  }
+
+  sources(): readonly SourceView[] {
+    return this.intake.statuses();
   }
 
   watchChanges(listener: () => void): () => void {
