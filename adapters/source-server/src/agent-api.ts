@@ -22,7 +22,9 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  * - `GET /metrics`: the Prometheus text exposition, with its own content type;
  * - `GET /pods`: the desired pods as the kubelet's `/pods` answers, a Kubernetes v1 `PodList`
  *   (`renderPodList` of `AgentView.podListing`: metadata, spec, and status with phase, conditions,
- *   container statuses);
+ *   container statuses); with `watch=1`, their changes as JSON lines (`PodWatchHub`);
+ * - `GET /events` (a v1 `EventList` of the recent events; `namespace`, `pod`, `watch=1`) and
+ *   `GET /sources` (each manifest source, and the manifests it rejected);
  * - `GET /plan`: what a sync pass would do now;
  * - `GET /containerInfo?container=NAME`: the runtime's inspect data of a container this agent
  *   manages; 400 without `container`, 404 for any other container, foreign ones included.
