@@ -12,3 +12,11 @@ export function connectDocker(host: string): DockerApi {
   const url = new URL(host.replace(/^tcp:/, 'http:'));
   return client({ host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol === 'https:' ? 'https' : 'http' });
 }
+
+/**
+ * Whether `host` is a unix socket, and so (but for a socket forwarded from elsewhere, which the
+ * stats' kernel path tells by the cgroup paths it finds) an engine on this host.
+ */
+export function isLocalEndpoint(host: string): boolean {
+  return host.startsWith('unix://') || host.startsWith('/');
+}

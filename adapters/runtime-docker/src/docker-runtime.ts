@@ -128,6 +128,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       clock: this.clock,
       call: (what, fn) => this.call(what, fn),
       version: () => this.version(),
+      endpoint: host,
     });
     this.sandboxes = new DockerSandboxes({
       docker: this.docker,
@@ -311,12 +312,12 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     return dockerLogs(this.docker, this.endpoint, id, options);
   }
 
-  /** One-shot figures from the engine (`docker stats --no-stream`; see `DockerStatsSource`). */
+  /** Figures from the kernel for a local engine, else the engine's one-shot ones (see `DockerStatsSource`). */
   stats(id: string): Promise<ContainerStats> {
     return this.statsSource.stats(id);
   }
 
-  /** One one-shot read per container and sandbox holder, a few at once; gone ones are left out. */
+  /** Each container and sandbox holder read once, a few at once; gone ones are left out. */
   sample(request: StatsRequest): Promise<StatsSample> {
     return this.statsSource.sample(request);
   }

@@ -7,9 +7,12 @@ import {
   type StatsRequest,
   type StatsSample,
 } from '@kubelet-ts/core';
+import { ContainerRuns } from './container-runs.js';
 import type { DockerApi, DockerStats, DockerVersion } from './docker-api.js';
-import { containerStatsOf, sandboxStatsOf, statsQuirksOf } from './docker-stats.js';
+import { isLocalEndpoint } from './docker-connect.js';
+import { containerStatsOf, sandboxStatsOf, statsQuirksOf, type StatsQuirks } from './docker-stats.js';
 import { engineKindOf } from './engine-kind.js';
+import { KernelStats, type KernelStatsOptions } from './kernel-stats.js';
 
 export interface DockerStatsSourceOptions {
   readonly docker: DockerApi;
@@ -19,29 +22,55 @@ export interface DockerStatsSourceOptions {
   /** What serves the API (`GET /version`), asked once. */
   readonly version: () => Promise<DockerVersion>;
   /**
-   * How many one-shot reads a sample has in flight at once. Default 64: Docker answers reads made at
-   * once on the same tick of its 1-second collector, so a sample of N ids takes about N/64 s (200
-   * pods, a container and a holder each: ~7 s, within the 10 s housekeeping interval).
+   * How many one-shot reads (and inspects) a sample has in flight at once. Default 64: Docker
+   * answers reads made at once on the same tick of its 1-second collector, so a sample of N ids
+   * takes about N/64 s (200 pods, a container and a holder each: ~7 s, within the 10 s
+   * housekeeping interval).
    */
   readonly concurrency?: number;
+  /**
+   * Where the engine answers. A unix socket means an engine on this host, whose containers'
+   * figures are read from the kernel (see `KernelStats`); default none: the API alone.
+   */
+  readonly endpoint?: string;
+  /** Where procfs and the cgroup hierarchies are, for the kernel reads (tests put fixtures there). */
+  readonly kernel?: KernelStatsOptions;
 }
 
+/** Figures read from the kernel are the namespace's own: no engine's quirk to make up for. */
+const AS_READ: StatsQuirks = { swappedNetwork: false };
+
 /**
- * What containers and pods use, from the engine's one-shot stats (`docker stats --no-stream`; the
- * mapping is `containerStatsOf`). The Engine API has no list of stats: a sample reads each
- * container and sandbox holder once, many at a time. `one-shot=true` (API 1.41) spares Docker its
- * CPU pre-sample, which halves a read (Docker 20.10: 2 s → 1 s, the period of its collector, which
- * serves reads made at once together); older engines ignore it, and Podman never pre-samples.
+ * What containers and pods use. For an engine on this host, from the kernel as cAdvisor reads it
+ * (`KernelStats`): each container's cgroup files and each holder's `/proc/<pid>/net/dev`, its
+ * process learnt by one inspect and kept (`ContainerRuns`). A sample of 200 pods (400 ids) then
+ * costs the agent about 25 ms of CPU instead of about 250 ms, and the engine nothing instead of
+ * about 350 ms (Docker 20.10, cgroup v1). The figures are the engine's, but for the limit of a
+ * container without one: the kernel gives none, where the engine gives the host's memory.
+ *
+ * Otherwise, and for any container whose files cannot be read, from the engine's one-shot stats
+ * (`docker stats --no-stream`); the mapping is `containerStatsOf` either way. The Engine API has
+ * no list of stats: a sample reads each container and holder once, many at a time.
+ * `one-shot=true` (API 1.41) spares Docker its CPU pre-sample, which halves a read (Docker 20.10:
+ * 2 s → 1 s, the period of its collector, which serves reads made at once together); older
+ * engines ignore it, and Podman never pre-samples.
  */
 export class DockerStatsSource implements ContainerStatsSource {
   private readonly concurrency: number;
+  /** What the kernel tells of an engine on this host; undefined for a remote engine, or where procfs cannot be read. */
+  private readonly runs: ContainerRuns | undefined;
 
   constructor(private readonly options: DockerStatsSourceOptions) {
     this.concurrency = options.concurrency ?? 64;
+    const kernel = options.endpoint !== undefined && isLocalEndpoint(options.endpoint) ? KernelStats.open(options.kernel) : undefined;
+    this.runs =
+      kernel === undefined
+        ? undefined
+        : new ContainerRuns(kernel, (id) => options.call(`inspect ${id}`, () => options.docker.getContainer(id).inspect()));
   }
 
-  async stats(id: string): Promise<ContainerStats> {
-    return containerStatsOf(await this.read(id), this.options.clock.now());
+  stats(id: string): Promise<ContainerStats> {
+    return this.containerStats(id);
   }
 
   /** Each id read once, at most `concurrency` at a time; a gone one (NotFound) is left out, any other failure fails the sample. */
@@ -52,23 +81,40 @@ export class DockerStatsSource implements ContainerStatsSource {
     // Each in its slot, so that the sample lists them in the order asked whatever order they end in.
     const containers: Array<[string, ContainerStats]> = [];
     const sandboxes: Array<[string, SandboxStats]> = [];
-    const now = () => this.options.clock.now();
     const jobs = [
       ...request.containers.map((id, i) => async () => {
-        const figures = await gone(this.read(id));
-        if (figures !== undefined) containers[i] = [id, containerStatsOf(figures, now())];
+        const figures = await gone(this.containerStats(id));
+        if (figures !== undefined) containers[i] = [id, figures];
       }),
       ...request.sandboxes.map((id, i) => async () => {
-        // Podman reports zeros for a holder on the host's network where Docker names no network:
-        // its inspect tells (a holder's network mode never changes, but nothing is kept here).
-        const [figures, hostNetwork] = await Promise.all([gone(this.read(id)), podman ? gone(this.onHostNetwork(id)) : false]);
-        if (figures !== undefined && hostNetwork !== undefined)
-          sandboxes[i] = [id, sandboxStatsOf(figures, now(), { quirks, hostNetwork })];
+        const figures = await gone(this.sandboxStats(id, quirks, podman));
+        if (figures !== undefined) sandboxes[i] = [id, figures];
       }),
     ];
     await atMost(this.concurrency, jobs);
+    this.runs?.keepOnly(new Set([...request.containers, ...request.sandboxes]));
     // The gone ones are holes, which filter skips.
     return { containers: new Map(containers.filter(Boolean)), sandboxes: new Map(sandboxes.filter(Boolean)) };
+  }
+
+  private async containerStats(id: string): Promise<ContainerStats> {
+    const fromKernel = await this.runs?.read(id, (kernel, run) => kernel.container(run.cgroup));
+    const figures = fromKernel?.figures ?? (await this.read(id));
+    return containerStatsOf(figures, this.options.clock.now());
+  }
+
+  private async sandboxStats(id: string, quirks: StatsQuirks, podman: boolean): Promise<SandboxStats> {
+    // A holder on the host's network reports no network, as the engine's own figures (its namespace's are the node's).
+    const fromKernel = await this.runs?.read(id, (kernel, run) => (run.hostNetwork ? {} : kernel.network(run.pid)));
+    if (fromKernel?.figures !== undefined)
+      return sandboxStatsOf({ networks: fromKernel.figures }, this.options.clock.now(), { quirks: AS_READ });
+    // Podman reports zeros for a holder on the host's network where Docker names no network: its
+    // inspect tells (the one that found its process, where the kernel is read).
+    const [figures, hostNetwork] = await Promise.all([
+      this.read(id),
+      fromKernel === undefined ? podman && this.onHostNetwork(id) : fromKernel.run.hostNetwork,
+    ]);
+    return sandboxStatsOf(figures, this.options.clock.now(), { quirks, hostNetwork });
   }
 
   private async read(id: string): Promise<DockerStats> {

@@ -31,6 +31,8 @@ import type { DockerVersion } from './docker-api.js';
  *   is not running answers with an empty body; the pod's interface is named `network`, with zeros
  *   for a holder on the host's network (Docker names none), and before 4.4 its received and sent
  *   bytes swapped (`statsQuirksOf`). It never pre-samples CPU, so `one-shot` changes nothing there.
+ *   All of this is of its stats API, which serves a remote engine: a local one's figures come from
+ *   the kernel (`KernelStats`), alike on both.
  *
  * Checked alike on both (test/host-network.test.ts, the v1 contract): a host-network holder
  * (`NetworkMode: host`) and containers joining it with `container:<holder>` share the host's
