@@ -1,4 +1,4 @@
-import type { KubeletEventType, RecordedEvent } from '@kubelet-ts/core';
+import { podNameOf, type KubeletEventType, type RecordedEvent } from '@kubelet-ts/core';
 import { rfc3339 } from './pod-list.js';
 
 /** The kubelet's reason for what the agent did, where it has its own word for it. */
@@ -49,8 +49,8 @@ export interface V1Event {
 
 /**
  * One recorded event as a core/v1 `Event`: about its pod (a container's as `fieldPath`
- * `spec.containers{name}`), or about the node when it names no pod (a source's); its reason in
- * the kubelet's words where it has one, else the agent's event type.
+ * `spec.containers{name}`, the pod by its v1 name), or about the node when it names no pod (a
+ * source's); its reason in the kubelet's words where it has one, else the agent's event type.
  */
 export function toV1Event(event: RecordedEvent, nodeName: string): V1Event {
   const namespace = event.namespace ?? 'default';
@@ -59,7 +59,7 @@ export function toV1Event(event: RecordedEvent, nodeName: string): V1Event {
       ? { kind: 'Node' as const, name: nodeName }
       : {
           kind: 'Pod' as const,
-          name: event.podId,
+          name: podNameOf(event.podId, event.namespace),
           namespace,
           ...(event.podUid === undefined ? {} : { uid: event.podUid }),
           ...(event.container === undefined ? {} : { fieldPath: `spec.containers{${event.container}}` }),
@@ -67,7 +67,8 @@ export function toV1Event(event: RecordedEvent, nodeName: string): V1Event {
   return {
     metadata: { name: `${involvedObject.name}.${event.id.toString(16).padStart(8, '0')}`, namespace },
     involvedObject,
-    reason: event.reason ?? REASONS[event.type] ?? event.type,
+    // The kubelet's word for what happened; the agent's own reason (why: `new`, `restart`) is not it.
+    reason: REASONS[event.type] ?? event.type,
     message: event.message,
     source: { component: 'kubelet', host: nodeName },
     firstTimestamp: rfc3339(event.firstTime),

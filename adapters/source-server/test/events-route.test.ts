@@ -106,6 +106,19 @@ describe('GET /events', () => {
     });
   });
 
+  it("names a v1 pod as /pods does (its manifest id less the namespace), and gives the kubelet's reason, not the agent's why", async () => {
+    const { url, view } = await start();
+    view.record({ ...backOff, id: 7, podId: 'db.shop', type: 'ContainerStarted', reason: 'new', count: 1, message: 'started' });
+    const list = (await (await fetch(`${url}/events?pod=db&namespace=shop`)).json()) as { items: Array<Record<string, any>> };
+    expect(list.items).toHaveLength(1);
+    expect(list.items[0]).toMatchObject({
+      metadata: { name: 'db.00000007', namespace: 'shop' },
+      involvedObject: { kind: 'Pod', name: 'db', namespace: 'shop' },
+      reason: 'Started',
+      type: 'Normal',
+    });
+  });
+
   it('filters by namespace and pod; refuses a watch that is neither true nor false', async () => {
     const { url } = await start();
     const names = async (query: string) =>
@@ -113,7 +126,8 @@ describe('GET /events', () => {
         (e) => e.metadata.name,
       );
     expect(await names('?namespace=shop')).toEqual(['web.00000001']);
-    expect(await names('?namespace=default')).toEqual([]);
+    // The node's events are the default namespace's, as the kubelet files them.
+    expect(await names('?namespace=default')).toEqual(['node-1.00000002']);
     expect(await names('?pod=web')).toEqual(['web.00000001']);
     const refused = await fetch(`${url}/events?watch=soon`);
     expect(refused.status).toBe(400);

@@ -1,3 +1,5 @@
+import { podNameOf } from './naming.js';
+
 export type KubeletEventType =
   | 'ContainerCreated'
   | 'ContainerStarted'
@@ -62,9 +64,15 @@ export interface EventFilter {
   readonly pod?: string;
 }
 
-/** Whether `event` is one `filter` selects (an event of a pod the agent did not know is the default namespace's; one of no pod is in none). */
+/**
+ * Whether `event` is one `filter` selects. An event of a pod the agent did not know, or of no pod
+ * (the node's, a source's), is the default namespace's, as the kubelet files node events; a pod is
+ * named as `/pods` names it (a v1 pod's name, without the `.<namespace>` of its manifest id), or by
+ * its manifest id.
+ */
 export function eventMatches(event: RecordedEvent, filter: EventFilter): boolean {
-  const namespace = event.namespace ?? (event.podId === undefined ? undefined : 'default');
+  const namespace = event.namespace ?? 'default';
   if (filter.namespace !== undefined && namespace !== filter.namespace) return false;
-  return filter.pod === undefined || event.podId === filter.pod;
+  if (filter.pod === undefined) return true;
+  return event.podId !== undefined && (event.podId === filter.pod || podNameOf(event.podId, event.namespace) === filter.pod);
 }

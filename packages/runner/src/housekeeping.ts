@@ -3,6 +3,7 @@ import {
   identityOf,
   isManagedBy,
   isManagedSandbox,
+  podNameOf,
   podUid,
   repeatEvery,
   type Clock,
@@ -174,7 +175,7 @@ export class Housekeeping {
       return [
         {
           namespace: manifest.namespace ?? 'default',
-          name: manifest.id,
+          name: podNameOf(manifest.id, manifest.namespace),
           uid: podUid(manifest, { node: hostname, source }),
           containers: running,
           ...(sandbox === undefined ? {} : { sandboxId: sandbox.id, startTime: sandbox.createdAt }),

@@ -1,3 +1,4 @@
+import { podNameOf } from '@kubelet-ts/core';
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { ProbeKind, ProbeTarget } from './prober.js';
 
@@ -30,7 +31,7 @@ export class ProbeMetrics {
     const where = {
       probe_type: PROBE_TYPE[kind],
       container: target.container,
-      pod: target.podId,
+      pod: podNameOf(target.podId, target.namespace),
       namespace: target.namespace ?? 'default',
     };
     this.total.inc({ ...where, result, pod_uid: target.podUid ?? '' });
