@@ -1,49 +1,43 @@
 import { readFile } from 'node:fs/promises';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { CommanderError, Option, type Command } from 'commander';
 import { WebSocket } from 'ws';
 
 export const DEFAULT_AGENT_SERVER = 'http://127.0.0.1:10250';
 
-/** What `addConnectionOptions` gives a command, parsed. */
-export interface ConnectionOptions {
-  readonly namespace: string;
-  readonly server: string;
-  readonly token?: string;
-  readonly certificateAuthority?: string;
-  readonly clientCertificate?: string;
-  readonly clientKey?: string;
-}
-
-/** The options every command that talks to a running agent takes (`--server`, the token, the TLS files, `-n`). */
 /**
- * Parses a client command's arguments, its help and errors written to `io`: the exit code when
- * the parse ended the command (0 after `--help`, 1 on a bad argument), else undefined.
+ * The exit codes of every command that talks to a running agent, for scripts to branch on:
+ * 0 it worked; 1 a usage error or anything else; 2 the agent cannot be reached (refused, timed
+ * out, a name that does not resolve); 3 the agent refused the credentials (HTTP 401 or 403);
+ * 4 TLS failed (a certificate the CA did not sign, an unknown CA, a name the certificate does not
+ * carry, an unreadable certificate).
  */
-export function parseClientCommand(
-  program: Command,
-  argv: readonly string[],
-  io: { readonly stdout: NodeJS.WritableStream; readonly stderr: NodeJS.WritableStream },
-): number | undefined {
-  program.exitOverride().configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
-  try {
-    program.parse([...argv], { from: 'user' });
-    return undefined;
-  } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 1;
-    throw error;
-  }
-}
+export const ExitCodes = { ok: 0, failed: 1, unreachable: 2, unauthorized: 3, tls: 4 } as const;
 
-export function addConnectionOptions(command: Command): Command {
-  return command
-    .addOption(new Option('-n, --namespace <namespace>', "the pod's namespace").default('default'))
-    .addOption(new Option('--server <url>', "the agent's server").default(DEFAULT_AGENT_SERVER))
-    .addOption(new Option('--token <token>', 'bearer token (default: $KUBELET_TS_AUTH_TOKEN)'))
-    .addOption(new Option('--certificate-authority <path>', "PEM CA the server's certificate must chain to"))
-    .addOption(new Option('--client-certificate <path>', 'PEM client certificate (with --client-key)'))
-    .addOption(new Option('--client-key <path>', 'PEM key of --client-certificate'));
+/** What went wrong talking to the agent, by behaviour: each has its exit code. */
+export type AgentClientErrorCode = 'Failed' | 'Unreachable' | 'Unauthorized' | 'Tls';
+
+const EXIT_CODE_OF: Readonly<Record<AgentClientErrorCode, number>> = {
+  Failed: ExitCodes.failed,
+  Unreachable: ExitCodes.unreachable,
+  Unauthorized: ExitCodes.unauthorized,
+  Tls: ExitCodes.tls,
+};
+
+/** A problem talking to the agent, said for a person in one line; `exitCode` says which kind to a script. */
+export class AgentClientError extends Error {
+  constructor(
+    message: string,
+    readonly code: AgentClientErrorCode = 'Failed',
+    options?: { readonly cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'AgentClientError';
+  }
+
+  get exitCode(): number {
+    return EXIT_CODE_OF[this.code];
+  }
 }
 
 /** How to reach a running agent's server: the settings its server takes, from the client's side. */
@@ -52,25 +46,39 @@ export interface AgentClientOptions {
   readonly server: string;
   /** Sent as `Authorization: Bearer <token>`. */
   readonly token?: string | undefined;
-  /** PEM files: the CA the server's certificate must chain to, and a client certificate and its key. */
+  /** PEM files, or their contents (a kubeconfig's `…-data`): the CA the server's certificate must chain to, and a client certificate and its key. */
   readonly certificateAuthority?: string | undefined;
+  readonly certificateAuthorityData?: Buffer | undefined;
   readonly clientCertificate?: string | undefined;
+  readonly clientCertificateData?: Buffer | undefined;
   readonly clientKey?: string | undefined;
+  readonly clientKeyData?: Buffer | undefined;
+  /** The server's certificate is not checked (kubectl's `--insecure-skip-tls-verify`). */
+  readonly insecureSkipTlsVerify?: boolean | undefined;
+  /** How long making the connection may take before the agent counts as unreachable. Default 10 s. */
+  readonly connectTimeoutMs?: number | undefined;
 }
 
-/** A problem talking to the agent, said for a person: exit 1 with this message. */
-export class AgentClientError extends Error {}
+interface TlsSettings {
+  readonly ca?: Buffer;
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+  readonly rejectUnauthorized: boolean;
+}
 
 /**
  * GET requests to an agent's server over HTTP or HTTPS, the answer given unread (a stream) so
- * that a caller can stream it. A non-2xx answer is an `AgentClientError` with what the server
- * said (its JSON `error`), and so is a server that cannot be reached.
+ * that a caller can stream it, and WebSockets. Every failure is an `AgentClientError` whose code
+ * says what kind it is: a non-2xx answer carries what the server said (its JSON `error`; 401 and
+ * 403 are `Unauthorized`), a server that cannot be reached is `Unreachable`, a handshake that
+ * failed on a certificate is `Tls`.
  */
 export class AgentClient {
   private constructor(
     private readonly base: URL,
     private readonly headers: Readonly<Record<string, string>>,
-    private readonly tls: { ca?: Buffer; cert?: Buffer; key?: Buffer },
+    private readonly tls: TlsSettings,
+    private readonly connectTimeoutMs: number,
   ) {}
 
   static async connect(options: AgentClientOptions): Promise<AgentClient> {
@@ -78,28 +86,34 @@ export class AgentClient {
     try {
       base = new URL(options.server);
     } catch {
-      throw new AgentClientError(`--server ${JSON.stringify(options.server)} is not a URL: give e.g. http://127.0.0.1:10250`);
+      throw new AgentClientError(`the server ${JSON.stringify(options.server)} is not a URL: give e.g. ${DEFAULT_AGENT_SERVER}`);
     }
     if (base.protocol !== 'http:' && base.protocol !== 'https:')
-      throw new AgentClientError(`--server ${options.server}: use http:// or https://`);
-    if ((options.clientCertificate === undefined) !== (options.clientKey === undefined))
-      throw new AgentClientError('--client-certificate and --client-key go together: give both or neither');
-    const read = async (path: string | undefined): Promise<Buffer | undefined> => {
-      if (path === undefined) return undefined;
+      throw new AgentClientError(`the server ${options.server}: use http:// or https://`);
+    const hasCert = options.clientCertificate !== undefined || options.clientCertificateData !== undefined;
+    const hasKey = options.clientKey !== undefined || options.clientKeyData !== undefined;
+    if (hasCert !== hasKey) throw new AgentClientError('--client-certificate and --client-key go together: give both or neither');
+    const read = async (path: string | undefined, data: Buffer | undefined): Promise<Buffer | undefined> => {
+      if (data !== undefined || path === undefined) return data;
       try {
         return await readFile(path);
       } catch (error) {
-        throw new AgentClientError(`cannot read ${path}: ${(error as Error).message}`);
+        throw new AgentClientError(`cannot read ${path}: ${(error as Error).message}`, 'Failed', { cause: error });
       }
     };
     const [ca, cert, key] = await Promise.all([
-      read(options.certificateAuthority),
-      read(options.clientCertificate),
-      read(options.clientKey),
+      read(options.certificateAuthority, options.certificateAuthorityData),
+      read(options.clientCertificate, options.clientCertificateData),
+      read(options.clientKey, options.clientKeyData),
     ]);
-    const tls = { ...(ca === undefined ? {} : { ca }), ...(cert === undefined ? {} : { cert }), ...(key === undefined ? {} : { key }) };
+    const tls: TlsSettings = {
+      ...(ca === undefined ? {} : { ca }),
+      ...(cert === undefined ? {} : { cert }),
+      ...(key === undefined ? {} : { key }),
+      rejectUnauthorized: options.insecureSkipTlsVerify !== true,
+    };
     const headers = options.token === undefined ? {} : { authorization: `Bearer ${options.token}` };
-    return new AgentClient(base, headers, tls);
+    return new AgentClient(base, headers, tls, options.connectTimeoutMs ?? 10_000);
   }
 
   /** The answer to `GET path` (with its query), its body not yet read; rejects unless 2xx. */
@@ -107,25 +121,23 @@ export class AgentClient {
     const url = new URL(path, this.base);
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
-      const req = request(
-        url,
-        { method: 'GET', headers: this.headers, ...this.tls, ...(signal === undefined ? {} : { signal }) },
-        (res) => {
+      let req: ClientRequest;
+      try {
+        req = request(url, { method: 'GET', headers: this.headers, ...this.tls, ...(signal === undefined ? {} : { signal }) }, (res) => {
           const status = res.statusCode ?? 0;
           if (status >= 200 && status < 300) {
             resolve(res);
             return;
           }
-          void said(res).then((message) => reject(new AgentClientError(`${message} (HTTP ${status} from ${url.pathname})`)), reject);
-        },
-      );
-      req.on('error', (error: NodeJS.ErrnoException) =>
-        reject(
-          error.name === 'AbortError'
-            ? error
-            : new AgentClientError(`cannot reach the agent at ${this.base.origin}: ${error.message} (is it running? see --server)`),
-        ),
-      );
+          void said(res).then((message) => reject(refusal(message, status, url.pathname)), reject);
+        });
+      } catch (error) {
+        // An unreadable certificate or key throws as the TLS context is made.
+        reject(this.unreachable(error as NodeJS.ErrnoException));
+        return;
+      }
+      this.limitConnectTime(req);
+      req.on('error', (error: NodeJS.ErrnoException) => reject(error.name === 'AbortError' ? error : this.unreachable(error)));
       req.end();
     });
   }
@@ -139,17 +151,21 @@ export class AgentClient {
     const url = new URL(path, this.base);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, [...protocols], { headers: this.headers, ...this.tls });
+      let ws: WebSocket;
+      try {
+        ws = new WebSocket(url, [...protocols], { headers: this.headers, ...this.tls, handshakeTimeout: this.connectTimeoutMs });
+      } catch (error) {
+        reject(this.unreachable(error as NodeJS.ErrnoException));
+        return;
+      }
       ws.once('open', () => {
         ws.pause();
         resolve(ws);
       });
       ws.once('unexpected-response', (_req, res) => {
-        void said(res).then((message) => reject(new AgentClientError(`${message} (HTTP ${res.statusCode} from ${url.pathname})`)), reject);
+        void said(res).then((message) => reject(refusal(message, res.statusCode ?? 0, url.pathname)), reject);
       });
-      ws.once('error', (error) =>
-        reject(new AgentClientError(`cannot reach the agent at ${this.base.origin}: ${error.message} (is it running? see --server)`)),
-      );
+      ws.once('error', (error: NodeJS.ErrnoException) => reject(this.unreachable(error)));
     });
   }
 
@@ -164,6 +180,48 @@ export class AgentClient {
       throw new AgentClientError(`${path} did not answer JSON: is ${this.base.origin} a kubelet-ts agent?`);
     }
   }
+
+  /** Ends a request whose connection is not made in time, as a timeout (ETIMEDOUT); a slow answer is not limited. */
+  private limitConnectTime(req: ClientRequest): void {
+    req.once('socket', (socket) => {
+      if (!socket.connecting) return;
+      const timer = setTimeout(() => {
+        const error: NodeJS.ErrnoException = new Error(`no connection after ${this.connectTimeoutMs / 1000}s`);
+        error.code = 'ETIMEDOUT';
+        req.destroy(error);
+      }, this.connectTimeoutMs);
+      const clear = () => clearTimeout(timer);
+      socket.once('connect', clear).once('close', clear);
+    });
+  }
+
+  /** A failure to talk to the server at all, said with what to check: TLS, else unreachable. */
+  private unreachable(error: NodeJS.ErrnoException): AgentClientError {
+    const where = `cannot reach the agent at ${this.base.origin}`;
+    if (isTlsFailure(error))
+      return new AgentClientError(
+        `${where}: TLS failed: ${error.message} (give the CA that signed its certificate with --certificate-authority, or --insecure-skip-tls-verify)`,
+        'Tls',
+        { cause: error },
+      );
+    return new AgentClientError(`${where}: ${error.message} (is it running? see --server)`, 'Unreachable', { cause: error });
+  }
+}
+
+/** Node's and OpenSSL's codes for a handshake or certificate that failed. */
+function isTlsFailure(error: NodeJS.ErrnoException): boolean {
+  const code = error.code ?? '';
+  return /CERT|^UNABLE_TO_|SELF_SIGNED|^ERR_TLS_|^ERR_SSL_|^ERR_OSSL_|^EPROTO$/.test(code) || error.name === 'SSLError';
+}
+
+/** A non-2xx answer as the error it is: 401 and 403 are the credentials refused. */
+function refusal(message: string, status: number, path: string): AgentClientError {
+  if (status === 401 || status === 403)
+    return new AgentClientError(
+      `${message} (HTTP ${status} from ${path}): check --token, the client certificate, or the kubeconfig's user`,
+      'Unauthorized',
+    );
+  return new AgentClientError(`${message} (HTTP ${status} from ${path})`);
 }
 
 /** What an error answer says: its JSON `error`, else its first 200 characters. */

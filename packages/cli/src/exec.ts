@@ -1,7 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { Command, Option } from 'commander';
 import type { WebSocket } from 'ws';
-import { AgentClient, AgentClientError, addConnectionOptions, parseClientCommand, type ConnectionOptions } from './agent-client.js';
+import { addConnectionOptions, failed, openAgent, parseClientCommand, type ConnectionOptions } from './connection.js';
 import { onlyContainer } from './logs.js';
 
 /** Where `kubelet-ts exec` and `attach` read and write, and what they know of the terminal. */
@@ -39,7 +39,8 @@ export const processIo: ExecIo = {
  * [-c CONTAINER]`, as `kubectl exec` and `attach` are used: a running agent's `/exec` or `/attach`
  * over WebSocket. With `-t` and a terminal, the local terminal is raw while the session lasts and
  * its size follows the window. Exits with the command's exit code (exec), 0 when the session ended
- * well, or 1 with what went wrong on stderr.
+ * well, or with what went wrong on stderr and its exit code (`ExitCodes`: 1, or 2-4 for an agent
+ * unreachable, credentials refused, TLS failed).
  */
 export async function execMain(verb: 'exec' | 'attach', argv: readonly string[], io: ExecIo = processIo): Promise<number> {
   const program = addConnectionOptions(new Command(`kubelet-ts ${verb}`))
@@ -58,22 +59,19 @@ export async function execMain(verb: 'exec' | 'attach', argv: readonly string[],
   const [pod = '', ...command] = program.args;
   const options = program.opts<ExecOptions>();
   try {
-    const client = await AgentClient.connect({ ...options, token: options.token ?? io.env['KUBELET_TS_AUTH_TOKEN'] });
-    const container =
-      options.container ?? (await onlyContainer(client, options.namespace, pod, (c) => `kubelet-ts ${verb} ${pod} -c ${c}`));
+    const { client, namespace } = await openAgent(options, io.env);
+    const container = options.container ?? (await onlyContainer(client, namespace, pod, (c) => `kubelet-ts ${verb} ${pod} -c ${c}`));
     const query = new URLSearchParams();
     for (const word of command) query.append('command', word);
     if (options.stdin) query.set('stdin', '1');
     query.set('stdout', '1');
     if (!options.tty) query.set('stderr', '1');
     if (options.tty) query.set('tty', '1');
-    const segments = [options.namespace, pod, container].map((s) => encodeURIComponent(s)).join('/');
+    const segments = [namespace, pod, container].map((s) => encodeURIComponent(s)).join('/');
     const ws = await client.websocket(`/${verb}/${segments}?${query}`, PROTOCOLS);
     return await session(ws, options, io);
   } catch (error) {
-    if (!(error instanceof AgentClientError)) throw error;
-    io.stderr.write(`kubelet-ts ${verb}: ${error.message}\n`);
-    return 1;
+    return failed(`kubelet-ts ${verb}`, error, io.stderr);
   }
 }
 

@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { AgentClient, AgentClientError, addConnectionOptions, parseClientCommand, type ConnectionOptions } from './agent-client.js';
+import { AgentClientError, type AgentClient } from './agent-client.js';
+import { addConnectionOptions, failed, openAgent, parseClientCommand, type ConnectionOptions } from './connection.js';
 import { parseDuration } from './duration.js';
 
 /** Where `kubelet-ts logs` writes, and the environment it reads (the token). */
@@ -24,8 +25,10 @@ interface LogsOptions extends ConnectionOptions {
  * `kubelet-ts logs POD [CONTAINER]`: what a container of a pod printed, from a running agent's
  * `GET /containerLogs/{namespace}/{pod}/{container}`, written to stdout as it arrives (with
  * `--follow`, until the container ends or the command is stopped), as `kubectl logs` is used.
- * Without CONTAINER, the pod's only container (asked of the agent's `/pods`). Exits 0, or 1 with
- * what went wrong on stderr (the agent's own words for a pod or container it does not know).
+ * Without CONTAINER, the pod's only container (asked of the agent's `/pods`). Exits 0, or with what
+ * went wrong on stderr (the agent's own words for a pod or container it does not know) and the
+ * client commands' exit code for it (`ExitCodes`: 1, or 2-4 for an agent unreachable, credentials
+ * refused, TLS failed).
  */
 export async function logsMain(argv: readonly string[], io: LogsIo = process): Promise<number> {
   const program = addConnectionOptions(new Command('kubelet-ts logs'))
@@ -43,15 +46,13 @@ export async function logsMain(argv: readonly string[], io: LogsIo = process): P
   const [pod = '', named] = program.args;
   const options = program.opts<LogsOptions>();
   try {
-    const client = await AgentClient.connect({ ...options, token: options.token ?? io.env['KUBELET_TS_AUTH_TOKEN'] });
-    const container = named ?? (await onlyContainer(client, options.namespace, pod));
-    const segments = [options.namespace, pod, container].map((s) => encodeURIComponent(s)).join('/');
+    const { client, namespace } = await openAgent(options, io.env);
+    const container = named ?? (await onlyContainer(client, namespace, pod));
+    const segments = [namespace, pod, container].map((s) => encodeURIComponent(s)).join('/');
     const res = await client.get(`/containerLogs/${segments}?${query(options)}`);
     return await copy(res, io);
   } catch (error) {
-    if (!(error instanceof AgentClientError)) throw error;
-    io.stderr.write(`kubelet-ts logs: ${error.message}\n`);
-    return 1;
+    return failed('kubelet-ts logs', error, io.stderr);
   }
 }
 

@@ -12,21 +12,33 @@ import { logsMain } from './logs.js';
 import { execMain } from './exec.js';
 import { portForwardMain } from './port-forward.js';
 import { topMain } from './top.js';
+import { getMain } from './get.js';
+import { describeMain } from './describe.js';
 import { wire } from './wiring.js';
 import { sourceCheckpoints } from './checkpoints.js';
 
 /** Below this, `--auth-token` is said to be guessable (a random 32-character token is 128 bits or more). */
 const MIN_TOKEN_LENGTH = 32;
 
-/** Runs the agent until SIGINT or SIGTERM; returns the process exit code. */
+/** The terminal a client command writes to, and its environment. */
+const clientIo = () => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });
+
+/** Settles at the first SIGINT (Ctrl-C): what ends `port-forward` and `get -w`. */
+const interrupted = () => new Promise((resolve) => process.once('SIGINT', resolve));
+
+/**
+ * Runs the agent until SIGINT or SIGTERM, or one of the client commands (`get`, `describe`,
+ * `logs`, `exec`, `attach`, `port-forward`, `top`) or `plan` / `convert`; returns the process exit code.
+ */
 export async function main(argv: readonly string[]): Promise<number> {
   if (argv[0] === 'plan') return planMain(argv.slice(1));
   if (argv[0] === 'convert') return convertMain(argv.slice(1));
   if (argv[0] === 'logs') return logsMain(argv.slice(1));
   if (argv[0] === 'top') return topMain(argv.slice(1));
   if (argv[0] === 'exec' || argv[0] === 'attach') return execMain(argv[0], argv.slice(1));
-  if (argv[0] === 'port-forward')
-    return portForwardMain(argv.slice(1), { ...process, stopped: new Promise((resolve) => process.once('SIGINT', resolve)) });
+  if (argv[0] === 'port-forward') return portForwardMain(argv.slice(1), { ...clientIo(), stopped: interrupted() });
+  if (argv[0] === 'get') return getMain(argv.slice(1), { ...clientIo(), stopped: interrupted });
+  if (argv[0] === 'describe') return describeMain(argv.slice(1), clientIo());
   const program = buildProgram();
   try {
     program.parse(normaliseFlagSpelling(argv), { from: 'user' });

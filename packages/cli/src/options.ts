@@ -143,7 +143,13 @@ export function buildProgram(): Command {
       'Keeps the containers on this host equal to what its manifest sources ask for.\n\n' +
         '`kubelet-ts plan [options]` takes the same options, prints what a pass would do now and exits:\n' +
         '0 when the host is in sync, 2 when the plan has steps, 1 on error.\n' +
-        "`kubelet-ts logs POD [CONTAINER]` prints what a pod's container printed, from a running agent (see `kubelet-ts logs --help`).",
+        "`kubelet-ts logs POD [CONTAINER]` prints what a pod's container printed, from a running agent (see `kubelet-ts logs --help`).\n\n" +
+        'Client commands read a running agent (each has --help; flags or a kubeconfig say where it is):\n' +
+        '  get pods|containers|events|sources   list them (as kubectl get, crictl ps)\n' +
+        '  describe pod NAME                    a pod in detail (as kubectl describe)\n' +
+        '  logs, exec, attach, port-forward, top\n' +
+        'They exit 0 when done, 1 on a usage error or anything else, 2 when the agent cannot be reached, ' +
+        '3 when it refuses the credentials, 4 when TLS fails.',
     )
     .addOption(
       new Option('--config <path>', 'a manifest file, or a directory of manifests (every regular file but dotfiles and editor leftovers)'),

@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { AgentClient, AgentClientError, addConnectionOptions, type ConnectionOptions } from './agent-client.js';
+import { AgentClientError, type AgentClient } from './agent-client.js';
+import { addConnectionOptions, openAgent, type ConnectionOptions } from './connection.js';
 
 /** Where `kubelet-ts port-forward` writes, its environment, and what stops it (SIGINT by default). */
 export interface PortForwardIo {
@@ -33,7 +34,10 @@ function mapping(value: string, previous: Array<{ local: number; remote: number 
  * `kubelet-ts port-forward POD [LOCAL:]REMOTE…`, as `kubectl port-forward` is used: listens on
  * `--address` (127.0.0.1) and carries each connection it takes to the pod's port through a
  * running agent's `/portForward` (one WebSocket per connection), until stopped. A connection the
- * pod refuses is closed and why is said on stderr. Exits 0 when stopped, 1 when it cannot start.
+ * pod refuses is closed and why is said on stderr. The pod is looked up first, as kubectl does, so
+ * that a missing pod, an agent out of reach or refused credentials end it before it listens. Exits
+ * 0 when stopped, else with the client commands' code (`ExitCodes`: 1, or 2-4 for an agent
+ * unreachable, credentials refused, TLS failed).
  */
 export async function portForwardMain(argv: readonly string[], io: PortForwardIo): Promise<number> {
   const program = addConnectionOptions(new Command('kubelet-ts port-forward'))
@@ -60,8 +64,11 @@ export async function portForwardMain(argv: readonly string[], io: PortForwardIo
   const servers: Server[] = [];
   const sockets = new Set<Socket>();
   try {
-    const client = await AgentClient.connect({ ...options, token: options.token ?? io.env['KUBELET_TS_AUTH_TOKEN'] });
-    const path = (remote: number) => `/portForward/${encodeURIComponent(options.namespace)}/${encodeURIComponent(pod)}?ports=${remote}`;
+    const { client, namespace } = await openAgent(options, io.env);
+    const list = (await client.json('/pods')) as { items?: Array<{ metadata?: { name?: string; namespace?: string } }> };
+    if (!(list.items ?? []).some((p) => p.metadata?.name === pod && (p.metadata.namespace ?? 'default') === namespace))
+      throw new AgentClientError(`pod "${namespace}/${pod}" is not on this agent (see kubelet-ts get pods)`);
+    const path = (remote: number) => `/portForward/${encodeURIComponent(namespace)}/${encodeURIComponent(pod)}?ports=${remote}`;
     for (const { local, remote } of ports) {
       const server = createServer((socket) => {
         sockets.add(socket);
@@ -80,7 +87,8 @@ export async function portForwardMain(argv: readonly string[], io: PortForwardIo
   } catch (error) {
     if (!(error instanceof AgentClientError) && (error as NodeJS.ErrnoException).code === undefined) throw error;
     io.stderr.write(`kubelet-ts port-forward: ${(error as Error).message}\n`);
-    return 1;
+    // A local port that cannot be listened on is a plain 1; the agent's failures have their own codes.
+    return error instanceof AgentClientError ? error.exitCode : 1;
   } finally {
     for (const socket of sockets) socket.destroy();
     await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));

@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
-import { AgentClient, AgentClientError, addConnectionOptions, parseClientCommand, type ConnectionOptions } from './agent-client.js';
+import { addConnectionOptions, failed, openAgent, parseClientCommand, type ConnectionOptions } from './connection.js';
+import { table } from './table.js';
 
 /** Where `kubelet-ts top` writes, and the environment it reads (the token). */
 export interface TopIo {
@@ -55,21 +56,17 @@ export async function topMain(argv: readonly string[], io: TopIo = process): Pro
     return 1;
   }
   try {
-    const client = await AgentClient.connect({ ...options, token: options.token ?? io.env['KUBELET_TS_AUTH_TOKEN'] });
+    const { client, namespace } = await openAgent(options, io.env);
     const summary = (await client.json('/stats/summary')) as Summary;
-    const rows = node ? nodeRows(summary) : podRows(summary, options);
+    const rows = node ? nodeRows(summary) : podRows(summary, options, namespace);
     if (rows.length === 1) {
-      io.stderr.write(
-        options.allNamespaces ? 'No pods are running on this agent\n' : `No pods are running in namespace ${options.namespace}\n`,
-      );
+      io.stderr.write(options.allNamespaces ? 'No pods are running on this agent\n' : `No pods are running in namespace ${namespace}\n`);
       return 0;
     }
     io.stdout.write(table(rows));
     return 0;
   } catch (error) {
-    if (!(error instanceof AgentClientError)) throw error;
-    io.stderr.write(`kubelet-ts top: ${error.message}\n`);
-    return 1;
+    return failed('kubelet-ts top', error, io.stderr);
   }
 }
 
@@ -87,8 +84,8 @@ function nodeRows(summary: Summary): string[][] {
   ];
 }
 
-function podRows(summary: Summary, options: TopOptions): string[][] {
-  const pods = summary.pods.filter((p) => options.allNamespaces || p.podRef.namespace === options.namespace);
+function podRows(summary: Summary, options: TopOptions, namespace: string): string[][] {
+  const pods = summary.pods.filter((p) => options.allNamespaces || p.podRef.namespace === namespace);
   const key = (f: Figures) => (options.sortBy === 'cpu' ? (f.cpu?.usageNanoCores ?? -1) : (f.memory?.workingSetBytes ?? -1));
   if (options.sortBy !== undefined) pods.sort((a, b) => key(b) - key(a));
   const head = [...(options.allNamespaces ? ['NAMESPACE'] : []), ...(options.containers ? ['POD', 'NAME'] : ['NAME'])];
@@ -99,10 +96,4 @@ function podRows(summary: Summary, options: TopOptions): string[][] {
     else for (const c of p.containers) rows.push([...ns, p.podRef.name, c.name, cpu(c), memory(c)]);
   }
   return rows;
-}
-
-/** Columns padded to their widest cell and three spaces apart, as kubectl prints its tables. */
-function table(rows: readonly string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]! + 3))).join('')).join('\n') + '\n';
 }

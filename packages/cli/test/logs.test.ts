@@ -272,7 +272,8 @@ describe("kubelet-ts logs over TLS: the server's CA, and a token or a client cer
 
   it('refuses a server its CA did not sign, and a request with neither token nor certificate', async () => {
     expect((await logs(['web', '--server', url])).stderr).toMatch(/^kubelet-ts logs: cannot reach the agent at https:.*certificate/);
-    expect((await logs(['web', '--server', url, '--certificate-authority', certs.otherCa.certFile])).code).toBe(1);
+    // Exit 4: TLS failed (was 1 before the client commands had exit codes of their own).
+    expect((await logs(['web', '--server', url, '--certificate-authority', certs.otherCa.certFile])).code).toBe(4);
     expect((await logs(['web', 'main', '--server', url, '--certificate-authority', certs.ca.certFile], {})).stderr).toMatch(
       /a client certificate signed by the client CA or a valid bearer token is required \(HTTP 401/,
     );

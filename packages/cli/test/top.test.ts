@@ -134,7 +134,8 @@ describe('kubelet-ts top, against a server answering the Summary API', () => {
 
   it('says what went wrong when no agent answers', async () => {
     const down = await top(['pods', '--server', 'http://127.0.0.1:1']);
-    expect(down.code).toBe(1);
+    // Exit 2: the agent cannot be reached (was 1 before the client commands had exit codes of their own).
+    expect(down.code).toBe(2);
     expect(down.stderr).toMatch(/^kubelet-ts top: .*127\.0\.0\.1:1/);
   });
 });
