@@ -73,13 +73,18 @@ describe("the operator's command line against an agent process on Docker (issue 
     expect(shop[1]![3]).toMatch(/^[1-9]\d* \(\d+s ago\)$/);
     const all = rows((await cli(url, ['get', 'pods', '-A', '-o', 'wide'])).stdout);
     expect(all[0]).toEqual(['NAMESPACE', 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', 'IP', 'NODE']);
-    expect(all.slice(1).map((r) => `${r[0]}/${r[1]}`).sort()).toEqual(['default/web', 'shop/db']);
+    expect(
+      all
+        .slice(1)
+        .map((r) => `${r[0]}/${r[1]}`)
+        .sort(),
+    ).toEqual(['default/web', 'shop/db']);
     expect(all.slice(1).every((r) => r[7] === node)).toBe(true);
     const json = JSON.parse((await cli(url, ['get', 'pods', '-A', '-o', 'json', '-l', 'tier=data'])).stdout) as {
       kind: string;
       items: Array<{ metadata: { name: string; namespace: string }; status: { phase: string } }>;
     };
-    expect(json.kind).toBe('List');
+    expect(json.kind).toBe('PodList');
     expect(json.items.map((p) => `${p.metadata.namespace}/${p.metadata.name}`)).toEqual(['shop/db']);
   });
 
@@ -100,7 +105,9 @@ describe("the operator's command line against an agent process on Docker (issue 
     expect(table.some((r) => r[0] === 'default' && r[2] === 'Normal' && r[3] === 'Started' && r[4] === 'pod/web')).toBe(true);
     expect(table.some((r) => r[0] === 'shop' && r[2] === 'Warning' && r[3] === 'BackOff' && r[4] === 'pod/db')).toBe(true);
     expect(table.some((r) => r[3] === 'ManifestRejected' && r[4] === `node/${node}` && /bad\.yaml/.test(r[5] ?? ''))).toBe(true);
-    const json = JSON.parse((await cli(url, ['get', 'events', '-n', 'shop', '-o', 'json'])).stdout) as { items: Array<{ involvedObject: { name: string } }> };
+    const json = JSON.parse((await cli(url, ['get', 'events', '-n', 'shop', '-o', 'json'])).stdout) as {
+      items: Array<{ involvedObject: { name: string } }>;
+    };
     expect(json.items.length).toBeGreaterThan(0);
     expect(json.items.every((e) => e.involvedObject.name === 'db')).toBe(true);
   });

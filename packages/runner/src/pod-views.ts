@@ -69,6 +69,7 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
       }
       const verdict = shown.state === 'running' ? inputs.verdict(shown.id) : {};
       const started = shown.state === 'running' && verdict.started !== false;
+      const startedAt = shown.startedAt ?? (shown.state === 'running' ? shown.createdAt : undefined);
       const waitingReason = shown.state === 'created' ? 'ContainerCreating' : backOff === undefined ? undefined : 'CrashLoopBackOff';
       return {
         name: c.name,
@@ -77,7 +78,9 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
         id: shown.id,
         restartCount: Number(shown.labels[Labels.restartCount] ?? 0) || 0,
         ...(lastExit?.exitCode === undefined ? {} : { exitCode: lastExit.exitCode }),
-        ...(shown.startedAt === undefined ? {} : { startedAt: shown.startedAt }),
+        // A runtime whose list has no start time (Docker's) shows a running container from its
+        // creation: the agent starts each container it creates at once, and never one again.
+        ...(startedAt === undefined ? {} : { startedAt }),
         ...(shown.state === 'exited' && shown.finishedAt !== undefined ? { finishedAt: shown.finishedAt } : {}),
         ...(backOff === undefined ? {} : { backOff: { until: backOff.until, delayMs: backOff.delayMs } }),
         ...(waitingReason === undefined ? {} : { waitingReason }),
