@@ -21,6 +21,7 @@ import { reaction } from './scenarios/reaction.js';
 import { steadyEngine } from './scenarios/steady-engine.js';
 import { steadyState } from './scenarios/steady-state.js';
 import { figuresAgreement, figuresScrape } from './scenarios/figures.js';
+import { operatorGet, operatorWatch } from './scenarios/operator.js';
 import { streams, streamsSizes } from './scenarios/streams.js';
 import type { Row } from './stats.js';
 
@@ -46,6 +47,7 @@ export const SCENARIOS = [
   'figures',
   'figures-engine',
   'figures-cri',
+  'operator',
   'steady',
   'reaction',
   'memory',
@@ -127,6 +129,12 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (cri && wanted('figures-cri')) {
     await step('resource figures against ctr task metrics');
     rows.push(...(await figuresAgreement('cri', q)));
+  }
+  // The operator's command line (issue 25): get pods with 1,000 pods, and watchers through a churn.
+  if (wanted('operator')) {
+    await step("the operator's command line");
+    rows.push(...(await operatorGet(q ? 50 : 1_000, q ? 2 : 10)));
+    rows.push(...(await operatorWatch(q ? 10 : 100, q ? 10 : 100, q ? 2 : 5)));
   }
   if (wanted('steady')) {
     await step('steady state');
