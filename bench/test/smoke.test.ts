@@ -20,6 +20,8 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       '1. start latency',
       '10. container logs',
       '11. exec and port-forward',
+      '12. resource figures',
+      "13. the operator's command line",
       '2. throughput',
       '3. steady state',
       '4. reaction',
@@ -38,6 +40,8 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       ['containerd (CRI)', true],
       ['containerd (CRI)', true],
     ]);
+    // A scrape of the figures never calls the engine, nor does get pods.
+    for (const r of rows.filter((x) => /^runtime calls made by/.test(x.metric))) expect(r.value.max).toBe(0);
     // The steady state makes two runtime calls per pass (list the containers, list the sandboxes), whatever the size.
     for (const r of rows.filter((x) => x.metric.startsWith('runtime calls per pass'))) expect(r.value.max).toBe(2);
     for (const r of rows.filter((x) => x.baseline !== undefined)) expect(r.ratio).toBeGreaterThan(0);

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { WebSocket } from 'ws';
+import type { WebSocket } from 'ws';
 
 export const DEFAULT_AGENT_SERVER = 'http://127.0.0.1:10250';
 
@@ -147,7 +147,9 @@ export class AgentClient {
    * with its handshake waits until the caller has its listeners on and calls `resume()`. Rejects
    * with what the server said when it refuses the upgrade (its JSON `error`), or when it cannot be reached.
    */
-  websocket(path: string, protocols: readonly string[]): Promise<WebSocket> {
+  async websocket(path: string, protocols: readonly string[]): Promise<WebSocket> {
+    // Loaded here: only exec, attach and port-forward speak WebSocket (the others start faster).
+    const { WebSocket } = await import('ws');
     const url = new URL(path, this.base);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     return new Promise((resolve, reject) => {

@@ -1,4 +1,4 @@
-import { stringify } from 'yaml';
+import { createRequire } from 'node:module';
 import type { AgentClient } from './agent-client.js';
 import type { Requirement } from './label-selector.js';
 
@@ -60,7 +60,10 @@ export function noneFound(ctx: GetContext): void {
 
 /** An object or list as `-o json` (kubectl indents by 4) or `-o yaml` prints it. */
 export function serialised(value: unknown, format: 'json' | 'yaml'): string {
-  return format === 'json' ? `${JSON.stringify(value, null, 4)}\n` : stringify(value);
+  if (format === 'json') return `${JSON.stringify(value, null, 4)}\n`;
+  // Loaded when asked for: `-o yaml` is the only YAML a table command writes.
+  const { stringify } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
+  return stringify(value);
 }
 
 /**

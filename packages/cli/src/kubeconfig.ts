@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parse } from 'yaml';
 import { AgentClientError } from './agent-client.js';
 
 /** A PEM file's path, or its contents (a kubeconfig's `…-data`, base64-decoded). */
@@ -58,6 +57,8 @@ export async function readKubeconfig(
     throw new AgentClientError(`cannot read the kubeconfig ${named}: ${(error as Error).message}`, 'Failed', { cause: error });
   }
   let config: Kubeconfig;
+  // Loaded here: a kubeconfig is the only YAML a client command reads.
+  const { parse } = await import('yaml');
   try {
     config = (parse(text) ?? {}) as Kubeconfig;
   } catch (error) {

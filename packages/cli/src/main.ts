@@ -1,25 +1,3 @@
-import { CommanderError } from 'commander';
-import { hostAccessOf, nodeNameProblem } from '@kubelet-ts/core';
-import { resolveKubelet } from '@kubelet-ts/runner';
-import { agentApiHandler, hostLogsHandler } from '@kubelet-ts/source-server';
-import { createLogger, routeProcessWarnings } from './logging.js';
-import { defaultHostname } from './legacy-flags.js';
-import { buildProgram, normaliseFlagSpelling, optionsOf } from './options.js';
-import { runOnce } from './runonce.js';
-import { planMain } from './plan.js';
-import { convertMain } from './convert.js';
-import { logsMain } from './logs.js';
-import { execMain } from './exec.js';
-import { portForwardMain } from './port-forward.js';
-import { topMain } from './top.js';
-import { getMain } from './get.js';
-import { describeMain } from './describe.js';
-import { wire } from './wiring.js';
-import { sourceCheckpoints } from './checkpoints.js';
-
-/** Below this, `--auth-token` is said to be guessable (a random 32-character token is 128 bits or more). */
-const MIN_TOKEN_LENGTH = 32;
-
 /** The terminal a client command writes to, and its environment. */
 const clientIo = () => ({ stdout: process.stdout, stderr: process.stderr, env: process.env });
 
@@ -27,95 +5,27 @@ const clientIo = () => ({ stdout: process.stdout, stderr: process.stderr, env: p
 const interrupted = () => new Promise((resolve) => process.once('SIGINT', resolve));
 
 /**
+ * Each command but the agent itself, loaded only when it is run: a client command starts in a
+ * fraction of the time the agent's modules (runtimes, sources, server) take to load.
+ */
+const COMMANDS: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
+  plan: async (argv) => (await import('./plan.js')).planMain(argv),
+  convert: async (argv) => (await import('./convert.js')).convertMain(argv),
+  logs: async (argv) => (await import('./logs.js')).logsMain(argv),
+  top: async (argv) => (await import('./top.js')).topMain(argv),
+  exec: async (argv) => (await import('./exec.js')).execMain('exec', argv),
+  attach: async (argv) => (await import('./exec.js')).execMain('attach', argv),
+  'port-forward': async (argv) => (await import('./port-forward.js')).portForwardMain(argv, { ...clientIo(), stopped: interrupted() }),
+  get: async (argv) => (await import('./get.js')).getMain(argv, { ...clientIo(), stopped: interrupted }),
+  describe: async (argv) => (await import('./describe.js')).describeMain(argv, clientIo()),
+};
+
+/**
  * Runs the agent until SIGINT or SIGTERM, or one of the client commands (`get`, `describe`,
  * `logs`, `exec`, `attach`, `port-forward`, `top`) or `plan` / `convert`; returns the process exit code.
  */
 export async function main(argv: readonly string[]): Promise<number> {
-  if (argv[0] === 'plan') return planMain(argv.slice(1));
-  if (argv[0] === 'convert') return convertMain(argv.slice(1));
-  if (argv[0] === 'logs') return logsMain(argv.slice(1));
-  if (argv[0] === 'top') return topMain(argv.slice(1));
-  if (argv[0] === 'exec' || argv[0] === 'attach') return execMain(argv[0], argv.slice(1));
-  if (argv[0] === 'port-forward') return portForwardMain(argv.slice(1), { ...clientIo(), stopped: interrupted() });
-  if (argv[0] === 'get') return getMain(argv.slice(1), { ...clientIo(), stopped: interrupted });
-  if (argv[0] === 'describe') return describeMain(argv.slice(1), clientIo());
-  const program = buildProgram();
-  try {
-    program.parse(normaliseFlagSpelling(argv), { from: 'user' });
-  } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode;
-    throw error;
-  }
-  const options = optionsOf(program);
-  const logger = createLogger({
-    level: options.logLevel,
-    ...(options.logFormat === undefined ? {} : { pretty: options.logFormat === 'pretty' }),
-  });
-  routeProcessWarnings(logger);
-  // The etcd key takes the hostname as given; labels and names its normalized form.
-  const givenHostname = options.hostnameOverride ?? defaultHostname();
-  const hostname = givenHostname.toLowerCase();
-  if (options.allowPrivileged)
-    logger.warn(
-      { flag: '--allow-privileged' },
-      '--allow-privileged is accepted for 2014 command lines, but privileged containers are not supported: no container runs privileged',
-    );
-  if (options.authToken !== undefined && options.authToken.length < MIN_TOKEN_LENGTH)
-    logger.warn(
-      { flag: '--auth-token', length: options.authToken.length },
-      `--auth-token has ${options.authToken.length} characters: a token that short can be guessed, and the server's throttle lets a valid token in even while it holds back guessers beside it; use at least ${MIN_TOKEN_LENGTH} (openssl rand -hex 32)`,
-    );
-  const problem = nodeNameProblem(hostname);
-  if (problem !== undefined) {
-    logger.error({}, `invalid configuration: ${problem}`);
-    return 1;
-  }
-  if (options.runonce) return runOnce(options, hostname, logger);
-  let wiring: Awaited<ReturnType<typeof wire>>;
-  let checkpoints: Awaited<ReturnType<typeof sourceCheckpoints>>;
-  try {
-    checkpoints = await sourceCheckpoints(options.rootDir, logger);
-    wiring = await wire(options, hostname, logger, 'agent', givenHostname);
-  } catch (error) {
-    logger.error({ err: error }, `invalid configuration: ${(error as Error).message}`);
-    return 1;
-  }
-  const kubelet = resolveKubelet(wiring.container, {
-    ...hostAccessOf(options),
-    ...(checkpoints === undefined ? {} : { checkpoints }),
-    syncFrequencyMs: options.syncFrequency,
-    // The Summary's node.fs is the file system the pods' volumes are on.
-    housekeeping: { intervalMs: options.housekeepingInterval, fsPath: options.volumesRoot },
-    eventLog: { maxEvents: options.eventLogSize, maxAgeMs: options.eventTtl },
-    ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
-    hostname,
-    // Probes dial published ports where they are published; all interfaces includes loopback.
-    probes: { host: options.hostIp === '0.0.0.0' ? '127.0.0.1' : options.hostIp },
-  });
-  // The agent's read API on the server's port, beside the manifest routes (the 2014 URLs).
-  wiring.server?.mount(agentApiHandler(kubelet));
-  // …and the 2014 view of the host's log directory.
-  wiring.server?.mount(hostLogsHandler({ directory: options.hostLogDir }));
-  // Listening before the agent starts: a signal while the sources start still shuts down cleanly.
-  const signalled = new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
-  try {
-    await kubelet.start();
-  } catch (error) {
-    logger.error({ err: error }, 'kubelet failed to start');
-    process.removeAllListeners('SIGINT');
-    process.removeAllListeners('SIGTERM');
-    await kubelet.close();
-    await wiring.close();
-    return 1;
-  }
-  const signal = await signalled;
-  process.removeAllListeners('SIGINT');
-  process.removeAllListeners('SIGTERM');
-  logger.info({ signal }, 'shutting down; containers are left running');
-  await kubelet.close();
-  await wiring.close();
-  return 0;
+  const command = argv[0] !== undefined && Object.hasOwn(COMMANDS, argv[0]) ? COMMANDS[argv[0]] : undefined;
+  if (command !== undefined) return command(argv.slice(1));
+  return (await import('./agent-main.js')).agentMain(argv);
 }
