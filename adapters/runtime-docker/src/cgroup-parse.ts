@@ -1,3 +1,4 @@
+import { netDevInterfaces } from '@kubelet-ts/core';
 import type { DockerNetworkStats } from './docker-api.js';
 
 /**
@@ -97,24 +98,9 @@ export function numberOf(text: string): number {
   return value;
 }
 
-/**
- * A network namespace's interfaces from `/proc/<pid>/net/dev`, in its order, loopback left out:
- * two header lines, then `  eth0: <8 receive figures> <8 transmit figures>` (bytes, packets,
- * errs, …; a name may touch its first figure once that is wide).
- */
+/** A network namespace's interfaces from `/proc/<pid>/net/dev` (core's parser), in the engine's stats shape. */
 export function netDevOf(text: string): Record<string, DockerNetworkStats> {
-  const interfaces: Record<string, DockerNetworkStats> = {};
-  for (const line of text.split('\n').slice(2)) {
-    const colon = line.indexOf(':');
-    if (colon < 0) continue;
-    const name = line.slice(0, colon).trim();
-    const figures = line
-      .slice(colon + 1)
-      .trim()
-      .split(/\s+/)
-      .map(Number);
-    if (name === 'lo' || figures.length < 11) continue;
-    interfaces[name] = { rx_bytes: figures[0]!, rx_errors: figures[2]!, tx_bytes: figures[8]!, tx_errors: figures[10]! };
-  }
-  return interfaces;
+  return Object.fromEntries(
+    netDevInterfaces(text).map((i) => [i.name, { rx_bytes: i.rxBytes, rx_errors: i.rxErrors, tx_bytes: i.txBytes, tx_errors: i.txErrors }]),
+  );
 }

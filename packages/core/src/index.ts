@@ -79,6 +79,7 @@ export type {
   StatsRequest,
   StatsSample,
 } from './resource-stats.js';
+export { netDevInterfaces } from './resource-stats.js';
 export {
   formatLogTime,
   parseLogTime,

@@ -144,3 +144,25 @@ export interface ResourceUsage {
   /** Why the last pass has no pod figures (the runtime has no stats, or its call failed). */
   readonly error?: string;
 }
+
+/**
+ * The interfaces of a network namespace from the kernel's `/proc/net/dev` (or `/proc/<pid>/net/dev`),
+ * in its order, loopback left out: two header lines, then `  eth0: <8 receive figures> <8 transmit
+ * figures>` (bytes, packets, errs, …; a name may touch its first figure once that is wide).
+ */
+export function netDevInterfaces(text: string): InterfaceStats[] {
+  const interfaces: InterfaceStats[] = [];
+  for (const line of text.split('\n').slice(2)) {
+    const colon = line.indexOf(':');
+    if (colon < 0) continue;
+    const name = line.slice(0, colon).trim();
+    const figures = line
+      .slice(colon + 1)
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (name === 'lo' || figures.length < 11) continue;
+    interfaces.push({ name, rxBytes: figures[0]!, rxErrors: figures[2]!, txBytes: figures[8]!, txErrors: figures[10]! });
+  }
+  return interfaces;
+}

@@ -1,7 +1,7 @@
 import type { StatsFs } from 'node:fs';
 import { readFile, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { FsStats, InterfaceStats, NodeUsage } from '@kubelet-ts/core';
+import { netDevInterfaces, type FsStats, type NodeUsage } from '@kubelet-ts/core';
 
 /** The kernel's clock tick for `/proc/stat` (USER_HZ): 100 on every Linux the agent runs on. */
 const USER_HZ = 100;
@@ -43,7 +43,7 @@ export class NodeFigures {
       startTime: bootTime(stat!),
       cpu: { usageNanoseconds: cpuTime(stat!) },
       memory: memory(meminfo!, vmstat!),
-      network: interfaces(netdev!),
+      network: netDevInterfaces(netdev!),
       ...(fs === undefined ? {} : { fs }),
       ...(imageFs === undefined ? {} : { imageFs }),
       rlimit: { maxpid: Number(pidMax!.trim()), curproc: Number(loadavg!.split(/\s+/)[3]?.split('/')[1] ?? 0) },
@@ -123,22 +123,4 @@ function memory(meminfo: string, vmstat: string): NodeReading['memory'] {
     pageFaults: v.get('pgfault') ?? 0,
     majorPageFaults: v.get('pgmajfault') ?? 0,
   };
-}
-
-/** `/proc/net/dev`: two header lines, then `name: rx_bytes packets errs drop fifo frame compressed multicast tx_bytes packets errs …`. */
-function interfaces(netdev: string): InterfaceStats[] {
-  const out: InterfaceStats[] = [];
-  for (const line of netdev.split('\n').slice(2)) {
-    const colon = line.indexOf(':');
-    if (colon < 0) continue;
-    const name = line.slice(0, colon).trim();
-    if (name === 'lo') continue;
-    const f = line
-      .slice(colon + 1)
-      .trim()
-      .split(/\s+/)
-      .map(Number);
-    out.push({ name, rxBytes: f[0] ?? 0, rxErrors: f[2] ?? 0, txBytes: f[8] ?? 0, txErrors: f[10] ?? 0 });
-  }
-  return out;
 }
