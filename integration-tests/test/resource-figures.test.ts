@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -148,6 +148,42 @@ describe.each(AGENT_ENGINES)(
         expect(samples.some((s) => s.name === 'node_memory_working_set_bytes')).toBe(true);
         await new Promise((resolve) => setTimeout(resolve, 300));
       }
+    });
+
+    it('is read by clients that are not ours: kubectl get --raw of the Summary, the events and the sources; promtool of the probe metrics', async () => {
+      await settledSummary();
+      const outside = (program: string, args: readonly string[], input?: string) =>
+        new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+          const child = execFile(
+            program,
+            [...args],
+            { timeout: 30_000, env: { ...process.env, KUBECONFIG: '/dev/null' } },
+            (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code ?? -1), stdout, stderr }),
+          );
+          if (input !== undefined) child.stdin!.end(input);
+        });
+      const raw = async (path: string) => {
+        const got = await outside('kubectl', ['get', '--raw', path, '--server', url]);
+        expect(got).toMatchObject({ code: 0, stderr: '' });
+        return JSON.parse(got.stdout) as Record<string, any>;
+      };
+      const summary = await raw('/stats/summary');
+      expect(summary.pods.find((p: { podRef: { name: string } }) => p.podRef.name === 'busy').containers).toHaveLength(2);
+      const events = await raw('/events?namespace=default&pod=busy');
+      expect(events.kind).toBe('EventList');
+      expect(
+        events.items.some(
+          (e: { reason: string; involvedObject: { name: string } }) => e.reason === 'Started' && e.involvedObject.name === 'busy',
+        ),
+      ).toBe(true);
+      const sources = await raw('/sources');
+      // The manifest directory, then the agent's own server (a source too: POST /container).
+      expect(sources.items).toEqual([
+        expect.objectContaining({ name: 'file', seen: true, manifests: 1 }),
+        expect.objectContaining({ name: 'server', seen: true, manifests: 0 }),
+      ]);
+      const probes = await (await fetch(`${url}/metrics/probes`)).text();
+      expect(await outside('promtool', ['check', 'metrics'], probes)).toMatchObject({ code: 0 });
     });
 
     it("is scraped by Prometheus: the series are there by the kubelet's names, and irate() of the burnt core reads about one", async () => {
