@@ -173,7 +173,8 @@ describe('CriStreams on a real containerd: exec, attach and port-forward over it
   });
 
   it('exec with a terminal: the size to begin with and a resize reach the process (stty size)', async () => {
-    const session = await streams.exec(ids.get('main')!, ['sh', '-c', 'read x; stty size; read x; stty size'], {
+    // A shell at the terminal: each `stty size` typed prints the size it has.
+    const session = await streams.exec(ids.get('main')!, ['sh'], {
       stdin: true,
       stdout: true,
       stderr: false,
@@ -181,13 +182,21 @@ describe('CriStreams on a real containerd: exec, attach and port-forward over it
       size: { width: 80, height: 24 },
     });
     const first = readUntil(session.stdout!, '24 80');
-    session.stdin!.write('\n');
+    session.stdin!.write('stty size\n');
     await first;
     await session.resize({ width: 100, height: 40 });
+    // containerd sets the size on another goroutine a moment after reading it, apart from stdin:
+    // the shell is asked every 100 ms until it sees it.
     const second = readUntil(session.stdout!, '40 100');
-    session.stdin!.write('\n');
-    await second;
+    const asking = setInterval(() => session.stdin!.write('stty size\n'), 100);
+    session.stdin!.write('stty size\n');
+    try {
+      await second;
+    } finally {
+      clearInterval(asking);
+    }
     session.stdout!.resume();
+    session.stdin!.write('exit\n');
     expect(await session.done).toEqual({ exitCode: 0 });
   });
 
