@@ -117,6 +117,14 @@ describe('kubelet-ts plan against a real engine', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('no Docker engine answers');
   });
+
+  it('exits 1 naming a --config path that is not there (never "in sync" of nothing)', async () => {
+    const missing = join(dir, 'no-such-manifest.yaml');
+    const result = await plan(['--runtime', 'memory', '--config', missing]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(`--config ${missing}: no such file or directory`);
+  });
 });
 
 describe('a running agent’s /plan and /metrics', () => {

@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { CommanderError, Option } from 'commander';
 import { pino } from 'pino';
 import { Tokens, isKubeletError, nodeNameProblem, type ContainerRuntime, type FieldError, type ManifestSource } from '@kubelet-ts/core';
@@ -44,6 +45,8 @@ export async function planMain(argv: readonly string[]): Promise<number> {
   try {
     const problem = nodeNameProblem(hostname);
     if (problem !== undefined) throw new Error(problem);
+    // The agent waits for a missing --config path to appear; a plan of it would say "in sync" of nothing.
+    if (options.config !== undefined) await mustExist(options.config);
     const { container, close } = await wire(options, hostname, logger, 'plan', givenHostname);
     const runtime = container.resolve<ContainerRuntime>(Tokens.Runtime);
     const sources = container.isRegistered(Tokens.Source, true) ? container.resolveAll<ManifestSource>(Tokens.Source) : [];
@@ -69,6 +72,17 @@ export async function planMain(argv: readonly string[]): Promise<number> {
   } catch (error) {
     process.stderr.write(`kubelet-ts plan: ${(error as Error).message}\n`);
     return 1;
+  }
+}
+
+/** A --config path that is not there fails the plan, naming it. */
+async function mustExist(path: string): Promise<void> {
+  try {
+    await stat(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file or directory' : ((error as Error).message ?? String(code));
+    throw new Error(`--config ${path}: ${why}; give the path of a manifest file or of a directory of manifests`);
   }
 }
 
