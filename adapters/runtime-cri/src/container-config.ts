@@ -1,11 +1,12 @@
 import { CFS_PERIOD_US, Labels, cfsQuotaOf, type ContainerSpec } from '@kubelet-ts/core';
-import type { ContainerConfig, CriMount, PodSandboxConfig } from './cri-api.js';
+import type { ContainerConfig, CriMount, LinuxContainerSecurityContext, PodSandboxConfig } from './cri-api.js';
 import { CriAnnotations } from './mapping.js';
 import { SECURITY_CONTEXT } from './sandbox-config.js';
 
 /**
  * CreateContainer's config for `spec` in a sandbox run with `sandboxConfig`: its mounts already
- * resolved to host paths, and `logPath` when the sandbox has a log directory.
+ * resolved to host paths, `logPath` when the sandbox has a log directory, and its own security
+ * settings (`criSecurityOf`).
  *
  * The two command fields follow CRI's meaning, which is Kubernetes': CRI `command` replaces the
  * image's ENTRYPOINT (our `entrypoint`, a v1 Pod's `command`) and CRI `args` its CMD (our
@@ -16,6 +17,7 @@ export function buildContainerConfig(
   sandboxConfig: PodSandboxConfig,
   mounts: CriMount[],
   logPath: string | undefined,
+  security: LinuxContainerSecurityContext = {},
 ): ContainerConfig {
   const restarts = Number(spec.labels[Labels.restartCount] ?? 0);
   return {
@@ -37,11 +39,15 @@ export function buildContainerConfig(
         ...(spec.cpuLimitMillis === undefined ? {} : { cpuPeriod: CFS_PERIOD_US, cpuQuota: cfsQuotaOf(spec.cpuLimitMillis) }),
       },
       // A container shares its sandbox's namespaces (the host's network in a host-network sandbox,
-      // as the kubelet asks); a sandbox of someone else's gets the default.
-      securityContext:
-        sandboxConfig.linux?.securityContext?.namespaceOptions === undefined
-          ? SECURITY_CONTEXT
-          : { ...SECURITY_CONTEXT, namespaceOptions: sandboxConfig.linux.securityContext.namespaceOptions },
+      // as the kubelet asks); a sandbox of someone else's gets the default. Its own settings
+      // (`criSecurityOf`) come over the defaults.
+      securityContext: {
+        ...SECURITY_CONTEXT,
+        ...(sandboxConfig.linux?.securityContext?.namespaceOptions === undefined
+          ? {}
+          : { namespaceOptions: sandboxConfig.linux.securityContext.namespaceOptions }),
+        ...security,
+      },
     },
   };
 }

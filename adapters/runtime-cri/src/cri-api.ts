@@ -160,6 +160,23 @@ export interface LinuxContainerResources {
   memoryLimitInBytes?: Int64;
 }
 
+/** What CreateContainer applies to the container's process (CRI's `LinuxContainerSecurityContext`). */
+export interface LinuxContainerSecurityContext {
+  capabilities?: { addCapabilities?: string[]; dropCapabilities?: string[] };
+  privileged?: boolean;
+  namespaceOptions?: NamespaceOption;
+  selinuxOptions?: { user?: string; role?: string; type?: string; level?: string };
+  runAsUser?: { value: Int64 };
+  runAsUsername?: string;
+  readonlyRootfs?: boolean;
+  supplementalGroups?: Int64[];
+  apparmorProfile?: string;
+  noNewPrivs?: boolean;
+  runAsGroup?: { value: Int64 };
+  seccomp?: SecurityProfile;
+  apparmor?: SecurityProfile;
+}
+
 export interface ContainerConfig {
   metadata: { name: string; attempt: number };
   image: { image: string };
@@ -173,7 +190,7 @@ export interface ContainerConfig {
   logPath?: string;
   linux?: {
     resources?: LinuxContainerResources;
-    securityContext?: { namespaceOptions?: NamespaceOption; privileged?: boolean; seccomp?: SecurityProfile };
+    securityContext?: LinuxContainerSecurityContext;
   };
 }
 
@@ -213,6 +230,9 @@ export interface CriImage {
   repoTags: string[];
   repoDigests: string[];
   size: Int64;
+  /** The image's user: a uid, or (absent uid) a name. */
+  uid?: { value: Int64 } | null;
+  username?: string;
 }
 
 /** A figure the runtime may leave out (CRI's `UInt64Value`: absent is "unknown", not 0). */

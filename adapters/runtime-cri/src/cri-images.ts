@@ -1,6 +1,7 @@
-import { SharedCalls, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
+import { KubeletError, SharedCalls, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
 import type { CriApi } from './cri-api.js';
-import { classifyPullError } from './errors.js';
+import { imageUserOf } from './cri-security.js';
+import { ADAPTER, classifyPullError } from './errors.js';
 
 export interface CriImagesOptions {
   readonly cri: CriApi;
@@ -32,6 +33,15 @@ export class CriImages implements ImageService {
       this.options.cri.imageStatus({ image: { image } }, deadline),
     );
     return found !== null && found.id !== '';
+  }
+
+  /** The user `image` runs as (see `imageUserOf`); NotFound when it is not here. */
+  async userOf(image: string): Promise<string> {
+    const { image: found } = await this.options.call(`image status ${image}`, (deadline) =>
+      this.options.cri.imageStatus({ image: { image } }, deadline),
+    );
+    if (found === null || found.id === '') throw new KubeletError('NotFound', `image ${image} is not on this host`, { adapter: ADAPTER });
+    return imageUserOf(found);
   }
 
   private async transfer(image: string): Promise<void> {

@@ -3,6 +3,7 @@ import {
   KubeletError,
   Labels,
   Tokens,
+  needsImageUser,
   silentLogger,
   systemClock,
   type Clock,
@@ -24,10 +25,11 @@ import {
   type SandboxSummary,
   settledEvents,
 } from '@kubelet-ts/core';
-import { podVolumeDir, removePodVolumes } from '@kubelet-ts/host-volumes';
+import { mountSourceDir, removePodVolumes } from '@kubelet-ts/host-volumes';
 import type { ContainerStatus, CriApi, CriMount, PodSandboxStatus, VersionResponse } from './cri-api.js';
 import { ContainerdEvents } from './containerd-events.js';
 import { CriImages } from './cri-images.js';
+import { criSecurityOf } from './cri-security.js';
 import { connectCri } from './cri-client.js';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
 import { CriLogFiles } from './cri-log-files.js';
@@ -59,6 +61,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly capabilities: RuntimeCapabilities;
   /** CRI's ImageService (see `CriImages`). */
   readonly images: ImageService;
+  private readonly criImages: CriImages;
   readonly endpoint: string;
   private readonly cri: CriApi;
   private readonly volumesRoot: string;
@@ -83,7 +86,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
-    this.images = new CriImages({
+    this.images = this.criImages = new CriImages({
       cri: this.cri,
       endpoint: this.endpoint,
       pullTimeoutMs: options.pullTimeoutMs ?? 15 * 60_000,
@@ -235,19 +238,21 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const taken = containers.find((c) => c.metadata?.name === spec.name);
     if (taken !== undefined)
       throw new KubeletError('Conflict', `create ${spec.name}: the name is taken by container ${taken.id}`, { adapter: ADAPTER });
+    const imageUser = needsImageUser(spec.security) ? await this.criImages.userOf(spec.image) : undefined;
+    const security = criSecurityOf(spec, imageUser);
     const sandboxConfig = sandboxConfigOf(sandbox);
     const mounts: CriMount[] = [];
     // A HOST mount (2014's mountType: HOST, allowed by --allow-host-mounts) binds the host path as it is.
     for (const m of spec.mounts)
       mounts.push({
         containerPath: m.containerPath,
-        hostPath: m.hostPath ?? (await podVolumeDir(this.volumesRoot, spec.podId, m.volume)),
+        hostPath: await mountSourceDir(this.volumesRoot, spec.podId, m),
         readonly: m.readOnly,
       });
     const podLogs = sandboxConfig.logDirectory;
     const logPath = podLogs === undefined ? undefined : await this.logFiles.reserve(podLogs, spec);
     const logFile = podLogs === undefined || logPath === undefined ? undefined : join(podLogs, logPath);
-    const config = buildContainerConfig(spec, sandboxConfig, mounts, logPath);
+    const config = buildContainerConfig(spec, sandboxConfig, mounts, logPath, security);
     let containerId: string;
     try {
       // No image check first: CreateContainer answers NOT_FOUND for a missing image.

@@ -52,9 +52,12 @@ export function buildSandboxConfig(spec: SandboxSpec, options: SandboxConfigOpti
         ),
     linux: {
       ...(options.cgroupParent === undefined ? {} : { cgroupParent: options.cgroupParent }),
-      securityContext: hostNetwork
-        ? { ...SECURITY_CONTEXT, namespaceOptions: { ...SECURITY_CONTEXT.namespaceOptions, network: 'NODE' } }
-        : SECURITY_CONTEXT,
+      securityContext: {
+        ...SECURITY_CONTEXT,
+        ...(hostNetwork ? { namespaceOptions: { ...SECURITY_CONTEXT.namespaceOptions, network: 'NODE' } } : {}),
+        // containerd runs a privileged container only in a privileged sandbox, as the kubelet asks for one.
+        ...(spec.privileged === true ? { privileged: true } : {}),
+      },
     },
   };
   return { ...record, labels: { ...spec.labels }, annotations: { [CriAnnotations.sandboxConfig]: JSON.stringify(record) } };

@@ -156,6 +156,8 @@ export interface DockerCreateOptions {
   Entrypoint?: string[];
   WorkingDir?: string;
   Env?: string[];
+  /** `uid`, `uid:gid`, or the image's user name with a gid. */
+  User?: string;
   Labels: Record<string, string>;
   ExposedPorts?: Record<string, Record<string, never>>;
   HostConfig: {
@@ -173,6 +175,15 @@ export interface DockerCreateOptions {
     RestartPolicy?: { Name: string };
     /** The log driver and its options: `json-file` with `max-size` and `max-file` bounds what the engine keeps. */
     LogConfig?: { Type: string; Config: Record<string, string> };
+    /** Supplemental gids, as text. */
+    GroupAdd?: string[];
+    Privileged?: boolean;
+    ReadonlyRootfs?: boolean;
+    /** Capability names (`NET_ADMIN`), `ALL` in CapDrop for every one. */
+    CapAdd?: string[];
+    CapDrop?: string[];
+    /** `no-new-privileges`, `seccomp=…`, `apparmor=…`, `label=type:…`. */
+    SecurityOpt?: string[];
   };
 }
 

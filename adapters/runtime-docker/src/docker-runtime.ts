@@ -30,7 +30,7 @@ import {
   cfsQuotaOf,
   settledEvents,
 } from '@kubelet-ts/core';
-import { podVolumeDir } from '@kubelet-ts/host-volumes';
+import { mountSourceDir } from '@kubelet-ts/host-volumes';
 import type { DockerApi, DockerCreateOptions, DockerInspect, DockerVersion } from './docker-api.js';
 import { connectDocker } from './docker-connect.js';
 import { dockerEvents } from './docker-events.js';
@@ -40,6 +40,7 @@ import { DockerSandboxes } from './docker-sandboxes.js';
 import { DockerStatsSource } from './docker-stats-source.js';
 import { DockerStreams } from './docker-streams.js';
 import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
+import { securityOptionsOf } from './docker-security.js';
 import { ADAPTER, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
 
@@ -196,11 +197,11 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     // The engine creates a container that names an unknown container's network (it fails only at
     // start): one inspect gives the contract's NotFound at create.
     await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
-    // The container joins the sandbox's namespace, whose holder publishes the pod's ports. On
-    // Podman a container that joins another's network keeps a UTS namespace of its own (its
-    // hostname would be its id); Docker gives it the sandbox's hostname. Joining the sandbox's UTS
-    // namespace too gives the pod's hostname, as in a Kubernetes pod.
+    // The container joins the sandbox's namespace, whose holder publishes the pod's ports. On Podman it
+    // also joins its UTS namespace for the pod's hostname (it would keep its own; Docker shares it).
     const uts = (await this.engine()) === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
+    const inspectImage = () => this.call(`inspect image ${spec.image}`, () => this.docker.getImage(spec.image).inspect());
+    const { User, HostConfig: security } = await securityOptionsOf(spec, inspectImage);
     const options: DockerCreateOptions = {
       name: spec.name,
       Image: spec.image,
@@ -210,8 +211,10 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       ...(spec.entrypoint === undefined ? {} : { Entrypoint: [...spec.entrypoint] }),
       ...(spec.workingDir === undefined ? {} : { WorkingDir: spec.workingDir }),
       Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+      ...(User === undefined ? {} : { User }),
       Labels: { ...spec.labels },
       HostConfig: {
+        ...security,
         NetworkMode: `container:${sandboxId}`,
         ...uts,
         Binds: binds,
@@ -296,12 +299,12 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     return { exitCode: result.ExitCode ?? -1, output };
   }
 
-  /** Makes `<root>/<pod>/<volume>` for each mount (see `podVolumeDir`: nothing outside the root). */
+  /** The bind of each mount (see `mountSourceDir`: a pod volume or a claim, nothing outside the root). */
   private async prepareVolumes(spec: ContainerSpec): Promise<string[]> {
     const binds: string[] = [];
     for (const m of spec.mounts) {
       // A HOST mount (2014's mountType: HOST, allowed by --allow-host-mounts) binds the host path as it is.
-      const dir = m.hostPath ?? (await podVolumeDir(this.volumesRoot, spec.podId, m.volume));
+      const dir = await mountSourceDir(this.volumesRoot, spec.podId, m);
       binds.push(`${dir}:${m.containerPath}:${m.readOnly ? 'ro' : 'rw'}`);
     }
     return binds;

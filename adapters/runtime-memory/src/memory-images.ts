@@ -23,6 +23,8 @@ export class MemoryImages implements ImageService {
   private readonly present: Set<string>;
   private readonly pullable: 'any' | ReadonlySet<string>;
   private readonly pulls = new SharedCalls<void>();
+  /** The user each image runs as, where it is not root (see `add`). */
+  private readonly users = new Map<string, string>();
 
   constructor(private readonly options: MemoryImagesOptions) {
     this.present = new Set(options.images ?? []);
@@ -53,8 +55,14 @@ export class MemoryImages implements ImageService {
     return this.present.has(image);
   }
 
-  /** Adds an image as if it had been built locally. */
-  add(image: string): void {
+  /** Adds an image as if it had been built locally, running as `user` (its `USER`: a uid, a name, `uid:gid`; default root). */
+  add(image: string, user?: string): void {
     this.present.add(image);
+    if (user !== undefined) this.users.set(image, user);
+  }
+
+  /** The user an image runs as, as an image config writes it (empty for root). */
+  userOf(image: string): string {
+    return this.users.get(image) ?? '';
   }
 }

@@ -1,5 +1,6 @@
 import {
   KubeletError,
+  runAsNonRootProblem,
   Labels,
   Tokens,
   sleep,
@@ -191,6 +192,8 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
       throw new KubeletError('Conflict', `container name ${spec.name} is already in use by ${holder}`, { adapter: ADAPTER });
     if (!this.images.has(spec.image)) throw new KubeletError('NotFound', `no such image: ${spec.image}`, { adapter: ADAPTER });
     if (!this.sandboxes.has(sandboxId)) throw new KubeletError('NotFound', `no such sandbox: ${sandboxId}`, { adapter: ADAPTER });
+    const nonRoot = runAsNonRootProblem(spec.security, this.images.userOf(spec.image));
+    if (nonRoot !== undefined) throw new KubeletError('InvalidManifest', `create ${spec.name}: ${nonRoot}`, { adapter: ADAPTER });
     const id = this.newId();
     const summary: Mutable<ContainerSummary> = {
       id,
@@ -371,7 +374,6 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   }
 
   // ---- internals ------------------------------------------------------------------------------
-
   private get(id: string): Record_ {
     const r = this.containers.get(id);
     if (r === undefined) throw new KubeletError('NotFound', `no such container: ${id}`, { adapter: ADAPTER });

@@ -33,7 +33,7 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
   if (options.allowPrivileged)
     logger.warn(
       { flag: '--allow-privileged' },
-      '--allow-privileged is accepted for 2014 command lines, but privileged containers are not supported: no container runs privileged',
+      '--allow-privileged: a pod may run containers with securityContext.privileged, which have every device and capability of this host',
     );
   if (options.authToken !== undefined && options.authToken.length < MIN_TOKEN_LENGTH)
     logger.warn(

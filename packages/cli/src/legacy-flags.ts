@@ -65,7 +65,14 @@ export function addLegacyFlags(program: Command): Command {
     .addOption(
       bool('--enable-server', "2014: serve the agent's HTTP API and manifest routes (--enable-server=false: no server)", true, true),
     )
-    .addOption(bool('--allow-privileged', '2014: accepted; privileged containers are not supported (a warning says so)', true, false))
+    .addOption(
+      bool(
+        '--allow-privileged',
+        'the 2014 flag: accept containers with securityContext.privileged: true (every device and capability of the host); refused by field otherwise',
+        true,
+        false,
+      ),
+    )
     .addOption(
       new Option('-v, --v <level>', '2014 (glog): verbosity; 0-1 info, 2-3 debug, 4 and more trace (--log-level wins)').argParser(level),
     )

@@ -11,6 +11,7 @@ const interrupted = () => new Promise((resolve) => process.once('SIGINT', resolv
 const COMMANDS: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
   plan: async (argv) => (await import('./plan.js')).planMain(argv),
   convert: async (argv) => (await import('./convert.js')).convertMain(argv),
+  volumes: async (argv) => (await import('./volumes.js')).volumesMain(argv, clientIo()),
   logs: async (argv) => (await import('./logs.js')).logsMain(argv),
   top: async (argv) => (await import('./top.js')).topMain(argv),
   exec: async (argv) => (await import('./exec.js')).execMain('exec', argv),

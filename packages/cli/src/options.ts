@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_LINKS_DIR, DEFAULT_LOGS_ROOT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
+import { hostEnforcesAppArmor } from '@kubelet-ts/runner';
 import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
 import { addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
@@ -51,6 +52,8 @@ export interface CliOptions extends LegacyFlags {
   readonly runonceTimeout: number;
   readonly allowHostMounts: boolean;
   readonly allowHostNetwork: boolean;
+  /** Not a flag: whether this host enforces AppArmor (see `hostEnforcesAppArmor`). */
+  readonly appArmor: boolean;
   readonly containerLogMaxSize: number;
   readonly containerLogMaxFiles: number;
   readonly podLogsDir: string;
@@ -149,7 +152,8 @@ export function buildProgram(): Command {
         '  describe pod NAME                    a pod in detail (as kubectl describe)\n' +
         '  logs, exec, attach, port-forward, top\n' +
         'They exit 0 when done, 1 on a usage error or anything else, 2 when the agent cannot be reached, ' +
-        '3 when it refuses the credentials, 4 when TLS fails.',
+        '3 when it refuses the credentials, 4 when TLS fails.\n' +
+        '`kubelet-ts volumes ls|rm CLAIM` lists or removes the named volumes of persistentVolumeClaims on this host.',
     )
     .addOption(
       new Option('--config <path>', 'a manifest file, or a directory of manifests (every regular file but dotfiles and editor leftovers)'),
@@ -337,5 +341,10 @@ export function buildProgram(): Command {
 export function optionsOf<T extends CliOptions>(program: Command): T {
   const raw = program.opts<T>();
   const given = (name: string) => program.getOptionValueSource(name) === 'cli';
-  return { ...raw, logLevel: logLevelOf(raw, given('logLevel')), volumesRoot: volumesRootOf(raw, given('volumesRoot')) };
+  return {
+    ...raw,
+    logLevel: logLevelOf(raw, given('logLevel')),
+    volumesRoot: volumesRootOf(raw, given('volumesRoot')),
+    appArmor: hostEnforcesAppArmor(),
+  };
 }

@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { CommanderError } from 'commander';
+import { hostAccessOf } from '@kubelet-ts/core';
+import { parseManifests } from '@kubelet-ts/manifest';
 import { defaultHostname } from '../src/legacy-flags.js';
 import { buildProgram, normaliseFlagSpelling, optionsOf } from '../src/options.js';
 
@@ -65,8 +67,18 @@ describe('command lines of the 2014 agent', () => {
     expect(parse(['--root_dir=/r', '--volumes-root=/v']).volumesRoot).toBe('/v');
   });
 
-  it('accepts --allow_privileged (the agent warns that privileged containers are not supported)', () => {
-    expect(parse(['--allow_privileged']).allowPrivileged).toBe(true);
+  it('takes --allow_privileged as the power to run privileged containers, which the manifest checks then grant', () => {
+    const options = parse(['--allow_privileged']);
+    expect(options.allowPrivileged).toBe(true);
+    expect(parse([]).allowPrivileged).toBe(false);
+    const privileged = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p' },
+      spec: { containers: [{ name: 'c', image: 'busybox', securityContext: { privileged: true } }] },
+    });
+    expect(parseManifests(privileged, 'p.json', hostAccessOf(options)).manifests).toHaveLength(1);
+    expect(parseManifests(privileged, 'p.json', hostAccessOf(parse([]))).rejected[0]?.errors[0]?.message).toContain('--allow-privileged');
   });
 
   it('still refuses an unknown flag, or a bad boolean, naming it', () => {

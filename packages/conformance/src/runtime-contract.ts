@@ -10,6 +10,7 @@ import {
 import { eventsContract, type EventsCapability } from './events-contract.js';
 import { logsContract, type LogsCapability } from './logs-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
+import { securityContract } from './security-contract.js';
 import { statsContract, type StatsCapability } from './stats-contract.js';
 import { streamingContract, type StreamingCapability } from './streaming-contract.js';
 import { resolveTestApi, type TestApiOption } from './test-api.js';
@@ -211,6 +212,19 @@ export function runtimeContract(
       await expectCode(runtime.exec('f'.repeat(64), ['true'], 1000), 'NotFound');
     });
 
+    it("binds a claim's named volume by its name, whichever pod mounts it", async () => {
+      const claim = `contract-claim-${process.pid}`;
+      const mounts = [{ volume: 'data', containerPath: '/data', readOnly: false, claim }];
+      const writer = await create({ ...spec('contract-claim-a', 'main'), mounts });
+      expect((await runtime.inspect(writer.id)).spec.mounts.some((m) => m.containerPath === '/data')).toBe(true);
+      if (options.realExec === false) return;
+      await runtime.start(writer.id);
+      expect((await runtime.exec(writer.id, ['sh', '-c', 'echo kept > /data/note'], 5000)).exitCode).toBe(0);
+      const reader = await create({ ...spec('contract-claim-b', 'main'), mounts });
+      await runtime.start(reader.id);
+      expect((await runtime.exec(reader.id, ['cat', '/data/note'], 5000)).output.trim()).toBe('kept');
+    });
+
     it('keeps foreign containers out of list unless asked', async () => {
       const mine = await create(spec('contract-g', 'main'));
       const foreign = await create({
@@ -241,5 +255,6 @@ export function runtimeContract(
       () => sandboxId,
       { ...options, name, testApi },
     );
+    securityContract(() => runtime, spec, create, { ...options, name, testApi });
   });
 }

@@ -125,6 +125,19 @@ export {
   type SpecContext,
 } from './spec.js';
 export {
+  containerSecurityOf,
+  needsImageUser,
+  runAsNonRootProblem,
+  withoutEngineDefaults,
+  type ContainerSecurity,
+  type ContainerSecurityContext,
+  type PodSecurityContext,
+  type SecurityProfile,
+  type SELinuxOptions,
+  type SharedSecurity,
+  type Sysctl,
+} from './security.js';
+export {
   HOST_NETWORK_SANDBOX_HASH,
   buildSandboxSpec,
   podUid,

@@ -1,3 +1,5 @@
+import type { ContainerSecurityContext, PodSecurityContext } from './security.js';
+
 /**
  * The container manifest of 2014 (what later became a pod), after validation and normalisation.
  * Optional fields stay absent rather than being filled with defaults, so that the spec hash of an
@@ -38,6 +40,12 @@ export interface ContainerManifest {
    * host's. Absent means false.
    */
   readonly hostNetwork?: boolean;
+  /**
+   * A v1 Pod's `spec.securityContext`, kept as written (after validation): what every container
+   * runs as unless its own says otherwise, and the pod's groups and sysctls. See
+   * `containerSecurityOf` for what a container gets.
+   */
+  readonly securityContext?: PodSecurityContext;
   readonly volumes: readonly Volume[];
   readonly containers: readonly Container[];
   /** What to do when a container exits. Default `Always`. */
@@ -88,13 +96,21 @@ export interface Probe {
 export type HostPathType = '' | 'DirectoryOrCreate' | 'Directory' | 'FileOrCreate' | 'File' | 'Socket' | 'CharDevice' | 'BlockDevice';
 
 /**
- * A pod volume. Without `hostPath` it is the pod's own directory, made empty when the pod first
- * runs and removed with the pod (the 2014 volume, v1's `emptyDir`). With `hostPath` (accepted only
- * with `allowHostMounts`) it is that directory or file of the host, bound as it is.
+ * A pod volume. Without `hostPath` or `claim` it is the pod's own directory, made empty when the
+ * pod first runs and removed with the pod (the 2014 volume, v1's `emptyDir`). With `hostPath`
+ * (accepted only with `allowHostMounts`) it is that directory or file of the host, bound as it is;
+ * with `claim`, a named volume that outlives the pod.
  */
 export interface Volume {
   readonly name: string;
   readonly hostPath?: { readonly path: string; readonly type?: HostPathType };
+  /**
+   * A named volume of the host (a v1 `persistentVolumeClaim`, as `podman kube play` makes one per
+   * claim): made empty the first time a pod mounts it, kept when the pod goes and found again by
+   * the next pod that names it; removed only on request (`kubelet-ts volumes rm`). `readOnly`
+   * mounts it read-only everywhere.
+   */
+  readonly claim?: { readonly name: string; readonly readOnly?: boolean };
 }
 
 export type Protocol = 'TCP' | 'UDP';
@@ -158,6 +174,8 @@ export interface Container {
   readonly readinessProbe?: Probe;
   /** Until it passes, liveness and readiness are not probed; failing `failureThreshold` times kills the container, as liveness does. */
   readonly startupProbe?: Probe;
+  /** A v1 container's `securityContext`, kept as written (after validation); see `containerSecurityOf`. */
+  readonly securityContext?: ContainerSecurityContext;
 }
 
 /** The kubelet's default: `:latest` or no tag → `Always`, anything else → `IfNotPresent`. */

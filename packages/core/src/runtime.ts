@@ -1,3 +1,4 @@
+import type { ContainerSecurity } from './security.js';
 import type { ContainerLogSource } from './container-logs.js';
 import type { ContainerStreaming } from './container-streams.js';
 import type { ContainerStatsSource } from './resource-stats.js';
@@ -29,6 +30,8 @@ export interface ContainerSpec {
   readonly cpuShares?: number;
   /** CPU limit in thousandths of a CPU: a CFS quota of `cpuLimitMillis × 100` µs per 100,000 µs period. */
   readonly cpuLimitMillis?: number;
+  /** Who the container runs as and what it may do (see `ContainerSecurity`); absent: the engine's defaults. */
+  readonly security?: ContainerSecurity;
   /** Labels stored with the container and returned by `list` and `inspect` unchanged. */
   readonly labels: Readonly<Record<string, string>>;
 }
@@ -58,6 +61,11 @@ export interface Mount {
    * runtimes only bind. Absent (and for 2014 HOST mounts): no check.
    */
   readonly hostPathType?: HostPathType;
+  /**
+   * A named volume of the host (a v1 `persistentVolumeClaim`): the runtime binds the claim's
+   * directory (`claimVolumeDir` in `@kubelet-ts/host-volumes`), which no pod removal touches.
+   */
+  readonly claim?: string;
 }
 
 /** A container as `list` sees it. Times are milliseconds since the epoch. */

@@ -23,6 +23,11 @@ export interface SandboxSpec {
    */
   readonly hostNetwork?: boolean;
   /**
+   * A container of the pod runs privileged (v1 `securityContext.privileged`): a CRI runtime
+   * allows privileged containers only in a sandbox made privileged, as the kubelet makes it.
+   */
+  readonly privileged?: boolean;
+  /**
    * The pod as the kubelet names it (`/pods` shows the same): its namespace (`default` for a pod
    * without one), its name and its uid (see `podUid`). What a runtime that lays out files per pod
    * names them after (CRI's log directory, `<namespace>_<name>_<uid>`, as the kubelet's).
@@ -67,7 +72,14 @@ export const HOST_NETWORK_SANDBOX_HASH = sandboxHash([], true);
 
 /** The sandbox hash a manifest's sandbox is made with. */
 export function manifestSandboxHash(manifest: ContainerManifest): string {
-  return manifest.hostNetwork === true ? HOST_NETWORK_SANDBOX_HASH : sandboxHash(podPorts(manifest));
+  const hash = manifest.hostNetwork === true ? HOST_NETWORK_SANDBOX_HASH : sandboxHash(podPorts(manifest));
+  // A privileged sandbox is another sandbox (CRI makes it so); no other pod's hash moves.
+  return hasPrivilegedContainer(manifest) ? createHash('sha256').update(`${hash}\nprivileged`).digest('hex').slice(0, 16) : hash;
+}
+
+/** Whether a container of the manifest asks to run privileged. */
+export function hasPrivilegedContainer(manifest: Pick<ContainerManifest, 'containers'>): boolean {
+  return manifest.containers.some((c) => c.securityContext?.privileged === true);
 }
 
 /**
@@ -105,6 +117,7 @@ export function buildSandboxSpec(manifest: ContainerManifest, context: { readonl
     hostname: podHostname(manifest.id),
     ports: hostNetwork ? [] : podPorts(manifest),
     ...(hostNetwork ? { hostNetwork: true } : {}),
+    ...(hasPrivilegedContainer(manifest) ? { privileged: true } : {}),
     labels: {
       [Labels.sandbox]: manifest.id,
       [Labels.sandboxHash]: manifestSandboxHash(manifest),

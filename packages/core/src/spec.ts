@@ -8,6 +8,7 @@ import {
   type VolumeMount,
 } from './manifest.js';
 import { Labels, buildContainerName } from './naming.js';
+import { containerSecurityOf, withoutEngineDefaults } from './security.js';
 import type { ContainerSpec, Mount, PortBinding } from './runtime.js';
 
 /**
@@ -28,7 +29,16 @@ export function specHash(manifest: ContainerManifest, container: Container): str
   // How the agent watches and pulls a container does not change what runs: a new probe or pull
   // policy must not restart it. (The v1 fields of a container, entrypoint, cpuLimitMillis and a
   // port's hostIP, are in `applied` when present, and absent fields are not hashed.)
-  const { livenessProbe: _probe, readinessProbe: _ready, startupProbe: _startup, imagePullPolicy: _pull, ...applied } = container;
+  const {
+    livenessProbe: _probe,
+    readinessProbe: _ready,
+    startupProbe: _startup,
+    imagePullPolicy: _pull,
+    securityContext: ownSecurity,
+    ...rest
+  } = container;
+  const security = withoutEngineDefaults(ownSecurity, manifest.securityContext?.seccompProfile);
+  const applied = security === undefined ? rest : { ...rest, securityContext: security };
   const hostPaths = mountedHostPaths(manifest, mounted);
   const hashed = {
     container: applied,
@@ -42,6 +52,8 @@ export function specHash(manifest: ContainerManifest, container: Container): str
     // replaces the pod's namespace; a mounted volume's host path (or its type) is what is bound.
     ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
     ...(hostPaths === undefined ? {} : { hostPaths }),
+    // Who every container runs as; the sysctls belong to the pod's sandbox, which carries them.
+    ...podSecurityHashed(manifest),
   };
   const digest = createHash('sha256').update(canonicalJson(hashed)).digest('hex').slice(0, 16);
   const hash = `v${SPEC_HASH_VERSION}-${digest}`;
@@ -49,10 +61,18 @@ export function specHash(manifest: ContainerManifest, container: Container): str
   return hash;
 }
 
-/** The host paths of the mounted volumes that have one, by volume name; `undefined` when none does. */
-function mountedHostPaths(manifest: ContainerManifest, mounted: ReadonlySet<string>): Record<string, Volume['hostPath']> | undefined {
-  const withPath = manifest.volumes.filter((v) => v.hostPath !== undefined && mounted.has(v.name));
-  return withPath.length === 0 ? undefined : Object.fromEntries(withPath.map((v) => [v.name, v.hostPath]));
+/** The host paths (or claims) of the mounted volumes that have one, by volume name; `undefined` when none does. */
+function mountedHostPaths(manifest: ContainerManifest, mounted: ReadonlySet<string>): Record<string, object | undefined> | undefined {
+  const bound = manifest.volumes.filter((v) => (v.hostPath !== undefined || v.claim !== undefined) && mounted.has(v.name));
+  // A hostPath is hashed as it was (an agent upgrade must not restart its containers); a claim by its name and mode.
+  return bound.length === 0 ? undefined : Object.fromEntries(bound.map((v) => [v.name, v.hostPath ?? { claim: v.claim }]));
+}
+
+/** The pod's securityContext as a container's hash sees it: all but its sysctls and the engines' defaults; nothing when that leaves nothing. */
+function podSecurityHashed(manifest: ContainerManifest): { podSecurity?: object } {
+  const { sysctls: _sandbox, ...rest } = manifest.securityContext ?? {};
+  const said = withoutEngineDefaults(rest);
+  return said === undefined ? {} : { podSecurity: said };
 }
 
 const hashes = new WeakMap<Container, string>();
@@ -120,6 +140,7 @@ export interface SpecContext {
 /** Maps one manifest container onto what the runtime creates, labels included. */
 export function buildContainerSpec(manifest: ContainerManifest, container: Container, context: SpecContext): ContainerSpec {
   const volumes = new Map(manifest.volumes.map((v) => [v.name, v]));
+  const security = containerSecurityOf(manifest, container);
   return {
     name: buildContainerName(manifest.id, container.name),
     podId: manifest.id,
@@ -133,6 +154,7 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
     ...(container.memory === undefined ? {} : { memory: container.memory }),
     ...(container.cpu === undefined ? {} : { cpuShares: container.cpu }),
     ...(container.cpuLimitMillis === undefined ? {} : { cpuLimitMillis: container.cpuLimitMillis }),
+    ...(security === undefined ? {} : { security }),
     labels: {
       [Labels.manifestId]: manifest.id,
       [Labels.containerName]: container.name,
@@ -149,6 +171,8 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
 
 function mountOf(m: VolumeMount, volume: Volume | undefined): Mount {
   const base = { volume: m.name, containerPath: m.mountPath, readOnly: m.readOnly };
+  // A claim: its named volume, read-only everywhere when the claim says so.
+  if (volume?.claim !== undefined) return { ...base, readOnly: m.readOnly || volume.claim.readOnly === true, claim: volume.claim.name };
   // A v1 hostPath volume: its host path, checked by the agent for its type before the create.
   const hostPath = volume?.hostPath;
   if (hostPath !== undefined) return { ...base, hostPath: hostPath.path, ...(hostPath.type ? { hostPathType: hostPath.type } : {}) };

@@ -1,8 +1,9 @@
 import { posix } from 'node:path';
 import { isIP } from 'node:net';
-import { describeValue, type WrittenAs } from './field-checks.js';
+import { describeValue } from './field-checks.js';
 import type { Container, EnvVar, Port, Probe, Protocol, PullPolicy, VolumeMount } from './manifest.js';
-import { PROBE_KINDS, ProbeChecks } from './validate-probe.js';
+import { PROBE_KINDS } from './validate-probe.js';
+import { SecurityChecks } from './validate-security.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // Docker's reference grammar is looser than this, but no valid reference contains whitespace or
@@ -25,6 +26,7 @@ const CONTAINER_FIELDS = new Set([
   'livenessProbe',
   'readinessProbe',
   'startupProbe',
+  'securityContext',
 ]);
 // The late-2014 v1beta1 spellings (`PullAlways`) mean the same as ours.
 const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
@@ -40,14 +42,8 @@ const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'hostIP', 'pro
 const ENV_FIELDS = new Set(['name', 'key', 'value']);
 const MOUNT_FIELDS = new Set(['name', 'mountPath', 'path', 'readOnly', 'mountType']);
 
-/** The host access a manifest is checked against (see `HostAccess`), every power said. */
-export interface ContainerCheckOptions {
-  readonly allowHostMounts: boolean;
-  readonly allowHostNetwork: boolean;
-}
-
 /** The checks of one container and what is in it, for the manifest walker. */
-export class ContainerChecks extends ProbeChecks {
+export class ContainerChecks extends SecurityChecks {
   /**
    * Set by the manifest walker when the manifest names its version: a port without `hostPort` is
    * then published on its `containerPort`, as the 2014 agent did.
@@ -55,13 +51,6 @@ export class ContainerChecks extends ProbeChecks {
   protected publishUnmappedPorts = false;
   /** Ports published only because of that rule, so a clash can say why the port is claimed. */
   protected readonly implicitlyPublished = new WeakSet<Port>();
-
-  constructor(
-    writtenAs: WrittenAs | undefined,
-    protected readonly checks: ContainerCheckOptions,
-  ) {
-    super(writtenAs);
-  }
 
   protected container(input: unknown, path: string, volumes: Set<string>): Container | undefined {
     const c = this.record(input, path, CONTAINER_FIELDS);
@@ -90,6 +79,7 @@ export class ContainerChecks extends ProbeChecks {
       const probe = c[kind] == null ? undefined : this.probe(c[kind], `${path}.${kind}`, kind);
       if (probe !== undefined) probes[kind] = probe;
     }
+    const securityContext = this.containerSecurity(c['securityContext'], `${path}.securityContext`);
     if (this.errors.length > before || name === undefined || image === undefined) return undefined;
     return {
       name,
@@ -105,6 +95,7 @@ export class ContainerChecks extends ProbeChecks {
       volumeMounts: mounts as VolumeMount[],
       ...(imagePullPolicy === undefined ? {} : { imagePullPolicy }),
       ...probes,
+      ...(securityContext === undefined ? {} : { securityContext }),
     };
   }
 

@@ -34,11 +34,28 @@ export interface HostAccess {
    * agent restarts (an agent that allows it serves no caller unauthenticated, loopback included).
    */
   readonly allowHostNetwork?: boolean | undefined;
+  /**
+   * Accept `securityContext.privileged: true`. Default false: refused naming `--allow-privileged`
+   * (the 2014 flag), since such a container has every device and capability of the host.
+   */
+  readonly allowPrivileged?: boolean | undefined;
+  /**
+   * The host enforces AppArmor (`/sys/module/apparmor/parameters/enabled` is `Y`; see
+   * `hostEnforcesAppArmor` in `@kubelet-ts/runner`), so a pod's AppArmor profile can be applied.
+   * Default false: a profile other than `Unconfined` is refused by field, as the kubelet refuses
+   * such a pod on a host without AppArmor; it is never ignored.
+   */
+  readonly appArmor?: boolean | undefined;
 }
 
 /** The host access of `options` alone (to pass it on), each power true or false. */
 export function hostAccessOf(options: HostAccess): Required<{ [K in keyof HostAccess]: boolean }> {
-  return { allowHostMounts: options.allowHostMounts === true, allowHostNetwork: options.allowHostNetwork === true };
+  return {
+    allowHostMounts: options.allowHostMounts === true,
+    allowHostNetwork: options.allowHostNetwork === true,
+    allowPrivileged: options.allowPrivileged === true,
+    appArmor: options.appArmor === true,
+  };
 }
 
 export interface ValidateOptions extends HostAccess {
@@ -68,6 +85,7 @@ const MANIFEST_FIELDS = new Set([
   'labels',
   'annotations',
   'hostNetwork',
+  'securityContext',
   'volumes',
   'containers',
   'restartPolicy',
@@ -77,7 +95,8 @@ const VERSIONS: readonly ManifestVersion[] = ['v1beta1', 'v1beta2'];
 const RESTART_POLICIES: readonly RestartPolicy[] = ['Always', 'OnFailure', 'Never'];
 /** The late-2014 v1beta1 form, `restartPolicy: {always: {}}`, by its one key. */
 const RESTART_POLICY_KEYS: Readonly<Record<string, RestartPolicy>> = { always: 'Always', onFailure: 'OnFailure', never: 'Never' };
-const VOLUME_FIELDS = new Set(['name', 'hostPath']);
+const VOLUME_FIELDS = new Set(['name', 'hostPath', 'claim']);
+const CLAIM_FIELDS = new Set(['name', 'readOnly']);
 const HOST_PATH_FIELDS = new Set(['path', 'type']);
 const HOST_PATH_TYPES: readonly HostPathType[] = [
   '',
@@ -150,6 +169,7 @@ class Walker extends ContainerChecks {
         'hostNetwork',
         "true puts the pod in the host's network, where it reaches this agent on 127.0.0.1 and can take its port, which this agent refuses; run it with --allow-host-network (allowHostNetwork) to accept it, or publish ports (hostPort)",
       );
+    const securityContext = this.podSecurity(m['securityContext'], 'securityContext');
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
@@ -211,6 +231,7 @@ class Walker extends ContainerChecks {
       ...(labels === undefined ? {} : { labels }),
       ...(annotations === undefined ? {} : { annotations }),
       ...(hostNetwork ? { hostNetwork } : {}),
+      ...(securityContext === undefined ? {} : { securityContext }),
       volumes,
       containers,
       ...(restartPolicy === undefined ? {} : { restartPolicy }),
@@ -264,9 +285,25 @@ class Walker extends ContainerChecks {
       if (seen.has(name)) this.fail(`${path}.name`, `duplicate volume name "${name}"`);
       seen.add(name);
       const hostPath = v['hostPath'] == null ? undefined : this.hostPathVolume(v['hostPath'], `${path}.hostPath`);
-      out.push(hostPath === undefined ? { name } : { name, hostPath });
+      const claim = v['claim'] == null ? undefined : this.claim(v['claim'], `${path}.claim`);
+      if (hostPath !== undefined && claim !== undefined) this.fail(path, 'must have at most one of hostPath, claim');
+      out.push({ name, ...(hostPath === undefined ? {} : { hostPath }), ...(claim === undefined ? {} : { claim }) });
     });
     return out;
+  }
+
+  /** A named volume of the host that outlives its pods (a v1 `persistentVolumeClaim`): a DNS subdomain names its directory. */
+  private claim(input: unknown, path: string): Volume['claim'] {
+    const c = this.record(input, path, CLAIM_FIELDS);
+    if (c === undefined) return undefined;
+    const name = this.manifestId(c['name'], `${path}.name`, true);
+    let readOnly = false;
+    if (c['readOnly'] != null) {
+      if (typeof c['readOnly'] === 'boolean') readOnly = c['readOnly'];
+      else this.fail(`${path}.readOnly`, `must be true or false, got ${describeValue(c['readOnly'])}`);
+    }
+    if (name === undefined) return undefined;
+    return readOnly ? { name, readOnly } : { name };
   }
 
   /** A host directory or file as a volume: accepted only with `allowHostMounts`, as `mountType: HOST` is. */

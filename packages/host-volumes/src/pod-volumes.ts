@@ -41,7 +41,7 @@ export async function podVolumeDir(root: string, podId: string, volume: string, 
 }
 
 /** Makes `path` if missing; refuses it when it is a symbolic link or not a directory. */
-async function ownDirectory(path: string, root: string): Promise<string> {
+export async function ownDirectory(path: string, root: string): Promise<string> {
   try {
     await mkdir(path, { mode: 0o755 });
   } catch (error) {

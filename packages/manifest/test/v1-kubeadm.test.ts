@@ -40,6 +40,8 @@ const shareVolumes = dirs(
   ['usr-share-ca-certificates', '/usr/share/ca-certificates'],
 );
 const controlPlane = (component: string) => ({ namespace: 'kube-system', labels: { component, tier: 'control-plane' }, hostNetwork: true });
+// kubeadm asks for the RuntimeDefault seccomp profile, kept as written (the engines' default: it changes no spec hash).
+const runtimeDefault = { securityContext: { seccompProfile: { type: 'RuntimeDefault' } } };
 
 describe('kubeadm control-plane manifests', () => {
   it('etcd: hostNetwork, DirectoryOrCreate volumes, HTTP probes on 127.0.0.1, requests 100m/100Mi', () => {
@@ -48,6 +50,7 @@ describe('kubeadm control-plane manifests', () => {
     expect({ ...m, containers: [{ ...c, entrypoint: c.entrypoint?.slice(0, 2) }] }).toEqual({
       id: 'etcd.kube-system',
       ...controlPlane('etcd'),
+      ...runtimeDefault,
       annotations: { 'kubeadm.kubernetes.io/etcd.advertise-client-urls': 'https://10.0.0.10:2379' },
       volumes: dirs(['etcd-certs', '/etc/kubernetes/pki/etcd'], ['etcd-data', '/var/lib/etcd']),
       containers: [
@@ -124,6 +127,7 @@ describe('kubeadm control-plane manifests', () => {
     expect(m).toEqual({
       id: 'kube-scheduler.kube-system',
       ...controlPlane('kube-scheduler'),
+      ...runtimeDefault,
       volumes: [{ name: 'kubeconfig', hostPath: { path: '/etc/kubernetes/scheduler.conf', type: 'FileOrCreate' } }],
       containers: [
         {
@@ -192,7 +196,7 @@ describe('kubeadm control-plane manifests', () => {
     expect(parsed.rejected[0]?.errors.map((e) => `${e.path}: ${e.message.split(';')[0]}`).sort()).toEqual([
       'spec.containers[0].envFrom: not supported',
       'spec.containers[0].resources.requests.ephemeral-storage: not supported',
-      'spec.containers[0].securityContext.privileged: not supported',
+      'spec.containers[0].securityContext.privileged: true gives the container every device and capability of the host, which this agent refuses',
       'spec.hostPID: not supported',
       'spec.initContainers: not supported',
       'spec.volumes[0].configMap: not supported',

@@ -9,3 +9,4 @@ export { resolveKubelet, type KubeletSettings, type Resolver } from './di.js';
 export { FanOutEventSink, LogEventSink } from './log-event-sink.js';
 export { formatPlanReport, previewPlan, type PreviewOptions } from './preview.js';
 export { socketNetworkCheck, type HttpCheckOptions, type NetworkCheck } from './network-check.js';
+export { APPARMOR_ENABLED_PATH, hostEnforcesAppArmor } from './host-security.js';

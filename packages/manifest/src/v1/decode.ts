@@ -9,6 +9,11 @@ export interface DecodedV1Pod {
   readonly manifest: Record<string, unknown>;
   /** Fields refused while mapping, by the v1 path the author wrote. */
   readonly errors: readonly FieldError[];
+  /**
+   * Fields the mapping made from another the author wrote, by the v1 path validation will name
+   * and the path written (an AppArmor annotation becomes its container's `appArmorProfile`).
+   */
+  readonly writtenAt: ReadonlyMap<string, string>;
 }
 
 const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
@@ -22,11 +27,12 @@ const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
  */
 export function decodeV1Pod(input: Record<string, unknown>): DecodedV1Pod {
   const d = new V1PodDecoder();
-  return { manifest: d.pod(input), errors: d.errors };
+  return { manifest: d.pod(input), errors: d.errors, writtenAt: d.writtenAt };
 }
 
 class V1PodDecoder {
   readonly errors: FieldError[] = [];
+  readonly writtenAt = new Map<string, string>();
   private hostNetwork = false;
 
   private fail(path: string, message: string): undefined {
@@ -61,15 +67,17 @@ class V1PodDecoder {
     const s = isRecord(spec) ? spec : {};
     this.known(m, 'metadata', MAPPED_V1_FIELDS.metadata, IGNORED_V1_FIELDS.metadata);
     this.known(s, 'spec', MAPPED_V1_FIELDS.spec, IGNORED_V1_FIELDS.spec);
-    this.securityContext(s['securityContext'], 'spec.securityContext');
     this.hostNetwork = s['hostNetwork'] === true;
     const name = m['name'];
     const namespace = m['namespace'];
     // Validation then checks the id is a DNS subdomain, and says so at `metadata.name`.
     const id =
       typeof name === 'string' && (namespace == null || typeof namespace === 'string') ? joinV1PodId(name, namespace ?? undefined) : name;
-    const containers = s['containers'];
     const volumes = s['volumes'];
+    const containers = Array.isArray(s['containers'])
+      ? s['containers'].map((c, i) => this.container(c, `spec.containers[${i}]`))
+      : (s['containers'] ?? null);
+    if (Array.isArray(containers)) this.appArmorAnnotations(m['annotations'], containers);
     return defined({
       id,
       uuid: m['uid'],
@@ -77,35 +85,78 @@ class V1PodDecoder {
       labels: m['labels'],
       annotations: m['annotations'],
       hostNetwork: s['hostNetwork'],
+      securityContext: this.securityContext(s['securityContext'], 'spec.securityContext', 'pod'),
       volumes: Array.isArray(volumes) ? volumes.map((v, i) => this.volume(v, `spec.volumes[${i}]`)) : volumes,
-      containers: Array.isArray(containers) ? containers.map((c, i) => this.container(c, `spec.containers[${i}]`)) : (containers ?? null),
+      containers,
       restartPolicy: s['restartPolicy'],
       terminationGracePeriodSeconds: s['terminationGracePeriodSeconds'],
     });
   }
 
-  /** Accepted only when it asks for what the engines do anyway: nothing, or the RuntimeDefault seccomp profile. */
-  private securityContext(input: unknown, path: string): void {
-    if (input == null) return;
-    if (!isRecord(input)) return void this.fail(path, `must be an object, got ${describeValue(input)}`);
-    this.known(input, path, ['seccompProfile'], [], REFUSED_ADVICE['securityContext']);
-    const profile = input['seccompProfile'];
-    if (profile == null) return;
-    if (!isRecord(profile)) return void this.fail(`${path}.seccompProfile`, `must be an object, got ${describeValue(profile)}`);
-    this.known(profile, `${path}.seccompProfile`, ['type'], [], REFUSED_ADVICE['securityContext']);
-    if (profile['type'] !== 'RuntimeDefault') {
-      this.fail(
-        `${path}.seccompProfile.type`,
-        `${describeValue(profile['type'])} is not supported; only RuntimeDefault (the engines' default profile) is`,
-      );
+  /**
+   * A securityContext, passed on for validation to check, without what means nothing on a Linux
+   * host (`windowsOptions`) or says what happens anyway (`procMount: Default`, the pod-level
+   * `supplementalGroupsPolicy: Merge`, `fsGroupChangePolicy`, `seLinuxChangePolicy`: a pod's own
+   * volumes are made for it, so their ownership is set once either way).
+   */
+  private securityContext(input: unknown, path: string, level: 'pod' | 'container'): unknown {
+    if (!isRecord(input)) return input;
+    const { windowsOptions: _windows, ...out } = input;
+    if (level === 'container') {
+      const procMount = out['procMount'];
+      if (procMount != null && procMount !== 'Default')
+        this.fail(`${path}.procMount`, `${describeValue(procMount)} is not supported; leave it out (Default)`);
+      delete out['procMount'];
+    } else {
+      const policy = out['supplementalGroupsPolicy'];
+      if (policy != null && policy !== 'Merge')
+        this.fail(`${path}.supplementalGroupsPolicy`, `${describeValue(policy)} is not supported; leave it out (Merge)`);
+      for (const key of ['supplementalGroupsPolicy', 'fsGroupChangePolicy', 'seLinuxChangePolicy']) delete out[key];
+    }
+    return out;
+  }
+
+  /**
+   * The AppArmor profile each container gets from the annotation Kubernetes used before the field
+   * (`container.apparmor.security.beta.kubernetes.io/<container>`: `runtime/default`,
+   * `localhost/<profile>`, `unconfined`), where the container's own field does not say: never ignored.
+   */
+  private appArmorAnnotations(annotations: unknown, containers: unknown[]): void {
+    if (!isRecord(annotations)) return;
+    for (const [key, value] of Object.entries(annotations)) {
+      if (!key.startsWith(APPARMOR_ANNOTATION)) continue;
+      const path = `metadata.annotations[${key}]`;
+      const name = key.slice(APPARMOR_ANNOTATION.length);
+      const index = containers.findIndex((c) => isRecord(c) && c['name'] === name);
+      const container = containers[index];
+      if (!isRecord(container)) {
+        this.fail(path, `names no container of the pod ("${name}" is not in spec.containers)`);
+        continue;
+      }
+      const profile = appArmorProfileOf(value);
+      if (profile === undefined) {
+        this.fail(path, `must be runtime/default, localhost/<profile> or unconfined, got ${describeValue(value)}`);
+        continue;
+      }
+      const security = isRecord(container['securityContext']) ? container['securityContext'] : {};
+      if (security['appArmorProfile'] != null) continue;
+      container['securityContext'] = { ...security, appArmorProfile: profile };
+      this.writtenAt.set(`spec.containers[${index}].securityContext.appArmorProfile`, path);
     }
   }
 
   private volume(input: unknown, path: string): unknown {
     if (!isRecord(input)) return input;
-    this.known(input, path, MAPPED_V1_FIELDS.volume, [], 'use hostPath or emptyDir');
-    const { emptyDir, hostPath } = input;
-    if (emptyDir != null && hostPath != null) this.fail(path, 'must have exactly one of emptyDir, hostPath');
+    for (const key of Object.keys(input)) {
+      if ((MAPPED_V1_FIELDS.volume as readonly string[]).includes(key)) continue;
+      this.fail(
+        `${path}.${key}`,
+        `not supported; ${NETWORK_VOLUMES.has(key) ? NETWORK_VOLUME_ADVICE : 'use emptyDir, hostPath or persistentVolumeClaim'}`,
+      );
+    }
+    const { emptyDir, hostPath, persistentVolumeClaim: pvc } = input;
+    if ([emptyDir, hostPath, pvc].filter((source) => source != null).length > 1)
+      this.fail(path, 'must have exactly one of emptyDir, hostPath, persistentVolumeClaim');
     if (emptyDir != null) {
       if (!isRecord(emptyDir)) this.fail(`${path}.emptyDir`, `must be an object, got ${describeValue(emptyDir)}`);
       else {
@@ -125,13 +176,19 @@ class V1PodDecoder {
       }
     }
     // A hostPath is passed on as written: validation checks it, and refuses it without allowHostMounts.
-    return defined({ name: input['name'], hostPath });
+    return defined({ name: input['name'], hostPath, claim: this.claim(pvc, `${path}.persistentVolumeClaim`) });
+  }
+
+  /** A persistentVolumeClaim as the named volume it becomes (`claim`), for validation to check. */
+  private claim(input: unknown, path: string): unknown {
+    if (!isRecord(input)) return input ?? undefined;
+    this.known(input, path, ['claimName', 'readOnly']);
+    return defined({ name: input['claimName'], readOnly: input['readOnly'] });
   }
 
   private container(input: unknown, path: string): unknown {
     if (!isRecord(input)) return input;
     this.known(input, path, MAPPED_V1_FIELDS.container, IGNORED_V1_FIELDS.container);
-    this.securityContext(input['securityContext'], `${path}.securityContext`);
     const resources = decodeResources(input['resources'], `${path}.resources`, this.errors);
     const probes: Record<string, unknown> = {};
     for (const kind of PROBES) probes[kind] = this.probe(input[kind], `${path}.${kind}`);
@@ -156,6 +213,7 @@ class V1PodDecoder {
         return defined({ name: v['name'], mountPath: v['mountPath'], readOnly: v['readOnly'] });
       }),
       imagePullPolicy: input['imagePullPolicy'],
+      securityContext: this.securityContext(input['securityContext'], `${path}.securityContext`, 'container'),
       ...probes,
     });
   }
@@ -185,6 +243,44 @@ class V1PodDecoder {
       return Object.keys(input).some((k) => !isMapped(k)) ? undefined : input;
     return Object.fromEntries(Object.entries(input).filter(([key]) => isMapped(key)));
   }
+}
+
+/** Volume kinds a cluster attaches through a storage provider, which one host without an API server has not. */
+const NETWORK_VOLUMES = new Set([
+  'awsElasticBlockStore',
+  'gcePersistentDisk',
+  'azureDisk',
+  'azureFile',
+  'cinder',
+  'cephfs',
+  'rbd',
+  'nfs',
+  'iscsi',
+  'glusterfs',
+  'fc',
+  'flocker',
+  'flexVolume',
+  'csi',
+  'photonPersistentDisk',
+  'portworxVolume',
+  'quobyte',
+  'scaleIO',
+  'storageos',
+  'vsphereVolume',
+  'gitRepo',
+]);
+const NETWORK_VOLUME_ADVICE =
+  'a network or cloud volume is attached by its storage provider, which this agent (one host, no API server) does not do; mount it on the host and use hostPath, or use a persistentVolumeClaim for a named local volume';
+
+const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
+
+/** The field's form of an AppArmor annotation's value; `undefined` for a value that is none of the three. */
+function appArmorProfileOf(value: unknown): Record<string, string> | undefined {
+  if (value === 'runtime/default') return { type: 'RuntimeDefault' };
+  if (value === 'unconfined') return { type: 'Unconfined' };
+  if (typeof value === 'string' && value.startsWith('localhost/') && value.length > 'localhost/'.length)
+    return { type: 'Localhost', localhostProfile: value.slice('localhost/'.length) };
+  return undefined;
 }
 
 const isMapped = (key: string): boolean => (MAPPED_V1_FIELDS.probe as readonly string[]).includes(key);

@@ -65,7 +65,7 @@ export const MAPPED_V1_FIELDS = {
   port: ['name', 'containerPort', 'hostPort', 'hostIP', 'protocol'],
   env: ['name', 'value'],
   volumeMount: ['name', 'mountPath', 'readOnly', 'mountPropagation'],
-  volume: ['name', 'emptyDir', 'hostPath'],
+  volume: ['name', 'emptyDir', 'hostPath', 'persistentVolumeClaim'],
   emptyDir: ['medium'],
   hostPath: ['path', 'type'],
   resources: ['limits', 'requests'],
@@ -82,5 +82,4 @@ export const REFUSED_ADVICE: Readonly<Record<string, string>> = {
   subPath: 'mount the whole volume, or a hostPath of the file itself',
   subPathExpr: 'mount the whole volume',
   lifecycle: "run the step in the container's command",
-  securityContext: "only seccompProfile type RuntimeDefault (the engines' default) is accepted",
 };

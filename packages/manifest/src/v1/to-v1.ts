@@ -25,9 +25,11 @@ export interface V1Pod {
  */
 export function toV1Pod(manifest: ContainerManifest): V1Pod {
   const volumes: Array<Record<string, unknown>> = manifest.volumes.map((v) =>
-    v.hostPath === undefined
-      ? { name: v.name, emptyDir: {} }
-      : { name: v.name, hostPath: { path: v.hostPath.path, ...(v.hostPath.type === undefined ? {} : { type: v.hostPath.type }) } },
+    v.claim !== undefined
+      ? { name: v.name, persistentVolumeClaim: { claimName: v.claim.name, ...(v.claim.readOnly === true ? { readOnly: true } : {}) } }
+      : v.hostPath === undefined
+        ? { name: v.name, emptyDir: {} }
+        : { name: v.name, hostPath: { path: v.hostPath.path, ...(v.hostPath.type === undefined ? {} : { type: v.hostPath.type }) } },
   );
   const taken = new Set(manifest.volumes.map((v) => v.name));
   const hostVolume = (mount: VolumeMount): string => {
@@ -49,6 +51,7 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
     },
     spec: {
       ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
+      ...(manifest.securityContext === undefined ? {} : { securityContext: structuredClone(manifest.securityContext) }),
       ...(manifest.restartPolicy === undefined ? {} : { restartPolicy: manifest.restartPolicy }),
       ...(manifest.terminationGracePeriodSeconds === undefined
         ? {}
@@ -109,6 +112,7 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
     ...(c.livenessProbe === undefined ? {} : { livenessProbe: probe(c.livenessProbe) }),
     ...(c.readinessProbe === undefined ? {} : { readinessProbe: probe(c.readinessProbe) }),
     ...(c.startupProbe === undefined ? {} : { startupProbe: probe(c.startupProbe) }),
+    ...(c.securityContext === undefined ? {} : { securityContext: structuredClone(c.securityContext) }),
   };
 }
 

@@ -1,10 +1,12 @@
 import {
   KubeletError,
   formatFieldErrors,
+  withoutEngineDefaults,
   type Container,
   type ContainerManifest,
   type FieldError,
   type Probe,
+  type SecurityProfile,
   type VolumeMount,
 } from '@kubelet-ts/core';
 import { v1PathOf } from './paths.js';
@@ -13,7 +15,7 @@ const NO_FORM = 'has no v1beta1 form';
 
 /**
  * A manifest as a 2014 v1beta1 manifest, for people moving a v1 Pod back to the 2014 format. What
- * v1beta1 cannot say (hostNetwork, an entrypoint, readiness and startup probes, a CPU limit, a
+ * v1beta1 cannot say (hostNetwork, a securityContext, an entrypoint, readiness and startup probes, a CPU limit, a
  * port's hostIP, a namespace, labels, annotations, a hostPath volume with a type, a probe's host,
  * scheme or headers) makes the conversion fail, naming every such field by its v1 path: nothing is
  * dropped silently. A port without `hostPort` is written `hostPort: 0`, the v1beta1 way to keep it
@@ -29,15 +31,19 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   if (manifest.labels !== undefined) refuse('labels');
   if (manifest.annotations !== undefined) refuse('annotations');
   if (manifest.hostNetwork === true) refuse('hostNetwork');
+  // What the engines do anyway (a RuntimeDefault seccomp profile) is what a v1beta1 manifest runs with.
+  if (withoutEngineDefaults(manifest.securityContext) !== undefined) refuse('securityContext');
   // A hostPath volume v1beta1 can say: no type, and mounted only at the host path itself.
   const hostMountable = new Map<string, string>();
   manifest.volumes.forEach((v, i) => {
+    if (v.claim !== undefined) refuse(`volumes[${i}].claim`);
     if (v.hostPath === undefined) return;
     const mounts = manifest.containers.flatMap((c) => c.volumeMounts.filter((m) => m.name === v.name));
     if (v.hostPath.type === undefined && mounts.every((m) => m.mountPath === v.hostPath?.path)) hostMountable.set(v.name, v.hostPath.path);
     else refuse(v.hostPath.type === undefined ? `volumes[${i}].hostPath.path` : `volumes[${i}].hostPath.type`);
   });
-  const containers = manifest.containers.map((c, i) => container(c, `containers[${i}]`, refuse, hostMountable));
+  const seccomp = manifest.securityContext?.seccompProfile;
+  const containers = manifest.containers.map((c, i) => container(c, `containers[${i}]`, refuse, hostMountable, seccomp));
   if (errors.length > 0) {
     throw new KubeletError('InvalidManifest', `${manifest.id}: ${formatFieldErrors(errors)}`, { fieldErrors: errors });
   }
@@ -59,11 +65,13 @@ function container(
   path: string,
   refuse: (path: string) => void,
   hostMountable: ReadonlyMap<string, string>,
+  seccomp: SecurityProfile | undefined,
 ): Record<string, unknown> {
   if (c.entrypoint !== undefined) refuse(`${path}.entrypoint`);
   if (c.cpuLimitMillis !== undefined) refuse(`${path}.cpuLimitMillis`);
   if (c.readinessProbe !== undefined) refuse(`${path}.readinessProbe`);
   if (c.startupProbe !== undefined) refuse(`${path}.startupProbe`);
+  if (withoutEngineDefaults(c.securityContext, seccomp) !== undefined) refuse(`${path}.securityContext`);
   c.ports.forEach((p, j) => p.hostIP !== undefined && refuse(`${path}.ports[${j}].hostIP`));
   if (c.livenessProbe !== undefined) probeFields(c.livenessProbe, `${path}.livenessProbe`, refuse);
   const mount = (m: VolumeMount) => ({

@@ -69,11 +69,17 @@ export function validateV1Pod(input: unknown, options: Omit<ValidateOptions, 'de
   const seen = new Set(decoded.errors.map((e) => e.path));
   const checked = (result.ok ? [] : result.errors)
     .map((e) => ({
-      path: v1PathOf(e.path),
+      path: writtenPath(v1PathOf(e.path), decoded.writtenAt),
       message: e.message === 'unknown field' ? 'not supported' : e.message.replace(DOMAIN_PATH, (p) => v1PathOf(p)),
     }))
     .filter((e) => !seen.has(e.path));
   const id = result.ok ? result.manifest.id : result.id;
   const errors = [...decoded.errors, ...checked];
   return id === undefined ? { ok: false, errors } : { ok: false, errors, id };
+}
+
+/** Where the author wrote the field at `path` (see `DecodedV1Pod.writtenAt`): `path` itself unless the mapping made it. */
+function writtenPath(path: string, writtenAt: ReadonlyMap<string, string>): string {
+  for (const [made, written] of writtenAt) if (path === made || path.startsWith(`${made}.`)) return written;
+  return path;
 }

@@ -1,0 +1,63 @@
+import { describe, expect, it } from '@jest/globals';
+import { KubeletError, type ContainerSpec } from '@kubelet-ts/core';
+import { securityOptionsOf } from '../src/docker-security.js';
+
+const container: ContainerSpec = { name: 'web--main--1', podId: 'web', image: 'busybox', env: {}, ports: [], mounts: [], labels: {} };
+const noImage = async (): Promise<unknown> => {
+  throw new Error('the image was not asked for');
+};
+
+describe("Docker's create options of a container's security settings, as dockershim wrote them", () => {
+  it('maps every setting onto User, HostConfig and SecurityOpt', async () => {
+    const options = await securityOptionsOf(
+      {
+        ...container,
+        security: {
+          user: 1000,
+          group: 3000,
+          supplementalGroups: [4000],
+          noNewPrivileges: true,
+          readOnlyRootFilesystem: true,
+          privileged: true,
+          capAdd: ['NET_ADMIN'],
+          capDrop: ['ALL'],
+          seccomp: { type: 'Unconfined' },
+          appArmor: { type: 'Localhost', localhostProfile: 'deny-write' },
+          seLinux: { type: 'spc_t', level: 's0' },
+        },
+      },
+      noImage,
+    );
+    expect(options).toEqual({
+      User: '1000:3000',
+      HostConfig: {
+        GroupAdd: ['4000'],
+        Privileged: true,
+        ReadonlyRootfs: true,
+        CapAdd: ['NET_ADMIN'],
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges', 'seccomp=unconfined', 'apparmor=deny-write', 'label=type:spc_t', 'label=level:s0'],
+      },
+    });
+  });
+
+  it("adds nothing for the engine's defaults: no settings, RuntimeDefault profiles", async () => {
+    expect(await securityOptionsOf(container, noImage)).toEqual({ HostConfig: {} });
+    expect(
+      await securityOptionsOf(
+        { ...container, security: { seccomp: { type: 'RuntimeDefault' }, appArmor: { type: 'RuntimeDefault' } } },
+        noImage,
+      ),
+    ).toEqual({ HostConfig: {} });
+  });
+
+  it("asks the image's user only to pair a lone group or to check runAsNonRoot", async () => {
+    const image = (user: string) => async () => ({ Config: { User: user } });
+    expect(await securityOptionsOf({ ...container, security: { group: 5 } }, image('nginx'))).toEqual({ User: 'nginx:5', HostConfig: {} });
+    expect(await securityOptionsOf({ ...container, security: { group: 5 } }, image(''))).toEqual({ User: '0:5', HostConfig: {} });
+    expect(await securityOptionsOf({ ...container, security: { runAsNonRoot: true } }, image('101'))).toEqual({ HostConfig: {} });
+    const refused = securityOptionsOf({ ...container, security: { runAsNonRoot: true } }, image('root'));
+    await expect(refused).rejects.toBeInstanceOf(KubeletError);
+    await expect(refused).rejects.toThrow('create web--main--1: runAsNonRoot is set and the image runs as root');
+  });
+});

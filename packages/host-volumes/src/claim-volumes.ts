@@ -1,0 +1,64 @@
+import { mkdir, readdir, realpath, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { KubeletError, isManifestId, type Mount } from '@kubelet-ts/core';
+import { ownDirectory, podVolumeDir } from './pod-volumes.js';
+
+/**
+ * The folder under the volumes root that holds the named volumes (claims). No pod id can be it:
+ * a manifest id never starts with a dot.
+ */
+export const CLAIMS_FOLDER = '.claims';
+
+/**
+ * Makes the claim's directory `<root>/.claims/<claim>` when it is missing and returns the path to
+ * bind: the named volume a v1 `persistentVolumeClaim` becomes, as `podman kube play` makes one per
+ * claim. It outlives every pod that mounts it; only `removeClaimVolume` removes it. As for pod
+ * volumes, each level is made and checked as a plain directory, never a link followed.
+ */
+export async function claimVolumeDir(root: string, claim: string, adapter?: string): Promise<string> {
+  if (!isManifestId(claim)) {
+    throw new KubeletError(
+      'InvalidManifest',
+      `claim ${JSON.stringify(claim)}: the name must be a DNS subdomain to name a directory under ${root}`,
+      {
+        ...(adapter === undefined ? {} : { adapter }),
+      },
+    );
+  }
+  await mkdir(root, { recursive: true });
+  const claims = await ownDirectory(join(await realpath(root), CLAIMS_FOLDER), root);
+  return ownDirectory(join(claims, claim), root);
+}
+
+/** The claims that have a directory under `root`, by name. */
+export async function listClaimVolumes(root: string): Promise<string[]> {
+  const entries = await readdir(join(root, CLAIMS_FOLDER), { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return [];
+    throw error;
+  });
+  return entries
+    .filter((e) => e.isDirectory() && isManifestId(e.name))
+    .map((e) => e.name)
+    .sort();
+}
+
+/**
+ * Removes a claim's directory and what is in it; false when there was none. A link planted there
+ * is removed as a link, never followed.
+ */
+export async function removeClaimVolume(root: string, claim: string): Promise<boolean> {
+  if (!isManifestId(claim)) return false;
+  const dir = join(root, CLAIMS_FOLDER, claim);
+  const existed = (await listClaimVolumes(root)).includes(claim);
+  await rm(dir, { recursive: true, force: true });
+  return existed;
+}
+
+/**
+ * The host directory a container's mount binds: a host path as it is (2014 `mountType: HOST`, v1
+ * `hostPath`), a claim's named volume, or the pod's own volume directory.
+ */
+export async function mountSourceDir(root: string, podId: string, mount: Mount): Promise<string> {
+  if (mount.hostPath !== undefined) return mount.hostPath;
+  return mount.claim === undefined ? podVolumeDir(root, podId, mount.volume) : claimVolumeDir(root, mount.claim);
+}
