@@ -30,6 +30,7 @@ import type { ContainerStatus, CriApi, CriMount, PodSandboxStatus, VersionRespon
 import { ContainerdEvents } from './containerd-events.js';
 import { CriImages } from './cri-images.js';
 import { criSecurityOf } from './cri-security.js';
+import { SandboxAddresses } from './sandbox-addresses.js';
 import { connectCri } from './cri-client.js';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
 import { CriLogFiles } from './cri-log-files.js';
@@ -62,6 +63,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   /** CRI's ImageService (see `CriImages`). */
   readonly images: ImageService;
   private readonly criImages: CriImages;
+  private readonly addresses = new SandboxAddresses((id) => this.sandboxStatus(id));
   readonly endpoint: string;
   private readonly cri: CriApi;
   private readonly volumesRoot: string;
@@ -171,7 +173,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     // CRI's label selector matches values only; "has our label" is decided here.
     const filter = options.podId === undefined ? {} : { filter: { labelSelector: { [Labels.sandbox]: options.podId } } };
     const { items } = await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox(filter, deadline));
-    return items.filter((s) => options.includeForeign === true || s.labels?.[Labels.sandbox] !== undefined).map(sandboxSummaryOf);
+    const listed = items.filter((s) => options.includeForeign === true || s.labels?.[Labels.sandbox] !== undefined).map(sandboxSummaryOf);
+    return this.addresses.of(listed, options.podId === undefined);
   }
 
   async stopSandbox(id: string): Promise<void> {
@@ -242,7 +245,6 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const security = criSecurityOf(spec, imageUser);
     const sandboxConfig = sandboxConfigOf(sandbox);
     const mounts: CriMount[] = [];
-    // A HOST mount (2014's mountType: HOST, allowed by --allow-host-mounts) binds the host path as it is.
     for (const m of spec.mounts)
       mounts.push({
         containerPath: m.containerPath,

@@ -120,6 +120,8 @@ export interface DockerContainerInfo {
   Created: number;
   /** `container:<id>` for a container in a pod's namespace; `host`, `bridge`, `default`, … otherwise. */
   HostConfig?: { NetworkMode?: string };
+  /** The networks it is on, with its address in each (empty on the host's network, and when stopped). */
+  NetworkSettings?: { Networks?: Record<string, { IPAddress?: string } | null> | null } | null;
 }
 
 export interface DockerInspect {

@@ -171,12 +171,15 @@ function ownNamespace(c: DockerContainerInfo): boolean {
 }
 
 function summaryOf(c: DockerContainerInfo): SandboxSummary {
+  // The pod's address: the holder's on its (first) network, as the list gives it.
+  const ip = Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => (n?.IPAddress ?? '') !== '')?.IPAddress;
   return {
     id: c.Id,
     name: (c.Names[0] ?? '').replace(/^\//, ''),
     labels: c.Labels ?? {},
     state: c.State === 'running' ? 'ready' : 'notready',
     createdAt: c.Created * 1000,
+    ...(ip === undefined || c.State !== 'running' ? {} : { ip }),
   };
 }
 

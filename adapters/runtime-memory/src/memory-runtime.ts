@@ -29,7 +29,7 @@ import { MemoryFigures, type MemoryUse } from './memory-figures.js';
 import { MemoryImages } from './memory-images.js';
 import { MemoryLogs } from './memory-logs.js';
 import { MemoryStreams } from './memory-streams.js';
-import { portClash } from './port-clash.js';
+import { portClash, readySandbox } from './port-clash.js';
 
 export type { Fault, Latency, RuntimeCall, RuntimeOperation } from './call-log.js';
 
@@ -126,7 +126,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     if (clash !== undefined)
       throw new KubeletError('Conflict', `cannot run sandbox ${spec.name}: host port ${clash} is already allocated`, { adapter: ADAPTER });
     const id = this.newId();
-    const summary: SandboxSummary = { id, name: spec.name, labels: { ...spec.labels }, state: 'ready', createdAt: this.clock.now() };
+    const summary = readySandbox(id, spec, this.clock.now());
     this.sandboxes.set(id, { summary, spec });
     this.names.set(spec.name, id);
     return summary;

@@ -21,3 +21,13 @@ export function portClash(
   }
   return undefined;
 }
+
+/**
+ * A sandbox just run, with the pod's address in its own (pretend) network from the sandbox's id:
+ * `10.88.x.y`, as a CNI bridge would give one; none in a host-network sandbox (the node's).
+ */
+export function readySandbox(id: string, spec: SandboxSpec, createdAt: number): SandboxSummary {
+  const n = Number.parseInt(id, 16);
+  const ip = spec.hostNetwork === true ? {} : { ip: `10.88.${(n >> 8) & 255}.${n & 255}` };
+  return { id, name: spec.name, labels: { ...spec.labels }, state: 'ready', createdAt, ...ip };
+}

@@ -88,7 +88,7 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
     phase === 'Succeeded'
       ? { reason: 'PodCompleted' }
       : { reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` };
-  const podIP = manifest.hostNetwork === true ? options.hostIP : undefined;
+  const podIP = manifest.hostNetwork === true ? options.hostIP : view.podIP;
   const startTime = earliest(view.containers.flatMap((c) => [c.startedAt, c.lastRun?.startedAt]));
   return {
     apiVersion: 'v1',

@@ -109,7 +109,10 @@ describe('renderPodList', () => {
       item!.metadata['uid'],
     );
     expect(item!.status).toMatchObject({ phase: 'Running', hostIP: '192.0.2.10', startTime: '2026-12-03T10:00:05Z' });
-    expect(item!.status['podIP']).toBeUndefined(); // not known outside the host's network
+    // A view without the sandbox's address (a runtime that lists none) shows no podIP; one with it shows it.
+    expect(item!.status['podIP']).toBeUndefined();
+    const addressed = renderPodList([{ view: { ...view, podIP: '10.88.0.7' }, manifest }], OPTIONS).items[0]!;
+    expect(addressed.status).toMatchObject({ podIP: '10.88.0.7', podIPs: [{ ip: '10.88.0.7' }] });
   });
 
   it('keeps a given uuid as uid, the v1 namespace, labels and annotations, and maps each source to the kubelet’s config.source', () => {

@@ -94,13 +94,15 @@ describe('kubelet-ts describe pod, against a running agent on the in-memory runt
       'Annotations:  kubelet-ts.io/source: server',
     ]);
     expect(lines[7]).toMatch(/^ {14}kubernetes\.io\/config\.hash: [0-9a-f]{32}$/);
-    expect(lines[14]).toMatch(/^ {4}Container ID: {2}memory:\/\/[0-9a-f]{12}$/);
-    expect([...lines.slice(8, 14), ...lines.slice(15)].join('\n')).toBe(
+    expect(lines[15]).toMatch(/^ {4}Container ID: {2}memory:\/\/[0-9a-f]{12}$/);
+    expect([...lines.slice(8, 15), ...lines.slice(16)].join('\n')).toBe(
       [
         '              kubernetes.io/config.source: http',
         'Status:       Running',
-        'IP:           ',
-        'IPs:          <none>',
+        // The in-memory runtime's address of the pod's sandbox.
+        'IP:           10.88.0.1',
+        'IPs:',
+        '  IP:  10.88.0.1',
         'Containers:',
         '  main:',
         '    Image:         busybox:1.36',

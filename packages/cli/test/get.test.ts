@@ -104,10 +104,11 @@ describe('kubelet-ts get, against a running agent on the in-memory runtime (issu
     it('-A puts NAMESPACE first, -o wide adds IP and NODE', async () => {
       expect((await get(['pod', '-A', '-o', 'wide'])).stdout).toBe(
         [
-          'NAMESPACE   NAME   READY   STATUS    RESTARTS      AGE   IP       NODE',
-          'default     api    0/1     Running   0             20m   <none>   get-node',
-          'default     web    1/1     Running   1 (20m ago)   20m   <none>   get-node',
-          'shop        db     1/1     Running   0             20m   <none>   get-node',
+          // The in-memory runtime's pods have addresses of its own (10.88.x.y), from their sandboxes.
+          'NAMESPACE   NAME   READY   STATUS    RESTARTS      AGE   IP          NODE',
+          'default     api    0/1     Running   0             20m   10.88.0.3   get-node',
+          'default     web    1/1     Running   1 (20m ago)   20m   10.88.0.1   get-node',
+          'shop        db     1/1     Running   0             20m   10.88.0.5   get-node',
           '',
         ].join('\n'),
       );

@@ -8,6 +8,7 @@ import {
   type PortBinding,
   type SandboxSpec,
 } from '@kubelet-ts/core';
+import { isIPv4 } from 'node:net';
 import { podFixture } from './pod-fixture.js';
 import type { TestApi } from './test-api.js';
 
@@ -83,6 +84,17 @@ export function podContract(runtime: () => ContainerRuntime, options: PodContrac
       const foreign = await run({ ...sandboxSpec('pod-a-foreign'), labels: { owner: 'someone-else' } });
       expect((await runtime().listSandboxes()).some((x) => x.id === foreign.id)).toBe(false);
       expect((await runtime().listSandboxes({ includeForeign: true })).some((x) => x.id === foreign.id)).toBe(true);
+    });
+
+    it("lists a ready sandbox of its own network with the pod's IP (status.podIP), the same by podId, and one apart from another's", async () => {
+      const a = await run(sandboxSpec('pod-ip-a'));
+      const b = await run(sandboxSpec('pod-ip-b'));
+      const all = await runtime().listSandboxes();
+      const ipOf = (id: string) => all.find((x) => x.id === id)?.ip;
+      expect(isIPv4(ipOf(a.id) ?? '')).toBe(true);
+      expect(ipOf(a.id)?.startsWith('127.')).toBe(false);
+      expect(ipOf(b.id)).not.toBe(ipOf(a.id));
+      expect((await runtime().listSandboxes({ podId: 'pod-ip-a' })).map((x) => x.ip)).toEqual([ipOf(a.id)]);
     });
 
     it("lists one pod's containers and sandbox with podId, and nothing of another pod or a foreign one", async () => {

@@ -75,6 +75,8 @@ export interface PodView {
   readonly namespace?: string;
   readonly labels?: Readonly<Record<string, string>>;
   readonly annotations?: Readonly<Record<string, string>>;
+  /** The pod's IP: its ready sandbox's, as the runtime lists it (`status.podIP`); none in a hostNetwork pod, whose IP is the node's. */
+  readonly podIP?: string;
   readonly containers: readonly ContainerView[];
 }
 

@@ -25,6 +25,7 @@ export {
   type ContainerManifest,
   type DesiredPod,
   type EnvVar,
+  type EnvVarSource,
   type HostPathType,
   type ManifestVersion,
   type Port,
@@ -124,6 +125,18 @@ export {
   specHashes,
   type SpecContext,
 } from './spec.js';
+export {
+  ENV_RESOURCES,
+  POD_FIELD_PATHS,
+  expandVariables,
+  readsPodIP,
+  resolveContainerEnv,
+  type EnvContext,
+  type EnvResource,
+  type NodeCapacity,
+  type PodRuntimeFields,
+  type ResolvedEnv,
+} from './container-env.js';
 export {
   containerSecurityOf,
   needsImageUser,

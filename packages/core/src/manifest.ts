@@ -1,3 +1,4 @@
+import type { EnvResource } from './container-env.js';
 import type { ContainerSecurityContext, PodSecurityContext } from './security.js';
 
 /**
@@ -131,7 +132,23 @@ export interface Port {
 
 export interface EnvVar {
   readonly name: string;
+  /** As written; `$(NAME)` of a variable before it is expanded (see `expandVariables`). `''` with `valueFrom`. */
   readonly value: string;
+  /** Read from the pod, the node or the container's resources instead (v1 `valueFrom`; see `resolveContainerEnv`). */
+  readonly valueFrom?: EnvVarSource;
+}
+
+/** Where a variable's value comes from: one of a pod field (the downward API) and a container's resource. */
+export interface EnvVarSource {
+  /** One of `POD_FIELD_PATHS`, or `metadata.labels['<key>']` / `metadata.annotations['<key>']`. */
+  readonly fieldRef?: { readonly fieldPath: string };
+  readonly resourceFieldRef?: {
+    /** Absent: the container itself. */
+    readonly containerName?: string;
+    readonly resource: EnvResource;
+    /** In millicores for CPU (default 1000: cores), in bytes for memory (default 1). */
+    readonly divisor?: number;
+  };
 }
 
 export interface VolumeMount {
@@ -162,6 +179,11 @@ export interface Container {
   readonly env: readonly EnvVar[];
   /** Memory limit in bytes. */
   readonly memory?: number;
+  /**
+   * A v1 `requests.memory` in bytes: checked (at most the limit) and not applied, since one host
+   * schedules nothing; what a `resourceFieldRef` of `requests.memory` reads. Not part of the spec hash.
+   */
+  readonly memoryRequest?: number;
   /** Relative CPU shares. */
   readonly cpu?: number;
   /** A CPU limit in thousandths of a CPU (v1 `resources.limits.cpu`: `500m` is 500), enforced as a CFS quota. */

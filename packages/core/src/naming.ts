@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { ContainerManifest } from './manifest.js';
 
 /** Labels on everything the agent creates. A container without `MANIFEST_ID` is foreign. */
 export const Labels = {
@@ -170,4 +171,19 @@ export function parseContainerName(name: string): { podId: string; container: st
   const [container, podId, suffix] = parts as [string, string, string];
   if (container === '' || podId === '' || !/^[0-9a-f]{8}$/.test(suffix)) return undefined;
   return { podId: unescapeNamePart(podId), container: unescapeNamePart(container), suffix };
+}
+
+/**
+ * A pod's uid, as `/pods` shows it: the manifest's `uuid` when it gives one; else, as the kubelet
+ * derives a static pod's, a hash of where the pod came from (the node, the source, the id), so the
+ * same pod keeps its uid across re-reads and agent restarts.
+ */
+export function podUid(
+  manifest: Pick<ContainerManifest, 'id' | 'uuid'>,
+  context: { readonly node: string; readonly source: string },
+): string {
+  return (
+    manifest.uuid ??
+    createHash('sha256').update(`host:${context.node}\nsource:${context.source}\nid:${manifest.id}`).digest('hex').slice(0, 32)
+  );
 }

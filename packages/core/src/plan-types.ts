@@ -1,4 +1,5 @@
 /* The planner's vocabulary: what it is given (PlanInput) and what it says (Plan, PodPlan, PlanAction). */
+import type { NodeCapacity, PodRuntimeFields } from './container-env.js';
 import type { BackoffPolicy } from './backoff.js';
 import type { DesiredPod, PullPolicy } from './manifest.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
@@ -29,6 +30,11 @@ export type PlanAction =
        * earlier in the same pod's plan makes it, and the container goes into that one.
        */
       readonly sandbox?: string;
+      /**
+       * For a container whose env reads the pod's IP, going into a sandbox this plan makes: the
+       * spec again with what only the running sandbox tells (the executor asks its IP).
+       */
+      readonly respec?: (fields: PodRuntimeFields) => ContainerSpec;
     }
   /** Run the pod's sandbox; the pod's creates that follow go into it. `container` is `POD`. */
   | {
@@ -143,6 +149,8 @@ export interface PlanInput {
    * other ports, removed when the pod is gone.
    */
   readonly sandboxes: readonly SandboxSummary[];
+  /** What containers' env reads of the node: its address (`status.hostIP`) and capacity (a limit not set). */
+  readonly podFields?: { readonly hostIP?: string; readonly nodeCapacity?: NodeCapacity };
   /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
   readonly crashBackOff?: BackoffPolicy;
   /**

@@ -4,7 +4,8 @@ import { Labels, isManagedBy } from './naming.js';
 import type { ContainerSummary } from './runtime.js';
 import type { SandboxSummary } from './sandbox.js';
 import { anyToRun, decideSandbox, indexSandboxes, sandboxRemovals, sandboxRun } from './sandbox-plan.js';
-import { buildContainerSpec, specHashes } from './spec.js';
+import { buildContainerSpec, specHashes, type SpecContext } from './spec.js';
+import { readsPodIP, type PodRuntimeFields } from './container-env.js';
 
 export { CrashBackOff } from './plan-types.js';
 export type { BackOff, Plan, PlanAction, PlanInput, PlanReason, PodPlan } from './plan-types.js';
@@ -91,17 +92,18 @@ function planPod(
       undefined,
     );
     const restartCount = before === undefined ? undefined : (Number(before.labels[Labels.restartCount] ?? 0) || 0) + 1;
+    const context = { ...specContext(pod, input, undefined), ...(restartCount === undefined ? {} : { restartCount }) };
     actions.push({
       type: 'create',
       podId: manifest.id,
       container: container.name,
       reason: before === undefined ? 'new' : 'sandbox-changed',
       pullPolicy: effectivePullPolicy(container),
-      spec: buildContainerSpec(manifest, container, {
-        node: input.node,
-        source: pod.source,
-        ...(restartCount === undefined ? {} : { restartCount }),
-      }),
+      spec: buildContainerSpec(manifest, container, context),
+      // The new sandbox's IP is known only once it runs: the executor asks it then.
+      ...(readsPodIP(container)
+        ? { respec: (fields: PodRuntimeFields) => buildContainerSpec(manifest, container, { ...context, ...fields }) }
+        : {}),
     });
   }
   return actions;
@@ -184,7 +186,7 @@ function planContainers(
       container: container.name,
       reason,
       pullPolicy: effectivePullPolicy(container),
-      spec: buildContainerSpec(manifest, container, { node: input.node, source: pod.source, ...restart }),
+      spec: buildContainerSpec(manifest, container, { ...specContext(pod, input, sandbox), ...restart }),
       sandbox,
     });
     if (last === undefined) {
@@ -294,4 +296,15 @@ function indexActual(actual: readonly ContainerSummary[], node: string): Map<str
     else list.push(c);
   }
   return byPod;
+}
+
+/** What a container's spec is built with: the node, the source, and the pod's fields (its sandbox's IP, when it has one). */
+function specContext(pod: DesiredPod, input: PlanInput, sandbox: string | undefined): SpecContext {
+  const podIP = sandbox === undefined ? undefined : input.sandboxes.find((s) => s.id === sandbox)?.ip;
+  return {
+    node: input.node,
+    source: pod.source,
+    ...input.podFields,
+    ...(podIP === undefined ? {} : { podIP }),
+  };
 }

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { ContainerManifest } from './manifest.js';
-import { Labels, buildContainerName, escapeNamePart, isManifestId, podNameOf } from './naming.js';
+import { Labels, buildContainerName, escapeNamePart, isManifestId, podNameOf, podUid } from './naming.js';
 import type { PortBinding } from './runtime.js';
 import { canonicalJson, podPorts } from './spec.js';
+
+export { podUid } from './naming.js';
 
 /**
  * What the agent asks a runtime to run for one pod: the shared network namespace its containers
@@ -48,6 +50,11 @@ export interface SandboxSummary {
   readonly labels: Readonly<Record<string, string>>;
   readonly state: SandboxState;
   readonly createdAt: number;
+  /**
+   * The pod's IP address in its own network namespace, where the runtime knows it (a ready
+   * sandbox's; none in a host-network sandbox, whose address is the node's): `status.podIP`.
+   */
+  readonly ip?: string;
 }
 
 // What the agent writes as a sandbox hash: 16 hex digits.
@@ -90,21 +97,6 @@ export function hasPrivilegedContainer(manifest: Pick<ContainerManifest, 'contai
  */
 export function podHostname(id: string): string {
   return id.length <= 63 ? id : id.slice(0, 63).replace(/[-.]+$/, '');
-}
-
-/**
- * A pod's uid, as `/pods` shows it: the manifest's `uuid` when it gives one; else, as the kubelet
- * derives a static pod's, a hash of where the pod came from (the node, the source, the id), so the
- * same pod keeps its uid across re-reads and agent restarts.
- */
-export function podUid(
-  manifest: Pick<ContainerManifest, 'id' | 'uuid'>,
-  context: { readonly node: string; readonly source: string },
-): string {
-  return (
-    manifest.uuid ??
-    createHash('sha256').update(`host:${context.node}\nsource:${context.source}\nid:${manifest.id}`).digest('hex').slice(0, 32)
-  );
 }
 
 /** The sandbox a manifest needs on `node`. */

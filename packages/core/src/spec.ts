@@ -7,7 +7,8 @@ import {
   type Volume,
   type VolumeMount,
 } from './manifest.js';
-import { Labels, buildContainerName } from './naming.js';
+import { Labels, buildContainerName, podUid } from './naming.js';
+import { resolveContainerEnv, type NodeCapacity, type PodRuntimeFields } from './container-env.js';
 import { containerSecurityOf, withoutEngineDefaults } from './security.js';
 import type { ContainerSpec, Mount, PortBinding } from './runtime.js';
 
@@ -34,6 +35,8 @@ export function specHash(manifest: ContainerManifest, container: Container): str
     readinessProbe: _ready,
     startupProbe: _startup,
     imagePullPolicy: _pull,
+    // Checked and not applied (one host schedules nothing): a new request restarts nothing.
+    memoryRequest: _request,
     securityContext: ownSecurity,
     ...rest
   } = container;
@@ -128,10 +131,12 @@ export function cpuLimitMillisOf(periodUs: number | undefined, quotaUs: number |
   return Math.round((quotaUs * 1000) / period);
 }
 
-export interface SpecContext {
+export interface SpecContext extends PodRuntimeFields {
   /** The agent's hostname, written into the node label. */
   readonly node: string;
   readonly source: string;
+  /** The node's capacity, what a container without a limit reads as its `limits.cpu`/`limits.memory` (see `resolveContainerEnv`). */
+  readonly nodeCapacity?: NodeCapacity;
   /** Set when the container replaces one that exited (see `Labels.restartCount`). */
   readonly restartCount?: number;
   readonly crashStreak?: number;
@@ -141,14 +146,18 @@ export interface SpecContext {
 export function buildContainerSpec(manifest: ContainerManifest, container: Container, context: SpecContext): ContainerSpec {
   const volumes = new Map(manifest.volumes.map((v) => [v.name, v]));
   const security = containerSecurityOf(manifest, container);
+  const { env, command, entrypoint } = resolveContainerEnv(manifest, container, {
+    ...context,
+    podUid: podUid(manifest, context),
+  });
   return {
     name: buildContainerName(manifest.id, container.name),
     podId: manifest.id,
     image: container.image,
-    ...(container.command === undefined ? {} : { command: container.command }),
-    ...(container.entrypoint === undefined ? {} : { entrypoint: container.entrypoint }),
+    ...(command === undefined ? {} : { command }),
+    ...(entrypoint === undefined ? {} : { entrypoint }),
     ...(container.workingDir === undefined ? {} : { workingDir: container.workingDir }),
-    env: Object.fromEntries(container.env.map((e) => [e.name, e.value])),
+    env,
     ports: container.ports.map(toBinding),
     mounts: container.volumeMounts.map((m) => mountOf(m, volumes.get(m.name))),
     ...(container.memory === undefined ? {} : { memory: container.memory }),

@@ -1,7 +1,8 @@
 import { posix } from 'node:path';
 import { isIP } from 'node:net';
 import { describeValue } from './field-checks.js';
-import type { Container, EnvVar, Port, Probe, Protocol, PullPolicy, VolumeMount } from './manifest.js';
+import { ENV_RESOURCES, KEYED_FIELD_PATH, POD_FIELD_PATHS } from './container-env.js';
+import type { Container, EnvVar, EnvVarSource, Port, Probe, Protocol, PullPolicy, VolumeMount } from './manifest.js';
 import { PROBE_KINDS } from './validate-probe.js';
 import { SecurityChecks } from './validate-security.js';
 
@@ -19,6 +20,7 @@ const CONTAINER_FIELDS = new Set([
   'ports',
   'env',
   'memory',
+  'memoryRequest',
   'cpu',
   'cpuLimitMillis',
   'volumeMounts',
@@ -39,7 +41,10 @@ const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
 };
 const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'hostIP', 'protocol']);
 // `key` and `path` are the first 2014 spellings of `name` and `mountPath`.
-const ENV_FIELDS = new Set(['name', 'key', 'value']);
+const ENV_FIELDS = new Set(['name', 'key', 'value', 'valueFrom']);
+const ENV_SOURCE_FIELDS = new Set(['fieldRef', 'resourceFieldRef']);
+const FIELD_REF_FIELDS = new Set(['fieldPath', 'apiVersion']);
+const RESOURCE_REF_FIELDS = new Set(['containerName', 'resource', 'divisor']);
 const MOUNT_FIELDS = new Set(['name', 'mountPath', 'path', 'readOnly', 'mountType']);
 
 /** The checks of one container and what is in it, for the manifest walker. */
@@ -66,6 +71,8 @@ export class ContainerChecks extends SecurityChecks {
     const ports = (this.list(c['ports'], `${path}.ports`) ?? []).map((p, i) => this.port(p, `${path}.ports[${i}]`));
     const env = this.env(c['env'], `${path}.env`);
     const memory = c['memory'] == null ? undefined : this.integer(c['memory'], `${path}.memory`, 0, Number.MAX_SAFE_INTEGER);
+    const memoryRequest =
+      c['memoryRequest'] == null ? undefined : this.integer(c['memoryRequest'], `${path}.memoryRequest`, 0, Number.MAX_SAFE_INTEGER);
     const cpu = c['cpu'] == null ? undefined : this.integer(c['cpu'], `${path}.cpu`, 0, 262144);
     // At most 1,000 CPUs: far beyond any host, far below where a CFS quota overflows.
     const cpuLimitMillis =
@@ -90,6 +97,7 @@ export class ContainerChecks extends SecurityChecks {
       ports: ports as Port[],
       env,
       ...(memory === undefined || memory === 0 ? {} : { memory }),
+      ...(memoryRequest === undefined || memoryRequest === 0 ? {} : { memoryRequest }),
       ...(cpu === undefined || cpu === 0 ? {} : { cpu }),
       ...(cpuLimitMillis === undefined ? {} : { cpuLimitMillis }),
       volumeMounts: mounts as VolumeMount[],
@@ -158,9 +166,53 @@ export class ContainerChecks extends SecurityChecks {
         this.fail(`${here}.${field}`, `must be a C identifier, got ${JSON.stringify(name.slice(0, 70))}`);
       // A number or boolean is refused, not turned into text (see FieldChecks.string); a missing value is "".
       const value = this.string(e['value'], `${here}.value`, false, this.written(e, 'value')) ?? '';
-      if (name !== undefined) out.push({ name, value });
+      const valueFrom = e['valueFrom'] == null ? undefined : this.envSource(e['valueFrom'], `${here}.valueFrom`);
+      if (valueFrom !== undefined && value !== '') this.fail(`${here}.value`, 'must be empty when valueFrom is given; give one of them');
+      if (name !== undefined) out.push(valueFrom === undefined ? { name, value } : { name, value, valueFrom });
     });
     return out;
+  }
+
+  /** Where a variable is read from: exactly one of a pod field and a container resource. */
+  private envSource(input: unknown, path: string): EnvVarSource | undefined {
+    const v = this.record(input, path, ENV_SOURCE_FIELDS);
+    if (v === undefined) return undefined;
+    const given = [...ENV_SOURCE_FIELDS].filter((k) => v[k] != null);
+    if (given.length !== 1) return this.fail(path, 'must have exactly one of fieldRef, resourceFieldRef');
+    if (v['fieldRef'] != null) {
+      const f = this.record(v['fieldRef'], `${path}.fieldRef`, FIELD_REF_FIELDS);
+      if (f === undefined) return undefined;
+      if (f['apiVersion'] != null && f['apiVersion'] !== 'v1')
+        return this.fail(`${path}.fieldRef.apiVersion`, `must be v1, got ${describeValue(f['apiVersion'])}`);
+      const fieldPath = this.string(f['fieldPath'], `${path}.fieldRef.fieldPath`, true);
+      if (fieldPath === undefined) return undefined;
+      if (!(POD_FIELD_PATHS as readonly string[]).includes(fieldPath) && !KEYED_FIELD_PATH.test(fieldPath))
+        return this.fail(
+          `${path}.fieldRef.fieldPath`,
+          `must be one of ${POD_FIELD_PATHS.join(', ')}, metadata.labels['<key>'], metadata.annotations['<key>'], got ${JSON.stringify(fieldPath.slice(0, 70))}`,
+        );
+      return { fieldRef: { fieldPath } };
+    }
+    const r = this.record(v['resourceFieldRef'], `${path}.resourceFieldRef`, RESOURCE_REF_FIELDS);
+    if (r === undefined) return undefined;
+    const resource =
+      r['resource'] == null
+        ? this.fail(`${path}.resourceFieldRef.resource`, 'is required')
+        : this.oneOf(r['resource'], `${path}.resourceFieldRef.resource`, ENV_RESOURCES);
+    const containerName =
+      r['containerName'] == null || r['containerName'] === ''
+        ? undefined
+        : this.dnsLabel(r['containerName'], `${path}.resourceFieldRef.containerName`, false);
+    const divisor =
+      r['divisor'] == null ? undefined : this.integer(r['divisor'], `${path}.resourceFieldRef.divisor`, 1, Number.MAX_SAFE_INTEGER);
+    if (resource === undefined) return undefined;
+    return {
+      resourceFieldRef: {
+        ...(containerName === undefined ? {} : { containerName }),
+        resource,
+        ...(divisor === undefined ? {} : { divisor }),
+      },
+    };
   }
 
   /**

@@ -222,6 +222,13 @@ class Walker extends ContainerChecks {
         ? undefined
         : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
     for (const [c, path] of located) this.probePorts(c, path, hostNetwork);
+    // A resource is read from a container of this pod.
+    for (const [c, path] of located)
+      c.env.forEach((e, j) => {
+        const other = e.valueFrom?.resourceFieldRef?.containerName;
+        if (other !== undefined && !names.has(other))
+          this.fail(`${path}.env[${j}].valueFrom.resourceFieldRef.containerName`, `names no container of the pod ("${other}")`);
+      });
     if (id === undefined || this.errors.length > 0) return undefined;
     // No version: its one meaning, the port rule, is applied (see ContainerManifest.version).
     return {

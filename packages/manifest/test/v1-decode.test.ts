@@ -176,9 +176,9 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
     [pod({ tty: true }), 'spec.containers[0].tty', 'not supported'],
     [pod({ envFrom: [] }), 'spec.containers[0].envFrom', 'not supported; list each variable'],
     [
-      pod({ env: [{ name: 'A', valueFrom: { fieldRef: {} } }] }),
-      'spec.containers[0].env[0].valueFrom',
-      'not supported; write the value itself',
+      pod({ env: [{ name: 'A', valueFrom: { configMapKeyRef: { name: 'cm', key: 'k' } } }] }),
+      'spec.containers[0].env[0].valueFrom.configMapKeyRef',
+      'not supported: no ConfigMap is read beside the pod yet; write the value itself',
     ],
     [pod({ ports: [{ containerPort: 80, protocol: 'SCTP' }] }), 'spec.containers[0].ports[0].protocol', 'SCTP is not supported'],
     [

@@ -60,8 +60,9 @@ describe('kubeadm control-plane manifests', () => {
           entrypoint: ['etcd', '--advertise-client-urls=https://10.0.0.10:2379'],
           ports: [],
           env: [],
-          // 100m: floor(100 × 1024 / 1000). requests.memory 100Mi is not applied.
+          // 100m: floor(100 × 1024 / 1000). requests.memory 100Mi is kept, not applied (and not in the spec hash).
           cpu: 102,
+          memoryRequest: 100 * 1024 * 1024,
           volumeMounts: [
             { name: 'etcd-data', mountPath: '/var/lib/etcd', readOnly: false },
             { name: 'etcd-certs', mountPath: '/etc/kubernetes/pki/etcd', readOnly: false },

@@ -1,4 +1,3 @@
-import { networkInterfaces } from 'node:os';
 import type { Duplex } from 'node:stream';
 import {
   KubeletError,
@@ -25,6 +24,7 @@ import {
   type PodView,
 } from '@kubelet-ts/core';
 import { logTarget, podTarget, runningTarget } from './log-target.js';
+import { nodeAddress } from './node-address.js';
 import type { KubeletMetrics } from './metrics.js';
 import type { PodCache } from './pod-cache.js';
 import { podViews, type PodViewInputs } from './pod-views.js';
@@ -76,8 +76,7 @@ export class AgentReadApi {
    */
   async podListing(): Promise<PodListing> {
     const { runtime, hostname } = this.options;
-    const given = this.options.hostIP;
-    const hostIP = given !== undefined && !isLoopback(given) ? given : firstHostAddress();
+    const hostIP = nodeAddress(this.options.hostIP);
     return {
       pods: await this.viewsWithManifests(),
       nodeName: hostname,
@@ -89,9 +88,10 @@ export class AgentReadApi {
   private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {
     const { intake, cache, hostname, pass, prober, pullBackOff, refusedBackOff } = this.options;
     const desired = intake.desired().pods;
-    const actual = cache.snapshot().containers;
+    const { containers: actual, sandboxes } = cache.snapshot();
     const views = podViews(desired, actual, {
       node: hostname,
+      sandboxes,
       backOffs: pass.currentBackOffs(),
       verdict: (id) => prober.verdict(id),
       ...(pullBackOff === undefined ? {} : { pullBackOff }),
@@ -217,17 +217,4 @@ export class AgentReadApi {
     const error = lastPass?.error === undefined ? '' : `; the last pass failed: ${lastPass.error.message}`;
     return { healthy: true, ...last, message: `last pass ${lastPass === undefined ? 'not yet run' : `completed ${age} ms ago`}${error}` };
   }
-}
-
-function isLoopback(address: string): boolean {
-  return address.startsWith('127.') || address === '::1' || address === 'localhost';
-}
-
-/** The host's first non-internal IPv4 address (what the kubelet reports as its node's InternalIP by default). */
-function firstHostAddress(): string | undefined {
-  for (const addresses of Object.values(networkInterfaces())) {
-    const found = addresses?.find((a) => a.family === 'IPv4' && !a.internal);
-    if (found !== undefined) return found.address;
-  }
-  return undefined;
 }

@@ -11,6 +11,7 @@ import {
   type KubeletEvent,
   type PlanAction,
   type PodPlan,
+  type PodRuntimeFields,
 } from '@kubelet-ts/core';
 import { FailureBackoff } from './failure-backoff.js';
 import { prepareHostPaths } from './host-path.js';
@@ -174,7 +175,9 @@ export class PlanExecutor {
         if (action.spec.mounts.some((m) => m.hostPath !== undefined))
           await prepareHostPaths(action.spec.mounts).catch((error: unknown) => this.refused(key, since, error));
         await this.ensureImage(action);
-        const created = await runtime.create(action.spec, sandbox).catch((error: unknown) => this.refused(key, since, error));
+        // A container that reads the pod's IP, in the sandbox this plan made: its env is made now.
+        const spec = action.respec === undefined ? action.spec : action.respec(await this.sandboxFields(action.podId, sandbox));
+        const created = await runtime.create(spec, sandbox).catch((error: unknown) => this.refused(key, since, error));
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
         await this.startOrDiscard(created.id, key);
         this.emit(action, 'ContainerStarted', `started ${created.name} from ${action.spec.image}`);
@@ -203,6 +206,13 @@ export class PlanExecutor {
         this.emit(action, 'ContainerRemoved', `removed ${action.id} (${action.reason})`);
         return;
     }
+  }
+
+  /** What only the running sandbox tells of its pod: its IP, as the runtime lists it. */
+  private async sandboxFields(podId: string, sandbox: string): Promise<PodRuntimeFields> {
+    const listed = await this.options.runtime.listSandboxes({ podId });
+    const ip = listed.find((s) => s.id === sandbox)?.ip;
+    return ip === undefined ? {} : { podIP: ip };
   }
 
   /**

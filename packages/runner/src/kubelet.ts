@@ -49,6 +49,7 @@ import { ProbeMetrics } from './probe-metrics.js';
 import { SourceIntake } from './source-intake.js';
 import { DEFAULT_RUNTIME_DEADLINES, withDeadlines } from './runtime-deadlines.js';
 import { DEFAULT_EVENTED_RELIST_MS, RuntimeWatch, relistDue } from './runtime-watch.js';
+import { nodeFields } from './node-address.js';
 import { SyncLoop, type PassResult } from './sync-loop.js';
 import { SyncPass } from './sync-pass.js';
 import { TransitionReporter } from './transition-reporter.js';
@@ -174,6 +175,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       transitions: new TransitionReporter(this.hostname, emit, () => this.startedAt),
       metrics,
       ...(options.crashBackOff === undefined ? {} : { crashBackOff: options.crashBackOff }),
+      podFields: nodeFields(options.probes?.host),
       inbox,
       relistDue: () =>
         relistDue(
@@ -241,8 +243,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     // Subscribed before the first pass lists, so no exit falls between that list and the stream.
     this.watch?.start();
     await this.intake.start();
-    // Sources that delivered while starting have already asked for a pass; ask only if none did,
-    // so that the agent adopts what the runtime runs even before any source speaks.
+    // Sources that delivered have asked for a pass; if none did, one adopts what the runtime runs.
     if (!this.loop.planning && this.passes.passes === 0) this.loop.request();
   }
 

@@ -7,12 +7,15 @@ import {
   type DesiredPod,
   type EndedRun,
   type PodView,
+  type SandboxSummary,
 } from '@kubelet-ts/core';
 import type { ProbeVerdict } from './prober.js';
 
 /** What `podViews` reads besides the desired pods and the runtime's containers. */
 export interface PodViewInputs {
   readonly node: string;
+  /** The runtime's sandboxes, whose ready ones give their pods' IPs. */
+  readonly sandboxes?: readonly SandboxSummary[];
   /** The crash back-offs of the last pass. */
   readonly backOffs: readonly BackOff[];
   /** What the probes say of a container, by runtime id. */
@@ -36,6 +39,10 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
     slots.set(key, [...(slots.get(key) ?? []), c]);
   }
   const waiting = new Map(inputs.backOffs.map((b) => [`${b.podId}/${b.container}`, b]));
+  const podIPs = new Map<string, string>();
+  for (const s of inputs.sandboxes ?? [])
+    if (s.state === 'ready' && s.ip !== undefined && s.labels[Labels.node] === inputs.node)
+      podIPs.set(s.labels[Labels.sandbox] ?? '', s.ip);
   return desired.map(({ manifest, source }) => ({
     id: manifest.id,
     ...(manifest.uuid === undefined ? {} : { uuid: manifest.uuid }),
@@ -43,6 +50,7 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
     ...(manifest.namespace === undefined ? {} : { namespace: manifest.namespace }),
     ...(manifest.labels === undefined ? {} : { labels: manifest.labels }),
     ...(manifest.annotations === undefined ? {} : { annotations: manifest.annotations }),
+    ...(manifest.hostNetwork === true || !podIPs.has(manifest.id) ? {} : { podIP: podIPs.get(manifest.id)! }),
     containers: manifest.containers.map((c): ContainerView => {
       const key = `${manifest.id}/${c.name}`;
       // Newest first: the running container speaks for the slot, else the newest one.

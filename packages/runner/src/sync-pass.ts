@@ -42,6 +42,8 @@ export interface SyncPassOptions {
   readonly transitions: TransitionReporter;
   readonly metrics: KubeletMetrics;
   readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
+  /** What containers' env reads of the node (see `PlanInput.podFields`). */
+  readonly podFields?: PlanInput['podFields'];
   /** Where a pass says that a pod it left out has been planned by nobody (`pod-missed`). */
   readonly inbox: Inbox;
   /**
@@ -124,6 +126,7 @@ export class SyncPass {
       unhealthy: this.options.prober.unhealthy(),
       known: this.options.intake.known(),
       ...(crashBackOff === undefined ? {} : { crashBackOff }),
+      ...(this.options.podFields === undefined ? {} : { podFields: this.options.podFields }),
     };
   }
 

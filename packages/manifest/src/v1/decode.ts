@@ -1,6 +1,7 @@
 import { describeValue, isRecord, type FieldError } from '@kubelet-ts/core';
 import { IGNORED_V1_FIELDS, MAPPED_V1_FIELDS, REFUSED_ADVICE } from './fields.js';
 import { joinV1PodId } from './pod-id.js';
+import { ceilMillis, ceilUnits, parseQuantity } from './quantity.js';
 import { decodeResources } from './resources.js';
 
 /** A v1 Pod in the domain manifest's shape (for `validateManifest`), with what was refused on the way. */
@@ -202,7 +203,7 @@ class V1PodDecoder {
       // Passed on as the same objects, so a message can show how a value was written (`"01234"`).
       env: this.each(input['env'], `${path}.env`, (e, at) => {
         this.known(e, at, MAPPED_V1_FIELDS.env);
-        return e;
+        return e['valueFrom'] == null ? e : { ...e, valueFrom: this.envSource(e['valueFrom'], `${at}.valueFrom`) };
       }),
       ...resources,
       volumeMounts: this.each(input['volumeMounts'], `${path}.volumeMounts`, (v, at) => {
@@ -216,6 +217,29 @@ class V1PodDecoder {
       securityContext: this.securityContext(input['securityContext'], `${path}.securityContext`, 'container'),
       ...probes,
     });
+  }
+
+  /**
+   * A variable's source for validation to check: a pod field as it is, a resource's `divisor`
+   * quantity in millicores (CPU) or bytes (memory). A ConfigMap's or Secret's key is refused.
+   */
+  private envSource(input: unknown, path: string): unknown {
+    if (!isRecord(input)) return input;
+    const { configMapKeyRef, secretKeyRef, resourceFieldRef, ...rest } = input;
+    if (configMapKeyRef != null)
+      this.fail(`${path}.configMapKeyRef`, 'not supported: no ConfigMap is read beside the pod yet; write the value itself');
+    if (secretKeyRef != null)
+      this.fail(`${path}.secretKeyRef`, 'not supported: no Secret is read beside the pod yet; write the value itself');
+    if (configMapKeyRef != null || secretKeyRef != null) return undefined;
+    if (!isRecord(resourceFieldRef) || resourceFieldRef['divisor'] == null)
+      return resourceFieldRef == null ? rest : { ...rest, resourceFieldRef };
+    const q = parseQuantity(resourceFieldRef['divisor']);
+    const at = `${path}.resourceFieldRef.divisor`;
+    if (!q.ok) return void this.fail(at, q.message);
+    const cpu = typeof resourceFieldRef['resource'] === 'string' && resourceFieldRef['resource'].endsWith('.cpu');
+    const divisor = Number(cpu ? ceilMillis(q.value) : ceilUnits(q.value));
+    if (!(divisor >= 1)) return void this.fail(at, `must be at least ${cpu ? '1m' : '1'}`);
+    return { ...rest, resourceFieldRef: { ...resourceFieldRef, divisor } };
   }
 
   /** Maps each object of a list; anything else is passed on for validation to report. */

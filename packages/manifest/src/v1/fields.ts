@@ -63,7 +63,7 @@ export const MAPPED_V1_FIELDS = {
     'securityContext',
   ],
   port: ['name', 'containerPort', 'hostPort', 'hostIP', 'protocol'],
-  env: ['name', 'value'],
+  env: ['name', 'value', 'valueFrom'],
   volumeMount: ['name', 'mountPath', 'readOnly', 'mountPropagation'],
   volume: ['name', 'emptyDir', 'hostPath', 'persistentVolumeClaim'],
   emptyDir: ['medium'],
@@ -76,7 +76,6 @@ export const MAPPED_V1_FIELDS = {
 export const REFUSED_ADVICE: Readonly<Record<string, string>> = {
   initContainers: "run the step in the container's own command, or as a pod of its own",
   ephemeralContainers: "use the engine's exec to debug a running container",
-  valueFrom: 'write the value itself',
   envFrom: 'list each variable under env with its value',
   grpc: 'use exec, httpGet or tcpSocket',
   subPath: 'mount the whole volume, or a hostPath of the file itself',

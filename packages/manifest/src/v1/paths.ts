@@ -7,6 +7,7 @@ const CONTAINER_FIELD: ReadonlyArray<readonly [RegExp, string]> = [
   [/^command(?=$|[.[])/, 'args'],
   [/^entrypoint(?=$|[.[])/, 'command'],
   [/^memory$/, 'resources.limits.memory'],
+  [/^memoryRequest$/, 'resources.requests.memory'],
   [/^cpu$/, 'resources.requests.cpu'],
   [/^cpuLimitMillis$/, 'resources.limits.cpu'],
 ];

@@ -9,6 +9,8 @@ export interface DomainResources {
   readonly cpu?: number;
   /** From `limits.cpu`. */
   readonly cpuLimitMillis?: number;
+  /** Bytes, from `requests.memory`: checked and kept, not applied. */
+  readonly memoryRequest?: number;
 }
 
 /** The kubelet's largest CPU shares (cgroup v1's maximum); a larger request is clamped to it. */
@@ -53,7 +55,7 @@ export function decodeResources(input: unknown, path: string, errors: FieldError
   }
   const limits = read('limits');
   const requests = read('requests');
-  const out: { memory?: number; cpu?: number; cpuLimitMillis?: number } = {};
+  const out: { memory?: number; cpu?: number; cpuLimitMillis?: number; memoryRequest?: number } = {};
 
   const limitMillis = limits.cpu === undefined ? undefined : ceilMillis(limits.cpu);
   const requestMillis = requests.cpu === undefined ? limitMillis : ceilMillis(requests.cpu);
@@ -78,6 +80,10 @@ export function decodeResources(input: unknown, path: string, errors: FieldError
     if (requests.memory !== undefined && ceilUnits(requests.memory) > bytes) {
       fail(`${path}.requests.memory`, 'must be at most the limit, as Kubernetes requires');
     }
+  }
+  if (requests.memory !== undefined) {
+    const bytes = ceilUnits(requests.memory);
+    if (bytes > 0n && bytes <= BigInt(Number.MAX_SAFE_INTEGER)) out.memoryRequest = Number(bytes);
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import { podNameOf, type Container, type ContainerManifest, type Probe, type VolumeMount } from '@kubelet-ts/core';
+import { podNameOf, type Container, type ContainerManifest, type EnvVar, type Probe, type VolumeMount } from '@kubelet-ts/core';
 import { formatBytes, millisOfShares } from './quantity.js';
 
 /** A plain Kubernetes v1 Pod object, as `kubectl get pod -o json` shows one (spec and metadata only). */
@@ -75,7 +75,10 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
     ...(c.cpuLimitMillis === undefined ? {} : { cpu: `${c.cpuLimitMillis}m` }),
     ...(c.memory === undefined ? {} : { memory: formatBytes(c.memory) }),
   };
-  const requests = c.cpu === undefined ? {} : { cpu: `${millisOfShares(c.cpu)}m` };
+  const requests = {
+    ...(c.cpu === undefined ? {} : { cpu: `${millisOfShares(c.cpu)}m` }),
+    ...(c.memoryRequest === undefined ? {} : { memory: formatBytes(c.memoryRequest) }),
+  };
   const resources = {
     ...(Object.keys(limits).length === 0 ? {} : { limits }),
     ...(Object.keys(requests).length === 0 ? {} : { requests }),
@@ -97,7 +100,7 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
             protocol: p.protocol,
           })),
         }),
-    ...(c.env.length === 0 ? {} : { env: c.env.map((e) => ({ name: e.name, value: e.value })) }),
+    ...(c.env.length === 0 ? {} : { env: c.env.map(envVar) }),
     ...(Object.keys(resources).length === 0 ? {} : { resources }),
     ...(c.volumeMounts.length === 0
       ? {}
@@ -114,6 +117,17 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
     ...(c.startupProbe === undefined ? {} : { startupProbe: probe(c.startupProbe) }),
     ...(c.securityContext === undefined ? {} : { securityContext: structuredClone(c.securityContext) }),
   };
+}
+
+function envVar(e: EnvVar): Record<string, unknown> {
+  const ref = e.valueFrom?.resourceFieldRef;
+  if (ref !== undefined) {
+    const cpu = ref.resource.endsWith('.cpu');
+    const divisor = ref.divisor === undefined ? {} : { divisor: cpu ? `${ref.divisor}m` : String(ref.divisor) };
+    return { name: e.name, valueFrom: { resourceFieldRef: { ...ref, ...divisor } } };
+  }
+  if (e.valueFrom?.fieldRef !== undefined) return { name: e.name, valueFrom: { fieldRef: { ...e.valueFrom.fieldRef } } };
+  return { name: e.name, value: e.value };
 }
 
 function probe(p: Probe): Record<string, unknown> {

@@ -69,6 +69,8 @@ function container(
 ): Record<string, unknown> {
   if (c.entrypoint !== undefined) refuse(`${path}.entrypoint`);
   if (c.cpuLimitMillis !== undefined) refuse(`${path}.cpuLimitMillis`);
+  if (c.memoryRequest !== undefined) refuse(`${path}.memoryRequest`);
+  c.env.forEach((e, j) => e.valueFrom !== undefined && refuse(`${path}.env[${j}].valueFrom`));
   if (c.readinessProbe !== undefined) refuse(`${path}.readinessProbe`);
   if (c.startupProbe !== undefined) refuse(`${path}.startupProbe`);
   if (withoutEngineDefaults(c.securityContext, seccomp) !== undefined) refuse(`${path}.securityContext`);

@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { isIPv4 } from 'node:net';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AgentProcess } from './agent-process.js';
+import { AGENT_ENGINES } from './agent-engines.js';
+
+/**
+ * The downward API and `$(VAR)` expansion (issue 26) on each real engine, through the agent
+ * process: a v1 Pod's container prints what its env and args became, and `/pods` shows the pod's
+ * IP, the one the container read.
+ */
+describe.each(AGENT_ENGINES)('v1 env valueFrom and $(VAR) on $name, through the agent', (engine) => {
+  const node = `e2e-downward-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
+  let dir: string;
+  let agent: AgentProcess | undefined;
+  let url: string;
+
+  beforeAll(async () => {
+    const { flags, busybox } = await engine.prepare();
+    dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-downward-'));
+    const field = (fieldPath: string) => ({ valueFrom: { fieldRef: { fieldPath } } });
+    await writeFile(
+      join(dir, 'downward.json'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'downward', namespace: 'team-a', labels: { app: 'web' } },
+        spec: {
+          containers: [
+            {
+              name: 'main',
+              image: busybox,
+              command: ['sh', '-c'],
+              // `$POD_IP` is the shell's; `$(GREETING)` the agent's, and `$$(GREETING)` its escape.
+              args: [
+                'echo "POD_IP=$POD_IP NAME=$MY_NAME NS=$MY_NS NODE=$MY_NODE APP=$APP CPU_M=$CPU_M MEM_MI=$MEM_MI"; ' +
+                  "echo 'ARG=$(GREETING) ESCAPED=$$(GREETING)'; exec sleep 3600",
+              ],
+              resources: { limits: { cpu: '250m', memory: '64Mi' } },
+              env: [
+                { name: 'POD_IP', ...field('status.podIP') },
+                { name: 'MY_NAME', ...field('metadata.name') },
+                { name: 'MY_NS', ...field('metadata.namespace') },
+                { name: 'MY_NODE', ...field('spec.nodeName') },
+                { name: 'APP', ...field("metadata.labels['app']") },
+                { name: 'CPU_M', valueFrom: { resourceFieldRef: { resource: 'limits.cpu', divisor: '1m' } } },
+                { name: 'MEM_MI', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+                { name: 'GREETING', value: 'hello-$(MY_NAME)' },
+              ],
+            },
+          ],
+        },
+      }),
+    );
+    agent = new AgentProcess([...flags, '--config', dir, '--hostname-override', node, '--sync-frequency', '1s']);
+    url = await agent.serverUrl();
+    await agent.until(() => agent!.events('ContainerStarted', 'downward.team-a').length === 1, 'the container started', 60_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await engine.cleanUp(node);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('gives the container its pod’s IP, fields and limits, its args expanded; /pods shows the same IP', async () => {
+    let printed = '';
+    for (let i = 0; i < 50 && !printed.includes('ESCAPED='); i++) {
+      printed = await (await fetch(`${url}/containerLogs/team-a/downward/main`)).text();
+      if (!printed.includes('ESCAPED=')) await new Promise((r) => setTimeout(r, 200));
+    }
+    const podIP = /POD_IP=(\S*)/.exec(printed)?.[1] ?? '';
+    expect(isIPv4(podIP)).toBe(true);
+    expect(podIP.startsWith('127.')).toBe(false);
+    expect(printed).toContain(`NAME=downward NS=team-a NODE=${node} APP=web CPU_M=250 MEM_MI=64`);
+    expect(printed).toContain('ARG=hello-downward ESCAPED=$(GREETING)');
+    const pods = (await (await fetch(`${url}/pods`)).json()) as {
+      items: Array<{ metadata: { name: string }; status: { podIP?: string } }>;
+    };
+    expect(pods.items.find((p) => p.metadata.name === 'downward')?.status.podIP).toBe(podIP);
+  });
+});
