@@ -7,11 +7,12 @@ import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 
 /**
- * The downward API and `$(VAR)` expansion (issue 26) on each real engine, through the agent
- * process: a v1 Pod's container prints what its env and args became, and `/pods` shows the pod's
- * IP, the one the container read.
+ * The downward API, `$(VAR)` expansion and probes on the pod's IP (issue 26) on each real engine,
+ * through the agent process: a v1 Pod's container prints what its env and args became, `/pods`
+ * shows the pod's IP, the one the container read, and a pod is made ready by probing a port it
+ * does not publish.
  */
-describe.each(AGENT_ENGINES)('v1 env valueFrom and $(VAR) on $name, through the agent', (engine) => {
+describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's IP on $name, through the agent", (engine) => {
   const node = `e2e-downward-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
   let dir: string;
   let agent: AgentProcess | undefined;
@@ -54,6 +55,26 @@ describe.each(AGENT_ENGINES)('v1 env valueFrom and $(VAR) on $name, through the 
         },
       }),
     );
+    // A readiness probe of a port that is not published: the agent dials the pod's IP, as the kubelet does.
+    await writeFile(
+      join(dir, 'probed.json'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'probed' },
+        spec: {
+          containers: [
+            {
+              name: 'web',
+              image: busybox,
+              command: ['sh', '-c', 'mkdir -p /www; echo ok > /www/ready.html; exec httpd -f -p 8080 -h /www'],
+              ports: [{ containerPort: 8080 }],
+              readinessProbe: { httpGet: { path: '/ready.html', port: 8080 }, periodSeconds: 1 },
+            },
+          ],
+        },
+      }),
+    );
     agent = new AgentProcess([...flags, '--config', dir, '--hostname-override', node, '--sync-frequency', '1s']);
     url = await agent.serverUrl();
     await agent.until(() => agent!.events('ContainerStarted', 'downward.team-a').length === 1, 'the container started', 60_000);
@@ -80,5 +101,20 @@ describe.each(AGENT_ENGINES)('v1 env valueFrom and $(VAR) on $name, through the 
       items: Array<{ metadata: { name: string }; status: { podIP?: string } }>;
     };
     expect(pods.items.find((p) => p.metadata.name === 'downward')?.status.podIP).toBe(podIP);
+  });
+
+  it("makes a pod ready by a readiness probe of a port it does not publish, dialled on the pod's IP", async () => {
+    type Listed = {
+      items: Array<{ metadata: { name: string }; status: { podIP?: string; containerStatuses?: Array<{ ready: boolean }> } }>;
+    };
+    let probed: Listed['items'][number] | undefined;
+    for (let i = 0; i < 100; i++) {
+      probed = ((await (await fetch(`${url}/pods`)).json()) as Listed).items.find((p) => p.metadata.name === 'probed');
+      if (probed?.status.containerStatuses?.[0]?.ready === true) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(probed?.status.containerStatuses?.[0]?.ready).toBe(true);
+    expect(isIPv4(probed?.status.podIP ?? '')).toBe(true);
+    expect(agent!.events('ProbeFailed', 'probed')).toEqual([]);
   });
 });

@@ -125,24 +125,19 @@ export class ProbeChecks extends FieldChecks {
   }
 
   /**
-   * An http/tcp probe goes through the host port published for its port, so it must have one;
-   * in a `hostNetwork` pod, or with `host` set, it goes to the port itself, which must then be a
-   * number or the name of one of the container's TCP ports.
+   * An http/tcp probe dials a port by number (the published host port when the container publishes
+   * it, else the container port on the pod's own address, as the kubelet probes the pod IP), or by
+   * the name of one of the container's TCP ports.
    */
-  protected probePorts(c: Container, path: string, hostNetwork: boolean): void {
+  protected probePorts(c: Container, path: string): void {
     for (const kind of PROBE_KINDS) {
       const probe = c[kind];
       const handler = probe?.httpGet ?? probe?.tcpSocket;
-      if (probe === undefined || handler === undefined) continue;
+      if (probe === undefined || handler === undefined || typeof handler.port === 'number') continue;
       const field = `${path}.${kind}.${probe.httpGet !== undefined ? 'httpGet' : 'tcpSocket'}.port`;
-      const direct = hostNetwork || handler.host !== undefined;
-      if (direct && typeof handler.port === 'number') continue;
-      const port = c.ports.find((p) => (typeof handler.port === 'number' ? p.containerPort === handler.port : p.name === handler.port));
-      if (direct && port?.protocol !== 'TCP')
+      const port = c.ports.find((p) => p.name === handler.port);
+      if (port?.protocol !== 'TCP')
         this.fail(field, `must be a port number or name one of this container's TCP ports, got ${JSON.stringify(handler.port)}`);
-      if (!direct && (port === undefined || port.hostPort === undefined || port.protocol !== 'TCP')) {
-        this.fail(field, `must name a TCP port of this container with a hostPort, got ${JSON.stringify(handler.port)}`);
-      }
     }
   }
 

@@ -221,7 +221,7 @@ class Walker extends ContainerChecks {
       m['terminationGracePeriodSeconds'] == null
         ? undefined
         : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
-    for (const [c, path] of located) this.probePorts(c, path, hostNetwork);
+    for (const [c, path] of located) this.probePorts(c, path);
     // A resource is read from a container of this pod.
     for (const [c, path] of located)
       c.env.forEach((e, j) => {

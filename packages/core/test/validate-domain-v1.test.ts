@@ -171,12 +171,10 @@ describe('validateManifest: the domain fields a v1 Pod sets', () => {
     expect(errorsOf(withContainer(patch))).toEqual([{ path, message: expect.stringContaining(message) }]);
   });
 
-  it('probes a port by number in a hostNetwork pod, or with host set; else through a published port', () => {
+  it('probes any port by number (a port not published on the pod IP, as the kubelet does), or a TCP port by name', () => {
     const probe = { tcpSocket: { port: 9000 } };
     expect(errorsOf(withContainer({ readinessProbe: probe }))).toEqual([]);
-    expect(errorsOf(withContainer({ readinessProbe: probe }, { hostNetwork: false }))).toEqual([
-      { path: 'containers[0].readinessProbe.tcpSocket.port', message: 'must name a TCP port of this container with a hostPort, got 9000' },
-    ]);
+    expect(errorsOf(withContainer({ readinessProbe: probe }, { hostNetwork: false }))).toEqual([]);
     expect(errorsOf(withContainer({ readinessProbe: { tcpSocket: { port: 9000, host: '127.0.0.1' } } }, { hostNetwork: false }))).toEqual(
       [],
     );

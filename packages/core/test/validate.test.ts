@@ -225,7 +225,7 @@ describe('validateManifest: rejection as a whole', () => {
       id: 'web',
       containers: [
         { name: 'broken', image: '' },
-        { name: 'app', image: 'nginx', livenessProbe: { tcpSocket: { port: 81 } } },
+        { name: 'app', image: 'nginx', livenessProbe: { tcpSocket: { port: 'metrics' } } },
       ],
     });
     expect(errors.map((e) => e.path)).toEqual(['containers[0].image', 'containers[1].livenessProbe.tcpSocket.port']);

@@ -265,7 +265,11 @@ describe('v1 Pod: values are checked as every manifest is, at the v1 path', () =
       'spec.containers[0].ports[0].hostPort',
       'must equal containerPort',
     ],
-    [pod({ livenessProbe: { httpGet: { port: 8080 } } }), 'spec.containers[0].livenessProbe.httpGet.port', 'with a hostPort'],
+    [
+      pod({ livenessProbe: { httpGet: { port: 'web' } } }),
+      'spec.containers[0].livenessProbe.httpGet.port',
+      "name one of this container's TCP ports",
+    ],
     [
       pod({ startupProbe: { exec: { command: ['x'] }, successThreshold: 2 } }),
       'spec.containers[0].startupProbe.successThreshold',

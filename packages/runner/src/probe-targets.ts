@@ -8,6 +8,7 @@ import {
   type ContainerSummary,
   type DesiredPod,
   type Probe,
+  type SandboxSummary,
 } from '@kubelet-ts/core';
 import type { ProbeKind, ProbeTarget } from './prober.js';
 
@@ -22,14 +23,25 @@ export function hasAnyProbe(container: Container): boolean {
   return KINDS.some(([, field]) => container[field] !== undefined);
 }
 
-/** Each probe of the running, current containers whose manifest container has one. */
-export function probeTargets(desired: readonly DesiredPod[], actual: readonly ContainerSummary[], node: string): ProbeTarget[] {
+/**
+ * Each probe of the running, current containers whose manifest container has one. `sandboxes`
+ * give the pods' IPs, where a probe of a port that is not published dials (as the kubelet does).
+ */
+export function probeTargets(
+  desired: readonly DesiredPod[],
+  actual: readonly ContainerSummary[],
+  node: string,
+  sandboxes: readonly SandboxSummary[] = [],
+): ProbeTarget[] {
   const probed = new Map<string, { manifest: ContainerManifest; source: string; container: Container }>();
   for (const { manifest, source } of desired) {
     for (const container of manifest.containers)
       if (hasAnyProbe(container)) probed.set(`${manifest.id}/${container.name}`, { manifest, source, container });
   }
   if (probed.size === 0) return [];
+  const podIPs = new Map<string, string>();
+  for (const s of sandboxes)
+    if (s.state === 'ready' && s.ip !== undefined && s.labels[Labels.node] === node) podIPs.set(s.labels[Labels.sandbox] ?? '', s.ip);
   const targets: ProbeTarget[] = [];
   for (const c of actual) {
     const identity = identityOf(c.labels);
@@ -48,7 +60,7 @@ export function probeTargets(desired: readonly DesiredPod[], actual: readonly Co
         probe,
         namespace: found.manifest.namespace ?? 'default',
         podUid: podUid(found.manifest, { node, source: found.source }),
-        ...dialled(probe, found.container, found.manifest.hostNetwork === true),
+        ...dialled(probe, found.container, found.manifest.hostNetwork === true ? '127.0.0.1' : podIPs.get(identity.podId)),
       });
     }
   }
@@ -56,19 +68,19 @@ export function probeTargets(desired: readonly DesiredPod[], actual: readonly Co
 }
 
 /**
- * Where an httpGet or tcpSocket probe dials. With `host` set, or in a hostNetwork pod (the
- * container listens on the host's own interfaces; 127.0.0.1 then), that address and the container
- * port itself; otherwise the published host port, on the prober's default host. A port name is
- * looked up among the container's ports.
+ * Where an httpGet or tcpSocket probe dials. With `host` set, that address and the container port
+ * itself; a published port, its host port on the prober's default host; otherwise the container
+ * port on the pod's own address (`podAddress`: 127.0.0.1 in a hostNetwork pod, whose container
+ * listens on the host's interfaces; the sandbox's IP in any other), as the kubelet probes the pod
+ * IP. A port name is looked up among the container's ports.
  */
-function dialled(probe: Probe, container: Container, hostNetwork: boolean): { host?: string; hostPort?: number } {
+function dialled(probe: Probe, container: Container, podAddress: string | undefined): { host?: string; hostPort?: number } {
   const port = probe.httpGet?.port ?? probe.tcpSocket?.port;
   if (port === undefined) return {};
   const declared = container.ports.find((p) => (typeof port === 'number' ? p.containerPort === port : p.name === port));
-  const host = probe.httpGet?.host ?? probe.tcpSocket?.host ?? (hostNetwork ? '127.0.0.1' : undefined);
-  if (host !== undefined) {
-    const containerPort = typeof port === 'number' ? port : declared?.containerPort;
-    return { host, ...(containerPort === undefined ? {} : { hostPort: containerPort }) };
-  }
+  const containerPort = typeof port === 'number' ? port : declared?.containerPort;
+  const given = probe.httpGet?.host ?? probe.tcpSocket?.host;
+  const host = given ?? (declared?.hostPort !== undefined && podAddress !== '127.0.0.1' ? undefined : podAddress);
+  if (host !== undefined) return { host, ...(containerPort === undefined ? {} : { hostPort: containerPort }) };
   return declared?.hostPort === undefined ? {} : { hostPort: declared.hostPort };
 }

@@ -188,7 +188,7 @@ export class SyncPass {
       this.quiet.record(inputs, p.pods.length === 0 && p.backOffs.length === 0 && idle, p.held);
       this.backOffs = p.backOffs;
       this.options.transitions.backOffs(p.backOffs);
-      this.options.prober.update(probeTargets(desired.pods, seen.containers, hostname));
+      this.options.prober.update(probeTargets(desired.pods, seen.containers, hostname, seen.sandboxes));
       if (p.held > 0) logger.info({ held: p.held, waitingFor: intake.unseen() }, 'keeping containers until every source has been seen');
       // A busy pod was left out of this plan: its worker plans it again when it is done (see
       // PodWorkers). One whose worker ended while this pass listed was planned by nobody.

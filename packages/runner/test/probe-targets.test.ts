@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { buildContainerSpec, type ContainerManifest, type ContainerSummary } from '@kubelet-ts/core';
+import { Labels, buildContainerSpec, type ContainerManifest, type ContainerSummary, type SandboxSummary } from '@kubelet-ts/core';
 import { probeTargets } from '../src/probe-targets.js';
 import { manifest } from './helpers.js';
 
@@ -46,6 +46,46 @@ describe('probeTargets', () => {
       { kind: 'liveness', id: 'app-id', startedAt: 2_000, host: undefined, hostPort: 19000 },
       { kind: 'readiness', id: 'app-id', startedAt: 2_000, host: '10.1.2.3', hostPort: 8080 }, // `host` set: that address, the port itself
     ]);
+  });
+
+  it("dials a port that is not published on the pod's IP, as the kubelet does; the published one as before", () => {
+    const m = checkedManifest({
+      id: 'web',
+      containers: [
+        {
+          name: 'app',
+          image: 'app:1',
+          ports: [
+            { name: 'http', containerPort: 8080 },
+            { containerPort: 9000, hostPort: 19000 },
+          ],
+          readinessProbe: { ...timing, httpGet: { path: '/ready', port: 'http' } },
+          livenessProbe: { ...timing, tcpSocket: { port: 9000 } },
+          startupProbe: { ...timing, tcpSocket: { port: 7000 } },
+        },
+      ],
+    });
+    const sandbox = (ip: string | undefined, node = NODE) => ({
+      id: 'sandbox-id',
+      name: 'POD--web--00000000',
+      labels: { [Labels.sandbox]: 'web', [Labels.node]: node },
+      state: 'ready' as const,
+      createdAt: 1_000,
+      ...(ip === undefined ? {} : { ip }),
+    });
+    const where = (sandboxes: readonly SandboxSummary[]) =>
+      probeTargets([{ manifest: m, source: 'file' }], runningOf(m), NODE, sandboxes).map(({ kind, host, hostPort }) => ({
+        kind,
+        host,
+        hostPort,
+      }));
+    expect(where([sandbox('10.88.0.7')])).toEqual([
+      { kind: 'startup', host: '10.88.0.7', hostPort: 7000 }, // a port the container does not even declare
+      { kind: 'liveness', host: undefined, hostPort: 19000 },
+      { kind: 'readiness', host: '10.88.0.7', hostPort: 8080 },
+    ]);
+    // Without the pod's address (another node's sandbox, or none listed), an unpublished port has nowhere to be dialled.
+    expect(where([sandbox('10.88.0.7', 'other-node')]).map((t) => t.host)).toEqual([undefined, undefined, undefined]);
   });
 
   it('dials 127.0.0.1 and the container port itself in a hostNetwork pod, published or not', () => {
