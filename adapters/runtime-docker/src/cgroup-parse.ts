@@ -65,14 +65,19 @@ function unescaped(field: string): string {
   return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
 }
 
-/** `key value` lines (`memory.stat`, v2 `cpu.stat`) as numbers by key. */
+/** `key value` lines (`memory.stat`, v2 `cpu.stat`) as numbers by key; scanned, not split (it runs for every container every sample). */
 export function flatKeyedOf(text: string): Record<string, number> {
   const figures: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    const [key, value] = line.split(' ');
-    if (key === undefined || key === '' || value === undefined) continue;
-    const number = Number(value);
-    if (!Number.isNaN(number)) figures[key] = number;
+  let at = 0;
+  while (at < text.length) {
+    let end = text.indexOf('\n', at);
+    if (end === -1) end = text.length;
+    const space = text.indexOf(' ', at);
+    if (space > at && space < end) {
+      const number = Number(text.slice(space + 1, end));
+      if (!Number.isNaN(number)) figures[text.slice(at, space)] = number;
+    }
+    at = end + 1;
   }
   return figures;
 }

@@ -37,8 +37,12 @@ export class ContainerRuns {
    * (forgotten, to be learnt again; the API says whether it is stopped or gone), or when its files
    * fail otherwise (served by the API from then on). NotFound for a container the engine does not know.
    */
-  async read<T>(id: string, figuresOf: (kernel: KernelStats, run: KernelRun) => T): Promise<{ run: ContainerRun; figures?: T }> {
-    const run = await this.of(id);
+  async read<T>(
+    id: string,
+    figuresOf: (kernel: KernelStats, run: KernelRun) => T,
+    { byProcess }: { readonly byProcess: boolean },
+  ): Promise<{ run: ContainerRun; figures?: T }> {
+    const run = await this.of(id, byProcess);
     if (!toldByKernel(run)) return { run };
     try {
       return { run, figures: figuresOf(this.kernel, run) };
@@ -54,12 +58,17 @@ export class ContainerRuns {
     for (const id of this.runs.keys()) if (!asked.has(id)) this.runs.delete(id);
   }
 
-  /** The run of `id`, inspected unless it is kept and still the same. */
-  private async of(id: string): Promise<ContainerRun> {
+  /**
+   * The run of `id`, inspected unless it is kept and (`byProcess`: read through its process, whose
+   * pid a new run changes) still the same. Figures read by cgroup need no such check: a container's
+   * cgroup is named after its id, the same directory in every run, and a stopped one's is gone (its
+   * reads fail ENOENT, and it is learnt again).
+   */
+  private async of(id: string, byProcess: boolean): Promise<ContainerRun> {
     const kept = this.runs.get(id);
     // A run the kernel cannot tell is kept as it is: what made it so (another cgroup namespace,
     // unreadable files) lasts, and the API serves it without a new inspect each time.
-    if (kept !== undefined && (kept.cgroup === undefined || this.kernel.sameRun(kept.cgroup))) return kept;
+    if (kept !== undefined && (kept.cgroup === undefined || !byProcess || this.kernel.sameRun(kept.cgroup))) return kept;
     let learnt = this.learning.get(id);
     if (learnt === undefined) {
       learnt = this.learn(id).finally(() => this.learning.delete(id));

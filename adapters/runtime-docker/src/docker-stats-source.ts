@@ -98,14 +98,14 @@ export class DockerStatsSource implements ContainerStatsSource {
   }
 
   private async containerStats(id: string): Promise<ContainerStats> {
-    const fromKernel = await this.runs?.read(id, (kernel, run) => kernel.container(run.cgroup));
+    const fromKernel = await this.runs?.read(id, (kernel, run) => kernel.container(run.cgroup), { byProcess: false });
     const figures = fromKernel?.figures ?? (await this.read(id));
     return containerStatsOf(figures, this.options.clock.now());
   }
 
   private async sandboxStats(id: string, quirks: StatsQuirks, podman: boolean): Promise<SandboxStats> {
     // A holder on the host's network reports no network, as the engine's own figures (its namespace's are the node's).
-    const fromKernel = await this.runs?.read(id, (kernel, run) => (run.hostNetwork ? {} : kernel.network(run.pid)));
+    const fromKernel = await this.runs?.read(id, (kernel, run) => (run.hostNetwork ? {} : kernel.network(run.pid)), { byProcess: true });
     if (fromKernel?.figures !== undefined)
       return sandboxStatsOf({ networks: fromKernel.figures }, this.options.clock.now(), { quirks: AS_READ });
     // Podman reports zeros for a holder on the host's network where Docker names no network: its

@@ -88,14 +88,19 @@ export class KernelStats {
     }
   }
 
-  /** The figures of the cgroup, in the shape of the engine's stats (for `containerStatsOf`); no `read` time: the caller's clock dates them. */
+  /**
+   * The figures of the cgroup, in the shape of the engine's stats (for `containerStatsOf`); no
+   * `read` time: the caller's clock dates them. The memory limit is read once per cgroup, as
+   * cAdvisor takes it from the container's spec when it finds the container: a sample of 200
+   * containers reads 600 files, not 800.
+   */
   container(cgroup: ContainerCgroup): DockerStats {
     if (cgroup.version === 1) {
       const file = (name: string) => readText(join(cgroup.memory, name));
       return figuresOf({
         cpuNanoseconds: numberOf(readText(join(cgroup.cpuacct, 'cpuacct.usage'))),
         usage: numberOf(file('memory.usage_in_bytes')),
-        limit: memoryLimitOf(file('memory.limit_in_bytes')),
+        limit: this.limitOf(cgroup, () => memoryLimitOf(file('memory.limit_in_bytes'))),
         stat: flatKeyedOf(file('memory.stat')),
       });
     }
@@ -105,9 +110,17 @@ export class KernelStats {
     return figuresOf({
       cpuNanoseconds: usageMicroseconds * 1000,
       usage: numberOf(file('memory.current')),
-      limit: memoryLimitOf(file('memory.max')),
+      limit: this.limitOf(cgroup, () => memoryLimitOf(file('memory.max'))),
       stat: flatKeyedOf(file('memory.stat')),
     });
+  }
+
+  private readonly limits = new WeakMap<ContainerCgroup, { readonly bytes: number | undefined }>();
+
+  private limitOf(cgroup: ContainerCgroup, read: () => number | undefined): number | undefined {
+    let known = this.limits.get(cgroup);
+    if (known === undefined) this.limits.set(cgroup, (known = { bytes: read() }));
+    return known.bytes;
   }
 
   /** The interfaces of the network namespace of process `pid`, loopback left out. */

@@ -206,6 +206,20 @@ describe('DockerStatsSource from the kernel (fixture files)', () => {
     expect(calls.stats).toEqual([]);
   });
 
+  it('reads a container by its cgroup with no check of its process, and its limit once, as cAdvisor takes it from the spec', async () => {
+    const root = await fixture((r) => ({ ...v1Host(r), ...v1Container(C, 42) }));
+    const { docker, calls } = fakeEngine({ [C]: { pid: 42 } });
+    const source = sourceOf(docker, root);
+    expect((await source.stats(C)).memory.limitBytes).toBe(128 * MIB);
+    // Restarted in place (Docker names the cgroup after the id): the same directory, its figures read on.
+    await remake(join(root, `sys/fs/cgroup/memory/docker/${C}`));
+    await put(root, v1Container(C, 42, String(256 * MIB)));
+    const after = await source.stats(C);
+    expect(after.memory.usageBytes).toBe(35209216);
+    expect(after.memory.limitBytes).toBe(128 * MIB);
+    expect(calls.inspect).toEqual([C]);
+  });
+
   it("inspects again when the holder's /proc entry is gone (the engine answers meanwhile)", async () => {
     const root = await fixture((r) => ({ ...v1Host(r), ...v1Container(S, 7) }));
     const holder = { pid: 7 };
