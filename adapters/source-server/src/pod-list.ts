@@ -80,9 +80,14 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
       ...(Object.keys(backOffs).length === 0 ? {} : { [PodListAnnotations.backOff]: JSON.stringify(backOffs) }),
     },
   };
-  const statuses = view.containers.map((c) => containerStatus(c, view.id, options.runtime));
+  const init = initState(view, manifest);
+  // While the init containers run, an app container waits for them, as the kubelet says.
+  const apps = init.initialized
+    ? view.containers
+    : view.containers.map((c) => (c.state === 'missing' ? { ...c, waitingReason: 'PodInitializing' as const } : c));
+  const statuses = apps.map((c) => containerStatus(c, view.id, options.runtime));
   const unready = view.containers.filter((c) => !c.ready).map((c) => c.name);
-  const phase = podPhase(view.containers, manifest.restartPolicy ?? 'Always');
+  const phase = init.failed ? 'Failed' : init.initialized ? podPhase(view.containers, manifest.restartPolicy ?? 'Always') : 'Pending';
   const allReady = unready.length === 0 && phase !== 'Succeeded';
   const notReady =
     phase === 'Succeeded'
@@ -98,7 +103,14 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
     status: {
       phase,
       conditions: [
-        { type: 'Initialized', status: 'True' },
+        init.initialized
+          ? { type: 'Initialized', status: 'True' }
+          : {
+              type: 'Initialized',
+              status: 'False',
+              reason: 'ContainersNotInitialized',
+              message: `containers with incomplete status: [${init.incomplete.join(' ')}]`,
+            },
         { type: 'Ready', status: allReady ? 'True' : 'False', ...(allReady ? {} : notReady) },
         { type: 'ContainersReady', status: allReady ? 'True' : 'False', ...(allReady ? {} : notReady) },
         { type: 'PodScheduled', status: 'True' },
@@ -106,9 +118,30 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
       ...(options.hostIP === undefined ? {} : { hostIP: options.hostIP }),
       ...(podIP === undefined ? {} : { podIP, podIPs: [{ ip: podIP }] }),
       ...(startTime === undefined ? {} : { startTime: rfc3339(startTime) }),
+      ...(view.initContainers === undefined
+        ? {}
+        : { initContainerStatuses: view.initContainers.map((c) => containerStatus(c, view.id, options.runtime)) }),
       containerStatuses: statuses,
     },
   };
+}
+
+/**
+ * Whether the pod's init containers are done (each that runs to completion exited 0, each sidecar
+ * runs; or an app container has run, after which the kubelet runs none again), which of them are
+ * not, and whether one failed for good (a failure under `restartPolicy: Never`: the pod Failed).
+ */
+function initState(view: PodView, manifest: ContainerManifest): { initialized: boolean; failed: boolean; incomplete: string[] } {
+  const inits = view.initContainers ?? [];
+  const sidecar = (i: number) => manifest.initContainers?.[i]?.restartPolicy === 'Always';
+  const incomplete = inits
+    .filter((c, i) => (sidecar(i) ? c.state !== 'running' : !(c.state === 'exited' && c.exitCode === 0)))
+    .map((c) => c.name);
+  const appsRan = view.containers.some((c) => c.state !== 'missing' || c.lastRun !== undefined);
+  const initialized = incomplete.length === 0 || appsRan;
+  const failed =
+    !initialized && manifest.restartPolicy === 'Never' && inits.some((c, i) => !sidecar(i) && c.state === 'exited' && c.exitCode !== 0);
+  return { initialized, failed, incomplete };
 }
 
 /**

@@ -31,8 +31,29 @@ export function podSummary(pod: V1Pod, now: number, deleted = false): PodSummary
   let readyCount = 0;
   let lastRestart: number | undefined;
   let hasRunning = false;
+  const inits = pod.spec?.initContainers ?? [];
+  const sidecars = new Set(inits.filter((c) => c.restartPolicy === 'Always').map((c) => c.name));
+  // The init containers first, in order: the first not done says Init:<n>/<total>, or why it waits or failed.
+  let initializing = false;
+  (pod.status?.initContainerStatuses ?? []).forEach((c, i) => {
+    restarts += c.restartCount ?? 0;
+    const finished = Date.parse(c.lastState?.terminated?.finishedAt ?? '');
+    if (!Number.isNaN(finished) && (lastRestart === undefined || finished > lastRestart)) lastRestart = finished;
+    if (initializing) return;
+    const { waiting, terminated } = c.state ?? {};
+    if (terminated?.exitCode === 0) return;
+    if (sidecars.has(c.name) && c.started === true) {
+      if (c.ready === true) readyCount += 1;
+      return;
+    }
+    initializing = true;
+    if (terminated !== undefined) reason = `Init:${terminated.reason || `ExitCode:${terminated.exitCode ?? 0}`}`;
+    else if (waiting?.reason && waiting.reason !== 'PodInitializing') reason = `Init:${waiting.reason}`;
+    else reason = `Init:${i}/${inits.length}`;
+  });
+  const initialized = pod.status?.conditions?.some((c) => c.type === 'Initialized' && c.status === 'True') === true;
   // Last to first, so that the first container's word is the one left.
-  for (const c of [...statuses].reverse()) {
+  for (const c of initializing && !initialized ? [] : [...statuses].reverse()) {
     restarts += c.restartCount ?? 0;
     const finished = Date.parse(c.lastState?.terminated?.finishedAt ?? '');
     if (!Number.isNaN(finished) && (lastRestart === undefined || finished > lastRestart)) lastRestart = finished;
@@ -50,7 +71,7 @@ export function podSummary(pod: V1Pod, now: number, deleted = false): PodSummary
   if ((deleted || pod.metadata.deletionTimestamp !== undefined) && phase !== 'Succeeded' && phase !== 'Failed') reason = 'Terminating';
   const ago = lastRestart === undefined ? '' : ` (${since(new Date(lastRestart).toISOString(), now)} ago)`;
   return {
-    ready: `${readyCount}/${pod.spec?.containers?.length ?? statuses.length}`,
+    ready: `${readyCount}/${(pod.spec?.containers?.length ?? statuses.length) + sidecars.size}`,
     status: reason,
     restarts: restarts === 0 ? '0' : `${restarts}${ago}`,
   };

@@ -44,6 +44,8 @@ export interface V1Probe {
 export interface V1Container {
   readonly name: string;
   readonly image?: string;
+  /** `Always` on an init container: a sidecar. */
+  readonly restartPolicy?: string;
   readonly command?: readonly string[];
   readonly args?: readonly string[];
   readonly ports?: ReadonlyArray<{ readonly containerPort?: number; readonly hostPort?: number; readonly protocol?: string }>;
@@ -74,6 +76,7 @@ export interface V1Pod {
   };
   readonly spec?: {
     readonly nodeName?: string;
+    readonly initContainers?: readonly V1Container[];
     readonly containers?: readonly V1Container[];
     readonly volumes?: ReadonlyArray<{
       readonly name: string;
@@ -90,6 +93,7 @@ export interface V1Pod {
     readonly podIP?: string;
     readonly podIPs?: ReadonlyArray<{ readonly ip: string }>;
     readonly startTime?: string;
+    readonly initContainerStatuses?: readonly V1ContainerStatus[];
     readonly containerStatuses?: readonly V1ContainerStatus[];
   };
 }

@@ -139,6 +139,57 @@ describe('label selectors, as kubectl -l reads them', () => {
   });
 });
 
+describe("a pod's init containers in its STATUS, by kubectl's printPod", () => {
+  const now = Date.parse('2026-01-01T12:00:00Z');
+  const inits = [{ name: 'setup' }, { name: 'proxy', restartPolicy: 'Always' }, { name: 'migrate' }];
+  const pod = (initContainerStatuses: object[], initialized = false): V1Pod => ({
+    metadata: { name: 'p' },
+    spec: { initContainers: inits, containers: [{ name: 'web' }] },
+    status: {
+      phase: initialized ? 'Running' : 'Pending',
+      conditions: [{ type: 'Initialized', status: initialized ? 'True' : 'False' }],
+      initContainerStatuses: initContainerStatuses as never,
+      containerStatuses: [
+        {
+          name: 'web',
+          ready: initialized,
+          restartCount: 0,
+          state: initialized ? { running: {} } : { waiting: { reason: 'PodInitializing' } },
+        },
+      ] as never,
+    },
+  });
+  const done = { name: 'setup', restartCount: 0, state: { terminated: { exitCode: 0, reason: 'Completed' } } };
+  const sidecar = { name: 'proxy', restartCount: 0, started: true, ready: true, state: { running: {} } };
+  const waiting = (name: string, reason = 'PodInitializing') => ({ name, restartCount: 0, state: { waiting: { reason } } });
+
+  it.each([
+    [[waiting('setup', 'ContainerCreating'), waiting('proxy'), waiting('migrate')], 'Init:ContainerCreating', '0/2'],
+    [[{ ...done, state: { running: {} } }, waiting('proxy'), waiting('migrate')], 'Init:0/3', '0/2'],
+    [[done, sidecar, waiting('migrate')], 'Init:2/3', '1/2'],
+    [
+      [{ ...done, restartCount: 2, state: { terminated: { exitCode: 1, reason: 'Error' } } }, waiting('proxy'), waiting('migrate')],
+      'Init:Error',
+      '0/2',
+    ],
+    [
+      [{ ...done, restartCount: 3, state: { waiting: { reason: 'CrashLoopBackOff' } } }, waiting('proxy'), waiting('migrate')],
+      'Init:CrashLoopBackOff',
+      '0/2',
+    ],
+  ])('%# reads %s', (statuses, status, ready) => {
+    expect(podSummary(pod(statuses), now)).toMatchObject({ status, ready });
+  });
+
+  it('reads the app containers once initialized, the sidecar counted among the ready', () => {
+    expect(podSummary(pod([done, sidecar, { ...done, name: 'migrate' }], true), now)).toEqual({
+      ready: '2/2',
+      status: 'Running',
+      restarts: '0',
+    });
+  });
+});
+
 describe("a pod's READY, STATUS and RESTARTS by kubectl's printPod", () => {
   const now = Date.parse('2026-01-01T12:00:00Z');
   const pod = (containerStatuses: object[], extra: Partial<V1Pod> = {}): V1Pod => ({

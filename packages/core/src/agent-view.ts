@@ -33,7 +33,13 @@ export interface EndedRun {
  * started yet), `CrashLoopBackOff` (it exited and waits out its crash back-off),
  * `ImagePullBackOff` (its image's pull failed and waits out its back-off).
  */
-export type WaitingReason = 'ContainerCreating' | 'CrashLoopBackOff' | 'ImagePullBackOff' | 'CreateContainerError' | 'RunContainerError';
+export type WaitingReason =
+  | 'ContainerCreating'
+  | 'PodInitializing'
+  | 'CrashLoopBackOff'
+  | 'ImagePullBackOff'
+  | 'CreateContainerError'
+  | 'RunContainerError';
 
 /** One container of a desired pod, as the runtime has it now. */
 export interface ContainerView {
@@ -77,6 +83,8 @@ export interface PodView {
   readonly annotations?: Readonly<Record<string, string>>;
   /** The pod's IP: its ready sandbox's, as the runtime lists it (`status.podIP`); none in a hostNetwork pod, whose IP is the node's. */
   readonly podIP?: string;
+  /** The manifest's init containers (sidecars among them), in order, as `containers` shows the app containers; absent without any. */
+  readonly initContainers?: readonly ContainerView[];
   readonly containers: readonly ContainerView[];
 }
 

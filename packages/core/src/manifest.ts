@@ -48,6 +48,12 @@ export interface ContainerManifest {
    */
   readonly securityContext?: PodSecurityContext;
   readonly volumes: readonly Volume[];
+  /**
+   * A v1 Pod's `initContainers`: each runs to completion, in order, before the app containers
+   * start; one with `restartPolicy: Always` is a sidecar, started in its turn and kept running
+   * beside the app containers (see `initStep`). Absent: none.
+   */
+  readonly initContainers?: readonly Container[];
   readonly containers: readonly Container[];
   /** What to do when a container exits. Default `Always`. */
   readonly restartPolicy?: RestartPolicy;
@@ -198,6 +204,8 @@ export interface Container {
   readonly startupProbe?: Probe;
   /** A v1 container's `securityContext`, kept as written (after validation); see `containerSecurityOf`. */
   readonly securityContext?: ContainerSecurityContext;
+  /** `Always` on an init container makes it a sidecar (v1 `initContainers[].restartPolicy`); nothing else takes it. */
+  readonly restartPolicy?: 'Always';
 }
 
 /** The kubelet's default: `:latest` or no tag → `Always`, anything else → `IfNotPresent`. */

@@ -14,6 +14,7 @@ export type PlanReason =
   | 'gc' // an exited container already replaced by a newer one
   | 'unhealthy' // running, but its liveness probe failed failureThreshold times in a row
   | 'sandbox-changed' // the pod's sandbox is gone, dead, or made with other ports: a new one, new containers
+  | 'pod-completed' // a sidecar, once every app container has ended for good
   | 'not-desired'; // no source asks for it any more
 
 export type PlanAction =

@@ -1,10 +1,11 @@
-import { DEFAULT_GRACE_PERIOD_SECONDS, effectivePullPolicy, type ContainerManifest, type DesiredPod } from './manifest.js';
+import { DEFAULT_GRACE_PERIOD_SECONDS, effectivePullPolicy, type Container, type ContainerManifest, type DesiredPod } from './manifest.js';
+import { initStep, isSidecar } from './init-plan.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { Labels, isManagedBy } from './naming.js';
 import type { ContainerSummary } from './runtime.js';
 import type { SandboxSummary } from './sandbox.js';
 import { anyToRun, decideSandbox, indexSandboxes, sandboxRemovals, sandboxRun } from './sandbox-plan.js';
-import { buildContainerSpec, specHashes, type SpecContext } from './spec.js';
+import { buildContainerSpec, initSpecHashes, specHashes, type SpecContext } from './spec.js';
 import { readsPodIP, type PodRuntimeFields } from './container-env.js';
 
 export { CrashBackOff } from './plan-types.js';
@@ -72,10 +73,10 @@ function planPod(
   const grace = manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS;
   // By name once: the replacement of a big pod stays linear in its containers too.
   const named = byContainerName(list);
-  if (!anyToRun(manifest, named)) {
-    // Every container ended for good: keep them (and the dead sandbox) for inspection, but what the
-    // manifest no longer lists goes.
-    const wanted = new Set(manifest.containers.map((c) => c.name));
+  if (initStep(manifest, list, initSpecHashes(manifest)).kind === 'failed' || !anyToRun(manifest, named)) {
+    // Every container ended for good (or an init container failed under Never): keep them (and the
+    // dead sandbox) for inspection, but what the manifest no longer lists goes.
+    const wanted = wantedNames(manifest);
     return list
       .filter((c) => !wanted.has(c.labels[Labels.containerName] ?? ''))
       .map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'not-desired', grace));
@@ -85,7 +86,9 @@ function planPod(
     ...sandboxRemovals(manifest.id, decision.stale, 'sandbox-changed', false),
     sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new'),
   );
-  for (const container of manifest.containers) {
+  // A new sandbox starts with the first init container, if any; the others follow pass by pass.
+  const first = manifest.initContainers?.[0];
+  for (const container of first === undefined ? manifest.containers : [first]) {
     // The same container, restarted in a new namespace: its restart count goes on.
     const before = (named.get(container.name) ?? NONE).reduce<ContainerSummary | undefined>(
       (newest, c) => (newest === undefined || c.createdAt > newest.createdAt ? c : newest),
@@ -125,12 +128,12 @@ function planContainers(
   const act = (a: PlanAction) => (others ??= []).push(a);
   const list = existing ?? NONE;
   const unhealthy = input.unhealthy ?? NO_RESULTS;
-  const hashes = specHashes(manifest);
+  const { containers, hashes, kinds } = slotsOf(manifest, list);
   // A small pod is scanned (nothing allocated in the steady state, which runs for every pod on
   // every pass); a big one is indexed once, so planning stays linear in its containers.
   const named = list.length > SCAN_LIMIT ? byContainerName(list) : undefined;
-  for (let i = 0; i < manifest.containers.length; i++) {
-    const container = manifest.containers[i]!;
+  for (let i = 0; i < containers.length; i++) {
+    const container = containers[i]!;
     const hash = hashes[i]!;
     // The steady state: exactly one running container with the current spec. Nothing to do, and
     // nothing allocated: this runs for every container on every pass.
@@ -193,7 +196,7 @@ function planContainers(
       act(create(found.length > 0 ? 'spec-changed' : 'new'));
     } else if (last.state === 'created') {
       act({ type: 'start', podId: manifest.id, container: container.name, reason: 'not-started', id: last.id });
-    } else if (shouldRestart(manifest, last)) {
+    } else if (shouldRestart(manifest, last, kinds?.[i])) {
       const next = nextRestart(last, input.now, input.crashBackOff ?? CrashBackOff);
       if (next.at <= input.now) act(create('restart', { restartCount: next.restartCount, crashStreak: next.crashStreak }));
       else {
@@ -210,13 +213,14 @@ function planContainers(
     }
   }
   // Containers the manifest no longer lists.
-  if (list.length > manifest.containers.length || removals !== undefined || others !== undefined) {
-    const wanted = new Set(manifest.containers.map((x) => x.name));
+  if (list.length > containers.length || removals !== undefined || others !== undefined) {
+    const wanted = wantedNames(manifest);
     for (const c of list) {
       const name = c.labels[Labels.containerName] ?? '';
       if (!wanted.has(name)) remove(removal(manifest.id, name, c, 'not-desired', grace));
     }
   }
+  if (manifest.initContainers !== undefined) for (const stop of sidecarStops(manifest, list, grace)) act(stop);
   if (removals === undefined) return others ?? NONE_ACTIONS;
   return others === undefined ? removals : [...removals, ...others];
 }
@@ -226,9 +230,14 @@ const NONE_ACTIONS: readonly PlanAction[] = [];
 const NO_RESULTS: ReadonlyMap<string, string> = new Map();
 const NO_SANDBOXES: readonly SandboxSummary[] = [];
 
-/** `Always` restarts whatever the exit; `OnFailure` only a non-zero exit; `Never` nothing. */
-function shouldRestart(manifest: ContainerManifest, exited: ContainerSummary): boolean {
+/**
+ * `Always` restarts whatever the exit; `OnFailure` only a non-zero exit; `Never` nothing. A sidecar
+ * is restarted whatever the pod's policy; an init container only after a failure, unless `Never`.
+ */
+function shouldRestart(manifest: ContainerManifest, exited: ContainerSummary, kind?: SlotKind): boolean {
+  if (kind === 'sidecar') return true;
   const policy = manifest.restartPolicy ?? 'Always';
+  if (kind === 'init') return policy !== 'Never' && exited.exitCode !== 0;
   if (policy === 'Never') return false;
   if (policy === 'OnFailure') return exited.exitCode !== 0;
   return true;
@@ -307,4 +316,74 @@ function specContext(pod: DesiredPod, input: PlanInput, sandbox: string | undefi
     ...input.podFields,
     ...(podIP === undefined ? {} : { podIP }),
   };
+}
+
+type SlotKind = 'init' | 'sidecar';
+
+/**
+ * The containers a pass plans in a ready sandbox, with their spec hashes: the app containers once
+ * the init containers are done (`initStep`), with the sidecars beside them; before that, the init
+ * containers up to the one whose turn it is. `kinds` (absent for a pod without init containers)
+ * marks the init containers and sidecars among them.
+ */
+function slotsOf(
+  manifest: ContainerManifest,
+  list: readonly ContainerSummary[],
+): { containers: readonly Container[]; hashes: readonly string[]; kinds?: readonly (SlotKind | undefined)[] } {
+  const inits = manifest.initContainers;
+  if (inits === undefined) return { containers: manifest.containers, hashes: specHashes(manifest) };
+  const initHashes = initSpecHashes(manifest);
+  const step = initStep(manifest, list, initHashes);
+  if (step.kind === 'failed') return { containers: [], hashes: [] };
+  const upTo = step.kind === 'next' ? step.index + 1 : inits.length;
+  // Done: the sidecars stay (restarted when they end) until every app container has ended for good;
+  // an init container that completed is left as it ended.
+  const before = inits.map((c, i) => ({ c, hash: initHashes[i]!, kind: isSidecar(c) ? ('sidecar' as const) : ('init' as const) }));
+  const stopSidecars = step.kind === 'done' && appsEnded(manifest, list);
+  const chosen = before.slice(0, upTo).filter((x) => step.kind === 'next' || (x.kind === 'sidecar' && !stopSidecars));
+  const apps = step.kind === 'done' ? manifest.containers : [];
+  return {
+    containers: [...chosen.map((x) => x.c), ...apps],
+    hashes: [...chosen.map((x) => x.hash), ...(step.kind === 'done' ? specHashes(manifest) : [])],
+    kinds: [...chosen.map((x) => x.kind), ...apps.map(() => undefined)],
+  };
+}
+
+/** Whether every app container has ended and is not to run again (`Never`, or `OnFailure` after exit 0): the pod has completed. */
+function appsEnded(manifest: ContainerManifest, list: readonly ContainerSummary[]): boolean {
+  if ((manifest.restartPolicy ?? 'Always') === 'Always') return false;
+  const hashes = specHashes(manifest);
+  return manifest.containers.every((c, i) => {
+    let newest: ContainerSummary | undefined;
+    for (const x of list)
+      if (
+        x.labels[Labels.containerName] === c.name &&
+        x.labels[Labels.specHash] === hashes[i] &&
+        (newest === undefined || x.createdAt > newest.createdAt)
+      )
+        newest = x;
+    return newest?.state === 'exited' && !shouldRestart(manifest, newest);
+  });
+}
+
+/** The running sidecars of a pod whose app containers have all ended for good: stopped, as the kubelet ends a completed pod's sidecars. */
+function sidecarStops(manifest: ContainerManifest, list: readonly ContainerSummary[], grace: number): PlanAction[] {
+  const sidecars = new Set((manifest.initContainers ?? []).filter(isSidecar).map((c) => c.name));
+  if (sidecars.size === 0 || !appsEnded(manifest, list) || initStep(manifest, list, initSpecHashes(manifest)).kind !== 'done') return [];
+  return list
+    .filter((c) => c.state === 'running' && sidecars.has(c.labels[Labels.containerName] ?? ''))
+    .map((c) => ({
+      type: 'kill',
+      podId: manifest.id,
+      container: c.labels[Labels.containerName] ?? '',
+      reason: 'pod-completed',
+      id: c.id,
+      graceSeconds: grace,
+      detail: 'every app container of the pod has completed',
+    }));
+}
+
+/** Every container name the manifest lists, init containers too: what is not among them goes. */
+function wantedNames(manifest: ContainerManifest): Set<string> {
+  return new Set([...(manifest.initContainers ?? []), ...manifest.containers].map((c) => c.name));
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ContainerManifest } from './manifest.js';
 import { Labels, buildContainerName, escapeNamePart, isManifestId, podNameOf, podUid } from './naming.js';
 import type { PortBinding } from './runtime.js';
-import { canonicalJson, podPorts } from './spec.js';
+import { canonicalJson, initSpecHashes, podPorts } from './spec.js';
 
 export { podUid } from './naming.js';
 
@@ -79,14 +79,18 @@ export const HOST_NETWORK_SANDBOX_HASH = sandboxHash([], true);
 
 /** The sandbox hash a manifest's sandbox is made with. */
 export function manifestSandboxHash(manifest: ContainerManifest): string {
-  const hash = manifest.hostNetwork === true ? HOST_NETWORK_SANDBOX_HASH : sandboxHash(podPorts(manifest));
+  let hash = manifest.hostNetwork === true ? HOST_NETWORK_SANDBOX_HASH : sandboxHash(podPorts(manifest));
+  const again = (more: string) => createHash('sha256').update(`${hash}\n${more}`).digest('hex').slice(0, 16);
   // A privileged sandbox is another sandbox (CRI makes it so); no other pod's hash moves.
-  return hasPrivilegedContainer(manifest) ? createHash('sha256').update(`${hash}\nprivileged`).digest('hex').slice(0, 16) : hash;
+  if (hasPrivilegedContainer(manifest)) hash = again('privileged');
+  // Changed init containers run again, from the start, in a new sandbox (a changed static pod is a new pod to the kubelet).
+  if (manifest.initContainers !== undefined) hash = again(`init:${initSpecHashes(manifest).join(',')}`);
+  return hash;
 }
 
 /** Whether a container of the manifest asks to run privileged. */
-export function hasPrivilegedContainer(manifest: Pick<ContainerManifest, 'containers'>): boolean {
-  return manifest.containers.some((c) => c.securityContext?.privileged === true);
+export function hasPrivilegedContainer(manifest: Pick<ContainerManifest, 'containers' | 'initContainers'>): boolean {
+  return [...(manifest.initContainers ?? []), ...manifest.containers].some((c) => c.securityContext?.privileged === true);
 }
 
 /**

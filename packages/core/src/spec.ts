@@ -88,6 +88,17 @@ export function specHashes(manifest: ContainerManifest): readonly string[] {
   return known;
 }
 
+const initHashes = new WeakMap<ContainerManifest, readonly string[]>();
+
+/** The spec hash of each init container of the manifest, in order (none without). */
+export function initSpecHashes(manifest: ContainerManifest): readonly string[] {
+  const inits = manifest.initContainers;
+  if (inits === undefined) return [];
+  let known = initHashes.get(manifest);
+  if (known === undefined) initHashes.set(manifest, (known = inits.map((c) => specHash(manifest, c))));
+  return known;
+}
+
 function toBinding(p: Port): PortBinding {
   return {
     containerPort: p.containerPort,
@@ -97,9 +108,10 @@ function toBinding(p: Port): PortBinding {
   };
 }
 
-/** Every port of the manifest, in container order. */
+/** Every port of the manifest, in container order (its init containers' first: a sidecar's are the pod's too). */
 export function podPorts(manifest: ContainerManifest): PortBinding[] {
-  return manifest.containers.flatMap((c) => c.ports.map(toBinding));
+  const ports = manifest.containers.flatMap((c) => c.ports.map(toBinding));
+  return manifest.initContainers === undefined ? ports : [...manifest.initContainers.flatMap((c) => c.ports.map(toBinding)), ...ports];
 }
 
 /** JSON with sorted keys, without undefined values or empty lists, so equal specs hash equally. */

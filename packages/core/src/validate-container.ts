@@ -29,6 +29,7 @@ const CONTAINER_FIELDS = new Set([
   'readinessProbe',
   'startupProbe',
   'securityContext',
+  'restartPolicy',
 ]);
 // The late-2014 v1beta1 spellings (`PullAlways`) mean the same as ours.
 const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
@@ -87,6 +88,8 @@ export class ContainerChecks extends SecurityChecks {
       if (probe !== undefined) probes[kind] = probe;
     }
     const securityContext = this.containerSecurity(c['securityContext'], `${path}.securityContext`);
+    const restartPolicy =
+      c['restartPolicy'] == null ? undefined : this.oneOf(c['restartPolicy'], `${path}.restartPolicy`, ['Always'] as const);
     if (this.errors.length > before || name === undefined || image === undefined) return undefined;
     return {
       name,
@@ -104,6 +107,7 @@ export class ContainerChecks extends SecurityChecks {
       ...(imagePullPolicy === undefined ? {} : { imagePullPolicy }),
       ...probes,
       ...(securityContext === undefined ? {} : { securityContext }),
+      ...(restartPolicy === undefined ? {} : { restartPolicy }),
     };
   }
 

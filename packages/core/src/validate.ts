@@ -87,6 +87,7 @@ const MANIFEST_FIELDS = new Set([
   'hostNetwork',
   'securityContext',
   'volumes',
+  'initContainers',
   'containers',
   'restartPolicy',
   'terminationGracePeriodSeconds',
@@ -173,49 +174,53 @@ class Walker extends ContainerChecks {
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
-    let rawContainers: unknown[] = [];
-    if (Array.isArray(m['containers']) && m['containers'].length > MAX_CONTAINERS) {
-      // Refused before any is looked at: the work of a manifest stays bounded whatever it holds.
-      this.fail(
-        'containers',
-        `must list at most ${MAX_CONTAINERS} containers, got ${m['containers'].length}; split the pod into several manifests`,
-      );
-    } else {
-      // `containers: []` is a pod with nothing to run, as in 2014; a manifest without the key is a mistake.
-      rawContainers = this.list(m['containers'], 'containers') ?? [];
-    }
-    if (m['containers'] === undefined || m['containers'] === null) this.fail('containers', 'is required');
     const containers: Container[] = [];
-    /** Each valid container with its path: its index in `containers` skips the invalid ones. */
+    const initContainers: Container[] = [];
+    /** Each valid container with its path: its index in its list skips the invalid ones. */
     const located: Array<[Container, string]> = [];
-    const names = new Map<string, number>();
+    const names = new Map<string, string>();
     const hostPorts = new Map<string, string>();
-    rawContainers.forEach((raw, i) => {
-      const path = `containers[${i}]`;
-      const c = this.container(raw, path, declared);
-      // Duplicates are reported even for a container with other problems: every error at once.
-      const name = isRecord(raw) && typeof raw['name'] === 'string' && raw['name'] !== '' ? raw['name'] : undefined;
-      if (name !== undefined) {
-        const first = names.get(name);
-        if (first !== undefined) this.fail(`${path}.name`, `duplicate container name "${name}" (also containers[${first}])`);
-        else names.set(name, i);
+    const walk = (field: 'initContainers' | 'containers', into: Container[]) => {
+      let raws: unknown[] = [];
+      const given = m[field];
+      if (Array.isArray(given) && given.length > MAX_CONTAINERS) {
+        // Refused before any is looked at: the work of a manifest stays bounded whatever it holds.
+        this.fail(field, `must list at most ${MAX_CONTAINERS} containers, got ${given.length}; split the pod into several manifests`);
+      } else {
+        // `containers: []` is a pod with nothing to run, as in 2014; a manifest without the key is a mistake.
+        raws = this.list(given, field) ?? [];
       }
-      if (c === undefined) return;
-      // The containers of a manifest share one host, so a host port may be claimed once per protocol.
-      c.ports.forEach((p, j) => {
-        if (p.hostPort === undefined) return;
-        const key = `${p.hostPort}/${p.protocol}`;
-        const owner = hostPorts.get(key);
-        const here = `${path}.ports[${j}].hostPort`;
-        const why = this.implicitlyPublished.has(p)
-          ? ` (a ${version} port without hostPort is published on its containerPort; write hostPort: 0 to publish none)`
-          : '';
-        if (owner !== undefined) this.fail(here, `host port ${key} is already used by ${owner}${why}`);
-        else hostPorts.set(key, here);
+      raws.forEach((raw, i) => {
+        const path = `${field}[${i}]`;
+        const c = this.container(raw, path, declared);
+        // Duplicates are reported even for a container with other problems: every error at once.
+        const name = isRecord(raw) && typeof raw['name'] === 'string' && raw['name'] !== '' ? raw['name'] : undefined;
+        if (name !== undefined) {
+          const first = names.get(name);
+          if (first !== undefined) this.fail(`${path}.name`, `duplicate container name "${name}" (also ${first})`);
+          else names.set(name, path);
+        }
+        if (c === undefined) return;
+        this.initRules(c, path, field === 'initContainers');
+        // The containers of a manifest share one host, so a host port may be claimed once per protocol.
+        c.ports.forEach((p, j) => {
+          if (p.hostPort === undefined) return;
+          const key = `${p.hostPort}/${p.protocol}`;
+          const owner = hostPorts.get(key);
+          const here = `${path}.ports[${j}].hostPort`;
+          const why = this.implicitlyPublished.has(p)
+            ? ` (a ${version} port without hostPort is published on its containerPort; write hostPort: 0 to publish none)`
+            : '';
+          if (owner !== undefined) this.fail(here, `host port ${key} is already used by ${owner}${why}`);
+          else hostPorts.set(key, here);
+        });
+        into.push(c);
+        located.push([c, path]);
       });
-      containers.push(c);
-      located.push([c, path]);
-    });
+    };
+    walk('initContainers', initContainers);
+    walk('containers', containers);
+    if (m['containers'] === undefined || m['containers'] === null) this.fail('containers', 'is required');
     const restartPolicy = this.restartPolicy(m['restartPolicy']);
     const grace =
       m['terminationGracePeriodSeconds'] == null
@@ -240,10 +245,28 @@ class Walker extends ContainerChecks {
       ...(hostNetwork ? { hostNetwork } : {}),
       ...(securityContext === undefined ? {} : { securityContext }),
       volumes,
+      ...(initContainers.length === 0 ? {} : { initContainers }),
       containers,
       ...(restartPolicy === undefined ? {} : { restartPolicy }),
       ...(grace === undefined ? {} : { terminationGracePeriodSeconds: grace }),
     };
+  }
+
+  /**
+   * As Kubernetes validates them: only an init container takes `restartPolicy` (`Always`: a
+   * sidecar), and only a sidecar of the init containers has probes, since the others run to
+   * completion before anything is probed.
+   */
+  private initRules(c: Container, path: string, init: boolean): void {
+    if (!init && c.restartPolicy !== undefined)
+      this.fail(`${path}.restartPolicy`, 'is taken only by an init container (Always: a sidecar); leave it out');
+    if (!init || c.restartPolicy === 'Always') return;
+    for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
+      if (c[kind] !== undefined)
+        this.fail(
+          `${path}.${kind}`,
+          'is not taken by an init container that runs to completion; give it restartPolicy: Always (a sidecar), or leave it out',
+        );
   }
 
   /** `v1beta1` or `v1beta2` in any case (2014 compared without it), in lower case; undefined when not given. */

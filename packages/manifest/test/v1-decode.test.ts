@@ -157,7 +157,6 @@ describe('v1 Pod: ignored fields', () => {
 
 describe('v1 Pod: refused fields name their path and say "not supported"', () => {
   it.each([
-    [pod({}, { initContainers: [] }), 'spec.initContainers', 'not supported; run the step'],
     [pod({}, { hostPID: true }), 'spec.hostPID', 'not supported'],
     [pod({}, { hostIPC: true }), 'spec.hostIPC', 'not supported'],
     [pod({}, { hostname: 'x' }), 'spec.hostname', 'not supported'],

@@ -194,7 +194,8 @@ export class PlanExecutor {
       case 'kill':
         // The prober only recorded the failures; the pod's worker acts on them, so a pod is never
         // acted on twice at once. A kill that fails is planned again by the next pass.
-        this.emit(action, 'ContainerKilled', `${action.detail}; killing it (restart policy decides what next)`, 'Liveness');
+        if (action.reason === 'pod-completed') this.emit(action, 'ContainerKilled', `${action.detail}; stopping it`, 'Completed');
+        else this.emit(action, 'ContainerKilled', `${action.detail}; killing it (restart policy decides what next)`, 'Liveness');
         await ignoreNotFound(runtime.stop(action.id, action.graceSeconds));
         return;
       case 'remove':

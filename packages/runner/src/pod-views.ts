@@ -2,6 +2,7 @@ import {
   Labels,
   identityOf,
   type BackOff,
+  type Container,
   type ContainerSummary,
   type ContainerView,
   type DesiredPod,
@@ -43,15 +44,8 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
   for (const s of inputs.sandboxes ?? [])
     if (s.state === 'ready' && s.ip !== undefined && s.labels[Labels.node] === inputs.node)
       podIPs.set(s.labels[Labels.sandbox] ?? '', s.ip);
-  return desired.map(({ manifest, source }) => ({
-    id: manifest.id,
-    ...(manifest.uuid === undefined ? {} : { uuid: manifest.uuid }),
-    source,
-    ...(manifest.namespace === undefined ? {} : { namespace: manifest.namespace }),
-    ...(manifest.labels === undefined ? {} : { labels: manifest.labels }),
-    ...(manifest.annotations === undefined ? {} : { annotations: manifest.annotations }),
-    ...(manifest.hostNetwork === true || !podIPs.has(manifest.id) ? {} : { podIP: podIPs.get(manifest.id)! }),
-    containers: manifest.containers.map((c): ContainerView => {
+  return desired.map(({ manifest, source }) => {
+    const view = (c: Container): ContainerView => {
       const key = `${manifest.id}/${c.name}`;
       // Newest first: the running container speaks for the slot, else the newest one.
       const found = [...(slots.get(key) ?? [])].sort((a, b) => b.createdAt - a.createdAt);
@@ -96,8 +90,19 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
         started,
         ready: started && verdict.ready !== false,
       };
-    }),
-  }));
+    };
+    return {
+      id: manifest.id,
+      ...(manifest.uuid === undefined ? {} : { uuid: manifest.uuid }),
+      source,
+      ...(manifest.namespace === undefined ? {} : { namespace: manifest.namespace }),
+      ...(manifest.labels === undefined ? {} : { labels: manifest.labels }),
+      ...(manifest.annotations === undefined ? {} : { annotations: manifest.annotations }),
+      ...(manifest.hostNetwork === true || !podIPs.has(manifest.id) ? {} : { podIP: podIPs.get(manifest.id)! }),
+      ...(manifest.initContainers === undefined ? {} : { initContainers: manifest.initContainers.map(view) }),
+      containers: manifest.containers.map(view),
+    };
+  });
 }
 
 function endedRun(c: ContainerSummary): EndedRun {

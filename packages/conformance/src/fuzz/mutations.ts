@@ -222,13 +222,12 @@ const MUTATIONS: Record<string, (m: Rec, r: Picks) => string> = {
     c['livenessProbe'] = { exec: { command: ['true'] }, tcpSocket: { port: 80 } };
     return `${path}.livenessProbe`;
   },
-  'probe-on-unpublished-port': (m, r) => {
+  // Any port number may be probed (on the pod's IP when not published); a name must be one of the container's TCP ports.
+  'probe-on-unknown-port-name': (m, r) => {
     const [c, path] = someContainer(m, r);
     const used = list(c['ports']).flatMap((p) => [p['containerPort'], p['name']]);
     const kind = r.pick(['httpGet', 'tcpSocket']);
-    const byName = r.index(2) === 0;
-    const target = byName ? freshName(used.map(String), 'nowhere') : 1 + r.index(65535);
-    if (used.includes(target)) return MUTATIONS['probe-with-two-handlers']!(m, r);
+    const target = freshName(used.map(String), 'nowhere');
     c['livenessProbe'] = { [kind]: { port: target } };
     return `${path}.livenessProbe.${kind}.port`;
   },

@@ -78,7 +78,12 @@ class V1PodDecoder {
     const containers = Array.isArray(s['containers'])
       ? s['containers'].map((c, i) => this.container(c, `spec.containers[${i}]`))
       : (s['containers'] ?? null);
-    if (Array.isArray(containers)) this.appArmorAnnotations(m['annotations'], containers);
+    const inits = s['initContainers'];
+    const initContainers = Array.isArray(inits) ? inits.map((c, i) => this.container(c, `spec.initContainers[${i}]`)) : inits;
+    this.appArmorAnnotations(m['annotations'], [
+      ...(Array.isArray(initContainers) ? initContainers.map((c, i) => [c, `spec.initContainers[${i}]`] as const) : []),
+      ...(Array.isArray(containers) ? containers.map((c, i) => [c, `spec.containers[${i}]`] as const) : []),
+    ]);
     return defined({
       id,
       uuid: m['uid'],
@@ -88,6 +93,7 @@ class V1PodDecoder {
       hostNetwork: s['hostNetwork'],
       securityContext: this.securityContext(s['securityContext'], 'spec.securityContext', 'pod'),
       volumes: Array.isArray(volumes) ? volumes.map((v, i) => this.volume(v, `spec.volumes[${i}]`)) : volumes,
+      initContainers,
       containers,
       restartPolicy: s['restartPolicy'],
       terminationGracePeriodSeconds: s['terminationGracePeriodSeconds'],
@@ -122,14 +128,13 @@ class V1PodDecoder {
    * (`container.apparmor.security.beta.kubernetes.io/<container>`: `runtime/default`,
    * `localhost/<profile>`, `unconfined`), where the container's own field does not say: never ignored.
    */
-  private appArmorAnnotations(annotations: unknown, containers: unknown[]): void {
+  private appArmorAnnotations(annotations: unknown, containers: ReadonlyArray<readonly [unknown, string]>): void {
     if (!isRecord(annotations)) return;
     for (const [key, value] of Object.entries(annotations)) {
       if (!key.startsWith(APPARMOR_ANNOTATION)) continue;
       const path = `metadata.annotations[${key}]`;
       const name = key.slice(APPARMOR_ANNOTATION.length);
-      const index = containers.findIndex((c) => isRecord(c) && c['name'] === name);
-      const container = containers[index];
+      const [container, at] = containers.find(([c]) => isRecord(c) && c['name'] === name) ?? [undefined, ''];
       if (!isRecord(container)) {
         this.fail(path, `names no container of the pod ("${name}" is not in spec.containers)`);
         continue;
@@ -142,7 +147,7 @@ class V1PodDecoder {
       const security = isRecord(container['securityContext']) ? container['securityContext'] : {};
       if (security['appArmorProfile'] != null) continue;
       container['securityContext'] = { ...security, appArmorProfile: profile };
-      this.writtenAt.set(`spec.containers[${index}].securityContext.appArmorProfile`, path);
+      this.writtenAt.set(`${at}.securityContext.appArmorProfile`, path);
     }
   }
 
@@ -214,6 +219,7 @@ class V1PodDecoder {
         return defined({ name: v['name'], mountPath: v['mountPath'], readOnly: v['readOnly'] });
       }),
       imagePullPolicy: input['imagePullPolicy'],
+      restartPolicy: input['restartPolicy'],
       securityContext: this.securityContext(input['securityContext'], `${path}.securityContext`, 'container'),
       ...probes,
     });

@@ -45,7 +45,7 @@ export const IGNORED_V1_FIELDS = {
 export const MAPPED_V1_FIELDS = {
   pod: ['apiVersion', 'kind', 'metadata', 'spec'],
   metadata: ['name', 'namespace', 'uid', 'labels', 'annotations'],
-  spec: ['containers', 'volumes', 'restartPolicy', 'terminationGracePeriodSeconds', 'hostNetwork', 'securityContext'],
+  spec: ['containers', 'initContainers', 'volumes', 'restartPolicy', 'terminationGracePeriodSeconds', 'hostNetwork', 'securityContext'],
   container: [
     'name',
     'image',
@@ -61,6 +61,7 @@ export const MAPPED_V1_FIELDS = {
     'startupProbe',
     'imagePullPolicy',
     'securityContext',
+    'restartPolicy',
   ],
   port: ['name', 'containerPort', 'hostPort', 'hostIP', 'protocol'],
   env: ['name', 'value', 'valueFrom'],
@@ -74,7 +75,6 @@ export const MAPPED_V1_FIELDS = {
 
 /** What to write instead of a refused field, where there is something to say. */
 export const REFUSED_ADVICE: Readonly<Record<string, string>> = {
-  initContainers: "run the step in the container's own command, or as a pod of its own",
   ephemeralContainers: "use the engine's exec to debug a running container",
   envFrom: 'list each variable under env with its value',
   grpc: 'use exec, httpGet or tcpSocket',

@@ -26,10 +26,10 @@ export function v1PathOf(domainPath: string): string {
   if (meta !== null) return `metadata.${METADATA_NAME[meta[1] ?? ''] ?? ''}${domainPath.slice(meta[0].length)}`;
   const claim = /^volumes\[(\d+)\]\.claim(\.name|\.readOnly)?$/.exec(domainPath);
   if (claim !== null) return `spec.volumes[${claim[1]}].persistentVolumeClaim${claim[2] === '.name' ? '.claimName' : (claim[2] ?? '')}`;
-  const container = /^containers\[(\d+)\]\.?/.exec(domainPath);
+  const container = /^(initContainers|containers)\[(\d+)\]\.?/.exec(domainPath);
   if (container === null) return `spec.${domainPath}`;
   const rest = domainPath.slice(container[0].length);
   const rule = CONTAINER_FIELD.find(([pattern]) => pattern.test(rest));
   const field = rule === undefined ? rest : rest.replace(rule[0], rule[1]);
-  return `spec.containers[${container[1]}]${field === '' ? '' : `.${field}`}`;
+  return `spec.${container[1]}[${container[2]}]${field === '' ? '' : `.${field}`}`;
 }

@@ -38,6 +38,7 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
     return name;
   };
   const containers = manifest.containers.map((c) => container(c, hostVolume));
+  const initContainers = manifest.initContainers?.map((c) => container(c, hostVolume));
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -56,6 +57,7 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       ...(manifest.terminationGracePeriodSeconds === undefined
         ? {}
         : { terminationGracePeriodSeconds: manifest.terminationGracePeriodSeconds }),
+      ...(initContainers === undefined ? {} : { initContainers }),
       containers,
       ...(volumes.length === 0 ? {} : { volumes }),
     },
@@ -116,6 +118,7 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
     ...(c.readinessProbe === undefined ? {} : { readinessProbe: probe(c.readinessProbe) }),
     ...(c.startupProbe === undefined ? {} : { startupProbe: probe(c.startupProbe) }),
     ...(c.securityContext === undefined ? {} : { securityContext: structuredClone(c.securityContext) }),
+    ...(c.restartPolicy === undefined ? {} : { restartPolicy: c.restartPolicy }),
   };
 }
 

@@ -31,6 +31,7 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   if (manifest.labels !== undefined) refuse('labels');
   if (manifest.annotations !== undefined) refuse('annotations');
   if (manifest.hostNetwork === true) refuse('hostNetwork');
+  if (manifest.initContainers !== undefined) refuse('initContainers');
   // What the engines do anyway (a RuntimeDefault seccomp profile) is what a v1beta1 manifest runs with.
   if (withoutEngineDefaults(manifest.securityContext) !== undefined) refuse('securityContext');
   // A hostPath volume v1beta1 can say: no type, and mounted only at the host path itself.

@@ -21,7 +21,7 @@ export function v1ListItems(value: unknown): readonly unknown[] | undefined {
 
 const fromV1Pod = new WeakSet<object>();
 /** A container field's domain path inside a message (`already used by containers[0].ports[1].hostPort`). */
-const DOMAIN_PATH = /\bcontainers\[\d+\](?:\.[A-Za-z]+(?:\[\d+\])?)*/g;
+const DOMAIN_PATH = /\b(?:initContainers|containers)\[\d+\](?:\.[A-Za-z]+(?:\[\d+\])?)*/g;
 
 /**
  * Whether `parseManifests` read this manifest from a v1 Pod (rather than a 2014 manifest), so a
