@@ -72,6 +72,16 @@ export function securityContract(
       expect(groups?.split(' ').filter((g) => g === '4000' || g === '5000')).toEqual(['4000', '5000']);
     });
 
+    it('lets a non-root user write to its pod volume, as to a kubelet emptyDir', async () => {
+      const r = runtime();
+      const mounts = [{ volume: 'scratch', containerPath: '/scratch', readOnly: false }];
+      const { id } = await create({ ...spec('contract-sec', 'writer'), mounts, security: { user: 1000, group: 1000 } });
+      await r.start(id);
+      if (!real) return;
+      const result = await r.exec(id, ['sh', '-c', 'echo written > /scratch/by-1000 && stat -c %u /scratch/by-1000'], 10_000);
+      expect(result.output.trim()).toBe('1000');
+    });
+
     it("runs a group given alone with the image's user (root here)", async () => {
       const { output } = await runWith('group', { group: 3000 }, 'id -u; id -g');
       if (real) expect(output.trim().split('\n')).toEqual(['0', '3000']);

@@ -1,7 +1,7 @@
 import { mkdir, readdir, realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KubeletError, isManifestId, type Mount } from '@kubelet-ts/core';
-import { ownDirectory, podVolumeDir } from './pod-volumes.js';
+import { PRIVATE, SHARED, ownDirectory, podVolumeDir } from './pod-volumes.js';
 
 /**
  * The folder under the volumes root that holds the named volumes (claims). No pod id can be it:
@@ -26,8 +26,8 @@ export async function claimVolumeDir(root: string, claim: string, adapter?: stri
     );
   }
   await mkdir(root, { recursive: true });
-  const claims = await ownDirectory(join(await realpath(root), CLAIMS_FOLDER), root);
-  return ownDirectory(join(claims, claim), root);
+  const claims = await ownDirectory(join(await realpath(root), CLAIMS_FOLDER), root, PRIVATE);
+  return ownDirectory(join(claims, claim), root, SHARED);
 }
 
 /** The claims that have a directory under `root`, by name. */

@@ -1,4 +1,4 @@
-import { lstat, mkdir, readlink, realpath, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readlink, realpath, rm } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { KubeletError, isDnsLabel, isManifestId } from '@kubelet-ts/core';
 
@@ -28,8 +28,8 @@ export async function podVolumeDir(root: string, podId: string, volume: string, 
   }
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
-  const podDir = await ownDirectory(join(realRoot, podId), root);
-  const dir = await ownDirectory(join(podDir, volume), root);
+  const podDir = await ownDirectory(join(realRoot, podId), root, PRIVATE);
+  const dir = await ownDirectory(join(podDir, volume), root, SHARED);
   // Belt and braces: what the checks above allowed must resolve to itself, under the root.
   const resolved = await realpath(dir);
   if (resolved !== dir || !resolved.startsWith(realRoot + sep)) {
@@ -40,10 +40,19 @@ export async function podVolumeDir(root: string, podId: string, volume: string, 
   return dir;
 }
 
-/** Makes `path` if missing; refuses it when it is a symbolic link or not a directory. */
-export async function ownDirectory(path: string, root: string): Promise<string> {
+/**
+ * What a volume directory is made with: writable by every user, as the kubelet makes an emptyDir
+ * (0777), so that a container running as a non-root user (`runAsUser`) can write to its volumes;
+ * what holds them is the agent's alone (0750), so no other user of the host reaches them.
+ */
+export const SHARED = 0o777;
+export const PRIVATE = 0o750;
+
+/** Makes `path` (with `mode`, whatever the umask) if missing; refuses it when it is a symbolic link or not a directory. */
+export async function ownDirectory(path: string, root: string, mode: number): Promise<string> {
   try {
-    await mkdir(path, { mode: 0o755 });
+    await mkdir(path, { mode });
+    await chmod(path, mode);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }

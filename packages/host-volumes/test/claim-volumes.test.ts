@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { mkdir, mkdtemp, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeletError } from '@kubelet-ts/core';
@@ -58,5 +58,32 @@ describe("claims' named volumes outlive their pods and go only when removed", ()
     await symlink(outside, join(root, '.claims'));
     await expect(claimVolumeDir(root, 'data')).rejects.toThrow(/is a symbolic link/);
     expect(await readdir(outside)).toEqual([]);
+  });
+});
+
+describe('volume directories: writable by any user of a container, reachable by no other user of the host', () => {
+  let base: string;
+
+  beforeEach(async () => {
+    base = await realpath(await mkdtemp(join(tmpdir(), 'kubelet-ts-modes-')));
+  });
+
+  afterEach(async () => {
+    await rm(base, { recursive: true, force: true });
+  });
+
+  it('makes a pod volume and a claim 0777 (as the kubelet makes an emptyDir), what holds them 0750, whatever the umask', async () => {
+    const before = process.umask(0o077);
+    try {
+      const volume = await podVolumeDir(base, 'web', 'data');
+      const claim = await claimVolumeDir(base, 'db');
+      const mode = async (path: string) => (await stat(path)).mode & 0o7777;
+      expect(await mode(volume)).toBe(0o777);
+      expect(await mode(claim)).toBe(0o777);
+      expect(await mode(join(base, 'web'))).toBe(0o750);
+      expect(await mode(join(base, '.claims'))).toBe(0o750);
+    } finally {
+      process.umask(before);
+    }
   });
 });
