@@ -93,6 +93,15 @@ export function describePod(pod: V1Pod, events: readonly V1Event[], now: number)
     w(0, 'IPs:');
     for (const ip of status.podIPs ?? []) w(1, 'IP:', ip.ip);
   }
+  // kubectl lists the init containers first, when there are any.
+  const inits = pod.spec?.initContainers ?? [];
+  if (inits.length > 0) w(0, 'Init Containers:');
+  for (const c of inits)
+    describeContainer(
+      w,
+      c,
+      status.initContainerStatuses?.find((s) => s.name === c.name),
+    );
   const containers = pod.spec?.containers ?? [];
   w(0, `Containers:${containers.length === 0 ? ' <none>' : ''}`);
   for (const c of containers)

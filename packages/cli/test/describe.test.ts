@@ -161,6 +161,26 @@ describe('kubelet-ts describe pod, against a running agent on the in-memory runt
     expect(stdout).toMatch(/\n {2}Normal +\S+ +20m +kubelet +started api--/);
   });
 
+  it('lists the init containers first, under Init Containers:, with their state, as kubectl does', async () => {
+    const batch = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'batch' },
+      spec: { initContainers: [{ name: 'setup', image: 'busybox:1.36' }], containers: [{ name: 'job', image: 'busybox:1.36' }] },
+    };
+    expect((await post(batch)).status).toBe(201);
+    await kubelet.sync();
+    const { code, stdout } = await describePods(['pod', 'batch']);
+    expect(code).toBe(0);
+    const lines = stdout.split('\n');
+    const init = lines.indexOf('Init Containers:');
+    expect(init).toBeGreaterThan(0);
+    expect(lines[init + 1]).toBe('  setup:');
+    expect(lines.slice(init).find((l) => l.startsWith('    State:'))).toMatch(/^ {4}State: +Running$/);
+    expect(lines.indexOf('Containers:')).toBeGreaterThan(init);
+    expect(lines[lines.indexOf('Containers:') + 1]).toBe('  job:');
+  });
+
   it('says <none> where a pod has no events, labels or mounts', () => {
     const text = tabwrite(
       describePod({ metadata: { name: 'bare' }, spec: { containers: [{ name: 'c', image: 'i' }] } }, [], now),

@@ -81,7 +81,10 @@ function planPod(
       .filter((c) => !wanted.has(c.labels[Labels.containerName] ?? ''))
       .map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'not-desired', grace));
   }
-  const actions: PlanAction[] = list.map((c) => removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'sandbox-changed', grace));
+  // The app containers stop first, then the init containers and sidecars, the last started first (as the kubelet ends sidecars).
+  const actions: PlanAction[] = stopOrder(manifest, list).map((c) =>
+    removal(manifest.id, c.labels[Labels.containerName] ?? '', c, 'sandbox-changed', grace),
+  );
   actions.push(
     ...sandboxRemovals(manifest.id, decision.stale, 'sandbox-changed', false),
     sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new'),
@@ -381,6 +384,14 @@ function sidecarStops(manifest: ContainerManifest, list: readonly ContainerSumma
       graceSeconds: grace,
       detail: 'every app container of the pod has completed',
     }));
+}
+
+/** The pod's containers in the order they stop: app containers (not found among the init ones: rank ∞) first, then init containers, the last one first. */
+function stopOrder(manifest: ContainerManifest, list: readonly ContainerSummary[]): readonly ContainerSummary[] {
+  const inits = manifest.initContainers?.map((c) => c.name) ?? [];
+  if (inits.length === 0) return list;
+  const rank = (c: ContainerSummary) => inits.indexOf(c.labels[Labels.containerName] ?? '') >>> 0;
+  return [...list].sort((a, b) => rank(b) - rank(a));
 }
 
 /** Every container name the manifest lists, init containers too: what is not among them goes. */

@@ -41,7 +41,10 @@ export interface Sysctl {
 export interface PodSecurityContext extends SharedSecurity {
   /** Extra gids of every container's first process. */
   readonly supplementalGroups?: readonly number[];
-  /** A gid every container gets as a supplemental group, and that owns the pod's own volumes (group-writable, setgid). */
+  /**
+   * A gid every container gets as a supplemental group. (The kubelet also gives it the pod's own
+   * volumes, group-writable with setgid; this agent does not change their ownership yet.)
+   */
   readonly fsGroup?: number;
   readonly sysctls?: readonly Sysctl[];
 }

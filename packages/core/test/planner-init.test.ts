@@ -89,6 +89,13 @@ describe('init containers and sidecars, as the kubelet runs them', () => {
     expect(steps(planFor(m, [running(specOf(m, 'proxy')), running(specOf(m, 'web'))]))).toEqual([]);
   });
 
+  it('stops a pod whose sandbox is replaced app containers first, then its sidecar and init containers, the last started first', () => {
+    const m = pod();
+    const all = [exited(m, 'setup', 0), running(specOf(m, 'proxy')), exited(m, 'migrate', 0), running(specOf(m, 'web'))];
+    const removals = planFor(m, all, []).filter((a) => a.type === 'remove');
+    expect(removals.map((a) => a.container)).toEqual(['web', 'migrate', 'proxy', 'setup']);
+  });
+
   it('keeps the init containers’ exited containers: they are not "not desired"', () => {
     const m = pod();
     const all = [exited(m, 'setup', 0), running(specOf(m, 'proxy')), exited(m, 'migrate', 0), running(specOf(m, 'web'))];
