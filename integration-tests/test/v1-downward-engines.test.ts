@@ -75,6 +75,23 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's I
         },
       }),
     );
+    // One process namespace for the pod, and a hostname of its own.
+    await writeFile(
+      join(dir, 'shared.json'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'shared' },
+        spec: {
+          hostname: 'named-host',
+          shareProcessNamespace: true,
+          containers: [
+            { name: 'sleeper', image: busybox, command: ['sleep', '3601'] },
+            { name: 'looker', image: busybox, command: ['sh', '-c', 'sleep 1; hostname; ps; exec sleep 3600'] },
+          ],
+        },
+      }),
+    );
     agent = new AgentProcess([...flags, '--config', dir, '--hostname-override', node, '--sync-frequency', '1s']);
     url = await agent.serverUrl();
     await agent.until(() => agent!.events('ContainerStarted', 'downward.team-a').length === 1, 'the container started', 60_000);
@@ -101,6 +118,17 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's I
       items: Array<{ metadata: { name: string }; status: { podIP?: string } }>;
     };
     expect(pods.items.find((p) => p.metadata.name === 'downward')?.status.podIP).toBe(podIP);
+  });
+
+  it('gives a pod its spec.hostname, and with shareProcessNamespace one process namespace for its containers', async () => {
+    let printed = '';
+    for (let i = 0; i < 60 && !printed.includes('sleep 3601'); i++) {
+      printed = await (await fetch(`${url}/containerLogs/default/shared/looker`)).text();
+      if (!printed.includes('sleep 3601')) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(printed.split('\n')[0]).toBe('named-host');
+    // The other container's process, seen from this one.
+    expect(printed).toContain('sleep 3601');
   });
 
   it("makes a pod ready by a readiness probe of a port it does not publish, dialled on the pod's IP", async () => {

@@ -54,7 +54,12 @@ export function buildSandboxConfig(spec: SandboxSpec, options: SandboxConfigOpti
       ...(options.cgroupParent === undefined ? {} : { cgroupParent: options.cgroupParent }),
       securityContext: {
         ...SECURITY_CONTEXT,
-        ...(hostNetwork ? { namespaceOptions: { ...SECURITY_CONTEXT.namespaceOptions, network: 'NODE' } } : {}),
+        namespaceOptions: {
+          ...SECURITY_CONTEXT.namespaceOptions,
+          ...(hostNetwork ? { network: 'NODE' as const } : {}),
+          // One process namespace for the pod, the sandbox's, as the kubelet asks for shareProcessNamespace.
+          ...(spec.shareProcessNamespace === true ? { pid: 'POD' as const } : {}),
+        },
         // containerd runs a privileged container only in a privileged sandbox, as the kubelet asks for one.
         ...(spec.privileged === true ? { privileged: true } : {}),
       },

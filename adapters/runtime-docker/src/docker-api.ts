@@ -186,6 +186,8 @@ export interface DockerCreateOptions {
     CapDrop?: string[];
     /** `no-new-privileges`, `seccomp=…`, `apparmor=…`, `label=type:…`. */
     SecurityOpt?: string[];
+    /** `container:<id>` joins that container's process namespace. */
+    PidMode?: string;
   };
 }
 

@@ -201,7 +201,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     // also joins its UTS namespace for the pod's hostname (it would keep its own; Docker shares it).
     const uts = (await this.engine()) === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
     const inspectImage = () => this.call(`inspect image ${spec.image}`, () => this.docker.getImage(spec.image).inspect());
-    const { User, HostConfig: security } = await securityOptionsOf(spec, inspectImage);
+    const { User, HostConfig: security } = await securityOptionsOf(spec, inspectImage, sandboxId);
     const options: DockerCreateOptions = {
       name: spec.name,
       Image: spec.image,

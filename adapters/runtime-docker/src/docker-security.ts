@@ -6,7 +6,7 @@ import { ADAPTER } from './errors.js';
 export type SecurityOptions = Pick<DockerCreateOptions, 'User'> & {
   readonly HostConfig: Pick<
     DockerCreateOptions['HostConfig'],
-    'GroupAdd' | 'Privileged' | 'ReadonlyRootfs' | 'CapAdd' | 'CapDrop' | 'SecurityOpt'
+    'GroupAdd' | 'Privileged' | 'ReadonlyRootfs' | 'CapAdd' | 'CapDrop' | 'SecurityOpt' | 'PidMode'
   >;
 };
 
@@ -19,9 +19,15 @@ export type SecurityOptions = Pick<DockerCreateOptions, 'User'> & {
  *
  * @throws KubeletError `InvalidManifest` when `runAsNonRoot` cannot hold (see `runAsNonRootProblem`).
  */
-export async function securityOptionsOf(spec: ContainerSpec, inspectImage: () => Promise<unknown>): Promise<SecurityOptions> {
+export async function securityOptionsOf(
+  spec: ContainerSpec,
+  inspectImage: () => Promise<unknown>,
+  sandboxId: string,
+): Promise<SecurityOptions> {
   const { security } = spec;
-  if (security === undefined) return { HostConfig: {} };
+  // The pod's one process namespace is its holder's (v1 shareProcessNamespace).
+  const pid = spec.sharedProcessNamespace === true ? { PidMode: `container:${sandboxId}` } : {};
+  if (security === undefined) return { HostConfig: pid };
   const imageUser = needsImageUser(security) ? ((await inspectImage()) as { Config?: { User?: string } }).Config?.User : undefined;
   const problem = runAsNonRootProblem(security, imageUser);
   if (problem !== undefined) throw new KubeletError('InvalidManifest', `create ${spec.name}: ${problem}`, { adapter: ADAPTER });
@@ -37,6 +43,7 @@ export async function securityOptionsOf(spec: ContainerSpec, inspectImage: () =>
       ? {}
       : { User: security.group === undefined ? user : `${user}:${security.group}` }),
     HostConfig: {
+      ...pid,
       ...(security.supplementalGroups === undefined ? {} : { GroupAdd: security.supplementalGroups.map(String) }),
       ...(security.privileged === true ? { Privileged: true } : {}),
       ...(security.readOnlyRootFilesystem === true ? { ReadonlyRootfs: true } : {}),

@@ -27,6 +27,7 @@ describe("Docker's create options of a container's security settings, as dockers
         },
       },
       noImage,
+      'sandbox-id',
     );
     expect(options).toEqual({
       User: '1000:3000',
@@ -41,22 +42,37 @@ describe("Docker's create options of a container's security settings, as dockers
     });
   });
 
+  it("joins the holder's process namespace for a pod that shares one", async () => {
+    expect(await securityOptionsOf({ ...container, sharedProcessNamespace: true }, noImage, 'sandbox-id')).toEqual({
+      HostConfig: { PidMode: 'container:sandbox-id' },
+    });
+  });
+
   it("adds nothing for the engine's defaults: no settings, RuntimeDefault profiles", async () => {
-    expect(await securityOptionsOf(container, noImage)).toEqual({ HostConfig: {} });
+    expect(await securityOptionsOf(container, noImage, 'sandbox-id')).toEqual({ HostConfig: {} });
     expect(
       await securityOptionsOf(
         { ...container, security: { seccomp: { type: 'RuntimeDefault' }, appArmor: { type: 'RuntimeDefault' } } },
         noImage,
+        'sandbox-id',
       ),
     ).toEqual({ HostConfig: {} });
   });
 
   it("asks the image's user only to pair a lone group or to check runAsNonRoot", async () => {
     const image = (user: string) => async () => ({ Config: { User: user } });
-    expect(await securityOptionsOf({ ...container, security: { group: 5 } }, image('nginx'))).toEqual({ User: 'nginx:5', HostConfig: {} });
-    expect(await securityOptionsOf({ ...container, security: { group: 5 } }, image(''))).toEqual({ User: '0:5', HostConfig: {} });
-    expect(await securityOptionsOf({ ...container, security: { runAsNonRoot: true } }, image('101'))).toEqual({ HostConfig: {} });
-    const refused = securityOptionsOf({ ...container, security: { runAsNonRoot: true } }, image('root'));
+    expect(await securityOptionsOf({ ...container, security: { group: 5 } }, image('nginx'), 'sandbox-id')).toEqual({
+      User: 'nginx:5',
+      HostConfig: {},
+    });
+    expect(await securityOptionsOf({ ...container, security: { group: 5 } }, image(''), 'sandbox-id')).toEqual({
+      User: '0:5',
+      HostConfig: {},
+    });
+    expect(await securityOptionsOf({ ...container, security: { runAsNonRoot: true } }, image('101'), 'sandbox-id')).toEqual({
+      HostConfig: {},
+    });
+    const refused = securityOptionsOf({ ...container, security: { runAsNonRoot: true } }, image('root'), 'sandbox-id');
     await expect(refused).rejects.toBeInstanceOf(KubeletError);
     await expect(refused).rejects.toThrow('create web--main--1: runAsNonRoot is set and the image runs as root');
   });

@@ -47,6 +47,10 @@ export interface ContainerManifest {
    * `containerSecurityOf` for what a container gets.
    */
   readonly securityContext?: PodSecurityContext;
+  /** A v1 Pod's `spec.hostname`: the pod's hostname instead of its id (a DNS label). Not applied in a hostNetwork pod. */
+  readonly hostname?: string;
+  /** A v1 Pod's `spec.shareProcessNamespace`: its containers see (and may signal) each other's processes. */
+  readonly shareProcessNamespace?: boolean;
   readonly volumes: readonly Volume[];
   /**
    * A v1 Pod's `initContainers`: each runs to completion, in order, before the app containers

@@ -30,6 +30,8 @@ export interface ContainerSpec {
   readonly cpuShares?: number;
   /** CPU limit in thousandths of a CPU: a CFS quota of `cpuLimitMillis × 100` µs per 100,000 µs period. */
   readonly cpuLimitMillis?: number;
+  /** The container joins its sandbox's process namespace (v1 `shareProcessNamespace`); a CRI sandbox made so shares it already. */
+  readonly sharedProcessNamespace?: boolean;
   /** Who the container runs as and what it may do (see `ContainerSecurity`); absent: the engine's defaults. */
   readonly security?: ContainerSecurity;
   /** Labels stored with the container and returned by `list` and `inspect` unchanged. */

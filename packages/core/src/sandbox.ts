@@ -29,6 +29,8 @@ export interface SandboxSpec {
    * allows privileged containers only in a sandbox made privileged, as the kubelet makes it.
    */
   readonly privileged?: boolean;
+  /** The pod's containers share one process namespace, the sandbox's (v1 `shareProcessNamespace`). */
+  readonly shareProcessNamespace?: boolean;
   /**
    * The pod as the kubelet names it (`/pods` shows the same): its namespace (`default` for a pod
    * without one), its name and its uid (see `podUid`). What a runtime that lays out files per pod
@@ -85,6 +87,8 @@ export function manifestSandboxHash(manifest: ContainerManifest): string {
   if (hasPrivilegedContainer(manifest)) hash = again('privileged');
   // Changed init containers run again, from the start, in a new sandbox (a changed static pod is a new pod to the kubelet).
   if (manifest.initContainers !== undefined) hash = again(`init:${initSpecHashes(manifest).join(',')}`);
+  if (manifest.hostname !== undefined) hash = again(`hostname:${manifest.hostname}`);
+  if (manifest.shareProcessNamespace === true) hash = again('share-process-namespace');
   return hash;
 }
 
@@ -110,10 +114,11 @@ export function buildSandboxSpec(manifest: ContainerManifest, context: { readonl
     name: buildContainerName(manifest.id, 'POD'),
     podId: manifest.id,
     pod: { namespace: manifest.namespace ?? 'default', name: podNameOf(manifest.id, manifest.namespace), uid: podUid(manifest, context) },
-    hostname: podHostname(manifest.id),
+    hostname: manifest.hostname ?? podHostname(manifest.id),
     ports: hostNetwork ? [] : podPorts(manifest),
     ...(hostNetwork ? { hostNetwork: true } : {}),
     ...(hasPrivilegedContainer(manifest) ? { privileged: true } : {}),
+    ...(manifest.shareProcessNamespace === true ? { shareProcessNamespace: true } : {}),
     labels: {
       [Labels.sandbox]: manifest.id,
       [Labels.sandboxHash]: manifestSandboxHash(manifest),

@@ -176,6 +176,7 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
     ...(container.cpu === undefined ? {} : { cpuShares: container.cpu }),
     ...(container.cpuLimitMillis === undefined ? {} : { cpuLimitMillis: container.cpuLimitMillis }),
     ...(security === undefined ? {} : { security }),
+    ...(manifest.shareProcessNamespace === true ? { sharedProcessNamespace: true } : {}),
     labels: {
       [Labels.manifestId]: manifest.id,
       [Labels.containerName]: container.name,

@@ -111,6 +111,23 @@ export class ContainerChecks extends SecurityChecks {
     };
   }
 
+  /**
+   * As Kubernetes validates them: only an init container takes `restartPolicy` (`Always`: a
+   * sidecar), and only a sidecar of the init containers has probes, since the others run to
+   * completion before anything is probed.
+   */
+  protected initRules(c: Container, path: string, init: boolean): void {
+    if (!init && c.restartPolicy !== undefined)
+      this.fail(`${path}.restartPolicy`, 'is taken only by an init container (Always: a sidecar); leave it out');
+    if (!init || c.restartPolicy === 'Always') return;
+    for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
+      if (c[kind] !== undefined)
+        this.fail(
+          `${path}.${kind}`,
+          'is not taken by an init container that runs to completion; give it restartPolicy: Always (a sidecar), or leave it out',
+        );
+  }
+
   private pullPolicy(input: unknown, path: string): PullPolicy | undefined {
     if (input == null) return undefined;
     if (typeof input === 'string' && Object.hasOwn(PULL_POLICIES, input)) return PULL_POLICIES[input];

@@ -86,6 +86,8 @@ const MANIFEST_FIELDS = new Set([
   'annotations',
   'hostNetwork',
   'securityContext',
+  'hostname',
+  'shareProcessNamespace',
   'volumes',
   'initContainers',
   'containers',
@@ -171,6 +173,8 @@ class Walker extends ContainerChecks {
         "true puts the pod in the host's network, where it reaches this agent on 127.0.0.1 and can take its port, which this agent refuses; run it with --allow-host-network (allowHostNetwork) to accept it, or publish ports (hostPort)",
       );
     const securityContext = this.podSecurity(m['securityContext'], 'securityContext');
+    const hostname = m['hostname'] == null || m['hostname'] === '' ? undefined : this.dnsLabel(m['hostname'], 'hostname', false);
+    const sharePid = m['shareProcessNamespace'] == null ? undefined : this.flag(m['shareProcessNamespace'], 'shareProcessNamespace');
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
@@ -244,6 +248,8 @@ class Walker extends ContainerChecks {
       ...(annotations === undefined ? {} : { annotations }),
       ...(hostNetwork ? { hostNetwork } : {}),
       ...(securityContext === undefined ? {} : { securityContext }),
+      ...(hostname === undefined ? {} : { hostname }),
+      ...(sharePid === true ? { shareProcessNamespace: true } : {}),
       volumes,
       ...(initContainers.length === 0 ? {} : { initContainers }),
       containers,
@@ -252,21 +258,8 @@ class Walker extends ContainerChecks {
     };
   }
 
-  /**
-   * As Kubernetes validates them: only an init container takes `restartPolicy` (`Always`: a
-   * sidecar), and only a sidecar of the init containers has probes, since the others run to
-   * completion before anything is probed.
-   */
-  private initRules(c: Container, path: string, init: boolean): void {
-    if (!init && c.restartPolicy !== undefined)
-      this.fail(`${path}.restartPolicy`, 'is taken only by an init container (Always: a sidecar); leave it out');
-    if (!init || c.restartPolicy === 'Always') return;
-    for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
-      if (c[kind] !== undefined)
-        this.fail(
-          `${path}.${kind}`,
-          'is not taken by an init container that runs to completion; give it restartPolicy: Always (a sidecar), or leave it out',
-        );
+  private flag(input: unknown, path: string): boolean | undefined {
+    return typeof input === 'boolean' ? input : this.fail(path, `must be true or false, got ${describeValue(input)}`);
   }
 
   /** `v1beta1` or `v1beta2` in any case (2014 compared without it), in lower case; undefined when not given. */

@@ -159,7 +159,8 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
   it.each([
     [pod({}, { hostPID: true }), 'spec.hostPID', 'not supported'],
     [pod({}, { hostIPC: true }), 'spec.hostIPC', 'not supported'],
-    [pod({}, { hostname: 'x' }), 'spec.hostname', 'not supported'],
+    [pod({}, { hostname: 'Not_A_Label' }), 'spec.hostname', 'must be a DNS label'],
+    [pod({}, { shareProcessNamespace: 'yes' }), 'spec.shareProcessNamespace', 'must be true or false'],
     [pod({}, { dnsConfig: {} }), 'spec.dnsConfig', 'not supported'],
     [pod({}, { ephemeralContainers: [] }), 'spec.ephemeralContainers', 'not supported'],
     [pod({}, { securityContext: { sysctls: [] } }), 'spec.securityContext.sysctls', 'not supported'],

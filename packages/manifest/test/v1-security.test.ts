@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { buildContainerSpec, containerSecurityOf, specHash, type ContainerManifest } from '@kubelet-ts/core';
+import { Labels, buildContainerSpec, buildSandboxSpec, containerSecurityOf, specHash, type ContainerManifest } from '@kubelet-ts/core';
 import { parseManifests } from '../src/parse.js';
 import { toV1Pod } from '../src/v1/to-v1.js';
 import { toV1beta1 } from '../src/v1/to-v1beta1.js';
@@ -108,6 +108,21 @@ describe('v1 securityContext: what a pod and a container may say', () => {
     expect(accepted(v1)).toEqual(m);
     expect(() => toV1beta1(m)).toThrow(/spec\.securityContext: has no v1beta1 form/);
     expect(() => toV1beta1(m)).toThrow(/spec\.containers\[0\]\.securityContext: has no v1beta1 form/);
+  });
+});
+
+describe('v1 hostname and shareProcessNamespace', () => {
+  it('give the sandbox the pod’s hostname and one process namespace, a sandbox of their own, and write back', () => {
+    const m = accepted(pod({}, { hostname: 'named', shareProcessNamespace: true }));
+    expect(m).toMatchObject({ hostname: 'named', shareProcessNamespace: true });
+    const sandbox = buildSandboxSpec(m, { node: 'n', source: 's' });
+    expect(sandbox).toMatchObject({ hostname: 'named', shareProcessNamespace: true });
+    expect(sandbox.labels[Labels.sandboxHash]).not.toBe(
+      buildSandboxSpec(accepted(pod()), { node: 'n', source: 's' }).labels[Labels.sandboxHash],
+    );
+    expect(buildContainerSpec(m, app(m)!, { node: 'n', source: 's' }).sharedProcessNamespace).toBe(true);
+    expect(accepted(toV1Pod(m))).toEqual(m);
+    expect(() => toV1beta1(m)).toThrow(/spec\.hostname: has no v1beta1 form/);
   });
 });
 

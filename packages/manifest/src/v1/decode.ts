@@ -92,6 +92,8 @@ class V1PodDecoder {
       annotations: m['annotations'],
       hostNetwork: s['hostNetwork'],
       securityContext: this.securityContext(s['securityContext'], 'spec.securityContext', 'pod'),
+      hostname: s['hostname'],
+      shareProcessNamespace: s['shareProcessNamespace'],
       volumes: Array.isArray(volumes) ? volumes.map((v, i) => this.volume(v, `spec.volumes[${i}]`)) : volumes,
       initContainers,
       containers,

@@ -45,7 +45,17 @@ export const IGNORED_V1_FIELDS = {
 export const MAPPED_V1_FIELDS = {
   pod: ['apiVersion', 'kind', 'metadata', 'spec'],
   metadata: ['name', 'namespace', 'uid', 'labels', 'annotations'],
-  spec: ['containers', 'initContainers', 'volumes', 'restartPolicy', 'terminationGracePeriodSeconds', 'hostNetwork', 'securityContext'],
+  spec: [
+    'containers',
+    'initContainers',
+    'volumes',
+    'restartPolicy',
+    'terminationGracePeriodSeconds',
+    'hostNetwork',
+    'securityContext',
+    'hostname',
+    'shareProcessNamespace',
+  ],
   container: [
     'name',
     'image',

@@ -53,6 +53,8 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
     spec: {
       ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
       ...(manifest.securityContext === undefined ? {} : { securityContext: structuredClone(manifest.securityContext) }),
+      ...(manifest.hostname === undefined ? {} : { hostname: manifest.hostname }),
+      ...(manifest.shareProcessNamespace === true ? { shareProcessNamespace: true } : {}),
       ...(manifest.restartPolicy === undefined ? {} : { restartPolicy: manifest.restartPolicy }),
       ...(manifest.terminationGracePeriodSeconds === undefined
         ? {}
