@@ -18,80 +18,73 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's I
   let agent: AgentProcess | undefined;
   let url: string;
 
+  /** Writes a v1 Pod into the agent's --config directory. */
+  const writePod = (name: string, spec: object, metadata: object = {}) =>
+    writeFile(join(dir, `${name}.json`), JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name, ...metadata }, spec }));
+  /** What a container printed, once it holds `text` (15 s at most). */
+  const printedOnce = async (path: string, text: string): Promise<string> => {
+    let printed = '';
+    for (let i = 0; i < 75 && !printed.includes(text); i++) {
+      printed = await (await fetch(`${url}/containerLogs/${path}`)).text();
+      if (!printed.includes(text)) await new Promise((r) => setTimeout(r, 200));
+    }
+    return printed;
+  };
+
   beforeAll(async () => {
     const { flags, busybox } = await engine.prepare();
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-downward-'));
     const field = (fieldPath: string) => ({ valueFrom: { fieldRef: { fieldPath } } });
-    await writeFile(
-      join(dir, 'downward.json'),
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'downward', namespace: 'team-a', labels: { app: 'web' } },
-        spec: {
-          containers: [
-            {
-              name: 'main',
-              image: busybox,
-              command: ['sh', '-c'],
-              // `$POD_IP` is the shell's; `$(GREETING)` the agent's, and `$$(GREETING)` its escape.
-              args: [
-                'echo "POD_IP=$POD_IP NAME=$MY_NAME NS=$MY_NS NODE=$MY_NODE APP=$APP CPU_M=$CPU_M MEM_MI=$MEM_MI"; ' +
-                  "echo 'ARG=$(GREETING) ESCAPED=$$(GREETING)'; exec sleep 3600",
-              ],
-              resources: { limits: { cpu: '250m', memory: '64Mi' } },
-              env: [
-                { name: 'POD_IP', ...field('status.podIP') },
-                { name: 'MY_NAME', ...field('metadata.name') },
-                { name: 'MY_NS', ...field('metadata.namespace') },
-                { name: 'MY_NODE', ...field('spec.nodeName') },
-                { name: 'APP', ...field("metadata.labels['app']") },
-                { name: 'CPU_M', valueFrom: { resourceFieldRef: { resource: 'limits.cpu', divisor: '1m' } } },
-                { name: 'MEM_MI', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
-                { name: 'GREETING', value: 'hello-$(MY_NAME)' },
-              ],
-            },
-          ],
-        },
-      }),
+    await writePod(
+      'downward',
+      {
+        containers: [
+          {
+            name: 'main',
+            image: busybox,
+            command: ['sh', '-c'],
+            // `$POD_IP` is the shell's; `$(GREETING)` the agent's, and `$$(GREETING)` its escape.
+            args: [
+              'echo "POD_IP=$POD_IP NAME=$MY_NAME NS=$MY_NS NODE=$MY_NODE APP=$APP CPU_M=$CPU_M MEM_MI=$MEM_MI"; ' +
+                "echo 'ARG=$(GREETING) ESCAPED=$$(GREETING)'; exec sleep 3600",
+            ],
+            resources: { limits: { cpu: '250m', memory: '64Mi' } },
+            env: [
+              { name: 'POD_IP', ...field('status.podIP') },
+              { name: 'MY_NAME', ...field('metadata.name') },
+              { name: 'MY_NS', ...field('metadata.namespace') },
+              { name: 'MY_NODE', ...field('spec.nodeName') },
+              { name: 'APP', ...field("metadata.labels['app']") },
+              { name: 'CPU_M', valueFrom: { resourceFieldRef: { resource: 'limits.cpu', divisor: '1m' } } },
+              { name: 'MEM_MI', valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } } },
+              { name: 'GREETING', value: 'hello-$(MY_NAME)' },
+            ],
+          },
+        ],
+      },
+      { namespace: 'team-a', labels: { app: 'web' } },
     );
     // A readiness probe of a port that is not published: the agent dials the pod's IP, as the kubelet does.
-    await writeFile(
-      join(dir, 'probed.json'),
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'probed' },
-        spec: {
-          containers: [
-            {
-              name: 'web',
-              image: busybox,
-              command: ['sh', '-c', 'mkdir -p /www; echo ok > /www/ready.html; exec httpd -f -p 8080 -h /www'],
-              ports: [{ containerPort: 8080 }],
-              readinessProbe: { httpGet: { path: '/ready.html', port: 8080 }, periodSeconds: 1 },
-            },
-          ],
+    await writePod('probed', {
+      containers: [
+        {
+          name: 'web',
+          image: busybox,
+          command: ['sh', '-c', 'mkdir -p /www; echo ok > /www/ready.html; exec httpd -f -p 8080 -h /www'],
+          ports: [{ containerPort: 8080 }],
+          readinessProbe: { httpGet: { path: '/ready.html', port: 8080 }, periodSeconds: 1 },
         },
-      }),
-    );
+      ],
+    });
     // One process namespace for the pod, and a hostname of its own.
-    await writeFile(
-      join(dir, 'shared.json'),
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'shared' },
-        spec: {
-          hostname: 'named-host',
-          shareProcessNamespace: true,
-          containers: [
-            { name: 'sleeper', image: busybox, command: ['sleep', '3601'] },
-            { name: 'looker', image: busybox, command: ['sh', '-c', 'sleep 1; hostname; ps; exec sleep 3600'] },
-          ],
-        },
-      }),
-    );
+    await writePod('shared', {
+      hostname: 'named-host',
+      shareProcessNamespace: true,
+      containers: [
+        { name: 'sleeper', image: busybox, command: ['sleep', '3601'] },
+        { name: 'looker', image: busybox, command: ['sh', '-c', 'sleep 1; hostname; ps; exec sleep 3600'] },
+      ],
+    });
     agent = new AgentProcess([...flags, '--config', dir, '--hostname-override', node, '--sync-frequency', '1s']);
     url = await agent.serverUrl();
     await agent.until(() => agent!.events('ContainerStarted', 'downward.team-a').length === 1, 'the container started', 60_000);
@@ -104,11 +97,7 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's I
   });
 
   it('gives the container its pod’s IP, fields and limits, its args expanded; /pods shows the same IP', async () => {
-    let printed = '';
-    for (let i = 0; i < 50 && !printed.includes('ESCAPED='); i++) {
-      printed = await (await fetch(`${url}/containerLogs/team-a/downward/main`)).text();
-      if (!printed.includes('ESCAPED=')) await new Promise((r) => setTimeout(r, 200));
-    }
+    const printed = await printedOnce('team-a/downward/main', 'ESCAPED=');
     const podIP = /POD_IP=(\S*)/.exec(printed)?.[1] ?? '';
     expect(isIPv4(podIP)).toBe(true);
     expect(podIP.startsWith('127.')).toBe(false);
@@ -121,11 +110,7 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's I
   });
 
   it('gives a pod its spec.hostname, and with shareProcessNamespace one process namespace for its containers', async () => {
-    let printed = '';
-    for (let i = 0; i < 60 && !printed.includes('sleep 3601'); i++) {
-      printed = await (await fetch(`${url}/containerLogs/default/shared/looker`)).text();
-      if (!printed.includes('sleep 3601')) await new Promise((r) => setTimeout(r, 250));
-    }
+    const printed = await printedOnce('default/shared/looker', 'sleep 3601');
     expect(printed.split('\n')[0]).toBe('named-host');
     // The other container's process, seen from this one.
     expect(printed).toContain('sleep 3601');

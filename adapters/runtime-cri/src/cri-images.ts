@@ -1,5 +1,5 @@
 import { KubeletError, SharedCalls, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
-import type { CriApi } from './cri-api.js';
+import type { CriApi, CriImage } from './cri-api.js';
 import { imageUserOf } from './cri-security.js';
 import { ADAPTER, classifyPullError } from './errors.js';
 
@@ -29,19 +29,22 @@ export class CriImages implements ImageService {
   }
 
   async hasImage(image: string): Promise<boolean> {
-    const { image: found } = await this.options.call(`image status ${image}`, (deadline) =>
-      this.options.cri.imageStatus({ image: { image } }, deadline),
-    );
-    return found !== null && found.id !== '';
+    return (await this.status(image)) !== undefined;
   }
 
   /** The user `image` runs as (see `imageUserOf`); NotFound when it is not here. */
   async userOf(image: string): Promise<string> {
+    const found = await this.status(image);
+    if (found === undefined) throw new KubeletError('NotFound', `image ${image} is not on this host`, { adapter: ADAPTER });
+    return imageUserOf(found);
+  }
+
+  /** The runtime's record of `image` (ImageStatus); undefined when it is not here. */
+  private async status(image: string): Promise<CriImage | undefined> {
     const { image: found } = await this.options.call(`image status ${image}`, (deadline) =>
       this.options.cri.imageStatus({ image: { image } }, deadline),
     );
-    if (found === null || found.id === '') throw new KubeletError('NotFound', `image ${image} is not on this host`, { adapter: ADAPTER });
-    return imageUserOf(found);
+    return found === null || found.id === '' ? undefined : found;
   }
 
   private async transfer(image: string): Promise<void> {

@@ -45,7 +45,8 @@ function isAppContainer(manifest: ContainerManifest, name: string | undefined): 
   return false;
 }
 
-function newestOf(list: readonly ContainerSummary[], name: string, hash: string): ContainerSummary | undefined {
+/** The newest container of manifest container `name` made with spec `hash`. */
+export function newestOf(list: readonly ContainerSummary[], name: string, hash: string): ContainerSummary | undefined {
   let newest: ContainerSummary | undefined;
   for (const c of list)
     if (

@@ -1,5 +1,5 @@
 import { DEFAULT_GRACE_PERIOD_SECONDS, effectivePullPolicy, type Container, type ContainerManifest, type DesiredPod } from './manifest.js';
-import { initStep, isSidecar } from './init-plan.js';
+import { initStep, isSidecar, newestOf } from './init-plan.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { Labels, isManagedBy } from './naming.js';
 import type { ContainerSummary } from './runtime.js';
@@ -357,14 +357,7 @@ function appsEnded(manifest: ContainerManifest, list: readonly ContainerSummary[
   if ((manifest.restartPolicy ?? 'Always') === 'Always') return false;
   const hashes = specHashes(manifest);
   return manifest.containers.every((c, i) => {
-    let newest: ContainerSummary | undefined;
-    for (const x of list)
-      if (
-        x.labels[Labels.containerName] === c.name &&
-        x.labels[Labels.specHash] === hashes[i] &&
-        (newest === undefined || x.createdAt > newest.createdAt)
-      )
-        newest = x;
+    const newest = newestOf(list, c.name, hashes[i]!);
     return newest?.state === 'exited' && !shouldRestart(manifest, newest);
   });
 }

@@ -40,10 +40,7 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
     slots.set(key, [...(slots.get(key) ?? []), c]);
   }
   const waiting = new Map(inputs.backOffs.map((b) => [`${b.podId}/${b.container}`, b]));
-  const podIPs = new Map<string, string>();
-  for (const s of inputs.sandboxes ?? [])
-    if (s.state === 'ready' && s.ip !== undefined && s.labels[Labels.node] === inputs.node)
-      podIPs.set(s.labels[Labels.sandbox] ?? '', s.ip);
+  const podIPs = podIPsOf(inputs.sandboxes ?? [], inputs.node);
   return desired.map(({ manifest, source }) => {
     const view = (c: Container): ContainerView => {
       const key = `${manifest.id}/${c.name}`;
@@ -103,6 +100,14 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
       containers: manifest.containers.map(view),
     };
   });
+}
+
+/** The IP of each pod of `node` by pod id: its ready sandbox's, where the runtime lists one (what `/pods` shows and pod-IP probes dial). */
+export function podIPsOf(sandboxes: readonly SandboxSummary[], node: string): Map<string, string> {
+  const podIPs = new Map<string, string>();
+  for (const s of sandboxes)
+    if (s.state === 'ready' && s.ip !== undefined && s.labels[Labels.node] === node) podIPs.set(s.labels[Labels.sandbox] ?? '', s.ip);
+  return podIPs;
 }
 
 function endedRun(c: ContainerSummary): EndedRun {

@@ -10,6 +10,7 @@ import {
   type Probe,
   type SandboxSummary,
 } from '@kubelet-ts/core';
+import { podIPsOf } from './pod-views.js';
 import type { ProbeKind, ProbeTarget } from './prober.js';
 
 const KINDS: ReadonlyArray<readonly [ProbeKind, 'livenessProbe' | 'readinessProbe' | 'startupProbe']> = [
@@ -39,9 +40,7 @@ export function probeTargets(
       if (hasAnyProbe(container)) probed.set(`${manifest.id}/${container.name}`, { manifest, source, container });
   }
   if (probed.size === 0) return [];
-  const podIPs = new Map<string, string>();
-  for (const s of sandboxes)
-    if (s.state === 'ready' && s.ip !== undefined && s.labels[Labels.node] === node) podIPs.set(s.labels[Labels.sandbox] ?? '', s.ip);
+  const podIPs = podIPsOf(sandboxes, node);
   const targets: ProbeTarget[] = [];
   for (const c of actual) {
     const identity = identityOf(c.labels);
