@@ -217,6 +217,7 @@ function waitingMessage(c: ContainerView, podId: string): string | undefined {
   if (c.waitingReason === 'CrashLoopBackOff' && c.backOff !== undefined) {
     return `back-off ${c.backOff.delayMs / 1000}s restarting failed container=${c.name} pod=${podId}; until ${rfc3339(c.backOff.until)}`;
   }
+  if (c.waitingReason === 'CreateContainerConfigError' && c.refused !== undefined) return c.refused.message;
   if ((c.waitingReason === 'CreateContainerError' || c.waitingReason === 'RunContainerError') && c.refused !== undefined) {
     return `${c.refused.message} (tried again after ${rfc3339(c.refused.until)})`;
   }

@@ -380,11 +380,15 @@ export class ServerManifestSource implements ManifestSource {
       );
       throw new HttpProblem(400, `invalid manifest: ${fieldErrors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, fieldErrors);
     }
-    return parsed.manifests.map((manifest) => ({
-      origin: manifest.id,
-      manifests: [manifest],
-      warnings: parsed.warnings.filter((w) => w.manifest === manifest),
-    }));
+    return [
+      ...parsed.manifests.map((manifest) => ({
+        origin: manifest.id,
+        manifests: [manifest],
+        warnings: parsed.warnings.filter((w) => w.manifest === manifest),
+      })),
+      // A ConfigMap or Secret is a document of its own, named by its kind, namespace and name (no pod id has a '/').
+      ...parsed.objects.map((o) => ({ origin: `${o.kind}/${o.namespace}/${o.name}`, manifests: [], objects: [o] })),
+    ];
   }
 }
 

@@ -61,6 +61,7 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
     syncFrequencyMs: options.syncFrequency,
     // The Summary's node.fs is the file system the pods' volumes are on.
     housekeeping: { intervalMs: options.housekeepingInterval, fsPath: options.volumesRoot },
+    volumeFilesDir: options.volumeFilesDir,
     eventLog: { maxEvents: options.eventLogSize, maxAgeMs: options.eventTtl },
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
     hostname,

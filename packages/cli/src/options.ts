@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_LINKS_DIR, DEFAULT_LOGS_ROOT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
@@ -15,6 +16,8 @@ export interface CliOptions extends LegacyFlags {
   readonly containerRuntimeEndpoint: string;
   readonly dockerHost?: string;
   readonly volumesRoot: string;
+  /** Where the files of ConfigMap, Secret and downward API volumes go (see `KubeletOptions.volumeFilesDir`). */
+  readonly volumeFilesDir: string;
   readonly podInfraImage: string;
   readonly hostIp: string;
   readonly syncFrequency: number;
@@ -178,6 +181,12 @@ export function buildProgram(): Command {
         .default(undefined, 'unix:///var/run/docker.sock'),
     )
     .addOption(new Option('--volumes-root <dir>', 'pod volumes live in <dir>/<manifest id>/<volume>').default(DEFAULT_VOLUMES_ROOT))
+    .addOption(
+      new Option(
+        '--volume-files-dir <dir>',
+        'the files of ConfigMap, Secret and downward API volumes are written in <dir>/<manifest id>/<volume>; keep it on a tmpfs, so that no Secret reaches a disk',
+      ).default(undefined, '/dev/shm/kubelet-ts<--volumes-root>'),
+    )
     .addOption(
       new Option('--pod-infra-image <image>', "the image of each pod's network-namespace container").default(DEFAULT_POD_INFRA_IMAGE),
     )
@@ -345,6 +354,8 @@ export function optionsOf<T extends CliOptions>(program: Command): T {
     ...raw,
     logLevel: logLevelOf(raw, given('logLevel')),
     volumesRoot: volumesRootOf(raw, given('volumesRoot')),
+    // On the tmpfs every Linux host has, one directory per volumes root: two agents of one host keep apart.
+    volumeFilesDir: raw.volumeFilesDir ?? join('/dev/shm/kubelet-ts', volumesRootOf(raw, given('volumesRoot'))),
     appArmor: hostEnforcesAppArmor(),
   };
 }

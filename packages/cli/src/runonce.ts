@@ -40,6 +40,7 @@ export async function runOnce(options: CliOptions, hostname: string, logger: Log
     syncFrequencyMs: options.syncFrequency,
     // Nothing serves the figures: nothing is sampled.
     housekeeping: { intervalMs: 0 },
+    volumeFilesDir: options.volumeFilesDir,
   });
   const deadline = Date.now() + options.runonceTimeout;
   let lines: Array<{ name: string; running: boolean; detail: string }> = [];

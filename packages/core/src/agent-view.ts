@@ -31,7 +31,8 @@ export interface EndedRun {
 /**
  * Why a container is not running, in the kubelet's words: `ContainerCreating` (none made or
  * started yet), `CrashLoopBackOff` (it exited and waits out its crash back-off),
- * `ImagePullBackOff` (its image's pull failed and waits out its back-off).
+ * `ImagePullBackOff` (its image's pull failed and waits out its back-off),
+ * `CreateContainerConfigError` (a ConfigMap, Secret or key it reads is missing: it waits for it).
  */
 export type WaitingReason =
   | 'ContainerCreating'
@@ -39,6 +40,7 @@ export type WaitingReason =
   | 'CrashLoopBackOff'
   | 'ImagePullBackOff'
   | 'CreateContainerError'
+  | 'CreateContainerConfigError'
   | 'RunContainerError';
 
 /** One container of a desired pod, as the runtime has it now. */

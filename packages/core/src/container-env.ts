@@ -1,5 +1,6 @@
 import type { Container, ContainerManifest, EnvVar } from './manifest.js';
 import { podNameOf } from './naming.js';
+import { envFromValues, objectKeyValue, type ObjectLookup } from './objects.js';
 
 /** The pod's fields a container's env can read (v1 `env[].valueFrom.fieldRef.fieldPath`). */
 export const POD_FIELD_PATHS = [
@@ -33,6 +34,11 @@ export interface EnvContext extends PodRuntimeFields {
   readonly podUid: string;
   /** What `limits.cpu`/`limits.memory` read for a container without a limit (as the kubelet reads its allocatable). */
   readonly nodeCapacity?: NodeCapacity;
+  /**
+   * The ConfigMaps and Secrets of the pod's source, for `envFrom` and the key refs. Absent: those
+   * variables are left out (a plan's preview of the spec; the executor resolves them at create).
+   */
+  readonly objects?: ObjectLookup;
 }
 
 /** The node's CPUs (in millicores) and memory (in bytes). */
@@ -92,9 +98,23 @@ export function expandVariables(input: string, lookup: (name: string) => string 
  * pod, the node or the resources; then `command` and `args` expanded against them all.
  */
 export function resolveContainerEnv(manifest: ContainerManifest, container: Container, context: EnvContext): ResolvedEnv {
-  const env: Record<string, string> = {};
-  for (const e of container.env)
+  const { objects } = context;
+  const namespace = manifest.namespace ?? 'default';
+  // `envFrom` first, then `env`, whose variables win (the kubelet's order); a missing required object throws NotFound.
+  const env: Record<string, string> =
+    container.envFrom === undefined || objects === undefined ? {} : envFromValues(container.envFrom, namespace, objects);
+  for (const e of container.env) {
+    const ref = e.valueFrom?.configMapKeyRef ?? e.valueFrom?.secretKeyRef;
+    if (ref !== undefined) {
+      const value =
+        objects === undefined
+          ? undefined
+          : objectKeyValue(e.valueFrom?.configMapKeyRef === undefined ? 'Secret' : 'ConfigMap', ref, namespace, objects);
+      if (value !== undefined) env[e.name] = value;
+      continue;
+    }
     env[e.name] = e.valueFrom === undefined ? expandVariables(e.value, (n) => env[n]) : sourced(e, manifest, container, context);
+  }
   const lookup = (name: string): string | undefined => (Object.hasOwn(env, name) ? env[name] : undefined);
   return {
     env,
@@ -112,14 +132,15 @@ export function readsPodIP(container: Container): boolean {
 
 function sourced(e: EnvVar, manifest: ContainerManifest, container: Container, context: EnvContext): string {
   const field = e.valueFrom?.fieldRef?.fieldPath;
-  if (field !== undefined) return podField(field, manifest, context);
+  if (field !== undefined) return podFieldValue(field, manifest, context);
   const ref = e.valueFrom?.resourceFieldRef;
   if (ref === undefined) return '';
   const target = ref.containerName === undefined ? container : (manifest.containers.find((c) => c.name === ref.containerName) ?? container);
-  return resourceValue(ref.resource, target, ref.divisor, context);
+  return resourceFieldValue(ref.resource, target, ref.divisor, context);
 }
 
-function podField(path: string, manifest: ContainerManifest, context: EnvContext): string {
+/** A pod field as a variable or a downward API file reads it (see `POD_FIELD_PATHS`). */
+export function podFieldValue(path: string, manifest: ContainerManifest, context: EnvContext): string {
   const keyed = KEYED_FIELD_PATH.exec(path);
   if (keyed !== null) return (keyed[1] === 'labels' ? manifest.labels : manifest.annotations)?.[keyed[2] ?? ''] ?? '';
   switch (path) {
@@ -148,7 +169,7 @@ function podField(path: string, manifest: ContainerManifest, context: EnvContext
  * units of the divisor (default 1 core) rounded up, memory in units of the divisor (default 1
  * byte) rounded up; a limit not set is the node's capacity, a request not set is its limit or 0.
  */
-function resourceValue(resource: EnvResource, c: Container, divisor: number | undefined, context: EnvContext): string {
+export function resourceFieldValue(resource: EnvResource, c: Container, divisor: number | undefined, context: EnvContext): string {
   const capacity = context.nodeCapacity;
   switch (resource) {
     case 'limits.cpu':
@@ -161,4 +182,16 @@ function resourceValue(resource: EnvResource, c: Container, divisor: number | un
     case 'requests.memory':
       return String(Math.ceil((c.memoryRequest ?? c.memory ?? 0) / (divisor ?? 1)));
   }
+}
+
+/**
+ * Labels or annotations as a downward API file holds them (the kubelet's `fieldpath.FormatMap`):
+ * `key="value"` lines in key order, the value quoted, no newline after the last.
+ */
+export function formatLabelMap(map: Readonly<Record<string, string>> | undefined): string {
+  if (map === undefined) return '';
+  return Object.keys(map)
+    .sort()
+    .map((key) => `${key}=${JSON.stringify(map[key])}`)
+    .join('\n');
 }

@@ -35,7 +35,26 @@ export {
   type RestartPolicy,
   type Volume,
   type VolumeMount,
+  type VolumeFiles,
+  type FileSource,
+  type ObjectFiles,
+  type DownwardFile,
+  type ObjectKeyRef,
+  type EnvFromSource,
 } from './manifest.js';
+// ConfigMaps and Secrets given beside pods, and what pods read of them
+export {
+  NO_OBJECTS,
+  objectKey,
+  objectLookupOf,
+  volumeFilesOf,
+  type ObjectKind,
+  type ObjectLookup,
+  type SourceObject,
+  type VolumeFile,
+} from './objects.js';
+export { OBJECT_KEY } from './validate-files.js';
+export { podVolumeFiles, type PodVolumeFiles } from './create-step.js';
 export {
   hostAccessOf,
   isValidatedManifest,

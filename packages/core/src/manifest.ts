@@ -122,6 +122,57 @@ export interface Volume {
    * mounts it read-only everywhere.
    */
   readonly claim?: { readonly name: string; readonly readOnly?: boolean };
+  /**
+   * Files the agent writes from ConfigMaps, Secrets and the pod's own fields (v1 `configMap`,
+   * `secret`, `downwardAPI` and `projected` volumes, each the projection of its sources), kept up
+   * to date while the pod runs and mounted read-only. See `volumeFilesOf`.
+   */
+  readonly files?: VolumeFiles;
+}
+
+/** What a volume of files holds: its sources in order (a later file of the same path wins), and their default mode. */
+export interface VolumeFiles {
+  readonly sources: readonly FileSource[];
+  /** The mode of each file that does not set its own (v1 `defaultMode`). Absent: 0644, or 0400 when a source is a Secret. */
+  readonly defaultMode?: number;
+}
+
+/** One source of a volume of files: exactly one of a ConfigMap, a Secret, or the pod's fields. */
+export interface FileSource {
+  readonly configMap?: ObjectFiles;
+  readonly secret?: ObjectFiles;
+  readonly downwardAPI?: { readonly items: readonly DownwardFile[] };
+}
+
+/** The keys of a ConfigMap or Secret as files: each key a file named after it, or only `items`, where they say. */
+export interface ObjectFiles {
+  readonly name: string;
+  readonly items?: readonly { readonly key: string; readonly path: string; readonly mode?: number }[];
+  /** A missing object (or item key) is then no file rather than a pod that waits. */
+  readonly optional?: boolean;
+}
+
+/** A file holding one pod field (`metadata.labels` whole, as `key="value"` lines) or one container resource. */
+export interface DownwardFile {
+  readonly path: string;
+  readonly fieldRef?: { readonly fieldPath: string };
+  readonly resourceFieldRef?: { readonly containerName: string; readonly resource: EnvResource; readonly divisor?: number };
+  readonly mode?: number;
+}
+
+/** A ConfigMap's or Secret's key, read into a variable (v1 `configMapKeyRef`, `secretKeyRef`). */
+export interface ObjectKeyRef {
+  readonly name: string;
+  readonly key: string;
+  /** A missing object or key then leaves the variable out rather than holding the container back. */
+  readonly optional?: boolean;
+}
+
+/** Every key of a ConfigMap or Secret as a variable (v1 `envFrom`), each name after `prefix`. */
+export interface EnvFromSource {
+  readonly prefix?: string;
+  readonly configMapRef?: { readonly name: string; readonly optional?: boolean };
+  readonly secretRef?: { readonly name: string; readonly optional?: boolean };
 }
 
 export type Protocol = 'TCP' | 'UDP';
@@ -148,8 +199,10 @@ export interface EnvVar {
   readonly valueFrom?: EnvVarSource;
 }
 
-/** Where a variable's value comes from: one of a pod field (the downward API) and a container's resource. */
+/** Where a variable's value comes from: exactly one of a pod field (the downward API), a container's resource, a ConfigMap's or a Secret's key. */
 export interface EnvVarSource {
+  readonly configMapKeyRef?: ObjectKeyRef;
+  readonly secretKeyRef?: ObjectKeyRef;
   /** One of `POD_FIELD_PATHS`, or `metadata.labels['<key>']` / `metadata.annotations['<key>']`. */
   readonly fieldRef?: { readonly fieldPath: string };
   readonly resourceFieldRef?: {
@@ -186,6 +239,8 @@ export interface Container {
   readonly entrypoint?: readonly string[];
   readonly workingDir?: string;
   readonly ports: readonly Port[];
+  /** The variables of ConfigMaps and Secrets, before `env` (whose variables win over them). Absent: none. */
+  readonly envFrom?: readonly EnvFromSource[];
   readonly env: readonly EnvVar[];
   /** Memory limit in bytes. */
   readonly memory?: number;

@@ -2,6 +2,8 @@
 import type { NodeCapacity, PodRuntimeFields } from './container-env.js';
 import type { BackoffPolicy } from './backoff.js';
 import type { DesiredPod, PullPolicy } from './manifest.js';
+import type { ObjectLookup } from './objects.js';
+import type { PodVolumeFiles } from './create-step.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
@@ -32,10 +34,21 @@ export type PlanAction =
        */
       readonly sandbox?: string;
       /**
-       * For a container whose env reads the pod's IP, going into a sandbox this plan makes: the
-       * spec again with what only the running sandbox tells (the executor asks its IP).
+       * For a container that reads what only the execution knows, the spec again with it: the IP
+       * of a sandbox this plan makes (`readsPodIP`: the executor asks it), and the ConfigMaps and
+       * Secrets of its source as they are then (`spec` leaves their variables out). Throws
+       * `NotFound` naming a required object or key that is missing: the container waits
+       * (`CreateContainerConfigError`) until its source gives it.
        */
       readonly respec?: (fields: PodRuntimeFields) => ContainerSpec;
+      /** `respec` needs the IP of the sandbox. */
+      readonly readsPodIP?: boolean;
+      /**
+       * The files of each volume of files the container mounts, by volume name (see
+       * `volumeFilesOf`): the executor writes them and binds their directory. Throws `NotFound`
+       * as `respec` does.
+       */
+      readonly volumeFiles?: () => PodVolumeFiles;
     }
   /** Run the pod's sandbox; the pod's creates that follow go into it. `container` is `POD`. */
   | {
@@ -161,4 +174,6 @@ export interface PlanInput {
    * containers, never its data. Without it, every gone pod's volumes go.
    */
   readonly known?: ReadonlySet<string>;
+  /** The ConfigMaps and Secrets each source gives beside its pods, by source name; a pod reads its own source's. Absent: none. */
+  readonly objects?: (source: string) => ObjectLookup | undefined;
 }

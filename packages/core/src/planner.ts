@@ -6,7 +6,7 @@ import type { ContainerSummary } from './runtime.js';
 import type { SandboxSummary } from './sandbox.js';
 import { anyToRun, decideSandbox, indexSandboxes, sandboxRemovals, sandboxRun } from './sandbox-plan.js';
 import { buildContainerSpec, initSpecHashes, specHashes, type SpecContext } from './spec.js';
-import { readsPodIP, type PodRuntimeFields } from './container-env.js';
+import { executionParts } from './create-step.js';
 
 export { CrashBackOff } from './plan-types.js';
 export type { BackOff, Plan, PlanAction, PlanInput, PlanReason, PodPlan } from './plan-types.js';
@@ -106,10 +106,8 @@ function planPod(
       reason: before === undefined ? 'new' : 'sandbox-changed',
       pullPolicy: effectivePullPolicy(container),
       spec: buildContainerSpec(manifest, container, context),
-      // The new sandbox's IP is known only once it runs: the executor asks it then.
-      ...(readsPodIP(container)
-        ? { respec: (fields: PodRuntimeFields) => buildContainerSpec(manifest, container, { ...context, ...fields }) }
-        : {}),
+      // The new sandbox's IP is known only once it runs, its source's objects read when it is made: the executor asks then.
+      ...executionParts(manifest, container, context, input.objects?.(pod.source)),
     });
   }
   return actions;
@@ -186,15 +184,19 @@ function planContainers(
       continue;
     }
     const last = stopped[0];
-    const create = (reason: PlanReason, restart?: { restartCount: number; crashStreak: number }): PlanAction => ({
-      type: 'create',
-      podId: manifest.id,
-      container: container.name,
-      reason,
-      pullPolicy: effectivePullPolicy(container),
-      spec: buildContainerSpec(manifest, container, { ...specContext(pod, input, sandbox), ...restart }),
-      sandbox,
-    });
+    const create = (reason: PlanReason, restart?: { restartCount: number; crashStreak: number }): PlanAction => {
+      const context = { ...specContext(pod, input, sandbox), ...restart };
+      return {
+        type: 'create',
+        podId: manifest.id,
+        container: container.name,
+        reason,
+        pullPolicy: effectivePullPolicy(container),
+        spec: buildContainerSpec(manifest, container, context),
+        sandbox,
+        ...executionParts(manifest, container, context, input.objects?.(pod.source)),
+      };
+    };
     if (last === undefined) {
       act(create(found.length > 0 ? 'spec-changed' : 'new'));
     } else if (last.state === 'created') {

@@ -68,6 +68,11 @@ export interface Mount {
    * directory (`claimVolumeDir` in `@kubelet-ts/host-volumes`), which no pod removal touches.
    */
   readonly claim?: string;
+  /**
+   * A volume of files (ConfigMap, Secret, downward API): the agent writes them in a directory of its
+   * own and gives that directory as `hostPath` before the create, so runtimes only bind it.
+   */
+  readonly files?: boolean;
 }
 
 /** A container as `list` sees it. Times are milliseconds since the epoch. */

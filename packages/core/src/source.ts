@@ -1,9 +1,13 @@
 import type { ContainerManifest } from './manifest.js';
+import type { SourceObject } from './objects.js';
 
 /** Where a source reports. Each `update` replaces everything the source said before (SET semantics). */
 export interface SourceSink {
-  /** The complete current set of this source's manifests, all valid. */
-  update(manifests: readonly ContainerManifest[]): void;
+  /**
+   * The complete current set of this source's manifests, all valid, and the ConfigMaps and
+   * Secrets it gives beside them (absent: none), which its pods read by name.
+   */
+  update(manifests: readonly ContainerManifest[], objects?: readonly SourceObject[]): void;
   /**
    * A problem the source hit (an invalid file, an unreachable backend). The source's last good set
    * stays in force. With `fatal`, the source has stopped working and its supervisor closes it and

@@ -11,6 +11,7 @@ import { Labels, buildContainerName, podUid } from './naming.js';
 import { resolveContainerEnv, type NodeCapacity, type PodRuntimeFields } from './container-env.js';
 import { containerSecurityOf, withoutEngineDefaults } from './security.js';
 import type { ContainerSpec, Mount, PortBinding } from './runtime.js';
+import type { ObjectLookup } from './objects.js';
 
 /**
  * Bump only when the meaning of a field changes. Adding an optional field must not change the
@@ -66,9 +67,15 @@ export function specHash(manifest: ContainerManifest, container: Container): str
 
 /** The host paths (or claims) of the mounted volumes that have one, by volume name; `undefined` when none does. */
 function mountedHostPaths(manifest: ContainerManifest, mounted: ReadonlySet<string>): Record<string, object | undefined> | undefined {
-  const bound = manifest.volumes.filter((v) => (v.hostPath !== undefined || v.claim !== undefined) && mounted.has(v.name));
-  // A hostPath is hashed as it was (an agent upgrade must not restart its containers); a claim by its name and mode.
-  return bound.length === 0 ? undefined : Object.fromEntries(bound.map((v) => [v.name, v.hostPath ?? { claim: v.claim }]));
+  const bound = manifest.volumes.filter(
+    (v) => (v.hostPath !== undefined || v.claim !== undefined || v.files !== undefined) && mounted.has(v.name),
+  );
+  // A hostPath is hashed as it was (an agent upgrade must not restart its containers); a claim by
+  // its name and mode; a volume of files by being one (what it holds is rewritten in place, as the
+  // kubelet updates a ConfigMap's files, and restarts nothing).
+  return bound.length === 0
+    ? undefined
+    : Object.fromEntries(bound.map((v) => [v.name, v.hostPath ?? (v.claim === undefined ? { files: true } : { claim: v.claim })]));
 }
 
 /** The pod's securityContext as a container's hash sees it: all but its sysctls and the engines' defaults; nothing when that leaves nothing. */
@@ -152,6 +159,8 @@ export interface SpecContext extends PodRuntimeFields {
   /** Set when the container replaces one that exited (see `Labels.restartCount`). */
   readonly restartCount?: number;
   readonly crashStreak?: number;
+  /** The ConfigMaps and Secrets of the pod's source; absent, the variables they give are left out (see `EnvContext.objects`). */
+  readonly objects?: ObjectLookup;
 }
 
 /** Maps one manifest container onto what the runtime creates, labels included. */
@@ -193,6 +202,8 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
 
 function mountOf(m: VolumeMount, volume: Volume | undefined): Mount {
   const base = { volume: m.name, containerPath: m.mountPath, readOnly: m.readOnly };
+  // A volume of files: the directory the agent writes them in (the executor sets it), always read-only.
+  if (volume?.files !== undefined) return { ...base, readOnly: true, files: true };
   // A claim: its named volume, read-only everywhere when the claim says so.
   if (volume?.claim !== undefined) return { ...base, readOnly: m.readOnly || volume.claim.readOnly === true, claim: volume.claim.name };
   // A v1 hostPath volume: its host path, checked by the agent for its type before the create.

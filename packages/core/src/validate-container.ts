@@ -4,7 +4,7 @@ import { describeValue } from './field-checks.js';
 import { ENV_RESOURCES, KEYED_FIELD_PATH, POD_FIELD_PATHS } from './container-env.js';
 import type { Container, EnvVar, EnvVarSource, Port, Probe, Protocol, PullPolicy, VolumeMount } from './manifest.js';
 import { PROBE_KINDS } from './validate-probe.js';
-import { SecurityChecks } from './validate-security.js';
+import { ObjectRefChecks } from './validate-files.js';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // Docker's reference grammar is looser than this, but no valid reference contains whitespace or
@@ -19,6 +19,7 @@ const CONTAINER_FIELDS = new Set([
   'workingDir',
   'ports',
   'env',
+  'envFrom',
   'memory',
   'memoryRequest',
   'cpu',
@@ -43,13 +44,13 @@ const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
 const PORT_FIELDS = new Set(['name', 'containerPort', 'hostPort', 'hostIP', 'protocol']);
 // `key` and `path` are the first 2014 spellings of `name` and `mountPath`.
 const ENV_FIELDS = new Set(['name', 'key', 'value', 'valueFrom']);
-const ENV_SOURCE_FIELDS = new Set(['fieldRef', 'resourceFieldRef']);
+const ENV_SOURCE_FIELDS = new Set(['fieldRef', 'resourceFieldRef', 'configMapKeyRef', 'secretKeyRef']);
 const FIELD_REF_FIELDS = new Set(['fieldPath', 'apiVersion']);
 const RESOURCE_REF_FIELDS = new Set(['containerName', 'resource', 'divisor']);
 const MOUNT_FIELDS = new Set(['name', 'mountPath', 'path', 'readOnly', 'mountType']);
 
 /** The checks of one container and what is in it, for the manifest walker. */
-export class ContainerChecks extends SecurityChecks {
+export class ContainerChecks extends ObjectRefChecks {
   /**
    * Set by the manifest walker when the manifest names its version: a port without `hostPort` is
    * then published on its `containerPort`, as the 2014 agent did.
@@ -71,6 +72,7 @@ export class ContainerChecks extends SecurityChecks {
     const workingDir = this.absolutePath(c['workingDir'], `${path}.workingDir`, false);
     const ports = (this.list(c['ports'], `${path}.ports`) ?? []).map((p, i) => this.port(p, `${path}.ports[${i}]`));
     const env = this.env(c['env'], `${path}.env`);
+    const envFrom = this.envFrom(c['envFrom'], `${path}.envFrom`);
     const memory = c['memory'] == null ? undefined : this.integer(c['memory'], `${path}.memory`, 0, Number.MAX_SAFE_INTEGER);
     const memoryRequest =
       c['memoryRequest'] == null ? undefined : this.integer(c['memoryRequest'], `${path}.memoryRequest`, 0, Number.MAX_SAFE_INTEGER);
@@ -98,6 +100,7 @@ export class ContainerChecks extends SecurityChecks {
       ...(entrypoint === undefined ? {} : { entrypoint }),
       ...(workingDir === undefined || workingDir === '' ? {} : { workingDir }),
       ports: ports as Port[],
+      ...(envFrom === undefined ? {} : { envFrom }),
       env,
       ...(memory === undefined || memory === 0 ? {} : { memory }),
       ...(memoryRequest === undefined || memoryRequest === 0 ? {} : { memoryRequest }),
@@ -199,7 +202,12 @@ export class ContainerChecks extends SecurityChecks {
     const v = this.record(input, path, ENV_SOURCE_FIELDS);
     if (v === undefined) return undefined;
     const given = [...ENV_SOURCE_FIELDS].filter((k) => v[k] != null);
-    if (given.length !== 1) return this.fail(path, 'must have exactly one of fieldRef, resourceFieldRef');
+    if (given.length !== 1) return this.fail(path, 'must have exactly one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef');
+    for (const kind of ['configMapKeyRef', 'secretKeyRef'] as const) {
+      if (v[kind] == null) continue;
+      const ref = this.keyRef(v[kind], `${path}.${kind}`);
+      return ref === undefined ? undefined : { [kind]: ref };
+    }
     if (v['fieldRef'] != null) {
       const f = this.record(v['fieldRef'], `${path}.fieldRef`, FIELD_REF_FIELDS);
       if (f === undefined) return undefined;

@@ -98,7 +98,7 @@ const VERSIONS: readonly ManifestVersion[] = ['v1beta1', 'v1beta2'];
 const RESTART_POLICIES: readonly RestartPolicy[] = ['Always', 'OnFailure', 'Never'];
 /** The late-2014 v1beta1 form, `restartPolicy: {always: {}}`, by its one key. */
 const RESTART_POLICY_KEYS: Readonly<Record<string, RestartPolicy>> = { always: 'Always', onFailure: 'OnFailure', never: 'Never' };
-const VOLUME_FIELDS = new Set(['name', 'hostPath', 'claim']);
+const VOLUME_FIELDS = new Set(['name', 'hostPath', 'claim', 'files']);
 const CLAIM_FIELDS = new Set(['name', 'readOnly']);
 const HOST_PATH_FIELDS = new Set(['path', 'type']);
 const HOST_PATH_TYPES: readonly HostPathType[] = [
@@ -238,6 +238,7 @@ class Walker extends ContainerChecks {
         if (other !== undefined && !names.has(other))
           this.fail(`${path}.env[${j}].valueFrom.resourceFieldRef.containerName`, `names no container of the pod ("${other}")`);
       });
+    this.downwardContainers(volumes, names);
     if (id === undefined || this.errors.length > 0) return undefined;
     // No version: its one meaning, the port rule, is applied (see ContainerManifest.version).
     return {
@@ -309,8 +310,15 @@ class Walker extends ContainerChecks {
       seen.add(name);
       const hostPath = v['hostPath'] == null ? undefined : this.hostPathVolume(v['hostPath'], `${path}.hostPath`);
       const claim = v['claim'] == null ? undefined : this.claim(v['claim'], `${path}.claim`);
-      if (hostPath !== undefined && claim !== undefined) this.fail(path, 'must have at most one of hostPath, claim');
-      out.push({ name, ...(hostPath === undefined ? {} : { hostPath }), ...(claim === undefined ? {} : { claim }) });
+      const files = v['files'] == null ? undefined : this.volumeFiles(v['files'], `${path}.files`);
+      if ([hostPath, claim, files].filter((k) => k !== undefined).length > 1)
+        this.fail(path, 'must have at most one of hostPath, claim, files');
+      out.push({
+        name,
+        ...(hostPath === undefined ? {} : { hostPath }),
+        ...(claim === undefined ? {} : { claim }),
+        ...(files === undefined ? {} : { files }),
+      });
     });
     return out;
   }

@@ -1,5 +1,21 @@
-import { ChangeReporter, KubeletError, hostAccessOf, type ContainerManifest, type HostAccess, type SourceSink } from '@kubelet-ts/core';
-import { parseManifests, rejectionError, retainLastGood, type ManifestWarnings, type ParsedManifests } from './parse.js';
+import {
+  ChangeReporter,
+  KubeletError,
+  hostAccessOf,
+  objectKey,
+  type ContainerManifest,
+  type HostAccess,
+  type SourceObject,
+  type SourceSink,
+} from '@kubelet-ts/core';
+import {
+  parseManifests,
+  rejectionError,
+  retainLastGood,
+  retainLastGoodObjects,
+  type ManifestWarnings,
+  type ParsedManifests,
+} from './parse.js';
 import { DeliveredSet, firstOfEachId } from './set-delivery.js';
 import { sourceLimitProblem, type SourceLimits } from './source-limits.js';
 import { WarningReporter } from './warning-reporter.js';
@@ -27,11 +43,15 @@ export interface HeldDocument {
   readonly origin: string;
   readonly manifests: readonly ContainerManifest[];
   readonly warnings?: readonly ManifestWarnings[];
+  /** The ConfigMaps and Secrets given with them. */
+  readonly objects?: readonly SourceObject[];
 }
 
 interface DocumentState {
   /** Its last good content, manifest by manifest (see `retainLastGood`), the first of each id. */
   manifests: readonly ContainerManifest[];
+  /** Its last good ConfigMaps and Secrets, object by object (see `retainLastGoodObjects`). */
+  objects: readonly SourceObject[];
   /** The deprecated spellings of those manifests, as its last readable text used them. */
   warnings: readonly ManifestWarnings[];
   /** What its last read found wrong. */
@@ -112,6 +132,7 @@ export class ManifestIntake {
     }
     const { manifests, conflicts } = firstOfEachId(retainLastGood(parsed, document.manifests), origin, this.options.adapter);
     document.manifests = manifests;
+    document.objects = retainLastGoodObjects(parsed, document.objects);
     document.warnings = parsed.warnings;
     document.problems = [...parsed.rejected.map((r) => rejectionError(r, this.options.adapter)), ...conflicts];
     document.good = true;
@@ -159,6 +180,7 @@ export class ManifestIntake {
     for (const held of documents) {
       const document = this.document(held.origin);
       document.manifests = held.manifests;
+      document.objects = held.objects ?? [];
       document.warnings = held.warnings ?? [];
       document.problems = [];
       document.good = true;
@@ -175,6 +197,7 @@ export class ManifestIntake {
     const problem = sourceLimitProblem(manifests, this.options.limits);
     const say = (error: KubeletError) => sink.error(error);
     for (const document of this.documents.values()) document.reported.report(document.problems, say);
+    const objects = this.objectUnion(conflicts);
     this.conflicts.report(conflicts, say);
     const over =
       problem === undefined
@@ -193,7 +216,30 @@ export class ManifestIntake {
     // stop running pods because an unrelated document was added.
     if (problem !== undefined || !this.known()) return;
     const set = this.withCarried(manifests);
-    if (this.delivered.changed(set)) sink.update(set);
+    if (this.delivered.changed(set, objects)) sink.update(set, objects);
+  }
+
+  /** The documents' ConfigMaps and Secrets in order, one of a kind, namespace and name given twice taken from the first. */
+  private objectUnion(conflicts: KubeletError[]): SourceObject[] {
+    const first = new Map<string, string>();
+    const out: SourceObject[] = [];
+    for (const [origin, document] of this.documents) {
+      for (const o of document.objects) {
+        const key = objectKey(o.kind, o.namespace, o.name);
+        const earlier = first.get(key);
+        if (earlier === undefined) {
+          first.set(key, origin);
+          out.push(o);
+        } else {
+          conflicts.push(
+            new KubeletError('Conflict', `${o.kind} ${o.namespace}/${o.name} in ${origin} is also in ${earlier}; using ${earlier}`, {
+              adapter: this.options.adapter,
+            }),
+          );
+        }
+      }
+    }
+    return out;
   }
 
   /**
@@ -216,7 +262,7 @@ export class ManifestIntake {
   private document(origin: string): DocumentState {
     let document = this.documents.get(origin);
     if (document === undefined) {
-      document = { manifests: [], warnings: [], problems: [], reported: new ChangeReporter(), good: false };
+      document = { manifests: [], objects: [], warnings: [], problems: [], reported: new ChangeReporter(), good: false };
       this.documents.set(origin, document);
     }
     return document;

@@ -7,7 +7,9 @@ import {
   type ValidationWarning,
   hostAccessOf,
   type HostAccess,
+  type SourceObject,
 } from '@kubelet-ts/core';
+import { decodeV1Object, isV1Object } from './v1/objects.js';
 import { DEFAULT_MAX_MANIFESTS } from './source-limits.js';
 import { isKubernetesObject, v1ListItems, validateV1Pod } from './v1/validate-v1.js';
 import { RefusedText, decodeYaml, type DecodedText } from './yaml-decode.js';
@@ -20,6 +22,8 @@ export interface RejectedManifest {
   readonly index?: number;
   /** The manifest's id when it could be read, so that its last good version can be kept. */
   readonly id?: string;
+  /** For a ConfigMap or Secret, its key (`kind/namespace/name`, see `objectKey`) when it could be read, for the same reason. */
+  readonly objectKey?: string;
   readonly errors: readonly FieldError[];
 }
 
@@ -34,6 +38,8 @@ export interface ManifestWarnings {
 
 export interface ParsedManifests {
   readonly manifests: readonly ContainerManifest[];
+  /** The ConfigMaps and Secrets given beside the pods (`kind: ConfigMap`, `kind: Secret`), which the pods read by name. */
+  readonly objects: readonly SourceObject[];
   readonly rejected: readonly RejectedManifest[];
   /** The accepted manifests that use deprecated spellings, with what they use. */
   readonly warnings: readonly ManifestWarnings[];
@@ -137,10 +143,23 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
     return unreadable(`${origin}: ${listed ? `item ${stray} is` : 'the document is'} ${what}, not a manifest`);
   }
   const manifests: ContainerManifest[] = [];
+  const objects: SourceObject[] = [];
   const rejected: RejectedManifest[] = [];
   const warnings: ManifestWarnings[] = [];
   flat.forEach((item, index) => {
     const position = listed ? index : undefined;
+    if (isV1Object(item)) {
+      const read = decodeV1Object(item);
+      if (read.ok) objects.push(read.object);
+      else
+        rejected.push({
+          origin,
+          ...(listed ? { index } : {}),
+          ...(read.key === undefined ? {} : { objectKey: read.key }),
+          errors: read.errors,
+        });
+      return;
+    }
     const checks = { writtenAs: decoded.writtenAs, ...hostAccessOf(options) };
     // A Kubernetes object, or any item of a v1 List, is read as a v1 Pod; the rest as 2014 manifests.
     const result =
@@ -160,7 +179,7 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
       });
     }
   });
-  return { manifests, rejected, warnings };
+  return { manifests, objects, rejected, warnings };
 }
 
 /** A 2014 `ContainerManifestList` wrapper (any `apiVersion`), whose `items` are the manifests. */
@@ -173,6 +192,7 @@ function isManifestList(item: unknown): item is { readonly items: unknown[] } & 
 function unreadable(message: string, cause?: unknown): ParsedManifests {
   return {
     manifests: [],
+    objects: [],
     rejected: [],
     warnings: [],
     unreadable: new KubeletError('InvalidManifest', message, cause === undefined ? {} : { cause }),
@@ -182,13 +202,30 @@ function unreadable(message: string, cause?: unknown): ParsedManifests {
 /** A one-line description of a rejected manifest, naming every wrong field. */
 export function describeRejection(r: RejectedManifest): string {
   const where = r.index === undefined ? r.origin : `${r.origin}[${r.index}]`;
-  const id = r.id === undefined ? '' : ` (id "${r.id}")`;
+  const id = r.id !== undefined ? ` (id "${r.id}")` : r.objectKey !== undefined ? ` (${r.objectKey})` : '';
   return `${where}${id}: ${formatFieldErrors(r.errors)}`;
 }
 
 /** The rejection as an error, so that sources can report it through the usual channel. */
 export function rejectionError(r: RejectedManifest, adapter?: string): KubeletError {
   return new KubeletError('InvalidManifest', describeRejection(r), { adapter, fieldErrors: r.errors });
+}
+
+/** "Nothing is lost" for ConfigMaps and Secrets: one now rejected keeps its last good version; an unreadable document keeps all. */
+export function retainLastGoodObjects(parsed: ParsedManifests, previous: readonly SourceObject[]): readonly SourceObject[] {
+  if (parsed.unreadable !== undefined) return previous;
+  const keyOf = (o: SourceObject) => `${o.kind}/${o.namespace}/${o.name}`;
+  const kept = new Set(parsed.objects.map(keyOf));
+  const out = [...parsed.objects];
+  for (const r of parsed.rejected) {
+    if (r.objectKey === undefined || kept.has(r.objectKey)) continue;
+    const last = previous.find((o) => keyOf(o) === r.objectKey);
+    if (last !== undefined) {
+      kept.add(r.objectKey);
+      out.push(last);
+    }
+  }
+  return out;
 }
 
 /**

@@ -1,4 +1,5 @@
-import { ChangeReporter, KubeletError, canonicalJson, type ContainerManifest } from '@kubelet-ts/core';
+import { createHash } from 'node:crypto';
+import { ChangeReporter, KubeletError, canonicalJson, type ContainerManifest, type SourceObject } from '@kubelet-ts/core';
 
 /**
  * Remembers the last set a source delivered, so that a re-read which changes nothing delivers
@@ -7,9 +8,11 @@ import { ChangeReporter, KubeletError, canonicalJson, type ContainerManifest } f
 export class DeliveredSet {
   private readonly fingerprints = new ChangeReporter();
 
-  /** True when `manifests` differs from the last set passed here since `reset`. */
-  changed(manifests: readonly ContainerManifest[]): boolean {
-    return this.fingerprints.changed(canonicalJson(manifests));
+  /** True when `manifests` (or the ConfigMaps and Secrets beside them) differ from the last passed here since `reset`. */
+  changed(manifests: readonly ContainerManifest[], objects: readonly SourceObject[] = []): boolean {
+    return this.fingerprints.changed(
+      objects.length === 0 ? canonicalJson(manifests) : `${canonicalJson(manifests)}\n${objectsDigest(objects)}`,
+    );
   }
 
   reset(): void {
@@ -37,4 +40,14 @@ export function firstOfEachId(
     return false;
   });
   return { manifests: kept, conflicts };
+}
+
+/** A digest of objects, their bytes included (kept as a digest: a Secret's bytes are held nowhere else than in the object). */
+function objectsDigest(objects: readonly SourceObject[]): string {
+  const hash = createHash('sha256');
+  for (const o of objects) {
+    hash.update(`${o.kind}\0${o.namespace}\0${o.name}\0`);
+    for (const key of Object.keys(o.data).sort()) hash.update(`${key}\0${o.data[key]!.byteLength}\0`).update(o.data[key]!);
+  }
+  return hash.digest('hex');
 }

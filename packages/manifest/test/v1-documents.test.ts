@@ -5,7 +5,7 @@ import { pod, refused } from './v1-pod-fixture.js';
 describe('v1 documents: kinds, lists, several documents, mixed formats', () => {
   it('refuses another kind or apiVersion, saying what is accepted', () => {
     expect(refused({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' } })).toEqual([
-      { path: 'kind', message: expect.stringContaining('must be Pod, or List or PodList') },
+      { path: 'kind', message: expect.stringContaining('must be Pod (or List or PodList of Pods), ConfigMap or Secret') },
     ]);
     expect(refused({ apiVersion: 'apps/v1', kind: 'Deployment' })).toEqual([
       { path: 'apiVersion', message: expect.stringContaining('must be v1') },

@@ -52,9 +52,14 @@ describe('v1 env valueFrom: the downward API and resources', () => {
       'must be a Kubernetes quantity',
     ],
     [
-      pod({ env: [{ name: 'A', valueFrom: { secretKeyRef: { name: 's', key: 'k' } } }] }),
-      'spec.containers[0].env[0].valueFrom.secretKeyRef',
-      'no Secret is read beside the pod yet',
+      pod({ env: [{ name: 'A', valueFrom: { secretKeyRef: { name: 's' } } }] }),
+      'spec.containers[0].env[0].valueFrom.secretKeyRef.key',
+      'is required',
+    ],
+    [
+      pod({ env: [{ name: 'A', valueFrom: { secretKeyRef: { name: 's', key: 'k' }, fieldRef: { fieldPath: 'metadata.name' } } }] }),
+      'spec.containers[0].env[0].valueFrom',
+      'must have exactly one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef',
     ],
     [
       pod({ env: [{ name: 'A', valueFrom: { fieldRef: { fieldPath: 'status.phase' } } }] }),

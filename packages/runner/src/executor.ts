@@ -12,10 +12,13 @@ import {
   type PlanAction,
   type PodPlan,
   type PodRuntimeFields,
+  type PodVolumeFiles,
+  type ContainerSpec,
 } from '@kubelet-ts/core';
 import { FailureBackoff } from './failure-backoff.js';
 import { prepareHostPaths } from './host-path.js';
 import type { StartSlots } from './slots.js';
+import type { PodFiles } from './pod-files.js';
 
 export interface ExecutorOptions {
   readonly runtime: ContainerRuntime;
@@ -34,6 +37,8 @@ export interface ExecutorOptions {
    * Default: unbounded.
    */
   readonly startSlots?: StartSlots;
+  /** Where the volumes of files are written (see `PodFiles`). */
+  readonly files?: PodFiles;
 }
 
 export interface ExecutionResult {
@@ -51,12 +56,17 @@ type CreateAction = Extract<PlanAction, { type: 'create' }>;
  * finished by a later pass.
  */
 /** Why the engine refused a container, in the kubelet's words. */
-export type RefusalReason = 'CreateContainerError' | 'RunContainerError';
+export type RefusalReason = 'CreateContainerError' | 'RunContainerError' | 'CreateContainerConfigError';
 
 export class PlanExecutor {
   private readonly pulls: FailureBackoff;
   /** Per pod container: the engine refused to start what was created for it. */
   private readonly starts: FailureBackoff;
+  /**
+   * Per pod container: what it reads is missing (a ConfigMap, a Secret or a key of one). No
+   * back-off: it is tried again on every pass, so it starts as soon as its source gives it.
+   */
+  private readonly configWaits = new Map<string, string>();
 
   constructor(private readonly options: ExecutorOptions) {
     this.pulls = new FailureBackoff(options.pullBackoff ?? CrashBackOff);
@@ -71,7 +81,10 @@ export class PlanExecutor {
     podId: string,
     container: string,
   ): { readonly until: number; readonly reason: RefusalReason; readonly message: string } | undefined {
-    const waiting = this.starts.peek(`${podId}/${container}`, this.options.clock.now());
+    const key = `${podId}/${container}`;
+    const config = this.configWaits.get(key);
+    if (config !== undefined) return { until: this.options.clock.now(), reason: 'CreateContainerConfigError', message: config };
+    const waiting = this.starts.peek(key, this.options.clock.now());
     if (waiting === undefined) return undefined;
     const [reason, message] = (waiting.detail ?? 'RunContainerError\tthe engine refused it').split('\t') as [RefusalReason, string];
     return { until: waiting.until, reason, message };
@@ -131,6 +144,10 @@ export class PlanExecutor {
       }
       case 'remove-sandbox': {
         await runtime.removeSandbox(action.id, { volumes: action.volumes });
+        if (action.volumes) {
+          await this.options.files?.remove(action.podId);
+          for (const key of this.configWaits.keys()) if (key.startsWith(`${action.podId}/`)) this.configWaits.delete(key);
+        }
         // A pod gone because the agent has no record of it keeps its data (see `PlanInput.known`).
         const forgotten = action.reason === 'not-desired' && !action.volumes;
         const volumes = action.volumes
@@ -174,9 +191,18 @@ export class PlanExecutor {
         // its way to the engine.)
         if (action.spec.mounts.some((m) => m.hostPath !== undefined))
           await prepareHostPaths(action.spec.mounts).catch((error: unknown) => this.refused(key, since, error));
+        const { spec: resolved, files } = await this.resolve(action, sandbox, key);
+        const spec =
+          files === undefined
+            ? resolved
+            : {
+                ...resolved,
+                mounts: await (
+                  this.options.files?.mount(action.podId, resolved.mounts, files) ??
+                  Promise.reject(new KubeletError('Unsupported', 'this agent writes no volume files'))
+                ).catch((error: unknown) => this.refused(key, since, error)),
+              };
         await this.ensureImage(action);
-        // A container that reads the pod's IP, in the sandbox this plan made: its env is made now.
-        const spec = action.respec === undefined ? action.spec : action.respec(await this.sandboxFields(action.podId, sandbox));
         const created = await runtime.create(spec, sandbox).catch((error: unknown) => this.refused(key, since, error));
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
         await this.startOrDiscard(created.id, key);
@@ -206,6 +232,27 @@ export class PlanExecutor {
         await ignoreNotFound(runtime.remove(action.id, { force: true }));
         this.emit(action, 'ContainerRemoved', `removed ${action.id} (${action.reason})`);
         return;
+    }
+  }
+
+  /**
+   * The spec with what only the execution knows (the IP of a sandbox this plan made, the ConfigMaps
+   * and Secrets of the pod's source as they are now), and the files of its volumes. A missing
+   * object or key holds the container back (`CreateContainerConfigError`, said once per change)
+   * until a pass finds it, as the kubelet holds it.
+   */
+  private async resolve(action: CreateAction, sandbox: string, key: string): Promise<{ spec: ContainerSpec; files?: PodVolumeFiles }> {
+    const fields = action.readsPodIP === true ? await this.sandboxFields(action.podId, sandbox) : {};
+    try {
+      const spec = action.respec === undefined ? action.spec : action.respec(fields);
+      const files = action.volumeFiles?.();
+      this.configWaits.delete(key);
+      return files === undefined ? { spec } : { spec, files };
+    } catch (error) {
+      const message = (error as Error).message;
+      if (this.configWaits.get(key) !== message) this.emit(action, 'ContainerFailed', message, 'CreateContainerConfigError');
+      this.configWaits.set(key, message);
+      throw new AlreadyReported();
     }
   }
 

@@ -62,6 +62,12 @@ export interface KubeletOptions extends HostAccess {
    * 0 never), and the file systems of the volumes and of the engine's images.
    */
   readonly housekeeping?: { readonly intervalMs?: number } & NodeFiguresOptions;
+  /**
+   * Where the files of ConfigMap, Secret and downward API volumes are written, `<dir>/<pod>/<volume>`
+   * (the CLI: `--volume-files-dir`, on the tmpfs `/dev/shm` by default, so a Secret never reaches a
+   * disk). Without it, a pod that mounts one waits, saying so.
+   */
+  readonly volumeFilesDir?: string;
   /** The recent events kept for `recentEvents()` (`GET /events`): at most `maxEvents` (1,000), for `maxAgeMs` (1 h). */
   readonly eventLog?: { readonly maxEvents?: number; readonly maxAgeMs?: number };
 }

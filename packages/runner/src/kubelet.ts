@@ -33,6 +33,7 @@ import {
 import { AdaptiveSlots, MAX_CONCURRENCY } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
 import { checkCapabilities } from './capabilities.js';
+import { PodFiles } from './pod-files.js';
 import { PlanExecutor } from './executor.js';
 import { EventLog } from './event-log.js';
 import { FanOutEventSink, LogEventSink } from './log-event-sink.js';
@@ -103,12 +104,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     );
     this.cache = new PodCache({ runtime: this.runtime, hostname: this.hostname, clock: this.clock });
     this.logger = options.logger ?? silentLogger;
-    this.eventLog = new EventLog({
-      clock: this.clock,
-      maxEvents: options.eventLog?.maxEvents ?? 1_000,
-      maxAgeMs: options.eventLog?.maxAgeMs ?? 3_600_000,
-      podOf: (podId) => this.api.podOf(podId),
-    });
+    const { maxEvents = 1_000, maxAgeMs = 3_600_000 } = options.eventLog ?? {};
+    this.eventLog = new EventLog({ clock: this.clock, maxEvents, maxAgeMs, podOf: (podId) => this.api.podOf(podId) });
     this.events = metrics.events(new FanOutEventSink([options.events ?? new LogEventSink(this.logger), this.eventLog]));
     this.syncFrequencyMs = options.syncFrequencyMs ?? 10_000;
     const emit = (event: Omit<KubeletEvent, 'time'>) => this.emitEvent(event);
@@ -149,7 +146,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         ? new AdaptiveSlots({ clock: this.clock, max: MAX_CONCURRENCY, onLimit: (limit) => metrics.startConcurrency.set(limit) })
         : new Slots(options.concurrency);
     if (options.concurrency !== undefined) metrics.startConcurrency.set(options.concurrency);
-    const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots });
+    const files = new PodFiles(options.volumeFilesDir, this.logger);
+    const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots, files });
     this.workers = new PodWorkers(executor, {
       inbox,
       observe: (podId) =>
@@ -176,6 +174,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       metrics,
       ...(options.crashBackOff === undefined ? {} : { crashBackOff: options.crashBackOff }),
       podFields: nodeFields(options.probes?.host),
+      files,
       inbox,
       relistDue: () =>
         relistDue(
@@ -258,6 +257,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     await this.prober.close();
     await this.housekeeping?.close();
     await this.workers.idle();
+    await this.passes.settled();
     this.logger.info({ passes: this.passes.passes }, 'kubelet stopped');
   }
 

@@ -1,4 +1,4 @@
-import type { ContainerManifest, DesiredPod } from '@kubelet-ts/core';
+import { objectLookupOf, type ContainerManifest, type DesiredPod, type ObjectLookup, type SourceObject } from '@kubelet-ts/core';
 
 export interface Conflict {
   readonly podId: string;
@@ -21,6 +21,8 @@ export interface DesiredState {
 export class SourceMux {
   private readonly order: readonly string[];
   private readonly sets = new Map<string, readonly ContainerManifest[]>();
+  /** Each source's ConfigMaps and Secrets, as the lookup its pods read. */
+  private readonly objectSets = new Map<string, { readonly given: readonly SourceObject[]; readonly lookup: ObjectLookup }>();
   private cached: DesiredState | undefined;
 
   constructor(sourceNames: readonly string[]) {
@@ -28,14 +30,28 @@ export class SourceMux {
     this.order = sourceNames;
   }
 
-  /** Replaces a source's set. Returns false when nothing changed (same manifest objects). */
-  update(source: string, manifests: readonly ContainerManifest[]): boolean {
+  /**
+   * Replaces a source's set, and its ConfigMaps and Secrets (`objects`; absent: none). Returns false
+   * when nothing changed (the same manifest and object values).
+   */
+  update(source: string, manifests: readonly ContainerManifest[], objects: readonly SourceObject[] = []): boolean {
     if (!this.order.includes(source)) throw new Error(`unknown source ${source}`);
     const previous = this.sets.get(source);
     this.sets.set(source, manifests);
-    if (previous !== undefined && sameObjects(previous, manifests)) return false;
+    const before = this.objectSets.get(source)?.given ?? [];
+    const objectsChanged = !sameObjects(before, objects);
+    if (objectsChanged) {
+      if (objects.length === 0) this.objectSets.delete(source);
+      else this.objectSets.set(source, { given: objects, lookup: objectLookupOf(objects) });
+    }
+    if (previous !== undefined && sameObjects(previous, manifests) && !objectsChanged) return false;
     this.cached = undefined;
     return true;
+  }
+
+  /** The ConfigMaps and Secrets `source` gives beside its pods; undefined when it gives none. */
+  objects(source: string): ObjectLookup | undefined {
+    return this.objectSets.get(source)?.lookup;
   }
 
   /** True once every source has delivered at least once: only then may the agent stop anything. */
@@ -64,6 +80,6 @@ export class SourceMux {
   }
 }
 
-function sameObjects(a: readonly ContainerManifest[], b: readonly ContainerManifest[]): boolean {
+function sameObjects<T>(a: readonly T[], b: readonly T[]): boolean {
   return a.length === b.length && a.every((m, i) => m === b[i]);
 }

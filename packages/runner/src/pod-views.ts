@@ -27,7 +27,13 @@ export interface PodViewInputs {
   readonly refusedBackOff?: (
     podId: string,
     container: string,
-  ) => { readonly until: number; readonly reason: 'CreateContainerError' | 'RunContainerError'; readonly message: string } | undefined;
+  ) =>
+    | {
+        readonly until: number;
+        readonly reason: 'CreateContainerError' | 'RunContainerError' | 'CreateContainerConfigError';
+        readonly message: string;
+      }
+    | undefined;
 }
 
 /** Each desired pod with its source and the actual state of its containers (`GET /pods`). */

@@ -1,4 +1,12 @@
-import { plan, reportPlan, type ContainerManifest, type ContainerRuntime, type ManifestSource, type PlanReport } from '@kubelet-ts/core';
+import {
+  plan,
+  reportPlan,
+  type ContainerManifest,
+  type ContainerRuntime,
+  type ManifestSource,
+  type PlanReport,
+  type SourceObject,
+} from '@kubelet-ts/core';
 import { withExitTimes } from './exit-times.js';
 import { SourceMux } from './mux.js';
 
@@ -23,8 +31,8 @@ export async function previewPlan(options: PreviewOptions): Promise<PlanReport> 
   const mux = new SourceMux(options.sources.map((s) => s.name));
   let seen!: () => void;
   const allSeen = new Promise<void>((resolve) => (seen = resolve));
-  const deliver = (source: string, manifests: readonly ContainerManifest[]) => {
-    mux.update(source, manifests);
+  const deliver = (source: string, manifests: readonly ContainerManifest[], objects?: readonly SourceObject[]) => {
+    mux.update(source, manifests, objects);
     if (mux.allSeen()) seen();
   };
   if (options.sources.length === 0) seen();
@@ -32,7 +40,7 @@ export async function previewPlan(options: PreviewOptions): Promise<PlanReport> 
     await Promise.all(
       options.sources.map((s) =>
         s
-          .start({ update: (m) => deliver(s.name, m), error: (e) => options.onError?.(s.name, e) })
+          .start({ update: (m, o) => deliver(s.name, m, o), error: (e) => options.onError?.(s.name, e) })
           .catch((e: unknown) => options.onError?.(s.name, e as Error)),
       ),
     );
@@ -50,6 +58,7 @@ export async function previewPlan(options: PreviewOptions): Promise<PlanReport> 
     sandboxes,
     node: options.hostname,
     allowRemovals: mux.allSeen(),
+    objects: (source) => mux.objects(source),
     now: (options.now ?? Date.now)(),
   });
   return reportPlan(p, mux.unseen());

@@ -10,6 +10,8 @@ import {
   type ManifestSource,
   hostAccessOf,
   type HostAccess,
+  type ObjectLookup,
+  type SourceObject,
 } from '@kubelet-ts/core';
 import type { Inbox } from './inbox.js';
 import type { KubeletMetrics } from './metrics.js';
@@ -71,7 +73,7 @@ export class SourceIntake {
           source,
           {
             restored: () => this.restored.get(source.name),
-            update: (manifests) => this.onUpdate(source.name, manifests),
+            update: (manifests, objects) => this.onUpdate(source.name, manifests, objects),
             error: (error) => this.onError(source.name, error),
             warning: (w) => options.emit({ type: w.reason, podId: w.podId, source: source.name, reason: w.reason, message: w.message }),
             restarting: (error, delayMs) => {
@@ -124,6 +126,11 @@ export class SourceIntake {
     return this.mux.desired();
   }
 
+  /** The ConfigMaps and Secrets `source` gives beside its pods (kept in memory only: no checkpoint holds a Secret). */
+  objects(source: string): ObjectLookup | undefined {
+    return this.mux.objects(source);
+  }
+
   /** True once every source has delivered at least once: only then may the agent stop anything. */
   allSeen(): boolean {
     return this.mux.allSeen();
@@ -149,11 +156,11 @@ export class SourceIntake {
     });
   }
 
-  private onUpdate(source: string, delivered: readonly ContainerManifest[]): void {
+  private onUpdate(source: string, delivered: readonly ContainerManifest[], objects?: readonly SourceObject[]): void {
     this.options.metrics.sourceUpdates.inc({ source });
     this.errors.delete(source);
     const manifests = this.checked(source, delivered);
-    const changed = this.mux.update(source, manifests);
+    const changed = this.mux.update(source, manifests, objects);
     for (const m of manifests) this.named.add(m.id);
     if (changed) {
       this.options.logger.debug({ source, manifests: manifests.length }, 'source update');

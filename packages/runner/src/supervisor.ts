@@ -5,6 +5,7 @@ import {
   type ContainerManifest,
   type KubeletError,
   type ManifestSource,
+  type SourceObject,
   type SourceWarning,
   type TimerHandle,
 } from '@kubelet-ts/core';
@@ -12,7 +13,7 @@ import {
 export interface SupervisorHandlers {
   /** The source's checkpointed set, handed to it on each start (see `SourceSink.restored`). */
   restored(): readonly ContainerManifest[] | undefined;
-  update(manifests: readonly ContainerManifest[]): void;
+  update(manifests: readonly ContainerManifest[], objects?: readonly SourceObject[]): void;
   error(error: KubeletError): void;
   /** The source crashed and will be started again after `delayMs`. */
   restarting(error: KubeletError, delayMs: number): void;
@@ -78,10 +79,10 @@ export class SourceSupervisor {
     try {
       await this.source.start({
         ...(restored === undefined ? {} : { restored }),
-        update: (manifests) => {
+        update: (manifests, objects) => {
           if (!live()) return;
           this.backoff.reset();
-          this.handlers.update(manifests);
+          this.handlers.update(manifests, objects);
         },
         warning: (warning) => {
           if (live()) this.handlers.warning(warning);

@@ -23,6 +23,7 @@ import type { PodCache, Relisted } from './pod-cache.js';
 import type { DesiredState } from './mux.js';
 import { hasAnyProbe, probeTargets } from './probe-targets.js';
 import type { Prober } from './prober.js';
+import type { PodFiles } from './pod-files.js';
 import type { PodWorkers } from './pod-workers.js';
 import { QuietPass } from './quiet-pass.js';
 import type { SourceIntake } from './source-intake.js';
@@ -44,6 +45,8 @@ export interface SyncPassOptions {
   readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
   /** What containers' env reads of the node (see `PlanInput.podFields`). */
   readonly podFields?: PlanInput['podFields'];
+  /** The volumes of files, rewritten when what the pods or their sources give changes. */
+  readonly files?: PodFiles;
   /** Where a pass says that a pod it left out has been planned by nobody (`pod-missed`). */
   readonly inbox: Inbox;
   /**
@@ -61,6 +64,9 @@ export interface SyncPassOptions {
 export class SyncPass {
   private readonly quiet = new QuietPass();
   private backOffs: readonly BackOff[] = [];
+  /** The desired state whose volumes of files were last brought up to date. */
+  private filesOf: unknown;
+  private refreshing: Promise<void> = Promise.resolve();
   /** This node's containers in the last list, by id → pod (to place runtime events). */
   private ours = new Map<string, string>();
   /** Pods with probes, per desired state (recomputed only when that changes). */
@@ -125,6 +131,7 @@ export class SyncPass {
       busy,
       unhealthy: this.options.prober.unhealthy(),
       known: this.options.intake.known(),
+      objects: (source) => this.options.intake.objects(source),
       ...(crashBackOff === undefined ? {} : { crashBackOff }),
       ...(this.options.podFields === undefined ? {} : { podFields: this.options.podFields }),
     };
@@ -189,6 +196,7 @@ export class SyncPass {
       this.backOffs = p.backOffs;
       this.options.transitions.backOffs(p.backOffs);
       this.options.prober.update(probeTargets(desired.pods, seen.containers, hostname, seen.sandboxes));
+      this.refreshFiles(desired.pods);
       if (p.held > 0) logger.info({ held: p.held, waitingFor: intake.unseen() }, 'keeping containers until every source has been seen');
       // A busy pod was left out of this plan: its worker plans it again when it is done (see
       // PodWorkers). One whose worker ended while this pass listed was planned by nobody.
@@ -204,6 +212,30 @@ export class SyncPass {
       logger.error({ code: e.code, err: e }, `sync pass failed: ${e.message}`);
       return { done: Promise.resolve(finish({ actions: 0, failures: 0 }, 0, 0, e)) };
     }
+  }
+
+  /**
+   * Rewrites the volumes of files when the pods or their sources' objects changed (a new desired
+   * state), as the kubelet updates a mounted ConfigMap; in the background, one refresh at a time.
+   */
+  private refreshFiles(pods: readonly DesiredPod[]): void {
+    const { files, intake, hostname, podFields, logger } = this.options;
+    if (files === undefined || this.filesOf === pods) return;
+    this.filesOf = pods;
+    this.refreshing = this.refreshing
+      .then(() =>
+        files.refresh(
+          pods,
+          (pod) => ({ node: hostname, source: pod.source, ...podFields }),
+          (source) => intake.objects(source),
+        ),
+      )
+      .catch((error: unknown) => logger.warn({ err: error }, `volume files not brought up to date: ${(error as Error).message}`));
+  }
+
+  /** Waits for the refresh of volume files under way (for `close`). */
+  async settled(): Promise<void> {
+    await this.refreshing;
   }
 
   /** A pass of `pods` only (see `run`). */

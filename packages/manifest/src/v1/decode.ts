@@ -1,4 +1,4 @@
-import { describeValue, isRecord, type FieldError } from '@kubelet-ts/core';
+import { describeValue, isRecord, type FieldError, type WrittenAs } from '@kubelet-ts/core';
 import { IGNORED_V1_FIELDS, MAPPED_V1_FIELDS, REFUSED_ADVICE } from './fields.js';
 import { joinV1PodId } from './pod-id.js';
 import { ceilMillis, ceilUnits, parseQuantity } from './quantity.js';
@@ -15,6 +15,11 @@ export interface DecodedV1Pod {
    * and the path written (an AppArmor annotation becomes its container's `appArmorProfile`).
    */
   readonly writtenAt: ReadonlyMap<string, string>;
+  /**
+   * Paths the mapping moved, by the v1 path validation will name (its start) and the one written in
+   * its place, the first that fits: a `configMap` volume's fields are those of its `files` source.
+   */
+  readonly renamed: ReadonlyArray<readonly [string, string]>;
 }
 
 const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
@@ -26,15 +31,39 @@ const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
  * what would change what runs and is not supported is refused here by its v1 path. Values are
  * passed on as written, for `validateManifest` to check as it checks every manifest.
  */
-export function decodeV1Pod(input: Record<string, unknown>): DecodedV1Pod {
-  const d = new V1PodDecoder();
-  return { manifest: d.pod(input), errors: d.errors, writtenAt: d.writtenAt };
+export function decodeV1Pod(input: Record<string, unknown>, writtenAs?: WrittenAs): DecodedV1Pod {
+  const d = new V1PodDecoder(writtenAs);
+  return { manifest: d.pod(input), errors: d.errors, writtenAt: d.writtenAt, renamed: d.renamed };
 }
 
 class V1PodDecoder {
   readonly errors: FieldError[] = [];
   readonly writtenAt = new Map<string, string>();
+  readonly renamed: Array<readonly [string, string]> = [];
   private hostNetwork = false;
+
+  constructor(private readonly writtenAs: WrittenAs | undefined) {}
+
+  /**
+   * A file mode as Kubernetes reads it: written `0644` it is octal, as in YAML 1.1 (which the
+   * API's YAML reader follows, and every example assumes); YAML 1.2 would read 644.
+   */
+  private mode(holder: Record<string, unknown>, key: string): unknown {
+    const written = this.writtenAs?.(holder, key);
+    return written !== undefined && /^0[0-7]+$/.test(written) ? Number.parseInt(written, 8) : holder[key];
+  }
+
+  /** The items of a source with their modes read as Kubernetes reads them. */
+  private items(
+    input: unknown,
+    path: string,
+    map: (item: Record<string, unknown>, at: string) => Record<string, unknown> = (i) => i,
+  ): unknown {
+    return this.each(input, path, (item, at) => {
+      const out = map(item, at);
+      return item['mode'] == null ? out : { ...out, mode: this.mode(item, 'mode') };
+    });
+  }
 
   private fail(path: string, message: string): undefined {
     this.errors.push({ path, message });
@@ -163,8 +192,9 @@ class V1PodDecoder {
       );
     }
     const { emptyDir, hostPath, persistentVolumeClaim: pvc } = input;
-    if ([emptyDir, hostPath, pvc].filter((source) => source != null).length > 1)
-      this.fail(path, 'must have exactly one of emptyDir, hostPath, persistentVolumeClaim');
+    const files = this.volumeFiles(input, path);
+    if ([emptyDir, hostPath, pvc, ...FILE_VOLUMES.map((k) => input[k])].filter((source) => source != null).length > 1)
+      this.fail(path, `must have exactly one of emptyDir, hostPath, persistentVolumeClaim, ${FILE_VOLUMES.join(', ')}`);
     if (emptyDir != null) {
       if (!isRecord(emptyDir)) this.fail(`${path}.emptyDir`, `must be an object, got ${describeValue(emptyDir)}`);
       else {
@@ -184,7 +214,72 @@ class V1PodDecoder {
       }
     }
     // A hostPath is passed on as written: validation checks it, and refuses it without allowHostMounts.
-    return defined({ name: input['name'], hostPath, claim: this.claim(pvc, `${path}.persistentVolumeClaim`) });
+    return defined({ name: input['name'], hostPath, claim: this.claim(pvc, `${path}.persistentVolumeClaim`), files });
+  }
+
+  /**
+   * A `configMap`, `secret`, `downwardAPI` or `projected` volume as the projection it is (`files`):
+   * one source, or the projected ones in order. A service account token needs an API server to
+   * sign it, and is refused saying so.
+   */
+  private volumeFiles(input: Record<string, unknown>, path: string): unknown {
+    const kind = FILE_VOLUMES.find((k) => input[k] != null);
+    if (kind === undefined) return undefined;
+    const at = `${path}.${kind}`;
+    const v = input[kind];
+    if (!isRecord(v)) return v;
+    const { defaultMode: _mode, ...rest } = v;
+    const defaultMode = v['defaultMode'] == null ? undefined : this.mode(v, 'defaultMode');
+    if (isRecord(rest['items']) || Array.isArray(rest['items'])) rest['items'] = this.items(rest['items'], `${at}.items`);
+    let sources: unknown;
+    if (kind === 'projected') {
+      this.known(v, at, ['sources', 'defaultMode']);
+      const given = this.each(v['sources'], `${at}.sources`, (s, here) => {
+        const issued = ['serviceAccountToken', 'clusterTrustBundle', 'podCertificate'].filter((key) => s[key] != null);
+        for (const key of issued) this.fail(`${here}.${key}`, `not supported: ${NO_API_SERVER}`);
+        this.known(s, here, ['configMap', 'secret', 'downwardAPI', 'serviceAccountToken', 'clusterTrustBundle', 'podCertificate']);
+        // Refused once, by its own field: left out rather than refused again as a source without one.
+        if (issued.length > 0) return null;
+        const withItems = (o: unknown, key: string) =>
+          isRecord(o) && o['items'] != null ? { ...o, items: this.items(o['items'], `${here}.${key}.items`) } : o;
+        return defined({
+          configMap: withItems(s['configMap'], 'configMap'),
+          secret: withItems(s['secret'], 'secret'),
+          downwardAPI: this.downwardFiles(s['downwardAPI'], `${here}.downwardAPI`),
+        });
+      });
+      sources = Array.isArray(given) ? given.filter((s) => s !== null) : given;
+    } else if (kind === 'secret') {
+      this.known(v, at, ['secretName', 'items', 'optional', 'defaultMode']);
+      const { secretName, ...others } = rest;
+      sources = [{ secret: { name: secretName, ...others } }];
+    } else if (kind === 'configMap') {
+      this.known(v, at, ['name', 'items', 'optional', 'defaultMode']);
+      sources = [{ configMap: rest }];
+    } else {
+      this.known(v, at, ['items', 'defaultMode']);
+      sources = [{ downwardAPI: this.downwardFiles(rest, at) }];
+    }
+    const source = `${path}.files.sources[0]`;
+    if (kind === 'secret') this.renamed.push([`${source}.secret.name`, `${at}.secretName`]);
+    if (kind === 'projected') this.renamed.push([`${path}.files.sources`, `${at}.sources`]);
+    else this.renamed.push([`${source}.${kind}`, at], [source, at]);
+    this.renamed.push([`${path}.files`, at]);
+    return defined({ sources, defaultMode });
+  }
+
+  /** A downward API source, its resources' divisors as quantities made numbers (as in `env`). */
+  private downwardFiles(input: unknown, path: string): unknown {
+    if (!isRecord(input)) return input ?? undefined;
+    return {
+      ...input,
+      items: this.items(input['items'], `${path}.items`, (item, at) => {
+        const ref = item['resourceFieldRef'];
+        if (!isRecord(ref) || ref['divisor'] == null) return item;
+        const resolved = this.divisor(ref, `${at}.resourceFieldRef.divisor`);
+        return resolved === undefined ? { ...item, resourceFieldRef: undefined } : { ...item, resourceFieldRef: resolved };
+      }),
+    };
   }
 
   /** A persistentVolumeClaim as the named volume it becomes (`claim`), for validation to check. */
@@ -207,6 +302,7 @@ class V1PodDecoder {
       command: input['args'],
       workingDir: input['workingDir'],
       ports: this.each(input['ports'], `${path}.ports`, (p, at) => this.port(p, at)),
+      envFrom: input['envFrom'],
       // Passed on as the same objects, so a message can show how a value was written (`"01234"`).
       env: this.each(input['env'], `${path}.env`, (e, at) => {
         this.known(e, at, MAPPED_V1_FIELDS.env);
@@ -229,25 +325,25 @@ class V1PodDecoder {
 
   /**
    * A variable's source for validation to check: a pod field as it is, a resource's `divisor`
-   * quantity in millicores (CPU) or bytes (memory). A ConfigMap's or Secret's key is refused.
+   * quantity in millicores (CPU) or bytes (memory), a ConfigMap's or Secret's key as it is.
    */
   private envSource(input: unknown, path: string): unknown {
     if (!isRecord(input)) return input;
-    const { configMapKeyRef, secretKeyRef, resourceFieldRef, ...rest } = input;
-    if (configMapKeyRef != null)
-      this.fail(`${path}.configMapKeyRef`, 'not supported: no ConfigMap is read beside the pod yet; write the value itself');
-    if (secretKeyRef != null)
-      this.fail(`${path}.secretKeyRef`, 'not supported: no Secret is read beside the pod yet; write the value itself');
-    if (configMapKeyRef != null || secretKeyRef != null) return undefined;
+    const { resourceFieldRef, ...rest } = input;
     if (!isRecord(resourceFieldRef) || resourceFieldRef['divisor'] == null)
       return resourceFieldRef == null ? rest : { ...rest, resourceFieldRef };
-    const q = parseQuantity(resourceFieldRef['divisor']);
-    const at = `${path}.resourceFieldRef.divisor`;
+    const resolved = this.divisor(resourceFieldRef, `${path}.resourceFieldRef.divisor`);
+    return resolved === undefined ? undefined : { ...rest, resourceFieldRef: resolved };
+  }
+
+  /** A resourceFieldRef with its `divisor` quantity in millicores (CPU) or bytes (memory). */
+  private divisor(ref: Record<string, unknown>, at: string): Record<string, unknown> | undefined {
+    const q = parseQuantity(ref['divisor']);
     if (!q.ok) return void this.fail(at, q.message);
-    const cpu = typeof resourceFieldRef['resource'] === 'string' && resourceFieldRef['resource'].endsWith('.cpu');
+    const cpu = typeof ref['resource'] === 'string' && ref['resource'].endsWith('.cpu');
     const divisor = Number(cpu ? ceilMillis(q.value) : ceilUnits(q.value));
     if (!(divisor >= 1)) return void this.fail(at, `must be at least ${cpu ? '1m' : '1'}`);
-    return { ...rest, resourceFieldRef: { ...resourceFieldRef, divisor } };
+    return { ...ref, divisor };
   }
 
   /** Maps each object of a list; anything else is passed on for validation to report. */
@@ -303,6 +399,11 @@ const NETWORK_VOLUMES = new Set([
 ]);
 const NETWORK_VOLUME_ADVICE =
   'a network or cloud volume is attached by its storage provider, which this agent (one host, no API server) does not do; mount it on the host and use hostPath, or use a persistentVolumeClaim for a named local volume';
+
+/** The v1 volumes that are files the agent writes (see `Volume.files`). */
+const FILE_VOLUMES = ['configMap', 'secret', 'downwardAPI', 'projected'] as const;
+const NO_API_SERVER =
+  'it is issued by an API server, which a standalone agent has not; give the pod what it needs as a Secret beside it (a secret volume)';
 
 const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
 

@@ -63,6 +63,7 @@ export const MAPPED_V1_FIELDS = {
     'args',
     'workingDir',
     'env',
+    'envFrom',
     'ports',
     'volumeMounts',
     'resources',
@@ -76,7 +77,7 @@ export const MAPPED_V1_FIELDS = {
   port: ['name', 'containerPort', 'hostPort', 'hostIP', 'protocol'],
   env: ['name', 'value', 'valueFrom'],
   volumeMount: ['name', 'mountPath', 'readOnly', 'mountPropagation'],
-  volume: ['name', 'emptyDir', 'hostPath', 'persistentVolumeClaim'],
+  volume: ['name', 'emptyDir', 'hostPath', 'persistentVolumeClaim', 'configMap', 'secret', 'downwardAPI', 'projected'],
   emptyDir: ['medium'],
   hostPath: ['path', 'type'],
   resources: ['limits', 'requests'],
@@ -86,7 +87,6 @@ export const MAPPED_V1_FIELDS = {
 /** What to write instead of a refused field, where there is something to say. */
 export const REFUSED_ADVICE: Readonly<Record<string, string>> = {
   ephemeralContainers: "use the engine's exec to debug a running container",
-  envFrom: 'list each variable under env with its value',
   grpc: 'use exec, httpGet or tcpSocket',
   subPath: 'mount the whole volume, or a hostPath of the file itself',
   subPathExpr: 'mount the whole volume',

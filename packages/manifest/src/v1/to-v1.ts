@@ -1,4 +1,13 @@
-import { podNameOf, type Container, type ContainerManifest, type EnvVar, type Probe, type VolumeMount } from '@kubelet-ts/core';
+import {
+  podNameOf,
+  type Container,
+  type ContainerManifest,
+  type EnvVar,
+  type FileSource,
+  type Probe,
+  type VolumeFiles,
+  type VolumeMount,
+} from '@kubelet-ts/core';
 import { formatBytes, millisOfShares } from './quantity.js';
 
 /** A plain Kubernetes v1 Pod object, as `kubectl get pod -o json` shows one (spec and metadata only). */
@@ -25,11 +34,13 @@ export interface V1Pod {
  */
 export function toV1Pod(manifest: ContainerManifest): V1Pod {
   const volumes: Array<Record<string, unknown>> = manifest.volumes.map((v) =>
-    v.claim !== undefined
-      ? { name: v.name, persistentVolumeClaim: { claimName: v.claim.name, ...(v.claim.readOnly === true ? { readOnly: true } : {}) } }
-      : v.hostPath === undefined
-        ? { name: v.name, emptyDir: {} }
-        : { name: v.name, hostPath: { path: v.hostPath.path, ...(v.hostPath.type === undefined ? {} : { type: v.hostPath.type }) } },
+    v.files !== undefined
+      ? { name: v.name, ...filesVolume(v.files) }
+      : v.claim !== undefined
+        ? { name: v.name, persistentVolumeClaim: { claimName: v.claim.name, ...(v.claim.readOnly === true ? { readOnly: true } : {}) } }
+        : v.hostPath === undefined
+          ? { name: v.name, emptyDir: {} }
+          : { name: v.name, hostPath: { path: v.hostPath.path, ...(v.hostPath.type === undefined ? {} : { type: v.hostPath.type }) } },
   );
   const taken = new Set(manifest.volumes.map((v) => v.name));
   const hostVolume = (mount: VolumeMount): string => {
@@ -104,6 +115,7 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
             protocol: p.protocol,
           })),
         }),
+    ...(c.envFrom === undefined ? {} : { envFrom: structuredClone(c.envFrom) }),
     ...(c.env.length === 0 ? {} : { env: c.env.map(envVar) }),
     ...(Object.keys(resources).length === 0 ? {} : { resources }),
     ...(c.volumeMounts.length === 0
@@ -124,14 +136,41 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
   };
 }
 
+/** A volume of files as the v1 volume it reads back from: one source as its own kind, several as `projected`. */
+function filesVolume(files: VolumeFiles): Record<string, unknown> {
+  const mode = files.defaultMode === undefined ? {} : { defaultMode: files.defaultMode };
+  const sources = files.sources.map((s) => structuredClone(downwardDivisors(s)) as Record<string, Record<string, unknown>>);
+  const [only] = files.sources;
+  if (files.sources.length !== 1 || only === undefined) return { projected: { sources, ...mode } };
+  if (only.configMap !== undefined) return { configMap: { ...sources[0]?.['configMap'], ...mode } };
+  if (only.secret !== undefined) {
+    const { name, ...rest } = only.secret;
+    return { secret: { secretName: name, ...structuredClone(rest), ...mode } };
+  }
+  return { downwardAPI: { ...sources[0]?.['downwardAPI'], ...mode } };
+}
+
+/** A downward source with each divisor as the quantity v1 writes (`500m`, `1Mi` as bytes). */
+function downwardDivisors(s: FileSource): FileSource {
+  if (s.downwardAPI === undefined) return s;
+  return {
+    downwardAPI: {
+      items: s.downwardAPI.items.map((i) =>
+        i.resourceFieldRef === undefined ? i : { ...i, resourceFieldRef: divisorOf(i.resourceFieldRef) as never },
+      ),
+    },
+  };
+}
+
+function divisorOf(ref: { readonly resource: string; readonly divisor?: number }): Record<string, unknown> {
+  const cpu = ref.resource.endsWith('.cpu');
+  return ref.divisor === undefined ? { ...ref } : { ...ref, divisor: cpu ? `${ref.divisor}m` : String(ref.divisor) };
+}
+
 function envVar(e: EnvVar): Record<string, unknown> {
   const ref = e.valueFrom?.resourceFieldRef;
-  if (ref !== undefined) {
-    const cpu = ref.resource.endsWith('.cpu');
-    const divisor = ref.divisor === undefined ? {} : { divisor: cpu ? `${ref.divisor}m` : String(ref.divisor) };
-    return { name: e.name, valueFrom: { resourceFieldRef: { ...ref, ...divisor } } };
-  }
-  if (e.valueFrom?.fieldRef !== undefined) return { name: e.name, valueFrom: { fieldRef: { ...e.valueFrom.fieldRef } } };
+  if (ref !== undefined) return { name: e.name, valueFrom: { resourceFieldRef: divisorOf(ref) } };
+  if (e.valueFrom !== undefined) return { name: e.name, valueFrom: structuredClone(e.valueFrom) };
   return { name: e.name, value: e.value };
 }
 

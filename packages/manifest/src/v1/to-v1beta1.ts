@@ -40,6 +40,7 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   const hostMountable = new Map<string, string>();
   manifest.volumes.forEach((v, i) => {
     if (v.claim !== undefined) refuse(`volumes[${i}].claim`);
+    if (v.files !== undefined) refuse(`volumes[${i}].files`);
     if (v.hostPath === undefined) return;
     const mounts = manifest.containers.flatMap((c) => c.volumeMounts.filter((m) => m.name === v.name));
     if (v.hostPath.type === undefined && mounts.every((m) => m.mountPath === v.hostPath?.path)) hostMountable.set(v.name, v.hostPath.path);
@@ -74,6 +75,7 @@ function container(
   if (c.cpuLimitMillis !== undefined) refuse(`${path}.cpuLimitMillis`);
   if (c.memoryRequest !== undefined) refuse(`${path}.memoryRequest`);
   c.env.forEach((e, j) => e.valueFrom !== undefined && refuse(`${path}.env[${j}].valueFrom`));
+  if (c.envFrom !== undefined) refuse(`${path}.envFrom`);
   if (c.readinessProbe !== undefined) refuse(`${path}.readinessProbe`);
   if (c.startupProbe !== undefined) refuse(`${path}.startupProbe`);
   if (withoutEngineDefaults(c.securityContext, seccomp) !== undefined) refuse(`${path}.securityContext`);

@@ -55,12 +55,12 @@ export function validateV1Pod(input: unknown, options: Omit<ValidateOptions, 'de
       errors: [
         {
           path: 'kind',
-          message: `must be Pod, or List or PodList of Pods, got ${JSON.stringify(kind ?? null)}; other kinds are not supported on one host`,
+          message: `must be Pod (or List or PodList of Pods), ConfigMap or Secret, got ${JSON.stringify(kind ?? null)}; other kinds are not supported on one host`,
         },
       ],
     };
   }
-  const decoded = decodeV1Pod(input);
+  const decoded = decodeV1Pod(input, options.writtenAs);
   const result = validateManifest(decoded.manifest, options);
   if (result.ok && decoded.errors.length === 0) {
     fromV1Pod.add(result.manifest);
@@ -69,13 +69,22 @@ export function validateV1Pod(input: unknown, options: Omit<ValidateOptions, 'de
   const seen = new Set(decoded.errors.map((e) => e.path));
   const checked = (result.ok ? [] : result.errors)
     .map((e) => ({
-      path: writtenPath(v1PathOf(e.path), decoded.writtenAt),
+      path: movedPath(writtenPath(v1PathOf(e.path), decoded.writtenAt), decoded.renamed),
       message: e.message === 'unknown field' ? 'not supported' : e.message.replace(DOMAIN_PATH, (p) => v1PathOf(p)),
     }))
     .filter((e) => !seen.has(e.path));
   const id = result.ok ? result.manifest.id : result.id;
   const errors = [...decoded.errors, ...checked];
   return id === undefined ? { ok: false, errors } : { ok: false, errors, id };
+}
+
+/** `path` where the mapping moved it from (see `DecodedV1Pod.renamed`), its rest kept. */
+function movedPath(path: string, renamed: ReadonlyArray<readonly [string, string]>): string {
+  for (const [from, to] of renamed) {
+    const next = path.charAt(from.length);
+    if (path.startsWith(from) && (next === '' || next === '.' || next === '[')) return `${to}${path.slice(from.length)}`;
+  }
+  return path;
 }
 
 /** Where the author wrote the field at `path` (see `DecodedV1Pod.writtenAt`): `path` itself unless the mapping made it. */

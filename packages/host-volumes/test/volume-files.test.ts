@@ -1,0 +1,58 @@
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { mkdtemp, readdir, readFile, readlink, realpath, rm, stat, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { volumeFilesWritten, writeVolumeFiles } from '../src/index.js';
+
+const file = (path: string, data: string, mode = 0o644) => ({ path, data: Buffer.from(data), mode });
+
+describe('volumes of files are written as the kubelet writes them: whole versions, swapped at once', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = join(await realpath(await mkdtemp(join(tmpdir(), 'kubelet-ts-files-'))), 'root');
+  });
+  afterEach(async () => {
+    await rm(join(root, '..'), { recursive: true, force: true });
+  });
+
+  it('writes each name as a link through ..data, and a new version replaces the old whole', async () => {
+    expect(await volumeFilesWritten(root, 'web', 'cfg')).toBe(false);
+    const first = await writeVolumeFiles(root, 'web', 'cfg', [file('a', '1'), file('dir/b', '2', 0o400)]);
+    expect(first).toMatchObject({ dir: join(root, 'web', 'cfg'), changed: true });
+    expect(await volumeFilesWritten(root, 'web', 'cfg')).toBe(true);
+    expect(await readlink(join(first.dir, 'a'))).toBe('..data/a');
+    expect(await readFile(join(first.dir, 'dir', 'b'), 'utf8')).toBe('2');
+    expect((await stat(join(first.dir, 'dir', 'b'))).mode & 0o777).toBe(0o400);
+    const version = await readlink(join(first.dir, '..data'));
+
+    // The same payload again writes nothing.
+    expect((await writeVolumeFiles(root, 'web', 'cfg', [file('a', '1'), file('dir/b', '2', 0o400)], {}, first.digest)).changed).toBe(false);
+    const second = await writeVolumeFiles(root, 'web', 'cfg', [file('a', 'one'), file('c', '3')], {}, first.digest);
+    expect(second.changed).toBe(true);
+    expect(await readFile(join(first.dir, 'a'), 'utf8')).toBe('one');
+    // The name no longer given, and the old version, are gone.
+    const entries = (await readdir(first.dir)).sort();
+    expect(entries).toEqual(['..data', await readlink(join(first.dir, '..data')), 'a', 'c'].sort());
+    expect(entries).not.toContain(version);
+    expect(entries).not.toContain('dir');
+  });
+
+  it('gives the files to the pod’s group, readable by it', async () => {
+    const { dir } = await writeVolumeFiles(root, 'web', 'sec', [file('token', 't', 0o400)], { uid: 1000, gid: 2000 });
+    const s = await stat(join(dir, 'token'));
+    expect([s.mode & 0o777, s.uid, s.gid]).toEqual([0o440, 1000, 2000]);
+  });
+
+  it('refuses a volume directory that a link was planted in place of', async () => {
+    const other = await mkdtemp(join(tmpdir(), 'kubelet-ts-elsewhere-'));
+    try {
+      await writeVolumeFiles(root, 'web', 'cfg', [file('a', '1')]);
+      await rm(join(root, 'web', 'cfg'), { recursive: true });
+      await symlink(other, join(root, 'web', 'cfg'));
+      await expect(writeVolumeFiles(root, 'web', 'cfg', [file('a', '2')])).rejects.toThrow(/symbolic link/);
+      expect(await readdir(other)).toEqual([]);
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+  });
+});
