@@ -55,13 +55,15 @@ describe.each(AGENT_ENGINES)('v1 ConfigMaps and Secrets beside the pod on $name,
           command: ['sh', '-c'],
           args: [
             'echo "MODE=$MODE PASS=$DB_password"; stat -L -c "SECRET %a %u %g" /run/creds/password; cat /run/creds/password; echo; ' +
-              'while true; do echo "FILE=$(cat /etc/web/mode)"; sleep 1; done',
+              'while true; do echo "FILE=$(cat /etc/web/mode) SUB=$(cat /etc/app.mode)"; sleep 1; done',
           ],
           envFrom: [{ prefix: 'DB_', secretRef: { name: 'web-secret' } }],
           env: [{ name: 'MODE', valueFrom: { configMapKeyRef: { name: 'web-config', key: 'mode' } } }],
           volumeMounts: [
             { name: 'config', mountPath: '/etc/web' },
             { name: 'creds', mountPath: '/run/creds' },
+            // One key as a file: bound as it was when the container was made, as the kubelet binds a subPath.
+            { name: 'config', mountPath: '/etc/app.mode', subPath: 'mode' },
           ],
         },
       ],
@@ -130,7 +132,7 @@ describe.each(AGENT_ENGINES)('v1 ConfigMaps and Secrets beside the pod on $name,
     // 0400 with the fsGroup's read added, owned by the pod's runAsUser and fsGroup: readable by the non-root user.
     expect(printed).toContain('SECRET 440 1000 2000');
     expect(printed).toContain('\ns3cr3t\n');
-    expect(printed).toContain('FILE=fast');
+    expect(printed).toContain('FILE=fast SUB=fast');
   });
 
   it('rewrites the running container’s files when the ConfigMap changes on disk, without restarting it', async () => {
@@ -141,7 +143,8 @@ describe.each(AGENT_ENGINES)('v1 ConfigMaps and Secrets beside the pod on $name,
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'web-secret' }, data: { password: Buffer.from('s3cr3t').toString('base64') } },
     ]);
     const printed = await printedOnce('default/web/main', 'FILE=slow');
-    expect(printed).toContain('FILE=slow');
+    // The volume's files change in place; a key bound by subPath keeps the version it was bound from.
+    expect(printed).toContain('FILE=slow SUB=fast');
     expect(agent!.events('ContainerStarted', 'web')).toEqual(id);
     // The variable was read when the container was made, as the kubelet reads it.
     expect(printed).not.toContain('MODE=slow');

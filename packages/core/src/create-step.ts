@@ -3,21 +3,21 @@ import type { Container, ContainerManifest, Volume } from './manifest.js';
 import { podUid } from './naming.js';
 import { NO_OBJECTS, readsObjects, volumeFilesOf, type ObjectLookup, type VolumeFile } from './objects.js';
 import type { PlanAction } from './plan-types.js';
-import { buildContainerSpec, type SpecContext } from './spec.js';
+import { buildContainerSpec, withPortNumber, type SpecContext } from './spec.js';
 
 type CreateAction = Extract<PlanAction, { type: 'create' }>;
 
 /**
  * What a create step leaves to its execution: the spec again with the sandbox's IP (when `context`
- * has none yet and the container reads it) and its source's objects, and the files of the volumes
- * of files it mounts. Nothing for a container that needs neither.
+ * has none yet and the container reads it) and its source's objects, the files of the volumes of
+ * files it mounts, and its postStart hook. Nothing for a container that needs none of them.
  */
 export function executionParts(
   manifest: ContainerManifest,
   container: Container,
   context: SpecContext,
   objects: ObjectLookup | undefined,
-): Pick<CreateAction, 'respec' | 'readsPodIP' | 'volumeFiles'> {
+): Pick<CreateAction, 'respec' | 'readsPodIP' | 'volumeFiles' | 'postStart'> {
   const podIP = context.podIP === undefined && readsPodIP(container);
   const mounted = new Set(container.volumeMounts.map((m) => m.name));
   const fileVolumes = manifest.volumes.filter((v) => v.files !== undefined && mounted.has(v.name));
@@ -28,6 +28,7 @@ export function executionParts(
       : {}),
     ...(podIP ? { readsPodIP: true } : {}),
     ...(fileVolumes.length === 0 ? {} : { volumeFiles: () => podVolumeFiles(manifest, fileVolumes, context, lookup) }),
+    ...(container.lifecycle?.postStart === undefined ? {} : { postStart: withPortNumber(container, container.lifecycle.postStart) }),
   };
 }
 

@@ -41,6 +41,8 @@ export {
   type DownwardFile,
   type ObjectKeyRef,
   type EnvFromSource,
+  type Lifecycle,
+  type LifecycleHandler,
 } from './manifest.js';
 // ConfigMaps and Secrets given beside pods, and what pods read of them
 export {

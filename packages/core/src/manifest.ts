@@ -225,6 +225,8 @@ export interface VolumeMount {
    * volume `name`.
    */
   readonly mountType?: 'HOST';
+  /** A path inside the volume, bound instead of the whole of it (v1 `subPath`; made as a directory when missing). */
+  readonly subPath?: string;
 }
 
 export interface Container {
@@ -265,6 +267,25 @@ export interface Container {
   readonly securityContext?: ContainerSecurityContext;
   /** `Always` on an init container makes it a sidecar (v1 `initContainers[].restartPolicy`); nothing else takes it. */
   readonly restartPolicy?: 'Always';
+  /** What runs right after the container starts, and before it is stopped (v1 `lifecycle`). Absent: nothing. */
+  readonly lifecycle?: Lifecycle;
+}
+
+/**
+ * A container's hooks, as the kubelet runs them: `postStart` right after the start (the container
+ * is killed when it fails, and its restart policy decides), `preStop` before the stop signal, within
+ * the grace period (what it leaves of it, at least 2 s, is the stop's).
+ */
+export interface Lifecycle {
+  readonly postStart?: LifecycleHandler;
+  readonly preStop?: LifecycleHandler;
+}
+
+/** One hook: exactly one of a command in the container, an HTTP GET to the pod (its IP, or `host`), a pause. */
+export interface LifecycleHandler {
+  readonly exec?: { readonly command: readonly string[] };
+  readonly httpGet?: NonNullable<Probe['httpGet']>;
+  readonly sleep?: { readonly seconds: number };
 }
 
 /** The kubelet's default: `:latest` or no tag → `Always`, anything else → `IfNotPresent`. */

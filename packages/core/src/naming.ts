@@ -21,6 +21,11 @@ export const Labels = {
   sandboxHash: 'io.kubelet-ts.pod-ports-hash',
   /** On containers and sandboxes of a pod that has one: its v1 `metadata.namespace`, shown, never matched on. */
   namespace: 'io.kubelet-ts.namespace',
+  /**
+   * On a container with a `preStop` hook: the hook as JSON, its port a number, so that it runs before
+   * the stop even when the manifest is gone (the kubelet's `io.kubernetes.container.preStopHandler`).
+   */
+  preStop: 'io.kubelet-ts.pre-stop',
 } as const;
 
 /** The identity of a managed container, read from its labels. */

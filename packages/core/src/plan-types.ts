@@ -1,7 +1,7 @@
 /* The planner's vocabulary: what it is given (PlanInput) and what it says (Plan, PodPlan, PlanAction). */
 import type { NodeCapacity, PodRuntimeFields } from './container-env.js';
 import type { BackoffPolicy } from './backoff.js';
-import type { DesiredPod, PullPolicy } from './manifest.js';
+import type { DesiredPod, LifecycleHandler, PullPolicy } from './manifest.js';
 import type { ObjectLookup } from './objects.js';
 import type { PodVolumeFiles } from './create-step.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
@@ -49,6 +49,8 @@ export type PlanAction =
        * as `respec` does.
        */
       readonly volumeFiles?: () => PodVolumeFiles;
+      /** The container's postStart hook, run once it has started (its port a number; see `withPortNumber`). */
+      readonly postStart?: LifecycleHandler;
     }
   /** Run the pod's sandbox; the pod's creates that follow go into it. `container` is `POD`. */
   | {
@@ -80,6 +82,8 @@ export type PlanAction =
       readonly reason: PlanReason;
       readonly id: string;
       readonly graceSeconds: number;
+      /** The container's preStop hook (`Labels.preStop`, JSON), run before the stop signal within the grace period. */
+      readonly preStop?: string;
       /** What the probe last said, for the event. */
       readonly detail: string;
     }
@@ -92,6 +96,8 @@ export type PlanAction =
       readonly id: string;
       readonly running: boolean;
       readonly graceSeconds: number;
+      /** The container's preStop hook (`Labels.preStop`, JSON), run before the stop signal within the grace period. */
+      readonly preStop?: string;
     };
 
 /** A container that exited and waits out its crash back-off before it is restarted. */

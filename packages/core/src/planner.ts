@@ -7,6 +7,7 @@ import type { SandboxSummary } from './sandbox.js';
 import { anyToRun, decideSandbox, indexSandboxes, sandboxRemovals, sandboxRun } from './sandbox-plan.js';
 import { buildContainerSpec, initSpecHashes, specHashes, type SpecContext } from './spec.js';
 import { executionParts } from './create-step.js';
+import { graceFromLabel, preStopOf, removal } from './stop-step.js';
 
 export { CrashBackOff } from './plan-types.js';
 export type { BackOff, Plan, PlanAction, PlanInput, PlanReason, PodPlan } from './plan-types.js';
@@ -180,6 +181,7 @@ function planContainers(
           id: newest.id,
           graceSeconds: grace,
           detail,
+          ...preStopOf(newest),
         });
       continue;
     }
@@ -268,15 +270,6 @@ function nextRestart(
 
 function restartsOf(c: ContainerSummary): number {
   return Number(c.labels[Labels.restartCount] ?? 0) || 0;
-}
-
-function graceFromLabel(c: ContainerSummary): number {
-  const value = Number(c.labels[Labels.gracePeriod]);
-  return Number.isFinite(value) && value >= 0 ? value : DEFAULT_GRACE_PERIOD_SECONDS;
-}
-
-function removal(podId: string, container: string, c: ContainerSummary, reason: PlanReason, graceSeconds: number): PlanAction {
-  return { type: 'remove', podId, container, reason, id: c.id, running: c.state === 'running', graceSeconds };
 }
 
 const SCAN_LIMIT = 8;
@@ -378,6 +371,7 @@ function sidecarStops(manifest: ContainerManifest, list: readonly ContainerSumma
       id: c.id,
       graceSeconds: grace,
       detail: 'every app container of the pod has completed',
+      ...preStopOf(c),
     }));
 }
 

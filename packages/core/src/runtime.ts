@@ -73,6 +73,8 @@ export interface Mount {
    * own and gives that directory as `hostPath` before the create, so runtimes only bind it.
    */
   readonly files?: boolean;
+  /** A path inside the volume to bind instead of the whole of it (v1 `subPath`): relative, without `..` (validation makes sure). */
+  readonly subPath?: string;
 }
 
 /** A container as `list` sees it. Times are milliseconds since the epoch. */

@@ -3,6 +3,7 @@ import {
   DEFAULT_GRACE_PERIOD_SECONDS,
   type Container,
   type ContainerManifest,
+  type LifecycleHandler,
   type Port,
   type Volume,
   type VolumeMount,
@@ -196,12 +197,28 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
       ...(manifest.namespace === undefined ? {} : { [Labels.namespace]: manifest.namespace }),
       ...(context.restartCount === undefined ? {} : { [Labels.restartCount]: String(context.restartCount) }),
       ...(context.crashStreak === undefined ? {} : { [Labels.crashStreak]: String(context.crashStreak) }),
+      ...(container.lifecycle?.preStop === undefined
+        ? {}
+        : { [Labels.preStop]: JSON.stringify(withPortNumber(container, container.lifecycle.preStop)) }),
     },
   };
 }
 
+/** A hook with its httpGet port as a number: a port name is the container's (validation makes sure). */
+export function withPortNumber(container: Container, hook: LifecycleHandler): LifecycleHandler {
+  const port = hook.httpGet?.port;
+  if (hook.httpGet === undefined || typeof port !== 'string') return hook;
+  const number = container.ports.find((p) => p.name === port)?.containerPort ?? 0;
+  return { httpGet: { ...hook.httpGet, port: number } };
+}
+
 function mountOf(m: VolumeMount, volume: Volume | undefined): Mount {
-  const base = { volume: m.name, containerPath: m.mountPath, readOnly: m.readOnly };
+  const base = {
+    volume: m.name,
+    containerPath: m.mountPath,
+    readOnly: m.readOnly,
+    ...(m.subPath === undefined ? {} : { subPath: m.subPath }),
+  };
   // A volume of files: the directory the agent writes them in (the executor sets it), always read-only.
   if (volume?.files !== undefined) return { ...base, readOnly: true, files: true };
   // A claim: its named volume, read-only everywhere when the claim says so.

@@ -31,6 +31,7 @@ const CONTAINER_FIELDS = new Set([
   'startupProbe',
   'securityContext',
   'restartPolicy',
+  'lifecycle',
 ]);
 // The late-2014 v1beta1 spellings (`PullAlways`) mean the same as ours.
 const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
@@ -47,7 +48,7 @@ const ENV_FIELDS = new Set(['name', 'key', 'value', 'valueFrom']);
 const ENV_SOURCE_FIELDS = new Set(['fieldRef', 'resourceFieldRef', 'configMapKeyRef', 'secretKeyRef']);
 const FIELD_REF_FIELDS = new Set(['fieldPath', 'apiVersion']);
 const RESOURCE_REF_FIELDS = new Set(['containerName', 'resource', 'divisor']);
-const MOUNT_FIELDS = new Set(['name', 'mountPath', 'path', 'readOnly', 'mountType']);
+const MOUNT_FIELDS = new Set(['name', 'mountPath', 'path', 'readOnly', 'mountType', 'subPath']);
 
 /** The checks of one container and what is in it, for the manifest walker. */
 export class ContainerChecks extends ObjectRefChecks {
@@ -92,6 +93,7 @@ export class ContainerChecks extends ObjectRefChecks {
     const securityContext = this.containerSecurity(c['securityContext'], `${path}.securityContext`);
     const restartPolicy =
       c['restartPolicy'] == null ? undefined : this.oneOf(c['restartPolicy'], `${path}.restartPolicy`, ['Always'] as const);
+    const lifecycle = c['lifecycle'] == null ? undefined : this.lifecycle(c['lifecycle'], `${path}.lifecycle`);
     if (this.errors.length > before || name === undefined || image === undefined) return undefined;
     return {
       name,
@@ -111,19 +113,20 @@ export class ContainerChecks extends ObjectRefChecks {
       ...probes,
       ...(securityContext === undefined ? {} : { securityContext }),
       ...(restartPolicy === undefined ? {} : { restartPolicy }),
+      ...(lifecycle === undefined ? {} : { lifecycle }),
     };
   }
 
   /**
    * As Kubernetes validates them: only an init container takes `restartPolicy` (`Always`: a
-   * sidecar), and only a sidecar of the init containers has probes, since the others run to
+   * sidecar), and only a sidecar of the init containers has probes or hooks, since the others run to
    * completion before anything is probed.
    */
   protected initRules(c: Container, path: string, init: boolean): void {
     if (!init && c.restartPolicy !== undefined)
       this.fail(`${path}.restartPolicy`, 'is taken only by an init container (Always: a sidecar); leave it out');
     if (!init || c.restartPolicy === 'Always') return;
-    for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const)
+    for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe', 'lifecycle'] as const)
       if (c[kind] !== undefined)
         this.fail(
           `${path}.${kind}`,
@@ -272,8 +275,20 @@ export class ContainerChecks extends ObjectRefChecks {
     }
     const host = this.mountType(m['mountType'], `${path}.mountType`);
     if (host === true && mountPath !== undefined) this.hostPath(mountPath, `${path}.${field}`, 'a HOST mount');
+    const subPath = m['subPath'] == null || m['subPath'] === '' ? undefined : this.subPath(m['subPath'], `${path}.subPath`);
+    if (subPath !== undefined && host === true)
+      this.fail(`${path}.subPath`, 'is not taken by a HOST mount, which binds the host path itself');
     if (name === undefined || mountPath === undefined || host === undefined) return undefined;
-    return { name, mountPath, readOnly, ...(host ? { mountType: 'HOST' as const } : {}) };
+    return { name, mountPath, readOnly, ...(host ? { mountType: 'HOST' as const } : {}), ...(subPath === undefined ? {} : { subPath }) };
+  }
+
+  /** A path inside a volume: relative, no `..` or empty step, nothing the engine's bind syntax reads (`:`). */
+  private subPath(input: unknown, path: string): string | undefined {
+    const s = this.string(input, path, false);
+    if (s === undefined) return undefined;
+    if (s.startsWith('/') || s.split('/').some((step) => step === '' || step === '..') || /[\u0000-\u001f:]/.test(s))
+      return this.fail(path, `must be a relative path without '..', empty steps or ':', got ${JSON.stringify(s.slice(0, 70))}`);
+    return s;
   }
 
   /** true for HOST, false for LOCAL (the default), undefined when refused. */
@@ -291,15 +306,22 @@ export class ContainerChecks extends ObjectRefChecks {
     return true;
   }
 
-  /** What a HOST mount or a hostPath volume may bind: an absolute, normal path below the root (relative paths are already refused). */
-  protected hostPath(hostPath: string, path: string, what: string): void {
-    if (hostPath.split('/').includes('..')) this.fail(path, `${what} must not contain "..", got ${JSON.stringify(hostPath.slice(0, 70))}`);
-    else if (posix.normalize(hostPath) === '/') this.fail(path, `${what} must not bind the host's root directory "/"`);
-    else if (posix.normalize(hostPath) !== hostPath || hostPath.endsWith('/')) {
-      this.fail(
+  /**
+   * What a HOST mount or a hostPath volume may bind: an absolute path below the root (relative paths
+   * are already refused), without `..`. A hostPath volume's is normalised (`/var/log/` is `/var/log`,
+   * as the kubelet binds it) and returned; a HOST mount's, which is also where the container sees
+   * it, must be normal as written.
+   */
+  protected hostPath(hostPath: string, path: string, what: string, normalise = false): string | undefined {
+    if (hostPath.split('/').includes('..'))
+      return this.fail(path, `${what} must not contain "..", got ${JSON.stringify(hostPath.slice(0, 70))}`);
+    const normal = posix.normalize(hostPath).replace(/(.)\/+$/, '$1');
+    if (normal === '/') return this.fail(path, `${what} must not bind the host's root directory "/"`);
+    if (!normalise && normal !== hostPath)
+      return this.fail(
         path,
         `${what} must be a normal path (no "." or empty segments, no trailing "/"), got ${JSON.stringify(hostPath.slice(0, 70))}`,
       );
-    }
+    return normal;
   }
 }

@@ -1,5 +1,5 @@
 import { FieldChecks } from './field-checks.js';
-import type { Container, Probe } from './manifest.js';
+import type { Container, Lifecycle, LifecycleHandler, Probe } from './manifest.js';
 
 // A probe's path goes into its HTTP request line, which a space or a line break would end.
 const UNSAFE_IN_REQUEST_LINE = /[\s\u0000-\u001f\u007f]/;
@@ -26,6 +26,9 @@ const HANDLER_FIELDS: Readonly<Record<'exec' | 'httpGet' | 'tcpSocket', Set<stri
   tcpSocket: new Set(['port', 'host']),
 };
 const HEADER_FIELDS = new Set(['name', 'value']);
+const LIFECYCLE_FIELDS = new Set(['postStart', 'preStop']);
+const HOOK_FIELDS = new Set(['exec', 'httpGet', 'tcpSocket', 'sleep']);
+const SLEEP_FIELDS = new Set(['seconds']);
 export const PROBE_KINDS = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
 export type ProbeKind = (typeof PROBE_KINDS)[number];
 
@@ -55,7 +58,52 @@ export class ProbeChecks extends FieldChecks {
       // Absent is 1, so a 2014 probe keeps the shape (and spec hash) it had.
       ...(successThreshold === 1 ? {} : { successThreshold }),
     };
-    const handler = handlers[0] as 'exec' | 'httpGet' | 'tcpSocket';
+    const handler = this.handlerOf(p, handlers[0] as 'exec' | 'httpGet' | 'tcpSocket', path);
+    return handler === undefined ? undefined : { ...handler, ...common };
+  }
+
+  /**
+   * A container's lifecycle hooks (`postStart`, `preStop`): each exactly one of `exec`, `httpGet`,
+   * `sleep` (whole seconds). `tcpSocket` is refused, as the kubelet runs none (Kubernetes keeps it
+   * only for old objects).
+   */
+  protected lifecycle(input: unknown, path: string): Lifecycle | undefined {
+    const l = this.record(input, path, LIFECYCLE_FIELDS);
+    if (l === undefined) return undefined;
+    const out: { postStart?: LifecycleHandler; preStop?: LifecycleHandler } = {};
+    for (const hook of ['postStart', 'preStop'] as const) {
+      if (l[hook] == null) continue;
+      const here = `${path}.${hook}`;
+      const h = this.record(l[hook], here, HOOK_FIELDS);
+      if (h === undefined) continue;
+      if (h['tcpSocket'] != null) {
+        this.fail(`${here}.tcpSocket`, 'is not run as a hook (the kubelet runs none either); use exec, httpGet or sleep');
+        continue;
+      }
+      const handlers = (['exec', 'httpGet', 'sleep'] as const).filter((k) => h[k] != null);
+      if (handlers.length !== 1) {
+        this.fail(here, `must have exactly one of exec, httpGet, sleep${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`);
+        continue;
+      }
+      const kind = handlers[0]!;
+      if (kind === 'sleep') {
+        const sleep = this.record(h['sleep'], `${here}.sleep`, SLEEP_FIELDS);
+        const seconds = sleep === undefined ? undefined : this.integer(sleep['seconds'], `${here}.sleep.seconds`, 0, 86_400);
+        if (seconds !== undefined) out[hook] = { sleep: { seconds } };
+        continue;
+      }
+      const handler = this.handlerOf(h, kind, here);
+      if (handler !== undefined) out[hook] = handler as LifecycleHandler;
+    }
+    return Object.keys(out).length === 0 ? undefined : out;
+  }
+
+  /** The one handler `handler` of a probe or hook `p`. */
+  private handlerOf(
+    p: Record<string, unknown>,
+    handler: 'exec' | 'httpGet' | 'tcpSocket',
+    path: string,
+  ): Pick<Probe, 'exec' | 'httpGet' | 'tcpSocket'> | undefined {
     const h = this.record(p[handler], `${path}.${handler}`, HANDLER_FIELDS[handler]);
     if (h === undefined) return undefined;
     if (handler === 'exec') {
@@ -63,14 +111,14 @@ export class ProbeChecks extends FieldChecks {
       const command = this.command(h['command'], `${path}.exec.command`);
       // A command that is wrong (not a list, too long) is one error, not also a missing one.
       if (command === undefined) return this.errors.length > before ? undefined : this.fail(`${path}.exec.command`, 'is required');
-      return { exec: { command }, ...common };
+      return { exec: { command } };
     }
     const before = this.errors.length;
     const port = this.probePort(h['port'], `${path}.${handler}.port`);
     const host = this.probeHost(h['host'], `${path}.${handler}.host`);
     if (handler === 'tcpSocket') {
       if (port === undefined || this.errors.length > before) return undefined;
-      return { tcpSocket: { port, ...(host === undefined ? {} : { host }) }, ...common };
+      return { tcpSocket: { port, ...(host === undefined ? {} : { host }) } };
     }
     const probePath = this.string(h['path'], `${path}.httpGet.path`, false) ?? '/';
     if (!probePath.startsWith('/')) this.fail(`${path}.httpGet.path`, 'must start with /');
@@ -88,7 +136,6 @@ export class ProbeChecks extends FieldChecks {
         ...(scheme === undefined || scheme === 'HTTP' ? {} : { scheme }),
         ...(headers === undefined || headers.length === 0 ? {} : { httpHeaders: headers }),
       },
-      ...common,
     };
   }
 
@@ -138,6 +185,14 @@ export class ProbeChecks extends FieldChecks {
       const port = c.ports.find((p) => p.name === handler.port);
       if (port?.protocol !== 'TCP')
         this.fail(field, `must be a port number or name one of this container's TCP ports, got ${JSON.stringify(handler.port)}`);
+    }
+    for (const hook of ['postStart', 'preStop'] as const) {
+      const port = c.lifecycle?.[hook]?.httpGet?.port;
+      if (typeof port === 'string' && c.ports.find((p) => p.name === port)?.protocol !== 'TCP')
+        this.fail(
+          `${path}.lifecycle.${hook}.httpGet.port`,
+          `must be a port number or name one of this container's TCP ports, got ${JSON.stringify(port)}`,
+        );
     }
   }
 

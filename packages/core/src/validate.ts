@@ -347,12 +347,11 @@ class Walker extends ContainerChecks {
         'binds a directory or file of the host into the pod, which this agent refuses; run it with --allow-host-mounts (allowHostMounts) to accept it, or use an emptyDir volume',
       );
     }
-    const hostPath = this.absolutePath(h['path'], `${path}.path`, true, true);
-    if (hostPath !== undefined) this.hostPath(hostPath, `${path}.path`, 'a hostPath');
+    const written = this.absolutePath(h['path'], `${path}.path`, true, true);
+    const hostPath = written === undefined ? undefined : this.hostPath(written, `${path}.path`, 'a hostPath', true);
     const type = h['type'] == null ? undefined : this.oneOf(h['type'], `${path}.type`, HOST_PATH_TYPES);
-    if (hostPath === undefined) return undefined;
     // '' means no check, as absent does: left out, so one volume has one form.
-    return { path: hostPath, ...(type === undefined || type === '' ? {} : { type }) };
+    return hostPath === undefined ? undefined : { path: hostPath, ...(type === undefined || type === '' ? {} : { type }) };
   }
 
   /**

@@ -222,8 +222,15 @@ describe('buildContainerSpec', () => {
     expect(Labels.source).toBe('io.kubelet-ts.source');
     expect(Labels.node).toBe('io.kubelet-ts.node');
     // Restart counters appear only on a container that replaces an exited one; the sandbox labels only on sandboxes;
-    // the namespace only for a pod that has one (a v1 Pod).
-    const notOnContainers: string[] = [Labels.restartCount, Labels.crashStreak, Labels.sandbox, Labels.sandboxHash, Labels.namespace];
+    // the namespace only for a pod that has one (a v1 Pod); the preStop hook only on a container that has one.
+    const notOnContainers: string[] = [
+      Labels.restartCount,
+      Labels.crashStreak,
+      Labels.sandbox,
+      Labels.sandboxHash,
+      Labels.namespace,
+      Labels.preStop,
+    ];
     expect(Object.keys(spec.labels).sort()).toEqual(
       Object.values(Labels)
         .filter((l) => !notOnContainers.includes(l))

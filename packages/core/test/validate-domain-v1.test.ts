@@ -118,6 +118,25 @@ describe('validateManifest: the domain fields a v1 Pod sets', () => {
     ).toBe(true);
   });
 
+  it('normalises a hostPath volume as the kubelet binds it (a trailing "/", "." or empty steps); "/" stays refused', () => {
+    for (const [written, normal] of [
+      ['/var/log/', '/var/log'],
+      ['/var//./log', '/var/log'],
+      ['/usr/libexec/kubernetes/plugins/', '/usr/libexec/kubernetes/plugins'],
+    ]) {
+      const r = validateManifest(
+        { id: 'web', volumes: [{ name: 'h', hostPath: { path: written } }], containers: [] },
+        { allowHostMounts: true },
+      );
+      expect(r.ok && r.manifest.volumes[0]?.hostPath?.path).toBe(normal);
+    }
+    const root = validateManifest(
+      { id: 'web', volumes: [{ name: 'h', hostPath: { path: '//./' } }], containers: [] },
+      { allowHostMounts: true },
+    );
+    expect(root.ok).toBe(false);
+  });
+
   it('refuses a hostPath volume without allowHostMounts, naming the flag', () => {
     expect(errorsOf(FULL, false)).toEqual([{ path: 'volumes[0].hostPath', message: expect.stringContaining('--allow-host-mounts') }]);
   });

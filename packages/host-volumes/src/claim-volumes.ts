@@ -1,5 +1,5 @@
-import { mkdir, readdir, realpath, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, mkdir, readdir, realpath, rm } from 'node:fs/promises';
+import { join, sep } from 'node:path';
 import { KubeletError, isManifestId, type Mount } from '@kubelet-ts/core';
 import { PRIVATE, SHARED, ownDirectory, podVolumeDir } from './pod-volumes.js';
 
@@ -55,10 +55,49 @@ export async function removeClaimVolume(root: string, claim: string): Promise<bo
 }
 
 /**
- * The host directory a container's mount binds: a host path as it is (2014 `mountType: HOST`, v1
- * `hostPath`), a claim's named volume, or the pod's own volume directory.
+ * The host directory (or file) a container's mount binds: a host path as it is (2014 `mountType:
+ * HOST`, v1 `hostPath`), a claim's named volume, or the pod's own volume directory; with a
+ * `subPath`, that path inside it (see `subPathSource`).
  */
 export async function mountSourceDir(root: string, podId: string, mount: Mount): Promise<string> {
-  if (mount.hostPath !== undefined) return mount.hostPath;
-  return mount.claim === undefined ? podVolumeDir(root, podId, mount.volume) : claimVolumeDir(root, mount.claim);
+  const base =
+    mount.hostPath !== undefined
+      ? mount.hostPath
+      : mount.claim === undefined
+        ? await podVolumeDir(root, podId, mount.volume)
+        : await claimVolumeDir(root, mount.claim);
+  return mount.subPath === undefined ? base : subPathSource(base, mount.subPath, mount.volume);
+}
+
+/**
+ * A volume's `subPath`, as the kubelet binds one: made as a directory when it is missing (so a
+ * container can keep its data in one part of a shared volume), and followed to where it really is,
+ * which must be inside the volume: a link a container planted there (`data -> /etc`) is refused,
+ * never bound. A ConfigMap's key resolves to the file of the version it names, as in the kubelet
+ * (which is why such a file is not updated when the ConfigMap changes).
+ */
+export async function subPathSource(base: string, subPath: string, volume: string): Promise<string> {
+  const realBase = await realpath(base);
+  const inside = (path: string) => path === realBase || path.startsWith(realBase + sep);
+  const refuse = (real: string) =>
+    new KubeletError(
+      'Conflict',
+      `volume "${volume}": subPath ${JSON.stringify(subPath)} leads to ${real}, outside the volume (${realBase}); refusing to bind it`,
+    );
+  // Step by step, each step followed before the next is made: nothing is ever made outside the volume.
+  let at = realBase;
+  for (const step of subPath.split('/')) {
+    const next = join(at, step);
+    const real = await realpath(next).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+      return undefined;
+    });
+    if (real === undefined) {
+      await mkdir(next, { mode: SHARED });
+      await chmod(next, SHARED);
+      at = next;
+    } else if (!inside(real)) throw refuse(real);
+    else at = real;
+  }
+  return at;
 }

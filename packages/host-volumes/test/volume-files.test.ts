@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { mkdtemp, readdir, readFile, readlink, realpath, rm, stat, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, stat, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { volumeFilesWritten, writeVolumeFiles } from '../src/index.js';
+import { mountSourceDir, volumeFilesWritten, writeVolumeFiles } from '../src/index.js';
 
 const file = (path: string, data: string, mode = 0o644) => ({ path, data: Buffer.from(data), mode });
 
@@ -53,6 +53,43 @@ describe('volumes of files are written as the kubelet writes them: whole version
       expect(await readdir(other)).toEqual([]);
     } finally {
       await rm(other, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a subPath binds a path inside its volume, never outside', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = join(await realpath(await mkdtemp(join(tmpdir(), 'kubelet-ts-subpath-'))), 'root');
+  });
+  afterEach(async () => {
+    await rm(join(root, '..'), { recursive: true, force: true });
+  });
+  const mount = (subPath: string, extra: object = {}) => ({ volume: 'data', containerPath: '/data', readOnly: false, subPath, ...extra });
+
+  it('makes a missing subPath as a directory of the volume, writable by any user', async () => {
+    const dir = await mountSourceDir(root, 'web', mount('mysql/data'));
+    expect(dir).toBe(join(root, 'web', 'data', 'mysql', 'data'));
+    expect((await stat(dir)).mode & 0o777).toBe(0o777);
+  });
+
+  it("resolves a ConfigMap key to its version's file, as the kubelet binds it", async () => {
+    const { dir } = await writeVolumeFiles(root, 'web', 'cfg', [{ path: 'nginx.conf', data: Buffer.from('x'), mode: 0o644 }]);
+    const source = await mountSourceDir(root, 'web', mount('nginx.conf', { volume: 'cfg', hostPath: dir }));
+    expect(source).toBe(join(dir, await readlink(join(dir, '..data')), 'nginx.conf'));
+  });
+
+  it('refuses a subPath that a link inside the volume leads out of, and makes nothing there', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'kubelet-ts-outside-'));
+    try {
+      const volume = await mountSourceDir(root, 'web', { volume: 'data', containerPath: '/data', readOnly: false });
+      await symlink(outside, join(volume, 'escape'));
+      await expect(mountSourceDir(root, 'web', mount('escape/new'))).rejects.toThrow(/outside the volume/);
+      expect(await readdir(outside)).toEqual([]);
+      await mkdir(join(volume, 'ok'));
+      expect(await mountSourceDir(root, 'web', mount('ok'))).toBe(join(volume, 'ok'));
+    } finally {
+      await rm(outside, { recursive: true, force: true });
     }
   });
 });

@@ -171,7 +171,12 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
     ],
     [pod({ securityContext: { privileged: true } }), 'spec.containers[0].securityContext.privileged', '--allow-privileged'],
     [pod({ securityContext: { procMount: 'Unmasked' } }), 'spec.containers[0].securityContext.procMount', 'not supported'],
-    [pod({ lifecycle: {} }), 'spec.containers[0].lifecycle', 'not supported'],
+    [pod({ lifecycle: { stopSignal: 'SIGUSR1' } }), 'spec.containers[0].lifecycle.stopSignal', "not supported; the image's STOPSIGNAL"],
+    [
+      pod({ lifecycle: { postStart: { tcpSocket: { port: 80 } } } }),
+      'spec.containers[0].lifecycle.postStart.tcpSocket',
+      'is not run as a hook',
+    ],
     [pod({ stdin: true }), 'spec.containers[0].stdin', 'not supported'],
     [pod({ tty: true }), 'spec.containers[0].tty', 'not supported'],
     [
@@ -196,9 +201,14 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
     ],
     [pod({ ports: [{ containerPort: 80, protocol: 'SCTP' }] }), 'spec.containers[0].ports[0].protocol', 'SCTP is not supported'],
     [
-      pod({ volumeMounts: [{ name: 'v', mountPath: '/v', subPath: 'x' }] }, { volumes: [{ name: 'v' }] }),
+      pod({ volumeMounts: [{ name: 'v', mountPath: '/v', subPath: '../x' }] }, { volumes: [{ name: 'v' }] }),
       'spec.containers[0].volumeMounts[0].subPath',
-      'not supported',
+      "must be a relative path without '..'",
+    ],
+    [
+      pod({ volumeMounts: [{ name: 'v', mountPath: '/v', subPathExpr: '$(POD)' }] }, { volumes: [{ name: 'v' }] }),
+      'spec.containers[0].volumeMounts[0].subPathExpr',
+      'not supported; write the path itself as subPath',
     ],
     [
       pod({ volumeMounts: [{ name: 'v', mountPath: '/v', mountPropagation: 'Bidirectional' }] }, { volumes: [{ name: 'v' }] }),

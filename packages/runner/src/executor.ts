@@ -19,6 +19,8 @@ import { FailureBackoff } from './failure-backoff.js';
 import { prepareHostPaths } from './host-path.js';
 import type { StartSlots } from './slots.js';
 import type { PodFiles } from './pod-files.js';
+import { ContainerHooks } from './container-hooks.js';
+import type { HookRunner } from './hooks.js';
 
 export interface ExecutorOptions {
   readonly runtime: ContainerRuntime;
@@ -39,6 +41,8 @@ export interface ExecutorOptions {
   readonly startSlots?: StartSlots;
   /** Where the volumes of files are written (see `PodFiles`). */
   readonly files?: PodFiles;
+  /** Runs containers' lifecycle hooks; without it, none runs. */
+  readonly hooks?: HookRunner;
 }
 
 export interface ExecutionResult {
@@ -67,8 +71,18 @@ export class PlanExecutor {
    * back-off: it is tried again on every pass, so it starts as soon as its source gives it.
    */
   private readonly configWaits = new Map<string, string>();
+  private readonly hooks: ContainerHooks | undefined;
 
   constructor(private readonly options: ExecutorOptions) {
+    this.hooks =
+      options.hooks === undefined
+        ? undefined
+        : new ContainerHooks(
+            options.runtime,
+            options.hooks,
+            () => options.clock.now(),
+            (a, t, m, r) => this.emit(a, t, m, r),
+          );
     this.pulls = new FailureBackoff(options.pullBackoff ?? CrashBackOff);
     this.starts = new FailureBackoff(options.startBackoff ?? CrashBackOff);
   }
@@ -207,6 +221,11 @@ export class PlanExecutor {
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
         await this.startOrDiscard(created.id, key);
         this.emit(action, 'ContainerStarted', `started ${created.name} from ${action.spec.image}`);
+        const postStart = action.postStart;
+        if (postStart !== undefined && this.hooks !== undefined) {
+          const podIP = postStart.httpGet === undefined ? undefined : (await this.sandboxFields(action.podId, sandbox)).podIP;
+          if (!(await this.hooks.postStart(action, created.id, postStart, podIP))) throw new AlreadyReported();
+        }
         if (action.reason === 'restart') {
           const count = action.spec.labels[Labels.restartCount] ?? '?';
           this.emit(action, 'ContainerRestarted', `restarted ${action.container} (restart ${count})`);
@@ -222,11 +241,11 @@ export class PlanExecutor {
         // acted on twice at once. A kill that fails is planned again by the next pass.
         if (action.reason === 'pod-completed') this.emit(action, 'ContainerKilled', `${action.detail}; stopping it`, 'Completed');
         else this.emit(action, 'ContainerKilled', `${action.detail}; killing it (restart policy decides what next)`, 'Liveness');
-        await ignoreNotFound(runtime.stop(action.id, action.graceSeconds));
+        await this.stop(action);
         return;
       case 'remove':
         if (action.running) {
-          await ignoreNotFound(runtime.stop(action.id, action.graceSeconds));
+          await this.stop(action);
           this.emit(action, 'ContainerStopped', `stopped ${action.id} (${action.reason}; grace ${action.graceSeconds} s)`);
         }
         await ignoreNotFound(runtime.remove(action.id, { force: true }));
@@ -254,6 +273,13 @@ export class PlanExecutor {
       this.configWaits.set(key, message);
       throw new AlreadyReported();
     }
+  }
+
+  /** Stops a running container, after its preStop hook (see `ContainerHooks.stop`). */
+  private async stop(action: Extract<PlanAction, { type: 'kill' | 'remove' }>): Promise<void> {
+    if (this.hooks === undefined || action.preStop === undefined)
+      return ignoreNotFound(this.options.runtime.stop(action.id, action.graceSeconds));
+    return this.hooks.stop(action);
   }
 
   /** What only the running sandbox tells of its pod: its IP, as the runtime lists it. */

@@ -34,6 +34,7 @@ import { AdaptiveSlots, MAX_CONCURRENCY } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
 import { checkCapabilities } from './capabilities.js';
 import { PodFiles } from './pod-files.js';
+import { HookRunner } from './hooks.js';
 import { PlanExecutor } from './executor.js';
 import { EventLog } from './event-log.js';
 import { FanOutEventSink, LogEventSink } from './log-event-sink.js';
@@ -122,16 +123,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
       inbox,
     });
-    this.prober = new Prober({
-      runtime: this.runtime,
-      clock: this.clock,
-      events: this.events,
-      logger: this.logger,
-      ...(options.probes?.host === undefined ? {} : { host: options.probes.host }),
-      ...(options.probes?.network === undefined ? {} : { network: options.probes.network }),
-      inbox,
-      metrics: this.probeCounts,
-    });
+    const { runtime, clock, logger } = this;
+    this.prober = new Prober({ runtime, clock, events: this.events, logger, ...options.probes, inbox, metrics: this.probeCounts });
     this.housekeeping = housekeepingOf(options.housekeeping, {
       runtime: this.runtime,
       cache: this.cache,
@@ -147,7 +140,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
         : new Slots(options.concurrency);
     if (options.concurrency !== undefined) metrics.startConcurrency.set(options.concurrency);
     const files = new PodFiles(options.volumeFilesDir, this.logger);
-    const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots, files });
+    const hooks = new HookRunner(this.runtime, this.clock, options.probes);
+    const executor = new PlanExecutor({ runtime: this.runtime, events: this.events, clock: this.clock, startSlots, files, hooks });
     this.workers = new PodWorkers(executor, {
       inbox,
       observe: (podId) =>

@@ -1,8 +1,8 @@
 import { describeValue, isRecord, type FieldError, type WrittenAs } from '@kubelet-ts/core';
-import { IGNORED_V1_FIELDS, MAPPED_V1_FIELDS, REFUSED_ADVICE } from './fields.js';
+import { IGNORED_V1_FIELDS, MAPPED_V1_FIELDS } from './fields.js';
 import { joinV1PodId } from './pod-id.js';
-import { ceilMillis, ceilUnits, parseQuantity } from './quantity.js';
 import { decodeResources } from './resources.js';
+import { V1VolumeDecoder, defined } from './decode-volumes.js';
 
 /** A v1 Pod in the domain manifest's shape (for `validateManifest`), with what was refused on the way. */
 export interface DecodedV1Pod {
@@ -26,8 +26,8 @@ const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
 
 /**
  * Maps a v1 Pod to the domain manifest's shape: `metadata.name` (and namespace) to the id,
- * `command` to `entrypoint`, `args` to `command`, resources to bytes and shares, `emptyDir` and
- * `hostPath` volumes to volumes. What means nothing on one host is ignored (IGNORED_V1_FIELDS);
+ * `command` to `entrypoint`, `args` to `command`, resources to bytes and shares, volumes to volumes
+ * (see `V1VolumeDecoder`). What means nothing on one host is ignored (IGNORED_V1_FIELDS);
  * what would change what runs and is not supported is refused here by its v1 path. Values are
  * passed on as written, for `validateManifest` to check as it checks every manifest.
  */
@@ -36,54 +36,8 @@ export function decodeV1Pod(input: Record<string, unknown>, writtenAs?: WrittenA
   return { manifest: d.pod(input), errors: d.errors, writtenAt: d.writtenAt, renamed: d.renamed };
 }
 
-class V1PodDecoder {
-  readonly errors: FieldError[] = [];
-  readonly writtenAt = new Map<string, string>();
-  readonly renamed: Array<readonly [string, string]> = [];
+class V1PodDecoder extends V1VolumeDecoder {
   private hostNetwork = false;
-
-  constructor(private readonly writtenAs: WrittenAs | undefined) {}
-
-  /**
-   * A file mode as Kubernetes reads it: written `0644` it is octal, as in YAML 1.1 (which the
-   * API's YAML reader follows, and every example assumes); YAML 1.2 would read 644.
-   */
-  private mode(holder: Record<string, unknown>, key: string): unknown {
-    const written = this.writtenAs?.(holder, key);
-    return written !== undefined && /^0[0-7]+$/.test(written) ? Number.parseInt(written, 8) : holder[key];
-  }
-
-  /** The items of a source with their modes read as Kubernetes reads them. */
-  private items(
-    input: unknown,
-    path: string,
-    map: (item: Record<string, unknown>, at: string) => Record<string, unknown> = (i) => i,
-  ): unknown {
-    return this.each(input, path, (item, at) => {
-      const out = map(item, at);
-      return item['mode'] == null ? out : { ...out, mode: this.mode(item, 'mode') };
-    });
-  }
-
-  private fail(path: string, message: string): undefined {
-    this.errors.push({ path, message });
-    return undefined;
-  }
-
-  /** Refuses every key of `value` that is neither mapped nor ignored, naming what to do instead. */
-  private known(
-    value: Record<string, unknown>,
-    path: string,
-    mapped: readonly string[],
-    ignored: readonly string[] = [],
-    advice?: string,
-  ): void {
-    for (const key of Object.keys(value)) {
-      if (mapped.includes(key) || ignored.includes(key)) continue;
-      const instead = advice ?? REFUSED_ADVICE[key];
-      this.fail(path === '' ? key : `${path}.${key}`, `not supported${instead === undefined ? '' : `; ${instead}`}`);
-    }
-  }
 
   pod(input: Record<string, unknown>): Record<string, unknown> {
     this.known(input, '', MAPPED_V1_FIELDS.pod, IGNORED_V1_FIELDS.pod);
@@ -182,113 +136,6 @@ class V1PodDecoder {
     }
   }
 
-  private volume(input: unknown, path: string): unknown {
-    if (!isRecord(input)) return input;
-    for (const key of Object.keys(input)) {
-      if ((MAPPED_V1_FIELDS.volume as readonly string[]).includes(key)) continue;
-      this.fail(
-        `${path}.${key}`,
-        `not supported; ${NETWORK_VOLUMES.has(key) ? NETWORK_VOLUME_ADVICE : 'use emptyDir, hostPath or persistentVolumeClaim'}`,
-      );
-    }
-    const { emptyDir, hostPath, persistentVolumeClaim: pvc } = input;
-    const files = this.volumeFiles(input, path);
-    if ([emptyDir, hostPath, pvc, ...FILE_VOLUMES.map((k) => input[k])].filter((source) => source != null).length > 1)
-      this.fail(path, `must have exactly one of emptyDir, hostPath, persistentVolumeClaim, ${FILE_VOLUMES.join(', ')}`);
-    if (emptyDir != null) {
-      if (!isRecord(emptyDir)) this.fail(`${path}.emptyDir`, `must be an object, got ${describeValue(emptyDir)}`);
-      else {
-        this.known(
-          emptyDir,
-          `${path}.emptyDir`,
-          MAPPED_V1_FIELDS.emptyDir,
-          [],
-          "an emptyDir is a directory of the pod on the host's disk, without a size limit",
-        );
-        const medium = emptyDir['medium'];
-        if (medium != null && medium !== '')
-          this.fail(
-            `${path}.emptyDir.medium`,
-            `${describeValue(medium)} is not supported; leave it out for a directory on the host's disk`,
-          );
-      }
-    }
-    // A hostPath is passed on as written: validation checks it, and refuses it without allowHostMounts.
-    return defined({ name: input['name'], hostPath, claim: this.claim(pvc, `${path}.persistentVolumeClaim`), files });
-  }
-
-  /**
-   * A `configMap`, `secret`, `downwardAPI` or `projected` volume as the projection it is (`files`):
-   * one source, or the projected ones in order. A service account token needs an API server to
-   * sign it, and is refused saying so.
-   */
-  private volumeFiles(input: Record<string, unknown>, path: string): unknown {
-    const kind = FILE_VOLUMES.find((k) => input[k] != null);
-    if (kind === undefined) return undefined;
-    const at = `${path}.${kind}`;
-    const v = input[kind];
-    if (!isRecord(v)) return v;
-    const { defaultMode: _mode, ...rest } = v;
-    const defaultMode = v['defaultMode'] == null ? undefined : this.mode(v, 'defaultMode');
-    if (isRecord(rest['items']) || Array.isArray(rest['items'])) rest['items'] = this.items(rest['items'], `${at}.items`);
-    let sources: unknown;
-    if (kind === 'projected') {
-      this.known(v, at, ['sources', 'defaultMode']);
-      const given = this.each(v['sources'], `${at}.sources`, (s, here) => {
-        const issued = ['serviceAccountToken', 'clusterTrustBundle', 'podCertificate'].filter((key) => s[key] != null);
-        for (const key of issued) this.fail(`${here}.${key}`, `not supported: ${NO_API_SERVER}`);
-        this.known(s, here, ['configMap', 'secret', 'downwardAPI', 'serviceAccountToken', 'clusterTrustBundle', 'podCertificate']);
-        // Refused once, by its own field: left out rather than refused again as a source without one.
-        if (issued.length > 0) return null;
-        const withItems = (o: unknown, key: string) =>
-          isRecord(o) && o['items'] != null ? { ...o, items: this.items(o['items'], `${here}.${key}.items`) } : o;
-        return defined({
-          configMap: withItems(s['configMap'], 'configMap'),
-          secret: withItems(s['secret'], 'secret'),
-          downwardAPI: this.downwardFiles(s['downwardAPI'], `${here}.downwardAPI`),
-        });
-      });
-      sources = Array.isArray(given) ? given.filter((s) => s !== null) : given;
-    } else if (kind === 'secret') {
-      this.known(v, at, ['secretName', 'items', 'optional', 'defaultMode']);
-      const { secretName, ...others } = rest;
-      sources = [{ secret: { name: secretName, ...others } }];
-    } else if (kind === 'configMap') {
-      this.known(v, at, ['name', 'items', 'optional', 'defaultMode']);
-      sources = [{ configMap: rest }];
-    } else {
-      this.known(v, at, ['items', 'defaultMode']);
-      sources = [{ downwardAPI: this.downwardFiles(rest, at) }];
-    }
-    const source = `${path}.files.sources[0]`;
-    if (kind === 'secret') this.renamed.push([`${source}.secret.name`, `${at}.secretName`]);
-    if (kind === 'projected') this.renamed.push([`${path}.files.sources`, `${at}.sources`]);
-    else this.renamed.push([`${source}.${kind}`, at], [source, at]);
-    this.renamed.push([`${path}.files`, at]);
-    return defined({ sources, defaultMode });
-  }
-
-  /** A downward API source, its resources' divisors as quantities made numbers (as in `env`). */
-  private downwardFiles(input: unknown, path: string): unknown {
-    if (!isRecord(input)) return input ?? undefined;
-    return {
-      ...input,
-      items: this.items(input['items'], `${path}.items`, (item, at) => {
-        const ref = item['resourceFieldRef'];
-        if (!isRecord(ref) || ref['divisor'] == null) return item;
-        const resolved = this.divisor(ref, `${at}.resourceFieldRef.divisor`);
-        return resolved === undefined ? { ...item, resourceFieldRef: undefined } : { ...item, resourceFieldRef: resolved };
-      }),
-    };
-  }
-
-  /** A persistentVolumeClaim as the named volume it becomes (`claim`), for validation to check. */
-  private claim(input: unknown, path: string): unknown {
-    if (!isRecord(input)) return input ?? undefined;
-    this.known(input, path, ['claimName', 'readOnly']);
-    return defined({ name: input['claimName'], readOnly: input['readOnly'] });
-  }
-
   private container(input: unknown, path: string): unknown {
     if (!isRecord(input)) return input;
     this.known(input, path, MAPPED_V1_FIELDS.container, IGNORED_V1_FIELDS.container);
@@ -314,11 +161,12 @@ class V1PodDecoder {
         const propagation = v['mountPropagation'];
         if (propagation != null && propagation !== 'None')
           this.fail(`${at}.mountPropagation`, `${describeValue(propagation)} is not supported; leave it out (None)`);
-        return defined({ name: v['name'], mountPath: v['mountPath'], readOnly: v['readOnly'] });
+        return defined({ name: v['name'], mountPath: v['mountPath'], readOnly: v['readOnly'], subPath: v['subPath'] });
       }),
       imagePullPolicy: input['imagePullPolicy'],
       restartPolicy: input['restartPolicy'],
       securityContext: this.securityContext(input['securityContext'], `${path}.securityContext`, 'container'),
+      lifecycle: this.lifecycle(input['lifecycle'], `${path}.lifecycle`),
       ...probes,
     });
   }
@@ -336,20 +184,12 @@ class V1PodDecoder {
     return resolved === undefined ? undefined : { ...rest, resourceFieldRef: resolved };
   }
 
-  /** A resourceFieldRef with its `divisor` quantity in millicores (CPU) or bytes (memory). */
-  private divisor(ref: Record<string, unknown>, at: string): Record<string, unknown> | undefined {
-    const q = parseQuantity(ref['divisor']);
-    if (!q.ok) return void this.fail(at, q.message);
-    const cpu = typeof ref['resource'] === 'string' && ref['resource'].endsWith('.cpu');
-    const divisor = Number(cpu ? ceilMillis(q.value) : ceilUnits(q.value));
-    if (!(divisor >= 1)) return void this.fail(at, `must be at least ${cpu ? '1m' : '1'}`);
-    return { ...ref, divisor };
-  }
-
-  /** Maps each object of a list; anything else is passed on for validation to report. */
-  private each(input: unknown, path: string, map: (item: Record<string, unknown>, path: string) => unknown): unknown {
-    if (!Array.isArray(input)) return input;
-    return input.map((item, i) => (isRecord(item) ? map(item, `${path}[${i}]`) : item));
+  /** Hooks as they are, but `stopSignal`, which this agent cannot give the engines, refused by its path. */
+  private lifecycle(input: unknown, path: string): unknown {
+    if (!isRecord(input)) return input ?? undefined;
+    const { stopSignal, ...rest } = input;
+    if (stopSignal != null) this.fail(`${path}.stopSignal`, "not supported; the image's STOPSIGNAL is what stops the container");
+    return rest;
   }
 
   private port(p: Record<string, unknown>, path: string): unknown {
@@ -373,38 +213,6 @@ class V1PodDecoder {
   }
 }
 
-/** Volume kinds a cluster attaches through a storage provider, which one host without an API server has not. */
-const NETWORK_VOLUMES = new Set([
-  'awsElasticBlockStore',
-  'gcePersistentDisk',
-  'azureDisk',
-  'azureFile',
-  'cinder',
-  'cephfs',
-  'rbd',
-  'nfs',
-  'iscsi',
-  'glusterfs',
-  'fc',
-  'flocker',
-  'flexVolume',
-  'csi',
-  'photonPersistentDisk',
-  'portworxVolume',
-  'quobyte',
-  'scaleIO',
-  'storageos',
-  'vsphereVolume',
-  'gitRepo',
-]);
-const NETWORK_VOLUME_ADVICE =
-  'a network or cloud volume is attached by its storage provider, which this agent (one host, no API server) does not do; mount it on the host and use hostPath, or use a persistentVolumeClaim for a named local volume';
-
-/** The v1 volumes that are files the agent writes (see `Volume.files`). */
-const FILE_VOLUMES = ['configMap', 'secret', 'downwardAPI', 'projected'] as const;
-const NO_API_SERVER =
-  'it is issued by an API server, which a standalone agent has not; give the pod what it needs as a Secret beside it (a secret volume)';
-
 const APPARMOR_ANNOTATION = 'container.apparmor.security.beta.kubernetes.io/';
 
 /** The field's form of an AppArmor annotation's value; `undefined` for a value that is none of the three. */
@@ -417,8 +225,3 @@ function appArmorProfileOf(value: unknown): Record<string, string> | undefined {
 }
 
 const isMapped = (key: string): boolean => (MAPPED_V1_FIELDS.probe as readonly string[]).includes(key);
-
-/** The object without its undefined values: a field not written stays absent. */
-function defined(o: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
-}

@@ -73,10 +73,11 @@ export const MAPPED_V1_FIELDS = {
     'imagePullPolicy',
     'securityContext',
     'restartPolicy',
+    'lifecycle',
   ],
   port: ['name', 'containerPort', 'hostPort', 'hostIP', 'protocol'],
   env: ['name', 'value', 'valueFrom'],
-  volumeMount: ['name', 'mountPath', 'readOnly', 'mountPropagation'],
+  volumeMount: ['name', 'mountPath', 'readOnly', 'mountPropagation', 'subPath'],
   volume: ['name', 'emptyDir', 'hostPath', 'persistentVolumeClaim', 'configMap', 'secret', 'downwardAPI', 'projected'],
   emptyDir: ['medium'],
   hostPath: ['path', 'type'],
@@ -88,7 +89,5 @@ export const MAPPED_V1_FIELDS = {
 export const REFUSED_ADVICE: Readonly<Record<string, string>> = {
   ephemeralContainers: "use the engine's exec to debug a running container",
   grpc: 'use exec, httpGet or tcpSocket',
-  subPath: 'mount the whole volume, or a hostPath of the file itself',
-  subPathExpr: 'mount the whole volume',
-  lifecycle: "run the step in the container's command",
+  subPathExpr: 'write the path itself as subPath',
 };

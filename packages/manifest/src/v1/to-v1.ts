@@ -125,6 +125,7 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
             name: m.mountType === 'HOST' ? hostVolume(m) : m.name,
             mountPath: m.mountPath,
             ...(m.readOnly ? { readOnly: true } : {}),
+            ...(m.subPath === undefined ? {} : { subPath: m.subPath }),
           })),
         }),
     ...(c.imagePullPolicy === undefined ? {} : { imagePullPolicy: c.imagePullPolicy }),
@@ -133,6 +134,7 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
     ...(c.startupProbe === undefined ? {} : { startupProbe: probe(c.startupProbe) }),
     ...(c.securityContext === undefined ? {} : { securityContext: structuredClone(c.securityContext) }),
     ...(c.restartPolicy === undefined ? {} : { restartPolicy: c.restartPolicy }),
+    ...(c.lifecycle === undefined ? {} : { lifecycle: structuredClone(c.lifecycle) }),
   };
 }
 

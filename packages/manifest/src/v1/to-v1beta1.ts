@@ -76,6 +76,8 @@ function container(
   if (c.memoryRequest !== undefined) refuse(`${path}.memoryRequest`);
   c.env.forEach((e, j) => e.valueFrom !== undefined && refuse(`${path}.env[${j}].valueFrom`));
   if (c.envFrom !== undefined) refuse(`${path}.envFrom`);
+  if (c.lifecycle !== undefined) refuse(`${path}.lifecycle`);
+  c.volumeMounts.forEach((m, j) => m.subPath !== undefined && refuse(`${path}.volumeMounts[${j}].subPath`));
   if (c.readinessProbe !== undefined) refuse(`${path}.readinessProbe`);
   if (c.startupProbe !== undefined) refuse(`${path}.startupProbe`);
   if (withoutEngineDefaults(c.securityContext, seccomp) !== undefined) refuse(`${path}.securityContext`);

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AgentProcess } from './agent-process.js';
+import { AGENT_ENGINES } from './agent-engines.js';
+
+/**
+ * Lifecycle hooks (issue 26) on each real engine, through the agent process: a postStart hook runs
+ * in the started container, one that fails kills it (`FailedPostStartHook`), and a preStop hook runs
+ * before the stop when its pod is removed, leaving its mark on a claim that outlives the pod.
+ */
+describe.each(AGENT_ENGINES)('v1 lifecycle hooks on $name, through the agent', (engine) => {
+  const node = `e2e-hooks-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
+  let dir: string;
+  let volumes: string;
+  let agent: AgentProcess | undefined;
+  let url: string;
+
+  const writePod = (name: string, spec: object) =>
+    writeFile(join(dir, `${name}.json`), JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec }));
+  const printedOnce = async (path: string, text: string): Promise<string> => {
+    let printed = '';
+    for (let i = 0; i < 150 && !printed.includes(text); i++) {
+      printed = await (await fetch(`${url}/containerLogs/${path}`)).text();
+      if (!printed.includes(text)) await new Promise((r) => setTimeout(r, 200));
+    }
+    return printed;
+  };
+
+  beforeAll(async () => {
+    const { flags, busybox } = await engine.prepare();
+    dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-hooks-'));
+    volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-hook-volumes-'));
+    const sh = (script: string) => ({ exec: { command: ['sh', '-c', script] } });
+    // The test image has no /tmp: the hook writes at the root.
+    await writePod('poststart', {
+      terminationGracePeriodSeconds: 2,
+      containers: [
+        {
+          name: 'main',
+          image: busybox,
+          command: ['sh', '-c', 'while true; do cat /started 2>/dev/null; sleep 1; done'],
+          lifecycle: { postStart: sh('echo started-by-hook > /started') },
+        },
+      ],
+    });
+    await writePod('badstart', {
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 2,
+      containers: [{ name: 'main', image: busybox, command: ['sleep', '3600'], lifecycle: { postStart: sh('echo no; exit 3') } }],
+    });
+    await writePod('prestop', {
+      terminationGracePeriodSeconds: 5,
+      containers: [
+        {
+          name: 'main',
+          image: busybox,
+          command: ['sleep', '3600'],
+          lifecycle: { preStop: sh('echo bye-from-prestop > /data/bye') },
+          volumeMounts: [{ name: 'data', mountPath: '/data' }],
+        },
+      ],
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'hooks-claim' } }],
+    });
+    agent = new AgentProcess([
+      ...flags,
+      '--config',
+      dir,
+      '--volumes-root',
+      volumes,
+      '--hostname-override',
+      node,
+      '--sync-frequency',
+      '1s',
+      '--file-check-frequency',
+      '1s',
+    ]);
+    url = await agent.serverUrl();
+    await agent.until(() => agent!.events('ContainerStarted', 'prestop').length === 1, 'the prestop pod started', 60_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await engine.cleanUp(node);
+    await rm(dir, { recursive: true, force: true });
+    await rm(volumes, { recursive: true, force: true });
+  });
+
+  it('runs postStart in the started container', async () => {
+    expect(await printedOnce('default/poststart/main', 'started-by-hook')).toContain('started-by-hook');
+  });
+
+  it('kills a container whose postStart fails, saying why; under Never it stays down', async () => {
+    await agent!.until(
+      () => agent!.events('ContainerFailed', 'badstart').some((l) => l['reason'] === 'FailedPostStartHook'),
+      'FailedPostStartHook',
+      30_000,
+    );
+    const failed = agent!.events('ContainerFailed', 'badstart').find((l) => l['reason'] === 'FailedPostStartHook');
+    expect(String(failed?.['msg'] ?? failed?.['message'])).toContain('exited with code 3');
+    type Listed = { items: Array<{ metadata: { name: string }; status: { phase: string } }> };
+    let phase = '';
+    for (let i = 0; i < 100 && phase !== 'Failed'; i++) {
+      phase = ((await (await fetch(`${url}/pods`)).json()) as Listed).items.find((p) => p.metadata.name === 'badstart')?.status.phase ?? '';
+      if (phase !== 'Failed') await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(phase).toBe('Failed');
+    expect(agent!.events('ContainerStarted', 'badstart')).toHaveLength(1);
+  });
+
+  it('runs preStop before the stop when the pod is removed', async () => {
+    await rm(join(dir, 'prestop.json'));
+    await agent!.until(() => agent!.events('ContainerRemoved', 'prestop').length > 0, 'the prestop pod removed', 30_000);
+    expect(await readFile(join(volumes, '.claims', 'hooks-claim', 'bye'), 'utf8')).toBe('bye-from-prestop\n');
+    expect(agent!.events('ContainerFailed', 'prestop')).toEqual([]);
+  });
+});
