@@ -1,5 +1,5 @@
 import { CommanderError } from 'commander';
-import { hostAccessOf, nodeNameProblem } from '@kubelet-ts/core';
+import { hostAccessOf, nodeLabelsOf, nodeNameProblem } from '@kubelet-ts/core';
 import { resolveKubelet } from '@kubelet-ts/runner';
 import { agentApiHandler, hostLogsHandler } from '@kubelet-ts/source-server';
 import { createLogger, routeProcessWarnings } from './logging.js';
@@ -56,7 +56,7 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
     return 1;
   }
   const kubelet = resolveKubelet(wiring.container, {
-    ...hostAccessOf(options),
+    ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, hostname) }),
     ...(checkpoints === undefined ? {} : { checkpoints }),
     syncFrequencyMs: options.syncFrequency,
     // The Summary's node.fs is the file system the pods' volumes are on.

@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_LINKS_DIR, DEFAULT_LOGS_ROOT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
 import { hostEnforcesAppArmor } from '@kubelet-ts/runner';
+import { isLabelKey, isLabelValue } from '@kubelet-ts/core';
 import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
 import { addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
@@ -16,6 +17,8 @@ export interface CliOptions extends LegacyFlags {
   readonly containerRuntimeEndpoint: string;
   readonly dockerHost?: string;
   readonly volumesRoot: string;
+  /** `--node-labels`: the labels this node has besides its hostname, OS and architecture. */
+  readonly nodeLabels?: Readonly<Record<string, string>>;
   /** Where the files of ConfigMap, Secret and downward API volumes go (see `KubeletOptions.volumeFilesDir`). */
   readonly volumeFilesDir: string;
   readonly podInfraImage: string;
@@ -63,6 +66,19 @@ export interface CliOptions extends LegacyFlags {
   /** '' for none. */
   readonly containerLogLinksDir: string;
   readonly hostLogDir: string;
+}
+
+/** `--node-labels a=b,c=d` (the kubelet's form): each a label key and value. */
+function nodeLabelsFlag(value: string, previous: Record<string, string> | undefined): Record<string, string> {
+  const labels: Record<string, string> = { ...previous };
+  for (const pair of value.split(',').filter((p) => p !== '')) {
+    const eq = pair.indexOf('=');
+    const [key, label] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
+    if (!isLabelKey(key) || !isLabelValue(label))
+      throw new InvalidArgumentError(`${JSON.stringify(pair)} is not key=value with a label key and a label value (e.g. disktype=ssd)`);
+    labels[key] = label;
+  }
+  return labels;
 }
 
 function duration(value: string): number {
@@ -181,6 +197,12 @@ export function buildProgram(): Command {
         .default(undefined, 'unix:///var/run/docker.sock'),
     )
     .addOption(new Option('--volumes-root <dir>', 'pod volumes live in <dir>/<manifest id>/<volume>').default(DEFAULT_VOLUMES_ROOT))
+    .addOption(
+      new Option(
+        '--node-labels <key=value,...>',
+        "this node's labels, besides kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch: a pod whose nodeSelector or required node affinity they do not meet is refused",
+      ).argParser(nodeLabelsFlag),
+    )
     .addOption(
       new Option(
         '--volume-files-dir <dir>',

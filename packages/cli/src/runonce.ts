@@ -1,4 +1,4 @@
-import { Tokens, hostAccessOf, type KubeletEvent, type Logger } from '@kubelet-ts/core';
+import { Tokens, hostAccessOf, nodeLabelsOf, type KubeletEvent, type Logger } from '@kubelet-ts/core';
 import { resolveKubelet } from '@kubelet-ts/runner';
 import type { CliOptions } from './options.js';
 import { wire } from './wiring.js';
@@ -35,7 +35,7 @@ export async function runOnce(options: CliOptions, hostname: string, logger: Log
     },
   });
   const kubelet = resolveKubelet(wiring.container, {
-    ...hostAccessOf(options),
+    ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, hostname) }),
     hostname,
     syncFrequencyMs: options.syncFrequency,
     // Nothing serves the figures: nothing is sampled.

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Tokens, hostAccessOf, type Logger } from '@kubelet-ts/core';
+import { Tokens, hostAccessOf, nodeLabelsOf, type Logger } from '@kubelet-ts/core';
 import { LogEventSink } from '@kubelet-ts/runner';
 import { registerCriRuntime } from '@kubelet-ts/runtime-cri';
 import { registerDockerRuntime } from '@kubelet-ts/runtime-docker';
@@ -36,16 +36,18 @@ export async function wire(
 ): Promise<Wiring> {
   const container = rootContainer.createChildContainer();
   container.register(Tokens.Logger, { useValue: logger });
+  // What every source checks a pod against: the host access allowed, and this node's labels.
+  const access = hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, hostname) });
   const runtime = await registerRuntime(container, options, logger);
   if (options.config !== undefined)
     registerFileSource(container, {
       path: options.config,
       checkFrequencyMs: options.fileCheckFrequency,
-      ...hostAccessOf(options),
+      ...access,
     });
   if (options.manifestUrl !== undefined) {
     registerHttpSource(container, {
-      ...hostAccessOf(options),
+      ...access,
       url: options.manifestUrl,
       checkFrequencyMs: options.httpCheckFrequency,
       timeoutMs: options.manifestUrlTimeout,
@@ -59,7 +61,7 @@ export async function wire(
       endpoints: [...options.etcdServers],
       hostname: givenHostname,
       logger,
-      ...hostAccessOf(options),
+      ...access,
       ...etcdSecurity(options),
     });
   if (mode === 'runonce') {
@@ -82,7 +84,7 @@ export async function wire(
   // --enable-server=false (2014): no server, so neither its manifest routes nor the read API.
   if (!options.enableServer) return { container, close };
   const server = registerServerSource(container, {
-    ...hostAccessOf(options),
+    ...access,
     address: options.address,
     port: options.port,
     ...(options.authToken === undefined ? {} : { authToken: options.authToken }),

@@ -3,6 +3,12 @@ import { isDnsLabel, isManifestId } from './naming.js';
 
 const MAX_STRING = 4096;
 /**
+ * Kubernetes' label and annotation keys: an optional DNS subdomain prefix and '/', then this name of
+ * at most 63 letters, digits, '-', '_' and '.', beginning and ending with a letter or digit; and a label value.
+ */
+export const KEY_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+export const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+/**
  * Entries in one list of a manifest (volumes) or a container (command, env, ports, volumeMounts).
  * The kubelet set none, but no real container comes near a thousand arguments, variables, ports or
  * mounts, while each entry is work later (an engine call argument, a port binding, a spec hash

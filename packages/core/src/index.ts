@@ -41,6 +41,8 @@ export {
   type DownwardFile,
   type ObjectKeyRef,
   type EnvFromSource,
+  type NodeSelectorTerm,
+  type NodeSelectorRequirement,
   type Lifecycle,
   type LifecycleHandler,
 } from './manifest.js';
@@ -56,6 +58,7 @@ export {
   type VolumeFile,
 } from './objects.js';
 export { OBJECT_KEY } from './validate-files.js';
+export { HOSTNAME_LABEL, isLabelKey, isLabelValue, nodeLabelsOf } from './validate-placement.js';
 export { podVolumeFiles, type PodVolumeFiles } from './create-step.js';
 export {
   hostAccessOf,

@@ -51,6 +51,10 @@ export interface ContainerManifest {
   readonly hostname?: string;
   /** A v1 Pod's `spec.shareProcessNamespace`: its containers see (and may signal) each other's processes. */
   readonly shareProcessNamespace?: boolean;
+  /** The labels the node must have (v1 `nodeSelector`), checked against `HostAccess.nodeLabels` when the manifest is read; placement only, not part of what runs. */
+  readonly nodeSelector?: Readonly<Record<string, string>>;
+  /** v1 `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`: one of its terms must match the node, checked as `nodeSelector` is. */
+  readonly nodeAffinity?: { readonly nodeSelectorTerms: readonly NodeSelectorTerm[] };
   readonly volumes: readonly Volume[];
   /**
    * A v1 Pod's `initContainers`: each runs to completion, in order, before the app containers
@@ -63,6 +67,18 @@ export interface ContainerManifest {
   readonly restartPolicy?: RestartPolicy;
   /** Seconds between the stop signal and the kill. Default 30, as in the kubelet. */
   readonly terminationGracePeriodSeconds?: number;
+}
+
+/** A node selector term: every expression must hold (on the node's labels, and on its name for `matchFields`). */
+export interface NodeSelectorTerm {
+  readonly matchExpressions?: readonly NodeSelectorRequirement[];
+  readonly matchFields?: readonly NodeSelectorRequirement[];
+}
+
+export interface NodeSelectorRequirement {
+  readonly key: string;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  readonly values?: readonly string[];
 }
 
 /** The two 2014 versions, which share one container shape. */

@@ -9,6 +9,8 @@ export interface ContainerCheckOptions {
   readonly allowPrivileged: boolean;
   /** The host enforces AppArmor, so a profile other than `Unconfined` can be applied. */
   readonly appArmor: boolean;
+  /** This node's labels, for a pod's `nodeSelector` and node affinity (see `HostAccess.nodeLabels`). */
+  readonly nodeLabels?: Readonly<Record<string, string>>;
 }
 
 const SHARED_FIELDS = ['runAsUser', 'runAsGroup', 'runAsNonRoot', 'seccompProfile', 'appArmorProfile', 'seLinuxOptions'];

@@ -1,8 +1,17 @@
 import type { FieldError } from './errors.js';
-import { MAX_LIST_ENTRIES, describeValue, isRecord, type ValidationWarning, type WrittenAs } from './field-checks.js';
+import {
+  KEY_NAME,
+  LABEL_VALUE,
+  MAX_LIST_ENTRIES,
+  describeValue,
+  isRecord,
+  type ValidationWarning,
+  type WrittenAs,
+} from './field-checks.js';
 import type { Container, ContainerManifest, HostPathType, ManifestVersion, RestartPolicy, Volume } from './manifest.js';
 import { isDnsSubdomain } from './naming.js';
-import { ContainerChecks } from './validate-container.js';
+import { hostAccessOf, type HostAccess } from './host-access.js';
+import { PlacementChecks } from './validate-placement.js';
 
 export type { ValidationWarning } from './field-checks.js';
 
@@ -15,48 +24,7 @@ export type ValidationResult =
     }
   | { readonly ok: false; readonly errors: readonly FieldError[]; readonly id?: string };
 
-/**
- * What a manifest may take of its host beyond its own namespaces and volumes: each off by default,
- * each a CLI flag, and each refused by field (naming the flag) when not allowed. Every source and
- * the agent take the same two.
- */
-export interface HostAccess {
-  /**
-   * Accept `volumeMounts[].mountType: HOST` and `hostPath` volumes, which bind the host's
-   * directory at the mount path into the container (the 2014 meaning), a path that is normal,
-   * absolute and not `/`. Default false: such a manifest is refused with a message naming
-   * `--allow-host-mounts`, since it gives the pod any file of the host.
-   */
-  readonly allowHostMounts?: boolean | undefined;
-  /**
-   * Accept `hostNetwork: true`. Default false: refused naming `--allow-host-network`, since a pod
-   * in the host's network reaches the agent's server on 127.0.0.1 and can bind its port while the
-   * agent restarts (an agent that allows it serves no caller unauthenticated, loopback included).
-   */
-  readonly allowHostNetwork?: boolean | undefined;
-  /**
-   * Accept `securityContext.privileged: true`. Default false: refused naming `--allow-privileged`
-   * (the 2014 flag), since such a container has every device and capability of the host.
-   */
-  readonly allowPrivileged?: boolean | undefined;
-  /**
-   * The host enforces AppArmor (`/sys/module/apparmor/parameters/enabled` is `Y`; see
-   * `hostEnforcesAppArmor` in `@kubelet-ts/runner`), so a pod's AppArmor profile can be applied.
-   * Default false: a profile other than `Unconfined` is refused by field, as the kubelet refuses
-   * such a pod on a host without AppArmor; it is never ignored.
-   */
-  readonly appArmor?: boolean | undefined;
-}
-
-/** The host access of `options` alone (to pass it on), each power true or false. */
-export function hostAccessOf(options: HostAccess): Required<{ [K in keyof HostAccess]: boolean }> {
-  return {
-    allowHostMounts: options.allowHostMounts === true,
-    allowHostNetwork: options.allowHostNetwork === true,
-    allowPrivileged: options.allowPrivileged === true,
-    appArmor: options.appArmor === true,
-  };
-}
+export { hostAccessOf, type HostAccess } from './host-access.js';
 
 export interface ValidateOptions extends HostAccess {
   /**
@@ -88,6 +56,8 @@ const MANIFEST_FIELDS = new Set([
   'securityContext',
   'hostname',
   'shareProcessNamespace',
+  'nodeSelector',
+  'nodeAffinity',
   'volumes',
   'initContainers',
   'containers',
@@ -111,10 +81,6 @@ const HOST_PATH_TYPES: readonly HostPathType[] = [
   'CharDevice',
   'BlockDevice',
 ];
-// Kubernetes' label and annotation keys: an optional DNS subdomain prefix and '/', then a name of
-// at most 63 letters, digits, '-', '_' and '.', beginning and ending with a letter or digit.
-const KEY_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 /** Kubernetes' limit on all of a pod's annotations together. */
 const MAX_ANNOTATION_BYTES = 256 * 1024;
 const UUID = /^[A-Za-z0-9][-A-Za-z0-9_.:]{0,252}$/;
@@ -149,7 +115,7 @@ export function isValidatedManifest(manifest: unknown): boolean {
 }
 
 /** The manifest's structure, field by field; every problem found is kept. */
-class Walker extends ContainerChecks {
+class Walker extends PlacementChecks {
   manifest(input: unknown, defaultId: string | undefined): ContainerManifest | undefined {
     const m = this.record(input, '', MANIFEST_FIELDS);
     if (m === undefined) return undefined;
@@ -175,6 +141,7 @@ class Walker extends ContainerChecks {
     const securityContext = this.podSecurity(m['securityContext'], 'securityContext');
     const hostname = m['hostname'] == null || m['hostname'] === '' ? undefined : this.dnsLabel(m['hostname'], 'hostname', false);
     const sharePid = m['shareProcessNamespace'] == null ? undefined : this.flag(m['shareProcessNamespace'], 'shareProcessNamespace');
+    const placement = this.placement(m['nodeSelector'], m['nodeAffinity']);
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
@@ -251,6 +218,7 @@ class Walker extends ContainerChecks {
       ...(securityContext === undefined ? {} : { securityContext }),
       ...(hostname === undefined ? {} : { hostname }),
       ...(sharePid === true ? { shareProcessNamespace: true } : {}),
+      ...placement,
       volumes,
       ...(initContainers.length === 0 ? {} : { initContainers }),
       containers,

@@ -29,6 +29,7 @@ import {
   type EventFilter,
   type RecordedEvent,
   hostAccessOf,
+  nodeLabelsOf,
 } from '@kubelet-ts/core';
 import { AdaptiveSlots, MAX_CONCURRENCY } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
@@ -119,7 +120,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       metrics,
       emit,
       ...(options.sourceBackoff === undefined ? {} : { backoff: options.sourceBackoff }),
-      ...hostAccessOf(options),
+      ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, this.hostname) }),
       ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
       inbox,
     });

@@ -77,6 +77,8 @@ class V1PodDecoder extends V1VolumeDecoder {
       securityContext: this.securityContext(s['securityContext'], 'spec.securityContext', 'pod'),
       hostname: s['hostname'],
       shareProcessNamespace: s['shareProcessNamespace'],
+      nodeSelector: s['nodeSelector'],
+      nodeAffinity: this.nodeAffinity(s['affinity']),
       volumes: Array.isArray(volumes) ? volumes.map((v, i) => this.volume(v, `spec.volumes[${i}]`)) : volumes,
       initContainers,
       containers,
@@ -182,6 +184,16 @@ class V1PodDecoder extends V1VolumeDecoder {
       return resourceFieldRef == null ? rest : { ...rest, resourceFieldRef };
     const resolved = this.divisor(resourceFieldRef, `${path}.resourceFieldRef.divisor`);
     return resolved === undefined ? undefined : { ...rest, resourceFieldRef: resolved };
+  }
+
+  /**
+   * The required node affinity, which the kubelet's admission checks; the preferred one and pod
+   * (anti-)affinity place a pod among nodes, which one host does not do, and are ignored.
+   */
+  private nodeAffinity(input: unknown): unknown {
+    if (!isRecord(input) || !isRecord(input['nodeAffinity'])) return undefined;
+    this.renamed.push(['spec.nodeAffinity', 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution']);
+    return input['nodeAffinity']['requiredDuringSchedulingIgnoredDuringExecution'] ?? undefined;
   }
 
   /** Hooks as they are, but `stopSignal`, which this agent cannot give the engines, refused by its path. */

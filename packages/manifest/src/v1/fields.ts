@@ -27,8 +27,6 @@ export const IGNORED_V1_FIELDS = {
     'schedulerName',
     'tolerations',
     'nodeName',
-    'nodeSelector',
-    'affinity',
     'topologySpreadConstraints',
     'serviceAccountName',
     'serviceAccount',
@@ -55,6 +53,8 @@ export const MAPPED_V1_FIELDS = {
     'securityContext',
     'hostname',
     'shareProcessNamespace',
+    'nodeSelector',
+    'affinity',
   ],
   container: [
     'name',

@@ -66,6 +66,10 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       ...(manifest.securityContext === undefined ? {} : { securityContext: structuredClone(manifest.securityContext) }),
       ...(manifest.hostname === undefined ? {} : { hostname: manifest.hostname }),
       ...(manifest.shareProcessNamespace === true ? { shareProcessNamespace: true } : {}),
+      ...(manifest.nodeSelector === undefined ? {} : { nodeSelector: { ...manifest.nodeSelector } }),
+      ...(manifest.nodeAffinity === undefined
+        ? {}
+        : { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: structuredClone(manifest.nodeAffinity) } } }),
       ...(manifest.restartPolicy === undefined ? {} : { restartPolicy: manifest.restartPolicy }),
       ...(manifest.terminationGracePeriodSeconds === undefined
         ? {}

@@ -34,6 +34,8 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   if (manifest.initContainers !== undefined) refuse('initContainers');
   if (manifest.hostname !== undefined) refuse('hostname');
   if (manifest.shareProcessNamespace === true) refuse('shareProcessNamespace');
+  if (manifest.nodeSelector !== undefined) refuse('nodeSelector');
+  if (manifest.nodeAffinity !== undefined) refuse('nodeAffinity');
   // What the engines do anyway (a RuntimeDefault seccomp profile) is what a v1beta1 manifest runs with.
   if (withoutEngineDefaults(manifest.securityContext) !== undefined) refuse('securityContext');
   // A hostPath volume v1beta1 can say: no type, and mounted only at the host path itself.
