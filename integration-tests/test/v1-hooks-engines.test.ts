@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentProcess } from './agent-process.js';
@@ -8,9 +8,10 @@ import { AGENT_ENGINES } from './agent-engines.js';
 /**
  * Lifecycle hooks (issue 26) on each real engine, through the agent process: a postStart hook runs
  * in the started container, one that fails kills it (`FailedPostStartHook`), and a preStop hook runs
- * before the stop when its pod is removed, leaving its mark on a claim that outlives the pod.
+ * before the stop when its pod is removed, leaving its mark on a claim that outlives the pod. And
+ * the host's process and IPC namespaces (`hostPID`, `hostIPC`), which `--allow-privileged` lets in.
  */
-describe.each(AGENT_ENGINES)('v1 lifecycle hooks on $name, through the agent', (engine) => {
+describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, through the agent', (engine) => {
   const node = `e2e-hooks-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
   let dir: string;
   let volumes: string;
@@ -63,8 +64,21 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks on $name, through the agent', (
       ],
       volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'hooks-claim' } }],
     });
+    await writePod('hostns', {
+      hostPID: true,
+      hostIPC: true,
+      terminationGracePeriodSeconds: 2,
+      containers: [
+        {
+          name: 'main',
+          image: busybox,
+          command: ['sh', '-c', 'echo "PID=$(readlink /proc/self/ns/pid) IPC=$(readlink /proc/self/ns/ipc)"; exec sleep 3600'],
+        },
+      ],
+    });
     agent = new AgentProcess([
       ...flags,
+      '--allow-privileged',
       '--config',
       dir,
       '--volumes-root',
@@ -107,6 +121,12 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks on $name, through the agent', (
     }
     expect(phase).toBe('Failed');
     expect(agent!.events('ContainerStarted', 'badstart')).toHaveLength(1);
+  });
+
+  it("puts a hostPID and hostIPC pod's container in the host's process and IPC namespaces", async () => {
+    const printed = await printedOnce('default/hostns/main', 'IPC=');
+    const [pid, ipc] = await Promise.all([readlink('/proc/self/ns/pid'), readlink('/proc/self/ns/ipc')]);
+    expect(printed).toContain(`PID=${pid} IPC=${ipc}`);
   });
 
   it('runs preStop before the stop when the pod is removed', async () => {

@@ -59,6 +59,9 @@ export function buildSandboxConfig(spec: SandboxSpec, options: SandboxConfigOpti
           ...(hostNetwork ? { network: 'NODE' as const } : {}),
           // One process namespace for the pod, the sandbox's, as the kubelet asks for shareProcessNamespace.
           ...(spec.shareProcessNamespace === true ? { pid: 'POD' as const } : {}),
+          // The host's process and IPC namespaces (v1 hostPID, hostIPC), as the kubelet asks for them.
+          ...(spec.hostPID === true ? { pid: 'NODE' as const } : {}),
+          ...(spec.hostIPC === true ? { ipc: 'NODE' as const } : {}),
         },
         // containerd runs a privileged container only in a privileged sandbox, as the kubelet asks for one.
         ...(spec.privileged === true ? { privileged: true } : {}),

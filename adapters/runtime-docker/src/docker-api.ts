@@ -186,8 +186,10 @@ export interface DockerCreateOptions {
     CapDrop?: string[];
     /** `no-new-privileges`, `seccomp=…`, `apparmor=…`, `label=type:…`. */
     SecurityOpt?: string[];
-    /** `container:<id>` joins that container's process namespace. */
+    /** `container:<id>` joins that container's process namespace; `host` the host's. */
     PidMode?: string;
+    /** `host`: the host's IPC namespace. */
+    IpcMode?: string;
   };
 }
 

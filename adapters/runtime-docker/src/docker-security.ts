@@ -6,7 +6,7 @@ import { ADAPTER } from './errors.js';
 export type SecurityOptions = Pick<DockerCreateOptions, 'User'> & {
   readonly HostConfig: Pick<
     DockerCreateOptions['HostConfig'],
-    'GroupAdd' | 'Privileged' | 'ReadonlyRootfs' | 'CapAdd' | 'CapDrop' | 'SecurityOpt' | 'PidMode'
+    'GroupAdd' | 'Privileged' | 'ReadonlyRootfs' | 'CapAdd' | 'CapDrop' | 'SecurityOpt' | 'PidMode' | 'IpcMode'
   >;
 };
 
@@ -26,7 +26,12 @@ export async function securityOptionsOf(
 ): Promise<SecurityOptions> {
   const { security } = spec;
   // The pod's one process namespace is its holder's (v1 shareProcessNamespace).
-  const pid = spec.sharedProcessNamespace === true ? { PidMode: `container:${sandboxId}` } : {};
+  const pid = {
+    ...(spec.sharedProcessNamespace === true ? { PidMode: `container:${sandboxId}` } : {}),
+    // The host's namespaces (v1 hostPID, hostIPC), joined by each container itself.
+    ...(spec.hostPID === true ? { PidMode: 'host' } : {}),
+    ...(spec.hostIPC === true ? { IpcMode: 'host' } : {}),
+  };
   if (security === undefined) return { HostConfig: pid };
   const imageUser = needsImageUser(security) ? ((await inspectImage()) as { Config?: { User?: string } }).Config?.User : undefined;
   const problem = runAsNonRootProblem(security, imageUser);

@@ -51,6 +51,9 @@ export interface ContainerManifest {
   readonly hostname?: string;
   /** A v1 Pod's `spec.shareProcessNamespace`: its containers see (and may signal) each other's processes. */
   readonly shareProcessNamespace?: boolean;
+  /** A v1 Pod's `spec.hostPID` / `hostIPC`: its containers are in the host's process / IPC namespace (accepted only with `allowPrivileged`). */
+  readonly hostPID?: boolean;
+  readonly hostIPC?: boolean;
   /** The labels the node must have (v1 `nodeSelector`), checked against `HostAccess.nodeLabels` when the manifest is read; placement only, not part of what runs. */
   readonly nodeSelector?: Readonly<Record<string, string>>;
   /** v1 `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`: one of its terms must match the node, checked as `nodeSelector` is. */

@@ -32,6 +32,9 @@ export interface ContainerSpec {
   readonly cpuLimitMillis?: number;
   /** The container joins its sandbox's process namespace (v1 `shareProcessNamespace`); a CRI sandbox made so shares it already. */
   readonly sharedProcessNamespace?: boolean;
+  /** The container is in the host's process namespace (v1 `hostPID`) / IPC namespace (`hostIPC`); its CRI sandbox is made so too. */
+  readonly hostPID?: boolean;
+  readonly hostIPC?: boolean;
   /** Who the container runs as and what it may do (see `ContainerSecurity`); absent: the engine's defaults. */
   readonly security?: ContainerSecurity;
   /** Labels stored with the container and returned by `list` and `inspect` unchanged. */

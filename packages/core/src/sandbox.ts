@@ -31,6 +31,9 @@ export interface SandboxSpec {
   readonly privileged?: boolean;
   /** The pod's containers share one process namespace, the sandbox's (v1 `shareProcessNamespace`). */
   readonly shareProcessNamespace?: boolean;
+  /** The pod is in the host's process / IPC namespace (v1 `hostPID`, `hostIPC`). */
+  readonly hostPID?: boolean;
+  readonly hostIPC?: boolean;
   /**
    * The pod as the kubelet names it (`/pods` shows the same): its namespace (`default` for a pod
    * without one), its name and its uid (see `podUid`). What a runtime that lays out files per pod
@@ -89,6 +92,8 @@ export function manifestSandboxHash(manifest: ContainerManifest): string {
   if (manifest.initContainers !== undefined) hash = again(`init:${initSpecHashes(manifest).join(',')}`);
   if (manifest.hostname !== undefined) hash = again(`hostname:${manifest.hostname}`);
   if (manifest.shareProcessNamespace === true) hash = again('share-process-namespace');
+  if (manifest.hostPID === true) hash = again('host-pid');
+  if (manifest.hostIPC === true) hash = again('host-ipc');
   return hash;
 }
 
@@ -119,6 +124,8 @@ export function buildSandboxSpec(manifest: ContainerManifest, context: { readonl
     ...(hostNetwork ? { hostNetwork: true } : {}),
     ...(hasPrivilegedContainer(manifest) ? { privileged: true } : {}),
     ...(manifest.shareProcessNamespace === true ? { shareProcessNamespace: true } : {}),
+    ...(manifest.hostPID === true ? { hostPID: true } : {}),
+    ...(manifest.hostIPC === true ? { hostIPC: true } : {}),
     labels: {
       [Labels.sandbox]: manifest.id,
       [Labels.sandboxHash]: manifestSandboxHash(manifest),

@@ -56,6 +56,8 @@ export function specHash(manifest: ContainerManifest, container: Container): str
     // v1 only, each added when present so that no 2014 manifest's hash moves: the host's network
     // replaces the pod's namespace; a mounted volume's host path (or its type) is what is bound.
     ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
+    ...(manifest.hostPID === true ? { hostPID: true } : {}),
+    ...(manifest.hostIPC === true ? { hostIPC: true } : {}),
     ...(hostPaths === undefined ? {} : { hostPaths }),
     // Who every container runs as; the sysctls belong to the pod's sandbox, which carries them.
     ...podSecurityHashed(manifest),
@@ -187,6 +189,8 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
     ...(container.cpuLimitMillis === undefined ? {} : { cpuLimitMillis: container.cpuLimitMillis }),
     ...(security === undefined ? {} : { security }),
     ...(manifest.shareProcessNamespace === true ? { sharedProcessNamespace: true } : {}),
+    ...(manifest.hostPID === true ? { hostPID: true } : {}),
+    ...(manifest.hostIPC === true ? { hostIPC: true } : {}),
     labels: {
       [Labels.manifestId]: manifest.id,
       [Labels.containerName]: container.name,

@@ -29,7 +29,8 @@ export function nodeLabelsOf(given: Readonly<Record<string, string>> | undefined
 /**
  * Where a pod may run, as the kubelet's admission checks it (`NodeAffinity`): its `nodeSelector`
  * must match this node's labels, and one term of its required node affinity must hold. A pod for
- * another node is refused by field, saying which label it wants and how to give it.
+ * another node is refused by field, saying which label it wants and how to give it. And which of
+ * the host's namespaces it may join (`hostPID`, `hostIPC`).
  */
 export class PlacementChecks extends ContainerChecks {
   protected placement(selector: unknown, affinity: unknown): Pick<ContainerManifest, 'nodeSelector' | 'nodeAffinity'> {
@@ -40,6 +41,35 @@ export class PlacementChecks extends ContainerChecks {
       ...(nodeSelector === undefined ? {} : { nodeSelector }),
       ...(nodeAffinity === undefined ? {} : { nodeAffinity }),
     };
+  }
+
+  /**
+   * `hostPID` and `hostIPC`: a container in the host's process or IPC namespace sees (and, as root,
+   * may signal or trace) every process of the host, so they are taken only where privileged
+   * containers are (`--allow-privileged`); `hostPID` with `shareProcessNamespace` is refused, as
+   * Kubernetes refuses it.
+   */
+  protected hostNamespaces(m: Record<string, unknown>, sharePid: boolean): Pick<ContainerManifest, 'hostPID' | 'hostIPC'> {
+    const out: { hostPID?: boolean; hostIPC?: boolean } = {};
+    for (const field of ['hostPID', 'hostIPC'] as const) {
+      const value = m[field];
+      if (value == null || value === false) continue;
+      if (value !== true) {
+        this.fail(field, `must be true or false, got ${describeValue(value)}`);
+        continue;
+      }
+      if (!this.checks.allowPrivileged) {
+        this.fail(
+          field,
+          `true puts the pod's containers in the host's ${field === 'hostPID' ? 'process' : 'IPC'} namespace, where they reach every process of the host, which this agent refuses; run it with --allow-privileged (allowPrivileged) to accept it`,
+        );
+        continue;
+      }
+      if (field === 'hostPID' && sharePid)
+        this.fail(field, "cannot be true with shareProcessNamespace: the pod shares the host's process namespace or its own, not both");
+      out[field] = true;
+    }
+    return out;
   }
 
   private selector(input: unknown, labels: Readonly<Record<string, string>>): Record<string, string> | undefined {

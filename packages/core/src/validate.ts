@@ -56,6 +56,8 @@ const MANIFEST_FIELDS = new Set([
   'securityContext',
   'hostname',
   'shareProcessNamespace',
+  'hostPID',
+  'hostIPC',
   'nodeSelector',
   'nodeAffinity',
   'volumes',
@@ -142,6 +144,7 @@ class Walker extends PlacementChecks {
     const hostname = m['hostname'] == null || m['hostname'] === '' ? undefined : this.dnsLabel(m['hostname'], 'hostname', false);
     const sharePid = m['shareProcessNamespace'] == null ? undefined : this.flag(m['shareProcessNamespace'], 'shareProcessNamespace');
     const placement = this.placement(m['nodeSelector'], m['nodeAffinity']);
+    const hostNamespaces = this.hostNamespaces(m, sharePid === true);
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
 
@@ -219,6 +222,7 @@ class Walker extends PlacementChecks {
       ...(hostname === undefined ? {} : { hostname }),
       ...(sharePid === true ? { shareProcessNamespace: true } : {}),
       ...placement,
+      ...hostNamespaces,
       volumes,
       ...(initContainers.length === 0 ? {} : { initContainers }),
       containers,

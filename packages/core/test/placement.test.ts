@@ -1,5 +1,13 @@
 import { describe, expect, it } from '@jest/globals';
-import { nodeLabelsOf, validateManifest } from '../src/index.js';
+import {
+  Labels,
+  buildContainerSpec,
+  buildSandboxSpec,
+  nodeLabelsOf,
+  specHash,
+  validateManifest,
+  type ContainerManifest,
+} from '../src/index.js';
 
 const pod = (placement: object) => ({ id: 'web', containers: [{ name: 'app', image: 'nginx' }], ...placement });
 const labels = nodeLabelsOf({ disktype: 'ssd', 'example.com/cores': '16' }, 'node-a');
@@ -73,5 +81,27 @@ describe("a pod's placement, checked against this node's labels as the kubelet's
     expect(
       errorsOf({ nodeAffinity: { nodeSelectorTerms: [{ matchFields: [{ key: 'spec.x', operator: 'In', values: ['a'] }] }] } })[0]?.message,
     ).toContain('metadata.name');
+  });
+
+  it("takes hostPID and hostIPC only where privileged containers are, into the container's spec and the sandbox", () => {
+    const raw = pod({ hostPID: true, hostIPC: true });
+    expect(validateManifest(raw).ok).toBe(false);
+    expect(errorsOf({ hostPID: true, hostIPC: false })).toEqual([
+      { path: 'hostPID', message: expect.stringContaining('--allow-privileged') },
+    ]);
+    const r = validateManifest(raw, { allowPrivileged: true });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(buildContainerSpec(r.manifest, r.manifest.containers[0]!, { node: 'n', source: 's' })).toMatchObject({
+      hostPID: true,
+      hostIPC: true,
+    });
+    expect(buildSandboxSpec(r.manifest, { node: 'n', source: 's' })).toMatchObject({ hostPID: true, hostIPC: true });
+    const plain = validateManifest(pod({}));
+    if (!plain.ok) throw new Error('plain pod refused');
+    const sandboxHash = (m: ContainerManifest) => buildSandboxSpec(m, { node: 'n', source: 's' }).labels[Labels.sandboxHash];
+    expect(sandboxHash(r.manifest)).not.toBe(sandboxHash(plain.manifest));
+    expect(specHash(r.manifest, r.manifest.containers[0]!)).not.toBe(specHash(plain.manifest, plain.manifest.containers[0]!));
+    const both = validateManifest(pod({ hostPID: true, shareProcessNamespace: true }), { allowPrivileged: true });
+    expect(both.ok ? [] : both.errors).toEqual([{ path: 'hostPID', message: expect.stringContaining('shareProcessNamespace') }]);
   });
 });

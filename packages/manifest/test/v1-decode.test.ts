@@ -157,8 +157,12 @@ describe('v1 Pod: ignored fields', () => {
 
 describe('v1 Pod: refused fields name their path and say "not supported"', () => {
   it.each([
-    [pod({}, { hostPID: true }), 'spec.hostPID', 'not supported'],
-    [pod({}, { hostIPC: true }), 'spec.hostIPC', 'not supported'],
+    [
+      pod({}, { hostPID: true }),
+      'spec.hostPID',
+      "in the host's process namespace, where they reach every process of the host, which this agent refuses; run it with --allow-privileged",
+    ],
+    [pod({}, { hostIPC: true }), 'spec.hostIPC', '--allow-privileged'],
     [pod({}, { hostname: 'Not_A_Label' }), 'spec.hostname', 'must be a DNS label'],
     [pod({}, { shareProcessNamespace: 'yes' }), 'spec.shareProcessNamespace', 'must be true or false'],
     [pod({}, { dnsConfig: {} }), 'spec.dnsConfig', 'not supported'],

@@ -195,7 +195,7 @@ describe('kubeadm control-plane manifests', () => {
       'spec.containers[0].resources.requests.ephemeral-storage: not supported',
       'spec.containers[0].securityContext.privileged: true gives the container every device and capability of the host, which this agent refuses',
       'spec.containers[0].stdin: not supported',
-      'spec.hostPID: not supported',
+      "spec.hostPID: true puts the pod's containers in the host's process namespace, where they reach every process of the host, which this agent refuses",
       'spec.volumes[0].gitRepo: not supported',
     ]);
   });

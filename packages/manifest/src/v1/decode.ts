@@ -77,6 +77,8 @@ class V1PodDecoder extends V1VolumeDecoder {
       securityContext: this.securityContext(s['securityContext'], 'spec.securityContext', 'pod'),
       hostname: s['hostname'],
       shareProcessNamespace: s['shareProcessNamespace'],
+      hostPID: s['hostPID'],
+      hostIPC: s['hostIPC'],
       nodeSelector: s['nodeSelector'],
       nodeAffinity: this.nodeAffinity(s['affinity']),
       volumes: Array.isArray(volumes) ? volumes.map((v, i) => this.volume(v, `spec.volumes[${i}]`)) : volumes,

@@ -53,6 +53,8 @@ export const MAPPED_V1_FIELDS = {
     'securityContext',
     'hostname',
     'shareProcessNamespace',
+    'hostPID',
+    'hostIPC',
     'nodeSelector',
     'affinity',
   ],

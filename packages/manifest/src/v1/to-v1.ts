@@ -66,6 +66,8 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       ...(manifest.securityContext === undefined ? {} : { securityContext: structuredClone(manifest.securityContext) }),
       ...(manifest.hostname === undefined ? {} : { hostname: manifest.hostname }),
       ...(manifest.shareProcessNamespace === true ? { shareProcessNamespace: true } : {}),
+      ...(manifest.hostPID === true ? { hostPID: true } : {}),
+      ...(manifest.hostIPC === true ? { hostIPC: true } : {}),
       ...(manifest.nodeSelector === undefined ? {} : { nodeSelector: { ...manifest.nodeSelector } }),
       ...(manifest.nodeAffinity === undefined
         ? {}

@@ -35,6 +35,8 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   if (manifest.hostname !== undefined) refuse('hostname');
   if (manifest.shareProcessNamespace === true) refuse('shareProcessNamespace');
   if (manifest.nodeSelector !== undefined) refuse('nodeSelector');
+  if (manifest.hostPID === true) refuse('hostPID');
+  if (manifest.hostIPC === true) refuse('hostIPC');
   if (manifest.nodeAffinity !== undefined) refuse('nodeAffinity');
   // What the engines do anyway (a RuntimeDefault seccomp profile) is what a v1beta1 manifest runs with.
   if (withoutEngineDefaults(manifest.securityContext) !== undefined) refuse('securityContext');
