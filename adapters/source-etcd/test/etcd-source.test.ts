@@ -17,6 +17,16 @@ const nextHost = () => `node-${++hosts}`;
 /** The revision from which the source's latest watch started, from its debug log. */
 const lastWatchRevision = (logger: RecordingLogger): bigint => BigInt(String(logger.find('watching').at(-1)?.fields.fromRevision ?? '0'));
 
+const v1Pod = JSON.stringify({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'web' },
+  spec: { containers: [{ name: 'main', image: 'app:1' }] },
+});
+const configMap = (mode: string) =>
+  JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config' }, data: { mode } });
+const secret = JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'web-secret' }, stringData: { token: 't0k3n' } });
+
 describe('EtcdManifestSource', () => {
   let etcd: EtcdServer;
   let admin: Etcd3;
@@ -84,6 +94,18 @@ describe('EtcdManifestSource', () => {
     await admin.put(key).value(list(manifest('solo'), manifest('other')));
     await sink.until(() => sink.ids.join() === 'other,solo', 'a second manifest');
     expect(sink.updates).toHaveLength(2);
+  });
+
+  it('gives the ConfigMaps and Secrets of its value beside the pods, again when only one of them changes', async () => {
+    const { sink, key } = await start();
+    await admin.put(key).value([v1Pod, configMap('fast'), secret].join('\n---\n'));
+    await sink.until(() => sink.objectKeys.length === 2, 'the objects');
+    expect(sink.ids).toEqual(['web']);
+    expect(sink.objectKeys).toEqual(['ConfigMap/default/web-config', 'Secret/default/web-secret']);
+    await admin.put(key).value([v1Pod, configMap('slow'), secret].join('\n---\n'));
+    await sink.until(() => sink.updates.length === 3, 'the changed ConfigMap');
+    const mode = sink.objectUpdates.at(-1)?.find((o) => o.kind === 'ConfigMap')?.data['mode'];
+    expect(Buffer.from(mode ?? []).toString()).toBe('slow');
   });
 
   it('reports a value that is not YAML, naming the key, and keeps the last good set', async () => {

@@ -9,6 +9,16 @@ const yamlList = (...items: string[]) => items.map((m) => `- ${m.replaceAll('\n'
 const json = (id: string, image = 'app:1') => ({ id, containers: [{ name: 'main', image }] });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const v1Pod = JSON.stringify({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name: 'web' },
+  spec: { containers: [{ name: 'main', image: 'app:1' }] },
+});
+const configMap = (mode: string) =>
+  JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config' }, data: { mode } });
+const secret = JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'web-secret' }, stringData: { token: 't0k3n' } });
+
 describe('HttpManifestSource', () => {
   let server: ManifestServer;
   const sources: ManifestSource[] = [];
@@ -37,6 +47,14 @@ describe('HttpManifestSource', () => {
     expect(sink.updates).toHaveLength(1);
     expect(sink.ids).toEqual(['a', 'b']);
     expect(sink.image('b')).toBe('app:2');
+    expect(sink.errors).toEqual([]);
+  });
+
+  it('gives the ConfigMaps and Secrets of the body beside the pods', async () => {
+    server.serve([v1Pod, configMap('fast'), secret].join('\n---\n'));
+    const { sink } = await start();
+    expect(sink.ids).toEqual(['web']);
+    expect(sink.objectKeys).toEqual(['ConfigMap/default/web-config', 'Secret/default/web-secret']);
     expect(sink.errors).toEqual([]);
   });
 

@@ -62,6 +62,28 @@ describe('ServerManifestSource', () => {
     expect(sink.updates.map((u) => u.map((m) => m.id))).toEqual([[], ['web']]);
   });
 
+  it('takes ConfigMaps and Secrets beside the pods: with them in POST /containers, or one by one in POST /container', async () => {
+    const { sink, url } = await start();
+    const pod = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web' },
+      spec: { containers: [{ name: 'main', image: 'app:1' }] },
+    });
+    const configMap = (mode: string) =>
+      JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config' }, data: { mode } });
+    expect((await post(url, '/containers', [pod, configMap('fast')].join('\n---\n'))).status).toBe(200);
+    expect(sink.ids).toEqual(['web']);
+    expect(sink.objectKeys).toEqual(['ConfigMap/default/web-config']);
+    const res = await post(url, '/container', configMap('slow'));
+    expect([res.status, await res.json()]).toEqual([200, { id: 'ConfigMap/default/web-config', action: 'replaced' }]);
+    expect(Buffer.from(sink.objectUpdates.at(-1)?.[0]?.data['mode'] ?? []).toString()).toBe('slow');
+    const secret = JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db' }, data: { password: 'not base64!' } });
+    const refused = await post(url, '/container', secret);
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).not.toContain('not base64!');
+  });
+
   it('replaces the whole set with POST /containers', async () => {
     const { sink, url } = await start();
     await post(url, '/container', manifest('old'));

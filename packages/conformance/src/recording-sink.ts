@@ -1,4 +1,4 @@
-import type { ContainerManifest, KubeletError, SourceSink, SourceWarning } from '@kubelet-ts/core';
+import type { ContainerManifest, KubeletError, SourceObject, SourceSink, SourceWarning } from '@kubelet-ts/core';
 
 /** A sink that records what a source said, and waits for what a test expects. For source tests. */
 export class RecordingSink implements SourceSink {
@@ -6,8 +6,17 @@ export class RecordingSink implements SourceSink {
   readonly errors: KubeletError[] = [];
   readonly warnings: SourceWarning[] = [];
 
-  update(manifests: readonly ContainerManifest[]): void {
+  /** The ConfigMaps and Secrets given with each update, in step with `updates`. */
+  readonly objectUpdates: (readonly SourceObject[])[] = [];
+
+  update(manifests: readonly ContainerManifest[], objects: readonly SourceObject[] = []): void {
     this.updates.push(manifests);
+    this.objectUpdates.push(objects);
+  }
+
+  /** The latest ConfigMaps and Secrets, as `kind/namespace/name`, sorted. */
+  get objectKeys(): string[] {
+    return (this.objectUpdates.at(-1) ?? []).map((o) => `${o.kind}/${o.namespace}/${o.name}`).sort();
   }
 
   error(error: Error): void {
