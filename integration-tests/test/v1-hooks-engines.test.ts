@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES } from './agent-engines.js';
@@ -9,8 +11,11 @@ import { AGENT_ENGINES } from './agent-engines.js';
  * Lifecycle hooks (issue 26) on each real engine, through the agent process: a postStart hook runs
  * in the started container, one that fails kills it (`FailedPostStartHook`), and a preStop hook runs
  * before the stop when its pod is removed, leaving its mark on a claim that outlives the pod. And
- * the host's process and IPC namespaces (`hostPID`, `hostIPC`), which `--allow-privileged` lets in.
+ * the host's process and IPC namespaces (`hostPID`, `hostIPC`), which `--allow-privileged` lets in,
+ * and a pod volume in memory.
  */
+const execFileAsync = promisify(execFile);
+
 describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, through the agent', (engine) => {
   const node = `e2e-hooks-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
   let dir: string;
@@ -76,6 +81,19 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
         },
       ],
     });
+    // A pod volume in memory: a tmpfs of its size limit, shared by the pod's containers.
+    await writePod('memvol', {
+      terminationGracePeriodSeconds: 2,
+      containers: [
+        {
+          name: 'main',
+          image: busybox,
+          command: ['sh', '-c', 'grep " /cache " /proc/mounts; exec sleep 3600'],
+          volumeMounts: [{ name: 'cache', mountPath: '/cache' }],
+        },
+      ],
+      volumes: [{ name: 'cache', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } }],
+    });
     agent = new AgentProcess([
       ...flags,
       '--allow-privileged',
@@ -98,6 +116,11 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
     await agent?.stop();
     await engine.cleanUp(node);
     await rm(dir, { recursive: true, force: true });
+    // A tmpfs a failed test left mounted there goes first, or rm would stop at it.
+    for (const line of (await readFile('/proc/self/mountinfo', 'utf8')).split('\n')) {
+      const point = line.split(' ')[4];
+      if (point?.startsWith(`${volumes}/`)) await execFileAsync('umount', [point]).catch(() => undefined);
+    }
     await rm(volumes, { recursive: true, force: true });
   });
 
@@ -127,6 +150,15 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
     const printed = await printedOnce('default/hostns/main', 'IPC=');
     const [pid, ipc] = await Promise.all([readlink('/proc/self/ns/pid'), readlink('/proc/self/ns/ipc')]);
     expect(printed).toContain(`PID=${pid} IPC=${ipc}`);
+  });
+
+  it('gives an emptyDir in memory as a tmpfs of its size limit, and unmounts it with the pod', async () => {
+    expect(await printedOnce('default/memvol/main', 'tmpfs')).toMatch(/^tmpfs \/cache tmpfs rw.*size=16384k/m);
+    const mounted = async () => (await readFile('/proc/self/mountinfo', 'utf8')).includes(join(volumes, 'memvol', 'cache'));
+    expect(await mounted()).toBe(true);
+    await rm(join(dir, 'memvol.json'));
+    await agent!.until(() => agent!.events('SandboxRemoved', 'memvol').length > 0, 'the memvol pod removed', 30_000);
+    expect(await mounted()).toBe(false);
   });
 
   it('runs preStop before the stop when the pod is removed', async () => {

@@ -36,6 +36,7 @@ export {
   type Volume,
   type VolumeMount,
   type VolumeFiles,
+  type EmptyDir,
   type FileSource,
   type ObjectFiles,
   type DownwardFile,

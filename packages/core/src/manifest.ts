@@ -147,6 +147,17 @@ export interface Volume {
    * to date while the pod runs and mounted read-only. See `volumeFilesOf`.
    */
   readonly files?: VolumeFiles;
+  /** How the pod's own directory is made (v1 `emptyDir`), when it says more than a directory on the host's disk. */
+  readonly emptyDir?: EmptyDir;
+}
+
+/** A pod's own volume: in memory (a tmpfs of at most `sizeLimit` bytes), and the mode of its directory. */
+export interface EmptyDir {
+  readonly medium?: 'Memory';
+  /** Bytes; only in memory (the size of the tmpfs). */
+  readonly sizeLimit?: number;
+  /** The directory's mode (default 0777, which a non-root user can write), e.g. 01777 with the sticky bit. */
+  readonly mode?: number;
 }
 
 /** What a volume of files holds: its sources in order (a later file of the same path wins), and their default mode. */

@@ -2,7 +2,7 @@ import type { ContainerSecurity } from './security.js';
 import type { ContainerLogSource } from './container-logs.js';
 import type { ContainerStreaming } from './container-streams.js';
 import type { ContainerStatsSource } from './resource-stats.js';
-import type { HostPathType, Protocol } from './manifest.js';
+import type { EmptyDir, HostPathType, Protocol } from './manifest.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
 export type ContainerState = 'created' | 'running' | 'exited';
@@ -76,6 +76,8 @@ export interface Mount {
    * own and gives that directory as `hostPath` before the create, so runtimes only bind it.
    */
   readonly files?: boolean;
+  /** The pod volume in memory, or with another mode (v1 `emptyDir`; see `EmptyDir`): made so by `podVolumeDir`. */
+  readonly emptyDir?: EmptyDir;
   /** A path inside the volume to bind instead of the whole of it (v1 `subPath`): relative, without `..` (validation makes sure). */
   readonly subPath?: string;
 }

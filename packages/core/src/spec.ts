@@ -71,14 +71,19 @@ export function specHash(manifest: ContainerManifest, container: Container): str
 /** The host paths (or claims) of the mounted volumes that have one, by volume name; `undefined` when none does. */
 function mountedHostPaths(manifest: ContainerManifest, mounted: ReadonlySet<string>): Record<string, object | undefined> | undefined {
   const bound = manifest.volumes.filter(
-    (v) => (v.hostPath !== undefined || v.claim !== undefined || v.files !== undefined) && mounted.has(v.name),
+    (v) => (v.hostPath !== undefined || v.claim !== undefined || v.files !== undefined || v.emptyDir !== undefined) && mounted.has(v.name),
   );
   // A hostPath is hashed as it was (an agent upgrade must not restart its containers); a claim by
   // its name and mode; a volume of files by being one (what it holds is rewritten in place, as the
   // kubelet updates a ConfigMap's files, and restarts nothing).
   return bound.length === 0
     ? undefined
-    : Object.fromEntries(bound.map((v) => [v.name, v.hostPath ?? (v.claim === undefined ? { files: true } : { claim: v.claim })]));
+    : Object.fromEntries(
+        bound.map((v) => [
+          v.name,
+          v.hostPath ?? (v.claim !== undefined ? { claim: v.claim } : v.files !== undefined ? { files: true } : { emptyDir: v.emptyDir }),
+        ]),
+      );
 }
 
 /** The pod's securityContext as a container's hash sees it: all but its sysctls and the engines' defaults; nothing when that leaves nothing. */
@@ -225,6 +230,8 @@ function mountOf(m: VolumeMount, volume: Volume | undefined): Mount {
   };
   // A volume of files: the directory the agent writes them in (the executor sets it), always read-only.
   if (volume?.files !== undefined) return { ...base, readOnly: true, files: true };
+  // A pod volume in memory, or of another mode.
+  if (volume?.emptyDir !== undefined) return { ...base, emptyDir: volume.emptyDir };
   // A claim: its named volume, read-only everywhere when the claim says so.
   if (volume?.claim !== undefined) return { ...base, readOnly: m.readOnly || volume.claim.readOnly === true, claim: volume.claim.name };
   // A v1 hostPath volume: its host path, checked by the agent for its type before the create.

@@ -70,7 +70,7 @@ const VERSIONS: readonly ManifestVersion[] = ['v1beta1', 'v1beta2'];
 const RESTART_POLICIES: readonly RestartPolicy[] = ['Always', 'OnFailure', 'Never'];
 /** The late-2014 v1beta1 form, `restartPolicy: {always: {}}`, by its one key. */
 const RESTART_POLICY_KEYS: Readonly<Record<string, RestartPolicy>> = { always: 'Always', onFailure: 'OnFailure', never: 'Never' };
-const VOLUME_FIELDS = new Set(['name', 'hostPath', 'claim', 'files']);
+const VOLUME_FIELDS = new Set(['name', 'hostPath', 'claim', 'files', 'emptyDir']);
 const CLAIM_FIELDS = new Set(['name', 'readOnly']);
 const HOST_PATH_FIELDS = new Set(['path', 'type']);
 const HOST_PATH_TYPES: readonly HostPathType[] = [
@@ -283,14 +283,10 @@ class Walker extends PlacementChecks {
       const hostPath = v['hostPath'] == null ? undefined : this.hostPathVolume(v['hostPath'], `${path}.hostPath`);
       const claim = v['claim'] == null ? undefined : this.claim(v['claim'], `${path}.claim`);
       const files = v['files'] == null ? undefined : this.volumeFiles(v['files'], `${path}.files`);
-      if ([hostPath, claim, files].filter((k) => k !== undefined).length > 1)
-        this.fail(path, 'must have at most one of hostPath, claim, files');
-      out.push({
-        name,
-        ...(hostPath === undefined ? {} : { hostPath }),
-        ...(claim === undefined ? {} : { claim }),
-        ...(files === undefined ? {} : { files }),
-      });
+      const emptyDir = v['emptyDir'] == null ? undefined : this.emptyDirOf(v['emptyDir'], `${path}.emptyDir`);
+      const given = Object.entries({ hostPath, claim, files, emptyDir }).filter(([, k]) => k !== undefined);
+      if (given.length > 1) this.fail(path, 'must have at most one of hostPath, claim, files, emptyDir');
+      out.push({ name, ...Object.fromEntries(given) });
     });
     return out;
   }

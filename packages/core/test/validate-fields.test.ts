@@ -124,7 +124,7 @@ describe('validateManifest: structure and types', () => {
 
   it.each([
     [{ kind: 'Pod' }, 'kind'],
-    [{ volumes: [{ name: 'data', emptyDir: {} }] }, 'volumes[0].emptyDir'],
+    [{ volumes: [{ name: 'data', emptyDir: { medium: 'Memory', size: 1 } }] }, 'volumes[0].emptyDir.size'],
   ])('reports an unknown manifest field %j', (extra, path) => {
     expect(rejectedErrors(withContainer({}, extra))).toEqual([{ path, message: 'unknown field' }]);
   });

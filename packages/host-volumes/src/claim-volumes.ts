@@ -64,7 +64,7 @@ export async function mountSourceDir(root: string, podId: string, mount: Mount):
     mount.hostPath !== undefined
       ? mount.hostPath
       : mount.claim === undefined
-        ? await podVolumeDir(root, podId, mount.volume)
+        ? await podVolumeDir(root, podId, mount.volume, undefined, mount.emptyDir)
         : await claimVolumeDir(root, mount.claim);
   return mount.subPath === undefined ? base : subPathSource(base, mount.subPath, mount.volume);
 }

@@ -1,6 +1,10 @@
-import { chmod, lstat, mkdir, readlink, realpath, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readFile, readlink, realpath, rm } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { KubeletError, isDnsLabel, isManifestId } from '@kubelet-ts/core';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { KubeletError, isDnsLabel, isManifestId, type EmptyDir } from '@kubelet-ts/core';
+
+const execFileAsync = promisify(execFile);
 
 /**
  * Makes the host directory `<root>/<pod>/<volume>` and returns the path to bind. No name can lead
@@ -13,7 +17,7 @@ import { KubeletError, isDnsLabel, isManifestId } from '@kubelet-ts/core';
  * Only the agent writes at these two levels: a container sees the inside of its volume, so a link
  * it makes there lies below what the agent ever resolves.
  */
-export async function podVolumeDir(root: string, podId: string, volume: string, adapter?: string): Promise<string> {
+export async function podVolumeDir(root: string, podId: string, volume: string, adapter?: string, emptyDir?: EmptyDir): Promise<string> {
   for (const [what, , ok] of [
     ['pod id', podId, isManifestId(podId)],
     ['volume name', volume, isDnsLabel(volume)],
@@ -29,7 +33,8 @@ export async function podVolumeDir(root: string, podId: string, volume: string, 
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
   const podDir = await ownDirectory(join(realRoot, podId), root, PRIVATE);
-  const dir = await ownDirectory(join(podDir, volume), root, SHARED);
+  const dir = await ownDirectory(join(podDir, volume), root, emptyDir?.mode ?? SHARED);
+  if (emptyDir?.medium === 'Memory') await mountTmpfs(dir, volume, emptyDir);
   // Belt and braces: what the checks above allowed must resolve to itself, under the root.
   const resolved = await realpath(dir);
   if (resolved !== dir || !resolved.startsWith(realRoot + sep)) {
@@ -83,6 +88,42 @@ export async function removePodVolumes(root: string, podId: string): Promise<voi
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw error;
   }
+  // A volume in memory is a tmpfs mounted there: unmounted first, or rm would stop at it.
+  const podDir = join(realRoot, podId);
+  for (const mounted of await mountsUnder(podDir)) await execFileAsync('umount', [mounted]).catch(() => undefined);
   // rm does not follow symbolic links, at the top or inside.
-  await rm(join(realRoot, podId), { recursive: true, force: true });
+  await rm(podDir, { recursive: true, force: true });
+}
+
+/**
+ * Mounts a tmpfs at a pod volume's directory (v1 `emptyDir.medium: Memory`), as the kubelet does:
+ * of `sizeLimit` bytes when given (else the kernel's default, half the memory), with the volume's
+ * mode. Once: a directory that is already a mount point is left as it is. Mounting needs root (or
+ * CAP_SYS_ADMIN); without it the volume is refused, saying so.
+ */
+async function mountTmpfs(dir: string, volume: string, emptyDir: EmptyDir): Promise<void> {
+  if ((await mountsUnder(dir)).includes(dir)) return;
+  const mode = (emptyDir.mode ?? SHARED).toString(8);
+  const options = [`mode=${mode}`, ...(emptyDir.sizeLimit === undefined ? [] : [`size=${emptyDir.sizeLimit}`])].join(',');
+  try {
+    await execFileAsync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir]);
+  } catch (error) {
+    const said = ((error as { stderr?: string }).stderr ?? (error as Error).message).trim();
+    throw new KubeletError(
+      'Unsupported',
+      `volume ${JSON.stringify(volume)}: medium Memory is a tmpfs mounted at ${dir}, which failed (${said}); run the agent as root, or leave medium out for a directory on the disk`,
+    );
+  }
+}
+
+/** The mount points at `dir` or below it, deepest first, from /proc/self/mountinfo. */
+async function mountsUnder(dir: string): Promise<string[]> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+  const points = text
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((p): p is string => p !== undefined)
+    // mountinfo escapes space, tab, newline and backslash in octal.
+    .map((p) => p.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))));
+  return points.filter((p) => p === dir || p.startsWith(dir + sep)).sort((a, b) => b.length - a.length);
 }

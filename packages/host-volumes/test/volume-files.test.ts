@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, stat, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, readlink, realpath, rm, stat, statfs, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mountSourceDir, volumeFilesWritten, writeVolumeFiles } from '../src/index.js';
+import { mountSourceDir, podVolumeDir, removePodVolumes, volumeFilesWritten, writeVolumeFiles } from '../src/index.js';
 
 const file = (path: string, data: string, mode = 0o644) => ({ path, data: Buffer.from(data), mode });
 
@@ -91,5 +91,38 @@ describe('a subPath binds a path inside its volume, never outside', () => {
     } finally {
       await rm(outside, { recursive: true, force: true });
     }
+  });
+});
+
+describe('an emptyDir in memory is a tmpfs of its size limit, unmounted with its pod', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = join(await realpath(await mkdtemp(join(tmpdir(), 'kubelet-ts-tmpfs-'))), 'root');
+  });
+  afterEach(async () => {
+    await removePodVolumes(root, 'web');
+    await rm(join(root, '..'), { recursive: true, force: true });
+  });
+  const mounts = async () => (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(` ${root}/`));
+
+  it('mounts it once, of the size and mode asked, and removes it with the pod', async () => {
+    const emptyDir = { medium: 'Memory' as const, sizeLimit: 8 * 1024 * 1024, mode: 0o1777 };
+    const dir = await podVolumeDir(root, 'web', 'cache', undefined, emptyDir);
+    expect(await podVolumeDir(root, 'web', 'cache', undefined, emptyDir)).toBe(dir);
+    const mounted = await mounts();
+    expect(mounted).toHaveLength(1);
+    expect(mounted[0]).toMatch(new RegExp(` ${dir} .* - tmpfs tmpfs .*size=8192k`));
+    expect((await stat(dir)).mode & 0o7777).toBe(0o1777);
+    const { bsize, blocks } = await statfs(dir);
+    expect(bsize * blocks).toBe(8 * 1024 * 1024);
+    await removePodVolumes(root, 'web');
+    expect(await mounts()).toEqual([]);
+    await expect(stat(join(root, 'web'))).rejects.toThrow(/ENOENT/);
+  });
+
+  it('gives a disk emptyDir the mode asked', async () => {
+    const dir = await podVolumeDir(root, 'web', 'tmp', undefined, { mode: 0o1777 });
+    expect((await stat(dir)).mode & 0o7777).toBe(0o1777);
+    expect(await mounts()).toEqual([]);
   });
 });

@@ -272,8 +272,17 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
       'spec.volumes[0].nfs',
       'not supported; a network or cloud volume is attached by its storage provider',
     ],
-    [pod({}, { volumes: [{ name: 'v', emptyDir: { medium: 'Memory' } }] }), 'spec.volumes[0].emptyDir.medium', 'not supported'],
-    [pod({}, { volumes: [{ name: 'v', emptyDir: { sizeLimit: '1Gi' } }] }), 'spec.volumes[0].emptyDir.sizeLimit', 'not supported'],
+    [pod({}, { volumes: [{ name: 'v', emptyDir: { medium: 'HugePages' } }] }), 'spec.volumes[0].emptyDir.medium', 'must be one of Memory'],
+    [
+      pod({}, { volumes: [{ name: 'v', emptyDir: { sizeLimit: '1Gi' } }] }),
+      'spec.volumes[0].emptyDir.sizeLimit',
+      "limits a volume on the host's disk, which the kubelet enforces by evicting the pod",
+    ],
+    [
+      pod({}, { volumes: [{ name: 'v', emptyDir: { medium: 'Memory', sizeLimit: 'lots' } }] }),
+      'spec.volumes[0].emptyDir.sizeLimit',
+      'must be a Kubernetes quantity',
+    ],
     [pod({}, { volumes: [{ name: 'v', emptyDir: {}, hostPath: { path: '/x' } }] }), 'spec.volumes[0]', 'exactly one of emptyDir, hostPath'],
     [
       pod({ resources: { limits: { 'ephemeral-storage': '1Gi' } } }),

@@ -84,26 +84,31 @@ export class V1VolumeDecoder {
     const files = this.volumeFiles(input, path);
     if ([emptyDir, hostPath, pvc, ...FILE_VOLUMES.map((k) => input[k])].filter((source) => source != null).length > 1)
       this.fail(path, `must have exactly one of emptyDir, hostPath, persistentVolumeClaim, ${FILE_VOLUMES.join(', ')}`);
-    if (emptyDir != null) {
-      if (!isRecord(emptyDir)) this.fail(`${path}.emptyDir`, `must be an object, got ${describeValue(emptyDir)}`);
-      else {
-        this.known(
-          emptyDir,
-          `${path}.emptyDir`,
-          MAPPED_V1_FIELDS.emptyDir,
-          [],
-          "an emptyDir is a directory of the pod on the host's disk, without a size limit",
-        );
-        const medium = emptyDir['medium'];
-        if (medium != null && medium !== '')
-          this.fail(
-            `${path}.emptyDir.medium`,
-            `${describeValue(medium)} is not supported; leave it out for a directory on the host's disk`,
-          );
-      }
-    }
     // A hostPath is passed on as written: validation checks it, and refuses it without allowHostMounts.
-    return defined({ name: input['name'], hostPath, claim: this.claim(pvc, `${path}.persistentVolumeClaim`), files });
+    return defined({
+      name: input['name'],
+      hostPath,
+      claim: this.claim(pvc, `${path}.persistentVolumeClaim`),
+      files,
+      emptyDir: this.emptyDir(emptyDir, `${path}.emptyDir`),
+    });
+  }
+
+  /** An emptyDir for validation to check: its `sizeLimit` quantity in bytes, its `mode` read as Kubernetes reads it (octal written `01777`). */
+  private emptyDir(input: unknown, path: string): unknown {
+    if (!isRecord(input)) return input == null ? undefined : input;
+    this.known(input, path, MAPPED_V1_FIELDS.emptyDir);
+    let sizeLimit: unknown = input['sizeLimit'];
+    if (sizeLimit != null) {
+      const q = parseQuantity(sizeLimit);
+      sizeLimit = q.ok ? Number(ceilUnits(q.value)) : this.fail(`${path}.sizeLimit`, q.message);
+    }
+    const out = defined({
+      medium: input['medium'],
+      sizeLimit,
+      mode: input['mode'] == null ? undefined : this.mode(input, 'mode'),
+    });
+    return Object.keys(out).length === 0 ? undefined : out;
   }
 
   /**

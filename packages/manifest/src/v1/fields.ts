@@ -81,7 +81,7 @@ export const MAPPED_V1_FIELDS = {
   env: ['name', 'value', 'valueFrom'],
   volumeMount: ['name', 'mountPath', 'readOnly', 'mountPropagation', 'subPath'],
   volume: ['name', 'emptyDir', 'hostPath', 'persistentVolumeClaim', 'configMap', 'secret', 'downwardAPI', 'projected'],
-  emptyDir: ['medium'],
+  emptyDir: ['medium', 'sizeLimit', 'mode'],
   hostPath: ['path', 'type'],
   resources: ['limits', 'requests'],
   probe: ['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold', 'successThreshold'],

@@ -39,7 +39,7 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       : v.claim !== undefined
         ? { name: v.name, persistentVolumeClaim: { claimName: v.claim.name, ...(v.claim.readOnly === true ? { readOnly: true } : {}) } }
         : v.hostPath === undefined
-          ? { name: v.name, emptyDir: {} }
+          ? { name: v.name, emptyDir: v.emptyDir === undefined ? {} : { ...v.emptyDir } }
           : { name: v.name, hostPath: { path: v.hostPath.path, ...(v.hostPath.type === undefined ? {} : { type: v.hostPath.type }) } },
   );
   const taken = new Set(manifest.volumes.map((v) => v.name));

@@ -45,6 +45,7 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   manifest.volumes.forEach((v, i) => {
     if (v.claim !== undefined) refuse(`volumes[${i}].claim`);
     if (v.files !== undefined) refuse(`volumes[${i}].files`);
+    if (v.emptyDir !== undefined) refuse(`volumes[${i}].emptyDir`);
     if (v.hostPath === undefined) return;
     const mounts = manifest.containers.flatMap((c) => c.volumeMounts.filter((m) => m.name === v.name));
     if (v.hostPath.type === undefined && mounts.every((m) => m.mountPath === v.hostPath?.path)) hostMountable.set(v.name, v.hostPath.path);
