@@ -1,4 +1,4 @@
-import { describeValue, isRecord, type FieldError, type WrittenAs } from '@kubelet-ts/core';
+import { isRecord, type FieldError, type WrittenAs } from '@kubelet-ts/core';
 import { MAPPED_V1_FIELDS, REFUSED_ADVICE } from './fields.js';
 import { ceilMillis, ceilUnits, parseQuantity } from './quantity.js';
 
