@@ -1,22 +1,12 @@
-import { mkdtemp, rm } from 'node:fs/promises';
 import { afterAll } from '@jest/globals';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { runnerScenarios } from '@kubelet-ts/conformance';
 import { createKubelet } from '@kubelet-ts/runner';
 import { DockerRuntime } from '@kubelet-ts/runtime-docker';
-import { buildTestImages, TEST_IMAGES } from '@kubelet-ts/testkit';
+import { buildTestImages, TEST_IMAGES, TempDirs } from '@kubelet-ts/testkit';
 
 /** The volume roots the runtimes were made with, removed once the suite is done. */
-const roots: string[] = [];
-afterAll(async () => {
-  await Promise.all(roots.map((root) => rm(root, { recursive: true, force: true })));
-});
-const volumesRoot = async (): Promise<string> => {
-  const root = await mkdtemp(join(tmpdir(), 'kubelet-ts-volumes-'));
-  roots.push(root);
-  return root;
-};
+const volumeRoots = new TempDirs('kubelet-ts-volumes-');
+afterAll(() => volumeRoots.removeAll());
 
 runnerScenarios('docker', {
   makeRuntime: async () => {
@@ -24,7 +14,7 @@ runnerScenarios('docker', {
     return new DockerRuntime({
       podInfraImage: images.pause,
       hostIp: '127.0.0.1',
-      volumesRoot: await volumesRoot(),
+      volumesRoot: await volumeRoots.make(),
     });
   },
   makeAgent: (parts) => createKubelet(parts),

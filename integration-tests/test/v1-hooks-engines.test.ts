@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { AgentProcess } from './agent-process.js';
+import { printedOnce, writeV1Pod } from './agent-logs.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 
 /**
@@ -23,16 +24,7 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
   let agent: AgentProcess | undefined;
   let url: string;
 
-  const writePod = (name: string, spec: object) =>
-    writeFile(join(dir, `${name}.json`), JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec }));
-  const printedOnce = async (path: string, text: string): Promise<string> => {
-    let printed = '';
-    for (let i = 0; i < 150 && !printed.includes(text); i++) {
-      printed = await (await fetch(`${url}/containerLogs/${path}`)).text();
-      if (!printed.includes(text)) await new Promise((r) => setTimeout(r, 200));
-    }
-    return printed;
-  };
+  const writePod = (name: string, spec: object) => writeV1Pod(dir, name, spec);
 
   beforeAll(async () => {
     const { flags, busybox } = await engine.prepare();
@@ -125,7 +117,7 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
   });
 
   it('runs postStart in the started container', async () => {
-    expect(await printedOnce('default/poststart/main', 'started-by-hook')).toContain('started-by-hook');
+    expect(await printedOnce(url, 'default/poststart/main', 'started-by-hook')).toContain('started-by-hook');
   });
 
   it('kills a container whose postStart fails, saying why; under Never it stays down', async () => {
@@ -147,13 +139,13 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
   });
 
   it("puts a hostPID and hostIPC pod's container in the host's process and IPC namespaces", async () => {
-    const printed = await printedOnce('default/hostns/main', 'IPC=');
+    const printed = await printedOnce(url, 'default/hostns/main', 'IPC=');
     const [pid, ipc] = await Promise.all([readlink('/proc/self/ns/pid'), readlink('/proc/self/ns/ipc')]);
     expect(printed).toContain(`PID=${pid} IPC=${ipc}`);
   });
 
   it('gives an emptyDir in memory as a tmpfs of its size limit, and unmounts it with the pod', async () => {
-    expect(await printedOnce('default/memvol/main', 'tmpfs')).toMatch(/^tmpfs \/cache tmpfs rw.*size=16384k/m);
+    expect(await printedOnce(url, 'default/memvol/main', 'tmpfs')).toMatch(/^tmpfs \/cache tmpfs rw.*size=16384k/m);
     const mounted = async () => (await readFile('/proc/self/mountinfo', 'utf8')).includes(join(volumes, 'memvol', 'cache'));
     expect(await mounted()).toBe(true);
     await rm(join(dir, 'memvol.json'));

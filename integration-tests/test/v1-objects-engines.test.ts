@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentProcess } from './agent-process.js';
+import { printedOnce } from './agent-logs.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 
 /**
@@ -22,15 +23,6 @@ describe.each(AGENT_ENGINES)('v1 ConfigMaps and Secrets beside the pod on $name,
   /** The documents of one file, as kubectl writes them: a JSON document per `---`. */
   const writeDocuments = (name: string, documents: readonly object[]) =>
     writeFile(join(dir, `${name}.yaml`), documents.map((d) => JSON.stringify(d)).join('\n---\n'));
-  /** What a container printed, once it holds `text` (30 s at most). */
-  const printedOnce = async (path: string, text: string): Promise<string> => {
-    let printed = '';
-    for (let i = 0; i < 150 && !printed.includes(text); i++) {
-      printed = await (await fetch(`${url}/containerLogs/${path}`)).text();
-      if (!printed.includes(text)) await new Promise((r) => setTimeout(r, 200));
-    }
-    return printed;
-  };
   type Listed = {
     items: Array<{
       metadata: { name: string };
@@ -127,7 +119,7 @@ describe.each(AGENT_ENGINES)('v1 ConfigMaps and Secrets beside the pod on $name,
   });
 
   it('gives the container the ConfigMap and the Secret as files and variables, the Secret 0400 to the pod’s user and fsGroup', async () => {
-    const printed = await printedOnce('default/web/main', 'FILE=');
+    const printed = await printedOnce(url, 'default/web/main', 'FILE=');
     expect(printed).toContain('MODE=fast PASS=s3cr3t');
     // 0400 with the fsGroup's read added, owned by the pod's runAsUser and fsGroup: readable by the non-root user.
     expect(printed).toContain('SECRET 440 1000 2000');
@@ -142,7 +134,7 @@ describe.each(AGENT_ENGINES)('v1 ConfigMaps and Secrets beside the pod on $name,
       configMap('slow'),
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'web-secret' }, data: { password: Buffer.from('s3cr3t').toString('base64') } },
     ]);
-    const printed = await printedOnce('default/web/main', 'FILE=slow');
+    const printed = await printedOnce(url, 'default/web/main', 'FILE=slow');
     // The volume's files change in place; a key bound by subPath keeps the version it was bound from.
     expect(printed).toContain('FILE=slow SUB=fast');
     expect(agent!.events('ContainerStarted', 'web')).toEqual(id);
@@ -163,6 +155,6 @@ describe.each(AGENT_ENGINES)('v1 ConfigMaps and Secrets beside the pod on $name,
     await writeDocuments('late-secret', [
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'late-secret' }, stringData: { token: 't0k3n' } },
     ]);
-    expect(await printedOnce('default/late/main', 'TOKEN=')).toContain('TOKEN=t0k3n');
+    expect(await printedOnce(url, 'default/late/main', 'TOKEN=')).toContain('TOKEN=t0k3n');
   });
 });

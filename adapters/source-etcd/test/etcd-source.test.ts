@@ -5,6 +5,7 @@ import { createEtcdClient } from '../src/etcd-client.js';
 import { EtcdManifestSource, etcdKeyFor, registerEtcdSource, type EtcdManifestSourceOptions } from '../src/index.js';
 import { EtcdServer, TcpGate } from '@kubelet-ts/testkit';
 import { RecordingLogger, RecordingSink, recordingClock, until } from './recording.js';
+import { objectDocuments } from '@kubelet-ts/conformance';
 
 const manifest = (id: string, image = 'app:1') => ({ version: 'v1beta1', id, containers: [{ name: 'main', image }] });
 const list = (...manifests: object[]) => JSON.stringify(manifests);
@@ -17,15 +18,7 @@ const nextHost = () => `node-${++hosts}`;
 /** The revision from which the source's latest watch started, from its debug log. */
 const lastWatchRevision = (logger: RecordingLogger): bigint => BigInt(String(logger.find('watching').at(-1)?.fields.fromRevision ?? '0'));
 
-const v1Pod = JSON.stringify({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name: 'web' },
-  spec: { containers: [{ name: 'main', image: 'app:1' }] },
-});
-const configMap = (mode: string) =>
-  JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config' }, data: { mode } });
-const secret = JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'web-secret' }, stringData: { token: 't0k3n' } });
+const { pod: v1Pod, configMap, secret } = objectDocuments;
 
 describe('EtcdManifestSource', () => {
   let etcd: EtcdServer;

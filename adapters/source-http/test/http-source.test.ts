@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Tokens, type ManifestSource } from '@kubelet-ts/core';
 import { HttpManifestSource, parseHeaderFlag, registerHttpSource, type HttpManifestSourceOptions } from '../src/index.js';
-import { RecordingSink, heldClock } from '@kubelet-ts/conformance';
+import { objectDocuments, RecordingSink, heldClock } from '@kubelet-ts/conformance';
 import { ManifestServer } from './manifest-server.js';
 
 const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\ncontainers:\n  - name: main\n    image: ${image}\n`;
@@ -9,15 +9,7 @@ const yamlList = (...items: string[]) => items.map((m) => `- ${m.replaceAll('\n'
 const json = (id: string, image = 'app:1') => ({ id, containers: [{ name: 'main', image }] });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const v1Pod = JSON.stringify({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name: 'web' },
-  spec: { containers: [{ name: 'main', image: 'app:1' }] },
-});
-const configMap = (mode: string) =>
-  JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config' }, data: { mode } });
-const secret = JSON.stringify({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'web-secret' }, stringData: { token: 't0k3n' } });
+const { pod: v1Pod, configMap, secret } = objectDocuments;
 
 describe('HttpManifestSource', () => {
   let server: ManifestServer;

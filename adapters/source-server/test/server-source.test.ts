@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { connect } from 'node:net';
-import { RecordingSink } from '@kubelet-ts/conformance';
+import { RecordingSink, objectDocuments } from '@kubelet-ts/conformance';
 import { ServerManifestSource, agentApiHandler, type RouteHandler, type ServerManifestSourceOptions } from '../src/index.js';
 import { FakeView } from './fake-view.js';
 import { RecordingLogger } from './recording-logger.js';
@@ -64,14 +64,7 @@ describe('ServerManifestSource', () => {
 
   it('takes ConfigMaps and Secrets beside the pods: with them in POST /containers, or one by one in POST /container', async () => {
     const { sink, url } = await start();
-    const pod = JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'web' },
-      spec: { containers: [{ name: 'main', image: 'app:1' }] },
-    });
-    const configMap = (mode: string) =>
-      JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-config' }, data: { mode } });
+    const { pod, configMap } = objectDocuments;
     expect((await post(url, '/containers', [pod, configMap('fast')].join('\n---\n'))).status).toBe(200);
     expect(sink.ids).toEqual(['web']);
     expect(sink.objectKeys).toEqual(['ConfigMap/default/web-config']);

@@ -30,5 +30,5 @@ export { GuardedRuntime, type ContainerCall, type ContainerOperation } from './g
 export { ManualClock, heldClock, type HeldTimer } from './manual-clock.js';
 export { RecordingSink } from './recording-sink.js';
 export { RecordingLogger, type LogEntry } from './recording-logger.js';
-export { checkedManifest } from './manifest-fixture.js';
+export { checkedManifest, objectDocuments } from './manifest-fixture.js';
 export { isLongRun, recordFigures, reliabilityRuns, reliabilitySeed, type ReliabilityCounts } from './reliability.js';

@@ -9,3 +9,4 @@ export { assertContainerd, criCgroupParent, criEndpoint } from './containerd.js'
 export { busyboxPodNetwork } from './pod-network.js';
 export { assertPodman, independentPodman, podmanHost, removePodmanLabelled } from './podman.js';
 export { enginesEnv } from './engines-env.js';
+export { TempDirs } from './temp-dirs.js';
