@@ -15,7 +15,8 @@ describe('kubelet-ts CLI with etcd over TLS, reached by IP address', () => {
   afterAll(async () => {
     agent?.kill();
     await agent?.exit;
-    await etcd?.stop();
+    // destroy, not stop: its data directory goes too.
+    await etcd?.destroy();
     await certs?.destroy();
   });
 
