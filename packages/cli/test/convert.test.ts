@@ -76,11 +76,11 @@ describe('kubelet-ts convert', () => {
     const path = join(dir, 'bad.yaml');
     await writeFile(
       path,
-      'apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  hostPID: true\n  containers: [{name: c, image: busybox}]\n',
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec:\n  hostUsers: false\n  containers: [{name: c, image: busybox}]\n',
     );
     const { code, stdout, stderr } = await convert([path]);
     expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
-    expect(stderr).toContain('spec.hostPID: not supported');
+    expect(stderr).toContain('spec.hostUsers: not supported');
   });
 
   it('exits 1 on an unreadable text, a missing file and a wrong --to', async () => {
