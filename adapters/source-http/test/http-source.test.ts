@@ -8,7 +8,6 @@ const manifest = (id: string, image = 'app:1') => `version: v1beta1\nid: ${id}\n
 const yamlList = (...items: string[]) => items.map((m) => `- ${m.replaceAll('\n', '\n  ').trimEnd()}`).join('\n') + '\n';
 const json = (id: string, image = 'app:1') => ({ id, containers: [{ name: 'main', image }] });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 const { pod: v1Pod, configMap, secret } = objectDocuments;
 
 describe('HttpManifestSource', () => {
@@ -45,9 +44,7 @@ describe('HttpManifestSource', () => {
   it('gives the ConfigMaps and Secrets of the body beside the pods', async () => {
     server.serve([v1Pod, configMap('fast'), secret].join('\n---\n'));
     const { sink } = await start();
-    expect(sink.ids).toEqual(['web']);
-    expect(sink.objectKeys).toEqual(['ConfigMap/default/web-config', 'Secret/default/web-secret']);
-    expect(sink.errors).toEqual([]);
+    expect([sink.ids, sink.objectKeys, sink.errors]).toEqual([['web'], ['ConfigMap/default/web-config', 'Secret/default/web-secret'], []]);
   });
 
   it('reads a single YAML manifest, a JSON manifest and a JSON list', async () => {

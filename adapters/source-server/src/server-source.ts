@@ -12,6 +12,7 @@ import {
   type Registry,
   type SourceSink,
   hostAccessOf,
+  objectKey,
   type HostAccess,
 } from '@kubelet-ts/core';
 import { ManifestIntake, type HeldDocument, type SourceLimits } from '@kubelet-ts/manifest';
@@ -380,15 +381,9 @@ export class ServerManifestSource implements ManifestSource {
       );
       throw new HttpProblem(400, `invalid manifest: ${fieldErrors.map((e) => `${e.path}: ${e.message}`).join('; ')}`, fieldErrors);
     }
-    return [
-      ...parsed.manifests.map((manifest) => ({
-        origin: manifest.id,
-        manifests: [manifest],
-        warnings: parsed.warnings.filter((w) => w.manifest === manifest),
-      })),
-      // A ConfigMap or Secret is a document of its own, named by its kind, namespace and name (no pod id has a '/').
-      ...parsed.objects.map((o) => ({ origin: `${o.kind}/${o.namespace}/${o.name}`, manifests: [], objects: [o] })),
-    ];
+    const pods = parsed.manifests.map((m) => ({ origin: m.id, manifests: [m], warnings: parsed.warnings.filter((w) => w.manifest === m) }));
+    // A ConfigMap or Secret is a document of its own, named by its key (no pod id has a '/').
+    return [...pods, ...parsed.objects.map((o) => ({ origin: objectKey(o.kind, o.namespace, o.name), manifests: [], objects: [o] }))];
   }
 }
 

@@ -1,4 +1,11 @@
-import type { ContainerManifest, KubeletError, SourceObject, SourceSink, SourceWarning } from '@kubelet-ts/core';
+import {
+  objectKey,
+  type ContainerManifest,
+  type KubeletError,
+  type SourceObject,
+  type SourceSink,
+  type SourceWarning,
+} from '@kubelet-ts/core';
 
 /** A sink that records what a source said, and waits for what a test expects. For source tests. */
 export class RecordingSink implements SourceSink {
@@ -16,7 +23,7 @@ export class RecordingSink implements SourceSink {
 
   /** The latest ConfigMaps and Secrets, as `kind/namespace/name`, sorted. */
   get objectKeys(): string[] {
-    return (this.objectUpdates.at(-1) ?? []).map((o) => `${o.kind}/${o.namespace}/${o.name}`).sort();
+    return (this.objectUpdates.at(-1) ?? []).map((o) => objectKey(o.kind, o.namespace, o.name)).sort();
   }
 
   error(error: Error): void {

@@ -1,17 +1,8 @@
 import type { FieldError } from './errors.js';
-import {
-  KEY_NAME,
-  LABEL_VALUE,
-  MAX_LIST_ENTRIES,
-  describeValue,
-  isRecord,
-  type ValidationWarning,
-  type WrittenAs,
-} from './field-checks.js';
+import { LABEL_VALUE, MAX_LIST_ENTRIES, describeValue, isRecord, type ValidationWarning, type WrittenAs } from './field-checks.js';
 import type { Container, ContainerManifest, HostPathType, ManifestVersion, RestartPolicy, Volume } from './manifest.js';
-import { isDnsSubdomain } from './naming.js';
 import { hostAccessOf, type HostAccess } from './host-access.js';
-import { PlacementChecks } from './validate-placement.js';
+import { PlacementChecks, isLabelKey } from './validate-placement.js';
 
 export type { ValidationWarning } from './field-checks.js';
 
@@ -337,9 +328,7 @@ class Walker extends PlacementChecks {
     let bytes = 0;
     for (const key of keys) {
       const here = `${path}.${key}`;
-      const slash = key.lastIndexOf('/');
-      const [prefix, name] = slash < 0 ? [undefined, key] : [key.slice(0, slash), key.slice(slash + 1)];
-      if (!KEY_NAME.test(name) || (prefix !== undefined && !isDnsSubdomain(prefix))) {
+      if (!isLabelKey(key)) {
         this.fail(
           here,
           'must be a key: an optional DNS subdomain and "/", then at most 63 letters, digits, "-", "_" and ".", beginning and ending with a letter or digit',

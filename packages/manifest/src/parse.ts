@@ -6,6 +6,7 @@ import {
   type FieldError,
   type ValidationWarning,
   hostAccessOf,
+  objectKey,
   type HostAccess,
   type SourceObject,
 } from '@kubelet-ts/core';
@@ -214,7 +215,7 @@ export function rejectionError(r: RejectedManifest, adapter?: string): KubeletEr
 /** "Nothing is lost" for ConfigMaps and Secrets: one now rejected keeps its last good version; an unreadable document keeps all. */
 export function retainLastGoodObjects(parsed: ParsedManifests, previous: readonly SourceObject[]): readonly SourceObject[] {
   if (parsed.unreadable !== undefined) return previous;
-  const keyOf = (o: SourceObject) => `${o.kind}/${o.namespace}/${o.name}`;
+  const keyOf = (o: SourceObject) => objectKey(o.kind, o.namespace, o.name);
   const kept = new Set(parsed.objects.map(keyOf));
   const out = [...parsed.objects];
   for (const r of parsed.rejected) {

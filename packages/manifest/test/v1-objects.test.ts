@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ContainerManifest, KubeletError, SourceObject, SourceSink } from '@kubelet-ts/core';
 import { ManifestIntake, parseManifests, toV1Pod } from '../src/index.js';
+import { pod, refused } from './v1-pod-fixture.js';
 
 const POD = `apiVersion: v1
 kind: Pod
@@ -151,5 +152,80 @@ describe('ManifestIntake with objects', () => {
     intake.read('z.yaml', CONFIG_MAP.replace('mode: fast', 'mode: other'));
     intake.commit();
     expect(sink.errors.at(-1)?.message).toContain('ConfigMap default/web-config in z.yaml is also in cm.yaml');
+  });
+});
+
+describe('what reads ConfigMaps and Secrets, refused by the field that is wrong', () => {
+  it.each([
+    [
+      pod({ envFrom: [{ configMapRef: { name: 'a' }, secretRef: { name: 'b' } }] }),
+      'spec.containers[0].envFrom[0]',
+      'must have exactly one of configMapRef, secretRef',
+    ],
+    [
+      pod({ envFrom: [{ prefix: '1_', configMapRef: { name: 'a' } }] }),
+      'spec.containers[0].envFrom[0].prefix',
+      'must begin a variable name',
+    ],
+    [
+      pod({ env: [{ name: 'A', valueFrom: { configMapKeyRef: { name: 'cm', key: 'a/b' } } }] }),
+      'spec.containers[0].env[0].valueFrom.configMapKeyRef.key',
+      'must be a key of a ConfigMap or Secret',
+    ],
+    [
+      pod({ env: [{ name: 'A', valueFrom: { configMapKeyRef: { name: 'Not_A_Name', key: 'k' } } }] }),
+      'spec.containers[0].env[0].valueFrom.configMapKeyRef.name',
+      'must be a DNS subdomain',
+    ],
+    [
+      pod({}, { volumes: [{ name: 'v', configMap: { name: 'x', items: [{ key: 'k', path: '../etc' }] } }] }),
+      'spec.volumes[0].configMap.items[0].path',
+      "without '..'",
+    ],
+    [
+      pod({}, { volumes: [{ name: 'v', configMap: { name: 'x', items: [{ key: 'k', path: '..data' }] } }] }),
+      'spec.volumes[0].configMap.items[0].path',
+      "must not begin with '..'",
+    ],
+    [
+      pod({}, { volumes: [{ name: 'v', secret: { secretName: 'Bad_Name' } }] }),
+      'spec.volumes[0].secret.secretName',
+      'must be a DNS subdomain',
+    ],
+    [
+      pod({}, { volumes: [{ name: 'v', secret: { secretName: 's', defaultMode: 0o1777 } }] }),
+      'spec.volumes[0].secret.defaultMode',
+      'must be 0-511',
+    ],
+    [pod({}, { volumes: [{ name: 'v', configMap: { name: 'x' }, emptyDir: {} }] }), 'spec.volumes[0]', 'exactly one of emptyDir'],
+    [
+      pod({}, { volumes: [{ name: 'v', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } }] }),
+      'spec.volumes[0].projected.sources[0].serviceAccountToken',
+      'issued by an API server',
+    ],
+    [
+      pod({}, { volumes: [{ name: 'v', projected: { sources: [{ configMap: { name: 'a' }, secret: { name: 'b' } }] } }] }),
+      'spec.volumes[0].projected.sources[0]',
+      'must have exactly one of configMap, secret, downwardAPI',
+    ],
+    [
+      pod({}, { volumes: [{ name: 'v', downwardAPI: { items: [{ path: 'ip', fieldRef: { fieldPath: 'status.podIP' } }] } }] }),
+      'spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath',
+      "the pod's IPs and node are for env only",
+    ],
+    [
+      pod(
+        {},
+        {
+          volumes: [
+            { name: 'v', downwardAPI: { items: [{ path: 'cpu', resourceFieldRef: { containerName: 'nope', resource: 'limits.cpu' } }] } },
+          ],
+        },
+      ),
+      'spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName',
+      'names no container of the pod',
+    ],
+  ])('%# refuses %j', (given, path, message) => {
+    expect(refused(given)).toContainEqual({ path, message: expect.stringContaining(message) });
   });
 });

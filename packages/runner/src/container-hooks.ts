@@ -83,7 +83,8 @@ function parseHook(json: string | undefined): LifecycleHandler | undefined {
   }
 }
 
-async function ignoreNotFound(call: Promise<void>): Promise<void> {
+/** A call whose `NotFound` means it is done already (a container stopped or removed meanwhile). */
+export async function ignoreNotFound(call: Promise<void>): Promise<void> {
   try {
     await call;
   } catch (error) {

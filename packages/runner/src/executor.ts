@@ -2,7 +2,6 @@ import {
   KubeletError,
   Labels,
   CrashBackOff,
-  isKubeletError,
   toKubeletError,
   type BackoffPolicy,
   type Clock,
@@ -19,7 +18,7 @@ import { FailureBackoff } from './failure-backoff.js';
 import { prepareHostPaths } from './host-path.js';
 import type { StartSlots } from './slots.js';
 import type { PodFiles } from './pod-files.js';
-import { ContainerHooks } from './container-hooks.js';
+import { ContainerHooks, ignoreNotFound } from './container-hooks.js';
 import type { HookRunner } from './hooks.js';
 
 export interface ExecutorOptions {
@@ -385,13 +384,5 @@ function blocked(action: PlanAction, progress: PodProgress): boolean {
 class AlreadyReported extends KubeletError {
   constructor() {
     super('Unavailable', 'already reported');
-  }
-}
-
-async function ignoreNotFound(call: Promise<void>): Promise<void> {
-  try {
-    await call;
-  } catch (error) {
-    if (!isKubeletError(error, 'NotFound')) throw error;
   }
 }

@@ -1,5 +1,6 @@
 import {
   KubeletError,
+  NO_OBJECTS,
   podVolumeFiles,
   type DesiredPod,
   type Logger,
@@ -71,7 +72,7 @@ export class PodFiles {
       if (present.length === 0) continue;
       let files: PodVolumeFiles;
       try {
-        files = podVolumeFiles(pod.manifest, present, contextOf(pod), objectsOf(pod.source) ?? { get: () => undefined });
+        files = podVolumeFiles(pod.manifest, present, contextOf(pod), objectsOf(pod.source) ?? NO_OBJECTS);
       } catch (error) {
         this.logger.warn({ podId: id, err: error }, `volume files of ${id} kept as they were: ${(error as Error).message}`);
         continue;

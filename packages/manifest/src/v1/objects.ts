@@ -1,4 +1,13 @@
-import { OBJECT_KEY, describeValue, isDnsLabel, isManifestId, isRecord, type FieldError, type SourceObject } from '@kubelet-ts/core';
+import {
+  OBJECT_KEY,
+  describeValue,
+  isDnsLabel,
+  isManifestId,
+  isRecord,
+  objectKey,
+  type FieldError,
+  type SourceObject,
+} from '@kubelet-ts/core';
 
 /** The kinds a source may give beside its pods: read by the pods of that source, by name. */
 export function isV1Object(value: unknown): value is Record<string, unknown> {
@@ -82,7 +91,7 @@ export function decodeV1Object(input: Record<string, unknown>): ObjectResult {
   let bytes = 0;
   for (const [key, value] of Object.entries(data)) bytes += key.length + value.byteLength;
   if (bytes > MAX_OBJECT_BYTES) fail('data', `must hold at most ${MAX_OBJECT_BYTES} bytes in all (as the API server allows), got ${bytes}`);
-  const key = typeof name === 'string' && typeof namespace === 'string' ? `${kind}/${namespace}/${name}` : undefined;
+  const key = typeof name === 'string' && typeof namespace === 'string' ? objectKey(kind, namespace, name) : undefined;
   if (errors.length > 0) return key === undefined ? { ok: false, errors } : { ok: false, errors, key };
   return { ok: true, object: { kind, namespace: namespace as string, name: name as string, data } };
 }
