@@ -13,6 +13,7 @@ import {
   type PodRuntimeFields,
   type PodVolumeFiles,
   type ContainerSpec,
+  type Mount,
 } from '@kubelet-ts/core';
 import { FailureBackoff } from './failure-backoff.js';
 import { prepareHostPaths } from './host-path.js';
@@ -205,16 +206,7 @@ export class PlanExecutor {
         if (action.spec.mounts.some((m) => m.hostPath !== undefined))
           await prepareHostPaths(action.spec.mounts).catch((error: unknown) => this.refused(key, since, error));
         const { spec: resolved, files } = await this.resolve(action, sandbox, key);
-        const spec =
-          files === undefined
-            ? resolved
-            : {
-                ...resolved,
-                mounts: await (
-                  this.options.files?.mount(action.podId, resolved.mounts, files) ??
-                  Promise.reject(new KubeletError('Unsupported', 'this agent writes no volume files'))
-                ).catch((error: unknown) => this.refused(key, since, error)),
-              };
+        const spec = files === undefined ? resolved : { ...resolved, mounts: await this.mountFiles(action, resolved, files, since) };
         await this.ensureImage(action);
         const created = await runtime.create(spec, sandbox).catch((error: unknown) => this.refused(key, since, error));
         this.emit(action, 'ContainerCreated', `created ${created.name} (${action.reason})`);
@@ -272,6 +264,15 @@ export class PlanExecutor {
       this.configWaits.set(key, message);
       throw new AlreadyReported();
     }
+  }
+
+  /** Writes the files of the container's volumes of files and binds each from its directory; a failure is a refused create. */
+  private async mountFiles(action: CreateAction, spec: ContainerSpec, files: PodVolumeFiles, since: object | undefined): Promise<Mount[]> {
+    const key = `${action.podId}/${action.container}`;
+    const writer = this.options.files;
+    if (writer === undefined)
+      return this.refused(key, since, new KubeletError('Unsupported', 'this executor writes no volume files (ExecutorOptions.files)'));
+    return writer.mount(action.podId, spec.mounts, files).catch((error: unknown) => this.refused(key, since, error));
   }
 
   /** Stops a running container, after its preStop hook (see `ContainerHooks.stop`). */
