@@ -81,6 +81,9 @@ describe('kubelet-ts CLI on the in-memory runtime, driven through a manifest dir
   });
 
   it('rejects an invalid file with its path and field, and leaves the others alone', async () => {
+    // The pass that removed the batch pods logs its end after its events: count from there.
+    const lastEvent = agent.lines.findLastIndex((l) => l['event'] !== undefined);
+    await agent.until(() => agent.lines.slice(lastEvent).some((l) => l.msg === 'sync pass'), 'the last pass to end');
     const passes = agent.lines.filter((l) => l.msg === 'sync pass').length;
     await writeFile(join(dir, 'broken.yaml'), pod('broken', [['main', 'app:1']]).replace('id: broken', 'id: Broken_Pod'));
     await agent.until(() => agent.events('ManifestRejected').length === 1, 'rejection reported');
