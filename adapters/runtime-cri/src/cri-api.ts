@@ -140,6 +140,8 @@ export interface PodSandboxStatus {
   state: PodSandboxStateName;
   createdAt: Int64;
   network: { ip: string } | null;
+  /** The namespaces it was run with (`NODE` network: the host's). */
+  linux?: { namespaces: { options: NamespaceOption | null } | null } | null;
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }

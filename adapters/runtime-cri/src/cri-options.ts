@@ -1,3 +1,4 @@
+import type { KernelStatsOptions } from '@kubelet-ts/cgroup-stats';
 import type { Clock, Logger } from '@kubelet-ts/core';
 import type { CriApi } from './cri-api.js';
 import type { LogRotationPolicy } from './cri-log-rotation.js';
@@ -29,6 +30,12 @@ export interface CriRuntimeOptions {
   readonly requestTimeoutMs?: number;
   /** Deadline of one image pull. Default 15 min. */
   readonly pullTimeoutMs?: number;
+  /**
+   * Where procfs and the cgroup hierarchies are, for the figures read from the kernel (a sandbox's
+   * network; see `CriStats`) when the endpoint is a unix socket on this host; `false`: CRI's stats
+   * calls only. Default: `/proc` and `/sys/fs/cgroup`.
+   */
+  readonly kernel?: KernelStatsOptions | false;
   readonly logger?: Logger;
   /** Time for creation stamps and pull durations. Default `systemClock`. (gRPC deadlines are the channel's, on the wall clock.) */
   readonly clock?: Clock;

@@ -1,3 +1,4 @@
+import { KernelStats } from '@kubelet-ts/cgroup-stats';
 import { join, resolve } from 'node:path';
 import {
   KubeletError,
@@ -106,7 +107,13 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.rotation = policy === false ? undefined : new CriLogRotation(rotationTarget(this.cri, call), policy, this.logger);
     this.rotation?.start();
     this.streams = new CriStreams(this.cri, call, this.requestTimeoutMs);
-    this.capabilities = { events: this, stats: new CriStats(this.cri, call, this.clock, this.logger), logs: this, streaming: this.streams };
+    const kernel = options.kernel !== false && isUnixEndpoint(this.endpoint) ? KernelStats.open(options.kernel) : undefined;
+    this.capabilities = {
+      events: this,
+      stats: new CriStats(this.cri, call, this.clock, this.logger, kernel),
+      logs: this,
+      streaming: this.streams,
+    };
   }
 
   /** The runtime's name and versions; rejects with `Unavailable` saying where and how to start one. */
@@ -397,4 +404,9 @@ export function registerCriRuntime(registry: Registry, options: CriRuntimeOption
   const runtime = new CriRuntime(options);
   registry.register(Tokens.Runtime, { useValue: runtime });
   return runtime;
+}
+
+/** A unix socket (`unix:///path`, or a path): a runtime on this host, whose processes the agent's /proc shows. */
+function isUnixEndpoint(endpoint: string): boolean {
+  return endpoint.startsWith('unix:') || endpoint.startsWith('/');
 }

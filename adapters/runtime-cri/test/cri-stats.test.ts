@@ -1,7 +1,11 @@
-import { describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { KernelStats } from '@kubelet-ts/cgroup-stats';
 import { KubeletError, silentLogger, systemClock, type Clock } from '@kubelet-ts/core';
 import type { CriApi, CriContainerStats, CriMemoryUsage, CriPodSandboxStats } from '../src/cri-api.js';
-import { containerStatsOf, CriStats, sandboxStatsOf } from '../src/cri-stats.js';
+import { containerStatsOf, CriStats, sandboxPidOf, sandboxStatsOf } from '../src/cri-stats.js';
 import { translate } from '../src/errors.js';
 
 const NOW = 1_700_000_000_000;
@@ -120,7 +124,7 @@ describe('CriStats', () => {
       fn(Date.now() + 1_000).catch((error: unknown) => {
         throw translate(error, what, 'unix:///run/test/cri.sock');
       });
-    return { stats: new CriStats(cri, call, clock, silentLogger), asked };
+    return { cri, call, stats: new CriStats(cri, call, clock, silentLogger), asked };
   };
 
   it('samples with one list of each, keeps the ids asked for in their order, and leaves the gone ones out', async () => {
@@ -197,5 +201,120 @@ describe('CriStats', () => {
     const error = await stats.stats('gone').catch((e: unknown) => e);
     expect((error as KubeletError).code).toBe('NotFound');
     expect(asked).toHaveLength(1);
+  });
+});
+
+describe("CriStats on a runtime on this host: a sandbox's network from the kernel", () => {
+  const clock: Clock = { ...systemClock, now: () => NOW };
+  const roots: string[] = [];
+  afterAll(async () => {
+    for (const root of roots) await rm(root, { recursive: true, force: true });
+  });
+
+  const netDev = (eth0Rx: number) =>
+    'Inter-|   Receive                                                |  Transmit\n' +
+    ' face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n' +
+    '    lo:     100       1    0    0    0     0          0         0      100       1    0    0    0     0       0          0\n' +
+    `  eth0: ${eth0Rx}      13    1    0    0     0          0         0      516       5    2    0    0     0       0          0\n`;
+
+  /** A cgroup v1 host where containerd ran sandbox `id` (its pause process `pid`) under the cgroup parent `/kubelet-ts-cri`. */
+  const host = async (sandboxes: Record<string, number>): Promise<KernelStats> => {
+    const root = await mkdtemp(join(tmpdir(), 'kubelet-ts-cri-kernel-'));
+    roots.push(root);
+    const files: Record<string, string> = {
+      'proc/self/mountinfo': [
+        `31 30 0:28 / ${root}/sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup rw,cpu,cpuacct`,
+        `34 30 0:31 / ${root}/sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory`,
+      ].join('\n'),
+    };
+    for (const [id, pid] of Object.entries(sandboxes)) {
+      files[`proc/${pid}/cgroup`] = `12:cpu,cpuacct:/kubelet-ts-cri/${id}\n11:memory:/kubelet-ts-cri/${id}\n`;
+      files[`proc/${pid}/net/dev`] = netDev(pid * 10);
+      files[`sys/fs/cgroup/cpu,cpuacct/kubelet-ts-cri/${id}/cpuacct.usage`] = '1\n';
+      files[`sys/fs/cgroup/memory/kubelet-ts-cri/${id}/memory.stat`] = 'total_rss 1\n';
+    }
+    for (const [path, text] of Object.entries(files)) {
+      await mkdir(dirname(join(root, path)), { recursive: true });
+      await writeFile(join(root, path), text);
+    }
+    return KernelStats.open({ procRoot: join(root, 'proc'), cgroupRoot: join(root, 'sys/fs/cgroup') })!;
+  };
+
+  /** containerd's verbose PodSandboxStatus: `pid` in its `info` JSON, the network mode in `linux.namespaces`. */
+  const statuses = (known: Record<string, { pid?: number; hostNetwork?: boolean; state?: string }>) => {
+    const asked: string[] = [];
+    const podSandboxStatus = async ({ podSandboxId }: { podSandboxId: string }) => {
+      asked.push(podSandboxId);
+      const s = known[podSandboxId];
+      if (s === undefined)
+        throw Object.assign(new Error('5 an error occurred when try to find sandbox: not found'), { code: 5, details: 'not found' });
+      return {
+        status: {
+          id: podSandboxId,
+          state: s.state ?? 'SANDBOX_READY',
+          linux: { namespaces: { options: { network: s.hostNetwork === true ? 'NODE' : 'POD', pid: 'CONTAINER', ipc: 'POD' } } },
+        },
+        info: s.pid === undefined ? {} : { info: JSON.stringify({ pid: s.pid, processStatus: 'running' }) },
+      };
+    };
+    return { podSandboxStatus, asked };
+  };
+
+  const statsWith = async (kernelSandboxes: Record<string, number>, known: Parameters<typeof statuses>[0]) => {
+    const listed: unknown[] = [];
+    const { podSandboxStatus, asked } = statuses(known);
+    const cri = {
+      podSandboxStatus,
+      listPodSandboxStats: async (request: unknown) => {
+        listed.push(request);
+        return { stats: [sandbox('unknown-pid', eth0)] };
+      },
+      listContainerStats: async () => ({ stats: [] }),
+    } as unknown as CriApi;
+    const call = <T>(what: string, fn: (deadline: number) => Promise<T>) =>
+      fn(Date.now() + 1_000).catch((error: unknown) => {
+        throw translate(error, what, 'unix:///run/test/cri.sock');
+      });
+    return { stats: new CriStats(cri, call, clock, silentLogger, await host(kernelSandboxes)), listed, asked };
+  };
+
+  it("reads each ready sandbox's eth0 from /proc/<pid>/net/dev, learning its pid once, with no ListPodSandboxStats", async () => {
+    const { stats, listed, asked } = await statsWith({ s1: 101, s2: 202 }, { s1: { pid: 101 }, s2: { pid: 202 } });
+    for (let i = 0; i < 3; i++) {
+      const sample = await stats.sample({ containers: [], sandboxes: ['s2', 's1'] });
+      expect([...sample.sandboxes]).toEqual([
+        ['s2', { timestamp: NOW, network: { name: 'eth0', rxBytes: 2020, rxErrors: 1, txBytes: 516, txErrors: 2 } }],
+        ['s1', { timestamp: NOW, network: { name: 'eth0', rxBytes: 1010, rxErrors: 1, txBytes: 516, txErrors: 2 } }],
+      ]);
+    }
+    expect(asked.sort()).toEqual(['s1', 's2']);
+    expect(listed).toEqual([]);
+  });
+
+  it("gives a host-network sandbox no network (its namespace's is the node's), and leaves a sandbox the runtime does not know out", async () => {
+    const { stats, listed } = await statsWith({ host: 303 }, { host: { pid: 303, hostNetwork: true } });
+    const sample = await stats.sample({ containers: [], sandboxes: ['host', 'gone'] });
+    expect([...sample.sandboxes]).toEqual([['host', { timestamp: NOW }]]);
+    expect(listed).toEqual([]);
+  });
+
+  it('lists the sandboxes the kernel cannot tell: no pid in the verbose status, a pid of another namespace, one not ready', async () => {
+    // 404's cgroup names another sandbox: a pid of another pid namespace, which must not be read.
+    const { stats, listed } = await statsWith(
+      { elsewhere: 404 },
+      { 'unknown-pid': {}, 'other-ns': { pid: 404 }, stopped: { pid: 505, state: 'SANDBOX_NOTREADY' } },
+    );
+    const sample = await stats.sample({ containers: [], sandboxes: ['unknown-pid', 'other-ns', 'stopped'] });
+    expect([...sample.sandboxes.keys()]).toEqual(['unknown-pid']);
+    expect(sample.sandboxes.get('unknown-pid')?.network?.rxBytes).toBe(1166);
+    expect(listed).toEqual([{ filter: {} }]);
+  });
+
+  it("reads a sandbox's pid from containerd's verbose info, and none from anything else", () => {
+    expect(sandboxPidOf({ info: JSON.stringify({ pid: 4242, processStatus: 'running' }) })).toBe(4242);
+    expect(sandboxPidOf({})).toBe(0);
+    expect(sandboxPidOf({ info: 'not json' })).toBe(0);
+    expect(sandboxPidOf({ info: JSON.stringify({ pid: '12' }) })).toBe(0);
+    expect(sandboxPidOf({ info: JSON.stringify({ pid: 0 }) })).toBe(0);
   });
 });

@@ -7,12 +7,11 @@ import {
   type StatsRequest,
   type StatsSample,
 } from '@kubelet-ts/core';
-import { ContainerRuns } from './container-runs.js';
+import { containerStatsOfCgroup, ContainerRuns, KernelStats, podInterfaceOf, type KernelStatsOptions } from '@kubelet-ts/cgroup-stats';
 import type { DockerApi, DockerStats, DockerVersion } from './docker-api.js';
 import { isLocalEndpoint } from './docker-connect.js';
 import { containerStatsOf, sandboxStatsOf, statsQuirksOf, type StatsQuirks } from './docker-stats.js';
 import { engineKindOf } from './engine-kind.js';
-import { KernelStats, type KernelStatsOptions } from './kernel-stats.js';
 
 export interface DockerStatsSourceOptions {
   readonly docker: DockerApi;
@@ -36,9 +35,6 @@ export interface DockerStatsSourceOptions {
   /** Where procfs and the cgroup hierarchies are, for the kernel reads (tests put fixtures there). */
   readonly kernel?: KernelStatsOptions;
 }
-
-/** Figures read from the kernel are the namespace's own: no engine's quirk to make up for. */
-const AS_READ: StatsQuirks = { swappedNetwork: false };
 
 /**
  * What containers and pods use. For an engine on this host, from the kernel as cAdvisor reads it
@@ -66,7 +62,10 @@ export class DockerStatsSource implements ContainerStatsSource {
     this.runs =
       kernel === undefined
         ? undefined
-        : new ContainerRuns(kernel, (id) => options.call(`inspect ${id}`, () => options.docker.getContainer(id).inspect()));
+        : new ContainerRuns(kernel, async (id) => {
+            const info = await options.call(`inspect ${id}`, () => options.docker.getContainer(id).inspect());
+            return { pid: info.State.Pid ?? 0, hostNetwork: info.HostConfig.NetworkMode === 'host' };
+          });
   }
 
   stats(id: string): Promise<ContainerStats> {
@@ -99,15 +98,18 @@ export class DockerStatsSource implements ContainerStatsSource {
 
   private async containerStats(id: string): Promise<ContainerStats> {
     const fromKernel = await this.runs?.read(id, (kernel, run) => kernel.container(run.cgroup), { byProcess: false });
-    const figures = fromKernel?.figures ?? (await this.read(id));
-    return containerStatsOf(figures, this.options.clock.now());
+    if (fromKernel?.figures !== undefined) return containerStatsOfCgroup(fromKernel.figures, this.options.clock.now());
+    return containerStatsOf(await this.read(id), this.options.clock.now());
   }
 
   private async sandboxStats(id: string, quirks: StatsQuirks, podman: boolean): Promise<SandboxStats> {
-    // A holder on the host's network reports no network, as the engine's own figures (its namespace's are the node's).
-    const fromKernel = await this.runs?.read(id, (kernel, run) => (run.hostNetwork ? {} : kernel.network(run.pid)), { byProcess: true });
-    if (fromKernel?.figures !== undefined)
-      return sandboxStatsOf({ networks: fromKernel.figures }, this.options.clock.now(), { quirks: AS_READ });
+    // A holder on the host's network reports no network, as the engine's own figures (its namespace's
+    // are the node's); the kernel's figures are the namespace's own, with no engine's quirk.
+    const fromKernel = await this.runs?.read(id, (kernel, run) => (run.hostNetwork ? [] : kernel.network(run.pid)), { byProcess: true });
+    if (fromKernel?.figures !== undefined) {
+      const network = podInterfaceOf(fromKernel.figures);
+      return network === undefined ? { timestamp: this.options.clock.now() } : { timestamp: this.options.clock.now(), network };
+    }
     // Podman reports zeros for a holder on the host's network where Docker names no network: its
     // inspect tells (the one that found its process, where the kernel is read).
     const [figures, hostNetwork] = await Promise.all([

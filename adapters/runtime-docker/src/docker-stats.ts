@@ -1,6 +1,7 @@
 import type { ContainerStats, InterfaceStats, SandboxStats } from '@kubelet-ts/core';
 import type { DockerNetworkStats, DockerStats, DockerVersion } from './docker-api.js';
 import { engineKindOf } from './engine-kind.js';
+import { memoryOfCgroup } from '@kubelet-ts/cgroup-stats';
 
 /** How an engine's figures differ from Docker's where the mapping must make up for it. */
 export interface StatsQuirks {
@@ -23,34 +24,17 @@ export function statsQuirksOf(version: DockerVersion): StatsQuirks {
 
 /**
  * A container's figures from the engine's one-shot stats, as cAdvisor (and so the kubelet) reads
- * its cgroup: the working set is the usage less the inactive file pages (cgroup v1
- * `total_inactive_file`, v2 `inactive_file`), never below 0; rss is v1 `total_rss` (or `rss`), v2
- * `anon`. Podman sends no `memory.stat`: its working set is then its usage (as cAdvisor's without
- * the key), page cache included on cgroup v1, and rss and page faults are left out. `now` stands
- * for the time of a container that is not running, which the engine dates to year 1.
+ * its cgroup (`memoryOfCgroup`): the engine's `memory_stats.stats` is the cgroup's `memory.stat`.
+ * Podman sends no `memory.stat`: its working set is then its usage. `now` stands for the time of a
+ * container that is not running, which the engine dates to year 1.
  */
 export function containerStatsOf(figures: DockerStats, now: number): ContainerStats {
   const memory = figures.memory_stats ?? {};
-  const cgroup = memory.stats ?? {};
-  const usage = memory.usage ?? 0;
-  // On cgroup v1 the `total_` figures take the cgroup's children in too (cAdvisor's hierarchical
-  // ones); a container has none, but they are what cAdvisor and `docker stats` read.
-  const inactiveFile = cgroup['total_inactive_file'] ?? cgroup['inactive_file'];
-  const rss = cgroup['total_rss'] ?? cgroup['rss'] ?? cgroup['anon'];
-  const pageFaults = cgroup['total_pgfault'] ?? cgroup['pgfault'];
-  const majorPageFaults = cgroup['total_pgmajfault'] ?? cgroup['pgmajfault'];
   return {
     timestamp: timestampOf(figures, now),
     cpu: { usageNanoseconds: figures.cpu_stats?.cpu_usage?.total_usage ?? 0 },
-    memory: {
-      usageBytes: usage,
-      workingSetBytes: Math.max(0, usage - (inactiveFile ?? 0)),
-      // Without a limit of its own, the engine reports the host's memory as the limit.
-      ...(memory.limit === undefined ? {} : { limitBytes: memory.limit }),
-      ...(rss === undefined ? {} : { rssBytes: rss }),
-      ...(pageFaults === undefined ? {} : { pageFaults }),
-      ...(majorPageFaults === undefined ? {} : { majorPageFaults }),
-    },
+    // Without a limit of its own, the engine reports the host's memory as the limit.
+    memory: memoryOfCgroup(memory.usage ?? 0, memory.stats ?? {}, memory.limit),
   };
 }
 

@@ -6,7 +6,7 @@ import { KubeletError, type Clock } from '@kubelet-ts/core';
 import type { DockerApi, DockerStats } from '../src/docker-api.js';
 import { DockerStatsSource } from '../src/docker-stats-source.js';
 import { translate } from '../src/errors.js';
-import { KernelStats } from '../src/kernel-stats.js';
+import { KernelStats } from '@kubelet-ts/cgroup-stats';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 const clock: Clock = { now: () => NOW, setTimeout: () => 0 as never, clearTimeout: () => undefined };

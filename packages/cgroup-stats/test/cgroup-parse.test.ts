@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { cgroupMountsOf, flatKeyedOf, memoryLimitOf, netDevOf, numberOf, processCgroupsOf } from '../src/cgroup-parse.js';
+import { netDevInterfaces } from '@kubelet-ts/core';
+import { cgroupMountsOf, flatKeyedOf, memoryLimitOf, numberOf, processCgroupsOf } from '../src/cgroup-parse.js';
 
 const ID = '78a656cc6a62721e12208b012ab6102f2f4c4be435261afa2ac11d06eb3854a0';
 
@@ -74,7 +75,7 @@ describe('flatKeyedOf, numberOf, memoryLimitOf (cgroup files)', () => {
   });
 });
 
-describe('netDevOf (/proc/<pid>/net/dev)', () => {
+describe('netDevInterfaces (/proc/<pid>/net/dev), as the kernel path reads it', () => {
   it('reads bytes and errors each way, in order, loopback left out; a wide figure may touch the name', () => {
     const text = [
       'Inter-|   Receive                                                |  Transmit',
@@ -84,10 +85,9 @@ describe('netDevOf (/proc/<pid>/net/dev)', () => {
       '  eth0:12345678901  40    1    0    0     0          0         0     3000      30    2    0    0     0       0          0',
       '',
     ].join('\n');
-    expect(netDevOf(text)).toEqual({
-      net1: { rx_bytes: 1, rx_errors: 0, tx_bytes: 2, tx_errors: 0 },
-      eth0: { rx_bytes: 12345678901, rx_errors: 1, tx_bytes: 3000, tx_errors: 2 },
-    });
-    expect(Object.keys(netDevOf(text))).toEqual(['net1', 'eth0']);
+    expect(netDevInterfaces(text)).toEqual([
+      { name: 'net1', rxBytes: 1, rxErrors: 0, txBytes: 2, txErrors: 0 },
+      { name: 'eth0', rxBytes: 12345678901, rxErrors: 1, txBytes: 3000, txErrors: 2 },
+    ]);
   });
 });

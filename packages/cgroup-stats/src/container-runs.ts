@@ -1,12 +1,15 @@
-import type { DockerInspect } from './docker-api.js';
 import { isGone, type ContainerCgroup, type KernelStats } from './kernel-stats.js';
 
-/** What one inspect tells of a container for reading its figures from the kernel. */
-export interface ContainerRun {
-  /** Its main process; 0 when it is not running. */
+/** What the engine says of a container, once, for its figures to be read from the kernel. */
+export interface ContainerProcess {
+  /** Its main process as the engine sees it (Docker `State.Pid`, containerd's verbose `pid`); 0 when it is not running. */
   readonly pid: number;
   /** A sandbox holder on the host's network: the traffic of its namespace is the node's, not the pod's. */
   readonly hostNetwork: boolean;
+}
+
+/** What one inspect tells of a container for reading its figures from the kernel. */
+export interface ContainerRun extends ContainerProcess {
   /** Where its figures are; absent when the kernel cannot tell them, and the engine's API serves them. */
   readonly cgroup?: ContainerCgroup;
 }
@@ -15,8 +18,8 @@ export interface ContainerRun {
 export type KernelRun = ContainerRun & { readonly cgroup: ContainerCgroup };
 
 /**
- * The running containers' main processes and cgroups, each learnt by one inspect (`State.Pid`,
- * then `/proc/<pid>/cgroup`) and kept while the container keeps running: a sample then reads
+ * The running containers' main processes and cgroups, each learnt by one inspect (the engine's
+ * pid, then `/proc/<pid>/cgroup`) and kept while the container keeps running: a sample then reads
  * only the cgroup files. A container that stopped or started again has a cgroup directory of
  * another identity (see `ContainerCgroup`), and is learnt again.
  */
@@ -27,8 +30,8 @@ export class ContainerRuns {
 
   constructor(
     private readonly kernel: KernelStats,
-    /** `GET /containers/{id}/json`, failing NotFound for a container the engine does not know. */
-    private readonly inspect: (id: string) => Promise<DockerInspect>,
+    /** One call to the engine (Docker's inspect, CRI's verbose status), failing NotFound for a container it does not know. */
+    private readonly inspect: (id: string) => Promise<ContainerProcess>,
   ) {}
 
   /**
@@ -79,9 +82,7 @@ export class ContainerRuns {
 
   private async learn(id: string): Promise<ContainerRun> {
     this.runs.delete(id);
-    const info = await this.inspect(id);
-    const pid = info.State.Pid ?? 0;
-    const hostNetwork = info.HostConfig.NetworkMode === 'host';
+    const { pid, hostNetwork } = await this.inspect(id);
     // A container that is not running has no process to follow: the API's zero figures serve it,
     // and the next sample asks again.
     if (pid <= 0) return { pid: 0, hostNetwork };

@@ -1,11 +1,8 @@
-import { netDevInterfaces } from '@kubelet-ts/core';
-import type { DockerNetworkStats } from './docker-api.js';
-
 /**
  * The kernel's text formats that `KernelStats` reads, parsed without touching a file: the
  * cgroups of a process (`/proc/<pid>/cgroup`), the cgroup mounts (`/proc/self/mountinfo`), a
- * cgroup's flat-keyed files (`memory.stat`, `cpu.stat`) and a namespace's interfaces
- * (`/proc/<pid>/net/dev`).
+ * cgroup's flat-keyed files (`memory.stat`, `cpu.stat`) and one-number files (a namespace's
+ * interfaces, `/proc/<pid>/net/dev`, are core's `netDevInterfaces`).
  */
 
 /** Where a process sits in each cgroup hierarchy, as `/proc/<pid>/cgroup` says. */
@@ -101,11 +98,4 @@ export function numberOf(text: string): number {
   const value = Number(text.trim());
   if (Number.isNaN(value)) throw new Error(`not a number: ${JSON.stringify(text.slice(0, 40))}`);
   return value;
-}
-
-/** A network namespace's interfaces from `/proc/<pid>/net/dev` (core's parser), in the engine's stats shape. */
-export function netDevOf(text: string): Record<string, DockerNetworkStats> {
-  return Object.fromEntries(
-    netDevInterfaces(text).map((i) => [i.name, { rx_bytes: i.rxBytes, rx_errors: i.rxErrors, tx_bytes: i.txBytes, tx_errors: i.txErrors }]),
-  );
 }
