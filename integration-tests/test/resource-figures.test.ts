@@ -134,6 +134,11 @@ describe.each(AGENT_ENGINES)(
         fs: { capacityBytes: expect.any(Number) },
         rlimit: { maxpid: expect.any(Number), curproc: expect.any(Number) },
       });
+      // The engine's image store: its disk by statfs, what the images take as the engine counts them.
+      const imageFs = summary.node['runtime'].imageFs;
+      expect(imageFs.capacityBytes).toBeGreaterThan(imageFs.availableBytes);
+      expect(imageFs.usedBytes).toBeGreaterThan(0);
+      expect(imageFs.usedBytes).toBeLessThan(imageFs.capacityBytes);
     });
 
     it("keeps metrics-server's rules on every scrape: every sample stamped, no zero CPU or memory, no scrape error", async () => {

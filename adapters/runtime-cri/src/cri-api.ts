@@ -60,6 +60,8 @@ export interface CriApi {
   ): Promise<{ stats: CriPodSandboxStats[] }>;
   imageStatus(request: { image: { image: string } }, deadline: Deadline): Promise<{ image: CriImage | null }>;
   pullImage(request: { image: { image: string } }, deadline: Deadline): Promise<{ imageRef: string }>;
+  /** Where the runtime keeps its images and what they take (containerd: its snapshotter's root, the snapshots' sizes). */
+  imageFsInfo(request: Record<string, never>, deadline: Deadline): Promise<{ imageFilesystems: CriFilesystemUsage[] }>;
   /** Closes the connection; calls after it fail. */
   close(): void;
 }
@@ -235,6 +237,14 @@ export interface CriImage {
   /** The image's user: a uid, or (absent uid) a name. */
   uid?: { value: Int64 } | null;
   username?: string;
+}
+
+/** A file system's use as CRI reports it (`FilesystemUsage`). */
+export interface CriFilesystemUsage {
+  timestamp: Int64;
+  fsId: { mountpoint: string } | null;
+  usedBytes: UInt64Value;
+  inodesUsed: UInt64Value;
 }
 
 /** A figure the runtime may leave out (CRI's `UInt64Value`: absent is "unknown", not 0). */

@@ -88,6 +88,7 @@ export function connectCri(endpoint: string): CriApi {
     listPodSandboxStats: unary(runtime, 'ListPodSandboxStats'),
     imageStatus: unary(image, 'ImageStatus'),
     pullImage: unary(image, 'PullImage'),
+    imageFsInfo: unary(image, 'ImageFsInfo'),
     close() {
       runtime.close();
       image.close();

@@ -107,10 +107,12 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.rotation = policy === false ? undefined : new CriLogRotation(rotationTarget(this.cri, call), policy, this.logger);
     this.rotation?.start();
     this.streams = new CriStreams(this.cri, call, this.requestTimeoutMs);
-    const kernel = options.kernel !== false && isUnixEndpoint(this.endpoint) ? KernelStats.open(options.kernel) : undefined;
+    const onHost = isUnixEndpoint(this.endpoint)
+      ? { kernel: options.kernel === false ? undefined : KernelStats.open(options.kernel) }
+      : undefined;
     this.capabilities = {
       events: this,
-      stats: new CriStats(this.cri, call, this.clock, this.logger, kernel),
+      stats: new CriStats(this.cri, call, this.clock, this.logger, onHost),
       logs: this,
       streaming: this.streams,
     };

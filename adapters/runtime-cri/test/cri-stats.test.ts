@@ -275,7 +275,7 @@ describe("CriStats on a runtime on this host: a sandbox's network from the kerne
       fn(Date.now() + 1_000).catch((error: unknown) => {
         throw translate(error, what, 'unix:///run/test/cri.sock');
       });
-    return { stats: new CriStats(cri, call, clock, silentLogger, await host(kernelSandboxes)), listed, asked };
+    return { stats: new CriStats(cri, call, clock, silentLogger, { kernel: await host(kernelSandboxes) }), listed, asked };
   };
 
   it("reads each ready sandbox's eth0 from /proc/<pid>/net/dev, learning its pid once, with no ListPodSandboxStats", async () => {

@@ -35,6 +35,10 @@ export interface DockerApi {
     ): void;
   };
   ping(): Promise<unknown>;
+  /** `GET /info`: where the engine keeps its data (Podman's compatible service: its store's graph root). */
+  info(): Promise<{ DockerRootDir?: string }>;
+  /** `GET /images/json`: the images, each with its size. */
+  listImages(): Promise<Array<{ Size?: number }>>;
   /** What the engine is (`GET /version`): Docker, or Podman's compatible service. */
   version(): Promise<DockerVersion>;
   /** `GET /events`: the engine's events as they happen, one JSON object a line (see `dockerEvents`). */

@@ -123,7 +123,6 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       call: (what, fn) => this.call(what, fn),
       engine: () => this.engine(),
     });
-    this.capabilities = { events: this, stats: this, logs: this, streaming };
     this.statsSource = new DockerStatsSource({
       docker: this.docker,
       clock: this.clock,
@@ -131,6 +130,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       version: () => this.version(),
       endpoint: host,
     });
+    this.capabilities = { events: this, stats: this.statsSource, logs: this, streaming };
     this.sandboxes = new DockerSandboxes({
       docker: this.docker,
       hostIp: options.hostIp ?? '0.0.0.0',

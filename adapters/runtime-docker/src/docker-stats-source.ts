@@ -3,6 +3,7 @@ import {
   type Clock,
   type ContainerStats,
   type ContainerStatsSource,
+  type ImageFsUsage,
   type SandboxStats,
   type StatsRequest,
   type StatsSample,
@@ -55,10 +56,18 @@ export class DockerStatsSource implements ContainerStatsSource {
   private readonly concurrency: number;
   /** What the kernel tells of an engine on this host; undefined for a remote engine, or where procfs cannot be read. */
   private readonly runs: ContainerRuns | undefined;
+  /**
+   * An engine on this host: its data directory (`DockerRootDir`), asked once, and what its images
+   * take (their sizes summed, as the kubelet's image stats count them); none for a remote engine.
+   */
+  readonly imageFs?: () => Promise<ImageFsUsage>;
+  private root: Promise<string> | undefined;
 
   constructor(private readonly options: DockerStatsSourceOptions) {
     this.concurrency = options.concurrency ?? 64;
-    const kernel = options.endpoint !== undefined && isLocalEndpoint(options.endpoint) ? KernelStats.open(options.kernel) : undefined;
+    const local = options.endpoint !== undefined && isLocalEndpoint(options.endpoint);
+    if (local) this.imageFs = () => this.readImageFs();
+    const kernel = local ? KernelStats.open(options.kernel) : undefined;
     this.runs =
       kernel === undefined
         ? undefined
@@ -70,6 +79,23 @@ export class DockerStatsSource implements ContainerStatsSource {
 
   stats(id: string): Promise<ContainerStats> {
     return this.containerStats(id);
+  }
+
+  private async readImageFs(): Promise<ImageFsUsage> {
+    const { call, docker } = this.options;
+    this.root ??= call('info', () => docker.info()).then(
+      ({ DockerRootDir }) => {
+        if (DockerRootDir === undefined || DockerRootDir === '')
+          throw new KubeletError('Unsupported', 'the engine names no data directory (DockerRootDir)');
+        return DockerRootDir;
+      },
+      (error: unknown) => {
+        this.root = undefined; // asked again next time
+        throw error;
+      },
+    );
+    const [mountpoint, images] = await Promise.all([this.root, call('list images', () => docker.listImages())]);
+    return { mountpoint, usedBytes: images.reduce((sum, image) => sum + (image.Size ?? 0), 0) };
   }
 
   /** Each id read once, at most `concurrency` at a time; a gone one (NotFound) is left out, any other failure fails the sample. */

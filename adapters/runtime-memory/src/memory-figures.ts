@@ -2,6 +2,7 @@ import type {
   Clock,
   ContainerStats,
   ContainerStatsSource,
+  ImageFsUsage,
   InterfaceStats,
   RuntimeOperation,
   SandboxStats,
@@ -32,12 +33,14 @@ export interface MemoryFiguresHost {
 }
 
 /**
- * The memory runtime's `capabilities.stats`: figures tests set (`set`, `setNetwork`), zero until
- * they do; a sandbox's interface is `eth0` with zero traffic unless set.
+ * The memory runtime's `capabilities.stats`: figures tests set (`set`, `setNetwork`,
+ * `setImageFs`), zero until they do; a sandbox's interface is `eth0` with zero traffic unless set.
+ * Its images take no disk: its image store is the root file system, 0 bytes used, unless set.
  */
 export class MemoryFigures implements ContainerStatsSource {
   private readonly use = new Map<string, MemoryUse>();
   private readonly networks = new Map<string, Omit<InterfaceStats, 'name'>>();
+  private imageStore: ImageFsUsage = { mountpoint: '/', usedBytes: 0, inodesUsed: 0 };
 
   constructor(private readonly host: MemoryFiguresHost) {}
 
@@ -48,6 +51,15 @@ export class MemoryFigures implements ContainerStatsSource {
 
   setNetwork(sandboxId: string, traffic: Omit<InterfaceStats, 'name'>): void {
     this.networks.set(sandboxId, { ...traffic });
+  }
+
+  setImageFs(usage: ImageFsUsage): void {
+    this.imageStore = { ...usage };
+  }
+
+  async imageFs(): Promise<ImageFsUsage> {
+    await this.host.enter('imageFs');
+    return this.imageStore;
   }
 
   forget(id: string): void {

@@ -1,3 +1,4 @@
+import { statfs } from 'node:fs/promises';
 import {
   KubeletError,
   Labels,
@@ -22,6 +23,8 @@ export interface StatsCapability {
   ) => void;
   /** Whether a ready sandbox reports its network interface (default true). */
   readonly network?: boolean;
+  /** Whether it names its image store on this host (`imageFs`; default true: an engine on this host). */
+  readonly imageFs?: boolean;
 }
 
 interface StatsContractOptions {
@@ -133,6 +136,18 @@ export function statsContract(
       expect(typeof network?.name).toBe('string');
       for (const figure of [network!.rxBytes, network!.txBytes, network!.rxErrors, network!.txErrors])
         expect(figure).toBeGreaterThanOrEqual(0);
+    });
+
+    withStats("names its image store, a directory of this host's file systems, and what the images take there", async (r, source) => {
+      expect(source.imageFs !== undefined).toBe(capability?.imageFs !== false);
+      if (source.imageFs === undefined) return;
+      await busy(r); // an image pulled
+      const store = await source.imageFs();
+      expect(typeof store.mountpoint).toBe('string');
+      const fs = await statfs(store.mountpoint);
+      expect(fs.blocks).toBeGreaterThan(0);
+      for (const figure of [store.usedBytes, store.inodesUsed]) if (figure !== undefined) expect(figure).toBeGreaterThanOrEqual(0);
+      if (capability?.simulate === undefined) expect(store.usedBytes).toBeGreaterThan(0);
     });
 
     withStats('answers NotFound for an unknown container', async (_r, source) => {

@@ -96,6 +96,7 @@ export type {
   ContainerUsage,
   CpuUsage,
   FsStats,
+  ImageFsUsage,
   InterfaceStats,
   MemoryStats,
   NodeUsage,

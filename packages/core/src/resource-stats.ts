@@ -73,6 +73,21 @@ export interface ContainerStatsSource {
    * is left out, not an error; `Unavailable` when the engine cannot be reached.
    */
   sample(request: StatsRequest): Promise<StatsSample>;
+  /**
+   * Where the engine keeps its images, and what they take there (the kubelet's `ImageFsInfo`), for
+   * the Summary's `node.runtime.imageFs`; absent where the runtime cannot tell (a remote engine,
+   * whose store is not on this host's file systems). `Unavailable` when the engine cannot be reached.
+   */
+  imageFs?(): Promise<ImageFsUsage>;
+}
+
+/** The file system of a runtime's image store (CRI's `FilesystemUsage` of `ImageFsInfo`). */
+export interface ImageFsUsage {
+  /** A directory of the store on this host (`statfs` of it gives the file system's size and space). */
+  readonly mountpoint: string;
+  /** What the images take (the sum of their sizes, as the kubelet counts them); absent: the file system's use stands for it. */
+  readonly usedBytes?: number;
+  readonly inodesUsed?: number;
 }
 
 /** A file system's size and use (the kubelet's `FsStats`). */

@@ -17,6 +17,7 @@ export type RuntimeOperation =
   | 'exec'
   | 'stats'
   | 'statsSample'
+  | 'imageFs'
   | 'logs'
   | 'streamExec'
   | 'streamAttach'
@@ -54,6 +55,8 @@ const wrapCapability: {
   stats: (facet, around) => ({
     stats: (id) => around('stats', [id], () => facet.stats(id)),
     sample: (request) => around('statsSample', [request], () => facet.sample(request)),
+    // An optional method of the power: kept exactly when the runtime has it.
+    ...(facet.imageFs === undefined ? {} : { imageFs: () => around('imageFs', [], () => facet.imageFs!()) }),
   }),
   logs: (facet, around) => ({ logs: (id, options) => around('logs', [id, options], () => facet.logs(id, options)) }),
   // As for logs: around the opening of a session or connection, never its life.

@@ -12,6 +12,7 @@ import {
   type ContainerUsage,
   type CpuUsage,
   type DesiredPod,
+  type ImageFsUsage,
   type Logger,
   type MemoryStats,
   type NodeUsage,
@@ -36,6 +37,13 @@ export interface HousekeepingOptions {
 
 /** The kubelet's `--housekeeping-interval`. */
 const DEFAULT_INTERVAL_MS = 10_000;
+
+/**
+ * How long what the runtime said of its image store is kept: images change when pulled or removed,
+ * and what they take is read by the engine from its own store (containerd refreshes it every 10 s),
+ * so once a minute (the kubelet's `--volume-stats-agg-period` for disk figures) is enough.
+ */
+const IMAGE_FS_EVERY_MS = 60_000;
 
 /** The agent's housekeeping as its options ask (`intervalMs` 0: none), on the node's own figures. */
 export function housekeepingOf(
@@ -62,6 +70,7 @@ interface CpuReading {
 export class Housekeeping {
   private usage: ResourceUsage;
   private previous = new Map<string, CpuReading>();
+  private imageFsRead: { readonly at: number; readonly usage: ImageFsUsage | undefined } | undefined;
   private stop: (() => void) | undefined;
   private running: Promise<void> | undefined;
 
@@ -105,7 +114,7 @@ export class Housekeeping {
     };
     let node: NodeUsage | undefined;
     try {
-      const reading = await this.options.node.read(clock.now());
+      const reading = await this.options.node.read(clock.now(), await this.imageFs());
       node = { ...reading, cpu: rate('node', reading.timestamp, reading.cpu.usageNanoseconds) };
     } catch (error) {
       logger.warn({ err: error }, 'could not read the node figures');
@@ -150,6 +159,25 @@ export class Housekeeping {
     }
     this.previous = readings;
     this.usage = { nodeName: this.options.hostname, node, pods, ...(error === undefined ? {} : { error }) };
+  }
+
+  /** What the runtime says of its image store, asked at most every `IMAGE_FS_EVERY_MS`; undefined where it cannot tell. */
+  private async imageFs(): Promise<ImageFsUsage | undefined> {
+    const { clock, logger, runtime } = this.options;
+    const source = runtime.capabilities.stats;
+    if (source?.imageFs === undefined) return undefined;
+    const now = clock.now();
+    if (this.imageFsRead !== undefined && now - this.imageFsRead.at < IMAGE_FS_EVERY_MS) return this.imageFsRead.usage;
+    let usage: ImageFsUsage | undefined;
+    try {
+      usage = await source.imageFs();
+    } catch (error) {
+      // Kept as the last one read (none the first time): the other figures are still worth having.
+      logger.warn({ err: error }, 'could not read the image store figures');
+      usage = this.imageFsRead?.usage;
+    }
+    this.imageFsRead = { at: now, usage };
+    return usage;
   }
 
   /** Each desired pod's running containers on this node, and its ready sandbox. */

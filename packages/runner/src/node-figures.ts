@@ -1,7 +1,7 @@
 import type { StatsFs } from 'node:fs';
 import { readFile, statfs } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { netDevInterfaces, type FsStats, type NodeUsage } from '@kubelet-ts/core';
+import { netDevInterfaces, type FsStats, type ImageFsUsage, type NodeUsage } from '@kubelet-ts/core';
 
 /** The kernel's clock tick for `/proc/stat` (USER_HZ): 100 on every Linux the agent runs on. */
 const USER_HZ = 100;
@@ -11,8 +11,6 @@ export interface NodeFiguresOptions {
   readonly procRoot?: string;
   /** The file system of the agent's volumes (the Summary's `node.fs`): its root directory. */
   readonly fsPath?: string;
-  /** The file system of the engine's image store (`node.runtime.imageFs`), when known. */
-  readonly imageFsPath?: string;
 }
 
 /** The node's figures without its CPU rate (the sampler computes it from two reads). */
@@ -32,12 +30,13 @@ export class NodeFigures {
     this.proc = options.procRoot ?? '/proc';
   }
 
-  async read(now: number): Promise<NodeReading> {
+  /** The node's figures now; with `imageFs` (what the runtime said of its image store), `node.runtime.imageFs` too. */
+  async read(now: number, imageFs?: ImageFsUsage): Promise<NodeReading> {
     const [stat, meminfo, vmstat, netdev, loadavg, pidMax] = await Promise.all(
       ['stat', 'meminfo', 'vmstat', 'net/dev', 'loadavg', 'sys/kernel/pid_max'].map((file) => readFile(join(this.proc, file), 'utf8')),
     );
     const fs = await this.fs(this.options.fsPath, now);
-    const imageFs = await this.fs(this.options.imageFsPath, now);
+    const images = await this.imageFs(imageFs, now);
     return {
       timestamp: now,
       startTime: bootTime(stat!),
@@ -45,8 +44,23 @@ export class NodeFigures {
       memory: memory(meminfo!, vmstat!),
       network: netDevInterfaces(netdev!),
       ...(fs === undefined ? {} : { fs }),
-      ...(imageFs === undefined ? {} : { imageFs }),
+      ...(images === undefined ? {} : { imageFs: images }),
       rlimit: { maxpid: Number(pidMax!.trim()), curproc: Number(loadavg!.split(/\s+/)[3]?.split('/')[1] ?? 0) },
+    };
+  }
+
+  /**
+   * The image store's file system: its size, space and inodes by `statfs`, what the images take as
+   * the runtime counts it (the kubelet's `ImageFsInfo`: the images' sizes, not the whole disk's use).
+   */
+  private async imageFs(usage: ImageFsUsage | undefined, now: number): Promise<FsStats | undefined> {
+    if (usage === undefined) return undefined;
+    const fs = await this.fs(usage.mountpoint, now);
+    if (fs === undefined) return undefined;
+    return {
+      ...fs,
+      ...(usage.usedBytes === undefined ? {} : { usedBytes: usage.usedBytes }),
+      ...(usage.inodesUsed === undefined ? {} : { inodesUsed: usage.inodesUsed }),
     };
   }
 

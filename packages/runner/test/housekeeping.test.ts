@@ -71,6 +71,25 @@ describe('housekeeping: what the node and the running pods use', () => {
     expect(usage.node?.cpu.usageNanoseconds).toBeGreaterThan(0);
   });
 
+  it('asks the runtime for its image store once a minute, and keeps the last answer through a failure', async () => {
+    f.runtime.figures.setImageFs({ mountpoint: tmpdir(), usedBytes: 5_000_000 });
+    const k = await running('web');
+    expect(k.resourceUsage().node?.imageFs?.usedBytes).toBe(5_000_000);
+    expect(f.runtime.callCount('imageFs')).toBe(1);
+    f.runtime.figures.setImageFs({ mountpoint: tmpdir(), usedBytes: 7_000_000 });
+    for (let i = 0; i < 5; i++) await nextSample(k); // 50 s
+    expect(f.runtime.callCount('imageFs')).toBe(1);
+    expect(k.resourceUsage().node?.imageFs?.usedBytes).toBe(5_000_000);
+    await nextSample(k); // 60 s: asked again
+    expect(f.runtime.callCount('imageFs')).toBe(2);
+    expect(k.resourceUsage().node?.imageFs?.usedBytes).toBe(7_000_000);
+    f.runtime.setFault('imageFs', () => new KubeletError('Unavailable', 'engine down'));
+    for (let i = 0; i < 6; i++) await nextSample(k);
+    expect(f.runtime.callCount('imageFs')).toBe(3);
+    expect(k.resourceUsage().node?.imageFs?.usedBytes).toBe(7_000_000);
+    expect(k.resourceUsage().pods).toHaveLength(1);
+  });
+
   it('answers 1,000 reads from the last sample without one runtime call', async () => {
     const k = await running('web');
     await nextSample(k);
@@ -137,7 +156,8 @@ describe('NodeFigures', () => {
       );
       await writeFile(join(proc, 'loadavg'), '0.26 0.25 0.16 1/180 22159\n');
       await writeFile(join(proc, 'sys/kernel/pid_max'), '4194304\n');
-      const reading = await new NodeFigures({ procRoot: proc, fsPath: join(proc, 'not/made/yet'), imageFsPath: '\0' }).read(5_000);
+      // An image store that cannot be looked at (a NUL in its path) gives no imageFs.
+      const reading = await new NodeFigures({ procRoot: proc, fsPath: join(proc, 'not/made/yet') }).read(5_000, { mountpoint: '\0' });
       expect(reading).toMatchObject({
         timestamp: 5_000,
         startTime: 1764835200_000,
@@ -161,6 +181,18 @@ describe('NodeFigures', () => {
     } finally {
       await rm(proc, { recursive: true, force: true });
     }
+  });
+
+  it("takes the image store's size and space from statfs, and what the images take from the runtime", async () => {
+    const figures = new NodeFigures();
+    const counted = await figures.read(1_000, { mountpoint: tmpdir(), usedBytes: 123_456, inodesUsed: 78 });
+    expect(counted.imageFs).toMatchObject({ timestamp: 1_000, usedBytes: 123_456, inodesUsed: 78 });
+    expect(counted.imageFs!.capacityBytes).toBeGreaterThan(counted.imageFs!.availableBytes);
+    // Without the runtime's count, the file system's own use stands for it.
+    const whole = await figures.read(2_000, { mountpoint: tmpdir() });
+    expect(whole.imageFs!.usedBytes).toBeGreaterThan(0);
+    expect(whole.imageFs!.usedBytes + whole.imageFs!.availableBytes).toBeLessThanOrEqual(whole.imageFs!.capacityBytes);
+    expect((await figures.read(3_000)).imageFs).toBeUndefined();
   });
 
   it("reads this host's /proc", async () => {
