@@ -68,9 +68,16 @@ describe.each(AGENT_ENGINES)(
         JSON.stringify({
           version: 'v1beta1',
           id: 'busy',
+          // A pod volume with 1 MiB in it, for the Summary's volume[].
+          volumes: [{ name: 'scratch' }],
           containers: [
             { name: 'burn', image: busybox, command: ['sh', '-c', BURN] },
-            { name: 'hold', image: busybox, command: ['sh', '-c', HOLD] },
+            {
+              name: 'hold',
+              image: busybox,
+              command: ['sh', '-c', `dd if=/dev/zero of=/scratch/fill bs=1M count=1 2>/dev/null; ${HOLD}`],
+              volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }],
+            },
           ],
         }),
       );
@@ -83,6 +90,8 @@ describe.each(AGENT_ENGINES)(
         '--sync-frequency',
         '1s',
         '--housekeeping-interval',
+        '1s',
+        '--volume-stats-agg-period',
         '1s',
       ]);
       url = await agent.serverUrl();
@@ -134,6 +143,10 @@ describe.each(AGENT_ENGINES)(
         fs: { capacityBytes: expect.any(Number) },
         rlimit: { maxpid: expect.any(Number), curproc: expect.any(Number) },
       });
+      // The pod's own volume, walked as the kubelet's du does: the 1 MiB file and the directory.
+      expect(busy.volume).toEqual([expect.objectContaining({ name: 'scratch', inodesUsed: 2 })]);
+      expect(busy.volume[0].usedBytes).toBeGreaterThanOrEqual(MIB);
+      expect(busy.volume[0].capacityBytes).toBeGreaterThan(busy.volume[0].availableBytes);
       // The engine's image store: its disk by statfs, what the images take as the engine counts them.
       const imageFs = summary.node['runtime'].imageFs;
       expect(imageFs.capacityBytes).toBeGreaterThan(imageFs.availableBytes);

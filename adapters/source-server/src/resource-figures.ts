@@ -1,4 +1,14 @@
-import type { ContainerUsage, CpuUsage, FsStats, InterfaceStats, MemoryStats, NodeUsage, PodUsage, ResourceUsage } from '@kubelet-ts/core';
+import type {
+  ContainerUsage,
+  CpuUsage,
+  FsStats,
+  InterfaceStats,
+  MemoryStats,
+  NodeUsage,
+  PodUsage,
+  ResourceUsage,
+  VolumeUsage,
+} from '@kubelet-ts/core';
 
 /** Prometheus text exposition, version 0.0.4 (what the kubelet's `/metrics/resource` answers with). */
 export const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
@@ -125,6 +135,12 @@ function network(interfaces: readonly InterfaceStats[], at: number) {
   return { time: time(at), ...(main ?? {}), interfaces };
 }
 
+/** The kubelet's `VolumeStats`: the file system's figures, the volume's name, and its claim as `pvcRef`. */
+function volume(v: VolumeUsage) {
+  const { name, claim, ...figures } = v;
+  return { ...fs(figures), name, ...(claim === undefined ? {} : { pvcRef: claim }) };
+}
+
 function container(c: ContainerUsage) {
   return {
     name: c.name,
@@ -168,6 +184,7 @@ export function renderSummary(usage: ResourceUsage) {
         ...(layers.length === 0
           ? {}
           : { 'ephemeral-storage': { time: time(pod.timestamp), usedBytes: layers.reduce((a, b) => a + b, 0) } }),
+        ...(pod.volumes === undefined || pod.volumes.length === 0 ? {} : { volume: pod.volumes.map(volume) }),
       };
     }),
   };

@@ -59,6 +59,27 @@ const USAGE: ResourceUsage = {
       cpu: { usageNanoseconds: 2e9 },
       memory: { usageBytes: 31 * 2 ** 20, workingSetBytes: 21 * 2 ** 20 },
       network: { name: 'eth0', rxBytes: 1_000, rxErrors: 0, txBytes: 2_000, txErrors: 1 },
+      volumes: [
+        {
+          name: 'cache',
+          timestamp: T0,
+          usedBytes: 8192,
+          inodesUsed: 2,
+          capacityBytes: 1e9,
+          availableBytes: 6e8,
+          inodes: 1000,
+          inodesFree: 900,
+        },
+        {
+          name: 'data',
+          timestamp: T0,
+          usedBytes: 4096,
+          inodesUsed: 1,
+          capacityBytes: 1e9,
+          availableBytes: 6e8,
+          claim: { name: 'db-data', namespace: 'default' },
+        },
+      ],
     },
   ],
 };
@@ -229,6 +250,28 @@ describe('/stats/summary', () => {
             interfaces: [USAGE.pods[0]!.network],
           },
           'ephemeral-storage': { time: '2026-12-04T10:00:00Z', usedBytes: 4096 },
+          // The kubelet's VolumeStats: the file system's figures, the name, a claim as pvcRef.
+          volume: [
+            {
+              time: '2026-12-04T10:00:00Z',
+              usedBytes: 8192,
+              inodesUsed: 2,
+              capacityBytes: 1e9,
+              availableBytes: 6e8,
+              inodes: 1000,
+              inodesFree: 900,
+              name: 'cache',
+            },
+            {
+              time: '2026-12-04T10:00:00Z',
+              usedBytes: 4096,
+              inodesUsed: 1,
+              capacityBytes: 1e9,
+              availableBytes: 6e8,
+              name: 'data',
+              pvcRef: { name: 'db-data', namespace: 'default' },
+            },
+          ],
         },
       ],
     });

@@ -59,8 +59,14 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
     ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, hostname) }),
     ...(checkpoints === undefined ? {} : { checkpoints }),
     syncFrequencyMs: options.syncFrequency,
-    // The Summary's node.fs is the file system the pods' volumes are on.
-    housekeeping: { intervalMs: options.housekeepingInterval, fsPath: options.volumesRoot },
+    // The Summary's node.fs is the file system the pods' volumes are on; its volume[] walks them.
+    housekeeping: {
+      intervalMs: options.housekeepingInterval,
+      fsPath: options.volumesRoot,
+      ...(options.volumeStatsAggPeriod === 0
+        ? {}
+        : { volumes: { volumesRoot: options.volumesRoot, volumeFilesDir: options.volumeFilesDir, everyMs: options.volumeStatsAggPeriod } }),
+    },
     volumeFilesDir: options.volumeFilesDir,
     eventLog: { maxEvents: options.eventLogSize, maxAgeMs: options.eventTtl },
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),

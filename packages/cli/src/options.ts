@@ -25,6 +25,8 @@ export interface CliOptions extends LegacyFlags {
   readonly hostIp: string;
   readonly syncFrequency: number;
   readonly housekeepingInterval: number;
+  /** `--volume-stats-agg-period`: how often each pod's volumes are walked for the Summary (0: never). */
+  readonly volumeStatsAggPeriod: number;
   readonly cgroupRoot?: string;
   readonly eventLogSize: number;
   readonly eventTtl: number;
@@ -254,6 +256,11 @@ export function buildProgram(): Command {
       new Option('--housekeeping-interval <duration>', 'how often what the node and pods use is sampled (0: never)')
         .argParser(duration)
         .default(10_000, '10s'),
+    )
+    .addOption(
+      new Option('--volume-stats-agg-period <duration>', "how often each pod's volumes are walked for what they take (0: never)")
+        .argParser(duration)
+        .default(60_000, '1m'),
     )
     .addOption(
       new Option(

@@ -105,6 +105,7 @@ export type {
   SandboxStats,
   StatsRequest,
   StatsSample,
+  VolumeUsage,
 } from './resource-stats.js';
 export { netDevInterfaces } from './resource-stats.js';
 export {

@@ -147,6 +147,18 @@ export interface PodUsage {
   readonly cpu: CpuUsage;
   readonly memory: MemoryStats;
   readonly network?: InterfaceStats;
+  /** Its volumes of the agent's making (not host paths), as last measured; absent before the first measure. */
+  readonly volumes?: readonly VolumeUsage[];
+}
+
+/**
+ * What one of a pod's volumes takes (the kubelet's `VolumeStats`): `usedBytes` and `inodesUsed`
+ * of its own directory (a walk that neither follows links nor leaves its file system), the rest of
+ * the file system it is on. A claim's volume names its claim.
+ */
+export interface VolumeUsage extends FsStats {
+  readonly name: string;
+  readonly claim?: { readonly name: string; readonly namespace: string };
 }
 
 /** What the agent's last housekeeping pass saw; a read never calls the engine. */

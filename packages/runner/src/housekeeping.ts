@@ -18,8 +18,10 @@ import {
   type NodeUsage,
   type PodUsage,
   type ResourceUsage,
+  type VolumeUsage,
 } from '@kubelet-ts/core';
 import { NodeFigures, type NodeFiguresOptions } from './node-figures.js';
+import { measureVolume, volumeDirsOf, type VolumeRoots } from './volume-figures.js';
 import type { PodCache } from './pod-cache.js';
 
 export interface HousekeepingOptions {
@@ -33,6 +35,8 @@ export interface HousekeepingOptions {
   readonly node: NodeFigures;
   /** How often the figures are sampled (the kubelet's `--housekeeping-interval`). */
   readonly intervalMs: number;
+  /** Where the pods' volumes are, for the Summary's `volume[]`; none: no volume figures. */
+  readonly volumes?: VolumeRoots;
 }
 
 /** The kubelet's `--housekeeping-interval`. */
@@ -45,13 +49,18 @@ const DEFAULT_INTERVAL_MS = 10_000;
  */
 const IMAGE_FS_EVERY_MS = 60_000;
 
+/** How often a pod's volumes are walked by default: the kubelet's `--volume-stats-agg-period` (a walk reads every file's inode). */
+const VOLUMES_EVERY_MS = 60_000;
+
 /** The agent's housekeeping as its options ask (`intervalMs` 0: none), on the node's own figures. */
 export function housekeepingOf(
-  asked: ({ readonly intervalMs?: number } & NodeFiguresOptions) | undefined,
-  parts: Omit<HousekeepingOptions, 'node' | 'intervalMs'>,
+  asked: ({ readonly intervalMs?: number; readonly volumes?: VolumeRoots } & NodeFiguresOptions) | undefined,
+  parts: Omit<HousekeepingOptions, 'node' | 'intervalMs' | 'volumes'>,
 ): Housekeeping | undefined {
-  const { intervalMs = DEFAULT_INTERVAL_MS, ...node } = asked ?? {};
-  return intervalMs === 0 ? undefined : new Housekeeping({ ...parts, node: new NodeFigures(node), intervalMs });
+  const { intervalMs = DEFAULT_INTERVAL_MS, volumes, ...node } = asked ?? {};
+  return intervalMs === 0
+    ? undefined
+    : new Housekeeping({ ...parts, node: new NodeFigures(node), intervalMs, ...(volumes === undefined ? {} : { volumes }) });
 }
 
 /** One reading of a CPU counter, to make a rate of with the next. */
@@ -71,6 +80,8 @@ export class Housekeeping {
   private usage: ResourceUsage;
   private previous = new Map<string, CpuReading>();
   private imageFsRead: { readonly at: number; readonly usage: ImageFsUsage | undefined } | undefined;
+  /** Each pod's volumes as last walked, by pod id. */
+  private volumesRead = new Map<string, { readonly at: number; readonly usage: readonly VolumeUsage[] }>();
   private stop: (() => void) | undefined;
   private running: Promise<void> | undefined;
 
@@ -119,7 +130,7 @@ export class Housekeeping {
     } catch (error) {
       logger.warn({ err: error }, 'could not read the node figures');
     }
-    const targets = this.targets();
+    const targets = await this.withVolumes(this.targets());
     let pods: PodUsage[] = [];
     let error: string | undefined;
     const stats = runtime.capabilities.stats;
@@ -149,6 +160,7 @@ export class Housekeeping {
               cpu: sumCpu(containers),
               memory: sumMemory(containers.map((c) => c.memory)),
               ...(network === undefined ? {} : { network }),
+              ...(t.volumes === undefined ? {} : { volumes: t.volumes }),
             },
           ];
         });
@@ -180,6 +192,34 @@ export class Housekeeping {
     return usage;
   }
 
+  /**
+   * The targets with their pods' volumes: walked again when their last walk is older than
+   * `volumes.everyMs`, else as last walked; the walks of pods no longer sampled are forgotten.
+   */
+  private async withVolumes(targets: PodTarget[]): Promise<PodTarget[]> {
+    const roots = this.options.volumes;
+    if (roots === undefined) return targets;
+    const now = this.options.clock.now();
+    const everyMs = roots.everyMs ?? VOLUMES_EVERY_MS;
+    const read = new Map<string, { readonly at: number; readonly usage: readonly VolumeUsage[] }>();
+    const out: PodTarget[] = [];
+    for (const t of targets) {
+      let last = this.volumesRead.get(t.podId);
+      if (last === undefined || now - last.at >= everyMs) {
+        const usage: VolumeUsage[] = [];
+        for (const volume of volumeDirsOf(t.manifest, roots)) {
+          const measured = await measureVolume(volume, t.namespace, now);
+          if (measured !== undefined) usage.push(measured);
+        }
+        last = { at: now, usage };
+      }
+      read.set(t.podId, last);
+      out.push(last.usage.length === 0 ? t : { ...t, volumes: last.usage });
+    }
+    this.volumesRead = read;
+    return out;
+  }
+
   /** Each desired pod's running containers on this node, and its ready sandbox. */
   private targets(): PodTarget[] {
     const { cache, hostname } = this.options;
@@ -202,6 +242,8 @@ export class Housekeeping {
       const sandbox = sandboxOf.get(manifest.id);
       return [
         {
+          podId: manifest.id,
+          manifest,
           namespace: manifest.namespace ?? 'default',
           name: podNameOf(manifest.id, manifest.namespace),
           uid: podUid(manifest, { node: hostname, source }),
@@ -214,6 +256,9 @@ export class Housekeeping {
 }
 
 interface PodTarget {
+  readonly podId: string;
+  readonly manifest: DesiredPod['manifest'];
+  readonly volumes?: readonly VolumeUsage[];
   readonly namespace: string;
   readonly name: string;
   readonly uid: string;

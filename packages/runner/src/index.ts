@@ -1,6 +1,7 @@
 // The embeddable agent's public API. Its parts (pod workers, executor, mux, supervisors, prober)
 // are internal: an embedder builds an agent, hands it adapters, and reads it.
 export { createKubelet, type Kubelet, type KubeletOptions, type KubeletStatus } from './kubelet.js';
+export type { VolumeRoots } from './volume-figures.js';
 export type { PassResult } from './sync-loop.js';
 export type { SourceStatus } from './source-intake.js';
 export { FileSourceCheckpoints, type SourceCheckpoints } from './source-checkpoints.js';

@@ -1,5 +1,6 @@
 import type { ContainerRuntime, EventSink, Clock, HostAccess, Logger, ManifestSource } from '@kubelet-ts/core';
 import type { NodeFiguresOptions } from './node-figures.js';
+import type { VolumeRoots } from './volume-figures.js';
 import type { NetworkCheck } from './prober.js';
 import type { RuntimeDeadlines } from './runtime-deadlines.js';
 import type { SourceCheckpoints } from './source-checkpoints.js';
@@ -61,7 +62,7 @@ export interface KubeletOptions extends HostAccess {
    * node and the running pods are sampled (default 10 s, the kubelet's `--housekeeping-interval`;
    * 0 never), and the file systems of the volumes and of the engine's images.
    */
-  readonly housekeeping?: { readonly intervalMs?: number } & NodeFiguresOptions;
+  readonly housekeeping?: { readonly intervalMs?: number; readonly volumes?: VolumeRoots } & NodeFiguresOptions;
   /**
    * Where the files of ConfigMap, Secret and downward API volumes are written, `<dir>/<pod>/<volume>`
    * (the CLI: `--volume-files-dir`, on the tmpfs `/dev/shm` by default, so a Secret never reaches a

@@ -90,6 +90,39 @@ describe('housekeeping: what the node and the running pods use', () => {
     expect(k.resourceUsage().pods).toHaveLength(1);
   });
 
+  it("walks each running pod's own volumes once a minute (the kubelet's volume-stats-agg-period)", async () => {
+    const volumesRoot = await mkdtemp(join(tmpdir(), 'kubelet-ts-hk-volumes-'));
+    try {
+      await mkdir(join(volumesRoot, 'web', 'cache'), { recursive: true });
+      await writeFile(join(volumesRoot, 'web', 'cache', 'a'), Buffer.alloc(64 * 1024, 1));
+      const web = { ...pod('web'), volumes: [{ name: 'cache' }] };
+      const k = f.kubelet([new ScriptedSource('a', { initial: [web] })], { housekeeping: { volumes: { volumesRoot } } });
+      await k.start();
+      await settle();
+      // The sample made as the agent started came before the pod ran: the next has it, and walks its volumes.
+      for (let i = 0; i < 3 && k.resourceUsage().pods.length === 0; i++) await nextSample(k);
+      const first = k.resourceUsage().pods[0]!.volumes!;
+      expect(first.map((v) => v.name)).toEqual(['cache']);
+      expect(first[0]!.usedBytes).toBeGreaterThanOrEqual(64 * 1024);
+      expect(first[0]!.inodesUsed).toBe(2);
+      const walkedAt = first[0]!.timestamp;
+      await writeFile(join(volumesRoot, 'web', 'cache', 'b'), Buffer.alloc(256 * 1024, 1));
+      // Each sample until the next walk shows the last one (its time, its figures); the next walk is a minute after it.
+      let again = first[0]!;
+      for (let i = 0; i < 8 && again.timestamp === walkedAt; i++) {
+        await nextSample(k);
+        again = k.resourceUsage().pods[0]!.volumes![0]!;
+        if (again.timestamp === walkedAt) expect(again.inodesUsed).toBe(2);
+      }
+      expect(again.timestamp - walkedAt).toBeGreaterThanOrEqual(60_000);
+      expect(again.timestamp - walkedAt).toBeLessThan(70_000);
+      expect(again.inodesUsed).toBe(3);
+      expect(again.usedBytes).toBeGreaterThanOrEqual(320 * 1024);
+    } finally {
+      await rm(volumesRoot, { recursive: true, force: true });
+    }
+  });
+
   it('answers 1,000 reads from the last sample without one runtime call', async () => {
     const k = await running('web');
     await nextSample(k);
