@@ -3,7 +3,7 @@ import { readdir, rename, rm, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import { Labels, type Logger } from '@kubelet-ts/core';
+import { Labels, type ContainerEvent, type Logger } from '@kubelet-ts/core';
 import type { CriApi } from './cri-api.js';
 
 /** The kubelet's `--container-log-max-size`, `--container-log-max-files` and `--container-log-monitor-interval`. */
@@ -25,17 +25,77 @@ export interface RotationTarget {
 }
 
 /**
+ * The rotation of a CRI runtime's container log files as `policy` says (none: `false`), started,
+ * with the list it rotates from, which the runtime tells of its changes (`target.changed()`).
+ */
+export function criLogRotation(
+  cri: CriApi,
+  call: <T>(what: string, fn: (deadline: number) => Promise<T>) => Promise<T>,
+  policy: LogRotationPolicy | false,
+  logger: Logger,
+): { readonly rotation: CriLogRotation; readonly target: CriRotationTarget } | undefined {
+  if (policy === false) return undefined;
+  const target = rotationTarget(cri, call);
+  const rotation = new CriLogRotation(target, policy, logger);
+  rotation.start();
+  return { rotation, target };
+}
+
+/** `events` as they come, each telling `target` (if any) that the running containers changed. */
+export async function* tellingRotation(
+  events: AsyncIterable<ContainerEvent>,
+  target: CriRotationTarget | undefined,
+): AsyncIterable<ContainerEvent> {
+  for await (const event of events) {
+    target?.changed();
+    yield event;
+  }
+}
+
+/** The rotation's view of a CRI runtime, told when the runtime's containers may have changed. */
+export interface CriRotationTarget extends RotationTarget {
+  /** A container of ours started, stopped, was removed or ended: the next pass lists again. */
+  changed(): void;
+}
+
+/**
+ * How long the running containers listed for the rotation are kept while nothing says they
+ * changed: the kubelet lists every 10 s, which for 200 containers was most of an idle agent's CPU
+ * on containerd (the evented relist had taken the same list out of its sync loop).
+ */
+const RELIST_EVERY_MS = 60_000;
+
+/**
  * The rotation's view of a CRI runtime: its running containers of ours, each with the log file
  * its status names; `call` runs a CRI call with the runtime's deadline and error translation. A
- * container's log path never changes, so its status is asked once: a steady pass is one list.
+ * container's log path never changes, so its status is asked once. The list is made again when
+ * the runtime says its containers changed (`changed`: a start, stop or removal it made, an event
+ * it passed on), and at least every `relistEveryMs` for what it did not see; else the last one
+ * stands, and a steady pass stats the files only.
  */
-export function rotationTarget(cri: CriApi, call: <T>(what: string, fn: (deadline: number) => Promise<T>) => Promise<T>): RotationTarget {
+export function rotationTarget(
+  cri: CriApi,
+  call: <T>(what: string, fn: (deadline: number) => Promise<T>) => Promise<T>,
+  { relistEveryMs = RELIST_EVERY_MS, now = Date.now }: { readonly relistEveryMs?: number; readonly now?: () => number } = {},
+): CriRotationTarget {
   const paths = new Map<string, string>();
+  let listed: { readonly at: number; readonly files: ReadonlyArray<{ id: string; path: string }> } | undefined;
+  let changed = true;
   return {
+    changed() {
+      changed = true;
+    },
     async logFiles() {
+      if (!changed && listed !== undefined && now() - listed.at < relistEveryMs) return listed.files;
+      // Cleared before the list: a change while it runs asks for the next one.
+      changed = false;
+      const at = now();
       const { containers } = await call('list containers', (deadline) =>
         cri.listContainers({ filter: { state: { state: 'CONTAINER_RUNNING' } } }, deadline),
-      );
+      ).catch((error: unknown) => {
+        changed = true;
+        throw error;
+      });
       const running = new Set<string>();
       const files: Array<{ id: string; path: string }> = [];
       for (const c of containers) {
@@ -54,6 +114,7 @@ export function rotationTarget(cri: CriApi, call: <T>(what: string, fn: (deadlin
         files.push({ id: c.id, path });
       }
       for (const id of paths.keys()) if (!running.has(id)) paths.delete(id);
+      listed = { at, files };
       return files;
     },
     async reopen(id) {

@@ -47,3 +47,8 @@ export const DEFAULT_LOGS_ROOT = '/var/log/pods';
 export const DEFAULT_LOG_LINKS_DIR = '/var/log/containers';
 /** The kubelet's defaults: 10 MiB per file, 5 files, looked at every 10 s. */
 export const DEFAULT_LOG_ROTATION: LogRotationPolicy = { maxSizeBytes: 10 * 1024 * 1024, maxFiles: 5, intervalMs: 10_000 };
+
+/** A unix socket (`unix:///path`, or a path): a runtime on this host, whose processes the agent's /proc shows. */
+export function isUnixEndpoint(endpoint: string): boolean {
+  return endpoint.startsWith('unix:') || endpoint.startsWith('/');
+}

@@ -33,10 +33,11 @@ import { CriImages } from './cri-images.js';
 import { criSecurityOf } from './cri-security.js';
 import { SandboxAddresses } from './sandbox-addresses.js';
 import { connectCri } from './cri-client.js';
-import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, type CriRuntimeOptions } from './cri-options.js';
+import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, isUnixEndpoint, type CriRuntimeOptions } from './cri-options.js';
 import { CriLogFiles } from './cri-log-files.js';
-import { CriLogRotation, rotationTarget } from './cri-log-rotation.js';
+import { criLogRotation, tellingRotation } from './cri-log-rotation.js';
 import { criLogs } from './cri-logs.js';
+import { execSyncIn } from './cri-exec.js';
 import { CriStats } from './cri-stats.js';
 import { CriStreams } from './cri-streams.js';
 import { ADAPTER, ignoreNotFound, translate } from './errors.js';
@@ -44,8 +45,6 @@ import { assertHostPortsFree, publishedPorts } from './host-ports.js';
 import { buildContainerConfig } from './container-config.js';
 import { detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
 import { buildSandboxConfig, recordOf, sandboxConfigOf } from './sandbox-config.js';
-
-const MAX_EXEC_OUTPUT = 64 * 1024;
 
 /**
  * `ContainerRuntime` over the Container Runtime Interface (CRI v1, gRPC): containerd (≥ 1.6, its
@@ -69,7 +68,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   private readonly cri: CriApi;
   private readonly volumesRoot: string;
   private readonly logFiles: CriLogFiles;
-  private readonly rotation: CriLogRotation | undefined;
+  /** The rotation of the log files, told of every change of the running containers this runtime makes or passes on. */
+  private readonly rotation: ReturnType<typeof criLogRotation>;
   private readonly hostIp: string;
   private readonly cgroupParent: string | undefined;
   private readonly runtimeHandler: string | undefined;
@@ -102,10 +102,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       labelsOf: async (id) => (await ignoreNotFound(this.containerStatus(id)))?.labels ?? undefined,
     });
     this.logFiles = CriLogFiles.of(options, this.logger);
-    const policy = options.containerLogs ?? DEFAULT_LOG_ROTATION;
     const call = <T>(what: string, fn: (deadline: number) => Promise<T>) => this.call(what, fn);
-    this.rotation = policy === false ? undefined : new CriLogRotation(rotationTarget(this.cri, call), policy, this.logger);
-    this.rotation?.start();
+    this.rotation = criLogRotation(this.cri, call, options.containerLogs ?? DEFAULT_LOG_ROTATION, this.logger);
     this.streams = new CriStreams(this.cri, call, this.requestTimeoutMs);
     const onHost = isUnixEndpoint(this.endpoint)
       ? { kernel: options.kernel === false ? undefined : KernelStats.open(options.kernel) }
@@ -125,7 +123,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
 
   /** Closes the gRPC channel and any stream session still open; calls after it fail. */
   close(): void {
-    void this.rotation?.close();
+    void this.rotation?.rotation.close();
     this.cri.close();
     this.changes.close();
     this.streams.close();
@@ -289,6 +287,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   async start(id: string): Promise<void> {
     try {
       await this.call(`start ${id}`, (deadline) => this.cri.startContainer({ containerId: id }, deadline));
+      this.rotation?.target.changed();
     } catch (error) {
       // containerd refuses to start a running container (UNKNOWN, in words): that start succeeds.
       if (error instanceof KubeletError && error.code === 'NotFound') throw error;
@@ -301,11 +300,15 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   async stop(id: string, timeoutSeconds: number): Promise<void> {
     // The runtime signals, waits `timeout` seconds, then kills (the contract); stopping a stopped one succeeds.
     const timeout = Math.max(0, Math.round(timeoutSeconds));
-    await this.call(
-      `stop ${id}`,
-      (deadline) => this.cri.stopContainer({ containerId: id, timeout }, deadline),
-      timeout * 1000 + this.requestTimeoutMs,
-    );
+    try {
+      await this.call(
+        `stop ${id}`,
+        (deadline) => this.cri.stopContainer({ containerId: id, timeout }, deadline),
+        timeout * 1000 + this.requestTimeoutMs,
+      );
+    } finally {
+      this.rotation?.target.changed();
+    }
   }
 
   async remove(id: string, options: { readonly force?: boolean } = {}): Promise<void> {
@@ -323,6 +326,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       });
     }
     await ignoreNotFound(this.call(`remove ${id}`, (deadline) => this.cri.removeContainer({ containerId: id }, deadline)));
+    this.rotation?.target.changed();
     await this.logFiles.remove(status.logPath, { id, labels: status.labels ?? {} });
   }
 
@@ -331,39 +335,16 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     return criLogs(id, options, async (which) => this.containerStatus(which));
   }
 
+  /** CRI `ExecSync` in a running container (the prober's exec; see `execSyncIn`). */
   async exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
-    const status = await this.containerStatus(id);
-    const name = status.metadata?.name ?? id;
-    if (status.state !== 'CONTAINER_RUNNING')
-      throw new KubeletError('Conflict', `exec in ${name}: the container is ${status.state.replace('CONTAINER_', '').toLowerCase()}`, {
-        adapter: ADAPTER,
-      });
-    // Our deadline is the probe's; the runtime's own (whole seconds) ends the command soon after.
-    const timeout = Math.max(1, Math.ceil(timeoutMs / 1000));
-    try {
-      const result = await this.call(
-        `exec in ${name}`,
-        (deadline) => this.cri.execSync({ containerId: id, cmd: [...command], timeout }, deadline),
-        timeoutMs,
-      );
-      const output = Buffer.concat([result.stdout, result.stderr]).subarray(0, MAX_EXEC_OUTPUT).toString('utf8');
-      return { exitCode: result.exitCode, output };
-    } catch (error) {
-      if (error instanceof KubeletError && error.code === 'Timeout') {
-        throw new KubeletError('Timeout', `exec ${command.join(' ')} in ${name}: no exit within ${timeoutMs} ms`, {
-          adapter: ADAPTER,
-          cause: error,
-        });
-      }
-      throw error;
-    }
+    return execSyncIn(id, await this.containerStatus(id), command, timeoutMs, (what, fn, ms) => this.call(what, fn, ms), this.cri);
   }
 
   /** Started, exited and removed events of the agent's containers, from containerd's event service (see `ContainerdEvents`). */
   events(signal: AbortSignal): AsyncIterable<ContainerEvent> {
     // containerd publishes a task's exit before its CRI plugin (which handles the same event)
     // updates the store ListContainers reads: each exit and removal waits until the list agrees.
-    return settledEvents(this.changes.stream(signal), signal, {
+    return settledEvents(tellingRotation(this.changes.stream(signal), this.rotation?.target), signal, {
       listedState: async (id) => {
         const { containers } = await this.call(`list container ${id}`, (deadline) => this.cri.listContainers({ filter: { id } }, deadline));
         const found = containers.find((c) => c.id === id);
@@ -406,9 +387,4 @@ export function registerCriRuntime(registry: Registry, options: CriRuntimeOption
   const runtime = new CriRuntime(options);
   registry.register(Tokens.Runtime, { useValue: runtime });
   return runtime;
-}
-
-/** A unix socket (`unix:///path`, or a path): a runtime on this host, whose processes the agent's /proc shows. */
-function isUnixEndpoint(endpoint: string): boolean {
-  return endpoint.startsWith('unix:') || endpoint.startsWith('/');
 }

@@ -116,34 +116,64 @@ describe('CriLogRotation: the kubelet container log manager, on the files the ru
 });
 
 describe('rotationTarget: the running containers of ours and their log files', () => {
-  it('asks a container its log path once (it never changes): a steady pass is one list of the running ones', async () => {
+  /** A CRI whose running containers are `listed`, recording its calls. */
+  const fakeCri = (initial: Array<{ id: string; state: string; labels: Record<string, string> }>) => {
     const calls: string[] = [];
-    let listed = [
-      { id: 'a', state: 'CONTAINER_RUNNING', labels: { [Labels.manifestId]: 'web' } },
-      { id: 'b', state: 'CONTAINER_RUNNING', labels: { [Labels.manifestId]: 'db' } },
-      { id: 'foreign', state: 'CONTAINER_RUNNING', labels: {} },
-    ];
+    const state = { listed: initial, failList: false };
     const cri = {
       listContainers: async (request: { filter?: { state?: { state: string } } }) => {
         calls.push(`list ${request.filter?.state?.state}`);
-        return { containers: listed };
+        if (state.failList) throw new Error('engine down');
+        return { containers: state.listed };
       },
       containerStatus: async ({ containerId }: { containerId: string }) => {
         calls.push(`status ${containerId}`);
         return { status: { logPath: `/logs/${containerId}/0.log` } };
       },
     } as unknown as CriApi;
+    return { cri, calls, state };
+  };
+  const running = (id: string, pod: string | undefined) => ({
+    id,
+    state: 'CONTAINER_RUNNING',
+    labels: pod === undefined ? {} : { [Labels.manifestId]: pod },
+  });
+
+  it('asks a container its log path once (it never changes), and lists again when told the containers changed', async () => {
+    const { cri, calls, state } = fakeCri([running('a', 'web'), running('b', 'db'), running('foreign', undefined)]);
     const target = rotationTarget(cri, (_what, fn) => fn(0));
     expect(await target.logFiles()).toEqual([
       { id: 'a', path: '/logs/a/0.log' },
       { id: 'b', path: '/logs/b/0.log' },
     ]);
+    target.changed();
     expect(await target.logFiles()).toHaveLength(2);
     expect(calls).toEqual(['list CONTAINER_RUNNING', 'status a', 'status b', 'list CONTAINER_RUNNING']);
     // b gone, c new: only c is asked; a restarted b (same id, listed again) would be asked again.
-    listed = [listed[0]!, { id: 'c', state: 'CONTAINER_RUNNING', labels: { [Labels.manifestId]: 'web' } }];
+    state.listed = [state.listed[0]!, running('c', 'web')];
     calls.length = 0;
+    target.changed();
     expect((await target.logFiles()).map((f) => f.id)).toEqual(['a', 'c']);
     expect(calls).toEqual(['list CONTAINER_RUNNING', 'status c']);
+  });
+
+  it('makes a steady pass without a list: the last one stands until a change, or a minute, and a failed list is tried again', async () => {
+    let now = 0;
+    const { cri, calls, state } = fakeCri([running('a', 'web')]);
+    const target = rotationTarget(cri, (_what, fn) => fn(0), { now: () => now });
+    await target.logFiles();
+    for (now = 10_000; now < 60_000; now += 10_000) expect(await target.logFiles()).toEqual([{ id: 'a', path: '/logs/a/0.log' }]);
+    expect(calls).toEqual(['list CONTAINER_RUNNING', 'status a']);
+    now = 60_000; // what the runtime did not see (a container ended on its own) is found within a minute
+    state.listed = [];
+    expect(await target.logFiles()).toEqual([]);
+    expect(calls.filter((c) => c.startsWith('list'))).toHaveLength(2);
+    state.failList = true;
+    target.changed();
+    await expect(target.logFiles()).rejects.toThrow('engine down');
+    state.failList = false;
+    state.listed = [running('a', 'web')];
+    expect(await target.logFiles()).toEqual([{ id: 'a', path: '/logs/a/0.log' }]);
+    expect(calls.filter((c) => c.startsWith('list'))).toHaveLength(4);
   });
 });
