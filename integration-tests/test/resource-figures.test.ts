@@ -108,7 +108,7 @@ describe.each(AGENT_ENGINES)(
       await rm(dir, { recursive: true, force: true });
     });
 
-    /** The Summary once the pod has a CPU rate (two samples) and its dd buffer is counted. */
+    /** The Summary once the pod has a CPU rate (two samples), its dd buffer is counted and its volume walked with its file. */
     const settledSummary = async () => {
       const deadline = Date.now() + 30_000;
       for (;;) {
@@ -118,7 +118,9 @@ describe.each(AGENT_ENGINES)(
         };
         const busy = summary.pods.find((p) => p.podRef.name === 'busy');
         const hold = busy?.containers.find((c: { name: string }) => c.name === 'hold');
-        if (busy?.cpu.usageNanoCores !== undefined && busy.containers.length === 2 && hold.memory.workingSetBytes >= 40 * MIB)
+        // The volume walked once its 1 MiB file is there (each walk is a second apart, as each sample).
+        const walked = busy?.volume?.[0]?.inodesUsed === 2;
+        if (busy?.cpu.usageNanoCores !== undefined && busy.containers.length === 2 && hold.memory.workingSetBytes >= 40 * MIB && walked)
           return summary;
         if (Date.now() > deadline) throw new Error(`the pod's figures did not settle: ${JSON.stringify(summary)}`);
         await new Promise((resolve) => setTimeout(resolve, 250));
