@@ -188,7 +188,11 @@ describe.each(AGENT_ENGINES)(
         return JSON.parse(got.stdout) as Record<string, any>;
       };
       const summary = await raw('/stats/summary');
-      expect(summary.pods.find((p: { podRef: { name: string } }) => p.podRef.name === 'busy').containers).toHaveLength(2);
+      const busy = summary.pods.find((p: { podRef: { name: string } }) => p.podRef.name === 'busy');
+      expect(busy.containers).toHaveLength(2);
+      // The fields this agent added last, as kubectl reads them: the image store and the pod's volume.
+      expect(summary.node.runtime.imageFs.usedBytes).toBeGreaterThan(0);
+      expect(busy.volume).toEqual([expect.objectContaining({ name: 'scratch', usedBytes: expect.any(Number) })]);
       const events = await raw('/events?namespace=default&pod=busy');
       expect(events.kind).toBe('EventList');
       expect(

@@ -9,6 +9,11 @@ import { PRIVATE, SHARED, ownDirectory, podVolumeDir } from './pod-volumes.js';
  */
 export const CLAIMS_FOLDER = '.claims';
 
+/** Where a claim's named volume is, `<root>/.claims/<claim>`, without making it (`claimVolumeDir` makes it). */
+export function claimVolumePath(root: string, claim: string): string {
+  return join(root, CLAIMS_FOLDER, claim);
+}
+
 /**
  * Makes the claim's directory `<root>/.claims/<claim>` when it is missing and returns the path to
  * bind: the named volume a v1 `persistentVolumeClaim` becomes, as `podman kube play` makes one per
@@ -48,7 +53,7 @@ export async function listClaimVolumes(root: string): Promise<string[]> {
  */
 export async function removeClaimVolume(root: string, claim: string): Promise<boolean> {
   if (!isManifestId(claim)) return false;
-  const dir = join(root, CLAIMS_FOLDER, claim);
+  const dir = claimVolumePath(root, claim);
   const existed = (await listClaimVolumes(root)).includes(claim);
   await rm(dir, { recursive: true, force: true });
   return existed;

@@ -6,6 +6,11 @@ import { KubeletError, isDnsLabel, isManifestId, type EmptyDir } from '@kubelet-
 
 const execFileAsync = promisify(execFile);
 
+/** Where the pod's own volume is, `<root>/<pod>/<volume>`, without making it (`podVolumeDir` makes it). */
+export function podVolumePath(root: string, podId: string, volume: string): string {
+  return join(root, podId, volume);
+}
+
 /**
  * Makes the host directory `<root>/<pod>/<volume>` and returns the path to bind. No name can lead
  * outside the root: both must be DNS labels (no `..`, no `/`), and each level below the root is

@@ -204,7 +204,7 @@ export class Housekeeping {
     const read = new Map<string, { readonly at: number; readonly usage: readonly VolumeUsage[] }>();
     const out: PodTarget[] = [];
     for (const t of targets) {
-      let last = this.volumesRead.get(t.podId);
+      let last = this.volumesRead.get(t.manifest.id);
       if (last === undefined || now - last.at >= everyMs) {
         const usage: VolumeUsage[] = [];
         for (const volume of volumeDirsOf(t.manifest, roots)) {
@@ -213,7 +213,7 @@ export class Housekeeping {
         }
         last = { at: now, usage };
       }
-      read.set(t.podId, last);
+      read.set(t.manifest.id, last);
       out.push(last.usage.length === 0 ? t : { ...t, volumes: last.usage });
     }
     this.volumesRead = read;
@@ -242,7 +242,6 @@ export class Housekeeping {
       const sandbox = sandboxOf.get(manifest.id);
       return [
         {
-          podId: manifest.id,
           manifest,
           namespace: manifest.namespace ?? 'default',
           name: podNameOf(manifest.id, manifest.namespace),
@@ -256,7 +255,6 @@ export class Housekeeping {
 }
 
 interface PodTarget {
-  readonly podId: string;
   readonly manifest: DesiredPod['manifest'];
   readonly volumes?: readonly VolumeUsage[];
   readonly namespace: string;

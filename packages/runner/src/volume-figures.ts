@@ -2,7 +2,7 @@ import type { BigIntStats, Dir } from 'node:fs';
 import { lstat, opendir, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ContainerManifest, VolumeUsage } from '@kubelet-ts/core';
-import { CLAIMS_FOLDER } from '@kubelet-ts/host-volumes';
+import { claimVolumePath, podVolumePath } from '@kubelet-ts/host-volumes';
 
 /** Where the agent's volumes are on the host (a root left out: none of that kind here), and how often to walk them. */
 export interface VolumeRoots {
@@ -32,10 +32,10 @@ export function volumeDirsOf(manifest: ContainerManifest, roots: VolumeRoots): V
     if (v.hostPath !== undefined) continue;
     if (v.claim !== undefined) {
       if (roots.volumesRoot !== undefined)
-        dirs.push({ name: v.name, dir: join(roots.volumesRoot, CLAIMS_FOLDER, v.claim.name), claim: v.claim.name });
+        dirs.push({ name: v.name, dir: claimVolumePath(roots.volumesRoot, v.claim.name), claim: v.claim.name });
     } else if (v.files !== undefined) {
-      if (roots.volumeFilesDir !== undefined) dirs.push({ name: v.name, dir: join(roots.volumeFilesDir, manifest.id, v.name) });
-    } else if (roots.volumesRoot !== undefined) dirs.push({ name: v.name, dir: join(roots.volumesRoot, manifest.id, v.name) });
+      if (roots.volumeFilesDir !== undefined) dirs.push({ name: v.name, dir: podVolumePath(roots.volumeFilesDir, manifest.id, v.name) });
+    } else if (roots.volumesRoot !== undefined) dirs.push({ name: v.name, dir: podVolumePath(roots.volumesRoot, manifest.id, v.name) });
   }
   return dirs;
 }
