@@ -12,7 +12,7 @@ import {
   type StatsRequest,
   type StatsSample,
 } from '@kubelet-ts/core';
-import { ContainerRuns, podInterfaceOf, type KernelStats } from '@kubelet-ts/cgroup-stats';
+import { ContainerRuns, holderNetworkOf, type KernelStats } from '@kubelet-ts/cgroup-stats';
 import {
   GrpcCode,
   type CriApi,
@@ -203,13 +203,9 @@ export class CriStats implements ContainerStatsSource {
     await Promise.all(
       ids.map(async (id) => {
         try {
-          // A sandbox on the host's network has no network of its own (its namespace's is the node's).
-          const { figures } = await runs.read(id, (kernel, run) => (run.hostNetwork ? [] : kernel.network(run.pid)), { byProcess: true });
+          const { figures } = await runs.read(id, holderNetworkOf, { byProcess: true });
           if (figures === undefined) listed.push(id);
-          else {
-            const network = podInterfaceOf(figures);
-            fromKernel.set(id, network === undefined ? { timestamp: now } : { timestamp: now, network });
-          }
+          else fromKernel.set(id, { timestamp: now, ...figures });
         } catch (error) {
           if (!isKubeletError(error, 'NotFound')) throw error;
         }

@@ -8,7 +8,7 @@ import {
   type StatsRequest,
   type StatsSample,
 } from '@kubelet-ts/core';
-import { containerStatsOfCgroup, ContainerRuns, KernelStats, podInterfaceOf, type KernelStatsOptions } from '@kubelet-ts/cgroup-stats';
+import { containerStatsOfCgroup, ContainerRuns, holderNetworkOf, KernelStats, type KernelStatsOptions } from '@kubelet-ts/cgroup-stats';
 import type { DockerApi, DockerStats, DockerVersion } from './docker-api.js';
 import { isLocalEndpoint } from './docker-connect.js';
 import { containerStatsOf, sandboxStatsOf, statsQuirksOf, type StatsQuirks } from './docker-stats.js';
@@ -129,13 +129,9 @@ export class DockerStatsSource implements ContainerStatsSource {
   }
 
   private async sandboxStats(id: string, quirks: StatsQuirks, podman: boolean): Promise<SandboxStats> {
-    // A holder on the host's network reports no network, as the engine's own figures (its namespace's
-    // are the node's); the kernel's figures are the namespace's own, with no engine's quirk.
-    const fromKernel = await this.runs?.read(id, (kernel, run) => (run.hostNetwork ? [] : kernel.network(run.pid)), { byProcess: true });
-    if (fromKernel?.figures !== undefined) {
-      const network = podInterfaceOf(fromKernel.figures);
-      return network === undefined ? { timestamp: this.options.clock.now() } : { timestamp: this.options.clock.now(), network };
-    }
+    // The kernel's figures are the namespace's own, with no engine's quirk to make up for.
+    const fromKernel = await this.runs?.read(id, holderNetworkOf, { byProcess: true });
+    if (fromKernel?.figures !== undefined) return { timestamp: this.options.clock.now(), ...fromKernel.figures };
     // Podman reports zeros for a holder on the host's network where Docker names no network: its
     // inspect tells (the one that found its process, where the kernel is read).
     const [figures, hostNetwork] = await Promise.all([

@@ -1,5 +1,6 @@
 import type { ContainerStats, InterfaceStats, MemoryStats } from '@kubelet-ts/core';
-import type { CgroupFigures } from './kernel-stats.js';
+import type { KernelRun } from './container-runs.js';
+import type { CgroupFigures, KernelStats } from './kernel-stats.js';
 
 /**
  * Memory as cAdvisor (and so the kubelet) reads a cgroup: the working set is the usage less the
@@ -34,6 +35,15 @@ export function containerStatsOfCgroup(figures: CgroupFigures, timestamp: number
 }
 
 /** A pod's interface among its namespace's (`KernelStats.network`): `eth0`, else the first. */
-export function podInterfaceOf(interfaces: readonly InterfaceStats[]): InterfaceStats | undefined {
+function podInterfaceOf(interfaces: readonly InterfaceStats[]): InterfaceStats | undefined {
   return interfaces.find((i) => i.name === 'eth0') ?? interfaces[0];
+}
+
+/**
+ * A pod's network from its holder (sandbox) process, for `ContainerRuns.read`: its namespace's
+ * pod interface; none for a holder on the host's network (that namespace's traffic is the node's).
+ */
+export function holderNetworkOf(kernel: KernelStats, run: KernelRun): { readonly network?: InterfaceStats } {
+  const network = run.hostNetwork ? undefined : podInterfaceOf(kernel.network(run.pid));
+  return network === undefined ? {} : { network };
 }
