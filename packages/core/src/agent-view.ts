@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream';
-import type { LogLine, LogReadOptions } from './container-logs.js';
+import type { LogLine, LogReadOptions, LogTextOptions } from './container-logs.js';
 import type { StreamOptions, StreamSession } from './container-streams.js';
 import type { ContainerManifest } from './manifest.js';
 import type { PlanReport } from './plan-report.js';
@@ -123,6 +123,9 @@ export interface ContainerLogRequest extends LogReadOptions {
   readonly previous?: boolean | undefined;
 }
 
+/** Which container's output `AgentView.containerText` reads, and how it is shown (`LogTextOptions`). */
+export interface ContainerTextRequest extends ContainerLogRequest, LogTextOptions {}
+
 /** A pod of this node, named as the kubelet's `/portForward/{namespace}/{pod}` names it. */
 export interface PodTarget {
   /** `default` for a 2014 manifest or a v1 Pod without a namespace. */
@@ -171,6 +174,11 @@ export interface AgentView {
    * previous run), `Conflict` when the container has not run yet (it waits to start).
    */
   containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>>;
+  /**
+   * The same read as the text a reader shows, in blocks (see `ContainerLogSource.text`): what
+   * `/containerLogs` sends. Rejects as `containerLogs`.
+   */
+  containerText(request: ContainerTextRequest): Promise<AsyncIterable<Uint8Array>>;
   /**
    * Runs `command` in the running container `target` names, streamed (see `ContainerStreaming`).
    * Rejects with a `KubeletError`: `Unsupported` when the runtime cannot stream, `NotFound` naming

@@ -68,6 +68,56 @@ export interface LogReadOptions {
  */
 export interface ContainerLogSource {
   logs(id: string, options?: LogReadOptions): Promise<AsyncIterable<LogLine>>;
+  /**
+   * Optional: the same read as the text a reader shows (`kubectl logs`, the agent's
+   * `/containerLogs`), in blocks: exactly `logText(await logs(id, options), options)`, without a
+   * line object a line. A runtime declares it when it can hand on its output by the block (the
+   * content of a CRI log file with the prefixes cut out in place, the payloads of Docker's
+   * multiplexed stream): the hot path of a whole read, where a line object a line bounded the
+   * agent to a fraction of what the engine reads. Rejects and ends as `logs` does, holds nothing
+   * until its first `next()`, and reads no further ahead than a bounded block.
+   */
+  text?(id: string, options?: LogTextOptions): Promise<AsyncIterable<Uint8Array>>;
+}
+
+/** A read shown as text: `LogReadOptions`, how each line is shown, and `limitBytes` counting the text. */
+export interface LogTextOptions extends LogReadOptions {
+  /** Each line after its time (`formatLogTime`) and a space, as `kubectl logs --timestamps` shows it. */
+  readonly timestamps?: boolean | undefined;
+  /** At most this many bytes of text in all, the times included (as the kubelet counts `limitBytes`). */
+  readonly limitBytes?: number | undefined;
+}
+
+/**
+ * The text of `lines` as a reader shows it: their contents joined, each after `<time> ` with
+ * `timestamps`; cut at `limitBytes` bytes of text, and then the read is ended. What a runtime's
+ * `text` gives for the same read.
+ */
+export async function* logText(lines: AsyncIterable<LogLine>, options: LogTextOptions = {}): AsyncGenerator<Uint8Array> {
+  let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
+  if (left <= 0) return;
+  for await (const line of lines) {
+    const bytes = options.timestamps === true ? Buffer.concat([Buffer.from(`${formatLogTime(line)} `), line.content]) : line.content;
+    const sent = bytes.length > left ? bytes.subarray(0, left) : bytes;
+    left -= sent.length;
+    yield sent;
+    if (left <= 0) return;
+  }
+}
+
+/**
+ * A container's output as text (see `ContainerLogSource.text`): the runtime's own block read when
+ * it has one, else its lines rendered by `logText`.
+ */
+export async function readLogText(
+  source: ContainerLogSource,
+  id: string,
+  options: LogTextOptions = {},
+): Promise<AsyncIterable<Uint8Array>> {
+  if (source.text !== undefined) return source.text(id, options);
+  // Content never outgrows its text, so the text's limit bounds the lines read too.
+  const { timestamps: _timestamps, ...read } = options;
+  return logText(await source.logs(id, read), options);
 }
 
 /**

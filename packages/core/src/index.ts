@@ -110,11 +110,14 @@ export type {
 export { netDevInterfaces } from './resource-stats.js';
 export {
   formatLogTime,
+  logText,
   parseLogTime,
+  readLogText,
   type ContainerLogSource,
   type LogLine,
   type LogReadOptions,
   type LogStream,
+  type LogTextOptions,
 } from './container-logs.js';
 export type { ContainerStreaming, SessionEnd, StreamOptions, StreamSession, TerminalSize } from './container-streams.js';
 export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
@@ -194,6 +197,7 @@ export { reportPlan, type PlannedStep, type PlanReport } from './plan-report.js'
 export type {
   AgentView,
   ContainerLogRequest,
+  ContainerTextRequest,
   ContainerTarget,
   PodTarget,
   ContainerView,

@@ -58,7 +58,10 @@ const wrapCapability: {
     // An optional method of the power: kept exactly when the runtime has it.
     ...(facet.imageFs === undefined ? {} : { imageFs: () => around('imageFs', [], () => facet.imageFs!()) }),
   }),
-  logs: (facet, around) => ({ logs: (id, options) => around('logs', [id, options], () => facet.logs(id, options)) }),
+  logs: (facet, around) => ({
+    logs: (id, options) => around('logs', [id, options], () => facet.logs(id, options)),
+    ...(facet.text === undefined ? {} : { text: (id, options) => around('logs', [id, options], () => facet.text!(id, options)) }),
+  }),
   // As for logs: around the opening of a session or connection, never its life.
   streaming: (facet, around) => ({
     exec: (id, command, options) => around('streamExec', [id, command, options], () => facet.exec(id, command, options)),

@@ -123,6 +123,31 @@ describe('wrapRuntime', () => {
     expect(seen).toEqual([{ operation: 'logs', args: ['c1', { tailLines: 3 }] }]);
   });
 
+  it("keeps a log source's text read exactly when it has one, its opening through `around` as `logs`", async () => {
+    const withText: RuntimeCapabilities = {
+      logs: {
+        ...everyPower.logs!,
+        text: async (id) =>
+          (async function* () {
+            yield new TextEncoder().encode(`${id} as text\n`);
+          })(),
+      },
+    };
+    expect(wrapRuntime(fakeRuntime(everyPower), {}).capabilities.logs!.text).toBeUndefined();
+    const seen: Array<{ operation: RuntimeOperation; args: readonly unknown[] }> = [];
+    const wrapped = wrapRuntime(wrapRuntime(fakeRuntime(withText), {}), {
+      around: (operation, args, proceed) => {
+        seen.push({ operation, args });
+        return proceed();
+      },
+    });
+    const chunks: string[] = [];
+    for await (const chunk of await wrapped.capabilities.logs!.text!('c1', { timestamps: true }))
+      chunks.push(new TextDecoder().decode(chunk));
+    expect(chunks).toEqual(['c1 as text\n']);
+    expect(seen).toEqual([{ operation: 'logs', args: ['c1', { timestamps: true }] }]);
+  });
+
   it('puts the opening of an exec, an attach and a port-forward through `around`', async () => {
     const seen: Array<{ operation: RuntimeOperation; args: readonly unknown[] }> = [];
     const wrapped = wrapRuntime(fakeRuntime(everyPower), {
