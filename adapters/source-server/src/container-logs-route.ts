@@ -1,12 +1,4 @@
-import {
-  formatLogTime,
-  isKubeletError,
-  parseLogTime,
-  type AgentView,
-  type ContainerLogRequest,
-  type LogLine,
-  type LogReadOptions,
-} from '@kubelet-ts/core';
+import { isKubeletError, parseLogTime, type AgentView, type ContainerTextRequest, type LogTextOptions } from '@kubelet-ts/core';
 import { HttpProblem, decodePathSegment } from './http-kit.js';
 import type { RouteAnswer } from './route-handler.js';
 
@@ -14,9 +6,8 @@ import type { RouteAnswer } from './route-handler.js';
 const ROUTE = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/;
 
 /** What the query asks besides where to read: the kubelet's `PodLogOptions` on its wire. */
-interface LogQuery extends LogReadOptions {
+interface LogQuery extends LogTextOptions {
   readonly previous: boolean;
-  readonly timestamps: boolean;
 }
 
 /** Whether `pathname` is a container's log path (so the route owns it, whatever the method). */
@@ -38,15 +29,14 @@ export function containerLogsAnswer(view: AgentView, url: URL, now: () => number
   const match = ROUTE.exec(url.pathname);
   if (match === null) throw new Error(`not a container log path: ${url.pathname}`);
   const [namespace, pod, container] = match.slice(1).map((s) => decodePathSegment(s)) as [string, string, string];
-  const { previous, timestamps, ...read } = logQuery(url.searchParams, now());
-  const request: ContainerLogRequest = { namespace, pod, container, previous, ...read };
+  const request: ContainerTextRequest = { namespace, pod, container, ...logQuery(url.searchParams, now()) };
   return {
     status: 200,
     contentType: 'text/plain; charset=utf-8',
     open: async (signal) => {
-      let lines: AsyncIterable<LogLine>;
+      let text: AsyncIterable<Uint8Array>;
       try {
-        lines = await view.containerLogs({ ...request, signal });
+        text = await view.containerText({ ...request, signal });
       } catch (error) {
         if (isKubeletError(error, 'NotFound')) throw new HttpProblem(404, error.message);
         if (isKubeletError(error, 'Unsupported')) throw new HttpProblem(501, error.message);
@@ -54,7 +44,7 @@ export function containerLogsAnswer(view: AgentView, url: URL, now: () => number
         if (isKubeletError(error, 'Conflict')) throw new HttpProblem(400, error.message);
         throw error;
       }
-      return batched(rendered(lines, timestamps, read.limitBytes));
+      return batched(text);
     },
   };
 }
@@ -107,18 +97,6 @@ export async function* batched(lines: AsyncIterable<Uint8Array>): AsyncGenerator
     }
   } finally {
     await source.return?.(undefined);
-  }
-}
-
-/** Each line as the kubelet writes it, `<time> ` first with `timestamps`; at most `limitBytes` in all. */
-async function* rendered(lines: AsyncIterable<LogLine>, timestamps: boolean, limitBytes: number | undefined): AsyncGenerator<Uint8Array> {
-  let left = limitBytes ?? Number.POSITIVE_INFINITY;
-  for await (const line of lines) {
-    const bytes = timestamps ? Buffer.concat([Buffer.from(`${formatLogTime(line)} `), line.content]) : line.content;
-    const sent = bytes.length > left ? bytes.subarray(0, left) : bytes;
-    left -= sent.length;
-    yield sent;
-    if (left <= 0) return;
   }
 }
 

@@ -88,6 +88,7 @@ describe('GET /containerLogs/{namespace}/{pod}/{container}', () => {
       container: 'nginx',
       previous: false,
       follow: false,
+      timestamps: false,
       signal: expect.any(AbortSignal),
     });
     expect(view.output.open).toBe(0);

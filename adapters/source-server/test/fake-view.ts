@@ -7,10 +7,12 @@ import {
   type ResourceUsage,
   type SourceView,
   KubeletError,
+  logText,
   eventMatches,
   type AgentView,
   type ContainerDetails,
   type ContainerLogRequest,
+  type ContainerTextRequest,
   type ContainerTarget,
   type PodTarget,
   type StreamOptions,
@@ -74,6 +76,10 @@ export class FakeView implements AgentView {
     if (request.previous === true)
       throw new KubeletError('NotFound', 'previous terminated container "nginx" in pod "default/web" not found');
     return this.output.read(request);
+  }
+  /** The lines of `containerLogs` as text: a runtime without a text read of its own. */
+  async containerText(request: ContainerTextRequest): Promise<AsyncIterable<Uint8Array>> {
+    return logText(await this.containerLogs(request), request);
   }
   /**
    * Where exec, attach and port-forward go: a memory runtime with `web/nginx` running in a sandbox

@@ -5,10 +5,13 @@ import {
   identityOf,
   podUid,
   plan,
+  readLogText,
   reportPlan,
   type Clock,
   type ContainerDetails,
   type ContainerLogRequest,
+  type ContainerLogSource,
+  type ContainerTextRequest,
   type ContainerManifest,
   type ContainerRuntime,
   type ContainerStreaming,
@@ -139,13 +142,24 @@ export class AgentReadApi {
 
   /** The output of the container `request` names (see `logTarget` for which run), from the runtime. */
   async containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>> {
+    const { source, id, options } = await this.logRead(request);
+    return source.logs(id, options);
+  }
+
+  /** The same as text, from the runtime's own block read when it has one. */
+  async containerText(request: ContainerTextRequest): Promise<AsyncIterable<Uint8Array>> {
+    const { source, id, options } = await this.logRead(request);
+    return readLogText(source, id, options);
+  }
+
+  private async logRead<R extends ContainerLogRequest>(request: R) {
     const { runtime } = this.options;
-    const source = runtime.capabilities.logs;
+    const source: ContainerLogSource | undefined = runtime.capabilities.logs;
     if (source === undefined)
       throw new KubeletError('Unsupported', `the ${runtime.name} runtime cannot read what containers print`, { adapter: runtime.name });
     const id = logTarget(await this.pods(), request);
     const { namespace: _namespace, pod: _pod, container: _container, previous: _previous, ...options } = request;
-    return source.logs(id, options);
+    return { source, id, options };
   }
 
   /** Runs a command in the running container `target` names (see `runningTarget`), streamed by the runtime. */

@@ -10,6 +10,7 @@ import {
   type Clock,
   type ContainerDetails,
   type ContainerLogRequest,
+  type ContainerTextRequest,
   type ContainerTarget,
   type PodTarget,
   type StreamOptions,
@@ -309,6 +310,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   /** What a container of a desired pod printed; see `AgentView.containerLogs`. */
   containerLogs(request: ContainerLogRequest): Promise<AsyncIterable<LogLine>> {
     return this.api.containerLogs(request);
+  }
+
+  /** The same as text; see `AgentView.containerText`. */
+  containerText(request: ContainerTextRequest): Promise<AsyncIterable<Uint8Array>> {
+    return this.api.containerText(request);
   }
 
   /** A command run in a container of a desired pod, streamed; see `AgentView.exec`. */

@@ -1,6 +1,15 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
-import { KubeletError, Labels, wrapRuntime, type ContainerLogRequest, type LogLine } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  Labels,
+  formatLogTime,
+  wrapRuntime,
+  type ContainerLogRequest,
+  type ContainerLogSource,
+  type ContainerTextRequest,
+  type LogLine,
+} from '@kubelet-ts/core';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { agentFixture } from './agent-fixture.js';
 import { ScriptedSource, podListOf, settle } from './helpers.js';
@@ -119,6 +128,43 @@ describe("the agent's containerLogs: which container's output, by pod and contai
     f.runtime.exit(id, 0);
     await expect(end).resolves.toMatchObject({ done: true });
     expect(f.runtime.openLogStreams).toBe(0);
+  });
+
+  it("gives the same read as text: the runtime's own text read when it has one, else its lines rendered", async () => {
+    const k = await agent();
+    const id = running('twin', 'b').id;
+    const printedAt = formatLogTime({ time: f.clock.now() });
+    f.runtime.print(id, 'stdout', 'one\n');
+    f.runtime.print(id, 'stderr', 'two\n');
+    const text = async (request: Omit<ContainerTextRequest, 'namespace'>, agentOf = k) => {
+      let joined = '';
+      for await (const chunk of await agentOf.containerText({ namespace: 'default', ...request })) joined += decoder.decode(chunk);
+      return joined;
+    };
+    expect(await text({ pod: 'twin', container: 'b' })).toBe('one\ntwo\n');
+    expect(await text({ pod: 'twin', container: 'b', timestamps: true, limitBytes: 40 })).toBe(
+      `${printedAt} one\n${printedAt.slice(0, 5)}`,
+    );
+    expect(await failure(text({ pod: 'twin', container: 'c' }))).toMatchObject({ code: 'NotFound' });
+
+    const asked: unknown[] = [];
+    const memory = wrapRuntime(new MemoryRuntime({ clock: f.clock }), {});
+    const own: ContainerLogSource = {
+      ...memory.capabilities.logs!,
+      text: async (target, options) => {
+        asked.push({ target, options });
+        return (async function* () {
+          yield new TextEncoder().encode('from the runtime\n');
+        })();
+      },
+    };
+    const withText = f.kubelet([new ScriptedSource('file', { initial: [twin] })], {
+      runtime: { ...memory, capabilities: { ...memory.capabilities, logs: own } },
+    });
+    await withText.start();
+    await settle();
+    expect(await text({ pod: 'twin', container: 'a', tailLines: 3, timestamps: true }, withText)).toBe('from the runtime\n');
+    expect(asked).toEqual([{ target: expect.any(String), options: { tailLines: 3, timestamps: true } }]);
   });
 
   it('says Conflict for a container that has not run yet, and Unsupported on a runtime without logs', async () => {
