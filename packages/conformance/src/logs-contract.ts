@@ -2,12 +2,15 @@ import {
   KubeletError,
   Labels,
   buildContainerName,
+  logText,
+  readLogText,
   type ContainerLogSource,
   type ContainerRuntime,
   type ContainerSpec,
   type LogLine,
   type LogReadOptions,
   type LogStream,
+  type LogTextOptions,
 } from '@kubelet-ts/core';
 import type { TestApi } from './test-api.js';
 
@@ -50,6 +53,12 @@ async function readAll(source: ContainerLogSource, id: string, options: LogReadO
   return lines;
 }
 
+async function joined(chunks: AsyncIterable<Uint8Array>): Promise<string> {
+  let text = '';
+  for await (const chunk of chunks) text += decoder.decode(chunk, { stream: true });
+  return text + decoder.decode();
+}
+
 const defaultPrint = async (runtime: ContainerRuntime, id: string, stream: LogStream, text: string): Promise<void> => {
   const fd = stream === 'stdout' ? 1 : 2;
   const result = await runtime.exec(id, ['sh', '-c', `printf %s "$1" >/proc/1/fd/${fd}`, 'sh', text], 5_000);
@@ -67,6 +76,22 @@ export function logsContract(
 ): void {
   const { describe, expect, it } = options.testApi;
   describe('logs', () => {
+    /**
+     * The text of a read (`readLogText`: the runtime's own `text` when it declares one) for each of
+     * `reads`, checked against the text of its lines (`logText`): a runtime's block read gives exactly
+     * what its line read gives. Returns the texts.
+     */
+    const sameText = async (source: ContainerLogSource, id: string, reads: readonly LogTextOptions[]): Promise<string[]> => {
+      const texts: string[] = [];
+      for (const options of reads) {
+        const { timestamps: _timestamps, ...lines } = options;
+        const text = await joined(await readLogText(source, id, options));
+        expect({ options, text }).toEqual({ options, text: await joined(logText(await source.logs(id, lines), options)) });
+        texts.push(text);
+      }
+      return texts;
+    };
+
     const capability = options.logs;
     const print = capability?.print ?? defaultPrint;
 
@@ -122,6 +147,8 @@ export function logsContract(
       const declared = runtime().capabilities.logs;
       expect(declared !== undefined).toBe(capability !== undefined);
       if (declared !== undefined) expect(typeof declared.logs).toBe('function');
+      // `text` is optional; declared, it is a method.
+      if (declared?.text !== undefined) expect(typeof declared.text).toBe('function');
     });
 
     withLogs('reads what a container printed in order, each line with its stream and the time it was printed', async (r, source) => {
@@ -139,6 +166,16 @@ export function logsContract(
         if (i > 0) expect(lines[i - 1]!.time <= line.time).toBe(true);
         if (line.nanos !== undefined) expect(Number.isInteger(line.nanos) && line.nanos >= 0 && line.nanos < 1_000_000).toBe(true);
       }
+      // As text (the runtime's block read, when it has one): the same output, every way it is shown.
+      const [plain, stamped] = await sameText(source, c.id, [
+        {},
+        { timestamps: true },
+        { tailLines: 2, timestamps: true },
+        { limitBytes: 5 },
+        { timestamps: true, limitBytes: 33 },
+      ]);
+      expect(plain).toBe('one\ntwo\nthree\n');
+      expect(stamped!.split('\n').map((l) => l.slice(l.indexOf(' ') + 1))).toEqual(['one', 'two', 'three', '']);
     });
 
     withLogs('gives the last tailLines lines (0: none of them)', async (r, source) => {
@@ -163,6 +200,8 @@ export function logsContract(
       expect(await readAll(source, c.id, { sinceMs: recent!.time + 1 })).toEqual([]);
       // Together: the lines both allow.
       expect(textOf(await readAll(source, c.id, { tailLines: 1, sinceMs: old!.time }))).toEqual(['new\n']);
+      expect(await sameText(source, c.id, [{ sinceMs: recent!.time }, { sinceMs: old!.time, timestamps: true }])).toHaveLength(2);
+      expect((await sameText(source, c.id, [{ sinceMs: recent!.time }]))[0]).toBe('new\n');
     });
 
     withLogs('stops at limitBytes, cutting the line that reaches it', async (r, source) => {
@@ -174,6 +213,11 @@ export function logsContract(
       expect(await joined(7)).toBe('abcdef\n');
       expect(await joined(10)).toBe('abcdef\n123');
       expect(await joined(1_000)).toBe('abcdef\n123\n');
+      expect(await sameText(source, c.id, [{ limitBytes: 4 }, { limitBytes: 10 }, { limitBytes: 1_000 }])).toEqual([
+        'abcd',
+        'abcdef\n123',
+        'abcdef\n123\n',
+      ]);
     });
 
     withLogs('follows: sees a line printed after the call, and ends when the container ends', async (r, source) => {
@@ -186,6 +230,14 @@ export function logsContract(
         for await (const line of await source.logs(c.id, { follow: true, signal: abort.signal })) seen.push(line);
         ended = true;
       })();
+      // The same follow as text, beside it.
+      let followedText = '';
+      let textEnded = false;
+      const readingText = (async () => {
+        for await (const chunk of await readLogText(source, c.id, { follow: true, signal: abort.signal }))
+          followedText += decoder.decode(chunk);
+        textEnded = true;
+      })();
       try {
         const until = async (what: string, done: () => boolean) => {
           const deadline = performance.now() + LOG_WAIT_MS;
@@ -197,17 +249,23 @@ export function logsContract(
         await until('first line', () => seen.length === 1);
         await print(r, c.id, 'stderr', 'after\n');
         await until('line printed after the call', () => seen.length === 2);
+        await until('line printed after the call, as text', () => followedText === 'before\nafter\n');
         expect(textOf(seen)).toEqual(['before\n', 'after\n']);
         expect(seen[1]!.stream).toBe('stderr');
         expect(ended).toBe(false);
+        expect(textEnded).toBe(false);
         await r.stop(c.id, 1);
         await until('end of the stream after the container ended', () => ended);
+        await until('end of the text after the container ended', () => textEnded);
         await reading;
+        await readingText;
+        expect(followedText).toBe('before\nafter\n');
         // An ended container's output stays, and a follow of it gives its lines and ends.
         expect(textOf(await readAll(source, c.id, { follow: true }))).toEqual(['before\n', 'after\n']);
       } finally {
         abort.abort();
         await reading.catch(() => undefined);
+        await readingText.catch(() => undefined);
       }
     });
 
@@ -220,6 +278,11 @@ export function logsContract(
       const startedAt = performance.now();
       await expect(pending).resolves.toMatchObject({ done: true });
       expect(performance.now() - startedAt).toBeLessThan(2_000);
+      const text = new AbortController();
+      const chunks = (await readLogText(source, c.id, { follow: true, tailLines: 0, signal: text.signal }))[Symbol.asyncIterator]();
+      const waiting = chunks.next();
+      setTimeout(() => text.abort(), 50);
+      await expect(waiting).resolves.toMatchObject({ done: true });
       // An aborted signal: a new read ends at once.
       await expect((await source.logs(c.id, { follow: true, signal: abort.signal }))[Symbol.asyncIterator]().next()).resolves.toMatchObject(
         {
@@ -246,6 +309,11 @@ export function logsContract(
       );
       expect(error).toBeInstanceOf(KubeletError);
       expect((error as KubeletError).code).toBe('NotFound');
+      const textError = await readLogText(source, 'f'.repeat(64)).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(textError).toMatchObject({ code: 'NotFound' });
     });
   });
 }
