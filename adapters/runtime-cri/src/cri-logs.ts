@@ -14,8 +14,10 @@ export interface CriLogTarget {
   running(): Promise<boolean>;
 }
 
-/** How much is read at a time, forward and backward: the bound of what is held ahead of the reader. */
-const BLOCK = 64 * 1024;
+/** The most read at a time, forward: the bound of what is held ahead of the reader. */
+const BLOCK = 256 * 1024;
+/** The least read at a time forward, and the block read backward (`tailLines`). */
+const SMALL_BLOCK = 16 * 1024;
 /** The longest wait between two looks at a followed file, if no change is signalled (a missed inotify event). */
 const POLL_MS = 250;
 const NEWLINE = 0x0a;
@@ -24,11 +26,15 @@ const NEWLINE = 0x0a;
  * The logs contract on a CRI runtime: the container's status first (`NotFound`, and the file's
  * path), then its log file read by `criLogLines` from the first `next()`.
  */
-export async function criLogs(
-  id: string,
-  options: LogReadOptions,
-  status: (id: string) => Promise<Pick<ContainerStatus, 'logPath' | 'state'>>,
-): Promise<AsyncIterable<LogLine>> {
+export async function criLogs(id: string, options: LogReadOptions, status: CriLogStatus): Promise<AsyncIterable<LogLine>> {
+  return criLogLines(await criLogTarget(id, status), options);
+}
+
+/** A container's status, as the log reader asks it. */
+export type CriLogStatus = (id: string) => Promise<Pick<ContainerStatus, 'logPath' | 'state'>>;
+
+/** Where container `id` logs (`Unsupported` when it has no file), and how to ask whether it still runs. */
+export async function criLogTarget(id: string, status: CriLogStatus): Promise<CriLogTarget> {
   const { logPath } = await status(id);
   if (logPath === '')
     throw new KubeletError(
@@ -46,47 +52,91 @@ export async function criLogs(
       throw error;
     }
   };
-  return criLogLines({ id, path: logPath, running }, options);
+  return { id, path: logPath, running };
 }
 
 /**
  * A container's output from the log file the runtime writes in the CRI format, as the kubelet reads
  * it (`kuberuntime/logs`): one line per entry, `<RFC 3339 nano> <stdout|stderr> <P|F> <text>`, `P`
- * for a part of a line the runtime cut (no `\n` of its own), `F` for a whole one. Read in blocks as
- * consumed; `tailLines` found by reading back from the end; `follow` waits on the file (inotify,
- * and a look every 250 ms), goes on to the new file when the current one was rotated (read to the
- * end of the old one first), and ends once the container no longer runs and the file is read to its
- * end. Only the current file is read, as the kubelet does: rotated files are the shippers'. An entry that is not in the format (a file cut short) is skipped.
+ * for a part of a line the runtime cut (no `\n` of its own), `F` for a whole one. An entry that is
+ * not in the format (a file cut short) is skipped. The file is read by `criLogBlocks`.
  */
 export async function* criLogLines(target: CriLogTarget, options: LogReadOptions): AsyncGenerator<LogLine> {
-  const { signal, sinceMs, follow = false } = options;
+  const { signal, sinceMs } = options;
+  let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
+  for await (const block of criLogBlocks(target, options)) {
+    let start = 0;
+    for (let newline = block.indexOf(NEWLINE); newline !== -1; newline = block.indexOf(NEWLINE, start)) {
+      const line = entry(block, start, newline);
+      start = newline + 1;
+      if (line === undefined || (sinceMs !== undefined && line.time < sinceMs)) continue;
+      const content = line.content.length > left ? line.content.subarray(0, left) : line.content;
+      left -= content.length;
+      yield content === line.content ? line : { ...line, content };
+      if (left <= 0 || signal?.aborted === true) return;
+    }
+  }
+}
+
+/**
+ * The entries of a CRI log file in blocks of whole entries (each ends with a newline), read as
+ * consumed; each block is a buffer of its own, the reader's to change. `tailLines` found by reading
+ * back from the end; `follow` waits on the file (inotify, and a look every 250 ms), goes on to the
+ * new file when the current one was rotated (read to the end of the old one first), and ends once
+ * the container no longer runs and the file is read to its end. Only the current file is read, as
+ * the kubelet does: rotated files are the shippers'.
+ */
+export async function* criLogBlocks(target: CriLogTarget, options: LogReadOptions): AsyncGenerator<Buffer> {
+  const { signal, follow = false } = options;
   const aborted = () => signal?.aborted === true;
   if (aborted()) return;
   let file = await openLog(target);
   let changes = follow ? new FileChanges(target.path) : undefined;
+  let ahead:
+    | { readonly block: Buffer; readonly offset: number; readonly asked: number; readonly early: boolean; readonly read: Promise<number> }
+    | undefined;
   try {
     const size = (await file.stat()).size;
     let position = options.tailLines === undefined ? 0 : await tailStart(file, size, options.tailLines);
     const end = follow ? Number.POSITIVE_INFINITY : size;
-    let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
+    // The start of an entry not yet ended, carried to the front of the next block.
     let pending: Buffer = Buffer.alloc(0);
-    const block = Buffer.alloc(BLOCK);
+    // What a read asks for: doubled while reads fill it (a whole read, a follower behind), halved
+    // when they do not (a follower at the end, given a line at a time): a block a read, never
+    // more than BLOCK, and a few KiB for a follower of a quiet container.
+    let want = SMALL_BLOCK;
+    // One read ahead: the next block is read while the reader works on this one (a whole read
+    // otherwise waits on the disk and on its reader in turn). At most two blocks are held.
+    // A read made `early` (before the reader came back) that found the end is not believed: the
+    // file may have grown, or been rotated, since; it is made again.
+    const readNext = (early = false): NonNullable<typeof ahead> => {
+      const block = Buffer.allocUnsafe(pending.length + want);
+      const offset = pending.copy(block);
+      const length = Math.min(want, end - position);
+      const asked = want;
+      const read = length <= 0 ? Promise.resolve(0) : file.read(block, offset, length, position).then((r) => r.bytesRead);
+      return { block, offset, asked, early, read };
+    };
+    ahead = readNext();
     for (;;) {
-      const { bytesRead } = await file.read(block, 0, Math.min(BLOCK, end - position), position);
+      const { block, offset, asked, early, read }: NonNullable<typeof ahead> = ahead;
+      ahead = undefined;
+      const bytesRead = await read;
+      if (bytesRead === 0 && early && position < end) {
+        ahead = readNext();
+        continue;
+      }
+      want = bytesRead === asked ? Math.min(asked * 2, BLOCK) : Math.max(asked / 2, SMALL_BLOCK);
       if (bytesRead > 0) {
         position += bytesRead;
-        pending = pending.length === 0 ? Buffer.from(block.subarray(0, bytesRead)) : Buffer.concat([pending, block.subarray(0, bytesRead)]);
-        let start = 0;
-        for (let newline = pending.indexOf(NEWLINE); newline !== -1; newline = pending.indexOf(NEWLINE, start)) {
-          const line = entry(pending, start, newline);
-          start = newline + 1;
-          if (line === undefined || (sinceMs !== undefined && line.time < sinceMs)) continue;
-          const content = line.content.length > left ? line.content.subarray(0, left) : line.content;
-          left -= content.length;
-          yield content === line.content ? line : { ...line, content };
-          if (left <= 0 || aborted()) return;
+        const filled = offset + bytesRead;
+        const last = block.lastIndexOf(NEWLINE, filled - 1);
+        pending = block.subarray(last + 1, filled);
+        ahead = readNext(true);
+        if (last !== -1) {
+          yield block.subarray(0, last + 1);
+          if (aborted()) return;
         }
-        pending = pending.subarray(start);
         continue;
       }
       if (changes === undefined || position >= end) return;
@@ -95,25 +145,31 @@ export async function* criLogLines(target: CriLogTarget, options: LogReadOptions
       if (!(await target.running())) {
         const { size: last } = await file.stat();
         if (last <= position) return;
+        ahead = readNext();
         continue;
       }
       // Rotated (renamed, and the runtime asked to reopen): this file is read to its end, so on to the next one.
       const next = await nextFile(target.path, file);
       if (next !== undefined) {
         const opened = await open(next, 'r').catch(() => undefined);
-        if (opened === undefined && next === target.path) continue; // between the rename and the reopen
-        await file.close();
-        file = opened ?? (await openLog(target));
-        changes.close();
-        changes = new FileChanges(next);
-        position = 0;
+        if (opened !== undefined || next !== target.path) {
+          await file.close();
+          file = opened ?? (await openLog(target));
+          changes.close();
+          changes = new FileChanges(next);
+          position = 0;
+        } // else between the rename and the reopen: a look again
+        ahead = readNext();
         continue;
       }
       await changes.next(signal);
       if (aborted()) return;
+      ahead = readNext();
     }
   } finally {
     changes?.close();
+    // A read ahead the reader did not wait for ends before its file is closed.
+    await ahead?.read.catch(() => 0);
     await file.close();
   }
 }
@@ -185,13 +241,13 @@ function streamAt(buffer: Buffer, at: number): LogStream | undefined {
 /** Where the last `lines` whole lines of the file begin: read back from the end, a block at a time. */
 async function tailStart(file: FileHandle, size: number, lines: number): Promise<number> {
   if (lines <= 0) return size;
-  const block = Buffer.alloc(BLOCK);
+  const block = Buffer.alloc(SMALL_BLOCK);
   let seen = 0;
   let position = size;
   // The file ends with a newline: the last one closes the last line and is not counted as a start.
   let skip = true;
   while (position > 0) {
-    const length = Math.min(BLOCK, position);
+    const length = Math.min(SMALL_BLOCK, position);
     position -= length;
     const { bytesRead } = await file.read(block, 0, length, position);
     for (let i = bytesRead - 1; i >= 0; i--) {

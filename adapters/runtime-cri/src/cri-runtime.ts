@@ -18,6 +18,7 @@ import {
   type ImageService,
   type ListOptions,
   type LogLine,
+  type LogTextOptions,
   type LogReadOptions,
   type Logger,
   type Registry,
@@ -36,6 +37,7 @@ import { connectCri } from './cri-client.js';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, isUnixEndpoint, type CriRuntimeOptions } from './cri-options.js';
 import { CriLogFiles } from './cri-log-files.js';
 import { criLogRotation, tellingRotation } from './cri-log-rotation.js';
+import { criLogText } from './cri-log-text.js';
 import { criLogs } from './cri-logs.js';
 import { execSyncIn } from './cri-exec.js';
 import { CriStats } from './cri-stats.js';
@@ -333,6 +335,11 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   /** What the container printed, from the log file the runtime writes (see `criLogs`). */
   logs(id: string, options: LogReadOptions = {}): Promise<AsyncIterable<LogLine>> {
     return criLogs(id, options, async (which) => this.containerStatus(which));
+  }
+
+  /** The same as text, the file's blocks with their prefixes cut out (see `criLogTextOf`). */
+  text(id: string, options: LogTextOptions = {}): Promise<AsyncIterable<Uint8Array>> {
+    return criLogText(id, options, async (which) => this.containerStatus(which));
   }
 
   /** CRI `ExecSync` in a running container (the prober's exec; see `execSyncIn`). */
