@@ -1,4 +1,12 @@
-import { KubeletError, parseLogTime, type LogLine, type LogReadOptions, type LogStream } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  logText,
+  parseLogTime,
+  type LogLine,
+  type LogReadOptions,
+  type LogStream,
+  type LogTextOptions,
+} from '@kubelet-ts/core';
 import type { DockerApi } from './docker-api.js';
 import { ADAPTER, dockerDetail, translate } from './errors.js';
 
@@ -24,29 +32,131 @@ export async function dockerLogs(
   id: string,
   options: LogReadOptions,
 ): Promise<AsyncIterable<LogLine>> {
-  // Known before any stream is opened: an unknown container is NotFound, as the contract says.
+  await known(docker, endpoint, id);
+  return read(docker, endpoint, id, options);
+}
+
+/**
+ * The same read as text (`ContainerLogSource.text`). Without `timestamps` and `sinceMs`, the
+ * engine's stream is asked without times (as `docker logs` asks it) and its payloads are handed on
+ * by the chunk, the frame headers cut out in place (`payloads`); otherwise the lines are rendered.
+ */
+export async function dockerLogText(
+  docker: DockerApi,
+  endpoint: string,
+  id: string,
+  options: LogTextOptions,
+): Promise<AsyncIterable<Uint8Array>> {
+  await known(docker, endpoint, id);
+  if (options.timestamps === true || options.sinceMs !== undefined) {
+    const { timestamps: _timestamps, ...lines } = options;
+    return logText(read(docker, endpoint, id, lines), options);
+  }
+  return payloads(docker, endpoint, id, options);
+}
+
+/** Known before any stream is opened: an unknown container is NotFound, as the contract says. */
+async function known(docker: DockerApi, endpoint: string, id: string): Promise<void> {
   await docker
     .getContainer(id)
     .inspect()
     .catch((error: unknown) => {
       throw translate(error, `logs of ${id}`, endpoint);
     });
-  return read(docker, endpoint, id, options);
+}
+
+/**
+ * The engine's stream for a read, opened at the first `next()`; undefined when the read was
+ * aborted before the engine answered (Podman sends no headers until a line comes): a plain end.
+ */
+async function opened(
+  docker: DockerApi,
+  endpoint: string,
+  id: string,
+  options: LogReadOptions,
+  timestamps: boolean,
+): Promise<NodeJS.ReadableStream | undefined> {
+  // A function, so that each look reads the signal anew (it aborts while the engine is asked).
+  const aborted = () => options.signal?.aborted === true;
+  if (aborted()) return undefined;
+  try {
+    return await open(docker, endpoint, id, options, timestamps);
+  } catch (error) {
+    if (aborted()) return undefined;
+    throw error;
+  }
+}
+
+/** The engine's stream broke in the middle of a read. */
+function broken(id: string, error: unknown): KubeletError {
+  return new KubeletError('Unavailable', `logs of ${id}: the engine's stream broke: ${dockerDetail(error)}`, {
+    adapter: ADAPTER,
+    cause: error,
+  });
+}
+
+/**
+ * The payloads of stdout and stderr frames, each chunk of the engine's stream with its frame headers
+ * cut out in place (a frame may straddle chunks: what is left of it, or of its header, is carried
+ * over) and handed on whole; `limitBytes` cuts and closes.
+ */
+async function* payloads(docker: DockerApi, endpoint: string, id: string, options: LogReadOptions): AsyncGenerator<Uint8Array> {
+  const { signal } = options;
+  const stream = await opened(docker, endpoint, id, options, false);
+  if (stream === undefined) return;
+  let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
+  const header = Buffer.alloc(HEADER);
+  let headerBytes = 0;
+  // The payload bytes of the current frame still to come, and whether they are handed on.
+  let remaining = 0;
+  let kept = false;
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      let size = 0;
+      let at = 0;
+      while (at < chunk.length) {
+        if (remaining > 0) {
+          const n = Math.min(remaining, chunk.length - at);
+          if (kept) {
+            chunk.copyWithin(size, at, at + n);
+            size += n;
+          }
+          at += n;
+          remaining -= n;
+          continue;
+        }
+        const n = Math.min(HEADER - headerBytes, chunk.length - at);
+        chunk.copy(header, headerBytes, at, at + n);
+        headerBytes += n;
+        at += n;
+        if (headerBytes < HEADER) break;
+        headerBytes = 0;
+        remaining = header.readUInt32BE(4);
+        kept = STREAMS[header[0]!] !== undefined; // stdin: never asked for
+      }
+      if (size === 0) continue;
+      if (size >= left) {
+        yield chunk.subarray(0, left);
+        return;
+      }
+      left -= size;
+      yield chunk.subarray(0, size);
+      if (signal?.aborted === true) return;
+    }
+  } catch (error) {
+    if (signal?.aborted === true) return;
+    throw broken(id, error);
+  } finally {
+    (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+  }
 }
 
 async function* read(docker: DockerApi, endpoint: string, id: string, options: LogReadOptions): AsyncGenerator<LogLine> {
   const { signal, sinceMs } = options;
   // A function, so that each look reads the signal anew (it aborts while the read waits).
   const aborted = () => signal?.aborted === true;
-  if (aborted()) return;
-  let stream: NodeJS.ReadableStream;
-  try {
-    stream = await open(docker, endpoint, id, options);
-  } catch (error) {
-    // Aborted before the engine answered (Podman sends no headers until a line comes): a plain end.
-    if (aborted()) return;
-    throw error;
-  }
+  const stream = await opened(docker, endpoint, id, options, true);
+  if (stream === undefined) return;
   let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
   let pending: Buffer = Buffer.alloc(0);
   try {
@@ -70,21 +180,24 @@ async function* read(docker: DockerApi, endpoint: string, id: string, options: L
     }
   } catch (error) {
     if (aborted()) return;
-    throw new KubeletError('Unavailable', `logs of ${id}: the engine's stream broke: ${dockerDetail(error)}`, {
-      adapter: ADAPTER,
-      cause: error,
-    });
+    throw broken(id, error);
   } finally {
     (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
   }
 }
 
 /** The engine's stream, never buffered whole (dockerode buffers a read without `follow`, so it is dialled as a stream). */
-function open(docker: DockerApi, endpoint: string, id: string, options: LogReadOptions): Promise<NodeJS.ReadableStream> {
+function open(
+  docker: DockerApi,
+  endpoint: string,
+  id: string,
+  options: LogReadOptions,
+  timestamps: boolean,
+): Promise<NodeJS.ReadableStream> {
   const query: Record<string, string | number | boolean> = {
     stdout: true,
     stderr: true,
-    timestamps: true,
+    timestamps,
     follow: options.follow === true,
     tail: options.tailLines === undefined ? 'all' : Math.max(0, Math.floor(options.tailLines)),
   };

@@ -14,6 +14,7 @@ import {
   type ContainerStats,
   type ContainerStatsSource,
   type LogLine,
+  type LogTextOptions,
   type LogReadOptions,
   type ContainerSummary,
   type ExecResult,
@@ -34,7 +35,7 @@ import { mountSourceDir } from '@kubelet-ts/host-volumes';
 import type { DockerApi, DockerCreateOptions, DockerInspect, DockerVersion } from './docker-api.js';
 import { connectDocker } from './docker-connect.js';
 import { dockerEvents } from './docker-events.js';
-import { dockerLogs } from './docker-logs.js';
+import { dockerLogText, dockerLogs } from './docker-logs.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSandboxes } from './docker-sandboxes.js';
 import { DockerStatsSource } from './docker-stats-source.js';
@@ -313,6 +314,10 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   /** What the container printed, from the engine's own log (`docker logs`; see `dockerLogs`). */
   logs(id: string, options: LogReadOptions = {}): Promise<AsyncIterable<LogLine>> {
     return dockerLogs(this.docker, this.endpoint, id, options);
+  }
+  /** The same as text, the engine's payloads handed on by the chunk when no times are asked (see `dockerLogText`). */
+  text(id: string, options: LogTextOptions = {}): Promise<AsyncIterable<Uint8Array>> {
+    return dockerLogText(this.docker, this.endpoint, id, options);
   }
 
   /** Figures from the kernel for a local engine, else the engine's one-shot ones (see `DockerStatsSource`). */

@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { Readable } from 'node:stream';
 import { formatLogTime, type LogLine } from '@kubelet-ts/core';
 import type { DockerApi } from '../src/docker-api.js';
-import { dockerLogs } from '../src/docker-logs.js';
+import { dockerLogText, dockerLogs } from '../src/docker-logs.js';
 
 /** One frame of Docker's multiplexed stream: stream 1 (stdout) or 2 (stderr), then its bytes. */
 const frame = (stream: 1 | 2, text: string) => {
@@ -94,5 +94,62 @@ describe('dockerLogs: the engine’s multiplexed log stream, taken apart', () =>
       code: 'Unsupported',
       message: expect.stringContaining('json-file or local log driver'),
     });
+  });
+});
+
+async function joined(stream: AsyncIterable<Uint8Array>): Promise<{ text: string; chunks: number }> {
+  let text = '';
+  let chunks = 0;
+  for await (const chunk of stream) {
+    text += Buffer.from(chunk).toString();
+    chunks += 1;
+  }
+  return { text, chunks };
+}
+
+describe('dockerLogText: the same read as text', () => {
+  const t1 = '2026-12-04T03:24:06.123456789Z';
+
+  it('asks the engine without times and hands on its payloads a chunk at a time, frames split anywhere', async () => {
+    const stdin = Buffer.concat([frame(1, 'x'), Buffer.from('')]);
+    stdin[0] = 0; // a stdin frame: never asked for, dropped
+    const bytes = Buffer.concat([frame(1, 'hello\n'), frame(2, 'oops\n'), stdin, frame(1, 'a part'), frame(1, ' and its end\n')]);
+    for (const size of [1, 3, 8, 9, bytes.length]) {
+      const chunks = Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) =>
+        Buffer.from(bytes.subarray(i * size, i * size + size)),
+      );
+      const { api, asked } = engine(chunks);
+      const read = await joined(await dockerLogText(api, 'unix:///x', 'c1', { tailLines: 5, follow: true }));
+      expect(read.text).toBe('hello\noops\na part and its end\n');
+      expect(read.chunks).toBeLessThanOrEqual(chunks.length);
+      expect(asked).toEqual([{ stdout: true, stderr: true, timestamps: false, follow: true, tail: 5 }]);
+    }
+    // One chunk of many frames is one chunk of text.
+    const { api } = engine([bytes]);
+    expect(await joined(await dockerLogText(api, 'unix:///x', 'c1', {}))).toEqual({ text: 'hello\noops\na part and its end\n', chunks: 1 });
+  });
+
+  it('cuts at limitBytes of text and closes the engine’s stream', async () => {
+    const { api, destroyed } = engine([Buffer.concat([frame(1, '0123456789\n'), frame(2, 'more\n')]), frame(1, 'never read\n')]);
+    expect((await joined(await dockerLogText(api, 'unix:///x', 'c1', { limitBytes: 13 }))).text).toBe('0123456789\nmo');
+    await new Promise((r) => setImmediate(r));
+    expect(destroyed()).toBe(true);
+  });
+
+  it('renders the lines when times are asked, or a time to start from', async () => {
+    const { api, asked } = engine([frame(1, `${t1} hello\n`), frame(2, `${t1} oops\n`)]);
+    expect((await joined(await dockerLogText(api, 'unix:///x', 'c1', { timestamps: true, limitBytes: 40 }))).text).toBe(
+      `${t1} hello\n${t1.slice(0, 3)}`,
+    );
+    expect(asked[0]).toMatchObject({ timestamps: true });
+    const since = engine([frame(1, `${t1} hello\n`)]);
+    expect((await joined(await dockerLogText(since.api, 'unix:///x', 'c1', { sinceMs: Date.parse(t1) }))).text).toBe('hello\n');
+    expect(since.asked[0]).toMatchObject({ timestamps: true, since: Math.floor(Date.parse(t1) / 1000) });
+  });
+
+  it('is NotFound for an unknown container before any stream is opened', async () => {
+    const { api, asked } = engine([]);
+    await expect(dockerLogText(api, 'unix:///x', 'gone', {})).rejects.toMatchObject({ code: 'NotFound' });
+    expect(asked).toEqual([]);
   });
 });
