@@ -125,6 +125,13 @@ async function* payloads(docker: DockerApi, endpoint: string, id: string, option
           remaining -= n;
           continue;
         }
+        if (headerBytes === 0 && chunk.length - at >= HEADER) {
+          // The whole header in this chunk (all but one frame a chunk at most): read where it is.
+          remaining = chunk.readUInt32BE(at + 4);
+          kept = chunk[at] === 1 || chunk[at] === 2; // stdin (0): never asked for
+          at += HEADER;
+          continue;
+        }
         const n = Math.min(HEADER - headerBytes, chunk.length - at);
         chunk.copy(header, headerBytes, at, at + n);
         headerBytes += n;
@@ -132,7 +139,7 @@ async function* payloads(docker: DockerApi, endpoint: string, id: string, option
         if (headerBytes < HEADER) break;
         headerBytes = 0;
         remaining = header.readUInt32BE(4);
-        kept = STREAMS[header[0]!] !== undefined; // stdin: never asked for
+        kept = header[0] === 1 || header[0] === 2;
       }
       if (size === 0) continue;
       if (size >= left) {
