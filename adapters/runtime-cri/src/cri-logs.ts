@@ -14,8 +14,13 @@ export interface CriLogTarget {
   running(): Promise<boolean>;
 }
 
-/** The most read at a time, forward: the bound of what is held ahead of the reader. */
+/** The most read at a time, forward, by a whole read: the bound of what is held ahead of the reader. */
 const BLOCK = 256 * 1024;
+/**
+ * The most read at a time by a follower: one near the end reads a few writes at a time, and ten of
+ * them under a flood held 256 KiB blocks twice over (one read ahead) for no speed they could use.
+ */
+const FOLLOW_BLOCK = 64 * 1024;
 /** The least read at a time forward, and the block read backward (`tailLines`). */
 const SMALL_BLOCK = 16 * 1024;
 /** The longest wait between two looks at a followed file, if no change is signalled (a missed inotify event). */
@@ -102,9 +107,10 @@ export async function* criLogBlocks(target: CriLogTarget, options: LogReadOption
     // The start of an entry not yet ended, carried to the front of the next block.
     let pending: Buffer = Buffer.alloc(0);
     // What a read asks for: doubled while reads fill it (a whole read, a follower behind), halved
-    // when they do not (a follower at the end, given a line at a time): a block a read, never
-    // more than BLOCK, and a few KiB for a follower of a quiet container.
+    // when they do not (a follower at the end, given a line at a time): never more than BLOCK
+    // (FOLLOW_BLOCK for a follower), and 16 KiB for a follower of a quiet container.
     let want = SMALL_BLOCK;
+    const most = follow ? FOLLOW_BLOCK : BLOCK;
     // One read ahead: the next block is read while the reader works on this one (a whole read
     // otherwise waits on the disk and on its reader in turn). At most two blocks are held.
     // A read made `early` (before the reader came back) that found the end is not believed: the
@@ -126,7 +132,7 @@ export async function* criLogBlocks(target: CriLogTarget, options: LogReadOption
         ahead = readNext();
         continue;
       }
-      want = bytesRead === asked ? Math.min(asked * 2, BLOCK) : Math.max(asked / 2, SMALL_BLOCK);
+      want = bytesRead === asked ? Math.min(asked * 2, most) : Math.max(asked / 2, SMALL_BLOCK);
       if (bytesRead > 0) {
         position += bytesRead;
         const filled = offset + bytesRead;
