@@ -14,6 +14,12 @@ export function manifest(id: string, image: string, containers = 1, command?: re
 }
 
 /**
+ * The Node flags the agent's launcher runs with (the shebang of `packages/cli/bin/kubelet-ts.js`,
+ * and `npm start`): a process the bench runs as "the agent" gets them too.
+ */
+export const AGENT_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
+
+/**
  * An agent on one StaticManifestSource whose events can be awaited, and on `moreSources` beside it
  * (the agent's own server, for the scenarios that read it over HTTP).
  */

@@ -102,7 +102,7 @@ export async function dockerLogsEngine(): Promise<LogsEngine> {
     },
     references: [
       {
-        name: "the engine's logs API read raw by curl, timestamps=1 (what the adapter asks)",
+        name: "the engine's logs API read raw by curl, timestamps=1 (what the adapter asks when times are wanted; a plain read asks timestamps=0, as docker logs does)",
         read: async ({ id }) => (await curlRead(api(id, 'timestamps=1'), socket)).ms,
       },
     ],

@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { row, summarise, type Row } from '../stats.js';
+import { AGENT_NODE_FLAGS } from './fixtures.js';
 import { within, type LogsPod } from './logs-agent.js';
 import { LOGS_SCENARIO, type LogsEngine, type LogsSizes } from './logs-engines.js';
 import { openRead, type OpenRead } from './logs-readers.js';
@@ -44,7 +45,7 @@ async function sample(child: ChildProcess, seconds: number): Promise<number[]> {
 /** Starts the agent child on `pod`; resolves with its server's URL once the pod runs. */
 function startChild(engine: LogsEngine, pod: LogsPod): { child: ChildProcess; url: Promise<string> } {
   const config = JSON.stringify({ agent: { runtime: engine.runtime('flood'), node: engine.node }, pod });
-  const child = fork(CHILD, [config], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(CHILD, [config], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [...AGENT_NODE_FLAGS] });
   const url = new Promise<string>((resolve, reject) => {
     child.on('message', (m) => {
       if (typeof m === 'object' && m !== null && 'url' in m) resolve(String(m.url));

@@ -20,6 +20,7 @@ import {
 } from '@kubelet-ts/testkit';
 import { ms, row, summarise, type Row } from '../stats.js';
 import { rawCri } from './cri-raw.js';
+import { AGENT_NODE_FLAGS } from './fixtures.js';
 
 const COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
 const CLI = fileURLToPath(new URL('../../../packages/cli/bin/kubelet-ts.js', import.meta.url));
@@ -148,6 +149,7 @@ async function idleCpu(
   // What the CLI keeps across restarts goes to a directory of its own, removed after.
   const rootDir = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-root-'));
   const args = [
+    ...AGENT_NODE_FLAGS,
     ...(profile === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', profile]),
     CLI,
     ...engine.cliArgs,

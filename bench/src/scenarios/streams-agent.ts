@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { AGENT_NODE_FLAGS } from './fixtures.js';
 import { within, type LogsPod } from './logs-agent.js';
 import type { LogsEngine } from './logs-engines.js';
 
@@ -41,7 +42,7 @@ export async function startStreamsAgent(engine: LogsEngine, pod: LogsPod): Promi
   const child = fork(CHILD, [config], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     detached: true,
-    execArgv: ['--expose-gc', '--import', GC_HOOK],
+    execArgv: [...AGENT_NODE_FLAGS, '--expose-gc', '--import', GC_HOOK],
   });
   const stop = () => stopChild(child);
   try {
