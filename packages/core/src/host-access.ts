@@ -35,11 +35,20 @@ export interface HostAccess {
    * admission checks them. Absent: the labels of the OS and architecture alone (`nodeLabelsOf`).
    */
   readonly nodeLabels?: Readonly<Record<string, string>> | undefined;
+  /**
+   * Sysctls a pod may set beyond the kubelet's safe set (`SAFE_SYSCTLS`), as the kubelet's
+   * `--allowed-unsafe-sysctls`: names, or prefixes ending in `*` (`kernel.msg*`), each of a
+   * namespaced sysctl. Default none: such a pod is refused by field, naming the flag.
+   */
+  readonly allowedUnsafeSysctls?: readonly string[] | undefined;
 }
 
 /** The host access of `options` alone (to pass it on), each power true or false, the node's labels when given. */
-export function hostAccessOf(options: HostAccess): Required<{ [K in Exclude<keyof HostAccess, 'nodeLabels'>]: boolean }> & {
+export function hostAccessOf(options: HostAccess): Required<{
+  [K in Exclude<keyof HostAccess, 'nodeLabels' | 'allowedUnsafeSysctls'>]: boolean;
+}> & {
   readonly nodeLabels?: Readonly<Record<string, string>>;
+  readonly allowedUnsafeSysctls?: readonly string[];
 } {
   return {
     allowHostMounts: options.allowHostMounts === true,
@@ -47,5 +56,8 @@ export function hostAccessOf(options: HostAccess): Required<{ [K in Exclude<keyo
     allowPrivileged: options.allowPrivileged === true,
     appArmor: options.appArmor === true,
     ...(options.nodeLabels === undefined ? {} : { nodeLabels: options.nodeLabels }),
+    ...(options.allowedUnsafeSysctls === undefined || options.allowedUnsafeSysctls.length === 0
+      ? {}
+      : { allowedUnsafeSysctls: options.allowedUnsafeSysctls }),
   };
 }

@@ -120,6 +120,7 @@ export {
   type LogTextOptions,
 } from './container-logs.js';
 export type { ContainerStreaming, SessionEnd, StreamOptions, StreamSession, TerminalSize } from './container-streams.js';
+export { SAFE_SYSCTLS, SYSCTL_NAME, normalSysctlName, sysctlAllowed, sysctlNamespace } from './sysctls.js';
 export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
 export { settledEvents, type SettleOptions } from './settle-events.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';

@@ -35,6 +35,12 @@ export interface ContainerSpec {
   /** The container is in the host's process namespace (v1 `hostPID`) / IPC namespace (`hostIPC`); its CRI sandbox is made so too. */
   readonly hostPID?: boolean;
   readonly hostIPC?: boolean;
+  /**
+   * The pod's IPC sysctls (v1 `securityContext.sysctls` of the IPC namespace), for a runtime whose
+   * containers each have an IPC namespace of their own (Docker, Podman). A CRI sandbox carries
+   * every sysctl for its pod (`SandboxSpec.sysctls`), and a sandbox holder the network ones.
+   */
+  readonly ipcSysctls?: Readonly<Record<string, string>>;
   /** Who the container runs as and what it may do (see `ContainerSecurity`); absent: the engine's defaults. */
   readonly security?: ContainerSecurity;
   /** Labels stored with the container and returned by `list` and `inspect` unchanged. */

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ContainerManifest } from './manifest.js';
 import { Labels, buildContainerName, escapeNamePart, isManifestId, podNameOf, podUid } from './naming.js';
 import type { PortBinding } from './runtime.js';
+import type { Sysctl } from './security.js';
 import { canonicalJson, initSpecHashes, podPorts } from './spec.js';
 
 export { podUid } from './naming.js';
@@ -34,6 +35,11 @@ export interface SandboxSpec {
   /** The pod is in the host's process / IPC namespace (v1 `hostPID`, `hostIPC`). */
   readonly hostPID?: boolean;
   readonly hostIPC?: boolean;
+  /**
+   * Kernel parameters set in the pod's network and IPC namespaces (v1
+   * `securityContext.sysctls`, checked: namespaced, safe or allowed), by name.
+   */
+  readonly sysctls?: Readonly<Record<string, string>>;
   /**
    * The pod as the kubelet names it (`/pods` shows the same): its namespace (`default` for a pod
    * without one), its name and its uid (see `podUid`). What a runtime that lays out files per pod
@@ -94,7 +100,14 @@ export function manifestSandboxHash(manifest: ContainerManifest): string {
   if (manifest.shareProcessNamespace === true) hash = again('share-process-namespace');
   if (manifest.hostPID === true) hash = again('host-pid');
   if (manifest.hostIPC === true) hash = again('host-ipc');
+  const sysctls = manifest.securityContext?.sysctls;
+  if (sysctls !== undefined && sysctls.length > 0) hash = again(`sysctls:${canonicalJson(sysctlsOf(sysctls))}`);
   return hash;
+}
+
+/** A pod's sysctls by name. */
+function sysctlsOf(sysctls: readonly Sysctl[]): Record<string, string> {
+  return Object.fromEntries(sysctls.map((s) => [s.name, s.value]));
 }
 
 /** Whether a container of the manifest asks to run privileged. */
@@ -126,6 +139,9 @@ export function buildSandboxSpec(manifest: ContainerManifest, context: { readonl
     ...(manifest.shareProcessNamespace === true ? { shareProcessNamespace: true } : {}),
     ...(manifest.hostPID === true ? { hostPID: true } : {}),
     ...(manifest.hostIPC === true ? { hostIPC: true } : {}),
+    ...(manifest.securityContext?.sysctls === undefined || manifest.securityContext.sysctls.length === 0
+      ? {}
+      : { sysctls: sysctlsOf(manifest.securityContext.sysctls) }),
     labels: {
       [Labels.sandbox]: manifest.id,
       [Labels.sandboxHash]: manifestSandboxHash(manifest),

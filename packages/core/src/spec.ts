@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { sysctlNamespace } from './sysctls.js';
 import {
   DEFAULT_GRACE_PERIOD_SECONDS,
   type Container,
@@ -196,6 +197,7 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
     ...(manifest.shareProcessNamespace === true ? { sharedProcessNamespace: true } : {}),
     ...(manifest.hostPID === true ? { hostPID: true } : {}),
     ...(manifest.hostIPC === true ? { hostIPC: true } : {}),
+    ...ipcSysctlsOf(manifest),
     labels: {
       [Labels.manifestId]: manifest.id,
       [Labels.containerName]: container.name,
@@ -239,4 +241,10 @@ function mountOf(m: VolumeMount, volume: Volume | undefined): Mount {
   if (hostPath !== undefined) return { ...base, hostPath: hostPath.path, ...(hostPath.type ? { hostPathType: hostPath.type } : {}) };
   // 2014's HOST mount: the host directory at the same path, as it is.
   return m.mountType === 'HOST' ? { ...base, hostPath: m.mountPath } : base;
+}
+
+/** The pod's sysctls of the IPC namespace, for `ContainerSpec.ipcSysctls`; nothing when there are none. */
+function ipcSysctlsOf(manifest: ContainerManifest): { ipcSysctls?: Record<string, string> } {
+  const ipc = (manifest.securityContext?.sysctls ?? []).filter((s) => sysctlNamespace(s.name) === 'ipc');
+  return ipc.length === 0 ? {} : { ipcSysctls: Object.fromEntries(ipc.map((s) => [s.name, s.value])) };
 }

@@ -1,5 +1,6 @@
 import { describeValue, isRecord } from './field-checks.js';
-import type { ContainerSecurityContext, PodSecurityContext, SecurityProfile, SELinuxOptions, SharedSecurity } from './security.js';
+import type { ContainerSecurityContext, PodSecurityContext, SecurityProfile, SELinuxOptions, SharedSecurity, Sysctl } from './security.js';
+import { normalSysctlName, SYSCTL_NAME, sysctlAllowed, sysctlNamespace } from './sysctls.js';
 import { ProbeChecks } from './validate-probe.js';
 
 /** The host access a manifest is checked against (see `HostAccess`), every power said. */
@@ -11,7 +12,17 @@ export interface ContainerCheckOptions {
   readonly appArmor: boolean;
   /** This node's labels, for a pod's `nodeSelector` and node affinity (see `HostAccess.nodeLabels`). */
   readonly nodeLabels?: Readonly<Record<string, string>>;
+  /** Sysctls allowed beyond the safe set (see `HostAccess.allowedUnsafeSysctls`). */
+  readonly allowedUnsafeSysctls?: readonly string[];
 }
+
+/** The host namespaces a pod joins, which its sysctls must not reach into. */
+export interface PodHostNamespaces {
+  readonly hostNetwork: boolean;
+  readonly hostIPC: boolean;
+}
+
+const SYSCTL_FIELDS = new Set(['name', 'value']);
 
 const SHARED_FIELDS = ['runAsUser', 'runAsGroup', 'runAsNonRoot', 'seccompProfile', 'appArmorProfile', 'seLinuxOptions'];
 const POD_FIELDS = new Set([...SHARED_FIELDS, 'supplementalGroups', 'fsGroup', 'sysctls']);
@@ -44,7 +55,7 @@ export class SecurityChecks extends ProbeChecks {
     super(writtenAs);
   }
 
-  protected podSecurity(input: unknown, path: string): PodSecurityContext | undefined {
+  protected podSecurity(input: unknown, path: string, host: PodHostNamespaces): PodSecurityContext | undefined {
     if (input == null) return undefined;
     const s = this.record(input, path, POD_FIELDS);
     if (s === undefined) return undefined;
@@ -53,13 +64,57 @@ export class SecurityChecks extends ProbeChecks {
       this.integer(g, `${path}.supplementalGroups[${i}]`, 0, MAX_ID),
     );
     const fsGroup = s['fsGroup'] == null ? undefined : this.integer(s['fsGroup'], `${path}.fsGroup`, 0, MAX_ID);
-    if (s['sysctls'] != null) this.fail(`${path}.sysctls`, 'not supported');
+    const sysctls = this.sysctls(s['sysctls'], `${path}.sysctls`, host);
     const groups = supplementalGroups.filter((g): g is number => g !== undefined);
     return compact({
       ...shared,
       ...(groups.length === 0 ? {} : { supplementalGroups: groups }),
       ...(fsGroup === undefined ? {} : { fsGroup }),
+      ...(sysctls.length === 0 ? {} : { sysctls }),
     });
+  }
+
+  /**
+   * `securityContext.sysctls`, as the kubelet admits them: each of a namespace the pod has of its
+   * own (`net.*` without hostNetwork, the IPC ones without hostIPC), safe or allowed by
+   * `--allowed-unsafe-sysctls`, once each; a name with `/` separators is kept with `.`.
+   */
+  private sysctls(input: unknown, path: string, host: PodHostNamespaces): Sysctl[] {
+    const out: Sysctl[] = [];
+    const seen = new Set<string>();
+    for (const [i, raw] of (this.list(input, path) ?? []).entries()) {
+      const at = `${path}[${i}]`;
+      const entry = this.record(raw, at, SYSCTL_FIELDS);
+      if (entry === undefined) continue;
+      const written = this.string(entry['name'], `${at}.name`, true);
+      const value = this.string(entry['value'], `${at}.value`, true);
+      if (written === undefined || value === undefined) continue;
+      if (/[\x00-\x1f]/.test(value)) {
+        this.fail(`${at}.value`, `must be one line without control characters, got ${describeValue(value)}`);
+        continue;
+      }
+      if (!SYSCTL_NAME.test(written) || written.length > 253) {
+        this.fail(`${at}.name`, `must be a sysctl name such as net.ipv4.ip_local_port_range, got ${describeValue(written)}`);
+        continue;
+      }
+      const name = normalSysctlName(written);
+      const namespace = sysctlNamespace(name);
+      if (seen.has(name)) this.fail(`${at}.name`, `${name} is set twice`);
+      else if (namespace === undefined)
+        this.fail(`${at}.name`, `${name} is the node's, not the pod's: only sysctls of the pod's network and IPC namespaces can be set`);
+      else if (namespace === 'net' && host.hostNetwork)
+        this.fail(`${at}.name`, `${name} would change the host's network, as the pod has hostNetwork: true; set it on the host instead`);
+      else if (namespace === 'ipc' && host.hostIPC)
+        this.fail(`${at}.name`, `${name} would change the host's IPC namespace, as the pod has hostIPC: true; set it on the host instead`);
+      else if (!sysctlAllowed(name, this.checks.allowedUnsafeSysctls))
+        this.fail(
+          `${at}.name`,
+          `${name} is not one of the kubelet's safe sysctls; run the agent with --allowed-unsafe-sysctls ${name} (allowedUnsafeSysctls) to accept it`,
+        );
+      else out.push({ name, value });
+      seen.add(name);
+    }
+    return out;
   }
 
   protected containerSecurity(input: unknown, path: string): ContainerSecurityContext | undefined {

@@ -131,7 +131,7 @@ class Walker extends PlacementChecks {
         'hostNetwork',
         "true puts the pod in the host's network, where it reaches this agent on 127.0.0.1 and can take its port, which this agent refuses; run it with --allow-host-network (allowHostNetwork) to accept it, or publish ports (hostPort)",
       );
-    const securityContext = this.podSecurity(m['securityContext'], 'securityContext');
+    const securityContext = this.podSecurity(m['securityContext'], 'securityContext', { hostNetwork, hostIPC: m['hostIPC'] === true });
     const hostname = m['hostname'] == null || m['hostname'] === '' ? undefined : this.dnsLabel(m['hostname'], 'hostname', false);
     const sharePid = m['shareProcessNamespace'] == null ? undefined : this.flag(m['shareProcessNamespace'], 'shareProcessNamespace');
     const placement = this.placement(m['nodeSelector'], m['nodeAffinity']);

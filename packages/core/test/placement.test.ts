@@ -104,4 +104,29 @@ describe("a pod's placement, checked against this node's labels as the kubelet's
     const both = validateManifest(pod({ hostPID: true, shareProcessNamespace: true }), { allowPrivileged: true });
     expect(both.ok ? [] : both.errors).toEqual([{ path: 'hostPID', message: expect.stringContaining('shareProcessNamespace') }]);
   });
+
+  it("puts the pod's sysctls in its sandbox (all of them, and into its hash) and the IPC ones in each container's spec", () => {
+    const withSysctls = (sysctls: object[]) =>
+      validateManifest(pod({ securityContext: { sysctls } }), { allowedUnsafeSysctls: ['kernel.msg*'] });
+    const r = withSysctls([
+      { name: 'net.ipv4.ip_local_port_range', value: '40000 50000' },
+      { name: 'kernel.msgmax', value: '65535' },
+    ]);
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    const context = { node: 'n', source: 's' };
+    expect(buildSandboxSpec(r.manifest, context).sysctls).toEqual({
+      'net.ipv4.ip_local_port_range': '40000 50000',
+      'kernel.msgmax': '65535',
+    });
+    expect(buildContainerSpec(r.manifest, r.manifest.containers[0]!, context).ipcSysctls).toEqual({ 'kernel.msgmax': '65535' });
+    const other = withSysctls([{ name: 'net.ipv4.ip_local_port_range', value: '40000 50001' }]);
+    const plain = validateManifest(pod({}));
+    if (!other.ok || !plain.ok) throw new Error('refused');
+    const hash = (m: ContainerManifest) => buildSandboxSpec(m, context).labels[Labels.sandboxHash];
+    expect(new Set([hash(r.manifest), hash(other.manifest), hash(plain.manifest)]).size).toBe(3);
+    // A pod without sysctls keeps the hash it had (no 2014 or v1 pod's sandbox is replaced by the upgrade).
+    expect(buildSandboxSpec(plain.manifest, context).sysctls).toBeUndefined();
+    expect(buildContainerSpec(plain.manifest, plain.manifest.containers[0]!, context).ipcSysctls).toBeUndefined();
+    expect(specHash(other.manifest, other.manifest.containers[0]!)).toBe(specHash(plain.manifest, plain.manifest.containers[0]!));
+  });
 });
