@@ -133,6 +133,8 @@ export interface PodSandboxConfig {
   linux?: {
     cgroupParent?: string;
     securityContext?: { namespaceOptions?: NamespaceOption; privileged?: boolean; seccomp?: SecurityProfile };
+    /** Kernel parameters of the pod's namespaces. */
+    sysctls?: Record<string, string>;
   };
 }
 

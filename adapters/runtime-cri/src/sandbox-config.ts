@@ -52,6 +52,8 @@ export function buildSandboxConfig(spec: SandboxSpec, options: SandboxConfigOpti
         ),
     linux: {
       ...(options.cgroupParent === undefined ? {} : { cgroupParent: options.cgroupParent }),
+      // The pod's sysctls, set by the runtime in the sandbox's namespaces, as the kubelet asks for them.
+      ...(spec.sysctls === undefined ? {} : { sysctls: { ...spec.sysctls } }),
       securityContext: {
         ...SECURITY_CONTEXT,
         namespaceOptions: {

@@ -172,6 +172,8 @@ export interface DockerCreateOptions {
     /** `container:<id>` (Podman only) joins that container's UTS namespace, and so its hostname. */
     UTSMode?: string;
     PortBindings?: Record<string, Array<{ HostIp: string; HostPort: string }>>;
+    /** Kernel parameters of the container's own namespaces (`docker run --sysctl`). */
+    Sysctls?: Record<string, string>;
     Binds?: string[];
     Memory?: number;
     CpuShares?: number;

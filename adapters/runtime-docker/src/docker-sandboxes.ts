@@ -44,10 +44,18 @@ export class DockerSandboxes {
     const { exposed, bindings } = portBindings(spec.ports, this.options.hostIp);
     // A host-network holder is on the host's network, as its pod's containers then are through it:
     // it publishes nothing (its ports are the host's), and sets no hostname (the host's stays).
+    // The pod's network sysctls are set in the holder's namespace, which its containers join; the
+    // IPC ones go on each container (`ContainerSpec.ipcSysctls`: Docker gives each its own).
+    const netSysctls = Object.entries(spec.sysctls ?? {}).filter(([name]) => name.startsWith('net.'));
     const network =
       spec.hostNetwork === true
         ? { Labels: { ...spec.labels }, HostConfig: { NetworkMode: 'host' } }
-        : { Hostname: spec.hostname, Labels: { ...spec.labels }, ExposedPorts: exposed, HostConfig: { PortBindings: bindings } };
+        : {
+            Hostname: spec.hostname,
+            Labels: { ...spec.labels },
+            ExposedPorts: exposed,
+            HostConfig: { PortBindings: bindings, ...(netSysctls.length === 0 ? {} : { Sysctls: Object.fromEntries(netSysctls) }) },
+          };
     const created = await call(`create sandbox ${spec.name}`, () =>
       docker.createContainer({ name: spec.name, Image: this.options.podInfraImage, ...network }),
     );

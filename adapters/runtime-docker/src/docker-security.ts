@@ -6,7 +6,7 @@ import { ADAPTER } from './errors.js';
 export type SecurityOptions = Pick<DockerCreateOptions, 'User'> & {
   readonly HostConfig: Pick<
     DockerCreateOptions['HostConfig'],
-    'GroupAdd' | 'Privileged' | 'ReadonlyRootfs' | 'CapAdd' | 'CapDrop' | 'SecurityOpt' | 'PidMode' | 'IpcMode'
+    'GroupAdd' | 'Privileged' | 'ReadonlyRootfs' | 'CapAdd' | 'CapDrop' | 'SecurityOpt' | 'PidMode' | 'IpcMode' | 'Sysctls'
   >;
 };
 
@@ -31,6 +31,8 @@ export async function securityOptionsOf(
     // The host's namespaces (v1 hostPID, hostIPC), joined by each container itself.
     ...(spec.hostPID === true ? { PidMode: 'host' } : {}),
     ...(spec.hostIPC === true ? { IpcMode: 'host' } : {}),
+    // The pod's IPC sysctls, in the container's own IPC namespace.
+    ...(spec.ipcSysctls === undefined ? {} : { Sysctls: { ...spec.ipcSysctls } }),
   };
   if (security === undefined) return { HostConfig: pid };
   const imageUser = needsImageUser(security) ? ((await inspectImage()) as { Config?: { User?: string } }).Config?.User : undefined;
