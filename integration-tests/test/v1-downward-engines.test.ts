@@ -13,7 +13,7 @@ import { AGENT_ENGINES } from './agent-engines.js';
  * shows the pod's IP, the one the container read, and a pod is made ready by probing a port it
  * does not publish.
  */
-describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's IP on $name, through the agent", (engine) => {
+describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR), probes on the pod's IP and sysctls on $name, through the agent", (engine) => {
   const node = `e2e-downward-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
   let dir: string;
   let agent: AgentProcess | undefined;
@@ -75,6 +75,20 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's I
         { name: 'looker', image: busybox, command: ['sh', '-c', 'sleep 1; hostname; ps; exec sleep 3600'] },
       ],
     });
+    // The pod's sysctls (safe ones), read by each of its containers.
+    const readSysctls = ['sh', '-c', 'cat /proc/sys/net/ipv4/ip_local_port_range /proc/sys/kernel/shm_rmid_forced; exec sleep 3600'];
+    await writePod('tuned', {
+      securityContext: {
+        sysctls: [
+          { name: 'net.ipv4.ip_local_port_range', value: '40000 50000' },
+          { name: 'kernel/shm_rmid_forced', value: '1' },
+        ],
+      },
+      containers: [
+        { name: 'one', image: busybox, command: readSysctls },
+        { name: 'two', image: busybox, command: readSysctls },
+      ],
+    });
     agent = new AgentProcess([...flags, '--config', dir, '--hostname-override', node, '--sync-frequency', '1s']);
     url = await agent.serverUrl();
     await agent.until(() => agent!.events('ContainerStarted', 'downward.team-a').length === 1, 'the container started', 60_000);
@@ -104,6 +118,13 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR) and probes on the pod's I
     expect(printed.split('\n')[0]).toBe('named-host');
     // The other container's process, seen from this one.
     expect(printed).toContain('sleep 3601');
+  });
+
+  it("sets a pod's sysctls where each of its containers reads them", async () => {
+    for (const container of ['one', 'two']) {
+      const printed = await printedOnce(url, `default/tuned/${container}`, '\n1');
+      expect(printed.split('\n').map((l) => l.trim().split(/\s+/).join(' '))).toEqual(['40000 50000', '1', '']);
+    }
   });
 
   it("makes a pod ready by a readiness probe of a port it does not publish, dialled on the pod's IP", async () => {

@@ -96,6 +96,22 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
       expect((await runtime().inspect(free.id)).spec.cpuLimitMillis).toBeUndefined();
     });
 
+    it("sets the pod's sysctls in its namespaces, where its containers read them", async () => {
+      const sysctls = { 'net.ipv4.ip_local_port_range': '40000 50000', 'kernel.shm_rmid_forced': '1' };
+      const sandbox = await run({ ...sandboxSpec('v1-sysctls'), sysctls });
+      const c = await started(spec('v1-sysctls', 'main', { ipcSysctls: { 'kernel.shm_rmid_forced': '1' } }), sandbox.id);
+      expect((await runtime().inspect(c.id)).state).toBe('running');
+      if (options.realExec === false) return;
+      const read = await runtime().exec(c.id, ['cat', '/proc/sys/net/ipv4/ip_local_port_range', '/proc/sys/kernel/shm_rmid_forced'], 5000);
+      expect(read.exitCode).toBe(0);
+      expect(read.output.split('\n').map((l) => l.trim().split(/\s+/).join(' '))).toEqual(['40000 50000', '1', '']);
+      // Another pod's namespaces keep the host's defaults.
+      const other = await run(sandboxSpec('v1-sysctls-none'));
+      const plain = await started(spec('v1-sysctls-none', 'main'), other.id);
+      const range = await runtime().exec(plain.id, ['cat', '/proc/sys/net/ipv4/ip_local_port_range'], 5000);
+      expect(/40000\s+50000/.test(range.output)).toBe(false);
+    });
+
     it('runs a host-network sandbox that publishes nothing, lists it as ours and ready, and runs containers in it', async () => {
       const s = sandboxSpec('v1-hostnet', [], true);
       const sandbox = await run(s);
