@@ -3,9 +3,9 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_LINKS_DIR, DEFAULT_LOGS_ROOT } from '@kubelet-ts/runtime-cri';
 import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runtime-docker';
 import { hostEnforcesAppArmor } from '@kubelet-ts/runner';
-import { isLabelKey, isLabelValue } from '@kubelet-ts/core';
 import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
+import { allowedSysctlsFlag, nodeLabelsFlag } from './host-flags.js';
 import { addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
 export { normaliseFlagSpelling } from './legacy-flags.js';
@@ -60,6 +60,8 @@ export interface CliOptions extends LegacyFlags {
   readonly runonceTimeout: number;
   readonly allowHostMounts: boolean;
   readonly allowHostNetwork: boolean;
+  /** `--allowed-unsafe-sysctls`: sysctls (or `prefix*`) a pod may set beyond the safe set. */
+  readonly allowedUnsafeSysctls?: readonly string[];
   /** Not a flag: whether this host enforces AppArmor (see `hostEnforcesAppArmor`). */
   readonly appArmor: boolean;
   readonly containerLogMaxSize: number;
@@ -68,19 +70,6 @@ export interface CliOptions extends LegacyFlags {
   /** '' for none. */
   readonly containerLogLinksDir: string;
   readonly hostLogDir: string;
-}
-
-/** `--node-labels a=b,c=d` (the kubelet's form): each a label key and value. */
-function nodeLabelsFlag(value: string, previous: Record<string, string> | undefined): Record<string, string> {
-  const labels: Record<string, string> = { ...previous };
-  for (const pair of value.split(',').filter((p) => p !== '')) {
-    const eq = pair.indexOf('=');
-    const [key, label] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
-    if (!isLabelKey(key) || !isLabelValue(label))
-      throw new InvalidArgumentError(`${JSON.stringify(pair)} is not key=value with a label key and a label value (e.g. disktype=ssd)`);
-    labels[key] = label;
-  }
-  return labels;
 }
 
 function duration(value: string): number {
@@ -371,6 +360,12 @@ export function buildProgram(): Command {
         '--allow-host-network',
         "let pods share the host's network (hostNetwork: true); off by default. Such a pod reaches the agent's server on loopback, so the server then needs --auth-token or --client-ca-file there too",
       ).default(false),
+    )
+    .addOption(
+      new Option(
+        '--allowed-unsafe-sysctls <names>',
+        "sysctls a pod may set beyond the kubelet's safe set, comma-separated; a name or a prefix ending in * (kernel.msg*,net.core.somaxconn), each of the pod's network or IPC namespace",
+      ).argParser(allowedSysctlsFlag),
     );
   return addLegacyFlags(program).showHelpAfterError().exitOverride();
 }

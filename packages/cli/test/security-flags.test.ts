@@ -50,6 +50,37 @@ describe('security flags', () => {
     await wiring.close();
   });
 
+  it('--allowed-unsafe-sysctls: sources take a pod setting those, refuse another naming the flag; a node-wide sysctl is no value for it', async () => {
+    expect(parse([]).allowedUnsafeSysctls).toBeUndefined();
+    expect(
+      parse(['--allowed-unsafe-sysctls', 'kernel.msg*,net.core.somaxconn', '--allowed-unsafe-sysctls', 'fs/mqueue/*']).allowedUnsafeSysctls,
+    ).toEqual(['kernel.msg*', 'net.core.somaxconn', 'fs.mqueue.*']);
+    for (const wrong of ['vm.swappiness', 'kernel.*', 'Net.Core'])
+      expect(() => parse(['--allowed-unsafe-sysctls', wrong])).toThrow(/not a sysctl of a pod's network or IPC namespace/);
+    const wiring = await wire(parse(['--allowed-unsafe-sysctls', 'kernel.msg*', '--port', '0']), 'node-1', silentLogger);
+    const sink = new RecordingSink();
+    await wiring.server!.start(sink);
+    const post = (id: string, name: string) =>
+      fetch(`${wiring.server!.url}/container`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          id,
+          securityContext: { sysctls: [{ name, value: '65535' }] },
+          containers: [{ name: 'main', image: 'app:1' }],
+        }),
+      });
+    expect((await post('queue', 'kernel.msgmax')).status).toBe(201);
+    expect(sink.updates.at(-1)?.map((m) => [m.id, m.securityContext?.sysctls])).toEqual([
+      ['queue', [{ name: 'kernel.msgmax', value: '65535' }]],
+    ]);
+    const refused = await post('backlog', 'net.core.somaxconn');
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain('--allowed-unsafe-sysctls net.core.somaxconn');
+    await wiring.server!.close();
+    await wiring.close();
+  });
+
   it('--tls-cert-file, --tls-private-key-file and --client-ca-file serve HTTPS', async () => {
     const options = parse([
       '--port',
