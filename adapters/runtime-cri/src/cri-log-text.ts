@@ -1,4 +1,4 @@
-import { formatLogTime, parseLogTime, type LogTextOptions } from '@kubelet-ts/core';
+import { cutAtLimit, formatLogTime, parseLogTime, type LogTextOptions } from '@kubelet-ts/core';
 import { criLogBlocks, criLogTarget, type CriLogStatus, type CriLogTarget } from './cri-logs.js';
 
 /** The logs contract's text read on a CRI runtime (`ContainerLogSource.text`): the status first, as for `criLogs`. */
@@ -22,12 +22,15 @@ const CANONICAL = 30;
  * on as one chunk. With `timestamps` each content follows its time and a space (the file's own
  * bytes when it wrote nine digits in UTC). Entries the line read skips (not in the format, a time
  * that does not parse) are skipped; `sinceMs` is checked entry by entry; `limitBytes` counts the
- * text and ends the read.
+ * text and ends the read (`cutAtLimit`).
  */
-export async function* criLogTextOf(target: CriLogTarget, options: LogTextOptions): AsyncGenerator<Uint8Array> {
+export function criLogTextOf(target: CriLogTarget, options: LogTextOptions): AsyncIterable<Uint8Array> {
+  return cutAtLimit(blockTexts(target, options), options.limitBytes);
+}
+
+/** Each block's text (see `criLogTextOf`), the limit not applied. */
+async function* blockTexts(target: CriLogTarget, options: LogTextOptions): AsyncGenerator<Uint8Array> {
   const { signal, sinceMs, timestamps = false } = options;
-  let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
-  if (left <= 0) return;
   const times = new EntryTimes();
   for await (const block of criLogBlocks(target, options)) {
     // Without times the text is never longer than the entries, so it is written over them; with
@@ -60,11 +63,6 @@ export async function* criLogTextOf(target: CriLogTarget, options: LogTextOption
       }
     }
     if (size === 0) continue;
-    if (size >= left) {
-      yield out.subarray(0, left);
-      return;
-    }
-    left -= size;
     yield out.subarray(0, size);
     if (signal?.aborted === true) return;
   }

@@ -1,7 +1,9 @@
 import {
   KubeletError,
+  cutAtLimit,
   logText,
   parseLogTime,
+  type ContainerLogSource,
   type LogLine,
   type LogReadOptions,
   type LogStream,
@@ -15,6 +17,24 @@ const HEADER = 8;
 const STREAMS: Readonly<Record<number, LogStream>> = { 1: 'stdout', 2: 'stderr' };
 const NEWLINE = 0x0a;
 const SPACE = 0x20;
+
+/** The logs power of a Docker or Podman engine (`capabilities.logs`): its own log of each container, as lines or as text. */
+export class DockerLogSource implements ContainerLogSource {
+  constructor(
+    private readonly docker: DockerApi,
+    private readonly endpoint: string,
+  ) {}
+
+  /** What the container printed, from the engine's own log (`docker logs`; see `dockerLogs`). */
+  logs(id: string, options: LogReadOptions = {}): Promise<AsyncIterable<LogLine>> {
+    return dockerLogs(this.docker, this.endpoint, id, options);
+  }
+
+  /** The same as text, the engine's payloads handed on by the chunk when no times are asked (see `dockerLogText`). */
+  text(id: string, options: LogTextOptions = {}): Promise<AsyncIterable<Uint8Array>> {
+    return dockerLogText(this.docker, this.endpoint, id, options);
+  }
+}
 
 /**
  * The engine's own log of container `id` (`GET /containers/{id}/logs`), as the logs contract reads
@@ -52,7 +72,7 @@ export async function dockerLogText(
     const { timestamps: _timestamps, ...lines } = options;
     return logText(read(docker, endpoint, id, lines), options);
   }
-  return payloads(docker, endpoint, id, options);
+  return cutAtLimit(payloads(docker, endpoint, id, options), options.limitBytes);
 }
 
 /** Known before any stream is opened: an unknown container is NotFound, as the contract says. */
@@ -98,13 +118,12 @@ function broken(id: string, error: unknown): KubeletError {
 /**
  * The payloads of stdout and stderr frames, each chunk of the engine's stream with its frame headers
  * cut out in place (a frame may straddle chunks: what is left of it, or of its header, is carried
- * over) and handed on whole; `limitBytes` cuts and closes.
+ * over) and handed on whole (`limitBytes` is `dockerLogText`'s to cut).
  */
 async function* payloads(docker: DockerApi, endpoint: string, id: string, options: LogReadOptions): AsyncGenerator<Uint8Array> {
   const { signal } = options;
   const stream = await opened(docker, endpoint, id, options, false);
   if (stream === undefined) return;
-  let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
   const header = Buffer.alloc(HEADER);
   let headerBytes = 0;
   // The payload bytes of the current frame still to come, and whether they are handed on.
@@ -142,11 +161,6 @@ async function* payloads(docker: DockerApi, endpoint: string, id: string, option
         kept = header[0] === 1 || header[0] === 2;
       }
       if (size === 0) continue;
-      if (size >= left) {
-        yield chunk.subarray(0, left);
-        return;
-      }
-      left -= size;
       yield chunk.subarray(0, size);
       if (signal?.aborted === true) return;
     }

@@ -13,9 +13,6 @@ import {
   type ContainerSpec,
   type ContainerStats,
   type ContainerStatsSource,
-  type LogLine,
-  type LogTextOptions,
-  type LogReadOptions,
   type ContainerSummary,
   type ExecResult,
   type ImageService,
@@ -35,7 +32,7 @@ import { mountSourceDir } from '@kubelet-ts/host-volumes';
 import type { DockerApi, DockerCreateOptions, DockerInspect, DockerVersion } from './docker-api.js';
 import { connectDocker } from './docker-connect.js';
 import { dockerEvents } from './docker-events.js';
-import { dockerLogText, dockerLogs } from './docker-logs.js';
+import { DockerLogSource } from './docker-logs.js';
 import { DockerImages } from './docker-images.js';
 import { DockerSandboxes } from './docker-sandboxes.js';
 import { DockerStatsSource } from './docker-stats-source.js';
@@ -131,7 +128,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       version: () => this.version(),
       endpoint: host,
     });
-    this.capabilities = { events: this, stats: this.statsSource, logs: this, streaming };
+    this.capabilities = { events: this, stats: this.statsSource, logs: new DockerLogSource(this.docker, host), streaming };
     this.sandboxes = new DockerSandboxes({
       docker: this.docker,
       hostIp: options.hostIp ?? '0.0.0.0',
@@ -309,15 +306,6 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       binds.push(`${dir}:${m.containerPath}:${m.readOnly ? 'ro' : 'rw'}`);
     }
     return binds;
-  }
-
-  /** What the container printed, from the engine's own log (`docker logs`; see `dockerLogs`). */
-  logs(id: string, options: LogReadOptions = {}): Promise<AsyncIterable<LogLine>> {
-    return dockerLogs(this.docker, this.endpoint, id, options);
-  }
-  /** The same as text, the engine's payloads handed on by the chunk when no times are asked (see `dockerLogText`). */
-  text(id: string, options: LogTextOptions = {}): Promise<AsyncIterable<Uint8Array>> {
-    return dockerLogText(this.docker, this.endpoint, id, options);
   }
 
   /** Figures from the kernel for a local engine, else the engine's one-shot ones (see `DockerStatsSource`). */

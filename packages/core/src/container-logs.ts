@@ -90,18 +90,36 @@ export interface LogTextOptions extends LogReadOptions {
 
 /**
  * The text of `lines` as a reader shows it: their contents joined, each after `<time> ` with
- * `timestamps`; cut at `limitBytes` bytes of text, and then the read is ended. What a runtime's
- * `text` gives for the same read.
+ * `timestamps`; cut at `limitBytes` bytes of text (`cutAtLimit`), and then the read is ended. What
+ * a runtime's `text` gives for the same read.
  */
-export async function* logText(lines: AsyncIterable<LogLine>, options: LogTextOptions = {}): AsyncGenerator<Uint8Array> {
-  let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
+export function logText(lines: AsyncIterable<LogLine>, options: LogTextOptions = {}): AsyncIterable<Uint8Array> {
+  return cutAtLimit(rendered(lines, options.timestamps === true), options.limitBytes);
+}
+
+async function* rendered(lines: AsyncIterable<LogLine>, timestamps: boolean): AsyncGenerator<Uint8Array> {
+  for await (const line of lines) yield timestamps ? Buffer.concat([Buffer.from(`${formatLogTime(line)} `), line.content]) : line.content;
+}
+
+/**
+ * `chunks` cut at `limitBytes` bytes in all (`LogTextOptions.limitBytes`): the chunk that reaches
+ * it is cut there and the read ends, letting go of its source (a file closed, an engine's request
+ * destroyed). Without a limit, `chunks` as they are.
+ */
+export function cutAtLimit(chunks: AsyncIterable<Uint8Array>, limitBytes: number | undefined): AsyncIterable<Uint8Array> {
+  return limitBytes === undefined ? chunks : cut(chunks, limitBytes);
+}
+
+async function* cut(chunks: AsyncIterable<Uint8Array>, limitBytes: number): AsyncGenerator<Uint8Array> {
+  let left = limitBytes;
   if (left <= 0) return;
-  for await (const line of lines) {
-    const bytes = options.timestamps === true ? Buffer.concat([Buffer.from(`${formatLogTime(line)} `), line.content]) : line.content;
-    const sent = bytes.length > left ? bytes.subarray(0, left) : bytes;
-    left -= sent.length;
-    yield sent;
-    if (left <= 0) return;
+  for await (const chunk of chunks) {
+    if (chunk.length >= left) {
+      yield chunk.subarray(0, left);
+      return;
+    }
+    left -= chunk.length;
+    yield chunk;
   }
 }
 

@@ -109,6 +109,7 @@ export type {
 } from './resource-stats.js';
 export { netDevInterfaces } from './resource-stats.js';
 export {
+  cutAtLimit,
   formatLogTime,
   logText,
   parseLogTime,
