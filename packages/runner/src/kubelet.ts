@@ -312,7 +312,6 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
     return this.api.containerLogs(request);
   }
 
-  /** The same as text; see `AgentView.containerText`. */
   containerText(request: ContainerTextRequest): Promise<AsyncIterable<Uint8Array>> {
     return this.api.containerText(request);
   }
