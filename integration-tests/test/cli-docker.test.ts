@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import { Labels } from '@kubelet-ts/core';
 import { buildTestImages, freePort, independentDocker, removeLabelled, type TestImages } from '@kubelet-ts/testkit';
 import type Dockerode from 'dockerode';
 import { AgentProcess } from './agent-process.js';
+import { kubectl } from './kubectl.js';
 
 /** Runs a command inside a container (through the independent client) and returns its exit code and output. */
 async function exec(container: Dockerode.Container, cmd: string[]): Promise<{ code: number; output: string }> {
@@ -17,22 +17,6 @@ async function exec(container: Dockerode.Container, cmd: string[]): Promise<{ co
   await new Promise((resolve) => stream.on('end', resolve));
   const info = await e.inspect();
   return { code: info.ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
-}
-
-/** `kubectl` with no kubeconfig; fails the test, saying how to install it, when it is not on PATH or exits non-zero. */
-function kubectl(args: readonly string[]): Promise<{ stdout: string }> {
-  return new Promise((resolve, reject) => {
-    execFile('kubectl', [...args], { timeout: 30_000, env: { ...process.env, KUBECONFIG: '/dev/null' } }, (error, stdout, stderr) => {
-      if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT')
-        return reject(
-          new Error(
-            'kubectl is not on PATH: install it (apt-get install kubernetes-client) to check the route with a client that is not ours',
-          ),
-        );
-      if (error !== null) return reject(new Error(`kubectl ${args.join(' ')}: ${stderr}`));
-      resolve({ stdout });
-    });
-  });
 }
 
 // Shells that end on SIGTERM, so stops take a second rather than the grace period.

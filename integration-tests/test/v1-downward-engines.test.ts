@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { AgentProcess } from './agent-process.js';
 import { printedOnce, writeV1Pod } from './agent-logs.js';
 import { AGENT_ENGINES } from './agent-engines.js';
+import { kubectl } from './kubectl.js';
 
 /**
  * The downward API, `$(VAR)` expansion and probes on the pod's IP (issue 26) on each real engine,
@@ -125,6 +126,11 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR), probes on the pod's IP a
       const printed = await printedOnce(url, `default/tuned/${container}`, '\n1');
       expect(printed.split('\n').map((l) => l.trim().split(/\s+/).join(' '))).toEqual(['40000 50000', '1', '']);
     }
+    // The same log route read by a client that is not ours: the runtime's block read, whole and with times.
+    const whole = await kubectl(['get', '--raw', '/containerLogs/default/tuned/one', '--server', url]);
+    expect(whole.stdout).toBe(await printedOnce(url, 'default/tuned/one', '\n1'));
+    const stamped = await kubectl(['get', '--raw', '/containerLogs/default/tuned/one?timestamps=true&tailLines=1', '--server', url]);
+    expect(stamped.stdout).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z 1\n$/);
   });
 
   it("makes a pod ready by a readiness probe of a port it does not publish, dialled on the pod's IP", async () => {
