@@ -132,7 +132,7 @@ function eventsAnswer(view: AgentView, url: URL): RouteAnswer {
         view.recentEvents(filter).map((e) => ({ type: 'ADDED' as const, object: toV1Event(e, view.nodeName) })),
         (push) =>
           view.watchEvents((e) => {
-            if (eventMatches(e, filter)) push({ type: e.count === 1 ? 'ADDED' : 'MODIFIED', object: toV1Event(e, view.nodeName) });
+            if (eventMatches(e, filter)) push([{ type: e.count === 1 ? 'ADDED' : 'MODIFIED', object: toV1Event(e, view.nodeName) }]);
           }),
         signal,
       ),
@@ -149,16 +149,16 @@ function podsWatch(hub: PodWatchHub): RouteAnswer {
     contentType: 'application/json',
     open: async (signal) => {
       // Changes heard before the stream is read wait here, in order.
-      const early: WatchEvent<unknown>[] = [];
-      let push: ((change: WatchEvent<unknown>) => void) | undefined;
-      const { initial, stop } = await hub.subscribe((change) => (push === undefined ? early.push(change) : push(change)));
+      const early: (readonly WatchEvent<unknown>[])[] = [];
+      let push: ((changes: readonly WatchEvent<unknown>[]) => void) | undefined;
+      const { initial, stop } = await hub.subscribe((changes) => (push === undefined ? early.push(changes) : push(changes)));
       // Let go however the answer ends: even one never read (its client left at once).
       signal.addEventListener('abort', stop, { once: true });
       return watchStream<unknown>(
         initial,
         (p) => {
           push = p;
-          for (const change of early.splice(0)) p(change);
+          for (const changes of early.splice(0)) p(changes);
           return stop;
         },
         signal,

@@ -3,7 +3,8 @@ import { renderPodList, type V1PodList } from './pod-list.js';
 import type { WatchEvent } from './watch-stream.js';
 
 type V1Pod = V1PodList['items'][number];
-type Listener = (change: WatchEvent<V1Pod>) => void;
+/** Hears each render's changes, as one array given to every listener (encoded once for all: see `watchStream`). */
+type Listener = (changes: readonly WatchEvent<V1Pod>[]) => void;
 
 /** How long changes are gathered before the pods are rendered again (a pass emits many events). */
 const SETTLE_MS = 50;
@@ -97,6 +98,6 @@ export class PodWatchHub {
     }
     for (const [key, { pod }] of this.current) if (!next.has(key)) changes.push({ type: 'DELETED', object: pod });
     this.current = next;
-    for (const change of changes) for (const listener of this.listeners) listener(change);
+    if (changes.length > 0) for (const listener of this.listeners) listener(changes);
   }
 }

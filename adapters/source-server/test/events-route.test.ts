@@ -154,8 +154,9 @@ describe('GET /events', () => {
 });
 
 describe('watchStream', () => {
-  it('drops a watcher that falls more than maxQueued changes behind, rather than queue without end', async () => {
-    let push: ((change: { type: 'ADDED'; object: number }) => void) | undefined;
+  type Push = (changes: readonly { type: 'ADDED'; object: number }[]) => void;
+  const open = (maxQueued: number) => {
+    let push: Push | undefined;
     let subscribed = true;
     const stream = watchStream<number>(
       [],
@@ -164,15 +165,50 @@ describe('watchStream', () => {
         return () => (subscribed = false);
       },
       new AbortController().signal,
-      3,
+      maxQueued,
     );
-    const first = stream.next();
-    push!({ type: 'ADDED', object: 0 });
-    expect(new TextDecoder().decode((await first).value as Uint8Array)).toBe('{"type":"ADDED","object":0}\n');
+    return { stream, push: (changes: Parameters<Push>[0]) => push!(changes), subscribed: () => subscribed };
+  };
+  const text = (chunk: IteratorResult<Uint8Array>) => new TextDecoder().decode(chunk.value as Uint8Array);
+
+  it('drops a watcher that falls more than maxQueued changes behind, rather than queue without end', async () => {
+    const w = open(3);
+    const first = w.stream.next();
+    w.push([{ type: 'ADDED', object: 0 }]);
+    expect(text(await first)).toBe('{"type":"ADDED","object":0}\n');
     // It stops reading; three changes wait, the fourth is one too many.
-    for (let i = 1; i <= 4; i++) push!({ type: 'ADDED', object: i });
-    await expect(stream.next()).rejects.toThrow('the watcher fell 3 changes behind: dropped');
-    expect(subscribed).toBe(false);
+    for (let i = 1; i <= 4; i++) w.push([{ type: 'ADDED', object: i }]);
+    await expect(w.stream.next()).rejects.toThrow('the watcher fell 3 changes behind: dropped');
+    expect(w.subscribed()).toBe(false);
+  });
+
+  it('takes a batch larger than maxQueued whole when nothing waits (the watcher is not behind), as one chunk of lines', async () => {
+    const w = open(3);
+    const first = w.stream.next();
+    w.push([0, 1, 2, 3, 4].map((object) => ({ type: 'ADDED' as const, object })));
+    expect(text(await first)).toBe([0, 1, 2, 3, 4].map((i) => `{"type":"ADDED","object":${i}}\n`).join(''));
+    // Then behind by one batch: a second batch that would make more than three waiting drops it.
+    w.push([{ type: 'ADDED', object: 5 }]);
+    w.push([6, 7, 8].map((object) => ({ type: 'ADDED' as const, object })));
+    await expect(w.stream.next()).rejects.toThrow('the watcher fell 3 changes behind: dropped');
+  });
+
+  it('encodes a batch given to many watchers once: each gets the same bytes', async () => {
+    const a = open(10);
+    const b = open(10);
+    const [nextA, nextB] = [a.stream.next(), b.stream.next()];
+    const batch = [
+      { type: 'ADDED' as const, object: 1 },
+      { type: 'ADDED' as const, object: 2 },
+    ];
+    a.push(batch);
+    b.push(batch);
+    const [chunkA, chunkB] = [await nextA, await nextB];
+    expect(chunkA.value).toBe(chunkB.value);
+    expect(text(chunkA)).toBe('{"type":"ADDED","object":1}\n{"type":"ADDED","object":2}\n');
+    await a.stream.return(undefined);
+    await b.stream.return(undefined);
+    expect(a.subscribed() || b.subscribed()).toBe(false);
   });
 });
 
