@@ -1,9 +1,8 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { row, summarise, type Row } from '../stats.js';
-import { AGENT_NODE_FLAGS } from './fixtures.js';
-import { within, type LogsPod } from './logs-agent.js';
+import { heapOf, sampleOf, startAgentProcess, stopAgentProcess } from './agent-process.js';
+import type { LogsPod } from './logs-agent.js';
 import { LOGS_SCENARIO, type LogsEngine, type LogsSizes } from './logs-engines.js';
 import { openRead, type OpenRead } from './logs-readers.js';
 
@@ -12,23 +11,8 @@ const CHILD = fileURLToPath(new URL('../../dist/scenarios/logs-agent-child.js', 
 const pause = (msec: number) => new Promise((r) => setTimeout(r, msec));
 const mb = (bytes: number) => bytes / 1024 / 1024;
 
-/** The child's resident memory now, from /proc/<pid>/status (VmRSS), in bytes. */
-async function rss(child: ChildProcess): Promise<number> {
-  if (child.exitCode !== null || child.signalCode !== null)
-    throw new Error(`the logs agent child ended (${child.exitCode ?? child.signalCode}) while it was measured`);
-  const status = await readFile(`/proc/${child.pid}/status`, 'utf8');
-  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status);
-  if (kb === null) throw new Error(`no VmRSS in /proc/${child.pid}/status`);
-  return Number(kb[1]) * 1024;
-}
-
-/** The CPU time the child has used (utime + stime of /proc/<pid>/stat), in seconds. */
-async function cpuSeconds(child: ChildProcess): Promise<number> {
-  const stat = await readFile(`/proc/${child.pid}/stat`, 'utf8');
-  // Fields after the command (which may hold spaces) start at state; utime and stime are fields 14 and 15, in USER_HZ (100).
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
+const rss = async (child: ChildProcess) => (await sampleOf(child)).rss;
+const cpuSeconds = async (child: ChildProcess) => (await sampleOf(child)).cpu;
 
 /** The child's RSS every 250 ms for `seconds`: the samples, in bytes. */
 async function sample(child: ChildProcess, seconds: number): Promise<number[]> {
@@ -40,48 +24,6 @@ async function sample(child: ChildProcess, seconds: number): Promise<number[]> {
   }
   samples.push(await rss(child));
   return samples;
-}
-
-/** Starts the agent child on `pod`; resolves with its server's URL once the pod runs. */
-function startChild(engine: LogsEngine, pod: LogsPod): { child: ChildProcess; url: Promise<string> } {
-  const config = JSON.stringify({ agent: { runtime: engine.runtime('flood'), node: engine.node }, pod });
-  const child = fork(CHILD, [config], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [...AGENT_NODE_FLAGS] });
-  const url = new Promise<string>((resolve, reject) => {
-    child.on('message', (m) => {
-      if (typeof m === 'object' && m !== null && 'url' in m) resolve(String(m.url));
-    });
-    child.on('error', reject);
-    child.on('exit', (code) => reject(new Error(`the logs agent child exited with ${code} before its pod ran`)));
-  });
-  return { child, url: within(url, 150_000, 'the logs agent child to run its pod') };
-}
-
-/** The child's `process.memoryUsage()`, as a note shows it: heap used / total, and buffers, in MB. */
-async function heapOf(child: ChildProcess): Promise<string> {
-  const memory = await within(
-    new Promise<NodeJS.MemoryUsage>((resolve) => {
-      const answer = (m: unknown) => {
-        if (typeof m !== 'object' || m === null || !('memory' in m)) return;
-        child.off('message', answer);
-        resolve(m.memory as NodeJS.MemoryUsage);
-      };
-      child.on('message', answer);
-      child.send('memory');
-    }),
-    10_000,
-    'the logs agent child to say its memory',
-  );
-  return `heap ${mb(memory.heapUsed).toFixed(1)} of ${mb(memory.heapTotal).toFixed(1)} MB, buffers ${mb(memory.arrayBuffers).toFixed(1)} MB`;
-}
-
-/** Asks the child to remove its pod and exit (60 s), then kills it. */
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  if (child.connected) child.send('stop');
-  await within(exited, 60_000, 'the logs agent child to stop').catch(() => {
-    child.kill('SIGKILL');
-  });
 }
 
 /** The largest of `samples` less `before`, in MB, and the trajectory for the note. */
@@ -105,10 +47,9 @@ function growth(before: number, samples: readonly number[]): { growthMb: number;
 export async function logsRss(engine: LogsEngine, sizes: LogsSizes): Promise<Row[]> {
   const LINE = 'x'.repeat(99);
   const pod: LogsPod = { id: 'logs-rss', image: engine.image, command: ['sh', '-c', `trap "exit 0" TERM; yes ${LINE} & wait`] };
-  const { child, url: ready } = startChild(engine, pod);
+  const { child, url } = await startAgentProcess(CHILD, { agent: { runtime: engine.runtime('flood'), node: engine.node }, pod });
   const readers: OpenRead[] = [];
   try {
-    const url = await ready;
     const logs = (query: string) => `${url}/containerLogs/default/${pod.id}/c0?${query}`;
     // Warmed up (the log route's code loaded and compiled by one follower that reads for a second),
     // then settled: what is measured after is what readers cost, not the agent's first request.
@@ -172,7 +113,7 @@ export async function logsRss(engine: LogsEngine, sizes: LogsSizes): Promise<Row
     ];
   } finally {
     for (const r of readers) r.close();
-    await stopChild(child);
+    await stopAgentProcess(child);
     await engine.removePods();
   }
 }
