@@ -131,7 +131,7 @@ async function serve(
       if (answer === undefined) continue;
       if ('open' in answer) await sendStream(res, answer, options.logger);
       else if ('text' in answer) {
-        res.writeHead(answer.status, { 'content-type': answer.contentType });
+        res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.text) });
         res.end(answer.text);
       } else send(res, answer.status, answer.json);
       return;

@@ -59,9 +59,63 @@ export function renderPodList(
   return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: pods.map(({ view, manifest }) => renderPod(view, manifest, options)) };
 }
 
+/** Each manifest's last rendered pod, as JSON, and what it was rendered from (the node and the view, as JSON). */
+const renderedOf = new WeakMap<ContainerManifest, { readonly from: string; readonly json: string }>();
+
+/**
+ * `JSON.stringify(renderPodList(pods, options))`, the same text, made faster for a list read
+ * often and changed little: a pod whose manifest object and view are what they were at the last
+ * read is not rendered again (its JSON is kept beside its manifest, keyed by its view's JSON).
+ * What `GET /pods` sends.
+ */
+export function renderPodListJson(
+  pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[],
+  options: PodListOptions,
+): string {
+  const node = `${options.nodeName}\n${options.runtime}\n${options.hostIP ?? ''}\n`;
+  const items = pods.map(({ view, manifest }) => {
+    const from = node + JSON.stringify(view);
+    const known = renderedOf.get(manifest);
+    if (known !== undefined && known.from === from) return known.json;
+    const json = JSON.stringify(renderPod(view, manifest, options));
+    renderedOf.set(manifest, { from, json });
+    return json;
+  });
+  return `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[${items.join(',')}]}`;
+}
+
+/** What a pod's rendering takes from its manifest alone: its v1 form, config hash and uid. */
+interface ManifestParts {
+  readonly source: string;
+  readonly nodeName: string;
+  readonly v1: ReturnType<typeof toV1Pod>;
+  readonly configHash: string;
+  readonly uid: string;
+}
+
+/**
+ * Each manifest's parts, by the manifest object: a source hands the same object on until the
+ * manifest changes, so a list of 1,000 pods is converted and hashed once, not at every read.
+ */
+const partsOf = new WeakMap<ContainerManifest, ManifestParts>();
+
+function manifestParts(manifest: ContainerManifest, source: string, nodeName: string): ManifestParts {
+  const known = partsOf.get(manifest);
+  if (known !== undefined && known.source === source && known.nodeName === nodeName) return known;
+  const parts = {
+    source,
+    nodeName,
+    v1: toV1Pod(manifest),
+    configHash: hex(`${source}\n${canonicalJson(manifest)}`),
+    // The kubelet derives a static pod's uid from a hash of where it came from; a given uuid wins.
+    uid: podUid(manifest, { node: nodeName, source }),
+  };
+  partsOf.set(manifest, parts);
+  return parts;
+}
+
 function renderPod(view: PodView, manifest: ContainerManifest, options: PodListOptions): V1PodWithStatus {
-  const v1 = toV1Pod(manifest);
-  const configHash = hex(`${view.source}\n${canonicalJson(manifest)}`);
+  const { v1, configHash, uid } = manifestParts(manifest, view.source, options.nodeName);
   const backOffs = Object.fromEntries(
     view.containers.flatMap((c) =>
       c.backOff === undefined ? [] : [[c.name, { until: rfc3339(c.backOff.until), delaySeconds: c.backOff.delayMs / 1000 }]],
@@ -70,8 +124,7 @@ function renderPod(view: PodView, manifest: ContainerManifest, options: PodListO
   const metadata = {
     ...v1.metadata,
     namespace: manifest.namespace ?? 'default',
-    // The kubelet derives a static pod's uid from a hash of where it came from; a given uuid wins.
-    uid: podUid(manifest, { node: options.nodeName, source: view.source }),
+    uid,
     annotations: {
       ...(manifest.annotations ?? {}),
       [PodListAnnotations.configSource]: configSourceOf(view.source),
