@@ -32,6 +32,16 @@ export function colourWanted(io: {
 
 export const textOf = (cell: Cell): string => (typeof cell === 'string' ? cell : cell.text);
 
+/** Characters (code points) in `text`, as Go's tabwriter counts a cell: its length less one a surrogate pair. */
+function codePoints(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) n -= 1;
+  }
+  return n;
+}
+
 /**
  * Lines of cells laid out as Go's `text/tabwriter` does (kubectl prints through it): each cell
  * but a line's last is padded to the widest cell of its column block, a block being the
@@ -48,7 +58,7 @@ export function tabwrite(
 ): string {
   const out: string[] = [];
   const widths: number[] = [];
-  const width = (cell: Cell) => [...textOf(cell)].length;
+  const width = (cell: Cell) => codePoints(textOf(cell));
   const paint = (cell: Cell) =>
     typeof cell === 'string' || cell.colour === undefined || options.colour !== true
       ? textOf(cell)

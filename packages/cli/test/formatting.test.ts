@@ -95,6 +95,17 @@ describe("Go's tabwriter, as kubectl prints through it", () => {
     expect(text).toBe('Name:       web\nNamespace:  default\nContainers:\n  main:\n    Image:          busybox\n    Restart Count:  0\n');
   });
 
+  it('counts a cell in characters, as Go counts runes: an accent or a character outside the BMP is one', () => {
+    expect(
+      table([
+        ['NAME', 'AGE'],
+        ['café', '1s'],
+        ['🐳-web', '2s'],
+        ['a', '3s'],
+      ]),
+    ).toBe('NAME    AGE\ncafé    1s\n🐳-web   2s\na       3s\n');
+  });
+
   it('colours a cell, not its padding, and only when asked', () => {
     const rows = [
       ['NAME', 'STATUS', 'AGE'],
