@@ -30,25 +30,26 @@ require('node:http').get(url + '/pods', (res) => {
   });
 });`;
 
-function run(args: readonly string[]): Promise<string> {
+/** Runs `file` with `args` (the CLI as a person runs it: its shebang gives Node its flags), and its output. */
+function run(file: string, args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, args, { timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
-      error === null ? resolve(stdout) : reject(new Error(`node ${args.join(' ').slice(0, 200)}: ${stderr || error.message}`)),
+    execFile(file, args, { timeout: 60_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) =>
+      error === null ? resolve(stdout) : reject(new Error(`${file} ${args.join(' ').slice(0, 200)}: ${stderr || error.message}`)),
     ),
   );
 }
 
-/** `samples` timed runs of `args` (a Node process each), and the output of the last. */
-async function timed(args: readonly string[], samples: number[]): Promise<string> {
+/** A timed run of `file` with `args` into `samples`, and its output. */
+async function timed(file: string, args: readonly string[], samples: number[]): Promise<string> {
   const t = process.hrtime.bigint();
-  const out = await run(args);
+  const out = await run(file, args);
   samples.push(ms(t));
   return out;
 }
 
 /**
- * `kubelet-ts get pods -A` with `pods` pods, end to end (a process of its own, as a person runs it,
- * against the agent in a process of its own), beside: the same CLI printing its help (its start
+ * `kubelet-ts get pods -A` with `pods` pods, end to end (a process of its own, run as a person runs
+ * it: the launcher, its shebang's Node flags; against the agent in a process of its own), beside: the same CLI printing its help (its start
  * alone), the least Node client of the same answer (LEAST_CLIENT), and Node doing nothing
  * (`node -e 0`); and the runtime calls the reads made.
  */
@@ -64,10 +65,10 @@ export async function operatorGet(pods: number, runs: number): Promise<Row[]> {
     let leastRows = 0;
     // Taken in turn, so that the machine's moods fall on each alike.
     for (let i = 0; i < runs; i++) {
-      rows = (await timed([CLI, 'get', 'pods', '-A', '--no-headers', '--server', url], get)).trim().split('\n').length;
-      await timed([CLI, 'get', '--help'], startup);
-      leastRows = (await timed(['-e', LEAST_CLIENT, url], least)).trim().split('\n').length;
-      await timed(['-e', '0'], node);
+      rows = (await timed(CLI, ['get', 'pods', '-A', '--no-headers', '--server', url], get)).trim().split('\n').length;
+      await timed(CLI, ['get', '--help'], startup);
+      leastRows = (await timed(process.execPath, ['-e', LEAST_CLIENT, url], least)).trim().split('\n').length;
+      await timed(process.execPath, ['-e', '0'], node);
     }
     if (rows !== pods) throw new Error(`get pods printed ${rows} rows for ${pods} pods`);
     if (leastRows !== pods) throw new Error(`the least client printed ${leastRows} rows for ${pods} pods`);
