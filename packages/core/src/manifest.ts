@@ -97,7 +97,7 @@ export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
  */
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
 
-/** A liveness, readiness or startup check; exactly one of `exec`, `httpGet`, `tcpSocket`. */
+/** A liveness, readiness or startup check; exactly one of `exec`, `httpGet`, `tcpSocket`, `grpc`. */
 export interface Probe {
   readonly exec?: { readonly command: readonly string[] };
   /**
@@ -114,6 +114,12 @@ export interface Probe {
     readonly httpHeaders?: readonly { readonly name: string; readonly value: string }[];
   };
   readonly tcpSocket?: { readonly port: number | string; readonly host?: string };
+  /**
+   * The gRPC health check (`grpc.health.v1.Health/Check`, plaintext) of `service` (absent: the
+   * server as a whole) on `port` of the pod's IP, as the kubelet asks it; it passes when the answer
+   * is `SERVING`. A port number only, as Kubernetes validates it.
+   */
+  readonly grpc?: { readonly port: number; readonly service?: string };
   readonly initialDelaySeconds: number;
   readonly periodSeconds: number;
   readonly timeoutSeconds: number;

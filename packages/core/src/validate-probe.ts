@@ -14,16 +14,19 @@ const PROBE_FIELDS = new Set([
   'exec',
   'httpGet',
   'tcpSocket',
+  'grpc',
   'initialDelaySeconds',
   'periodSeconds',
   'timeoutSeconds',
   'failureThreshold',
   'successThreshold',
 ]);
-const HANDLER_FIELDS: Readonly<Record<'exec' | 'httpGet' | 'tcpSocket', Set<string>>> = {
+type Handler = 'exec' | 'httpGet' | 'tcpSocket' | 'grpc';
+const HANDLER_FIELDS: Readonly<Record<Handler, Set<string>>> = {
   exec: new Set(['command']),
   httpGet: new Set(['path', 'port', 'host', 'scheme', 'httpHeaders']),
   tcpSocket: new Set(['port', 'host']),
+  grpc: new Set(['port', 'service']),
 };
 const HEADER_FIELDS = new Set(['name', 'value']);
 const LIFECYCLE_FIELDS = new Set(['postStart', 'preStop']);
@@ -37,11 +40,11 @@ export class ProbeChecks extends FieldChecks {
   protected probe(input: unknown, path: string, kind: ProbeKind): Probe | undefined {
     const p = this.record(input, path, PROBE_FIELDS);
     if (p === undefined) return undefined;
-    const handlers = (['exec', 'httpGet', 'tcpSocket'] as const).filter((h) => p[h] != null);
+    const handlers = (['exec', 'httpGet', 'tcpSocket', 'grpc'] as const).filter((h) => p[h] != null);
     if (handlers.length !== 1) {
       return this.fail(
         path,
-        `must have exactly one of exec, httpGet, tcpSocket${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`,
+        `must have exactly one of exec, httpGet, tcpSocket, grpc${handlers.length > 1 ? `, got ${handlers.join(' and ')}` : ''}`,
       );
     }
     const timing = (field: string, fallback: number, min: number) =>
@@ -58,7 +61,7 @@ export class ProbeChecks extends FieldChecks {
       // Absent is 1, so a 2014 probe keeps the shape (and spec hash) it had.
       ...(successThreshold === 1 ? {} : { successThreshold }),
     };
-    const handler = this.handlerOf(p, handlers[0] as 'exec' | 'httpGet' | 'tcpSocket', path);
+    const handler = this.handlerOf(p, handlers[0]!, path);
     return handler === undefined ? undefined : { ...handler, ...common };
   }
 
@@ -99,13 +102,10 @@ export class ProbeChecks extends FieldChecks {
   }
 
   /** The one handler `handler` of a probe or hook `p`. */
-  private handlerOf(
-    p: Record<string, unknown>,
-    handler: 'exec' | 'httpGet' | 'tcpSocket',
-    path: string,
-  ): Pick<Probe, 'exec' | 'httpGet' | 'tcpSocket'> | undefined {
+  private handlerOf(p: Record<string, unknown>, handler: Handler, path: string): Pick<Probe, Handler> | undefined {
     const h = this.record(p[handler], `${path}.${handler}`, HANDLER_FIELDS[handler]);
     if (h === undefined) return undefined;
+    if (handler === 'grpc') return this.grpc(h, `${path}.grpc`);
     if (handler === 'exec') {
       const before = this.errors.length;
       const command = this.command(h['command'], `${path}.exec.command`);
@@ -137,6 +137,20 @@ export class ProbeChecks extends FieldChecks {
         ...(headers === undefined || headers.length === 0 ? {} : { httpHeaders: headers }),
       },
     };
+  }
+
+  /** A gRPC health check: a port number (Kubernetes takes no name here) and the service, if any. */
+  private grpc(h: Record<string, unknown>, path: string): Pick<Probe, 'grpc'> | undefined {
+    const before = this.errors.length;
+    const port =
+      typeof h['port'] === 'string'
+        ? this.fail(`${path}.port`, `must be a port number (a gRPC probe names no port), got ${JSON.stringify(h['port'].slice(0, 70))}`)
+        : this.probePort(h['port'], `${path}.port`);
+    const service = h['service'] == null ? undefined : this.string(h['service'], `${path}.service`, false);
+    if (service !== undefined && /[\u0000-\u001f\u007f]/.test(service)) this.fail(`${path}.service`, 'must not contain control characters');
+    if (port === undefined || typeof port === 'string' || this.errors.length > before) return undefined;
+    // The server as a whole is what an empty service asks for: left out, so one probe has one form.
+    return { grpc: { port, ...(service === undefined || service === '' ? {} : { service }) } };
   }
 
   private probePort(input: unknown, path: string): number | string | undefined {

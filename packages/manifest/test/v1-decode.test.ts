@@ -229,9 +229,9 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
     [pod({ resources: { limits: { 'nvidia.com/gpu': 1 } } }), 'spec.containers[0].resources.limits.nvidia.com/gpu', 'not supported'],
     [pod({ resources: { claims: [] } }), 'spec.containers[0].resources.claims', 'not supported'],
     [
-      pod({ livenessProbe: { grpc: { port: 1 } } }),
-      'spec.containers[0].livenessProbe.grpc',
-      'not supported; use exec, httpGet or tcpSocket',
+      pod({ livenessProbe: { grpc: { port: 'grpc' } } }),
+      'spec.containers[0].livenessProbe.grpc.port',
+      'must be a port number (a gRPC probe names no port)',
     ],
     [
       pod({ livenessProbe: { exec: { command: ['x'] }, terminationGracePeriodSeconds: 3 } }),

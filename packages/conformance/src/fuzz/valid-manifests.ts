@@ -72,9 +72,9 @@ const probeTimings = {
   timeoutSeconds: fc.integer({ min: 1, max: 86_400 }),
   failureThreshold: fc.integer({ min: 1, max: 86_400 }),
 };
-/** The handler is chosen later: an http or tcp probe needs a published TCP port of its container. */
+/** The handler is chosen later: an http, tcp or grpc probe needs a published TCP port of its container. */
 const probe = fc.record({
-  kind: fc.constantFrom('exec', 'httpGet', 'tcpSocket'),
+  kind: fc.constantFrom('exec', 'httpGet', 'tcpSocket', 'grpc'),
   command: fc.array(text, { minLength: 1, maxLength: 3 }),
   path: absolutePath,
   byName: fc.boolean(),
@@ -182,6 +182,11 @@ function finishContainer(name: string, generated: GeneratedContainer, claimed: S
   const target = byName ? published['name'] : published['containerPort'];
   const first = finishedPorts?.find((p) => (byName ? p['name'] === target : p['containerPort'] === target));
   if (first !== published) return { ...out, livenessProbe: { exec: { command }, ...timings } };
-  const handler = kind === 'httpGet' ? { httpGet: { path, port: target } } : { tcpSocket: { port: target } };
+  const handler =
+    kind === 'httpGet'
+      ? { httpGet: { path, port: target } }
+      : kind === 'grpc'
+        ? { grpc: { port: published['containerPort'] } } // a number: a gRPC probe names no port
+        : { tcpSocket: { port: target } };
   return { ...out, livenessProbe: { ...handler, ...timings } };
 }

@@ -220,8 +220,8 @@ class V1PodDecoder extends V1VolumeDecoder {
   private probe(input: unknown, path: string): unknown {
     if (!isRecord(input)) return input;
     this.known(input, path, MAPPED_V1_FIELDS.probe);
-    // A probe whose only handler is refused (grpc) is refused once, not also as one without a handler.
-    if (!['exec', 'httpGet', 'tcpSocket'].some((h) => input[h] != null))
+    // A probe whose only handler is refused is refused once, not also as one without a handler.
+    if (!['exec', 'httpGet', 'tcpSocket', 'grpc'].some((h) => input[h] != null))
       return Object.keys(input).some((k) => !isMapped(k)) ? undefined : input;
     return Object.fromEntries(Object.entries(input).filter(([key]) => isMapped(key)));
   }

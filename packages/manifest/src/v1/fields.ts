@@ -84,12 +84,21 @@ export const MAPPED_V1_FIELDS = {
   emptyDir: ['medium', 'sizeLimit', 'mode'],
   hostPath: ['path', 'type'],
   resources: ['limits', 'requests'],
-  probe: ['exec', 'httpGet', 'tcpSocket', 'initialDelaySeconds', 'periodSeconds', 'timeoutSeconds', 'failureThreshold', 'successThreshold'],
+  probe: [
+    'exec',
+    'httpGet',
+    'tcpSocket',
+    'grpc',
+    'initialDelaySeconds',
+    'periodSeconds',
+    'timeoutSeconds',
+    'failureThreshold',
+    'successThreshold',
+  ],
 } as const;
 
 /** What to write instead of a refused field, where there is something to say. */
 export const REFUSED_ADVICE: Readonly<Record<string, string>> = {
   ephemeralContainers: "use the engine's exec to debug a running container",
-  grpc: 'use exec, httpGet or tcpSocket',
   subPathExpr: 'write the path itself as subPath',
 };

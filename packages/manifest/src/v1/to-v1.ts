@@ -198,7 +198,9 @@ function probe(p: Probe): Record<string, unknown> {
                 : { httpHeaders: p.httpGet.httpHeaders.map((h) => ({ name: h.name, value: h.value })) }),
             },
           }
-        : { tcpSocket: { port: p.tcpSocket?.port, ...(p.tcpSocket?.host === undefined ? {} : { host: p.tcpSocket.host }) } };
+        : p.grpc !== undefined
+          ? { grpc: { port: p.grpc.port, ...(p.grpc.service === undefined ? {} : { service: p.grpc.service }) } }
+          : { tcpSocket: { port: p.tcpSocket?.port, ...(p.tcpSocket?.host === undefined ? {} : { host: p.tcpSocket.host }) } };
   return {
     ...handler,
     initialDelaySeconds: p.initialDelaySeconds,

@@ -17,7 +17,7 @@ const NO_FORM = 'has no v1beta1 form';
  * A manifest as a 2014 v1beta1 manifest, for people moving a v1 Pod back to the 2014 format. What
  * v1beta1 cannot say (hostNetwork, a securityContext, an entrypoint, readiness and startup probes, a CPU limit, a
  * port's hostIP, a namespace, labels, annotations, a hostPath volume with a type, a probe's host,
- * scheme or headers) makes the conversion fail, naming every such field by its v1 path: nothing is
+ * scheme or headers, a gRPC probe) makes the conversion fail, naming every such field by its v1 path: nothing is
  * dropped silently. A port without `hostPort` is written `hostPort: 0`, the v1beta1 way to keep it
  * unpublished, so `parseManifests(toV1beta1(m))` gives `m` again. A hostPath volume without a
  * type whose every mount is at the host path itself becomes those mounts with `mountType: HOST`.
@@ -124,5 +124,6 @@ function probeFields(p: Probe, path: string, refuse: (path: string) => void): vo
   if (p.httpGet?.scheme !== undefined) refuse(`${path}.httpGet.scheme`);
   if (p.httpGet?.httpHeaders !== undefined) refuse(`${path}.httpGet.httpHeaders`);
   if (p.tcpSocket?.host !== undefined) refuse(`${path}.tcpSocket.host`);
+  if (p.grpc !== undefined) refuse(`${path}.grpc`);
   if (p.successThreshold !== undefined) refuse(`${path}.successThreshold`);
 }
