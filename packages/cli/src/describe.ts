@@ -228,7 +228,7 @@ function describeState(w: Write, title: string, state: V1ContainerState): void {
 
 /**
  * A probe as kubectl's `DescribeProbe` says it: `exec [cat /tmp/healthy]`, `http-get
- * http://:8080/healthz` or `tcp-socket :5432`, then its timings and thresholds.
+ * http://:8080/healthz`, `tcp-socket :5432` or `grpc <pod>:2379 <default>`, then its timings and thresholds.
  */
 export function describeProbe(p: V1Probe): string {
   const attrs = `delay=${p.initialDelaySeconds ?? 0}s timeout=${p.timeoutSeconds ?? 1}s period=${p.periodSeconds ?? 10}s #success=${p.successThreshold ?? 1} #failure=${p.failureThreshold ?? 3}`;
@@ -240,6 +240,7 @@ export function describeProbe(p: V1Probe): string {
     return `http-get ${(p.httpGet.scheme ?? 'HTTP').toLowerCase()}://${hostPort}${p.httpGet.path ?? ''} ${attrs}`;
   }
   if (p.tcpSocket !== undefined) return `tcp-socket ${p.tcpSocket.host ?? ''}:${p.tcpSocket.port ?? ''} ${attrs}`;
+  if (p.grpc !== undefined) return `grpc <pod>:${p.grpc.port ?? ''} ${p.grpc.service || '<default>'} ${attrs}`;
   return `unknown ${attrs}`;
 }
 

@@ -34,6 +34,7 @@ export interface V1Probe {
   readonly exec?: { readonly command?: readonly string[] };
   readonly httpGet?: { readonly path?: string; readonly port?: number | string; readonly host?: string; readonly scheme?: string };
   readonly tcpSocket?: { readonly port?: number | string; readonly host?: string };
+  readonly grpc?: { readonly port?: number; readonly service?: string };
   readonly initialDelaySeconds?: number;
   readonly timeoutSeconds?: number;
   readonly periodSeconds?: number;

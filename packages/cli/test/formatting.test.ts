@@ -250,6 +250,10 @@ describe("kubectl describe's probes, times and event ages", () => {
       /^http-get https:\/\/\[::1\]:web\/ /,
     );
     expect(describeProbe({ tcpSocket: { port: 5432 }, ...timing })).toMatch(/^tcp-socket :5432 delay=5s/);
+    expect(describeProbe({ grpc: { port: 2379 }, ...timing })).toBe(
+      'grpc <pod>:2379 <default> delay=5s timeout=1s period=5s #success=1 #failure=3',
+    );
+    expect(describeProbe({ grpc: { port: 9090, service: 'liveness' }, ...timing })).toMatch(/^grpc <pod>:9090 liveness delay=5s/);
   });
 
   it('writes times as RFC 1123 with a numeric zone, in the local zone', () => {

@@ -1,6 +1,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
+import { grpcHealthCheck } from './grpc-check.js';
 
 /** How an httpGet probe asks, beyond where: v1's `scheme` and `httpHeaders`. */
 export interface HttpCheckOptions {
@@ -19,6 +20,12 @@ export interface NetworkCheck {
   http(host: string, port: number, path: string, timeoutMs: number, options?: HttpCheckOptions): Promise<{ ok: boolean; detail: string }>;
   /** `ok` when a TCP connection opens. */
   tcp(host: string, port: number, timeoutMs: number): Promise<{ ok: boolean; detail: string }>;
+  /**
+   * `ok` when the gRPC health check of `service` ('' for the server as a whole) answers `SERVING`.
+   * Optional for a network check written before gRPC probes: without it, such a probe is an error
+   * of the prober (logged, not counted), never a verdict.
+   */
+  grpc?(host: string, port: number, service: string, timeoutMs: number): Promise<{ ok: boolean; detail: string }>;
 }
 
 /** Why a socket could not be used, in the words an operator expects. */
@@ -89,4 +96,6 @@ export const socketNetworkCheck: NetworkCheck = {
       socket.on('error', (error) => finish(false, socketError(error)));
     });
   },
+
+  grpc: grpcHealthCheck,
 };

@@ -55,7 +55,7 @@ export class ProbeCheck {
     if (probe.exec !== undefined) {
       call = this.exec(target.id, probe.exec.command, timeoutMs);
     } else if (target.hostPort === undefined) {
-      return { kind: 'error', detail: `${probe.httpGet !== undefined ? 'httpGet' : 'tcpSocket'} probe has no published host port` };
+      return { kind: 'error', detail: `${handlerName(probe)} probe has no published host port` };
     } else if (probe.httpGet !== undefined) {
       const { scheme, httpHeaders } = probe.httpGet;
       const options =
@@ -65,8 +65,11 @@ export class ProbeCheck {
       call = asOutcome(this.network.http(host, target.hostPort, probe.httpGet.path, timeoutMs, options));
     } else if (probe.tcpSocket !== undefined) {
       call = asOutcome(this.network.tcp(host, target.hostPort, timeoutMs));
+    } else if (probe.grpc !== undefined) {
+      if (this.network.grpc === undefined) return { kind: 'error', detail: 'this agent’s network check makes no gRPC calls' };
+      call = asOutcome(this.network.grpc(host, target.hostPort, probe.grpc.service ?? '', timeoutMs));
     } else {
-      return { kind: 'error', detail: 'the probe has none of exec, httpGet, tcpSocket' };
+      return { kind: 'error', detail: 'the probe has none of exec, httpGet, tcpSocket, grpc' };
     }
     return this.bounded(key, call, timeoutMs);
   }
@@ -78,6 +81,8 @@ export class ProbeCheck {
     if (probe.exec !== undefined) return `exec ${JSON.stringify(probe.exec.command)}`;
     if (probe.httpGet !== undefined)
       return `httpGet ${probe.httpGet.scheme === 'HTTPS' ? 'https' : 'http'}://${host}:${target.hostPort}${probe.httpGet.path}`;
+    if (probe.grpc !== undefined)
+      return `grpc ${host}:${target.hostPort}${probe.grpc.service === undefined ? '' : ` service ${JSON.stringify(probe.grpc.service)}`}`;
     return `tcpSocket ${host}:${target.hostPort}`;
   }
 
@@ -125,6 +130,10 @@ async function asOutcome(check: Promise<{ ok: boolean; detail: string }>): Promi
     // The NetworkCheck contract says it never rejects; one that does tells nothing about the container.
     return { kind: 'error', detail: error instanceof Error ? error.message : String(error) };
   }
+}
+
+function handlerName(probe: Probe): string {
+  return probe.httpGet !== undefined ? 'httpGet' : probe.grpc !== undefined ? 'grpc' : 'tcpSocket';
 }
 
 function oneLine(output: string): string {

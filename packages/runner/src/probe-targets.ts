@@ -67,14 +67,14 @@ export function probeTargets(
 }
 
 /**
- * Where an httpGet or tcpSocket probe dials. With `host` set, that address and the container port
+ * Where an httpGet, tcpSocket or grpc probe dials. With `host` set, that address and the container port
  * itself; a published port, its host port on the prober's default host; otherwise the container
  * port on the pod's own address (`podAddress`: 127.0.0.1 in a hostNetwork pod, whose container
  * listens on the host's interfaces; the sandbox's IP in any other), as the kubelet probes the pod
  * IP. A port name is looked up among the container's ports.
  */
 function dialled(probe: Probe, container: Container, podAddress: string | undefined): { host?: string; hostPort?: number } {
-  const port = probe.httpGet?.port ?? probe.tcpSocket?.port;
+  const port = probe.httpGet?.port ?? probe.tcpSocket?.port ?? probe.grpc?.port;
   if (port === undefined) return {};
   const declared = container.ports.find((p) => (typeof port === 'number' ? p.containerPort === port : p.name === port));
   const containerPort = typeof port === 'number' ? port : declared?.containerPort;

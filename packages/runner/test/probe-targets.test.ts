@@ -88,6 +88,34 @@ describe('probeTargets', () => {
     expect(where([sandbox('10.88.0.7', 'other-node')]).map((t) => t.host)).toEqual([undefined, undefined, undefined]);
   });
 
+  it("dials a grpc probe's port on the pod's IP, or its published host port", () => {
+    const m = checkedManifest({
+      id: 'etcd',
+      containers: [
+        {
+          name: 'etcd',
+          image: 'etcd:3.4',
+          ports: [{ containerPort: 2379, hostPort: 12379 }],
+          livenessProbe: { ...timing, grpc: { port: 2379 } },
+          readinessProbe: { ...timing, grpc: { port: 2380, service: 'readiness' } },
+        },
+      ],
+    });
+    const sandbox = {
+      id: 's',
+      name: 'POD--etcd--0',
+      labels: { [Labels.sandbox]: 'etcd', [Labels.node]: NODE },
+      state: 'ready' as const,
+      createdAt: 1,
+      ip: '10.88.0.9',
+    };
+    const targets = probeTargets([{ manifest: m, source: 'file' }], runningOf(m), NODE, [sandbox]);
+    expect(targets.map(({ kind, host, hostPort, probe }) => ({ kind, host, hostPort, grpc: probe.grpc }))).toEqual([
+      { kind: 'liveness', host: undefined, hostPort: 12379, grpc: { port: 2379 } },
+      { kind: 'readiness', host: '10.88.0.9', hostPort: 2380, grpc: { port: 2380, service: 'readiness' } },
+    ]);
+  });
+
   it('dials 127.0.0.1 and the container port itself in a hostNetwork pod, published or not', () => {
     const m = checkedManifest(
       {

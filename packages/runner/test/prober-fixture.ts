@@ -32,10 +32,11 @@ export type Answer = { ok: boolean; detail: string } | 'hang';
 /** A NetworkCheck answering what the test says, and recording what it was asked. */
 export class FakeNetwork implements NetworkCheck {
   readonly calls: Array<{
-    kind: 'http' | 'tcp';
+    kind: 'http' | 'tcp' | 'grpc';
     host: string;
     port: number;
     path?: string;
+    service?: string;
     timeoutMs: number;
     options?: HttpCheckOptions;
   }> = [];
@@ -48,6 +49,11 @@ export class FakeNetwork implements NetworkCheck {
 
   tcp(host: string, port: number, timeoutMs: number): Promise<{ ok: boolean; detail: string }> {
     this.calls.push({ kind: 'tcp', host, port, timeoutMs });
+    return this.reply();
+  }
+
+  grpc(host: string, port: number, service: string, timeoutMs: number): Promise<{ ok: boolean; detail: string }> {
+    this.calls.push({ kind: 'grpc', host, port, service, timeoutMs });
     return this.reply();
   }
 
@@ -145,7 +151,7 @@ export function proberFixture() {
       const container = c.labels[Labels.containerName] ?? '';
       const podId = c.labels[Labels.manifestId] ?? '';
       const { exec: _, ...timing } = EXEC;
-      const handler = probe.httpGet !== undefined || probe.tcpSocket !== undefined ? {} : { exec: EXEC.exec };
+      const handler = probe.httpGet !== undefined || probe.tcpSocket !== undefined || probe.grpc !== undefined ? {} : { exec: EXEC.exec };
       return { podId, container, id, startedAt: c.startedAt, probe: { ...timing, ...handler, ...probe } as ProbeTarget['probe'], ...extra };
     },
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import type { Probe } from '@kubelet-ts/core';
 import { proberFixture, T0, HTTP, TCP, ok, sick } from './prober-fixture.js';
 import { RecordingLogger } from './helpers.js';
 
@@ -201,6 +202,40 @@ describe('Prober (liveness): timing and failures', () => {
       await f.clock.advance(10_000);
       expect(p.state(id)).toEqual({ failures: 0, lastResult: 'success', lastDetail: 'status 302' });
       expect(execTimes(id)).toEqual([]);
+    });
+
+    it('grpc: a service that is not SERVING is a failure; it asks the service on host:port', async () => {
+      const id = await running('etcd', 'etcd');
+      const GRPC: Probe = {
+        grpc: { port: 2379, service: 'readiness' },
+        initialDelaySeconds: 0,
+        periodSeconds: 10,
+        timeoutSeconds: 2,
+        failureThreshold: 3,
+      };
+      const p = prober();
+      p.update([target(id, GRPC, { host: '10.88.0.9', hostPort: 2379 })]);
+      f.network.answer = { ok: false, detail: 'service unhealthy (responded with "NOT_SERVING")' };
+      await f.clock.advance(0);
+      expect(f.network.calls).toEqual([{ kind: 'grpc', host: '10.88.0.9', port: 2379, service: 'readiness', timeoutMs: 2_000 }]);
+      expect(f.events.ofType('ProbeFailed')[0]?.message).toBe(
+        'liveness probe grpc 10.88.0.9:2379 service "readiness" failed (1/3): service unhealthy (responded with "NOT_SERVING")',
+      );
+      f.network.answer = { ok: true, detail: 'service healthy' };
+      await f.clock.advance(10_000);
+      expect(p.state(id)).toEqual({ failures: 0, lastResult: 'success', lastDetail: 'service healthy' });
+    });
+
+    it('grpc: a network check without gRPC (an embedder’s, written before) is the prober’s error, never a verdict', async () => {
+      const id = await running('etcd', 'etcd');
+      const network = { http: f.network.http.bind(f.network), tcp: f.network.tcp.bind(f.network) };
+      const p = prober({ network });
+      p.update([target(id, { grpc: { port: 2379 }, initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 1, failureThreshold: 1 })]);
+      await f.clock.advance(0);
+      await f.clock.advance(10_000);
+      expect(p.state(id)?.failures ?? 0).toBe(0);
+      expect(f.events.ofType('ProbeFailed')).toEqual([]);
+      expect(f.killed).toEqual([]);
     });
 
     it('tcpSocket: a refused connection is a failure', async () => {
