@@ -7,8 +7,8 @@ export interface AgentEngine {
   readonly name: string;
   /** containerd 1.6 cannot half-close stdin (no v5 on its streaming server): there its end reaches a terminal only, as ^D. */
   readonly stdinEndsOnTtyOnly?: boolean;
-  /** The agent's runtime flags, and the busybox image it runs; fails saying how to start the engine when it is down. */
-  prepare(): Promise<{ flags: string[]; busybox: string }>;
+  /** The agent's runtime flags, and the test images it runs; fails saying how to start the engine when it is down. */
+  prepare(): Promise<{ flags: string[]; busybox: string; etcd: string }>;
   /** Removes what the agent on `node` left on the engine (the agent leaves its pods running when it stops). */
   cleanUp(node: string): Promise<void>;
 }
@@ -18,7 +18,7 @@ export const AGENT_ENGINES: readonly AgentEngine[] = [
     name: 'Docker',
     async prepare() {
       const images = await buildTestImages();
-      return { flags: ['--runtime', 'docker', '--pod-infra-image', images.pause], busybox: images.busybox };
+      return { flags: ['--runtime', 'docker', '--pod-infra-image', images.pause], busybox: images.busybox, etcd: images.etcd };
     },
     async cleanUp(node) {
       await removeLabelled(`${Labels.node}=${node}`);
@@ -32,6 +32,7 @@ export const AGENT_ENGINES: readonly AgentEngine[] = [
       return {
         flags: ['--runtime', 'cri', '--container-runtime-endpoint', criEndpoint(), '--cgroup-root', criCgroupParent()],
         busybox: TEST_IMAGES.busybox,
+        etcd: TEST_IMAGES.etcd,
       };
     },
     async cleanUp(node) {

@@ -23,7 +23,7 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR), probes on the pod's IP a
   const writePod = (name: string, spec: object, metadata: object = {}) => writeV1Pod(dir, name, spec, metadata);
 
   beforeAll(async () => {
-    const { flags, busybox } = await engine.prepare();
+    const { flags, busybox, etcd } = await engine.prepare();
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-downward-'));
     const field = (fieldPath: string) => ({ valueFrom: { fieldRef: { fieldPath } } });
     await writePod(
@@ -64,6 +64,19 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR), probes on the pod's IP a
           command: ['sh', '-c', 'mkdir -p /www; echo ok > /www/ready.html; exec httpd -f -p 8080 -h /www'],
           ports: [{ containerPort: 8080 }],
           readinessProbe: { httpGet: { path: '/ready.html', port: 8080 }, periodSeconds: 1 },
+        },
+      ],
+    });
+    // gRPC probes on the pod's IP (the Kubernetes documentation's etcd-with-grpc): the server's health
+    // makes it ready; a service etcd does not know fails, and with a high threshold kills nothing.
+    await writePod('grpc', {
+      containers: [
+        {
+          name: 'etcd',
+          image: etcd,
+          ports: [{ containerPort: 2379 }],
+          readinessProbe: { grpc: { port: 2379 }, periodSeconds: 1 },
+          livenessProbe: { grpc: { port: 2379, service: 'no-such-service' }, periodSeconds: 1, failureThreshold: 1000 },
         },
       ],
     });
@@ -148,5 +161,27 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR), probes on the pod's IP a
     // A probe that ran before httpd listened may have failed, as on a kubelet: it dialled the pod's IP too.
     for (const failed of agent!.events('ProbeFailed', 'probed'))
       expect(String(failed['msg'])).toContain(`http://${probed?.status.podIP}:8080/`);
+  });
+
+  it("makes a pod ready by a gRPC health check on the pod's IP, and fails one of a service the server does not know", async () => {
+    type Listed = {
+      items: Array<{ metadata: { name: string }; status: { podIP?: string; containerStatuses?: Array<{ ready: boolean }> } }>;
+    };
+    let pod: Listed['items'][number] | undefined;
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 250))) {
+      pod = ((await (await fetch(`${url}/pods`)).json()) as Listed).items.find((p) => p.metadata.name === 'grpc');
+      if (pod?.status.containerStatuses?.[0]?.ready === true && agent!.events('ProbeFailed', 'grpc').length > 0) break;
+    }
+    expect(pod?.status.containerStatuses?.[0]?.ready).toBe(true);
+    const podIP = pod?.status.podIP ?? '';
+    expect(isIPv4(podIP)).toBe(true);
+    const failed = agent!.events('ProbeFailed', 'grpc').map((e) => String(e['msg']));
+    expect(failed).toContainEqual(
+      expect.stringContaining(
+        `liveness probe grpc ${podIP}:2379 service "no-such-service" failed (1/1000): error: health rpc probe failed: unknown service`,
+      ),
+    );
+    // The readiness probe dials the same address; any failure it had was before etcd listened.
+    for (const message of failed.filter((m) => m.startsWith('readiness'))) expect(message).toContain(`grpc ${podIP}:2379 failed`);
   });
 });

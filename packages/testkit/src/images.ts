@@ -13,6 +13,8 @@ export interface TestImages {
   readonly busybox: string;
   /** The pod infrastructure image: sleeps forever and stops on SIGKILL, like `pause`. */
   readonly pause: string;
+  /** etcd serving clients on port 2379 of every address: a gRPC server with the standard health service, for gRPC probes. No shell. */
+  readonly etcd: string;
 }
 
 const env = enginesEnv();
@@ -21,6 +23,7 @@ const env = enginesEnv();
 export const TEST_IMAGES: TestImages = {
   busybox: env['TEST_BUSYBOX_IMAGE']!,
   pause: env['TEST_PAUSE_IMAGE']!,
+  etcd: env['TEST_ETCD_IMAGE']!,
 };
 
 /** The one builder of the test images' archive, which the engine scripts load into containerd and Podman. */
@@ -30,7 +33,7 @@ let built: Promise<TestImages> | undefined;
 
 /**
  * Builds the test images' archive (`scripts/lib/test-images.sh`: Debian's busybox-static on
- * nothing) and loads it into the Docker engine, once per process, as `docker load` would. A user
+ * nothing, and its etcd) and loads it into the Docker engine, once per process, as `docker load` would. A user
  * with a registry can use `busybox:1.36` and `registry.k8s.io/pause` instead: nothing in the
  * adapter depends on these names.
  */

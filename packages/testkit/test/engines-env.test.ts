@@ -44,6 +44,7 @@ describe('scripts/engines.env', () => {
         'CRI_CGROUP_PARENT',
         'TEST_BUSYBOX_IMAGE',
         'TEST_PAUSE_IMAGE',
+        'TEST_ETCD_IMAGE',
       ]),
     );
     expect(ours).toEqual(await bashReading(Object.keys(ours), env));
