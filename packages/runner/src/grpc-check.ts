@@ -101,7 +101,8 @@ function failureOf(
   timeoutMs: number,
   codes: typeof import('@grpc/grpc-js').status,
 ): string {
-  const said = error.details ?? error.message ?? String(error);
+  // grpc-js ends a connection failure with an empty "Resolution note: ".
+  const said = (error.details ?? error.message ?? String(error)).replace(/\s*Resolution note:\s*$/, '');
   if (error.code === codes.UNIMPLEMENTED) return `this server does not implement the grpc health protocol (grpc.health.v1.Health): ${said}`;
   if (error.code === codes.DEADLINE_EXCEEDED) return `timeout: health rpc did not complete within ${timeoutMs / 1000}s`;
   if (error.code === codes.UNAVAILABLE) return `timeout: failed to connect service "${target}" within ${timeoutMs / 1000}s: ${said}`;
