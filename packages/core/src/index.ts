@@ -46,7 +46,11 @@ export {
   type NodeSelectorRequirement,
   type Lifecycle,
   type LifecycleHandler,
+  type DnsPolicy,
+  type PodDnsConfig,
 } from './manifest.js';
+// A pod's resolver: the host's resolv.conf read, and a pod's DNS settings merged with it
+export { parseResolvConf, podDns, type ResolverConfig } from './dns.js';
 // ConfigMaps and Secrets given beside pods, and what pods read of them
 export {
   NO_OBJECTS,

@@ -49,6 +49,12 @@ export interface ContainerManifest {
   readonly securityContext?: PodSecurityContext;
   /** A v1 Pod's `spec.hostname`: the pod's hostname instead of its id (a DNS label). Not applied in a hostNetwork pod. */
   readonly hostname?: string;
+  /**
+   * A v1 Pod's `spec.dnsPolicy` (absent: `ClusterFirst`, which is `Default` on a host without a
+   * cluster DNS) and `spec.dnsConfig`: the resolver its containers get (see `podDns`).
+   */
+  readonly dnsPolicy?: DnsPolicy;
+  readonly dnsConfig?: PodDnsConfig;
   /** A v1 Pod's `spec.shareProcessNamespace`: its containers see (and may signal) each other's processes. */
   readonly shareProcessNamespace?: boolean;
   /** A v1 Pod's `spec.hostPID` / `hostIPC`: its containers are in the host's process / IPC namespace (accepted only with `allowPrivileged`). */
@@ -96,6 +102,17 @@ export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
  * grace periods; the planner and the spec builder apply it.
  */
 export const DEFAULT_GRACE_PERIOD_SECONDS = 30;
+
+/** v1 `dnsPolicy`: what a pod's resolver starts from (see `podDns`). */
+export type DnsPolicy = 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';
+
+/** v1 `dnsConfig`: resolver settings added to the pod's (or, under `None`, all of them). */
+export interface PodDnsConfig {
+  readonly nameservers?: readonly string[];
+  readonly searches?: readonly string[];
+  /** `ndots` with a value, `edns0` without. */
+  readonly options?: readonly { readonly name: string; readonly value?: string }[];
+}
 
 /** A liveness, readiness or startup check; exactly one of `exec`, `httpGet`, `tcpSocket`, `grpc`. */
 export interface Probe {

@@ -1,6 +1,7 @@
 /* The planner's vocabulary: what it is given (PlanInput) and what it says (Plan, PodPlan, PlanAction). */
 import type { NodeCapacity, PodRuntimeFields } from './container-env.js';
 import type { BackoffPolicy } from './backoff.js';
+import type { ResolverConfig } from './dns.js';
 import type { DesiredPod, LifecycleHandler, PullPolicy } from './manifest.js';
 import type { ObjectLookup } from './objects.js';
 import type { PodVolumeFiles } from './create-step.js';
@@ -169,8 +170,11 @@ export interface PlanInput {
    * other ports, removed when the pod is gone.
    */
   readonly sandboxes: readonly SandboxSummary[];
-  /** What containers' env reads of the node: its address (`status.hostIP`) and capacity (a limit not set). */
-  readonly podFields?: { readonly hostIP?: string; readonly nodeCapacity?: NodeCapacity };
+  /**
+   * What a pod takes of the node: its address (`status.hostIP`) and capacity (a limit not set) for
+   * containers' env, and its resolver (`--resolv-conf`), which a pod's `dnsConfig` adds to.
+   */
+  readonly podFields?: { readonly hostIP?: string; readonly nodeCapacity?: NodeCapacity; readonly hostDns?: ResolverConfig };
   /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
   readonly crashBackOff?: BackoffPolicy;
   /**

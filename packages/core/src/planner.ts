@@ -88,7 +88,7 @@ function planPod(
   );
   actions.push(
     ...sandboxRemovals(manifest.id, decision.stale, 'sandbox-changed', false),
-    sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new'),
+    sandboxRun(pod, input.node, list.length > 0 ? 'sandbox-changed' : 'new', input.podFields?.hostDns),
   );
   // A new sandbox starts with the first init container, if any; the others follow pass by pass.
   const first = manifest.initContainers?.[0];
@@ -308,10 +308,12 @@ function indexActual(actual: readonly ContainerSummary[], node: string): Map<str
 /** What a container's spec is built with: the node, the source, and the pod's fields (its sandbox's IP, when it has one). */
 function specContext(pod: DesiredPod, input: PlanInput, sandbox: string | undefined): SpecContext {
   const podIP = sandbox === undefined ? undefined : input.sandboxes.find((s) => s.id === sandbox)?.ip;
+  // The host's resolver is the sandbox's (sandboxRun), not a container's.
+  const { hostDns: _sandboxOnly, ...fields } = input.podFields ?? {};
   return {
     node: input.node,
     source: pod.source,
-    ...input.podFields,
+    ...fields,
     ...(podIP === undefined ? {} : { podIP }),
   };
 }

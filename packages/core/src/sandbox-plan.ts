@@ -1,3 +1,4 @@
+import type { ResolverConfig } from './dns.js';
 import type { ContainerManifest, DesiredPod } from './manifest.js';
 import { Labels } from './naming.js';
 import type { PlanAction, PlanReason } from './planner.js';
@@ -38,14 +39,14 @@ export function sandboxRemovals(podId: string, stale: readonly SandboxSummary[],
   return stale.map((s) => ({ type: 'remove-sandbox', podId, container: 'POD', reason, id: s.id, volumes }));
 }
 
-/** The step that runs a pod's new sandbox. */
-export function sandboxRun(pod: DesiredPod, node: string, reason: PlanReason): PlanAction {
+/** The step that runs a pod's new sandbox; `hostDns`, the host's resolver a pod's `dnsConfig` adds to. */
+export function sandboxRun(pod: DesiredPod, node: string, reason: PlanReason, hostDns?: ResolverConfig): PlanAction {
   return {
     type: 'run-sandbox',
     podId: pod.manifest.id,
     container: 'POD',
     reason,
-    spec: buildSandboxSpec(pod.manifest, { node, source: pod.source }),
+    spec: buildSandboxSpec(pod.manifest, { node, source: pod.source, hostDns }),
   };
 }
 

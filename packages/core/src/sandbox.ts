@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { podDns, type ResolverConfig } from './dns.js';
 import type { ContainerManifest } from './manifest.js';
 import { Labels, buildContainerName, escapeNamePart, isManifestId, podNameOf, podUid } from './naming.js';
 import type { PortBinding } from './runtime.js';
@@ -40,6 +41,11 @@ export interface SandboxSpec {
    * `securityContext.sysctls`, checked: namespaced, safe or allowed), by name.
    */
   readonly sysctls?: Readonly<Record<string, string>>;
+  /**
+   * The resolver the pod's containers get (its `/etc/resolv.conf`), from its `dnsPolicy` and
+   * `dnsConfig` and the host's (see `podDns`); absent, the engine's own (the host's, as it copies it).
+   */
+  readonly dns?: ResolverConfig;
   /**
    * The pod as the kubelet names it (`/pods` shows the same): its namespace (`default` for a pod
    * without one), its name and its uid (see `podUid`). What a runtime that lays out files per pod
@@ -102,6 +108,11 @@ export function manifestSandboxHash(manifest: ContainerManifest): string {
   if (manifest.hostIPC === true) hash = again('host-ipc');
   const sysctls = manifest.securityContext?.sysctls;
   if (sysctls !== undefined && sysctls.length > 0) hash = again(`sysctls:${canonicalJson(sysctlsOf(sysctls))}`);
+  // The pod's own DNS settings, not the host's they are merged with: a host's resolv.conf that
+  // changes reaches new sandboxes, as in the kubelet, and replaces none. A policy that makes no
+  // difference here (Default, ClusterFirst…: the host's) moves no hash.
+  if (manifest.dnsConfig !== undefined || manifest.dnsPolicy === 'None')
+    hash = again(`dns:${canonicalJson({ policy: manifest.dnsPolicy ?? null, config: manifest.dnsConfig ?? null })}`);
   return hash;
 }
 
@@ -125,9 +136,13 @@ export function podHostname(id: string): string {
   return id.length <= 63 ? id : id.slice(0, 63).replace(/[-.]+$/, '');
 }
 
-/** The sandbox a manifest needs on `node`. */
-export function buildSandboxSpec(manifest: ContainerManifest, context: { readonly node: string; readonly source: string }): SandboxSpec {
+/** The sandbox a manifest needs on `node`; `hostDns`, the host's resolver (`--resolv-conf`), which a pod's `dnsConfig` adds to. */
+export function buildSandboxSpec(
+  manifest: ContainerManifest,
+  context: { readonly node: string; readonly source: string; readonly hostDns?: ResolverConfig | undefined },
+): SandboxSpec {
   const hostNetwork = manifest.hostNetwork === true;
+  const dns = podDns(manifest, context.hostDns);
   return {
     name: buildContainerName(manifest.id, 'POD'),
     podId: manifest.id,
@@ -142,6 +157,7 @@ export function buildSandboxSpec(manifest: ContainerManifest, context: { readonl
     ...(manifest.securityContext?.sysctls === undefined || manifest.securityContext.sysctls.length === 0
       ? {}
       : { sysctls: sysctlsOf(manifest.securityContext.sysctls) }),
+    ...(dns === undefined ? {} : { dns }),
     labels: {
       [Labels.sandbox]: manifest.id,
       [Labels.sandboxHash]: manifestSandboxHash(manifest),

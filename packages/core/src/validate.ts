@@ -2,7 +2,8 @@ import type { FieldError } from './errors.js';
 import { LABEL_VALUE, MAX_LIST_ENTRIES, describeValue, isRecord, type ValidationWarning, type WrittenAs } from './field-checks.js';
 import type { Container, ContainerManifest, HostPathType, ManifestVersion, RestartPolicy, Volume } from './manifest.js';
 import { hostAccessOf, type HostAccess } from './host-access.js';
-import { PlacementChecks, isLabelKey } from './validate-placement.js';
+import { DnsChecks } from './validate-dns.js';
+import { isLabelKey } from './validate-placement.js';
 
 export type { ValidationWarning } from './field-checks.js';
 
@@ -46,6 +47,8 @@ const MANIFEST_FIELDS = new Set([
   'hostNetwork',
   'securityContext',
   'hostname',
+  'dnsPolicy',
+  'dnsConfig',
   'shareProcessNamespace',
   'hostPID',
   'hostIPC',
@@ -108,7 +111,7 @@ export function isValidatedManifest(manifest: unknown): boolean {
 }
 
 /** The manifest's structure, field by field; every problem found is kept. */
-class Walker extends PlacementChecks {
+class Walker extends DnsChecks {
   manifest(input: unknown, defaultId: string | undefined): ContainerManifest | undefined {
     const m = this.record(input, '', MANIFEST_FIELDS);
     if (m === undefined) return undefined;
@@ -133,6 +136,7 @@ class Walker extends PlacementChecks {
       );
     const securityContext = this.podSecurity(m['securityContext'], 'securityContext', { hostNetwork, hostIPC: m['hostIPC'] === true });
     const hostname = m['hostname'] == null || m['hostname'] === '' ? undefined : this.dnsLabel(m['hostname'], 'hostname', false);
+    const dns = this.dns(m, hostNetwork);
     const sharePid = m['shareProcessNamespace'] == null ? undefined : this.flag(m['shareProcessNamespace'], 'shareProcessNamespace');
     const placement = this.placement(m['nodeSelector'], m['nodeAffinity']);
     const hostNamespaces = this.hostNamespaces(m, sharePid === true);
@@ -211,6 +215,7 @@ class Walker extends PlacementChecks {
       ...(hostNetwork ? { hostNetwork } : {}),
       ...(securityContext === undefined ? {} : { securityContext }),
       ...(hostname === undefined ? {} : { hostname }),
+      ...dns,
       ...(sharePid === true ? { shareProcessNamespace: true } : {}),
       ...placement,
       ...hostNamespaces,

@@ -165,7 +165,8 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
     [pod({}, { hostIPC: true }), 'spec.hostIPC', '--allow-privileged'],
     [pod({}, { hostname: 'Not_A_Label' }), 'spec.hostname', 'must be a DNS label'],
     [pod({}, { shareProcessNamespace: 'yes' }), 'spec.shareProcessNamespace', 'must be true or false'],
-    [pod({}, { dnsConfig: {} }), 'spec.dnsConfig', 'not supported'],
+    [pod({}, { dnsConfig: { nameservers: ['10.0.0.1'] }, hostNetwork: true }), 'spec.dnsConfig', "uses the host's resolv.conf here"],
+    [pod({}, { hostAliases: [] }), 'spec.hostAliases', 'not supported'],
     [pod({}, { ephemeralContainers: [] }), 'spec.ephemeralContainers', 'not supported'],
     [
       pod({}, { securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '65535' }] } }),

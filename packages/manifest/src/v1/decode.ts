@@ -76,6 +76,8 @@ class V1PodDecoder extends V1VolumeDecoder {
       hostNetwork: s['hostNetwork'],
       securityContext: this.securityContext(s['securityContext'], 'spec.securityContext', 'pod'),
       hostname: s['hostname'],
+      dnsPolicy: s['dnsPolicy'],
+      dnsConfig: s['dnsConfig'],
       shareProcessNamespace: s['shareProcessNamespace'],
       hostPID: s['hostPID'],
       hostIPC: s['hostIPC'],

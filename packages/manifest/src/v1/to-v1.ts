@@ -65,6 +65,8 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
       ...(manifest.securityContext === undefined ? {} : { securityContext: structuredClone(manifest.securityContext) }),
       ...(manifest.hostname === undefined ? {} : { hostname: manifest.hostname }),
+      ...(manifest.dnsPolicy === undefined ? {} : { dnsPolicy: manifest.dnsPolicy }),
+      ...(manifest.dnsConfig === undefined ? {} : { dnsConfig: structuredClone(manifest.dnsConfig) }),
       ...(manifest.shareProcessNamespace === true ? { shareProcessNamespace: true } : {}),
       ...(manifest.hostPID === true ? { hostPID: true } : {}),
       ...(manifest.hostIPC === true ? { hostIPC: true } : {}),

@@ -33,6 +33,8 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   if (manifest.hostNetwork === true) refuse('hostNetwork');
   if (manifest.initContainers !== undefined) refuse('initContainers');
   if (manifest.hostname !== undefined) refuse('hostname');
+  if (manifest.dnsPolicy !== undefined) refuse('dnsPolicy');
+  if (manifest.dnsConfig !== undefined) refuse('dnsConfig');
   if (manifest.shareProcessNamespace === true) refuse('shareProcessNamespace');
   if (manifest.nodeSelector !== undefined) refuse('nodeSelector');
   if (manifest.hostPID === true) refuse('hostPID');
