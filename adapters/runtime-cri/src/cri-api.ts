@@ -127,6 +127,8 @@ export interface PodSandboxConfig {
   metadata: PodSandboxMetadata;
   hostname?: string;
   logDirectory?: string;
+  /** The sandbox's resolver (its /etc/resolv.conf); absent, the runtime copies the host's. */
+  dnsConfig?: { servers: string[]; searches: string[]; options: string[] };
   portMappings?: PortMapping[];
   labels?: Record<string, string>;
   annotations?: Record<string, string>;

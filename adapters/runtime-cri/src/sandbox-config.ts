@@ -36,6 +36,10 @@ export function buildSandboxConfig(spec: SandboxSpec, options: SandboxConfigOpti
     metadata: { name: spec.name, uid: spec.podId, namespace: CRI_NAMESPACE, attempt: 0 },
     ...(hostNetwork ? {} : { hostname: spec.hostname }),
     ...(options.logDirectory === undefined ? {} : { logDirectory: options.logDirectory }),
+    // The pod's resolver, which the runtime writes as its resolv.conf, as the kubelet asks for it.
+    ...(spec.dns === undefined
+      ? {}
+      : { dnsConfig: { servers: [...spec.dns.servers], searches: [...spec.dns.searches], options: [...spec.dns.options] } }),
     portMappings: hostNetwork
       ? []
       : spec.ports.flatMap((p) =>

@@ -174,6 +174,10 @@ export interface DockerCreateOptions {
     PortBindings?: Record<string, Array<{ HostIp: string; HostPort: string }>>;
     /** Kernel parameters of the container's own namespaces (`docker run --sysctl`). */
     Sysctls?: Record<string, string>;
+    /** The container's resolver (`--dns`, `--dns-search`, `--dns-option`): its resolv.conf, which containers joining its network share. */
+    Dns?: string[];
+    DnsSearch?: string[];
+    DnsOptions?: string[];
     Binds?: string[];
     Memory?: number;
     CpuShares?: number;

@@ -47,6 +47,16 @@ export class DockerSandboxes {
     // The pod's network sysctls are set in the holder's namespace, which its containers join; the
     // IPC ones go on each container (`ContainerSpec.ipcSysctls`: Docker gives each its own).
     const netSysctls = Object.entries(spec.sysctls ?? {}).filter(([name]) => name.startsWith('net.'));
+    // The pod's resolver on the holder: a container that joins its network gets its resolv.conf.
+    // Docker fills an empty list from the host's file; `.` is its word for no search domain.
+    const dns =
+      spec.dns === undefined
+        ? {}
+        : {
+            Dns: [...spec.dns.servers],
+            DnsSearch: spec.dns.searches.length === 0 ? ['.'] : [...spec.dns.searches],
+            DnsOptions: [...spec.dns.options],
+          };
     const network =
       spec.hostNetwork === true
         ? { Labels: { ...spec.labels }, HostConfig: { NetworkMode: 'host' } }
@@ -54,7 +64,11 @@ export class DockerSandboxes {
             Hostname: spec.hostname,
             Labels: { ...spec.labels },
             ExposedPorts: exposed,
-            HostConfig: { PortBindings: bindings, ...(netSysctls.length === 0 ? {} : { Sysctls: Object.fromEntries(netSysctls) }) },
+            HostConfig: {
+              PortBindings: bindings,
+              ...(netSysctls.length === 0 ? {} : { Sysctls: Object.fromEntries(netSysctls) }),
+              ...dns,
+            },
           };
     const created = await call(`create sandbox ${spec.name}`, () =>
       docker.createContainer({ name: spec.name, Image: this.options.podInfraImage, ...network }),

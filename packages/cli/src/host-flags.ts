@@ -1,5 +1,15 @@
+import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError } from 'commander';
-import { isLabelKey, isLabelValue, normalSysctlName, sysctlNamespace, SYSCTL_NAME } from '@kubelet-ts/core';
+import {
+  isLabelKey,
+  isLabelValue,
+  normalSysctlName,
+  parseResolvConf,
+  sysctlNamespace,
+  SYSCTL_NAME,
+  type Logger,
+  type ResolverConfig,
+} from '@kubelet-ts/core';
 
 /** `--node-labels a=b,c=d` (the kubelet's form): each a label key and value. */
 export function nodeLabelsFlag(value: string, previous: Record<string, string> | undefined): Record<string, string> {
@@ -31,4 +41,21 @@ export function allowedSysctlsFlag(value: string, previous: readonly string[] | 
     patterns.push(pattern);
   }
   return patterns;
+}
+
+/**
+ * The host's resolver from `--resolv-conf` ('' for none). A file that cannot be read is said once
+ * and taken as empty, as the kubelet goes on without it: a pod's dnsConfig is then all it gets.
+ */
+export async function hostDnsOf(path: string, logger: Logger): Promise<ResolverConfig | undefined> {
+  if (path === '') return undefined;
+  try {
+    return parseResolvConf(await readFile(path, 'utf8'));
+  } catch (error) {
+    logger.warn(
+      { flag: '--resolv-conf', path, err: error },
+      `--resolv-conf ${path} cannot be read (${(error as Error).message}): a pod's dnsConfig will be all its resolver gets; give --resolv-conf '' to say so, or the right file`,
+    );
+    return undefined;
+  }
 }

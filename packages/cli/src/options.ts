@@ -70,6 +70,8 @@ export interface CliOptions extends LegacyFlags {
   /** '' for none. */
   readonly containerLogLinksDir: string;
   readonly hostLogDir: string;
+  /** `--resolv-conf`: the host's resolver file, which a pod's dnsConfig adds to; '' for none. */
+  readonly resolvConf: string;
 }
 
 function duration(value: string): number {
@@ -338,6 +340,12 @@ export function buildProgram(): Command {
       new Option('--host-log-dir <dir>', "the host's log directory, served under /logs/ (behind the server's authentication)").default(
         DEFAULT_HOST_LOG_DIRECTORY,
       ),
+    )
+    .addOption(
+      new Option(
+        '--resolv-conf <path>',
+        "the host's resolver settings, which a pod's dnsConfig adds to (dnsPolicy Default, and ClusterFirst: there is no cluster DNS); '' for none. A pod without dnsConfig gets the engine's copy of the host's resolv.conf",
+      ).default('/etc/resolv.conf'),
     )
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))

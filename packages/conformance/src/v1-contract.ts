@@ -112,6 +112,37 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
       expect(/40000\s+50000/.test(range.output)).toBe(false);
     });
 
+    it("gives the pod's containers its resolver as their /etc/resolv.conf", async () => {
+      const dns = {
+        servers: ['192.0.2.53', '198.51.100.53'],
+        searches: ['team.example.test', 'example.test'],
+        options: ['ndots:2', 'edns0'],
+      };
+      const sandbox = await run({ ...sandboxSpec('v1-dns'), dns });
+      const c = await started(spec('v1-dns', 'main'), sandbox.id);
+      expect((await runtime().inspect(c.id)).state).toBe('running');
+      if (options.realExec === false) return;
+      const lines = async (id: string) => {
+        const read = await runtime().exec(id, ['cat', '/etc/resolv.conf'], 5000);
+        expect(read.exitCode).toBe(0);
+        return read.output
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/).join(' '))
+          .filter((l) => l !== '' && !l.startsWith('#'));
+      };
+      // Each line as written, in whatever order the runtime writes the kinds of line.
+      expect((await lines(c.id)).sort()).toEqual([
+        'nameserver 192.0.2.53',
+        'nameserver 198.51.100.53',
+        'options ndots:2 edns0',
+        'search team.example.test example.test',
+      ]);
+      // No search domain at all is none, not the host's.
+      const bare = await run({ ...sandboxSpec('v1-dns-bare'), dns: { servers: ['192.0.2.53'], searches: [], options: ['ndots:1'] } });
+      const b = await started(spec('v1-dns-bare', 'main'), bare.id);
+      expect((await lines(b.id)).filter((l) => !l.startsWith('options'))).toEqual(['nameserver 192.0.2.53']);
+    });
+
     it('runs a host-network sandbox that publishes nothing, lists it as ours and ready, and runs containers in it', async () => {
       const s = sandboxSpec('v1-hostnet', [], true);
       const sandbox = await run(s);

@@ -1,4 +1,4 @@
-import type { ContainerRuntime, EventSink, Clock, HostAccess, Logger, ManifestSource } from '@kubelet-ts/core';
+import type { ContainerRuntime, EventSink, Clock, HostAccess, Logger, ManifestSource, ResolverConfig } from '@kubelet-ts/core';
 import type { NodeFiguresOptions } from './node-figures.js';
 import type { VolumeRoots } from './volume-figures.js';
 import type { NetworkCheck } from './prober.js';
@@ -36,6 +36,12 @@ export interface KubeletOptions extends HostAccess {
   readonly crashBackOff?: { readonly initialMs: number; readonly maxMs: number };
   /** Liveness, readiness and startup probes: the address published ports are dialled on (default 127.0.0.1), and the checker. */
   readonly probes?: { readonly host?: string; readonly network?: NetworkCheck };
+  /**
+   * The host's resolver (the kubelet's `--resolv-conf`, read with `parseResolvConf`), which a pod's
+   * `dnsConfig` adds to. Default: none, so such a pod gets its own settings alone; a pod without
+   * `dnsConfig` gets the engine's copy of the host's resolv.conf either way.
+   */
+  readonly hostDns?: ResolverConfig;
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
   /**

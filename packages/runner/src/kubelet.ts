@@ -169,7 +169,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       transitions: new TransitionReporter(this.hostname, emit, () => this.startedAt),
       metrics,
       ...(options.crashBackOff === undefined ? {} : { crashBackOff: options.crashBackOff }),
-      podFields: nodeFields(options.probes?.host),
+      podFields: { ...nodeFields(options.probes?.host), ...(options.hostDns === undefined ? {} : { hostDns: options.hostDns }) },
       files,
       inbox,
       relistDue: () =>
