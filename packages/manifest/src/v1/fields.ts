@@ -35,7 +35,12 @@ export const IGNORED_V1_FIELDS = {
     'readinessGates',
     'overhead',
   ],
-  container: ['terminationMessagePath', 'terminationMessagePolicy'],
+  /**
+   * `resizePolicy` says whether an in-place resize (the API server's `resize` subresource) restarts
+   * the container; a pod given to one host has no such resize: a change of its resources is a new
+   * pod, here as for the kubelet's static pods.
+   */
+  container: ['terminationMessagePath', 'terminationMessagePolicy', 'resizePolicy'],
 } as const;
 
 /** The fields that are read (the mapping), per object; anything neither read nor ignored is refused. */
