@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, readFile, readlink, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -21,6 +21,7 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
   const node = `e2e-hooks-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
   let dir: string;
   let volumes: string;
+  let seccompRoot: string;
   let agent: AgentProcess | undefined;
   let url: string;
 
@@ -86,8 +87,23 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
       ],
       volumes: [{ name: 'cache', emptyDir: { medium: 'Memory', sizeLimit: '16Mi' } }],
     });
+    // A Localhost seccomp profile (the documentation's audit-pod names profiles/audit.json), under
+    // the agent's --seccomp-profile-root: everything allowed but making a directory.
+    seccompRoot = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-seccomp-'));
+    await mkdir(join(seccompRoot, 'profiles'));
+    await writeFile(
+      join(seccompRoot, 'profiles', 'deny-mkdir.json'),
+      JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO' }] }),
+    );
+    await writePod('seccomp', {
+      securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'profiles/deny-mkdir.json' } },
+      terminationGracePeriodSeconds: 2,
+      containers: [{ name: 'main', image: busybox, command: ['sh', '-c', 'mkdir /made-here; echo "mkdir exited $?"; exec sleep 3600'] }],
+    });
     agent = new AgentProcess([
       ...flags,
+      '--seccomp-profile-root',
+      seccompRoot,
       '--allow-privileged',
       '--config',
       dir,
@@ -108,6 +124,7 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
     await agent?.stop();
     await engine.cleanUp(node);
     await rm(dir, { recursive: true, force: true });
+    await rm(seccompRoot, { recursive: true, force: true });
     // A tmpfs a failed test left mounted there goes first, or rm would stop at it.
     for (const line of (await readFile('/proc/self/mountinfo', 'utf8')).split('\n')) {
       const point = line.split(' ')[4];
@@ -151,6 +168,12 @@ describe.each(AGENT_ENGINES)('v1 lifecycle hooks and host namespaces on $name, t
     await rm(join(dir, 'memvol.json'));
     await agent!.until(() => agent!.events('SandboxRemoved', 'memvol').length > 0, 'the memvol pod removed', 30_000);
     expect(await mounted()).toBe(false);
+  });
+
+  it('runs a pod under its Localhost seccomp profile, a file under --seccomp-profile-root', async () => {
+    const printed = await printedOnce(url, 'default/seccomp/main', 'mkdir exited');
+    expect(printed).toContain('Operation not permitted');
+    expect(printed).toContain('mkdir exited 1');
   });
 
   it('runs preStop before the stop when the pod is removed', async () => {

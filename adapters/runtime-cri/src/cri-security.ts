@@ -1,4 +1,11 @@
-import { KubeletError, runAsNonRootProblem, type ContainerSecurity, type ContainerSpec, type SecurityProfile } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  localhostSeccompProblem,
+  runAsNonRootProblem,
+  type ContainerSecurity,
+  type ContainerSpec,
+  type SecurityProfile,
+} from '@kubelet-ts/core';
 import type { CriImage, LinuxContainerSecurityContext, SecurityProfile as CriProfile } from './cri-api.js';
 import { ADAPTER } from './errors.js';
 
@@ -19,7 +26,8 @@ export function imageUserOf(image: CriImage | null): string {
 export function criSecurityOf(spec: ContainerSpec, imageUser: string | undefined): LinuxContainerSecurityContext {
   const security = spec.security;
   if (security === undefined) return {};
-  const problem = runAsNonRootProblem(security, imageUser);
+  // The runtime reads a Localhost profile's file itself, from its path (`localhostRef`).
+  const problem = runAsNonRootProblem(security, imageUser) ?? localhostSeccompProblem(security);
   if (problem !== undefined) throw new KubeletError('InvalidManifest', `create ${spec.name}: ${problem}`, { adapter: ADAPTER });
   return {
     ...userOf(security, imageUser),

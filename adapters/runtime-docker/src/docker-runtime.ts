@@ -197,9 +197,10 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     await this.call(`inspect sandbox ${sandboxId}`, () => this.docker.getContainer(sandboxId).inspect());
     // The container joins the sandbox's namespace, whose holder publishes the pod's ports. On Podman it
     // also joins its UTS namespace for the pod's hostname (it would keep its own; Docker shares it).
-    const uts = (await this.engine()) === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
+    const engine = await this.engine();
+    const uts = engine === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
     const inspectImage = () => this.call(`inspect image ${spec.image}`, () => this.docker.getImage(spec.image).inspect());
-    const { User, HostConfig: security } = await securityOptionsOf(spec, inspectImage, sandboxId);
+    const { User, HostConfig: security } = await securityOptionsOf(spec, inspectImage, sandboxId, engine);
     const options: DockerCreateOptions = {
       name: spec.name,
       Image: spec.image,

@@ -1,5 +1,14 @@
-import { KubeletError, needsImageUser, runAsNonRootProblem, type ContainerSecurity, type ContainerSpec } from '@kubelet-ts/core';
+import { readFile } from 'node:fs/promises';
+import {
+  KubeletError,
+  localhostSeccompProblem,
+  needsImageUser,
+  runAsNonRootProblem,
+  type ContainerSecurity,
+  type ContainerSpec,
+} from '@kubelet-ts/core';
 import type { DockerCreateOptions } from './docker-api.js';
+import type { EngineKind } from './engine-kind.js';
 import { ADAPTER } from './errors.js';
 
 /** What a container's security settings add to its create options. */
@@ -23,6 +32,7 @@ export async function securityOptionsOf(
   spec: ContainerSpec,
   inspectImage: () => Promise<unknown>,
   sandboxId: string,
+  engine: EngineKind = 'docker',
 ): Promise<SecurityOptions> {
   const { security } = spec;
   // The pod's one process namespace is its holder's (v1 shareProcessNamespace).
@@ -36,12 +46,15 @@ export async function securityOptionsOf(
   };
   if (security === undefined) return { HostConfig: pid };
   const imageUser = needsImageUser(security) ? ((await inspectImage()) as { Config?: { User?: string } }).Config?.User : undefined;
-  const problem = runAsNonRootProblem(security, imageUser);
+  const problem = runAsNonRootProblem(security, imageUser) ?? localhostSeccompProblem(security);
   if (problem !== undefined) throw new KubeletError('InvalidManifest', `create ${spec.name}: ${problem}`, { adapter: ADAPTER });
   const user = security.user === undefined ? (imageUser ?? '').split(':')[0] || '0' : String(security.user);
   const opts = [
     ...(security.noNewPrivileges === true ? ['no-new-privileges'] : []),
-    ...profileOption('seccomp', security.seccomp),
+    ...(security.seccomp?.type === 'Localhost'
+      ? [`seccomp=${await localhostSeccomp(spec, security.seccomp.localhostProfile ?? '', engine)}`]
+      : []),
+    ...profileOption('seccomp', security.seccomp?.type === 'Localhost' ? undefined : security.seccomp),
     ...profileOption('apparmor', security.appArmor),
     ...Object.entries(security.seLinux ?? {}).map(([key, value]) => `label=${key}:${value}`),
   ];
@@ -62,9 +75,29 @@ export async function securityOptionsOf(
 }
 
 /**
+ * A Localhost seccomp profile as the engine's API takes one: Docker's, its JSON itself (the Docker
+ * CLI reads the file for `--security-opt seccomp=FILE`, as dockershim did for the kubelet), read
+ * from the agent's seccomp directory on this host; Podman's, the file's path, which it opens itself.
+ *
+ * @throws KubeletError `InvalidManifest` when the file cannot be read.
+ */
+async function localhostSeccomp(spec: ContainerSpec, path: string, engine: EngineKind): Promise<string> {
+  try {
+    const json = await readFile(path, 'utf8');
+    return engine === 'podman' ? path : json;
+  } catch (error) {
+    throw new KubeletError(
+      'InvalidManifest',
+      `create ${spec.name}: the Localhost seccomp profile ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); put it there, or give another localhostProfile`,
+      { adapter: ADAPTER, cause: error },
+    );
+  }
+}
+
+/**
  * A profile as a security option: nothing for `RuntimeDefault` (the engine applies its own),
- * `unconfined`, or a Localhost profile by name (an AppArmor profile the host has loaded;
- * validation refuses a Localhost seccomp profile).
+ * `unconfined`, or a Localhost profile by name (an AppArmor profile the host has loaded; a
+ * Localhost seccomp profile is given as its JSON, see `localhostSeccomp`).
  */
 function profileOption(kind: 'seccomp' | 'apparmor', profile: ContainerSecurity['seccomp']): string[] {
   if (profile === undefined || profile.type === 'RuntimeDefault') return [];

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { KubeletError, type ContainerSpec } from '@kubelet-ts/core';
 import { securityOptionsOf } from '../src/docker-security.js';
@@ -75,5 +78,31 @@ describe("Docker's create options of a container's security settings, as dockers
     const refused = securityOptionsOf({ ...container, security: { runAsNonRoot: true } }, image('root'), 'sandbox-id');
     await expect(refused).rejects.toBeInstanceOf(KubeletError);
     await expect(refused).rejects.toThrow('create web--main--1: runAsNonRoot is set and the image runs as root');
+  });
+
+  it('gives a Localhost seccomp profile as its JSON to Docker and as its path to Podman; a name with no directory, or no file, is refused', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-seccomp-unit-'));
+    try {
+      const path = join(dir, 'audit.json');
+      await writeFile(path, '{"defaultAction":"SCMP_ACT_LOG"}');
+      const localhost = (localhostProfile: string): ContainerSpec => ({
+        ...container,
+        security: { seccomp: { type: 'Localhost', localhostProfile } },
+      });
+      expect((await securityOptionsOf(localhost(path), noImage, 'sandbox-id')).HostConfig.SecurityOpt).toEqual([
+        'seccomp={"defaultAction":"SCMP_ACT_LOG"}',
+      ]);
+      expect((await securityOptionsOf(localhost(path), noImage, 'sandbox-id', 'podman')).HostConfig.SecurityOpt).toEqual([
+        `seccomp=${path}`,
+      ]);
+      await expect(securityOptionsOf(localhost('audit.json'), noImage, 'sandbox-id')).rejects.toThrow(
+        /is a name under the agent's seccomp directory, and none is set; give one \(--seccomp-profile-root/,
+      );
+      await expect(securityOptionsOf(localhost(join(dir, 'none.json')), noImage, 'sandbox-id', 'podman')).rejects.toThrow(
+        /cannot be read \(ENOENT\); put it there, or give another localhostProfile/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -59,6 +59,7 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
   const hostDns = await hostDnsOf(options.resolvConf, logger);
   const kubelet = resolveKubelet(wiring.container, {
     ...(hostDns === undefined ? {} : { hostDns }),
+    seccompProfileRoot: options.seccompProfileRoot,
     ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, hostname) }),
     ...(checkpoints === undefined ? {} : { checkpoints }),
     syncFrequencyMs: options.syncFrequency,

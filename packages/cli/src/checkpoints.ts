@@ -3,9 +3,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '@kubelet-ts/core';
 import { FileSourceCheckpoints } from '@kubelet-ts/runner';
-
-/** The agent's directory when `--root-dir` is not given (the kubelet's is /var/lib/kubelet). */
-export const DEFAULT_ROOT_DIR = '/var/lib/kubelet-ts';
+import { DEFAULT_ROOT_DIR } from './legacy-flags.js';
 
 /**
  * Where the agent keeps each source's last good set: `<root-dir>/sources`. A `--root-dir` given

@@ -3,6 +3,9 @@ import { hostname as osHostname } from 'node:os';
 import { join } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 
+/** The agent's directory when `--root-dir` is not given (the kubelet's is /var/lib/kubelet). */
+export const DEFAULT_ROOT_DIR = '/var/lib/kubelet-ts';
+
 /** What the 2014 flags add to today's options (see `addLegacyFlags`). */
 export interface LegacyFlags {
   readonly rootDir?: string;

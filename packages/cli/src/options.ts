@@ -6,7 +6,7 @@ import { hostEnforcesAppArmor } from '@kubelet-ts/runner';
 import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
 import { allowedSysctlsFlag, nodeLabelsFlag } from './host-flags.js';
-import { addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
+import { DEFAULT_ROOT_DIR, addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
 export { normaliseFlagSpelling } from './legacy-flags.js';
 
@@ -72,6 +72,8 @@ export interface CliOptions extends LegacyFlags {
   readonly hostLogDir: string;
   /** `--resolv-conf`: the host's resolver file, which a pod's dnsConfig adds to; '' for none. */
   readonly resolvConf: string;
+  /** `--seccomp-profile-root`: where Localhost seccomp profiles are; default `<root-dir>/seccomp`. */
+  readonly seccompProfileRoot: string;
 }
 
 function duration(value: string): number {
@@ -347,6 +349,12 @@ export function buildProgram(): Command {
         "the host's resolver settings, which a pod's dnsConfig adds to (dnsPolicy Default, and ClusterFirst: there is no cluster DNS); '' for none. A pod without dnsConfig gets the engine's copy of the host's resolv.conf",
       ).default('/etc/resolv.conf'),
     )
+    .addOption(
+      new Option(
+        '--seccomp-profile-root <dir>',
+        "where a pod's Localhost seccomp profiles are: securityContext.seccompProfile.localhostProfile names a JSON file under it (default: <root-dir>/seccomp)",
+      ),
+    )
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))
     .addOption(
@@ -389,5 +397,6 @@ export function optionsOf<T extends CliOptions>(program: Command): T {
     // On the tmpfs every Linux host has, one directory per volumes root: two agents of one host keep apart.
     volumeFilesDir: raw.volumeFilesDir ?? join('/dev/shm/kubelet-ts', volumesRootOf(raw, given('volumesRoot'))),
     appArmor: hostEnforcesAppArmor(),
+    seccompProfileRoot: raw.seccompProfileRoot ?? join(raw.rootDir ?? DEFAULT_ROOT_DIR, 'seccomp'),
   };
 }

@@ -39,6 +39,7 @@ export async function runOnce(options: CliOptions, hostname: string, logger: Log
   const kubelet = resolveKubelet(wiring.container, {
     ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, hostname) }),
     ...(hostDns === undefined ? {} : { hostDns }),
+    seccompProfileRoot: options.seccompProfileRoot,
     hostname,
     syncFrequencyMs: options.syncFrequency,
     // Nothing serves the figures: nothing is sampled.

@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   HOST_NETWORK_SANDBOX_HASH,
   Labels,
@@ -141,6 +144,43 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
       const bare = await run({ ...sandboxSpec('v1-dns-bare'), dns: { servers: ['192.0.2.53'], searches: [], options: ['ndots:1'] } });
       const b = await started(spec('v1-dns-bare', 'main'), bare.id);
       expect((await lines(b.id)).filter((l) => !l.startsWith('options'))).toEqual(['nameserver 192.0.2.53']);
+    });
+
+    it('runs a container under a Localhost seccomp profile, the JSON file its path names; one that cannot be read is refused', async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-seccomp-'));
+      try {
+        // Everything allowed but making a directory, which fails with EPERM.
+        const profile = join(dir, 'deny-mkdir.json');
+        await writeFile(
+          profile,
+          JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO' }] }),
+        );
+        const sandbox = await run(sandboxSpec('v1-seccomp'));
+        const confined = await started(
+          spec('v1-seccomp', 'confined', { security: { seccomp: { type: 'Localhost', localhostProfile: profile } } }),
+          sandbox.id,
+        );
+        expect((await runtime().inspect(confined.id)).state).toBe('running');
+        if (options.realExec !== false) {
+          const denied = await runtime().exec(confined.id, ['mkdir', '/made-here'], 5000);
+          expect(denied.exitCode).not.toBe(0);
+          expect(denied.output).toContain('Operation not permitted');
+          const free = await started(spec('v1-seccomp', 'free'), sandbox.id);
+          expect((await runtime().exec(free.id, ['mkdir', '/made-here'], 5000)).exitCode).toBe(0);
+        }
+        const missing = spec('v1-seccomp', 'missing', {
+          security: { seccomp: { type: 'Localhost', localhostProfile: join(dir, 'none.json') } },
+        });
+        const refused = await runtime()
+          .create(missing, sandbox.id)
+          .then(
+            () => undefined,
+            (error: unknown) => error,
+          );
+        expect(refused).toBeInstanceOf(Error);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
     });
 
     it('runs a host-network sandbox that publishes nothing, lists it as ours and ready, and runs containers in it', async () => {

@@ -177,6 +177,7 @@ export {
   containerSecurityOf,
   needsImageUser,
   runAsNonRootProblem,
+  localhostSeccompProblem,
   withoutEngineDefaults,
   type ContainerSecurity,
   type ContainerSecurityContext,

@@ -172,9 +172,16 @@ export interface PlanInput {
   readonly sandboxes: readonly SandboxSummary[];
   /**
    * What a pod takes of the node: its address (`status.hostIP`) and capacity (a limit not set) for
-   * containers' env, and its resolver (`--resolv-conf`), which a pod's `dnsConfig` adds to.
+   * containers' env, its resolver (`--resolv-conf`), which a pod's `dnsConfig` adds to, and its
+   * seccomp directory.
    */
-  readonly podFields?: { readonly hostIP?: string; readonly nodeCapacity?: NodeCapacity; readonly hostDns?: ResolverConfig };
+  readonly podFields?: {
+    readonly hostIP?: string;
+    readonly nodeCapacity?: NodeCapacity;
+    readonly hostDns?: ResolverConfig;
+    /** Where a `Localhost` seccomp profile's file is (see `SpecContext.seccompProfileRoot`). */
+    readonly seccompProfileRoot?: string;
+  };
   /** Overrides the kubelet's crash back-off (tests on a real engine shorten it). */
   readonly crashBackOff?: BackoffPolicy;
   /**

@@ -141,6 +141,17 @@ export function runAsNonRootProblem(security: ContainerSecurity | undefined, ima
 }
 
 /**
+ * Why a Localhost seccomp profile cannot be given to an engine: its name was not made a path under
+ * the agent's seccomp directory (`SpecContext.seccompProfileRoot`); `undefined` when it can, or
+ * when the profile is not Localhost.
+ */
+export function localhostSeccompProblem(security: ContainerSecurity | undefined): string | undefined {
+  const profile = security?.seccomp;
+  if (profile?.type !== 'Localhost' || profile.localhostProfile?.startsWith('/') === true) return undefined;
+  return `the Localhost seccomp profile ${JSON.stringify(profile.localhostProfile ?? '')} is a name under the agent's seccomp directory, and none is set; give one (--seccomp-profile-root, KubeletOptions.seccompProfileRoot)`;
+}
+
+/**
  * A securityContext without what the engines do anyway: a `RuntimeDefault` seccomp profile (the
  * profile every runtime applies when none is given) where it overrides nothing (`inherited`, the
  * pod's profile, is absent or the same); `undefined` when nothing else is said. What the spec hash

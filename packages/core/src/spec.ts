@@ -11,7 +11,7 @@ import {
 } from './manifest.js';
 import { Labels, buildContainerName, podUid } from './naming.js';
 import { resolveContainerEnv, type NodeCapacity, type PodRuntimeFields } from './container-env.js';
-import { containerSecurityOf, withoutEngineDefaults } from './security.js';
+import { containerSecurityOf, withoutEngineDefaults, type ContainerSecurity } from './security.js';
 import type { ContainerSpec, Mount, PortBinding } from './runtime.js';
 import type { ObjectLookup } from './objects.js';
 
@@ -170,12 +170,24 @@ export interface SpecContext extends PodRuntimeFields {
   readonly crashStreak?: number;
   /** The ConfigMaps and Secrets of the pod's source; absent, the variables they give are left out (see `EnvContext.objects`). */
   readonly objects?: ObjectLookup;
+  /**
+   * The agent's seccomp directory (the kubelet's `<root-dir>/seccomp`): a `Localhost` profile's
+   * `localhostProfile` is a file under it. Absent, the name stays relative and a runtime refuses it.
+   */
+  readonly seccompProfileRoot?: string;
+}
+
+/** `security` with a Localhost seccomp profile's name made the path of its file under `root`. */
+function withSeccompPath(security: ContainerSecurity | undefined, root: string | undefined): ContainerSecurity | undefined {
+  const profile = security?.seccomp;
+  if (root === undefined || profile?.type !== 'Localhost' || profile.localhostProfile === undefined) return security;
+  return { ...security, seccomp: { type: 'Localhost', localhostProfile: `${root.replace(/\/+$/, '')}/${profile.localhostProfile}` } };
 }
 
 /** Maps one manifest container onto what the runtime creates, labels included. */
 export function buildContainerSpec(manifest: ContainerManifest, container: Container, context: SpecContext): ContainerSpec {
   const volumes = new Map(manifest.volumes.map((v) => [v.name, v]));
-  const security = containerSecurityOf(manifest, container);
+  const security = withSeccompPath(containerSecurityOf(manifest, container), context.seccompProfileRoot);
   const { env, command, entrypoint } = resolveContainerEnv(manifest, container, {
     ...context,
     podUid: podUid(manifest, context),

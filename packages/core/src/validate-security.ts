@@ -151,12 +151,8 @@ export class SecurityChecks extends ProbeChecks {
     const nonRoot = this.boolean(s['runAsNonRoot'], `${path}.runAsNonRoot`);
     if (nonRoot === true && user === 0)
       this.fail(`${path}.runAsNonRoot`, 'is true while runAsUser is 0 (root); give a runAsUser other than 0, or leave runAsNonRoot out');
+    // A Localhost profile is a file under the agent's seccomp directory (see `SpecContext.seccompProfileRoot`).
     const seccomp = this.profile(s['seccompProfile'], `${path}.seccompProfile`);
-    if (seccomp?.type === 'Localhost')
-      this.fail(
-        `${path}.seccompProfile.type`,
-        "Localhost is not supported; use RuntimeDefault (the engines' default profile) or Unconfined",
-      );
     const appArmor = this.profile(s['appArmorProfile'], `${path}.appArmorProfile`);
     if (appArmor !== undefined) this.appArmorHost(appArmor, `${path}.appArmorProfile`);
     const seLinux = this.seLinux(s['seLinuxOptions'], `${path}.seLinuxOptions`);

@@ -42,6 +42,11 @@ export interface KubeletOptions extends HostAccess {
    * `dnsConfig` gets the engine's copy of the host's resolv.conf either way.
    */
   readonly hostDns?: ResolverConfig;
+  /**
+   * The directory of `Localhost` seccomp profiles (the kubelet's `<root-dir>/seccomp`): a pod's
+   * `localhostProfile` names a JSON file under it. Default: none, and a runtime refuses such a container.
+   */
+  readonly seccompProfileRoot?: string;
   /** Restart back-off for crashed sources. Default 1 s doubling to 60 s. */
   readonly sourceBackoff?: { readonly initialMs: number; readonly maxMs: number };
   /**

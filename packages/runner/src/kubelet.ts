@@ -169,7 +169,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       transitions: new TransitionReporter(this.hostname, emit, () => this.startedAt),
       metrics,
       ...(options.crashBackOff === undefined ? {} : { crashBackOff: options.crashBackOff }),
-      podFields: { ...nodeFields(options.probes?.host), ...(options.hostDns === undefined ? {} : { hostDns: options.hostDns }) },
+      podFields: {
+        ...nodeFields(options.probes?.host),
+        ...(options.hostDns === undefined ? {} : { hostDns: options.hostDns }),
+        ...(options.seccompProfileRoot === undefined ? {} : { seccompProfileRoot: options.seccompProfileRoot }),
+      },
       files,
       inbox,
       relistDue: () =>
