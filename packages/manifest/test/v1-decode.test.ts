@@ -174,9 +174,14 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
       "kernel.msgmax is not one of the kubelet's safe sysctls; run the agent with --allowed-unsafe-sysctls kernel.msgmax",
     ],
     [
-      pod({}, { securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: 'audit.json' } } }),
-      'spec.securityContext.seccompProfile.type',
-      'Localhost is not supported; use RuntimeDefault',
+      pod({}, { securityContext: { seccompProfile: { type: 'Localhost', localhostProfile: '../etc/audit.json' } } }),
+      'spec.securityContext.seccompProfile.localhostProfile',
+      'must be a relative name without ".."',
+    ],
+    [
+      pod({}, { securityContext: { seccompProfile: { type: 'Localhost' } } }),
+      'spec.securityContext.seccompProfile.localhostProfile',
+      'is required with type Localhost',
     ],
     [pod({ securityContext: { privileged: true } }), 'spec.containers[0].securityContext.privileged', '--allow-privileged'],
     [pod({ securityContext: { procMount: 'Unmasked' } }), 'spec.containers[0].securityContext.procMount', 'not supported'],
