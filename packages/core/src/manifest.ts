@@ -174,7 +174,10 @@ export interface Volume {
   readonly emptyDir?: EmptyDir;
 }
 
-/** A pod's own volume: in memory (a tmpfs of at most `sizeLimit` bytes), and the mode of its directory. */
+/**
+ * A pod's own volume: in memory (a tmpfs of at most `sizeLimit` bytes) or on the disk (`sizeLimit`
+ * then reported when outgrown, not enforced: see `ContainerChecks.emptyDirOf`), and the mode of its directory.
+ */
 export interface EmptyDir {
   readonly medium?: 'Memory';
   /** Bytes; only in memory (the size of the tmpfs). */

@@ -144,23 +144,19 @@ export class ObjectRefChecks extends SecurityChecks {
 
   /**
    * How a pod's own volume is made: `medium: Memory` (a tmpfs; `sizeLimit` in bytes its size) and
-   * the directory's `mode`. A size limit on the disk is refused: the kubelet enforces it by evicting
-   * the pod, which this agent does not do.
+   * the directory's `mode`. A size limit on the disk is kept and not enforced, as the kubelet keeps
+   * it for a static pod (its eviction manager evicts no critical pod, and every static pod is one):
+   * the housekeeping's walk of the volume says when it is over the limit.
    */
   protected emptyDirOf(input: unknown, path: string): EmptyDir | undefined {
     const e = this.record(input, path, EMPTY_DIR_FIELDS);
     if (e === undefined) return undefined;
     const medium = e['medium'] == null || e['medium'] === '' ? undefined : this.oneOf(e['medium'], `${path}.medium`, ['Memory'] as const);
     const sizeLimit = e['sizeLimit'] == null ? undefined : this.integer(e['sizeLimit'], `${path}.sizeLimit`, 1, Number.MAX_SAFE_INTEGER);
-    if (sizeLimit !== undefined && medium === undefined)
-      this.fail(
-        `${path}.sizeLimit`,
-        "limits a volume on the host's disk, which the kubelet enforces by evicting the pod and this agent cannot; use medium: Memory for a volume of at most that size, or leave sizeLimit out",
-      );
     const mode = e['mode'] == null ? undefined : this.integer(e['mode'], `${path}.mode`, 0, 0o7777);
     const out = {
       ...(medium === undefined ? {} : { medium }),
-      ...(sizeLimit === undefined || medium === undefined ? {} : { sizeLimit }),
+      ...(sizeLimit === undefined ? {} : { sizeLimit }),
       ...(mode === undefined ? {} : { mode }),
     };
     return Object.keys(out).length === 0 ? undefined : out;

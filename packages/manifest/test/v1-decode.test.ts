@@ -215,11 +215,7 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
       'not supported; a network or cloud volume is attached by its storage provider',
     ],
     [pod({}, { volumes: [{ name: 'v', emptyDir: { medium: 'HugePages' } }] }), 'spec.volumes[0].emptyDir.medium', 'must be one of Memory'],
-    [
-      pod({}, { volumes: [{ name: 'v', emptyDir: { sizeLimit: '1Gi' } }] }),
-      'spec.volumes[0].emptyDir.sizeLimit',
-      "limits a volume on the host's disk, which the kubelet enforces by evicting the pod",
-    ],
+    [pod({}, { volumes: [{ name: 'v', emptyDir: { sizeLimit: '-1Gi' } }] }), 'spec.volumes[0].emptyDir.sizeLimit', 'must be'],
     [
       pod({}, { volumes: [{ name: 'v', emptyDir: { medium: 'Memory', sizeLimit: 'lots' } }] }),
       'spec.volumes[0].emptyDir.sizeLimit',

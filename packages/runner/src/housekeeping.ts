@@ -209,7 +209,15 @@ export class Housekeeping {
         const usage: VolumeUsage[] = [];
         for (const volume of volumeDirsOf(t.manifest, roots)) {
           const measured = await measureVolume(volume, t.namespace, now);
-          if (measured !== undefined) usage.push(measured);
+          if (measured === undefined) continue;
+          usage.push(measured);
+          // What the kubelet's eviction manager logs of a static pod's volume over its limit: it
+          // evicts no critical pod, and every static pod is one.
+          if (volume.sizeLimit !== undefined && measured.usedBytes > volume.sizeLimit)
+            this.options.logger.warn(
+              { podId: t.manifest.id, volume: volume.name, usedBytes: measured.usedBytes, sizeLimit: volume.sizeLimit },
+              `usage of emptyDir volume "${volume.name}" of pod ${t.manifest.id} (${measured.usedBytes} bytes) exceeds its sizeLimit (${volume.sizeLimit}); the pod is not evicted, as the kubelet evicts no static pod: give it medium: Memory to hold it to the limit`,
+            );
         }
         last = { at: now, usage };
       }

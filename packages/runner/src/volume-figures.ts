@@ -19,6 +19,8 @@ export interface VolumeDir {
   readonly name: string;
   readonly dir: string;
   readonly claim?: string;
+  /** An emptyDir on the disk: the `sizeLimit` it may outgrow (in memory, the tmpfs holds it to it). */
+  readonly sizeLimit?: number;
 }
 
 /**
@@ -35,7 +37,14 @@ export function volumeDirsOf(manifest: ContainerManifest, roots: VolumeRoots): V
         dirs.push({ name: v.name, dir: claimVolumePath(roots.volumesRoot, v.claim.name), claim: v.claim.name });
     } else if (v.files !== undefined) {
       if (roots.volumeFilesDir !== undefined) dirs.push({ name: v.name, dir: podVolumePath(roots.volumeFilesDir, manifest.id, v.name) });
-    } else if (roots.volumesRoot !== undefined) dirs.push({ name: v.name, dir: podVolumePath(roots.volumesRoot, manifest.id, v.name) });
+    } else if (roots.volumesRoot !== undefined) {
+      const limit = v.emptyDir?.medium === undefined ? v.emptyDir?.sizeLimit : undefined;
+      dirs.push({
+        name: v.name,
+        dir: podVolumePath(roots.volumesRoot, manifest.id, v.name),
+        ...(limit === undefined ? {} : { sizeLimit: limit }),
+      });
+    }
   }
   return dirs;
 }

@@ -6,7 +6,7 @@ import { KubeletError, podUid, wrapRuntime } from '@kubelet-ts/core';
 import type { Kubelet } from '../src/kubelet.js';
 import { NodeFigures } from '../src/node-figures.js';
 import { HOST, SYNC_MS, agentFixture } from './agent-fixture.js';
-import { pod, settle, ScriptedSource } from './helpers.js';
+import { pod, RecordingLogger, settle, ScriptedSource } from './helpers.js';
 
 const HOUSEKEEPING_MS = 10_000;
 
@@ -118,6 +118,34 @@ describe('housekeeping: what the node and the running pods use', () => {
       expect(again.timestamp - walkedAt).toBeLessThan(70_000);
       expect(again.inodesUsed).toBe(3);
       expect(again.usedBytes).toBeGreaterThanOrEqual(320 * 1024);
+    } finally {
+      await rm(volumesRoot, { recursive: true, force: true });
+    }
+  });
+
+  it('says when an emptyDir on the disk outgrows its sizeLimit, and evicts nothing (the kubelet evicts no static pod)', async () => {
+    const volumesRoot = await mkdtemp(join(tmpdir(), 'kubelet-ts-hk-limit-'));
+    try {
+      await mkdir(join(volumesRoot, 'web', 'cache'), { recursive: true });
+      await mkdir(join(volumesRoot, 'web', 'small'), { recursive: true });
+      await writeFile(join(volumesRoot, 'web', 'cache', 'a'), Buffer.alloc(256 * 1024, 1));
+      await writeFile(join(volumesRoot, 'web', 'small', 'a'), Buffer.alloc(4 * 1024, 1));
+      const web = {
+        ...pod('web'),
+        volumes: [
+          { name: 'cache', emptyDir: { sizeLimit: 100 * 1024 } },
+          { name: 'small', emptyDir: { sizeLimit: 1024 * 1024 } },
+        ],
+      };
+      const logger = new RecordingLogger();
+      const k = f.kubelet([new ScriptedSource('a', { initial: [web] })], { logger, housekeeping: { volumes: { volumesRoot } } });
+      await k.start();
+      await settle();
+      for (let i = 0; i < 3 && k.resourceUsage().pods.length === 0; i++) await nextSample(k);
+      const over = logger.find('exceeds its sizeLimit');
+      expect(over.map((e) => e.fields)).toEqual([{ podId: 'web', volume: 'cache', usedBytes: expect.any(Number), sizeLimit: 100 * 1024 }]);
+      expect(over[0]!.message).toContain('the pod is not evicted, as the kubelet evicts no static pod: give it medium: Memory');
+      expect(f.one('web').state).toBe('running');
     } finally {
       await rm(volumesRoot, { recursive: true, force: true });
     }
