@@ -296,6 +296,14 @@ export interface Container {
   /** A v1 Pod's `command`: replaces the image's ENTRYPOINT (and with it the CMD, unless `command` is set). */
   readonly entrypoint?: readonly string[];
   readonly workingDir?: string;
+  /**
+   * v1 `stdin`: the container's standard input stays open (a pipe the engine holds) for an attach
+   * to write to; `stdinOnce`: it closes when the first attach that wrote to it ends. Absent: /dev/null.
+   */
+  readonly stdin?: boolean;
+  readonly stdinOnce?: boolean;
+  /** v1 `tty`: the container's main process runs on a terminal (its output then one stream, stdout). */
+  readonly tty?: boolean;
   readonly ports: readonly Port[];
   /** The variables of ConfigMaps and Secrets, before `env` (whose variables win over them). Absent: none. */
   readonly envFrom?: readonly EnvFromSource[];

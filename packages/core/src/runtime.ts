@@ -19,6 +19,11 @@ export interface ContainerSpec {
   /** Replaces the image's ENTRYPOINT (Docker `Entrypoint`, CRI `command`). */
   readonly entrypoint?: readonly string[];
   readonly workingDir?: string;
+  /** Standard input kept open for attaches (Docker `OpenStdin`, CRI `stdin`), and closed after the first (`StdinOnce`). */
+  readonly stdin?: boolean;
+  readonly stdinOnce?: boolean;
+  /** A terminal for the main process (Docker `Tty`, CRI `tty`): its output is one stream, stdout. */
+  readonly tty?: boolean;
   readonly env: Readonly<Record<string, string>>;
   /**
    * This container's own ports, kept with it for the record. Its sandbox publishes them (the pod's

@@ -32,6 +32,9 @@ const CONTAINER_FIELDS = new Set([
   'securityContext',
   'restartPolicy',
   'lifecycle',
+  'stdin',
+  'stdinOnce',
+  'tty',
 ]);
 // The late-2014 v1beta1 spellings (`PullAlways`) mean the same as ours.
 const PULL_POLICIES: Readonly<Record<string, PullPolicy>> = {
@@ -94,6 +97,9 @@ export class ContainerChecks extends ObjectRefChecks {
     const restartPolicy =
       c['restartPolicy'] == null ? undefined : this.oneOf(c['restartPolicy'], `${path}.restartPolicy`, ['Always'] as const);
     const lifecycle = c['lifecycle'] == null ? undefined : this.lifecycle(c['lifecycle'], `${path}.lifecycle`);
+    const stdin = this.boolean(c['stdin'], `${path}.stdin`);
+    const stdinOnce = this.boolean(c['stdinOnce'], `${path}.stdinOnce`);
+    const tty = this.boolean(c['tty'], `${path}.tty`);
     if (this.errors.length > before || name === undefined || image === undefined) return undefined;
     return {
       name,
@@ -114,6 +120,10 @@ export class ContainerChecks extends ObjectRefChecks {
       ...(securityContext === undefined ? {} : { securityContext }),
       ...(restartPolicy === undefined ? {} : { restartPolicy }),
       ...(lifecycle === undefined ? {} : { lifecycle }),
+      // Each written only when true, so one container has one form (false is what absent means).
+      ...(stdin === true ? { stdin } : {}),
+      ...(stdinOnce === true ? { stdinOnce } : {}),
+      ...(tty === true ? { tty } : {}),
     };
   }
 

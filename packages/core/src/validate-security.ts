@@ -231,7 +231,7 @@ export class SecurityChecks extends ProbeChecks {
     return compact({ ...(add.length === 0 ? {} : { add }), ...(drop.length === 0 ? {} : { drop }) });
   }
 
-  private boolean(input: unknown, path: string): boolean | undefined {
+  protected boolean(input: unknown, path: string): boolean | undefined {
     if (input == null) return undefined;
     if (typeof input === 'boolean') return input;
     return this.fail(path, `must be true or false, got ${describeValue(input)}`);

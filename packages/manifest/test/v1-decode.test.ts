@@ -191,8 +191,7 @@ describe('v1 Pod: refused fields name their path and say "not supported"', () =>
       'spec.containers[0].lifecycle.postStart.tcpSocket',
       'is not run as a hook',
     ],
-    [pod({ stdin: true }), 'spec.containers[0].stdin', 'not supported'],
-    [pod({ tty: true }), 'spec.containers[0].tty', 'not supported'],
+    [pod({ volumeDevices: [] }), 'spec.containers[0].volumeDevices', 'not supported'],
     [pod({ ports: [{ containerPort: 80, protocol: 'SCTP' }] }), 'spec.containers[0].ports[0].protocol', 'SCTP is not supported'],
     [
       pod({ volumeMounts: [{ name: 'v', mountPath: '/v', subPath: '../x' }] }, { volumes: [{ name: 'v' }] }),
@@ -342,15 +341,20 @@ describe('v1 Pod: values are checked as every manifest is, at the v1 path', () =
   });
 
   it('names a rejected pod by its id so its last good version is kept', () => {
-    const parsed = parseManifests(JSON.stringify(pod({ tty: true }, {}, { namespace: 'ops' })), 'x.json');
+    const parsed = parseManifests(JSON.stringify(pod({ volumeDevices: [] }, {}, { namespace: 'ops' })), 'x.json');
     expect(parsed.rejected[0]?.id).toBe('web.ops');
   });
 
   it('refuses every wrong field at once, mapping and validation alike', () => {
     expect(
-      refused(pod({ tty: true, image: '', resources: { limits: { memory: 'lots' } } }, { hostIPC: true }))
+      refused(pod({ volumeDevices: [], image: '', resources: { limits: { memory: 'lots' } } }, { hostIPC: true }))
         .map((e) => e.path)
         .sort(),
-    ).toEqual(['spec.containers[0].image', 'spec.containers[0].resources.limits.memory', 'spec.containers[0].tty', 'spec.hostIPC']);
+    ).toEqual([
+      'spec.containers[0].image',
+      'spec.containers[0].resources.limits.memory',
+      'spec.containers[0].volumeDevices',
+      'spec.hostIPC',
+    ]);
   });
 });

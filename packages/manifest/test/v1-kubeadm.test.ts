@@ -185,7 +185,10 @@ describe('kubeadm control-plane manifests', () => {
   it('refuses a variant with unsupported fields field by field, the rest still read', () => {
     const text = fixture('kube-apiserver')
       .replace('  hostNetwork: true\n', '  hostNetwork: true\n  hostPID: true\n  initContainers:\n  - name: wait\n    image: busybox\n')
-      .replace('    name: kube-apiserver\n', '    name: kube-apiserver\n    securityContext:\n      privileged: true\n    stdin: true\n')
+      .replace(
+        '    name: kube-apiserver\n',
+        '    name: kube-apiserver\n    securityContext:\n      privileged: true\n    volumeDevices: []\n',
+      )
       .replace('        cpu: 250m\n', '        cpu: 250m\n        ephemeral-storage: 1Gi\n')
       .replace('  - hostPath:\n      path: /etc/ssl/certs\n      type: DirectoryOrCreate\n', '  - gitRepo:\n      repository: certs\n');
     const parsed = parseManifests(text, 'kube-apiserver.yaml', { allowHostMounts: true, allowHostNetwork: true });
@@ -194,7 +197,7 @@ describe('kubeadm control-plane manifests', () => {
     expect(parsed.rejected[0]?.errors.map((e) => `${e.path}: ${e.message.split(';')[0]}`).sort()).toEqual([
       'spec.containers[0].resources.requests.ephemeral-storage: not supported',
       'spec.containers[0].securityContext.privileged: true gives the container every device and capability of the host, which this agent refuses',
-      'spec.containers[0].stdin: not supported',
+      'spec.containers[0].volumeDevices: not supported',
       "spec.hostPID: true puts the pod's containers in the host's process namespace, where they reach every process of the host, which this agent refuses",
       'spec.volumes[0].gitRepo: not supported',
     ]);

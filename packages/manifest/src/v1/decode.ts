@@ -154,6 +154,9 @@ class V1PodDecoder extends V1VolumeDecoder {
       entrypoint: input['command'],
       command: input['args'],
       workingDir: input['workingDir'],
+      stdin: input['stdin'],
+      stdinOnce: input['stdinOnce'],
+      tty: input['tty'],
       ports: this.each(input['ports'], `${path}.ports`, (p, at) => this.port(p, at)),
       envFrom: input['envFrom'],
       // Passed on as the same objects, so a message can show how a value was written (`"01234"`).

@@ -112,6 +112,9 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
     ...(c.entrypoint === undefined ? {} : { command: [...c.entrypoint] }),
     ...(c.command === undefined ? {} : { args: [...c.command] }),
     ...(c.workingDir === undefined ? {} : { workingDir: c.workingDir }),
+    ...(c.stdin === true ? { stdin: true } : {}),
+    ...(c.stdinOnce === true ? { stdinOnce: true } : {}),
+    ...(c.tty === true ? { tty: true } : {}),
     ...(c.ports.length === 0
       ? {}
       : {

@@ -84,6 +84,7 @@ function container(
   c.env.forEach((e, j) => e.valueFrom !== undefined && refuse(`${path}.env[${j}].valueFrom`));
   if (c.envFrom !== undefined) refuse(`${path}.envFrom`);
   if (c.lifecycle !== undefined) refuse(`${path}.lifecycle`);
+  for (const field of ['stdin', 'stdinOnce', 'tty'] as const) if (c[field] === true) refuse(`${path}.${field}`);
   c.volumeMounts.forEach((m, j) => m.subPath !== undefined && refuse(`${path}.volumeMounts[${j}].subPath`));
   if (c.readinessProbe !== undefined) refuse(`${path}.readinessProbe`);
   if (c.startupProbe !== undefined) refuse(`${path}.startupProbe`);
