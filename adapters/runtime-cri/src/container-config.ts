@@ -27,6 +27,8 @@ export function buildContainerConfig(
     ...(spec.entrypoint === undefined ? {} : { command: [...spec.entrypoint] }),
     ...(spec.command === undefined ? {} : { args: [...spec.command] }),
     ...(spec.workingDir === undefined ? {} : { workingDir: spec.workingDir }),
+    ...(spec.stdin === true ? { stdin: true, ...(spec.stdinOnce === true ? { stdinOnce: true } : {}) } : {}),
+    ...(spec.tty === true ? { tty: true } : {}),
     envs: Object.entries(spec.env).map(([key, value]) => ({ key, value })),
     mounts,
     labels: { ...spec.labels },

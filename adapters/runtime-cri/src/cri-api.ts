@@ -196,6 +196,10 @@ export interface ContainerConfig {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   logPath?: string;
+  /** Standard input held open for attaches, closed after the first (`stdinOnce`); a terminal for the main process. */
+  stdin?: boolean;
+  stdinOnce?: boolean;
+  tty?: boolean;
   linux?: {
     resources?: LinuxContainerResources;
     securityContext?: LinuxContainerSecurityContext;

@@ -59,6 +59,9 @@ interface VerboseConfig {
   command?: string[];
   args?: string[];
   working_dir?: string;
+  stdin?: boolean;
+  stdin_once?: boolean;
+  tty?: boolean;
   envs?: Array<{ key: string; value: string }>;
   linux?: { resources?: { cpu_period?: number; cpu_quota?: number } };
 }
@@ -117,6 +120,8 @@ export function detailsOf(status: ContainerStatus, info: Record<string, string>)
       ...(Array.isArray(config.args) && config.args.length > 0 ? { command: config.args } : {}),
       ...(Array.isArray(config.command) && config.command.length > 0 ? { entrypoint: config.command } : {}),
       ...(config.working_dir ? { workingDir: config.working_dir } : {}),
+      ...(config.stdin === true ? { stdin: true, ...(config.stdin_once === true ? { stdinOnce: true } : {}) } : {}),
+      ...(config.tty === true ? { tty: true } : {}),
       env: Object.fromEntries((config.envs ?? []).map((e) => [e.key, e.value])),
       ports: [],
       mounts: (status.mounts ?? []).map((m) => ({ volume: basename(m.hostPath), containerPath: m.containerPath, readOnly: m.readonly })),

@@ -135,9 +135,10 @@ export interface DockerInspect {
   State: { Status: string; ExitCode: number; StartedAt: string; FinishedAt: string; Running?: boolean; Pid?: number };
   Config: {
     Image: string;
-    /** Whether the main process has a terminal, and whether its stdin is open to attach. */
+    /** Whether the main process has a terminal, and whether its stdin is open to attach (closed after the first when StdinOnce). */
     Tty?: boolean;
     OpenStdin?: boolean;
+    StdinOnce?: boolean;
     Cmd?: string[] | null;
     Entrypoint?: string | string[] | null;
     WorkingDir?: string;
@@ -161,6 +162,10 @@ export interface DockerCreateOptions {
   Cmd?: string[];
   Entrypoint?: string[];
   WorkingDir?: string;
+  /** Standard input held open for attaches (`docker run -i`), closed after the first (`StdinOnce`); a terminal (`-t`). */
+  OpenStdin?: boolean;
+  StdinOnce?: boolean;
+  Tty?: boolean;
   Env?: string[];
   /** `uid`, `uid:gid`, or the image's user name with a gid. */
   User?: string;

@@ -52,8 +52,8 @@ export async function dockerLogs(
   id: string,
   options: LogReadOptions,
 ): Promise<AsyncIterable<LogLine>> {
-  await known(docker, endpoint, id);
-  return read(docker, endpoint, id, options);
+  const { tty } = await known(docker, endpoint, id);
+  return read(docker, endpoint, id, options, tty);
 }
 
 /**
@@ -67,22 +67,26 @@ export async function dockerLogText(
   id: string,
   options: LogTextOptions,
 ): Promise<AsyncIterable<Uint8Array>> {
-  await known(docker, endpoint, id);
+  const { tty } = await known(docker, endpoint, id);
   if (options.timestamps === true || options.sinceMs !== undefined) {
     const { timestamps: _timestamps, ...lines } = options;
-    return logText(read(docker, endpoint, id, lines), options);
+    return logText(read(docker, endpoint, id, lines, tty), options);
   }
-  return cutAtLimit(payloads(docker, endpoint, id, options), options.limitBytes);
+  return cutAtLimit(payloads(docker, endpoint, id, options, tty), options.limitBytes);
 }
 
-/** Known before any stream is opened: an unknown container is NotFound, as the contract says. */
-async function known(docker: DockerApi, endpoint: string, id: string): Promise<void> {
-  await docker
+/**
+ * Known before any stream is opened: an unknown container is NotFound, as the contract says. And
+ * whether it has a terminal (v1 `tty`): the engine then sends its output as it is, not multiplexed.
+ */
+async function known(docker: DockerApi, endpoint: string, id: string): Promise<{ tty: boolean }> {
+  const info = await docker
     .getContainer(id)
     .inspect()
     .catch((error: unknown) => {
       throw translate(error, `logs of ${id}`, endpoint);
     });
+  return { tty: (info as { Config?: { Tty?: boolean } }).Config?.Tty === true };
 }
 
 /**
@@ -120,10 +124,31 @@ function broken(id: string, error: unknown): KubeletError {
  * cut out in place (a frame may straddle chunks: what is left of it, or of its header, is carried
  * over) and handed on whole (`limitBytes` is `dockerLogText`'s to cut).
  */
-async function* payloads(docker: DockerApi, endpoint: string, id: string, options: LogReadOptions): AsyncGenerator<Uint8Array> {
+async function* payloads(
+  docker: DockerApi,
+  endpoint: string,
+  id: string,
+  options: LogReadOptions,
+  tty: boolean,
+): AsyncGenerator<Uint8Array> {
   const { signal } = options;
   const stream = await opened(docker, endpoint, id, options, false);
   if (stream === undefined) return;
+  if (tty) {
+    // A terminal's output comes as it is: no frames to cut.
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        yield chunk;
+        if (signal?.aborted === true) return;
+      }
+    } catch (error) {
+      if (signal?.aborted === true) return;
+      throw broken(id, error);
+    } finally {
+      (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+    }
+    return;
+  }
   const header = Buffer.alloc(HEADER);
   let headerBytes = 0;
   // The payload bytes of the current frame still to come, and whether they are handed on.
@@ -172,31 +197,21 @@ async function* payloads(docker: DockerApi, endpoint: string, id: string, option
   }
 }
 
-async function* read(docker: DockerApi, endpoint: string, id: string, options: LogReadOptions): AsyncGenerator<LogLine> {
+async function* read(docker: DockerApi, endpoint: string, id: string, options: LogReadOptions, tty: boolean): AsyncGenerator<LogLine> {
   const { signal, sinceMs } = options;
   // A function, so that each look reads the signal anew (it aborts while the read waits).
   const aborted = () => signal?.aborted === true;
   const stream = await opened(docker, endpoint, id, options, true);
   if (stream === undefined) return;
   let left = options.limitBytes ?? Number.POSITIVE_INFINITY;
-  let pending: Buffer = Buffer.alloc(0);
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-      while (pending.length >= HEADER) {
-        const size = pending.readUInt32BE(4);
-        if (pending.length < HEADER + size) break;
-        const kind = STREAMS[pending[0]!];
-        const payload = pending.subarray(HEADER, HEADER + size);
-        pending = pending.subarray(HEADER + size);
-        if (kind === undefined) continue; // stdin: never asked for
-        for (const line of messages(payload, kind)) {
-          if (sinceMs !== undefined && line.time < sinceMs) continue;
-          const content = line.content.length > left ? line.content.subarray(0, left) : line.content;
-          left -= content.length;
-          yield content === line.content ? line : { ...line, content };
-          if (left <= 0 || aborted()) return;
-        }
+    for await (const { kind, payload } of (tty ? terminalLines : frames)(stream as AsyncIterable<Buffer>)) {
+      for (const line of messages(payload, kind)) {
+        if (sinceMs !== undefined && line.time < sinceMs) continue;
+        const content = line.content.length > left ? line.content.subarray(0, left) : line.content;
+        left -= content.length;
+        yield content === line.content ? line : { ...line, content };
+        if (left <= 0 || aborted()) return;
       }
     }
   } catch (error) {
@@ -205,6 +220,39 @@ async function* read(docker: DockerApi, endpoint: string, id: string, options: L
   } finally {
     (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
   }
+}
+
+/** The multiplexed stream's stdout and stderr messages, each whole (a frame may straddle chunks). */
+async function* frames(stream: AsyncIterable<Buffer>): AsyncGenerator<{ kind: LogStream; payload: Buffer }> {
+  let pending: Buffer = Buffer.alloc(0);
+  for await (const chunk of stream) {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    while (pending.length >= HEADER) {
+      const size = pending.readUInt32BE(4);
+      if (pending.length < HEADER + size) break;
+      const kind = STREAMS[pending[0]!];
+      const payload = pending.subarray(HEADER, HEADER + size);
+      pending = pending.subarray(HEADER + size);
+      if (kind !== undefined) yield { kind, payload }; // stdin: never asked for
+    }
+  }
+}
+
+/**
+ * A terminal's output (a container with `Tty`, whose log the engine sends as it is): stdout, in
+ * whole lines each after its time (a line a chunk cut is carried to the next), the last one as it
+ * ends, without its `\n` if it had none.
+ */
+async function* terminalLines(stream: AsyncIterable<Buffer>): AsyncGenerator<{ kind: LogStream; payload: Buffer }> {
+  let pending: Buffer = Buffer.alloc(0);
+  for await (const chunk of stream) {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    const end = pending.lastIndexOf(NEWLINE) + 1;
+    if (end === 0) continue;
+    yield { kind: 'stdout', payload: pending.subarray(0, end) };
+    pending = pending.subarray(end);
+  }
+  if (pending.length > 0) yield { kind: 'stdout', payload: pending };
 }
 
 /** The engine's stream, never buffered whole (dockerode buffers a read without `follow`, so it is dialled as a stream). */

@@ -198,6 +198,12 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     // The container joins the sandbox's namespace, whose holder publishes the pod's ports. On Podman it
     // also joins its UTS namespace for the pod's hostname (it would keep its own; Docker shares it).
     const engine = await this.engine();
+    if (engine === 'podman' && spec.stdinOnce === true)
+      throw new KubeletError(
+        'InvalidManifest',
+        `create ${spec.name}: stdinOnce cannot be kept on Podman (its Docker-compatible API drops StdinOnce, so stdin would stay open after the first attach); leave stdinOnce out`,
+        { adapter: ADAPTER },
+      );
     const uts = engine === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
     const inspectImage = () => this.call(`inspect image ${spec.image}`, () => this.docker.getImage(spec.image).inspect());
     const { User, HostConfig: security } = await securityOptionsOf(spec, inspectImage, sandboxId, engine);
@@ -209,6 +215,9 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       ...(spec.command === undefined ? {} : { Cmd: [...spec.command] }),
       ...(spec.entrypoint === undefined ? {} : { Entrypoint: [...spec.entrypoint] }),
       ...(spec.workingDir === undefined ? {} : { WorkingDir: spec.workingDir }),
+      // v1 stdin/stdinOnce/tty: what `docker run -i -t` asks (no client attached: stdin waits for one).
+      ...(spec.stdin === true ? { OpenStdin: true, ...(spec.stdinOnce === true ? { StdinOnce: true } : {}) } : {}),
+      ...(spec.tty === true ? { Tty: true } : {}),
       Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
       ...(User === undefined ? {} : { User }),
       Labels: { ...spec.labels },

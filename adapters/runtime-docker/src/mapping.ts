@@ -88,6 +88,8 @@ export function detailsOf(info: DockerInspect): ContainerDetails {
       ...(info.Config.Cmd == null ? {} : { command: info.Config.Cmd }),
       ...(entrypoint === undefined ? {} : { entrypoint }),
       ...(info.Config.WorkingDir ? { workingDir: info.Config.WorkingDir } : {}),
+      ...(info.Config.OpenStdin === true ? { stdin: true, ...(info.Config.StdinOnce === true ? { stdinOnce: true } : {}) } : {}),
+      ...(info.Config.Tty === true ? { tty: true } : {}),
       env,
       ports: [],
       mounts: (info.HostConfig.Binds ?? []).map((b) => {

@@ -32,5 +32,6 @@ runtimeContract(
     logs: {},
     streaming: {},
     stats: {},
+    refusesStdinOnce: true,
   },
 );

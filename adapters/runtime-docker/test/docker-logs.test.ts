@@ -14,7 +14,7 @@ const frame = (stream: 1 | 2, text: string) => {
 };
 
 /** An engine that answers `logs` with `chunks`, recording what was asked. */
-function engine(chunks: readonly Buffer[], answer: { error?: unknown } = {}) {
+function engine(chunks: readonly Buffer[], answer: { error?: unknown; tty?: boolean } = {}) {
   const asked: Array<Record<string, unknown>> = [];
   let destroyed = false;
   const api = {
@@ -25,7 +25,7 @@ function engine(chunks: readonly Buffer[], answer: { error?: unknown } = {}) {
             statusCode: 404,
             json: { message: 'No such container: gone' },
           });
-        return {};
+        return answer.tty === true ? { Config: { Tty: true } } : {};
       },
     }),
     modem: {
@@ -151,5 +151,27 @@ describe('dockerLogText: the same read as text', () => {
     const { api, asked } = engine([]);
     await expect(dockerLogText(api, 'unix:///x', 'gone', {})).rejects.toMatchObject({ code: 'NotFound' });
     expect(asked).toEqual([]);
+  });
+});
+
+describe('dockerLogs of a container with a terminal (v1 tty): the engine’s stream as it is, no frames', () => {
+  const t1 = '2026-12-05T05:24:06.123456789Z';
+  const t2 = '2026-12-05T05:24:07.000000001Z';
+
+  it('reads stdout lines each after its time, a line cut between chunks carried over, the last one without its end', async () => {
+    const bytes = Buffer.from(`${t1} $ ls\r\n${t2} bin  etc\r\n${t2} $ `);
+    const chunks = Array.from({ length: Math.ceil(bytes.length / 5) }, (_, i) => bytes.subarray(i * 5, i * 5 + 5));
+    const lines = await all(await dockerLogs(engine(chunks, { tty: true }).api, 'unix:///x', 'c1', {}));
+    expect(text(lines)).toEqual(['stdout:$ ls\r\n', 'stdout:bin  etc\r\n', 'stdout:$ ']);
+    expect(lines.map((l) => formatLogTime(l))).toEqual([t1, t2, t2]);
+  });
+
+  it('hands its text on as the engine sent it, asked without times', async () => {
+    const chunks = [Buffer.from('$ ls\r\nbin'), Buffer.from('  etc\r\n')];
+    const { api, asked } = engine(chunks, { tty: true });
+    let whole = '';
+    for await (const chunk of await dockerLogText(api, 'unix:///x', 'c1', {})) whole += Buffer.from(chunk).toString();
+    expect(whole).toBe('$ ls\r\nbin  etc\r\n');
+    expect(asked[0]).toMatchObject({ timestamps: false });
   });
 });

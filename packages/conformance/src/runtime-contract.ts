@@ -38,6 +38,8 @@ export interface RuntimeContractOptions extends TestApiOption {
   readonly streaming?: StreamingCapability;
   /** Declared by runtimes that report what containers and pods use; without it those checks are left out (and the runtime must declare no stats). */
   readonly stats?: StatsCapability;
+  /** True for a runtime whose engine keeps no `stdinOnce` (Podman's compatible API drops it): it must refuse the field. */
+  readonly refusesStdinOnce?: boolean;
 }
 
 /**

@@ -32,6 +32,7 @@ interface StreamingContractOptions {
   readonly name: string;
   readonly image: string;
   readonly command: readonly string[];
+  readonly realExec?: boolean;
   readonly streaming?: StreamingCapability;
   readonly testApi: TestApi;
 }
@@ -101,7 +102,12 @@ export function streamingContract(
     const capability = options.streaming;
     const print = capability?.print ?? defaultPrint;
 
-    const running = async (r: ContainerRuntime, command = options.command, ports: readonly number[] = []) => {
+    const running = async (
+      r: ContainerRuntime,
+      command = options.command,
+      ports: readonly number[] = [],
+      fields: Partial<ContainerSpec> = {},
+    ) => {
       const podId = `streams-${process.pid}`;
       const { id } = await create({
         name: `${buildContainerName(podId, 'main')}-${Date.now().toString(36)}`,
@@ -118,6 +124,7 @@ export function streamingContract(
           [Labels.source]: 'contract',
           [Labels.node]: 'contract-node',
         },
+        ...fields,
       });
       await r.start(id);
       return id;
@@ -234,6 +241,24 @@ export function streamingContract(
       const end = await session.done;
       expect(typeof end.exitCode).toBe('number');
     });
+
+    withStreaming(
+      'attach: writes to the stdin of a container made with stdin (v1 stdin), which its main process reads',
+      async (r, streams) => {
+        // A process's own behaviour: a runtime that runs none (the in-memory one) has nothing to show.
+        if (options.realExec === false) return;
+        const id = await running(r, ['sh', '-c', 'read line; echo "got $line"; exec sleep 3600'], [], { stdin: true });
+        const session = await streams.attach(id, { ...NONE, stdin: true });
+        try {
+          const seen = readUntil(session.stdout!, 'got hello\n');
+          session.stdin!.write('hello\n');
+          expect(await seen).toBe('got hello\n');
+        } finally {
+          session.close();
+          await session.done;
+        }
+      },
+    );
 
     withStreaming('close() ends a session at once, while its process still runs', async (r, streams) => {
       const id = await running(r);

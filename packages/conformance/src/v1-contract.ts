@@ -21,6 +21,7 @@ interface V1ContractOptions {
   readonly command: readonly string[];
   readonly realExec?: boolean;
   readonly podNetwork?: PodNetworkCapability;
+  readonly refusesStdinOnce?: boolean;
   readonly testApi: TestApi;
 }
 
@@ -171,15 +172,66 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
         const missing = spec('v1-seccomp', 'missing', {
           security: { seccomp: { type: 'Localhost', localhostProfile: join(dir, 'none.json') } },
         });
+        // An engine opens the file when it makes the container; a runtime that runs no process opens none.
+        if (options.realExec !== false) {
+          const refused = await runtime()
+            .create(missing, sandbox.id)
+            .then(
+              () => undefined,
+              (error: unknown) => error,
+            );
+          expect(refused).toBeInstanceOf(Error);
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("holds a stdin container's standard input open, gives a tty container a terminal, and reads a terminal's output back", async () => {
+      const sandbox = await run(sandboxSpec('v1-stdin'));
+      const once = spec('v1-stdin', 'held', { command: ['sleep', '3600'], stdin: true, stdinOnce: true });
+      if (options.refusesStdinOnce === true) {
         const refused = await runtime()
-          .create(missing, sandbox.id)
+          .create(once, sandbox.id)
           .then(
             () => undefined,
             (error: unknown) => error,
           );
         expect(refused).toBeInstanceOf(Error);
-      } finally {
-        await rm(dir, { recursive: true, force: true });
+      }
+      const held = await started(options.refusesStdinOnce === true ? { ...once, stdinOnce: false } : once, sandbox.id);
+      const terminal = await started(
+        spec('v1-stdin', 'terminal', { command: ['sh', '-c', 'echo on-a-terminal; exec sleep 3600'], tty: true }),
+        sandbox.id,
+      );
+      const plain = await started(spec('v1-stdin', 'plain', { command: ['sleep', '3600'] }), sandbox.id);
+      expect((await runtime().inspect(held.id)).spec).toMatchObject({
+        stdin: true,
+        ...(options.refusesStdinOnce === true ? {} : { stdinOnce: true }),
+      });
+      expect((await runtime().inspect(terminal.id)).spec).toMatchObject({ tty: true });
+      expect((await runtime().inspect(plain.id)).spec.tty).toBeUndefined();
+      if (options.realExec === false) return;
+      const stdinOf = async (id: string) => (await runtime().exec(id, ['readlink', '/proc/1/fd/0'], 5000)).output.trim();
+      expect(await stdinOf(plain.id)).toBe('/dev/null');
+      expect(await stdinOf(held.id)).not.toBe('/dev/null');
+      expect(/^\/dev\/pts\/\d+$/.test(await stdinOf(terminal.id))).toBe(true);
+      const logs = runtime().capabilities.logs;
+      if (logs === undefined) return;
+      const printed = async () => {
+        let text = '';
+        for await (const line of await logs.logs(terminal.id, {})) text += new TextDecoder().decode(line.content);
+        return text;
+      };
+      // A terminal's output is stdout, its lines ended as the terminal ends them (\r\n).
+      const text = await eventually(async () => ((await printed()).includes('on-a-terminal') ? await printed() : ''));
+      expect(/^on-a-terminal\r?\n$/.test(text)).toBe(true);
+      for await (const line of await logs.logs(terminal.id, {})) expect(line.stream).toBe('stdout');
+      // The text read, where the runtime has one, hands on the same bytes.
+      if (logs.text !== undefined) {
+        let whole = '';
+        for await (const chunk of await logs.text(terminal.id, {})) whole += new TextDecoder().decode(chunk);
+        expect(whole).toBe(text);
       }
     });
 
