@@ -157,6 +157,13 @@ export async function* criLogBlocks(target: CriLogTarget, options: LogReadOption
       // Rotated (renamed, and the runtime asked to reopen): this file is read to its end, so on to the next one.
       const next = await nextFile(target.path, file);
       if (next !== undefined) {
+        // The runtime wrote on to this file until it reopened the path, maybe after the read that
+        // found its end: once the path names another file, this one gets nothing more, so what is
+        // left of it is read first (it was lost under load, between that read and the look).
+        if ((await file.stat()).size > position) {
+          ahead = readNext();
+          continue;
+        }
         const opened = await open(next, 'r').catch(() => undefined);
         if (opened !== undefined || next !== target.path) {
           await file.close();
