@@ -134,59 +134,10 @@ async function* payloads(
   const { signal } = options;
   const stream = await opened(docker, endpoint, id, options, false);
   if (stream === undefined) return;
-  if (tty) {
-    // A terminal's output comes as it is: no frames to cut.
-    try {
-      for await (const chunk of stream as AsyncIterable<Buffer>) {
-        yield chunk;
-        if (signal?.aborted === true) return;
-      }
-    } catch (error) {
-      if (signal?.aborted === true) return;
-      throw broken(id, error);
-    } finally {
-      (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
-    }
-    return;
-  }
-  const header = Buffer.alloc(HEADER);
-  let headerBytes = 0;
-  // The payload bytes of the current frame still to come, and whether they are handed on.
-  let remaining = 0;
-  let kept = false;
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      let size = 0;
-      let at = 0;
-      while (at < chunk.length) {
-        if (remaining > 0) {
-          const n = Math.min(remaining, chunk.length - at);
-          if (kept) {
-            chunk.copyWithin(size, at, at + n);
-            size += n;
-          }
-          at += n;
-          remaining -= n;
-          continue;
-        }
-        if (headerBytes === 0 && chunk.length - at >= HEADER) {
-          // The whole header in this chunk (all but one frame a chunk at most): read where it is.
-          remaining = chunk.readUInt32BE(at + 4);
-          kept = chunk[at] === 1 || chunk[at] === 2; // stdin (0): never asked for
-          at += HEADER;
-          continue;
-        }
-        const n = Math.min(HEADER - headerBytes, chunk.length - at);
-        chunk.copy(header, headerBytes, at, at + n);
-        headerBytes += n;
-        at += n;
-        if (headerBytes < HEADER) break;
-        headerBytes = 0;
-        remaining = header.readUInt32BE(4);
-        kept = header[0] === 1 || header[0] === 2;
-      }
-      if (size === 0) continue;
-      yield chunk.subarray(0, size);
+    // A terminal's output comes as it is: no frames to cut.
+    for await (const chunk of tty ? (stream as AsyncIterable<Buffer>) : framePayloads(stream as AsyncIterable<Buffer>)) {
+      yield chunk;
       if (signal?.aborted === true) return;
     }
   } catch (error) {
@@ -194,6 +145,47 @@ async function* payloads(
     throw broken(id, error);
   } finally {
     (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+  }
+}
+
+/** Each chunk of a multiplexed stream with its frame headers (and any stdin frame) cut out in place; empty ones left out. */
+async function* framePayloads(stream: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  const header = Buffer.alloc(HEADER);
+  let headerBytes = 0;
+  // The payload bytes of the current frame still to come, and whether they are handed on.
+  let remaining = 0;
+  let kept = false;
+  for await (const chunk of stream) {
+    let size = 0;
+    let at = 0;
+    while (at < chunk.length) {
+      if (remaining > 0) {
+        const n = Math.min(remaining, chunk.length - at);
+        if (kept) {
+          chunk.copyWithin(size, at, at + n);
+          size += n;
+        }
+        at += n;
+        remaining -= n;
+        continue;
+      }
+      if (headerBytes === 0 && chunk.length - at >= HEADER) {
+        // The whole header in this chunk (all but one frame a chunk at most): read where it is.
+        remaining = chunk.readUInt32BE(at + 4);
+        kept = chunk[at] === 1 || chunk[at] === 2; // stdin (0): never asked for
+        at += HEADER;
+        continue;
+      }
+      const n = Math.min(HEADER - headerBytes, chunk.length - at);
+      chunk.copy(header, headerBytes, at, at + n);
+      headerBytes += n;
+      at += n;
+      if (headerBytes < HEADER) break;
+      headerBytes = 0;
+      remaining = header.readUInt32BE(4);
+      kept = header[0] === 1 || header[0] === 2;
+    }
+    if (size > 0) yield chunk.subarray(0, size);
   }
 }
 

@@ -37,7 +37,7 @@ import { DockerImages } from './docker-images.js';
 import { DockerSandboxes } from './docker-sandboxes.js';
 import { DockerStatsSource } from './docker-stats-source.js';
 import { DockerStreams } from './docker-streams.js';
-import { engineKindOf, familiarImageName, type EngineKind } from './engine-kind.js';
+import { engineKindOf, engineRefusal, familiarImageName, type EngineKind } from './engine-kind.js';
 import { securityOptionsOf } from './docker-security.js';
 import { ADAPTER, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
@@ -198,12 +198,8 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     // The container joins the sandbox's namespace, whose holder publishes the pod's ports. On Podman it
     // also joins its UTS namespace for the pod's hostname (it would keep its own; Docker shares it).
     const engine = await this.engine();
-    if (engine === 'podman' && spec.stdinOnce === true)
-      throw new KubeletError(
-        'InvalidManifest',
-        `create ${spec.name}: stdinOnce cannot be kept on Podman (its Docker-compatible API drops StdinOnce, so stdin would stay open after the first attach); leave stdinOnce out`,
-        { adapter: ADAPTER },
-      );
+    const refused = engineRefusal(spec, engine);
+    if (refused !== undefined) throw new KubeletError('InvalidManifest', refused, { adapter: ADAPTER });
     const uts = engine === 'podman' ? { UTSMode: `container:${sandboxId}` } : {};
     const inspectImage = () => this.call(`inspect image ${spec.image}`, () => this.docker.getImage(spec.image).inspect());
     const { User, HostConfig: security } = await securityOptionsOf(spec, inspectImage, sandboxId, engine);

@@ -1,3 +1,4 @@
+import type { ContainerSpec } from '@kubelet-ts/core';
 import type { DockerVersion } from './docker-api.js';
 
 /**
@@ -40,6 +41,12 @@ import type { DockerVersion } from './docker-api.js';
  * limit as `CpuPeriod`/`CpuQuota`, are taken and shown back the same.
  */
 export type EngineKind = 'docker' | 'podman';
+
+/** Why `spec` cannot be made on `engine` as it asks, or undefined: Podman's compatible API drops `StdinOnce`. */
+export function engineRefusal(spec: Pick<ContainerSpec, 'name' | 'stdinOnce'>, engine: EngineKind): string | undefined {
+  if (engine !== 'podman' || spec.stdinOnce !== true) return undefined;
+  return `create ${spec.name}: stdinOnce cannot be kept on Podman (its Docker-compatible API drops StdinOnce, so stdin would stay open after the first attach); leave stdinOnce out`;
+}
 
 /** Podman names itself in `Components` (`Podman Engine`); Docker's `Platform.Name` is `Docker Engine - …` or empty. */
 export function engineKindOf(version: DockerVersion): EngineKind {

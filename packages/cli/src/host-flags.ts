@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 import {
   isLabelKey,
   isLabelValue,
@@ -58,4 +58,20 @@ export async function hostDnsOf(path: string, logger: Logger): Promise<ResolverC
     );
     return undefined;
   }
+}
+
+/** `--resolv-conf` (the kubelet's flag): the host's resolver file. */
+export function resolvConfOption(): Option {
+  return new Option(
+    '--resolv-conf <path>',
+    "the host's resolver settings, which a pod's dnsConfig adds to (dnsPolicy Default, and ClusterFirst: there is no cluster DNS); '' for none. A pod without dnsConfig gets the engine's copy of the host's resolv.conf",
+  ).default('/etc/resolv.conf');
+}
+
+/** `--seccomp-profile-root` (the kubelet's flag until 1.23; today `<root-dir>/seccomp`): where Localhost profiles are. */
+export function seccompProfileRootOption(): Option {
+  return new Option(
+    '--seccomp-profile-root <dir>',
+    "where a pod's Localhost seccomp profiles are: securityContext.seccompProfile.localhostProfile names a JSON file under it (default: <root-dir>/seccomp)",
+  );
 }

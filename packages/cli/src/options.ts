@@ -5,7 +5,7 @@ import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runti
 import { hostEnforcesAppArmor } from '@kubelet-ts/runner';
 import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
-import { allowedSysctlsFlag, nodeLabelsFlag } from './host-flags.js';
+import { allowedSysctlsFlag, nodeLabelsFlag, resolvConfOption, seccompProfileRootOption } from './host-flags.js';
 import { DEFAULT_ROOT_DIR, addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
 export { normaliseFlagSpelling } from './legacy-flags.js';
@@ -343,18 +343,8 @@ export function buildProgram(): Command {
         DEFAULT_HOST_LOG_DIRECTORY,
       ),
     )
-    .addOption(
-      new Option(
-        '--resolv-conf <path>',
-        "the host's resolver settings, which a pod's dnsConfig adds to (dnsPolicy Default, and ClusterFirst: there is no cluster DNS); '' for none. A pod without dnsConfig gets the engine's copy of the host's resolv.conf",
-      ).default('/etc/resolv.conf'),
-    )
-    .addOption(
-      new Option(
-        '--seccomp-profile-root <dir>',
-        "where a pod's Localhost seccomp profiles are: securityContext.seccompProfile.localhostProfile names a JSON file under it (default: <root-dir>/seccomp)",
-      ),
-    )
+    .addOption(resolvConfOption())
+    .addOption(seccompProfileRootOption())
     .addOption(new Option('--log-level <level>', 'trace, debug, info, warn or error').default('info'))
     .addOption(new Option('--log-format <format>', 'json or pretty (default: pretty on a terminal, else json)').choices(['json', 'pretty']))
     .addOption(

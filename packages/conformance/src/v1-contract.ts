@@ -66,6 +66,14 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
       },
       ...fields,
     });
+    /** What creating `s` threw; undefined when it was made. */
+    const refusal = (s: ContainerSpec, sandboxId: string): Promise<unknown> =>
+      runtime()
+        .create(s, sandboxId)
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
     const started = async (s: ContainerSpec, sandboxId: string) => {
       const c = await runtime().create(s, sandboxId);
       await runtime().start(c.id);
@@ -174,13 +182,7 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
         });
         // An engine opens the file when it makes the container; a runtime that runs no process opens none.
         if (options.realExec !== false) {
-          const refused = await runtime()
-            .create(missing, sandbox.id)
-            .then(
-              () => undefined,
-              (error: unknown) => error,
-            );
-          expect(refused).toBeInstanceOf(Error);
+          expect(await refusal(missing, sandbox.id)).toBeInstanceOf(Error);
         }
       } finally {
         await rm(dir, { recursive: true, force: true });
@@ -191,13 +193,7 @@ export function v1Contract(runtime: () => ContainerRuntime, options: V1ContractO
       const sandbox = await run(sandboxSpec('v1-stdin'));
       const once = spec('v1-stdin', 'held', { command: ['sleep', '3600'], stdin: true, stdinOnce: true });
       if (options.refusesStdinOnce === true) {
-        const refused = await runtime()
-          .create(once, sandbox.id)
-          .then(
-            () => undefined,
-            (error: unknown) => error,
-          );
-        expect(refused).toBeInstanceOf(Error);
+        expect(await refusal(once, sandbox.id)).toBeInstanceOf(Error);
       }
       const held = await started(options.refusesStdinOnce === true ? { ...once, stdinOnce: false } : once, sandbox.id);
       const terminal = await started(

@@ -169,11 +169,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       transitions: new TransitionReporter(this.hostname, emit, () => this.startedAt),
       metrics,
       ...(options.crashBackOff === undefined ? {} : { crashBackOff: options.crashBackOff }),
-      podFields: {
-        ...nodeFields(options.probes?.host),
-        ...(options.hostDns === undefined ? {} : { hostDns: options.hostDns }),
-        ...(options.seccompProfileRoot === undefined ? {} : { seccompProfileRoot: options.seccompProfileRoot }),
-      },
+      podFields: nodeFields(options.probes?.host, options),
       files,
       inbox,
       relistDue: () =>

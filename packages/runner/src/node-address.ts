@@ -1,5 +1,6 @@
 import { availableParallelism, networkInterfaces, totalmem } from 'node:os';
-import type { NodeCapacity } from '@kubelet-ts/core';
+import type { NodeCapacity, PlanInput } from '@kubelet-ts/core';
+import type { KubeletOptions } from './kubelet-options.js';
 
 /**
  * The node's address for `status.hostIP` (and a hostNetwork pod's `podIP`): the address ports are
@@ -15,10 +16,21 @@ export function nodeCapacity(): NodeCapacity {
   return { cpuMillis: availableParallelism() * 1000, memoryBytes: totalmem() };
 }
 
-/** What a container's env reads of this node (the planner's `podFields`). */
-export function nodeFields(given: string | undefined): { readonly hostIP?: string; readonly nodeCapacity: NodeCapacity } {
+/**
+ * What a pod takes of this node (the planner's `podFields`): its address and capacity for
+ * containers' env, and, when given, its resolver and seccomp directory.
+ */
+export function nodeFields(
+  given: string | undefined,
+  host: Pick<KubeletOptions, 'hostDns' | 'seccompProfileRoot'> = {},
+): NonNullable<PlanInput['podFields']> {
   const hostIP = nodeAddress(given);
-  return { ...(hostIP === undefined ? {} : { hostIP }), nodeCapacity: nodeCapacity() };
+  return {
+    ...(hostIP === undefined ? {} : { hostIP }),
+    nodeCapacity: nodeCapacity(),
+    ...(host.hostDns === undefined ? {} : { hostDns: host.hostDns }),
+    ...(host.seccompProfileRoot === undefined ? {} : { seccompProfileRoot: host.seccompProfileRoot }),
+  };
 }
 
 function isLoopback(address: string): boolean {
