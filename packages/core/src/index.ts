@@ -63,6 +63,7 @@ export {
   type VolumeFile,
 } from './objects.js';
 export { OBJECT_KEY } from './validate-files.js';
+export { PROBE_FIELD_NAMES } from './validate-probe.js';
 export { HOSTNAME_LABEL, isLabelKey, isLabelValue, nodeLabelsOf } from './validate-placement.js';
 export { podVolumeFiles, type PodVolumeFiles } from './create-step.js';
 export {

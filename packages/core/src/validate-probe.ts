@@ -10,7 +10,8 @@ const UNSAFE_IN_HEADER_VALUE = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 // A host to connect to: a name or an address, nothing that could change the request.
 const PROBE_HOST = /^[A-Za-z0-9._:-]{1,253}$|^\[[0-9A-Fa-f:.]+\]$/;
 
-const PROBE_FIELDS = new Set([
+/** A probe's fields, as the domain and a v1 Pod write them alike. */
+export const PROBE_FIELD_NAMES = [
   'exec',
   'httpGet',
   'tcpSocket',
@@ -20,7 +21,8 @@ const PROBE_FIELDS = new Set([
   'timeoutSeconds',
   'failureThreshold',
   'successThreshold',
-]);
+] as const;
+const PROBE_FIELDS = new Set<string>(PROBE_FIELD_NAMES);
 type Handler = 'exec' | 'httpGet' | 'tcpSocket' | 'grpc';
 const HANDLER_FIELDS: Readonly<Record<Handler, Set<string>>> = {
   exec: new Set(['command']),

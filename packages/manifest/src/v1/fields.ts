@@ -1,3 +1,5 @@
+import { PROBE_FIELD_NAMES } from '@kubelet-ts/core';
+
 /**
  * The fields of a v1 Pod that describe it to a cluster and mean nothing on one host: accepted and
  * ignored, so a manifest written for (or read back from) a cluster runs unchanged. Every other field
@@ -93,17 +95,7 @@ export const MAPPED_V1_FIELDS = {
   emptyDir: ['medium', 'sizeLimit', 'mode'],
   hostPath: ['path', 'type'],
   resources: ['limits', 'requests'],
-  probe: [
-    'exec',
-    'httpGet',
-    'tcpSocket',
-    'grpc',
-    'initialDelaySeconds',
-    'periodSeconds',
-    'timeoutSeconds',
-    'failureThreshold',
-    'successThreshold',
-  ],
+  probe: PROBE_FIELD_NAMES,
 } as const;
 
 /** What to write instead of a refused field, where there is something to say. */
