@@ -2,6 +2,7 @@ import {
   HOST_NETWORK_SANDBOX_HASH,
   KubeletError,
   Labels,
+  sysctlNamespace,
   type Clock,
   type ListOptions,
   type Logger,
@@ -46,7 +47,7 @@ export class DockerSandboxes {
     // it publishes nothing (its ports are the host's), and sets no hostname (the host's stays).
     // The pod's network sysctls are set in the holder's namespace, which its containers join; the
     // IPC ones go on each container (`ContainerSpec.ipcSysctls`: Docker gives each its own).
-    const netSysctls = Object.entries(spec.sysctls ?? {}).filter(([name]) => name.startsWith('net.'));
+    const netSysctls = Object.entries(spec.sysctls ?? {}).filter(([name]) => sysctlNamespace(name) === 'net');
     // The pod's resolver on the holder: a container that joins its network gets its resolv.conf.
     // Docker fills an empty list from the host's file; `.` is its word for no search domain.
     const dns =

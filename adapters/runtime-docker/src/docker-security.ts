@@ -53,8 +53,7 @@ export async function securityOptionsOf(
     ...(security.noNewPrivileges === true ? ['no-new-privileges'] : []),
     ...(security.seccomp?.type === 'Localhost'
       ? [`seccomp=${await localhostSeccomp(spec, security.seccomp.localhostProfile ?? '', engine)}`]
-      : []),
-    ...profileOption('seccomp', security.seccomp?.type === 'Localhost' ? undefined : security.seccomp),
+      : profileOption('seccomp', security.seccomp)),
     ...profileOption('apparmor', security.appArmor),
     ...Object.entries(security.seLinux ?? {}).map(([key, value]) => `label=${key}:${value}`),
   ];

@@ -8,7 +8,7 @@ import { buildProgram, normaliseFlagSpelling, optionsOf } from './options.js';
 import { runOnce } from './runonce.js';
 import { wire } from './wiring.js';
 import { sourceCheckpoints } from './checkpoints.js';
-import { hostDnsOf } from './host-flags.js';
+import { hostFilesOf } from './host-flags.js';
 
 /** Below this, `--auth-token` is said to be guessable (a random 32-character token is 128 bits or more). */
 const MIN_TOKEN_LENGTH = 32;
@@ -56,10 +56,9 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
     logger.error({ err: error }, `invalid configuration: ${(error as Error).message}`);
     return 1;
   }
-  const hostDns = await hostDnsOf(options.resolvConf, logger);
+  const hostFiles = await hostFilesOf(options, logger);
   const kubelet = resolveKubelet(wiring.container, {
-    ...(hostDns === undefined ? {} : { hostDns }),
-    seccompProfileRoot: options.seccompProfileRoot,
+    ...hostFiles,
     ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, hostname) }),
     ...(checkpoints === undefined ? {} : { checkpoints }),
     syncFrequencyMs: options.syncFrequency,

@@ -60,6 +60,15 @@ export async function hostDnsOf(path: string, logger: Logger): Promise<ResolverC
   }
 }
 
+/** What the agent (and `--runonce`) take of the host's files: its resolver (`--resolv-conf`) and seccomp directory. */
+export async function hostFilesOf(
+  options: { readonly resolvConf: string; readonly seccompProfileRoot: string },
+  logger: Logger,
+): Promise<{ readonly hostDns?: ResolverConfig; readonly seccompProfileRoot: string }> {
+  const hostDns = await hostDnsOf(options.resolvConf, logger);
+  return { ...(hostDns === undefined ? {} : { hostDns }), seccompProfileRoot: options.seccompProfileRoot };
+}
+
 /** `--resolv-conf` (the kubelet's flag): the host's resolver file. */
 export function resolvConfOption(): Option {
   return new Option(

@@ -1,7 +1,7 @@
 import { Tokens, hostAccessOf, nodeLabelsOf, type KubeletEvent, type Logger } from '@kubelet-ts/core';
 import { resolveKubelet } from '@kubelet-ts/runner';
 import type { CliOptions } from './options.js';
-import { hostDnsOf } from './host-flags.js';
+import { hostFilesOf } from './host-flags.js';
 import { wire } from './wiring.js';
 
 /** Events that say a container will not run without a change of its manifest or of the host. */
@@ -35,11 +35,10 @@ export async function runOnce(options: CliOptions, hostname: string, logger: Log
       },
     },
   });
-  const hostDns = await hostDnsOf(options.resolvConf, logger);
+  const hostFiles = await hostFilesOf(options, logger);
   const kubelet = resolveKubelet(wiring.container, {
     ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, hostname) }),
-    ...(hostDns === undefined ? {} : { hostDns }),
-    seccompProfileRoot: options.seccompProfileRoot,
+    ...hostFiles,
     hostname,
     syncFrequencyMs: options.syncFrequency,
     // Nothing serves the figures: nothing is sampled.

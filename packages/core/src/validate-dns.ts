@@ -32,16 +32,21 @@ export class DnsChecks extends PlacementChecks {
     };
   }
 
+  /** The list at `dnsConfig.<field>` (none when absent; a value that is no list is said, and none). */
+  private entries(c: Record<string, unknown>, field: string): unknown[] {
+    return c[field] == null ? [] : (this.list(c[field], `dnsConfig.${field}`) ?? []);
+  }
+
   private dnsConfig(input: unknown): PodDnsConfig | undefined {
     const c = this.record(input, 'dnsConfig', DNS_CONFIG_FIELDS);
     if (c === undefined) return undefined;
-    const nameservers = (c['nameservers'] == null ? [] : (this.list(c['nameservers'], 'dnsConfig.nameservers') ?? [])).flatMap((s, i) => {
+    const nameservers = this.entries(c, 'nameservers').flatMap((s, i) => {
       const path = `dnsConfig.nameservers[${i}]`;
       return typeof s === 'string' && isIP(s) !== 0 ? [s] : (this.fail(path, `must be an IP address, got ${describeValue(s)}`) ?? []);
     });
     if (nameservers.length > MAX_DNS_SERVERS)
       this.fail('dnsConfig.nameservers', `must list at most ${MAX_DNS_SERVERS} name servers, got ${nameservers.length}`);
-    const searches = (c['searches'] == null ? [] : (this.list(c['searches'], 'dnsConfig.searches') ?? [])).flatMap((s, i) => {
+    const searches = this.entries(c, 'searches').flatMap((s, i) => {
       const path = `dnsConfig.searches[${i}]`;
       return typeof s === 'string' && s.length <= 253 && SEARCH_DOMAIN.test(s)
         ? [s]
@@ -49,9 +54,9 @@ export class DnsChecks extends PlacementChecks {
     });
     if (searches.length > MAX_DNS_SEARCHES)
       this.fail('dnsConfig.searches', `must list at most ${MAX_DNS_SEARCHES} search domains, got ${searches.length}`);
-    if (searches.join(' ').length > MAX_SEARCH_CHARS)
-      this.fail('dnsConfig.searches', `must be at most ${MAX_SEARCH_CHARS} characters in all, got ${searches.join(' ').length}`);
-    const options = (c['options'] == null ? [] : (this.list(c['options'], 'dnsConfig.options') ?? [])).flatMap((raw, i) => {
+    const chars = searches.join(' ').length;
+    if (chars > MAX_SEARCH_CHARS) this.fail('dnsConfig.searches', `must be at most ${MAX_SEARCH_CHARS} characters in all, got ${chars}`);
+    const options = this.entries(c, 'options').flatMap((raw, i) => {
       const path = `dnsConfig.options[${i}]`;
       const o = this.record(raw, path, OPTION_FIELDS);
       if (o === undefined) return [];
