@@ -7,6 +7,7 @@ import { AgentProcess } from './agent-process.js';
 import { printedOnce, writeV1Pod } from './agent-logs.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 import { kubectl } from './kubectl.js';
+import { KubeConfig, Watch } from '@kubernetes/client-node';
 
 /**
  * The downward API, `$(VAR)` expansion and probes on the pod's IP (issue 26) on each real engine,
@@ -134,6 +135,41 @@ describe.each(AGENT_ENGINES)("v1 env valueFrom, $(VAR), probes on the pod's IP a
       items: Array<{ metadata: { name: string }; status: { podIP?: string } }>;
     };
     expect(pods.items.find((p) => p.metadata.name === 'downward')?.status.podIP).toBe(podIP);
+  });
+
+  it('serves /pods to clients that are not ours: kubectl get --raw reads the list, @kubernetes/client-node watches it', async () => {
+    type Listed = { kind: string; items: Array<{ kind: string; metadata: { name: string }; status: { phase?: string } }> };
+    const listed = JSON.parse((await kubectl(['get', '--raw', '/pods', '--server', url])).stdout) as Listed;
+    expect(listed.kind).toBe('PodList');
+    const names = listed.items.map((p) => p.metadata.name).sort();
+    expect(names).toEqual(expect.arrayContaining(['downward', 'grpc', 'probed', 'resolver', 'shared', 'tuned']));
+    // The watch's first batch (the pods now, ADDED, written as one chunk) read line by line by the client.
+    const config = new KubeConfig();
+    config.loadFromOptions({
+      clusters: [{ name: 'agent', server: url, skipTLSVerify: true }],
+      users: [{ name: 'anyone' }],
+      contexts: [{ name: 'agent', cluster: 'agent', user: 'anyone' }],
+      currentContext: 'agent',
+    });
+    const added: string[] = [];
+    let ended: unknown;
+    const watching = await new Watch(config).watch(
+      '/pods',
+      {},
+      (type, pod: { kind: string; metadata: { name: string } }) => {
+        expect(pod.kind).toBe('Pod');
+        if (type === 'ADDED') added.push(pod.metadata.name);
+      },
+      (error) => (ended = error ?? 'ended'),
+    );
+    try {
+      for (const deadline = Date.now() + 10_000; added.length < names.length && Date.now() < deadline; )
+        await new Promise((r) => setTimeout(r, 50));
+      expect(added.sort()).toEqual(names);
+      expect(ended).toBeUndefined();
+    } finally {
+      watching.abort();
+    }
   });
 
   it("gives a pod's containers its dnsConfig added to the host's resolver (--resolv-conf)", async () => {
