@@ -118,8 +118,9 @@ describe.each(AGENT_ENGINES)(
         };
         const busy = summary.pods.find((p) => p.podRef.name === 'busy');
         const hold = busy?.containers.find((c: { name: string }) => c.name === 'hold');
-        // The volume walked once its 1 MiB file is there (each walk is a second apart, as each sample).
-        const walked = busy?.volume?.[0]?.inodesUsed === 2;
+        // The volume walked once its 1 MiB file is there and whole: a walk between dd's create and
+        // its write sees the file with no blocks yet (each walk is a second apart, as each sample).
+        const walked = busy?.volume?.[0]?.inodesUsed === 2 && busy.volume[0].usedBytes >= MIB;
         if (busy?.cpu.usageNanoCores !== undefined && busy.containers.length === 2 && hold.memory.workingSetBytes >= 40 * MIB && walked)
           return summary;
         if (Date.now() > deadline) throw new Error(`the pod's figures did not settle: ${JSON.stringify(summary)}`);
