@@ -258,7 +258,7 @@ export function buildProgram(): Command {
     .addOption(
       new Option(
         '--concurrency <n>',
-        'pods that pull, create and start containers at once, fixed (default: adaptive, found while working, 1 to 32)',
+        'pods that pull, create and start containers at once, fixed (default: adaptive, found while working, 4 to 32)',
       ).argParser(concurrency),
     )
     .addOption(

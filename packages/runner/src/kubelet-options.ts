@@ -25,7 +25,7 @@ export interface KubeletOptions extends HostAccess {
   readonly syncFrequencyMs?: number;
   /**
    * Pods that pull, create and start containers at once, fixed. Default: adaptive — from 4, within
-   * [1, 32], grown while completions per second rise and cut when they fall or the calls slow down
+   * [4, 32], grown while completions per second rise and cut when they fall
    * (`AdaptiveSlots`; the gauge `kubelet_ts_start_concurrency` shows it). Stopping is not bounded:
    * a pod with a long grace period never holds up pods that start.
    */
