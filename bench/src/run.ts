@@ -35,11 +35,19 @@ export interface BenchOptions {
   readonly only?: ReadonlySet<Scenario>;
 }
 
+/** The pace runs' sizes: issue 27 asks for five runs beside a CPU hog; `KUBELET_TS_BENCH_PACE='{"pods":100}'` changes them. */
+export function paceSizes(quick: boolean): { readonly pods: number; readonly runs: number; readonly hog: boolean } {
+  const given = JSON.parse(process.env['KUBELET_TS_BENCH_PACE'] ?? '{}') as { pods?: number; runs?: number; hog?: boolean };
+  return { pods: given.pods ?? (quick ? 3 : 50), runs: given.runs ?? (quick ? 1 : 5), hog: given.hog ?? true };
+}
+
 export const SCENARIOS = [
   'engine',
   'cri',
   'steady-engine',
   'reaction-engine',
+  'pace-engine',
+  'pace-cri',
   'logs-engine',
   'logs-cri',
   'streams-engine',
@@ -98,6 +106,24 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (options.engine && wanted('reaction-engine')) {
     await step(`reaction to a killed container on Docker${cri ? ' and containerd' : ''}`);
     rows.push(...(await engineReaction(q ? 2 : 10, { docker: true, cri })));
+  }
+  // The pace under a competing load (issue 27): throughput runs beside a CPU hog; KUBELET_TS_BENCH_PACE changes the sizes.
+  const pace = paceSizes(q);
+  if (options.engine && wanted('pace-engine')) {
+    await step(`the pace on the engine, ${pace.runs} runs of ${pace.pods} pods${pace.hog ? ' beside a CPU hog' : ''}`);
+    rows.push(...(await engine(0, pace.pods, pace.runs, { hog: pace.hog })));
+  }
+  if (cri && wanted('pace-cri')) {
+    await step(`the pace on containerd (CRI), ${pace.runs} runs of ${pace.pods} pods${pace.hog ? ' beside a CPU hog' : ''}`);
+    rows.push(
+      ...(await criEngine({
+        latencyRuns: 0,
+        throughputPods: pace.pods,
+        throughputRuns: pace.runs,
+        rawConcurrency: [1, 2, 4, 8, 16],
+        hog: pace.hog,
+      })),
+    );
   }
   // Container logs (issue 22): throughput, follow latency and the agent's RSS, on Docker then on containerd.
   if (options.engine && wanted('logs-engine')) {

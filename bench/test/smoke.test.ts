@@ -23,6 +23,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       '12. resource figures',
       "13. the operator's command line",
       '2. throughput',
+      '2. throughput under a CPU hog',
       '3. steady state',
       '4. reaction',
       '5. memory',
@@ -30,6 +31,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       '7. steady state on the engine',
       '8. reaction on the engine',
       '9. pace',
+      '9. pace under a CPU hog',
     ]);
     // Reaction: on each engine, the exit and the replacement, each beside its baseline.
     expect(
@@ -52,6 +54,10 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       'containerd (CRI)',
       'containerd (CRI)',
     ]);
+    // The same beside a CPU hog (issue 27), each run's note saying how the agent's limit moved.
+    const hogged = rows.filter((x) => x.scenario === '9. pace under a CPU hog');
+    expect(hogged.map((x) => x.metric.split(':')[0])).toEqual(['Docker', 'Docker', 'containerd (CRI)', 'containerd (CRI)']);
+    for (const r of hogged.filter((x) => x.metric.includes(' up '))) expect(r.note).toMatch(/CPU hog.*its limit through the run: \d+/);
     // Container logs: on each engine, a whole read beside the engine's own, a follow, and the agent's RSS twice.
     expect(
       rows.filter((x) => x.scenario === '10. container logs' && x.target !== undefined).map((x) => [x.metric.split(':')[0], x.unit]),

@@ -55,7 +55,17 @@ message RunPodSandboxResponse { string pod_sandbox_id = 1; }
 message PodSandboxIdRequest { string pod_sandbox_id = 1; }
 message PodSandboxFilter { map<string, string> label_selector = 3; }
 message ListPodSandboxRequest { PodSandboxFilter filter = 1; }
-message PodSandbox { string id = 1; }
+// Every field of CRI's PodSandbox, as for Container below: a pass decodes the whole of both lists.
+enum PodSandboxState { SANDBOX_READY = 0; SANDBOX_NOTREADY = 1; }
+message PodSandbox {
+  string id = 1;
+  PodSandboxMetadata metadata = 2;
+  PodSandboxState state = 3;
+  int64 created_at = 4;
+  map<string, string> labels = 5;
+  map<string, string> annotations = 6;
+  string runtime_handler = 7;
+}
 message ListPodSandboxResponse { repeated PodSandbox items = 1; }
 
 message ImageSpec { string image = 1; }

@@ -44,6 +44,27 @@ export class BenchAgent {
     return found === null ? undefined : Number(found[1]);
   }
 
+  /**
+   * The start concurrency (`pace()`) every 250 ms until `done` settles, and once after: how the
+   * adaptive limit moved through a run, repeats folded (`[4, 5, 3]`).
+   */
+  async paceWhile(done: Promise<void>): Promise<number[]> {
+    const limits: number[] = [];
+    const note = async () => {
+      const limit = await this.pace();
+      if (limit !== undefined && limits.at(-1) !== limit) limits.push(limit);
+    };
+    let finished = false;
+    const stop = () => void (finished = true);
+    done.then(stop, stop);
+    while (!finished) {
+      await note();
+      await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 250))]);
+    }
+    await note();
+    return limits;
+  }
+
   /** Resolves when `count` events of `type` have arrived after this call. */
   expect(type: KubeletEvent['type'], count: number): Promise<void> {
     return new Promise((resolve) => {
