@@ -285,6 +285,27 @@ describe('CriRuntime on a real containerd', () => {
     expect(error.message).toContain(containers[0]!.name);
   });
 
+  it("checks a new container's name against its own pod's containers only, not the whole host's list", async () => {
+    // The whole list on every create cost containerd and the agent a decode of every container on
+    // the host (bench §9); a name the agent makes carries its pod's id, so the pod's list is enough.
+    const asked: unknown[] = [];
+    const listing: CriApi = {
+      ...cri,
+      listContainers: (request, until) => (asked.push(request), cri.listContainers(request, until)),
+      close: () => undefined, // the test's own client, closed by the test
+    };
+    const runtime = f.another({ cri: listing });
+    const m = checkedManifest({ id: 'named', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sleep', '3600'] }] });
+    const { sandbox, containers } = pod(m);
+    const made = await run(sandbox);
+    asked.length = 0;
+    await runtime.create(containers[0]!, made.id);
+    expect(asked).toEqual([{ filter: { labelSelector: { [Labels.manifestId]: 'named' } } }]);
+    // And the name is still refused when that pod has it.
+    const error = (await runtime.create(containers[0]!, made.id).catch((e: unknown) => e)) as KubeletError;
+    expect(error.code).toBe('Conflict');
+  });
+
   it('sees a sandbox whose holder process died as notready, and creates nothing in it', async () => {
     const m = checkedManifest({ id: 'holder', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sleep', '3600'] }] });
     const { sandbox, containers } = pod(m);
