@@ -8,7 +8,7 @@ import { ms, row, summarise, type Row } from '../stats.js';
 import { rawCri, type RawCri } from './cri-raw.js';
 import { BenchAgent, manifest } from './fixtures.js';
 import { withCpuHog } from './hog.js';
-import { paceRows, type PaceRun } from './pace.js';
+import { cpuMs, paceRows, type PaceRun } from './pace.js';
 
 // Ends at once on SIGTERM (`wait` is interrupted by a trapped signal), as on the Docker engine.
 const COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
@@ -131,12 +131,14 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
     const paceRuns: PaceRun[] = [];
     await withCpuHog(sizes.hog === true, async () => {
       for (let run = 0; run < sizes.throughputRuns; run++) {
-        const rawOfRun = new Map<number, { upMs: number; downMs: number }>();
+        const rawOfRun = new Map<number, { upMs: number; downMs: number; upCpuMs: number }>();
         const started = agent.expect('ContainerStarted', sizes.throughputPods);
         let t = process.hrtime.bigint();
+        let cpu = process.cpuUsage();
         agent.source.set(ids.map((id) => manifest(id, TEST_IMAGES.busybox, 1, COMMAND, 10)));
         const limits = await agent.paceWhile(started);
         upTimes.push(ms(t));
+        const agentUpCpuMs = cpuMs(process.cpuUsage(cpu));
         const agentPace = limits.at(-1);
         const removed = agent.expect('SandboxRemoved', sizes.throughputPods);
         t = process.hrtime.bigint();
@@ -147,20 +149,23 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
         for (const concurrency of sizes.rawConcurrency.filter((c) => c > 1 || run === 0)) {
           const made: string[] = [];
           t = process.hrtime.bigint();
+          cpu = process.cpuUsage();
           await pool(ids, concurrency, async (id) => {
             made.push(await rawPod(`bench-raw-${process.pid}-${run}-${concurrency}-${id}`));
           });
           const upMs = ms(t);
+          const upCpuMs = cpuMs(process.cpuUsage(cpu));
           rawUp.set(concurrency, [...(rawUp.get(concurrency) ?? []), upMs]);
           t = process.hrtime.bigint();
           await pool(made, concurrency, (id) => raw.removePod(id));
           const downMs = ms(t);
           rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), downMs]);
-          rawOfRun.set(concurrency, { upMs, downMs });
+          rawOfRun.set(concurrency, { upMs, downMs, upCpuMs });
         }
         paceRuns.push({
           agentUpMs: upTimes.at(-1)!,
           agentDownMs: downTimes.at(-1)!,
+          agentUpCpuMs,
           ...(agentPace === undefined ? {} : { agentPace }),
           limits,
           raw: rawOfRun,
@@ -189,7 +194,7 @@ export async function criEngine(sizes: CriBenchSizes): Promise<Row[]> {
           value: bestUp.value,
         },
         target: { text: 'ratio ≤ 1.10', met: up.median / bestUp.value.median <= 1.1 },
-        note: `raw up/down medians by concurrency: ${perConcurrency.join(', ')}; the agent finds its pace while it works (from 4 pods at once, within 4-32: one more while completions per second rise, a quarter fewer when they fall)`,
+        note: `raw up/down medians by concurrency: ${perConcurrency.join(', ')}; the agent finds its pace while it works (from 4 pods at once, within 4-32: steps of a quarter, on while completions per second rise, back when they fall)`,
       }),
       row({
         scenario: sizes.hog === true ? '2. throughput under a CPU hog' : '2. throughput',

@@ -7,7 +7,7 @@ import { buildTestImages, independentDocker, removeLabelled, type TestImages } f
 import { ms, row, summarise, type Row } from '../stats.js';
 import { BenchAgent, manifest } from './fixtures.js';
 import { withCpuHog } from './hog.js';
-import { paceRows, type PaceRun } from './pace.js';
+import { cpuMs, paceRows, type PaceRun } from './pace.js';
 
 // Ends at once on SIGTERM (`wait` is interrupted by a trapped signal), so stops measure the engine.
 const COMMAND = ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'];
@@ -63,8 +63,9 @@ export async function engine(
   latencyRuns: number,
   throughputPods: number,
   throughputRuns: number,
-  options: { readonly hog?: boolean } = {},
+  options: { readonly hog?: boolean; readonly rawConcurrency?: readonly number[] } = {},
 ): Promise<Row[]> {
+  const rawConcurrency = options.rawConcurrency ?? [1, 2, 4, 8, 16];
   const images = await buildTestImages();
   const volumes = await mkdtemp(join(tmpdir(), 'kubelet-ts-bench-volumes-'));
   const node = `bench-${process.pid}`;
@@ -132,12 +133,14 @@ export async function engine(
     const paceRuns: PaceRun[] = [];
     await withCpuHog(options.hog === true, async () => {
       for (let run = 0; run < throughputRuns; run++) {
-        const rawOfRun = new Map<number, { upMs: number; downMs: number }>();
+        const rawOfRun = new Map<number, { upMs: number; downMs: number; upCpuMs: number }>();
         const started = agent.expect('ContainerStarted', throughputPods);
         let t = process.hrtime.bigint();
+        let cpu = process.cpuUsage();
         agent.source.set(ids.map((id) => manifest(id, images.busybox, 1, COMMAND, 10)));
         const limits = await agent.paceWhile(started);
         upTimes.push(ms(t));
+        const agentUpCpuMs = cpuMs(process.cpuUsage(cpu));
         const agentPace = limits.at(-1);
         const removed = agent.expect('ContainerRemoved', throughputPods);
         t = process.hrtime.bigint();
@@ -145,23 +148,26 @@ export async function engine(
         await removed;
         downTimes.push(ms(t));
         // Concurrency 1 is far behind (never the best); once is enough to show it.
-        for (const concurrency of run === 0 ? [1, 2, 4, 8, 16] : [2, 4, 8, 16]) {
+        for (const concurrency of rawConcurrency.filter((c) => c > 1 || run === 0)) {
           const made: string[][] = [];
           t = process.hrtime.bigint();
+          cpu = process.cpuUsage();
           await pool(ids, concurrency, async (id) => {
             made.push(await rawPod(images, `bench-raw-${process.pid}-${run}-${concurrency}-${id}`, true));
           });
           const upMs = ms(t);
+          const upCpuMs = cpuMs(process.cpuUsage(cpu));
           rawUp.set(concurrency, [...(rawUp.get(concurrency) ?? []), upMs]);
           t = process.hrtime.bigint();
           await pool(made, concurrency, rawRemove);
           const downMs = ms(t);
           rawDown.set(concurrency, [...(rawDown.get(concurrency) ?? []), downMs]);
-          rawOfRun.set(concurrency, { upMs, downMs });
+          rawOfRun.set(concurrency, { upMs, downMs, upCpuMs });
         }
         paceRuns.push({
           agentUpMs: upTimes.at(-1)!,
           agentDownMs: downTimes.at(-1)!,
+          agentUpCpuMs,
           ...(agentPace === undefined ? {} : { agentPace }),
           limits,
           raw: rawOfRun,
@@ -187,7 +193,7 @@ export async function engine(
         value: up,
         baseline: { name: `best raw concurrent create+start (concurrency ${bestUp.concurrency})`, value: bestUp.value },
         target: { text: 'ratio ≤ 1.10', met: up.median / bestUp.value.median <= 1.1 },
-        note: `raw up/down medians by concurrency: ${perConcurrency.join(', ')}; the agent finds its pace while it works (from 4 pods at once, within 4-32: one more while completions per second rise, a quarter fewer when they fall)`,
+        note: `raw up/down medians by concurrency: ${perConcurrency.join(', ')}; the agent finds its pace while it works (from 4 pods at once, within 4-32: steps of a quarter, on while completions per second rise, back when they fall)`,
       }),
       row({
         scenario: options.hog === true ? '2. throughput under a CPU hog' : '2. throughput',

@@ -9,8 +9,14 @@ export interface PaceRun {
   readonly agentPace?: number;
   /** How the agent's limit moved while its pods started (`BenchAgent.paceWhile`), when sampled. */
   readonly limits?: readonly number[];
-  readonly raw: ReadonlyMap<number, { readonly upMs: number; readonly downMs: number }>;
+  /** The bench process's CPU (user + system) while the agent, in it, started the pods. */
+  readonly agentUpCpuMs?: number;
+  /** By concurrency; `upCpuMs` is the bench process's CPU while the raw client started them. */
+  readonly raw: ReadonlyMap<number, { readonly upMs: number; readonly downMs: number; readonly upCpuMs?: number }>;
 }
+
+/** A `process.cpuUsage(since)` difference in milliseconds. */
+export const cpuMs = (usage: NodeJS.CpuUsage): number => (usage.user + usage.system) / 1000;
 
 /**
  * Issue 14's pace: every run published, each against the best raw concurrency of that same run
@@ -26,6 +32,12 @@ export function paceRows(engine: string, pods: number, runs: readonly PaceRun[],
       const tried = [...run.raw].map(([concurrency, r]) => ({ concurrency, ms: rawOf(r) }));
       const moved = run.limits === undefined ? '' : `; its limit through the run: ${run.limits.join(' → ')}`;
       const pace = direction.startsWith('up') && run.agentPace !== undefined ? ` (${run.agentPace} pods at once when all ran${moved})` : '';
+      const cpu =
+        direction.startsWith('up') && run.agentUpCpuMs !== undefined
+          ? `; the bench process's CPU while the agent started them ${Math.round(run.agentUpCpuMs)} ms, while raw did: ${tried
+              .map((t) => `c${t.concurrency} ${Math.round(run.raw.get(t.concurrency)?.upCpuMs ?? Number.NaN)} ms`)
+              .join(', ')}`
+          : '';
       const best = tried.reduce((a, b) => (b.ms < a.ms ? b : a));
       rows.push(
         row({
@@ -35,7 +47,7 @@ export function paceRows(engine: string, pods: number, runs: readonly PaceRun[],
           value: summarise([agentMs]),
           baseline: { name: `best raw of this run (concurrency ${best.concurrency})`, value: summarise([best.ms]) },
           target: { text: 'ratio ≤ 1.10, every run', met: agentMs / best.ms <= 1.1 },
-          note: `${hog ? `${hogNote(true)}, agent and raw runs alike; ` : ''}raw by concurrency: ${tried.map((t) => `c${t.concurrency} ${Math.round(t.ms)} ms`).join(', ')}; the agent: ${agentConcurrency}${pace}`,
+          note: `${hog ? `${hogNote(true)}, agent and raw runs alike; ` : ''}raw by concurrency: ${tried.map((t) => `c${t.concurrency} ${Math.round(t.ms)} ms`).join(', ')}; the agent: ${agentConcurrency}${pace}${cpu}`,
         }),
       );
     }
