@@ -4,6 +4,9 @@ import { once } from 'node:events';
 /** Where the pace runs' competing load is pinned: the first core, as issue 27 measured it. */
 const HOG_CORE = '0';
 
+/** Whether this host has `taskset` to pin the hog with. */
+const canPin = (): boolean => spawnSync('taskset', ['--version']).status === 0;
+
 /**
  * Runs `work` beside a CPU hog when `on`: one process spinning on one core (pinned there by
  * `taskset` when the host has it, else wherever the kernel puts it), the competing load under
@@ -12,8 +15,7 @@ const HOG_CORE = '0';
 export async function withCpuHog<T>(on: boolean, work: () => Promise<T>): Promise<T> {
   if (!on) return work();
   const spin = [process.execPath, '-e', 'for (;;);'];
-  const pinned = spawnSync('taskset', ['--version']).status === 0;
-  const hog = pinned
+  const hog = canPin()
     ? spawn('taskset', ['-c', HOG_CORE, ...spin], { stdio: 'ignore' })
     : spawn(spin[0]!, spin.slice(1), { stdio: 'ignore' });
   try {
@@ -27,6 +29,4 @@ export async function withCpuHog<T>(on: boolean, work: () => Promise<T>): Promis
 
 /** What `withCpuHog` says it did, for a row's note. */
 export const hogNote = (on: boolean): string =>
-  on
-    ? `with a CPU hog beside it (one process spinning${spawnSync('taskset', ['--version']).status === 0 ? ` pinned to core ${HOG_CORE}` : ''})`
-    : 'no competing load';
+  on ? `with a CPU hog beside it (one process spinning${canPin() ? ` pinned to core ${HOG_CORE}` : ''})` : 'no competing load';

@@ -69,8 +69,8 @@ export class AdaptiveSlots implements StartSlots {
 
   constructor(private readonly options: AdaptiveSlotsOptions) {
     this.min = options.min ?? MIN_CONCURRENCY;
-    this.max = options.max ?? 32;
-    this.current = Math.min(this.max, Math.max(this.min, options.initial ?? 4));
+    this.max = options.max ?? MAX_CONCURRENCY;
+    this.current = Math.min(this.max, Math.max(this.min, options.initial ?? MIN_CONCURRENCY));
     this.window = this.newWindow();
     if (!Number.isInteger(this.min) || this.min < 1 || this.max < this.min)
       throw new Error(`adaptive concurrency bounds must be integers with 1 ≤ min ≤ max, got [${this.min}, ${this.max}]`);
