@@ -14,7 +14,9 @@ const canPin = (): boolean => spawnSync('taskset', ['--version']).status === 0;
  */
 export async function withCpuHog<T>(on: boolean, work: () => Promise<T>): Promise<T> {
   if (!on) return work();
-  const spin = [process.execPath, '-e', 'for (;;);'];
+  // It ends itself once its parent is gone: a bench interrupted (SIGTERM, SIGKILL) never runs the
+  // `finally` below, and a hog left behind spun for two hours under later runs and test suites.
+  const spin = [process.execPath, '-e', 'const parent = process.ppid; for (;;) if (process.ppid !== parent) process.exit(0);'];
   const hog = canPin()
     ? spawn('taskset', ['-c', HOG_CORE, ...spin], { stdio: 'ignore' })
     : spawn(spin[0]!, spin.slice(1), { stdio: 'ignore' });
