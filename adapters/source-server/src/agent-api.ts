@@ -9,6 +9,7 @@ import { HttpProblem, allow, decodePathSegment, routeListener, upgradeListener }
 import { renderEventList, toV1Event } from './event-list.js';
 import { renderPodListJson, rfc3339 } from './pod-list.js';
 import { PodWatchHub } from './pod-watch.js';
+import { TABLE_MEDIA_TYPE, asksForTable, includeObjectOf, renderPodTableJson } from './pod-table.js';
 import { watchStream, type WatchEvent } from './watch-stream.js';
 import { streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
@@ -22,7 +23,9 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  * - `GET /metrics`: the Prometheus text exposition, with its own content type;
  * - `GET /pods`: the desired pods as the kubelet's `/pods` answers, a Kubernetes v1 `PodList`
  *   (`renderPodList` of `AgentView.podListing`: metadata, spec, and status with phase, conditions,
- *   container statuses); with `watch=1`, their changes as JSON lines (`PodWatchHub`);
+ *   container statuses); with `watch=1`, their changes as JSON lines (`PodWatchHub`); asked for
+ *   a `Table` (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, as kubectl asks), kubectl's
+ *   columns with a row a pod (`renderPodTableJson`);
  * - `GET /events` (a v1 `EventList` of the recent events; `namespace`, `pod`, `watch=1`) and
  *   `GET /sources` (each manifest source, and the manifests it rejected);
  * - `GET /plan`: what a sync pass would do now;
@@ -42,7 +45,8 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
  * Another method on these paths is a 405; any other path is not its route (`undefined`).
  * It reads no request body, so it needs no body limit.
  */
-export function agentApiHandler(view: AgentView): RouteHandler {
+export function agentApiHandler(view: AgentView, options: AgentApiOptions = {}): RouteHandler {
+  const now = options.now ?? Date.now;
   const streaming = streamingRouteHandler(view);
   const podWatch = new PodWatchHub(view);
   const handler = async (req: IncomingMessage, url: URL): Promise<RouteAnswer | undefined> => {
@@ -61,6 +65,10 @@ export function agentApiHandler(view: AgentView): RouteHandler {
         allow(req, 'GET');
         if (watchAsked(url)) return podsWatch(podWatch);
         const listing = await view.podListing();
+        if (asksForTable(req.headers.accept)) {
+          const table = renderPodTableJson(listing, now(), includeObjectOf(url));
+          return { status: 200, text: table, contentType: `${TABLE_MEDIA_TYPE}; charset=utf-8` };
+        }
         // Rendered as JSON text, each pod's kept while its view is the same (1,000 pods: ~10 ms, not ~45).
         return { status: 200, text: renderPodListJson(listing.pods, listing), contentType: 'application/json; charset=utf-8' };
       }
@@ -102,7 +110,7 @@ export function agentApiHandler(view: AgentView): RouteHandler {
       default: {
         if (isContainerLogsPath(url.pathname)) {
           allow(req, 'GET');
-          return containerLogsAnswer(view, url, Date.now);
+          return containerLogsAnswer(view, url, now);
         }
         const stats = /^\/stats\/([^/]+)\/([^/]+)$/.exec(url.pathname);
         if (stats === null) return streaming(req, url);
@@ -112,6 +120,12 @@ export function agentApiHandler(view: AgentView): RouteHandler {
     }
   };
   return Object.assign(handler, { upgrade: streamingUpgradeHandler(view) });
+}
+
+/** What `agentApiHandler` takes beside the agent. */
+export interface AgentApiOptions {
+  /** The agent's clock, in ms since the epoch: what a `Table`'s ages and `sinceSeconds` count to. Default `Date.now`. */
+  readonly now?: () => number;
 }
 
 /**

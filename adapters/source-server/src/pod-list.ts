@@ -59,28 +59,42 @@ export function renderPodList(
   return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: pods.map(({ view, manifest }) => renderPod(view, manifest, options)) };
 }
 
-/** Each manifest's last rendered pod, as JSON, and what it was rendered from (the node and the view, as JSON). */
-const renderedOf = new WeakMap<ContainerManifest, { readonly from: string; readonly json: string }>();
+/** Each manifest's last rendered pod, and as JSON, and what it was rendered from (the node and the view, as JSON). */
+const renderedOf = new WeakMap<ContainerManifest, RenderedPod & { readonly from: string }>();
+
+/** A pod as `renderPodList` renders it, and as JSON. */
+export interface RenderedPod {
+  readonly pod: V1PodWithStatus;
+  readonly json: string;
+}
 
 /**
- * `JSON.stringify(renderPodList(pods, options))`, the same text, made faster for a list read
- * often and changed little: a pod whose manifest object and view are what they were at the last
- * read is not rendered again (its JSON is kept beside its manifest, keyed by its view's JSON).
- * What `GET /pods` sends.
+ * `renderPodList`'s pods, each beside its JSON, made faster for a list read often and changed
+ * little: a pod whose manifest object and view are what they were at the last read is not
+ * rendered again (it is kept beside its manifest, keyed by its view's JSON).
  */
+export function renderedPods(
+  pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[],
+  options: PodListOptions,
+): RenderedPod[] {
+  const node = `${options.nodeName}\n${options.runtime}\n${options.hostIP ?? ''}\n`;
+  return pods.map(({ view, manifest }) => {
+    const from = node + JSON.stringify(view);
+    const known = renderedOf.get(manifest);
+    if (known !== undefined && known.from === from) return known;
+    const pod = renderPod(view, manifest, options);
+    const rendered = { from, pod, json: JSON.stringify(pod) };
+    renderedOf.set(manifest, rendered);
+    return rendered;
+  });
+}
+
+/** `JSON.stringify(renderPodList(pods, options))`, the same text, from `renderedPods`: what `GET /pods` sends. */
 export function renderPodListJson(
   pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[],
   options: PodListOptions,
 ): string {
-  const node = `${options.nodeName}\n${options.runtime}\n${options.hostIP ?? ''}\n`;
-  const items = pods.map(({ view, manifest }) => {
-    const from = node + JSON.stringify(view);
-    const known = renderedOf.get(manifest);
-    if (known !== undefined && known.from === from) return known.json;
-    const json = JSON.stringify(renderPod(view, manifest, options));
-    renderedOf.set(manifest, { from, json });
-    return json;
-  });
+  const items = renderedPods(pods, options).map((p) => p.json);
   return `{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[${items.join(',')}]}`;
 }
 

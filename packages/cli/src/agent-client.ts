@@ -5,6 +5,14 @@ import type { WebSocket } from 'ws';
 export const DEFAULT_AGENT_SERVER = 'http://127.0.0.1:10250';
 
 /**
+ * Where the launcher (`bin/kubelet-ts`) puts `NODE_EXTRA_CA_CERTS` for a client command: Node 20
+ * reads that file, and every CA it bundles, as it starts (45 ms of a 70 ms start on this project's
+ * machines) whether or not the process makes a TLS connection; the client reads it only when it
+ * connects over TLS.
+ */
+export const DEFERRED_EXTRA_CA_CERTS = 'KUBELET_TS_EXTRA_CA_CERTS';
+
+/**
  * The exit codes of every command that talks to a running agent, for scripts to branch on:
  * 0 it worked; 1 a usage error or anything else; 2 the agent cannot be reached (refused, timed
  * out, a name that does not resolve); 3 the agent refused the credentials (HTTP 401 or 403);
@@ -54,15 +62,32 @@ export interface AgentClientOptions {
   readonly clientKeyData?: Buffer | undefined;
   /** The server's certificate is not checked (kubectl's `--insecure-skip-tls-verify`). */
   readonly insecureSkipTlsVerify?: boolean | undefined;
+  /**
+   * A PEM file of CAs trusted beside Node's own when no CA is given (`NODE_EXTRA_CA_CERTS`'s
+   * meaning; see `DEFERRED_EXTRA_CA_CERTS`). Unreadable, it is left out with a warning, as Node does.
+   */
+  readonly extraCaCertificates?: string | undefined;
   /** How long making the connection may take before the agent counts as unreachable. Default 10 s. */
   readonly connectTimeoutMs?: number | undefined;
 }
 
 interface TlsSettings {
-  readonly ca?: Buffer;
+  readonly ca?: Buffer | readonly (string | Buffer)[];
   readonly cert?: Buffer;
   readonly key?: Buffer;
   readonly rejectUnauthorized: boolean;
+}
+
+/** Node's CAs and those of `file` (undefined without a file: Node's alone), as `NODE_EXTRA_CA_CERTS` adds them. */
+async function withExtraCas(file: string | undefined): Promise<readonly (string | Buffer)[] | undefined> {
+  if (file === undefined) return undefined;
+  try {
+    const extra = await readFile(file);
+    return [...(await import('node:tls')).rootCertificates, extra];
+  } catch (error) {
+    process.emitWarning(`Ignoring extra certs from \`${file}\`, load failed: ${(error as Error).message}`);
+    return undefined;
+  }
 }
 
 /**
@@ -107,8 +132,9 @@ export class AgentClient {
       read(options.clientCertificate, options.clientCertificateData),
       read(options.clientKey, options.clientKeyData),
     ]);
+    const trusted = ca ?? (base.protocol === 'https:' ? await withExtraCas(options.extraCaCertificates) : undefined);
     const tls: TlsSettings = {
-      ...(ca === undefined ? {} : { ca }),
+      ...(trusted === undefined ? {} : { ca: trusted }),
       ...(cert === undefined ? {} : { cert }),
       ...(key === undefined ? {} : { key }),
       rejectUnauthorized: options.insecureSkipTlsVerify !== true,
@@ -118,15 +144,15 @@ export class AgentClient {
     return new AgentClient(request, base, headers, tls, options.connectTimeoutMs ?? 10_000);
   }
 
-  /** The answer to `GET path` (with its query), its body not yet read; rejects unless 2xx. */
-  get(path: string, signal?: AbortSignal): Promise<IncomingMessage> {
+  /** The answer to `GET path` (with its query, and `headers` beside the credentials), its body not yet read; rejects unless 2xx. */
+  get(path: string, signal?: AbortSignal, headers: Readonly<Record<string, string>> = {}): Promise<IncomingMessage> {
     const url = new URL(path, this.base);
     return new Promise((resolve, reject) => {
       let req: ClientRequest;
       try {
         req = this.request(
           url,
-          { method: 'GET', headers: this.headers, ...this.tls, ...(signal === undefined ? {} : { signal }) },
+          { method: 'GET', headers: { ...headers, ...this.headers }, ...this.tls, ...(signal === undefined ? {} : { signal }) },
           (res) => {
             const status = res.statusCode ?? 0;
             if (status >= 200 && status < 300) {
@@ -176,9 +202,9 @@ export class AgentClient {
     });
   }
 
-  /** `GET path` as JSON. */
-  async json(path: string): Promise<unknown> {
-    const res = await this.get(path);
+  /** `GET path` as JSON; `accept`, the media types asked for (JSON's, a `Table`). */
+  async json(path: string, accept = 'application/json'): Promise<unknown> {
+    const res = await this.get(path, undefined, { accept });
     const chunks: Buffer[] = [];
     for await (const chunk of res) chunks.push(chunk as Buffer);
     try {

@@ -1,6 +1,6 @@
 import { AgentClientError } from './agent-client.js';
 import { inScope, noneFound, printList, printWatched, watchStopped, type GetContext } from './get-context.js';
-import { since } from './human-duration.js';
+import { since } from '@kubelet-ts/source-server/pod-printing';
 import { TablePrinter, type Cell } from './table.js';
 import type { V1Event, WatchEvent } from './v1.js';
 import { followWatch } from './watch-lines.js';

@@ -1,81 +1,10 @@
+import { POD_COLUMNS, TABLE_MEDIA_TYPE, podCells } from '@kubelet-ts/source-server/pod-printing';
 import { AgentClientError } from './agent-client.js';
 import { byNamespaceAndName, inScope, noneFound, printList, printWatched, watchStopped, type GetContext } from './get-context.js';
-import { since } from './human-duration.js';
 import { selects } from './label-selector.js';
 import { TablePrinter, type Cell, type Colour } from './table.js';
 import { namespaceOf, type V1Pod, type WatchEvent } from './v1.js';
 import { followWatch } from './watch-lines.js';
-
-/** What kubectl's `printPod` says of a pod: ready containers of all, the STATUS word, and restarts. */
-export interface PodSummary {
-  readonly ready: string;
-  readonly status: string;
-  readonly restarts: string;
-}
-
-/**
- * A pod's READY, STATUS and RESTARTS by kubectl's rules (`printPod` in
- * pkg/printers/internalversion/printers.go): the status is the phase (or the pod's reason),
- * overridden by a container's waiting reason (`ContainerCreating`, `CrashLoopBackOff`,
- * `ImagePullBackOff`) or terminated reason (`Completed`, `Error`), the first container's winning;
- * `Completed` with one still running reads `Running` (or `NotReady`); a pod on its way out reads
- * `Terminating` unless it has finished. Restarts add up, with how long ago the latest ended.
- * `deleted` counts the pod as on its way out: the agent drops a pod at once, where the API server
- * would first show it with a deletion time.
- */
-export function podSummary(pod: V1Pod, now: number, deleted = false): PodSummary {
-  const statuses = pod.status?.containerStatuses ?? [];
-  const phase = pod.status?.phase ?? '';
-  let reason = pod.status?.reason || phase;
-  let restarts = 0;
-  let readyCount = 0;
-  let lastRestart: number | undefined;
-  let hasRunning = false;
-  const inits = pod.spec?.initContainers ?? [];
-  const sidecars = new Set(inits.filter((c) => c.restartPolicy === 'Always').map((c) => c.name));
-  // The init containers first, in order: the first not done says Init:<n>/<total>, or why it waits or failed.
-  let initializing = false;
-  (pod.status?.initContainerStatuses ?? []).forEach((c, i) => {
-    restarts += c.restartCount ?? 0;
-    const finished = Date.parse(c.lastState?.terminated?.finishedAt ?? '');
-    if (!Number.isNaN(finished) && (lastRestart === undefined || finished > lastRestart)) lastRestart = finished;
-    if (initializing) return;
-    const { waiting, terminated } = c.state ?? {};
-    if (terminated?.exitCode === 0) return;
-    if (sidecars.has(c.name) && c.started === true) {
-      if (c.ready === true) readyCount += 1;
-      return;
-    }
-    initializing = true;
-    if (terminated !== undefined) reason = `Init:${terminated.reason || `ExitCode:${terminated.exitCode ?? 0}`}`;
-    else if (waiting?.reason && waiting.reason !== 'PodInitializing') reason = `Init:${waiting.reason}`;
-    else reason = `Init:${i}/${inits.length}`;
-  });
-  const initialized = pod.status?.conditions?.some((c) => c.type === 'Initialized' && c.status === 'True') === true;
-  // Last to first, so that the first container's word is the one left.
-  for (const c of initializing && !initialized ? [] : [...statuses].reverse()) {
-    restarts += c.restartCount ?? 0;
-    const finished = Date.parse(c.lastState?.terminated?.finishedAt ?? '');
-    if (!Number.isNaN(finished) && (lastRestart === undefined || finished > lastRestart)) lastRestart = finished;
-    const { waiting, terminated, running } = c.state ?? {};
-    if (waiting?.reason) reason = waiting.reason;
-    else if (terminated?.reason) reason = terminated.reason;
-    else if (terminated !== undefined) reason = terminated.signal ? `Signal:${terminated.signal}` : `ExitCode:${terminated.exitCode ?? 0}`;
-    else if (c.ready === true && running !== undefined) {
-      hasRunning = true;
-      readyCount += 1;
-    }
-  }
-  if (reason === 'Completed' && hasRunning)
-    reason = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? 'Running' : 'NotReady';
-  if ((deleted || pod.metadata.deletionTimestamp !== undefined) && phase !== 'Succeeded' && phase !== 'Failed') reason = 'Terminating';
-  const ago = lastRestart === undefined ? '' : ` (${since(new Date(lastRestart).toISOString(), now)} ago)`;
-  return {
-    ready: `${readyCount}/${(pod.spec?.containers?.length ?? statuses.length) + sidecars.size}`,
-    status: reason,
-    restarts: restarts === 0 ? '0' : `${restarts}${ago}`,
-  };
-}
 
 /** The colour a STATUS word is shown in on a terminal: green running, yellow on its way, red for trouble, plain when done. */
 export function statusColour(status: string): Colour | undefined {
@@ -99,28 +28,75 @@ function header(ctx: GetContext): Cell[] {
 }
 
 function row(ctx: GetContext, pod: V1Pod, event?: WatchEvent<V1Pod>['type']): Cell[] {
-  const summary = podSummary(pod, ctx.now(), event === 'DELETED');
-  const ip = pod.status?.podIPs?.[0]?.ip ?? pod.status?.podIP;
+  return cells(ctx, podCells(pod, ctx.now(), event === 'DELETED'), namespaceOf(pod), event);
+}
+
+/** A row of `cells` (kubectl's pod columns, `POD_COLUMNS`), with the columns the command asked for. */
+function cells(
+  ctx: GetContext,
+  [name, ready, status, restarts, age, ip, node]: readonly string[],
+  namespace: string,
+  event?: string,
+): Cell[] {
   return [
     ...(ctx.watchEvents && ctx.watch ? [event ?? 'ADDED'] : []),
-    ...(ctx.allNamespaces ? [namespaceOf(pod)] : []),
-    pod.metadata.name,
-    summary.ready,
-    { text: summary.status, colour: statusColour(summary.status) },
-    summary.restarts,
-    // kubectl counts from the creation time; the agent's pods have their start time.
-    since(pod.metadata.creationTimestamp ?? pod.status?.startTime, ctx.now()),
-    ...(ctx.output === 'wide' ? [ip || '<none>', pod.spec?.nodeName || '<none>'] : []),
+    ...(ctx.allNamespaces ? [namespace] : []),
+    name ?? '',
+    ready ?? '',
+    { text: status ?? '', colour: statusColour(status ?? '') },
+    restarts ?? '',
+    age ?? '',
+    ...(ctx.output === 'wide' ? [ip ?? '<none>', node ?? '<none>'] : []),
   ];
 }
 
 /** Whether `get pods` asked for this pod: its namespace, the names given, the label selector. */
-function wanted(ctx: GetContext, pod: V1Pod): boolean {
+function wanted(ctx: GetContext, pod: Pick<V1Pod, 'metadata'>): boolean {
   return (
     inScope(ctx, namespaceOf(pod)) &&
     (ctx.names.length === 0 || ctx.names.includes(pod.metadata.name)) &&
     selects(ctx.selector, pod.metadata.labels)
   );
+}
+
+/** Fails for the names given that no pod listed has, as kubectl does. */
+function notFound(ctx: GetContext, pods: readonly Pick<V1Pod, 'metadata'>[]): void {
+  const missing = ctx.names.filter((name) => !pods.some((p) => p.metadata.name === name));
+  if (missing.length > 0)
+    throw new AgentClientError(
+      `pod${missing.length === 1 ? '' : 's'} ${missing.map((n) => `"${n}"`).join(', ')} not found${ctx.allNamespaces ? '' : ` in namespace ${ctx.namespace}`}`,
+    );
+}
+
+/** What `get pods` asks for: a `meta.k8s.io/v1` `Table` of the pods, else the `PodList`. */
+const TABLE_ACCEPT = `${TABLE_MEDIA_TYPE}, application/json`;
+
+/** A `meta.k8s.io/v1` `Table` of pods, each row with its pod's metadata (the server's default `includeObject=Metadata`). */
+interface PodTable {
+  readonly columnDefinitions?: ReadonlyArray<{ readonly name: string }>;
+  readonly rows?: ReadonlyArray<{ readonly cells?: readonly unknown[]; readonly object?: Pick<V1Pod, 'metadata'> }>;
+}
+
+/**
+ * `get pods` from the agent's `Table`: its rows, picked by their pods' metadata and sorted as the
+ * list's are, under the columns asked for (found by name, so that a column the agent adds or
+ * moves does not shift them).
+ */
+function printTable(ctx: GetContext, table: PodTable): number {
+  const at = POD_COLUMNS.map((column) => (table.columnDefinitions ?? []).findIndex((d) => d.name === column.name));
+  const rows = (table.rows ?? [])
+    .flatMap((r) =>
+      r.object?.metadata === undefined ? [] : [{ metadata: r.object.metadata, cells: at.map((i) => String(r.cells?.[i] ?? '')) }],
+    )
+    .filter((r) => wanted(ctx, r))
+    .sort(byNamespaceAndName((r) => [namespaceOf(r), r.metadata.name]));
+  notFound(ctx, rows);
+  if (rows.length === 0) noneFound(ctx);
+  else {
+    const laidOut = rows.map((r) => cells(ctx, r.cells, namespaceOf(r)));
+    ctx.io.stdout.write(new TablePrinter(ctx.colour).format(ctx.noHeaders ? laidOut : [header(ctx), ...laidOut]));
+  }
+  return 0;
 }
 
 const key = (pod: V1Pod) => `${namespaceOf(pod)}/${pod.metadata.name}`;
@@ -130,13 +106,13 @@ const key = (pod: V1Pod) => `${namespaceOf(pod)}/${pod.metadata.name}`;
  * a row for each change (`GET /pods?watch=1`) until stopped.
  */
 export async function getPods(ctx: GetContext): Promise<number> {
-  const list = (await ctx.client.json('/pods')) as { items?: V1Pod[] };
+  // A table of the pods as they are now: asked for as kubectl asks an API server, laid out by the agent.
+  const tabled = !ctx.watch && (ctx.output === 'table' || ctx.output === 'wide');
+  const list = (await ctx.client.json('/pods', tabled ? TABLE_ACCEPT : undefined)) as { kind?: string; items?: V1Pod[] };
+  // An agent older than its Table answers with the list, laid out here.
+  if (list.kind === 'Table') return printTable(ctx, list as PodTable);
   const pods = (list.items ?? []).filter((p) => wanted(ctx, p)).sort(byNamespaceAndName((p) => [namespaceOf(p), p.metadata.name]));
-  const missing = ctx.names.filter((name) => !pods.some((p) => p.metadata.name === name));
-  if (missing.length > 0 && !ctx.watch)
-    throw new AgentClientError(
-      `pod${missing.length === 1 ? '' : 's'} ${missing.map((n) => `"${n}"`).join(', ')} not found${ctx.allNamespaces ? '' : ` in namespace ${ctx.namespace}`}`,
-    );
+  if (!ctx.watch) notFound(ctx, pods);
   const printer = new TablePrinter(ctx.colour);
   let headed = ctx.noHeaders;
   const printRows = (rows: Cell[][]) => {

@@ -1,5 +1,5 @@
 import { serialised, type GetContext } from './get-context.js';
-import { since } from './human-duration.js';
+import { since } from '@kubelet-ts/source-server/pod-printing';
 import { table, type Cell, type Colour } from './table.js';
 import type { SourceItem } from './v1.js';
 

@@ -133,4 +133,4 @@ export interface WatchEvent<T> {
 }
 
 /** The pod's namespace: `default` when its metadata does not say. */
-export const namespaceOf = (pod: V1Pod): string => pod.metadata.namespace ?? 'default';
+export const namespaceOf = (pod: Pick<V1Pod, 'metadata'>): string => pod.metadata.namespace ?? 'default';

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parse } from 'yaml';
 import { KubeletError, Labels, type ManifestSource } from '@kubelet-ts/core';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import { ServerManifestSource, agentApiHandler } from '@kubelet-ts/source-server';
+import { ServerManifestSource, agentApiHandler, agentApiListener } from '@kubelet-ts/source-server';
 import { getMain } from '../src/get.js';
 import { runClient, until, type RunOptions } from './run-client.js';
 
@@ -69,7 +71,8 @@ describe('kubelet-ts get, against a running agent on the in-memory runtime (issu
     runtime = new MemoryRuntime();
     server = new ServerManifestSource({ port: 0, authToken: TOKEN });
     kubelet = createKubelet({ runtime, sources: [rejecting, server], hostname: 'get-node' });
-    server.mount(agentApiHandler(kubelet));
+    // The agent's clock is the tests' `now` once it is known: the ages of its Table count to it.
+    server.mount(agentApiHandler(kubelet, { now: () => (now === undefined ? Date.now() : now) }));
     await kubelet.start();
     url = server.url;
     for (const pod of [WEB, API, DB]) expect((await post(pod)).status).toBe(201);
@@ -112,6 +115,29 @@ describe('kubelet-ts get, against a running agent on the in-memory runtime (issu
           '',
         ].join('\n'),
       );
+    });
+
+    it("asks the agent for kubectl's Table, its ages by the agent's clock; an agent that answers only the list gets the same rows", async () => {
+      // The client's clock 20 minutes past the agent's: the ages are still the agent's.
+      expect((await get(['pods', '--no-headers'], { now: now + 20 * MINUTE })).stdout).toMatch(/^api .* 20m\nweb .* 20m\n$/);
+      // An agent older than its Table: the list, laid out by the client to its own clock.
+      const listener = agentApiListener(kubelet, { authToken: TOKEN });
+      const older = createServer((req, res) => {
+        delete req.headers.accept;
+        listener(req, res);
+      });
+      await new Promise<void>((resolve) => older.listen(0, '127.0.0.1', resolve));
+      try {
+        const olderUrl = `http://127.0.0.1:${(older.address() as AddressInfo).port}`;
+        const ran = await runClient(getMain, ['pod', '-A', '-o', 'wide', '--server', olderUrl], {
+          env: { KUBELET_TS_AUTH_TOKEN: TOKEN },
+          now,
+        });
+        expect(ran).toEqual(await get(['pod', '-A', '-o', 'wide']));
+        expect(ran.stdout.split('\n')).toHaveLength(5);
+      } finally {
+        await new Promise((resolve) => older.close(resolve));
+      }
     });
 
     it('selects by label (=, !=, existence, in) and by name', async () => {
