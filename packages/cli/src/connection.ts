@@ -1,5 +1,5 @@
 import { CommanderError, Option, type Command } from 'commander';
-import { AgentClient, AgentClientError, DEFAULT_AGENT_SERVER, type AgentClientOptions } from './agent-client.js';
+import { AgentClient, AgentClientError, DEFAULT_AGENT_SERVER, DEFERRED_EXTRA_CA_CERTS, type AgentClientOptions } from './agent-client.js';
 import { readKubeconfig } from './kubeconfig.js';
 
 /** The exit codes, as each client command's `--help` ends. */
@@ -93,6 +93,7 @@ export async function resolveConnection(
       clientKey: flagsPair ? flags.clientKey : file.tls.key?.path,
       clientKeyData: flagsPair ? undefined : file.tls.key?.data,
       insecureSkipTlsVerify: insecure,
+      extraCaCertificates: env[DEFERRED_EXTRA_CA_CERTS] || undefined,
     },
   };
 }

@@ -217,6 +217,56 @@ describe('connection settings shared by every client command: flags, kubeconfig,
   });
 });
 
+describe('the launcher, bin/kubelet-ts', () => {
+  let certs: TestCertificates;
+  let secure: { kubelet: Kubelet; server: ServerManifestSource };
+  const launcher = fileURLToPath(new URL('../bin/kubelet-ts', import.meta.url));
+  /** `kubelet-ts args` as a shell runs it, its environment `process.env` less NODE_EXTRA_CA_CERTS, plus `env`. */
+  const run = (args: readonly string[], env: Record<string, string> = {}) => {
+    const { NODE_EXTRA_CA_CERTS: _, ...base } = process.env;
+    return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(launcher, [...args], { timeout: 30_000, env: { ...base, KUBECONFIG: '/dev/null', ...env } }, (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
+      );
+    });
+  };
+
+  beforeAll(async () => {
+    certs = await TestCertificates.create();
+    secure = await agent({ certFile: certs.server.certFile, keyFile: certs.server.keyFile, clientCaFile: certs.ca.certFile });
+    await postOverTls(secure.server.url, certs.ca.cert);
+    await secure.kubelet.sync();
+  });
+
+  afterAll(async () => {
+    await secure.kubelet.close();
+    await certs.destroy();
+  });
+
+  it("trusts NODE_EXTRA_CA_CERTS's CAs as Node does, read by a client command only when it connects over TLS", async () => {
+    const get = ['get', 'pods', '-o', 'name', '--server', secure.server.url, '--token', TOKEN];
+    expect(await run(get, { NODE_EXTRA_CA_CERTS: certs.ca.certFile })).toEqual({ code: 0, stdout: 'pod/web\n', stderr: '' });
+    // Without it the agent's CA is unknown: exit 4.
+    expect((await run(get)).code).toBe(4);
+    // A CA given replaces Node's and the extra ones, as Node's `ca` option does.
+    expect((await run([...get, '--certificate-authority', certs.otherCa.certFile], { NODE_EXTRA_CA_CERTS: certs.ca.certFile })).code).toBe(
+      4,
+    );
+    // A file that cannot be read is left out with Node's warning.
+    const missing = await run(get, { NODE_EXTRA_CA_CERTS: '/nonexistent/ca.pem' });
+    expect(missing.code).toBe(4);
+    expect(missing.stderr).toContain('Warning: Ignoring extra certs from `/nonexistent/ca.pem`, load failed: ENOENT');
+  });
+
+  it('runs the agent and its other commands on the same CLI', async () => {
+    const help = await run(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--runtime');
+    const convert = await run(['convert', '--help']);
+    expect(convert.code).toBe(0);
+  });
+});
+
 /** Posts the pods to a TLS agent, trusting the test CA. */
 async function postOverTls(url: string, ca: string): Promise<void> {
   const { request } = await import('node:https');
