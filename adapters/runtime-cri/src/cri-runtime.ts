@@ -136,13 +136,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.close();
   }
 
-  // ---- pods ----------------------------------------------------------------------------------
-
   async runSandbox(spec: SandboxSpec): Promise<SandboxSummary> {
-    const existing = (await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox({}, deadline))).items;
-    const same = existing.find((s) => s.metadata?.name === spec.name);
-    if (same !== undefined)
-      throw new KubeletError('Conflict', `run sandbox ${spec.name}: the name is taken by sandbox ${same.id}`, { adapter: ADAPTER });
     const logDirectory = this.logFiles.podDirectory(spec);
     const config = buildSandboxConfig(spec, {
       // CRI's empty host IP is "every address"; portmap is given no -d for it.
@@ -151,6 +145,12 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       ...(this.cgroupParent === undefined ? {} : { cgroupParent: this.cgroupParent }),
     });
     const portMappings = config.portMappings ?? [];
+    // Ports are checked against the host's sandboxes; a name (it carries the pod's id) against its pod's.
+    const filter = portMappings.length > 0 ? {} : { filter: { labelSelector: { [Labels.sandbox]: spec.podId } } };
+    const existing = (await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox(filter, deadline))).items;
+    const same = existing.find((s) => s.metadata?.name === spec.name);
+    if (same !== undefined)
+      throw new KubeletError('Conflict', `run sandbox ${spec.name}: the name is taken by sandbox ${same.id}`, { adapter: ADAPTER });
     if (portMappings.length > 0) {
       const foreign = (sandboxId: string) =>
         ignoreNotFound(

@@ -306,6 +306,30 @@ describe('CriRuntime on a real containerd', () => {
     expect(error.code).toBe('Conflict');
   });
 
+  it("checks a new sandbox's name against its own pod's sandboxes only; published ports against every sandbox", async () => {
+    // The whole list at every pod start cost containerd and the agent a decode of every sandbox on the host (bench §9).
+    const asked: unknown[] = [];
+    const listing: CriApi = {
+      ...cri,
+      listPodSandbox: (request, until) => (asked.push(request), cri.listPodSandbox(request, until)),
+      close: () => undefined, // the test's own client, closed by the test
+    };
+    const runtime = f.another({ cri: listing });
+    const plain = pod(checkedManifest({ id: 'quiet', containers: [{ name: 'main', image: TEST_IMAGES.busybox }] })).sandbox;
+    await run(plain, runtime);
+    expect(asked).toEqual([{ filter: { labelSelector: { [Labels.sandbox]: 'quiet' } } }]);
+    // And the name is still refused when that pod has it.
+    expect(await codeOf(runtime.runSandbox(plain))).toBe('Conflict');
+    asked.length = 0;
+    const port = await freePort();
+    const published = checkedManifest({
+      id: 'published',
+      containers: [{ name: 'main', image: TEST_IMAGES.busybox, ports: [{ containerPort: 80, hostPort: port }] }],
+    });
+    await run(pod(published).sandbox, runtime);
+    expect(asked[0]).toEqual({});
+  });
+
   it('sees a sandbox whose holder process died as notready, and creates nothing in it', async () => {
     const m = checkedManifest({ id: 'holder', containers: [{ name: 'main', image: TEST_IMAGES.busybox, command: ['sleep', '3600'] }] });
     const { sandbox, containers } = pod(m);
