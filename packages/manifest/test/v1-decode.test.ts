@@ -150,7 +150,7 @@ describe('v1 Pod: ignored fields', () => {
     );
     expect(accepted(withAll)).toEqual(plain);
     expect(IGNORED_V1_FIELDS.spec).toEqual(
-      expect.arrayContaining(['priority', 'priorityClassName', 'schedulerName', 'tolerations', 'nodeName']),
+      expect.arrayContaining(['priority', 'priorityClassName', 'schedulerName', 'tolerations', 'nodeName', 'schedulingGates']),
     );
   });
 });

@@ -36,6 +36,8 @@ export const IGNORED_V1_FIELDS = {
     'enableServiceLinks',
     'readinessGates',
     'overhead',
+    // Gates hold a pod back from the scheduler; a pod given to its node is past it (the kubelet never reads them).
+    'schedulingGates',
   ],
   /**
    * `resizePolicy` says whether an in-place resize (the API server's `resize` subresource) restarts
