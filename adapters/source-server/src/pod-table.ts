@@ -35,7 +35,7 @@ export function includeObjectOf(url: URL): IncludeObject {
 /**
  * `GET /pods` as a `meta.k8s.io/v1` `Table` (what `kubectl get pods` asks an API server for): the
  * columns of `POD_COLUMNS`, a row a pod with its cells as of `now` and what `include` asks for. A
- * client lays the rows out and reads a fifth of the bytes of the `PodList`, none of the status.
+ * client lays the rows out, and reads 44 % of the `PodList`'s bytes (1,000 pods) and none of the status.
  */
 export function renderPodTableJson(listing: PodListing, now: number, include: IncludeObject): string {
   const rows = renderedPods(listing.pods, listing).map(({ pod, json }) => {
