@@ -14,7 +14,12 @@ export { TABLE_MEDIA_TYPE } from './pod-printing.js';
 export function asksForTable(accept: string | undefined): boolean {
   for (const range of (accept ?? '').split(',')) {
     const [type = '', ...parameters] = range.split(';').map((part) => part.trim().toLowerCase());
-    const parameter = new Map(parameters.map((p) => [p.slice(0, p.indexOf('=')).trim(), p.slice(p.indexOf('=') + 1).trim()]));
+    const parameter = new Map(
+      parameters.map((p): [string, string] => {
+        const [name = '', value = ''] = p.split('=').map((part) => part.trim());
+        return [name, value];
+      }),
+    );
     const as = parameter.get('as');
     if (as === undefined && ['application/json', 'application/*', '*/*'].includes(type)) return false;
     if (type === 'application/json' && as === 'table' && parameter.get('g') === 'meta.k8s.io' && parameter.get('v') === 'v1') return true;
@@ -38,14 +43,23 @@ export function includeObjectOf(url: URL): IncludeObject {
  * client lays the rows out, and reads 44 % of the `PodList`'s bytes (1,000 pods) and none of the status.
  */
 export function renderPodTableJson(listing: PodListing, now: number, include: IncludeObject): string {
-  const rows = renderedPods(listing.pods, listing).map(({ pod, json }) => {
-    // renderPod's output is a v1 Pod: what the columns read of it is there, typed loosely.
-    const cells = JSON.stringify(podCells(pod as unknown as PrintedPod, now));
-    if (include === 'None') return `{"cells":${cells}}`;
-    if (include === 'Object') return `{"cells":${cells},"object":${json}}`;
-    return `{"cells":${cells},"object":${metadataOf(pod)}}`;
-  });
+  // In the API server's order, namespace then name: kubectl prints a Table's rows as they come.
+  const rows = renderedPods(listing.pods, listing)
+    .map((rendered) => ({ rendered, key: keyOf(rendered.pod.metadata) }))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .map(({ rendered: { pod, json } }) => {
+      // renderPod's output is a v1 Pod: what the columns read of it is there, typed loosely.
+      const cells = JSON.stringify(podCells(pod as unknown as PrintedPod, now));
+      if (include === 'None') return `{"cells":${cells}}`;
+      if (include === 'Object') return `{"cells":${cells},"object":${json}}`;
+      return `{"cells":${cells},"object":${metadataOf(pod)}}`;
+    });
   return `{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{},"columnDefinitions":${JSON.stringify(POD_COLUMNS)},"rows":[${rows.join(',')}]}`;
+}
+
+/** A pod's namespace and name, as one string that sorts as the API server lists (NUL cannot be in either). */
+function keyOf(metadata: Record<string, unknown>): string {
+  return `${String(metadata['namespace'] ?? 'default')}\u0000${String(metadata['name'] ?? '')}`;
 }
 
 /** Each rendered pod's metadata as a `PartialObjectMetadata`, in JSON: kept while the pod is (`renderedPods` keeps it while its view is the same). */

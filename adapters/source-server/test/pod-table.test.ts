@@ -127,15 +127,18 @@ describe('GET /pods as a Table (what kubectl get asks for)', () => {
       'IP:1',
       'Node:1',
     ]);
-    const [web, jobs] = table.rows;
+    // In the API server's order, namespace then name: batch/jobs before default/web, though the agent lists web first.
+    expect(table.rows.map((r) => r.cells[0])).toEqual(['jobs', 'web']);
+    const [jobs, web] = table.rows;
+    const inOrder = [pods[1], pods[0]];
     expect(web?.cells).toEqual(['web', '1/1', 'Running', '0', '3h', '10.88.0.2', 'node-1']);
     expect(jobs?.cells.slice(0, 4)).toEqual(['jobs', '0/1', 'CrashLoopBackOff', expect.stringMatching(/^4 \(5m\d*s? ago\)$/)]);
     expect(jobs?.cells.slice(5)).toEqual(['<none>', 'node-1']);
     // Each row is the list's pod, as the columns read it, with the pod's whole metadata.
     table.rows.forEach((row, i) => {
-      expect(row.object).toEqual({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: pods[i]?.metadata });
+      expect(row.object).toEqual({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: inOrder[i]?.metadata });
       expect(row.cells.filter((_, c) => c !== 3 && c !== 4)).toEqual(
-        podCells(pods[i] as unknown as PrintedPod, Date.now()).filter((_, c) => c !== 3 && c !== 4),
+        podCells(inOrder[i] as unknown as PrintedPod, Date.now()).filter((_, c) => c !== 3 && c !== 4),
       );
     });
     expect(jobs?.object).toMatchObject({ metadata: { name: 'jobs', namespace: 'batch', labels: { app: 'jobs' } } });
@@ -149,7 +152,7 @@ describe('GET /pods as a Table (what kubectl get asks for)', () => {
     const whole = (await send(url, '/pods?includeObject=Object', { headers: { accept: TABLE_MEDIA_TYPE } })).json as {
       rows: { object: unknown }[];
     };
-    expect(whole.rows.map((r) => r.object)).toEqual(pods);
+    expect(whole.rows.map((r) => r.object)).toEqual([pods[1], pods[0]]);
     const bare = (await send(url, '/pods?includeObject=None', { headers: { accept: TABLE_MEDIA_TYPE } })).json as { rows: object[] };
     expect(bare.rows.map((r) => Object.keys(r))).toEqual([['cells'], ['cells']]);
     const wrong = await send(url, '/pods?includeObject=All', { headers: { accept: TABLE_MEDIA_TYPE } });

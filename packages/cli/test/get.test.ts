@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { parse } from 'yaml';
 import { KubeletError, Labels, type ManifestSource } from '@kubelet-ts/core';
@@ -137,6 +141,64 @@ describe('kubelet-ts get, against a running agent on the in-memory runtime (issu
         expect(ran.stdout.split('\n')).toHaveLength(5);
       } finally {
         await new Promise((resolve) => older.close(resolve));
+      }
+    });
+
+    it("is read by kubectl, a client that is not ours: kubectl get pods lays the agent's Table out as kubelet-ts get pods does", async () => {
+      // kubectl asks a Table only of an API server, after discovery: a stand-in answers discovery
+      // (pods in core v1) and hands each pod list to the agent's /pods with kubectl's own Accept.
+      const discovery: Record<string, unknown> = {
+        '/api': { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] },
+        '/apis': { kind: 'APIGroupList', apiVersion: 'v1', groups: [] },
+        '/api/v1': {
+          kind: 'APIResourceList',
+          groupVersion: 'v1',
+          resources: [{ name: 'pods', singularName: 'pod', namespaced: true, kind: 'Pod', verbs: ['get', 'list'], shortNames: ['po'] }],
+        },
+      };
+      const accepts: string[] = [];
+      const standIn = createServer((req, res) => {
+        const path = new URL(req.url ?? '/', 'http://stand-in').pathname;
+        if (path in discovery) {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(discovery[path]));
+          return;
+        }
+        if (!/^\/api\/v1\/(namespaces\/[^/]+\/)?pods$/.test(path)) {
+          res.writeHead(404).end();
+          return;
+        }
+        accepts.push(req.headers.accept ?? '');
+        void fetch(`${url}/pods`, { headers: { accept: req.headers.accept ?? '', authorization: `Bearer ${TOKEN}` } }).then(
+          async (answer) => {
+            res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? '' }).end(await answer.text());
+          },
+        );
+      });
+      await new Promise<void>((resolve) => standIn.listen(0, '127.0.0.1', resolve));
+      const cache = await mkdtemp(join(tmpdir(), 'kubelet-ts-kubectl-cache-'));
+      try {
+        const server = `http://127.0.0.1:${(standIn.address() as AddressInfo).port}`;
+        const kubectl = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve, reject) =>
+          execFile(
+            'kubectl',
+            ['get', 'pods', '-A', '-o', 'wide', '--server', server, '--cache-dir', cache],
+            { timeout: 30_000, env: { ...process.env, KUBECONFIG: '/dev/null' } },
+            (error, stdout, stderr) => {
+              if ((error as NodeJS.ErrnoException | null)?.code === 'ENOENT')
+                reject(
+                  new Error(
+                    'kubectl is not on PATH: install it (apt-get install kubernetes-client) to read the Table with a client that is not ours',
+                  ),
+                );
+              resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+            },
+          ),
+        );
+        expect(accepts[0]).toContain('application/json;as=Table;v=v1;g=meta.k8s.io');
+        expect(kubectl).toEqual({ code: 0, stdout: (await get(['pods', '-A', '-o', 'wide'])).stdout, stderr: '' });
+      } finally {
+        await new Promise((resolve) => standIn.close(resolve));
+        await rm(cache, { recursive: true, force: true });
       }
     });
 
