@@ -41,6 +41,8 @@ export interface ContainerdEventsOptions {
    * `undefined` when it is no container of the runtime's: a pod sandbox, or one already gone.
    */
   readonly labelsOf: (containerId: string) => Promise<Readonly<Record<string, string>> | undefined>;
+  /** Told of the exit of a task that is no container of ours: a pod sandbox's (its pause process), or a foreign container's. */
+  readonly onOtherExit?: (id: string) => void;
   /** How to subscribe; by default a gRPC call on `endpoint`. */
   readonly subscribe?: SubscribeContainerd;
 }
@@ -53,8 +55,10 @@ const MAX_KNOWN = 10_000;
  * implement CRI's GetContainerEvents): `/tasks/start` → started, `/tasks/exit` of a container's
  * init process → exited with its status (exec processes' exits are dropped), `/containers/delete`
  * → removed. Task events do not carry labels, so the adapter keeps which pod each container id
- * belongs to (`remember`, from create and list; else one CRI ContainerStatus for an id it has
- * not seen), and drops pod sandboxes (no CRI container) and foreign containers.
+ * belongs to (`remember`, from create and list; for an exit of an id it has not seen, one CRI
+ * ContainerStatus), and drops pod sandboxes (no CRI container) and foreign containers. A start is
+ * only ever of a container the adapter made or listed first, so the start of an id it has not
+ * seen is dropped without asking.
  */
 export class ContainerdEvents {
   /** Container id → its pod (manifest id), or `null` for a sandbox or a foreign container. */
@@ -122,14 +126,20 @@ export class ContainerdEvents {
     const time = millisOf(envelope.timestamp) ?? Date.now();
     switch (envelope.topic) {
       case '/tasks/start': {
-        const podId = await this.ownerOf(payload.containerId);
-        return podId === null ? undefined : withPod({ type: 'started', containerId: payload.containerId!, time }, podId);
+        // The adapter knows each of its containers before it starts it (from its create, or a list):
+        // a start of another id is a pod sandbox's or someone else's, dropped without asking. (Asking
+        // cost each pod start a ContainerStatus: its sandbox's task starts before RunPodSandbox answers.)
+        const podId = this.owners.get(payload.containerId ?? '');
+        return podId === undefined || podId === null ? undefined : { type: 'started', containerId: payload.containerId!, time, podId };
       }
       case '/tasks/exit': {
         // An exec process's exit names the process (`id`); the container's own names the container.
         if (payload.id !== payload.containerId) return undefined;
         const podId = await this.ownerOf(payload.containerId);
-        if (podId === null) return undefined;
+        if (podId === null) {
+          this.options.onOtherExit?.(payload.containerId ?? '');
+          return undefined;
+        }
         return withPod(
           {
             type: 'exited',

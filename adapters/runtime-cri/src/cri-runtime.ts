@@ -28,10 +28,11 @@ import {
   settledEvents,
 } from '@kubelet-ts/core';
 import { mountSourceDir, removePodVolumes } from '@kubelet-ts/host-volumes';
-import type { ContainerStatus, CriApi, CriMount, PodSandboxStatus, VersionResponse } from './cri-api.js';
+import type { ContainerStatus, CriApi, CriMount, PodSandboxConfig, PodSandboxStatus, VersionResponse } from './cri-api.js';
 import { ContainerdEvents } from './containerd-events.js';
 import { CriImages } from './cri-images.js';
 import { criSecurityOf } from './cri-security.js';
+import { RecentSandboxes, afterFailedRun, beforeRun } from './sandbox-runs.js';
 import { SandboxAddresses } from './sandbox-addresses.js';
 import { connectCri } from './cri-client.js';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, isUnixEndpoint, type CriRuntimeOptions } from './cri-options.js';
@@ -41,9 +42,8 @@ import { criLogText } from './cri-log-text.js';
 import { criLogs } from './cri-logs.js';
 import { execSyncIn } from './cri-exec.js';
 import { CriStats } from './cri-stats.js';
-import { CriStreams } from './cri-streams.js';
+import { CriStreams, type CriCall } from './cri-streams.js';
 import { ADAPTER, ignoreNotFound, translate } from './errors.js';
-import { assertHostPortsFree, publishedPorts } from './host-ports.js';
 import { buildContainerConfig } from './container-config.js';
 import { detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
 import { buildSandboxConfig, recordOf, sandboxConfigOf } from './sandbox-config.js';
@@ -66,6 +66,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   readonly images: ImageService;
   private readonly criImages: CriImages;
   private readonly addresses = new SandboxAddresses((id) => this.sandboxStatus(id));
+  private readonly recent: RecentSandboxes;
   readonly endpoint: string;
   private readonly cri: CriApi;
   private readonly volumesRoot: string;
@@ -91,6 +92,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 120_000;
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
+    this.recent = new RecentSandboxes(this.clock);
     this.images = this.criImages = new CriImages({
       cri: this.cri,
       endpoint: this.endpoint,
@@ -102,6 +104,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.changes = new ContainerdEvents({
       endpoint: this.endpoint,
       labelsOf: async (id) => (await ignoreNotFound(this.containerStatus(id)))?.labels ?? undefined,
+      onOtherExit: (id) => this.recent.forget(id),
     });
     this.logFiles = CriLogFiles.of(options, this.logger);
     const call = <T>(what: string, fn: (deadline: number) => Promise<T>) => this.call(what, fn);
@@ -145,19 +148,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       ...(this.cgroupParent === undefined ? {} : { cgroupParent: this.cgroupParent }),
     });
     const portMappings = config.portMappings ?? [];
-    // Ports are checked against the host's sandboxes; a name (it carries the pod's id) against its pod's.
-    const filter = portMappings.length > 0 ? {} : { filter: { labelSelector: { [Labels.sandbox]: spec.podId } } };
-    const existing = (await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox(filter, deadline))).items;
-    const same = existing.find((s) => s.metadata?.name === spec.name);
-    if (same !== undefined)
-      throw new KubeletError('Conflict', `run sandbox ${spec.name}: the name is taken by sandbox ${same.id}`, { adapter: ADAPTER });
-    if (portMappings.length > 0) {
-      const foreign = (sandboxId: string) =>
-        ignoreNotFound(
-          this.call(`sandbox ${sandboxId}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: sandboxId, verbose: true }, deadline)),
-        );
-      await assertHostPortsFree(spec.name, portMappings, await publishedPorts(existing, foreign));
-    }
+    const call: CriCall = (what, fn) => this.call(what, fn);
+    await beforeRun(spec.name, portMappings, this.cri, call);
     if (logDirectory !== undefined) await this.logFiles.makePodDirectory(logDirectory);
     const started = this.clock.now();
     let id: string;
@@ -167,9 +159,12 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
         this.cri.runPodSandbox({ config, ...(this.runtimeHandler === undefined ? {} : { runtimeHandler: this.runtimeHandler }) }, deadline),
       ));
     } catch (error) {
+      // A taken name's sandbox keeps its pod's log folder (the same folder): the check comes first.
+      await afterFailedRun(spec.name, spec.podId, portMappings, this.cri, call);
       await this.logFiles.removePodDirectory(logDirectory);
       throw error;
     }
+    this.recent.ran(id, config);
     this.logger.info(
       { podId: spec.podId, sandbox: id.slice(0, 12), ports: portMappings.length, durationMs: this.clock.now() - started },
       'pod sandbox ready',
@@ -183,14 +178,17 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const filter = options.podId === undefined ? {} : { filter: { labelSelector: { [Labels.sandbox]: options.podId } } };
     const { items } = await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox(filter, deadline));
     const listed = items.filter((s) => options.includeForeign === true || s.labels?.[Labels.sandbox] !== undefined).map(sandboxSummaryOf);
+    for (const s of listed) if (s.state !== 'ready') this.recent.forget(s.id);
     return this.addresses.of(listed, options.podId === undefined);
   }
 
   async stopSandbox(id: string): Promise<void> {
+    this.recent.forget(id);
     await this.call(`stop sandbox ${id}`, (deadline) => this.cri.stopPodSandbox({ podSandboxId: id }, deadline));
   }
 
   async removeSandbox(id: string, options: { readonly volumes?: boolean } = {}): Promise<void> {
+    this.recent.forget(id);
     let status: PodSandboxStatus;
     try {
       status = await this.sandboxStatus(id);
@@ -238,24 +236,17 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     // pod's containers are listed: the whole host's, at each create, cost both sides a decode of each.
     const podId = spec.labels[Labels.manifestId];
     const samePod = podId === undefined ? {} : { filter: { labelSelector: { [Labels.manifestId]: podId } } };
-    const [sandbox, { containers }] = await Promise.all([
-      this.sandboxStatus(sandboxId),
+    const [sandboxConfig, { containers }] = await Promise.all([
+      // A sandbox this runtime has just run is ready with the config it was run with (see RecentSandboxes).
+      this.recent.configOf(sandboxId) ?? this.readySandboxConfig(spec.name, sandboxId),
       this.call('list containers', (deadline) => this.cri.listContainers(samePod, deadline)),
     ]);
-    if (sandbox.state !== 'SANDBOX_READY') {
-      throw new KubeletError(
-        'Conflict',
-        `create ${spec.name}: sandbox ${sandbox.metadata?.name ?? sandboxId} is not ready (its namespace is gone); the agent runs a new one`,
-        { adapter: ADAPTER },
-      );
-    }
     // CRI keeps names unique within a sandbox only; the contract (and Docker) across the runtime.
     const taken = containers.find((c) => c.metadata?.name === spec.name);
     if (taken !== undefined)
       throw new KubeletError('Conflict', `create ${spec.name}: the name is taken by container ${taken.id}`, { adapter: ADAPTER });
     const imageUser = needsImageUser(spec.security) ? await this.criImages.userOf(spec.image) : undefined;
     const security = criSecurityOf(spec, imageUser);
-    const sandboxConfig = sandboxConfigOf(sandbox);
     const mounts: CriMount[] = [];
     for (const m of spec.mounts)
       mounts.push({
@@ -374,6 +365,14 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const { status } = await this.call(`sandbox ${id}`, (deadline) => this.cri.podSandboxStatus({ podSandboxId: id }, deadline));
     if (status === null) throw new KubeletError('NotFound', `sandbox ${id}: the runtime has no status for it`, { adapter: ADAPTER });
     return status;
+  }
+
+  /** The config a sandbox was run with, read back from its status; Conflict when it is no longer ready. */
+  private async readySandboxConfig(name: string, id: string): Promise<PodSandboxConfig> {
+    const sandbox = await this.sandboxStatus(id);
+    if (sandbox.state === 'SANDBOX_READY') return sandboxConfigOf(sandbox);
+    const what = `create ${name}: sandbox ${sandbox.metadata?.name ?? id} is not ready (its namespace is gone); the agent runs a new one`;
+    throw new KubeletError('Conflict', what, { adapter: ADAPTER });
   }
 
   private async containerStatus(id: string): Promise<ContainerStatus> {
