@@ -35,6 +35,16 @@ export interface BenchOptions {
   readonly only?: ReadonlySet<Scenario>;
 }
 
+/** The fleet's agents: 1,000 (20 in the quick run); `KUBELET_TS_BENCH_FLEET=10000` for issue 27's ten thousand. */
+export function fleetSize(quick: boolean): number {
+  const given = process.env['KUBELET_TS_BENCH_FLEET'];
+  if (given === undefined || given === '') return quick ? 20 : 1_000;
+  const size = Number(given);
+  if (!Number.isInteger(size) || size < 1)
+    throw new Error(`KUBELET_TS_BENCH_FLEET must be a whole number of agents, got ${JSON.stringify(given)}`);
+  return size;
+}
+
 /** The pace runs' sizes: issue 27 asks for five runs beside a CPU hog; `KUBELET_TS_BENCH_PACE='{"pods":100}'` changes them. */
 export function paceSizes(quick: boolean): {
   readonly pods: number;
@@ -188,7 +198,7 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   }
   if (wanted('fleet')) {
     await step('fleet: agents on one etcd');
-    rows.push(...(await fleet(q ? 20 : 1_000)));
+    rows.push(...(await fleet(fleetSize(q))));
   }
 
   await save();

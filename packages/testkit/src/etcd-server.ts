@@ -31,6 +31,11 @@ export interface EtcdServerOptions {
    * writing every host's key in one transaction needs one per host.
    */
   readonly maxTxnOps?: number;
+  /**
+   * etcd's `--max-request-bytes` (default 1.5 MiB): the largest request it takes. A transaction
+   * putting 10,000 hosts' manifests is about 3 MB.
+   */
+  readonly maxRequestBytes?: number;
 }
 
 /**
@@ -114,6 +119,7 @@ export class EtcdServer {
         'warn',
         ...this.tlsArgs(),
         ...(this.options.maxTxnOps === undefined ? [] : ['--max-txn-ops', String(this.options.maxTxnOps)]),
+        ...(this.options.maxRequestBytes === undefined ? [] : ['--max-request-bytes', String(this.options.maxRequestBytes)]),
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
