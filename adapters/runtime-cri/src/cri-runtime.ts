@@ -67,6 +67,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   private readonly criImages: CriImages;
   private readonly addresses = new SandboxAddresses((id) => this.sandboxStatus(id));
   private readonly recent: RecentSandboxes;
+  /** `call`, as the adapter's parts take it. */
+  private readonly criCall: CriCall = (what, fn) => this.call(what, fn);
   readonly endpoint: string;
   private readonly cri: CriApi;
   private readonly volumesRoot: string;
@@ -99,7 +101,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       pullTimeoutMs: options.pullTimeoutMs ?? 15 * 60_000,
       clock: this.clock,
       logger: this.logger,
-      call: (what, fn) => this.call(what, fn),
+      call: this.criCall,
     });
     this.changes = new ContainerdEvents({
       endpoint: this.endpoint,
@@ -107,15 +109,14 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       onOtherExit: (id) => this.recent.forget(id),
     });
     this.logFiles = CriLogFiles.of(options, this.logger);
-    const call = <T>(what: string, fn: (deadline: number) => Promise<T>) => this.call(what, fn);
-    this.rotation = criLogRotation(this.cri, call, options.containerLogs ?? DEFAULT_LOG_ROTATION, this.logger);
-    this.streams = new CriStreams(this.cri, call, this.requestTimeoutMs);
+    this.rotation = criLogRotation(this.cri, this.criCall, options.containerLogs ?? DEFAULT_LOG_ROTATION, this.logger);
+    this.streams = new CriStreams(this.cri, this.criCall, this.requestTimeoutMs);
     const onHost = isUnixEndpoint(this.endpoint)
       ? { kernel: options.kernel === false ? undefined : KernelStats.open(options.kernel) }
       : undefined;
     this.capabilities = {
       events: this,
-      stats: new CriStats(this.cri, call, this.clock, this.logger, onHost),
+      stats: new CriStats(this.cri, this.criCall, this.clock, this.logger, onHost),
       logs: this,
       streaming: this.streams,
     };
@@ -148,8 +149,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       ...(this.cgroupParent === undefined ? {} : { cgroupParent: this.cgroupParent }),
     });
     const portMappings = config.portMappings ?? [];
-    const call: CriCall = (what, fn) => this.call(what, fn);
-    await beforeRun(spec.name, portMappings, this.cri, call);
+    await beforeRun(spec.name, portMappings, this.cri, this.criCall);
     if (logDirectory !== undefined) await this.logFiles.makePodDirectory(logDirectory);
     const started = this.clock.now();
     let id: string;
@@ -160,7 +160,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
       ));
     } catch (error) {
       // A taken name's sandbox keeps its pod's log folder (the same folder): the check comes first.
-      await afterFailedRun(spec.name, spec.podId, portMappings, this.cri, call);
+      await afterFailedRun(spec.name, spec.podId, portMappings, this.cri, this.criCall);
       await this.logFiles.removePodDirectory(logDirectory);
       throw error;
     }
