@@ -65,6 +65,7 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
     // The Summary's node.fs is the file system the pods' volumes are on; its volume[] walks them.
     housekeeping: {
       intervalMs: options.housekeepingInterval,
+      unreadIntervalMs: options.housekeepingUnreadInterval,
       fsPath: options.volumesRoot,
       ...(options.volumeStatsAggPeriod === 0
         ? {}

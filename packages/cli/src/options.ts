@@ -25,6 +25,7 @@ export interface CliOptions extends LegacyFlags {
   readonly hostIp: string;
   readonly syncFrequency: number;
   readonly housekeepingInterval: number;
+  readonly housekeepingUnreadInterval: number;
   /** `--volume-stats-agg-period`: how often each pod's volumes are walked for the Summary (0: never). */
   readonly volumeStatsAggPeriod: number;
   readonly cgroupRoot?: string;
@@ -249,6 +250,14 @@ export function buildProgram(): Command {
       new Option('--housekeeping-interval <duration>', 'how often what the node and pods use is sampled (0: never)')
         .argParser(duration)
         .default(10_000, '10s'),
+    )
+    .addOption(
+      new Option(
+        '--housekeeping-unread-interval <duration>',
+        'how often they are sampled while nobody reads them (not above --housekeeping-interval: every interval)',
+      )
+        .argParser(duration)
+        .default(60_000, '1m'),
     )
     .addOption(
       new Option('--volume-stats-agg-period <duration>', "how often each pod's volumes are walked for what they take (0: never)")

@@ -33,14 +33,28 @@ export interface HousekeepingOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly node: NodeFigures;
-  /** How often the figures are sampled (the kubelet's `--housekeeping-interval`). */
+  /** How often the figures are sampled while they are read (the kubelet's `--housekeeping-interval`). */
   readonly intervalMs: number;
+  /**
+   * How often they are sampled while nobody reads them (no `current()` for twice this long);
+   * a read brings back `intervalMs` at once. Not above `intervalMs`: every interval, read or not.
+   */
+  readonly unreadIntervalMs?: number;
   /** Where the pods' volumes are, for the Summary's `volume[]`; none: no volume figures. */
   readonly volumes?: VolumeRoots;
 }
 
 /** The kubelet's `--housekeeping-interval`. */
 const DEFAULT_INTERVAL_MS = 10_000;
+
+/**
+ * How often unread figures are sampled by default: the pods' volumes are walked that often anyway
+ * (`VOLUMES_EVERY_MS`), and a scraper at Prometheus' default minute keeps the figures read.
+ */
+const DEFAULT_UNREAD_INTERVAL_MS = 60_000;
+
+/** Figures count as read for this many unread intervals after a read. */
+const READ_WINDOW_INTERVALS = 2;
 
 /**
  * How long what the runtime said of its image store is kept: images change when pulled or removed,
@@ -54,13 +68,21 @@ const VOLUMES_EVERY_MS = 60_000;
 
 /** The agent's housekeeping as its options ask (`intervalMs` 0: none), on the node's own figures. */
 export function housekeepingOf(
-  asked: ({ readonly intervalMs?: number; readonly volumes?: VolumeRoots } & NodeFiguresOptions) | undefined,
-  parts: Omit<HousekeepingOptions, 'node' | 'intervalMs' | 'volumes'>,
+  asked:
+    | ({ readonly intervalMs?: number; readonly unreadIntervalMs?: number; readonly volumes?: VolumeRoots } & NodeFiguresOptions)
+    | undefined,
+  parts: Omit<HousekeepingOptions, 'node' | 'intervalMs' | 'unreadIntervalMs' | 'volumes'>,
 ): Housekeeping | undefined {
-  const { intervalMs = DEFAULT_INTERVAL_MS, volumes, ...node } = asked ?? {};
+  const { intervalMs = DEFAULT_INTERVAL_MS, unreadIntervalMs = DEFAULT_UNREAD_INTERVAL_MS, volumes, ...node } = asked ?? {};
   return intervalMs === 0
     ? undefined
-    : new Housekeeping({ ...parts, node: new NodeFigures(node), intervalMs, ...(volumes === undefined ? {} : { volumes }) });
+    : new Housekeeping({
+        ...parts,
+        node: new NodeFigures(node),
+        intervalMs,
+        unreadIntervalMs,
+        ...(volumes === undefined ? {} : { volumes }),
+      });
 }
 
 /** One reading of a CPU counter, to make a rate of with the next. */
@@ -75,6 +97,11 @@ interface CpuReading {
  * sandbox, and keeps the figures; `/stats/summary`, `/metrics/resource` and `top` read them, so a
  * scrape never waits on the engine and never multiplies calls to it. CPU rates (`usageNanoCores`)
  * are the change between two samples, so they appear from the second.
+ *
+ * Figures nobody reads are sampled every `unreadIntervalMs` only, as the kubelet's evented PLEG
+ * relists rarely while nothing asks for more: an idle host pays for the figures that are read. The
+ * agent's start counts as a read; the first read after a quiet spell gets the last figures (with
+ * their time) and brings the interval back at once, with a sample taken then.
  */
 export class Housekeeping {
   private usage: ResourceUsage;
@@ -84,6 +111,8 @@ export class Housekeeping {
   private volumesRead = new Map<string, { readonly at: number; readonly usage: readonly VolumeUsage[] }>();
   private stop: (() => void) | undefined;
   private running: Promise<void> | undefined;
+  private lastReadAt = Number.NEGATIVE_INFINITY;
+  private lastSampleAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: HousekeepingOptions) {
     this.usage = { nodeName: options.hostname, node: undefined, pods: [] };
@@ -92,7 +121,13 @@ export class Housekeeping {
   /** Samples now and every interval after, until `close()`. */
   start(): void {
     if (this.stop !== undefined) return;
-    this.stop = repeatEvery(this.options.clock, this.options.intervalMs, () => void this.sample());
+    const { clock, intervalMs, unreadIntervalMs = intervalMs } = this.options;
+    this.lastReadAt = clock.now();
+    this.stop = repeatEvery(clock, intervalMs, () => {
+      const now = clock.now();
+      // Unread: a sample when the last is an unread interval old (half a tick early, as timers drift).
+      if (!this.unread(now) || now - this.lastSampleAt >= unreadIntervalMs - intervalMs / 2) void this.sample();
+    });
     void this.sample();
   }
 
@@ -101,9 +136,18 @@ export class Housekeeping {
     await this.running;
   }
 
-  /** The figures of the last sample. */
+  /** The figures of the last sample; a read after a quiet spell also takes one now. */
   current(): ResourceUsage {
+    const now = this.options.clock.now();
+    if (this.stop !== undefined && this.unread(now) && now - this.lastSampleAt >= this.options.intervalMs) void this.sample();
+    this.lastReadAt = now;
     return this.usage;
+  }
+
+  /** Whether nobody has read the figures for long enough to sample them every unread interval. */
+  private unread(now: number): boolean {
+    const { intervalMs, unreadIntervalMs = intervalMs } = this.options;
+    return unreadIntervalMs > intervalMs && now - this.lastReadAt >= READ_WINDOW_INTERVALS * unreadIntervalMs;
   }
 
   /** One sample (a second one asked for while one runs waits for that one instead). */
@@ -114,6 +158,7 @@ export class Housekeeping {
 
   private async take(): Promise<void> {
     const { clock, logger, runtime } = this.options;
+    this.lastSampleAt = clock.now();
     const readings = new Map<string, CpuReading>();
     const rate = (key: string, timestamp: number, usageNanoseconds: number): CpuUsage => {
       readings.set(key, { timestamp, usageNanoseconds });

@@ -71,9 +71,15 @@ export interface KubeletOptions extends HostAccess {
   /**
    * Resource figures (`resourceUsage()`: the Summary API, `/metrics/resource`, `top`): how often the
    * node and the running pods are sampled (default 10 s, the kubelet's `--housekeeping-interval`;
-   * 0 never), and the file systems of the volumes and of the engine's images.
+   * 0 never), how often while nobody reads them (`unreadIntervalMs`, default 60 s; not above
+   * `intervalMs`: every interval, read or not), and the file systems of the volumes and of the
+   * engine's images.
    */
-  readonly housekeeping?: { readonly intervalMs?: number; readonly volumes?: VolumeRoots } & NodeFiguresOptions;
+  readonly housekeeping?: {
+    readonly intervalMs?: number;
+    readonly unreadIntervalMs?: number;
+    readonly volumes?: VolumeRoots;
+  } & NodeFiguresOptions;
   /**
    * Where the files of ConfigMap, Secret and downward API volumes are written, `<dir>/<pod>/<volume>`
    * (the CLI: `--volume-files-dir`, on the tmpfs `/dev/shm` by default, so a Secret never reaches a

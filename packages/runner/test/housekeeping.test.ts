@@ -159,6 +159,48 @@ describe('housekeeping: what the node and the running pods use', () => {
     expect(f.runtime.callCount()).toBe(calls);
   });
 
+  it('samples figures nobody reads once an unread interval, and a read brings the interval back at once', async () => {
+    const samples = () => f.runtime.callCount('statsSample');
+    /** Waits until the runtime has been asked for `n` samples in all, and checks it was not asked more. */
+    const sampledTimes = async (n: number) => {
+      const deadline = Date.now() + 5_000;
+      while (samples() < n && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 2));
+      await settle();
+      expect(samples()).toBe(n);
+    };
+    const k = await running('web');
+    await nextSample(k); // The last read: the figures are read for two unread intervals (120 s) after it.
+    const base = samples();
+    for (let tick = 1; tick <= 30; tick++) {
+      await f.clock.advance(HOUSEKEEPING_MS);
+      // Read: every 10 s up to 110 s. Unread from 120 s: a sample a minute after the last (170, 230, 290 s).
+      const expected = Math.min(tick, 11) + [17, 23, 29].filter((t) => t <= tick).length;
+      await sampledTimes(base + expected);
+    }
+    const last = f.runtime.callCount('statsSample');
+    // The first read in 300 s gets the figures of 290 s, and a sample is taken at once.
+    const read = k.resourceUsage();
+    expect(read.pods[0]!.timestamp).toBe(f.clock.now() - HOUSEKEEPING_MS);
+    await sampledTimes(last + 1);
+    await f.clock.advance(HOUSEKEEPING_MS);
+    await sampledTimes(last + 2);
+
+    // Without an unread interval above the interval, figures are sampled every interval, read or not.
+    await k.close();
+    const every = f.kubelet([new ScriptedSource('b', { initial: [pod('db')] })], {
+      hostname: 'node-b',
+      housekeeping: { unreadIntervalMs: HOUSEKEEPING_MS },
+    });
+    await every.start();
+    await settle();
+    while (every.resourceUsage().pods.length === 0) await nextSample(every); // Its last read.
+    const from = samples();
+    for (let tick = 1; tick <= 20; tick++) {
+      await f.clock.advance(HOUSEKEEPING_MS);
+      await sampledTimes(from + tick);
+    }
+  });
+
   it('leaves out exited containers, and pods with none running', async () => {
     const k = f.kubelet([new ScriptedSource('a', { initial: [pod('web'), { ...pod('db'), restartPolicy: 'Never' }] })]);
     await k.start();
