@@ -254,10 +254,10 @@ export function buildProgram(): Command {
     .addOption(
       new Option(
         '--housekeeping-unread-interval <duration>',
-        'how often they are sampled while nobody reads them (not above --housekeeping-interval: every interval)',
+        'how often they are sampled while nobody has read them for 2 minutes (not above --housekeeping-interval: every interval)',
       )
         .argParser(duration)
-        .default(60_000, '1m'),
+        .default(300_000, '5m'),
     )
     .addOption(
       new Option('--volume-stats-agg-period <duration>', "how often each pod's volumes are walked for what they take (0: never)")

@@ -36,8 +36,8 @@ export interface HousekeepingOptions {
   /** How often the figures are sampled while they are read (the kubelet's `--housekeeping-interval`). */
   readonly intervalMs: number;
   /**
-   * How often they are sampled while nobody reads them (no `current()` for twice this long);
-   * a read brings back `intervalMs` at once. Not above `intervalMs`: every interval, read or not.
+   * How often they are sampled while nobody reads them (no `current()` for `READ_WINDOW_MS`); a
+   * read brings back `intervalMs` at once. Not above `intervalMs`: every interval, read or not.
    */
   readonly unreadIntervalMs?: number;
   /** Where the pods' volumes are, for the Summary's `volume[]`; none: no volume figures. */
@@ -48,13 +48,14 @@ export interface HousekeepingOptions {
 const DEFAULT_INTERVAL_MS = 10_000;
 
 /**
- * How often unread figures are sampled by default: the pods' volumes are walked that often anyway
- * (`VOLUMES_EVERY_MS`), and a scraper at Prometheus' default minute keeps the figures read.
+ * How often figures nobody reads are sampled by default: the kubelet's evented PLEG relists that
+ * often while its events flow (and this agent too, `eventedRelistMs`); a sample of 200 pods costs
+ * 50-150 ms of CPU, which once a minute was still most of an idle agent's (bench/RESULTS.md).
  */
-const DEFAULT_UNREAD_INTERVAL_MS = 60_000;
+const DEFAULT_UNREAD_INTERVAL_MS = 300_000;
 
-/** Figures count as read for this many unread intervals after a read. */
-const READ_WINDOW_INTERVALS = 2;
+/** Figures count as read this long after a read: metrics-server (15 s) and Prometheus (1 min) scrape within it. */
+const READ_WINDOW_MS = 120_000;
 
 /**
  * How long what the runtime said of its image store is kept: images change when pulled or removed,
@@ -147,7 +148,7 @@ export class Housekeeping {
   /** Whether nobody has read the figures for long enough to sample them every unread interval. */
   private unread(now: number): boolean {
     const { intervalMs, unreadIntervalMs = intervalMs } = this.options;
-    return unreadIntervalMs > intervalMs && now - this.lastReadAt >= READ_WINDOW_INTERVALS * unreadIntervalMs;
+    return unreadIntervalMs > intervalMs && now - this.lastReadAt >= READ_WINDOW_MS;
   }
 
   /** One sample (a second one asked for while one runs waits for that one instead). */

@@ -71,7 +71,7 @@ export interface KubeletOptions extends HostAccess {
   /**
    * Resource figures (`resourceUsage()`: the Summary API, `/metrics/resource`, `top`): how often the
    * node and the running pods are sampled (default 10 s, the kubelet's `--housekeeping-interval`;
-   * 0 never), how often while nobody reads them (`unreadIntervalMs`, default 60 s; not above
+   * 0 never), how often while nobody has read them for 2 min (`unreadIntervalMs`, default 300 s; not above
    * `intervalMs`: every interval, read or not), and the file systems of the volumes and of the
    * engine's images.
    */

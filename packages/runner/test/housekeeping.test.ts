@@ -159,7 +159,7 @@ describe('housekeeping: what the node and the running pods use', () => {
     expect(f.runtime.callCount()).toBe(calls);
   });
 
-  it('samples figures nobody reads once an unread interval, and a read brings the interval back at once', async () => {
+  it('samples figures nobody has read for 2 min every 5 min, and a read brings the interval back at once', async () => {
     const samples = () => f.runtime.callCount('statsSample');
     /** Waits until the runtime has been asked for `n` samples in all, and checks it was not asked more. */
     const sampledTimes = async (n: number) => {
@@ -169,16 +169,16 @@ describe('housekeeping: what the node and the running pods use', () => {
       expect(samples()).toBe(n);
     };
     const k = await running('web');
-    await nextSample(k); // The last read: the figures are read for two unread intervals (120 s) after it.
+    await nextSample(k); // The last read: the figures count as read for 120 s after it.
     const base = samples();
-    for (let tick = 1; tick <= 30; tick++) {
+    for (let tick = 1; tick <= 72; tick++) {
       await f.clock.advance(HOUSEKEEPING_MS);
-      // Read: every 10 s up to 110 s. Unread from 120 s: a sample a minute after the last (170, 230, 290 s).
-      const expected = Math.min(tick, 11) + [17, 23, 29].filter((t) => t <= tick).length;
+      // Read: every 10 s up to 110 s. Unread from 120 s: a sample 300 s after the last (410 s, 710 s).
+      const expected = Math.min(tick, 11) + [41, 71].filter((t) => t <= tick).length;
       await sampledTimes(base + expected);
     }
     const last = f.runtime.callCount('statsSample');
-    // The first read in 300 s gets the figures of 290 s, and a sample is taken at once.
+    // The first read in 720 s gets the figures of 710 s, and a sample is taken at once.
     const read = k.resourceUsage();
     expect(read.pods[0]!.timestamp).toBe(f.clock.now() - HOUSEKEEPING_MS);
     await sampledTimes(last + 1);
