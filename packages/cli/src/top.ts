@@ -37,7 +37,9 @@ const MI = 1024 * 1024;
  * it (CPU in millicores, memory as the working set in MiB), from a running agent's Summary API
  * (`GET /stats/summary`: its last housekeeping sample). CPU is a rate between two samples: until
  * the agent has taken two (a housekeeping interval after it started, or after a container
- * started), it shows `-`.
+ * started), it shows `-`. Figures nobody read for 2 minutes are up to 5 minutes old (the agent's
+ * `--housekeeping-unread-interval`); the agent samples again as it answers, so `top` run again
+ * shows what is used now.
  */
 export async function topMain(argv: readonly string[], io: TopIo = process): Promise<number> {
   const program = addConnectionOptions(new Command('kubelet-ts top'))
