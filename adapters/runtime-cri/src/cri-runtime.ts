@@ -33,7 +33,7 @@ import { ContainerdEvents } from './containerd-events.js';
 import { CriImages } from './cri-images.js';
 import { criSecurityOf } from './cri-security.js';
 import { RecentSandboxes, afterFailedRun, beforeRun } from './sandbox-runs.js';
-import { SandboxAddresses } from './sandbox-addresses.js';
+import { ListedRecords } from './listed-records.js';
 import { connectCri } from './cri-client.js';
 import { DEFAULT_CRI_ENDPOINT, DEFAULT_LOG_ROTATION, DEFAULT_VOLUMES_ROOT, isUnixEndpoint, type CriRuntimeOptions } from './cri-options.js';
 import { CriLogFiles } from './cri-log-files.js';
@@ -45,7 +45,7 @@ import { CriStats } from './cri-stats.js';
 import { CriStreams, type CriCall } from './cri-streams.js';
 import { ADAPTER, ignoreNotFound, translate } from './errors.js';
 import { buildContainerConfig } from './container-config.js';
-import { detailsOf, sandboxSummaryOf, summaryOf } from './mapping.js';
+import { detailsOf, summaryOf } from './mapping.js';
 import { buildSandboxConfig, recordOf, sandboxConfigOf } from './sandbox-config.js';
 
 /**
@@ -65,7 +65,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   /** CRI's ImageService (see `CriImages`). */
   readonly images: ImageService;
   private readonly criImages: CriImages;
-  private readonly addresses = new SandboxAddresses((id) => this.sandboxStatus(id));
+  private readonly listed = new ListedRecords((id) => this.sandboxStatus(id));
   private readonly recent: RecentSandboxes;
   /** `call`, as the adapter's parts take it. */
   private readonly criCall: CriCall = (what, fn) => this.call(what, fn);
@@ -177,9 +177,9 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     // CRI's label selector matches values only; "has our label" is decided here.
     const filter = options.podId === undefined ? {} : { filter: { labelSelector: { [Labels.sandbox]: options.podId } } };
     const { items } = await this.call('list sandboxes', (deadline) => this.cri.listPodSandbox(filter, deadline));
-    const listed = items.filter((s) => options.includeForeign === true || s.labels?.[Labels.sandbox] !== undefined).map(sandboxSummaryOf);
-    for (const s of listed) if (s.state !== 'ready') this.recent.forget(s.id);
-    return this.addresses.of(listed, options.podId === undefined);
+    const listed = items.filter((s) => options.includeForeign === true || s.labels?.[Labels.sandbox] !== undefined);
+    for (const s of listed) if (s.state !== 'SANDBOX_READY') this.recent.forget(s.id);
+    return this.listed.sandboxesOf(listed, options.podId === undefined);
   }
 
   async stopSandbox(id: string): Promise<void> {
@@ -220,7 +220,8 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     const filter = options.podId === undefined ? {} : { filter: { labelSelector: { [Labels.manifestId]: options.podId } } };
     const { containers } = await this.call('list containers', (deadline) => this.cri.listContainers(filter, deadline));
     for (const c of containers) this.changes.remember(c.id, c.labels ?? undefined);
-    return containers.filter((c) => options.includeForeign === true || c.labels?.[Labels.manifestId] !== undefined).map(summaryOf);
+    const ours = containers.filter((c) => options.includeForeign === true || c.labels?.[Labels.manifestId] !== undefined);
+    return this.listed.containersOf(ours, options.podId === undefined);
   }
 
   async inspect(id: string): Promise<ContainerDetails> {
