@@ -45,6 +45,21 @@ export function fleetSize(quick: boolean): number {
   return size;
 }
 
+/**
+ * What the steady state on the engines measures: both engines, the passes and the idle CLI;
+ * `KUBELET_TS_BENCH_STEADY='{"docker":false,"idleSeconds":0}'` measures containerd's passes only.
+ */
+function steadyChanges(): { docker: boolean; cri: boolean; sizes: { idleSeconds?: number; passes?: number } } {
+  const given = JSON.parse(process.env['KUBELET_TS_BENCH_STEADY'] ?? '{}') as {
+    docker?: boolean;
+    cri?: boolean;
+    idleSeconds?: number;
+    passes?: number;
+  };
+  const { docker = true, cri = true, ...sizes } = given;
+  return { docker, cri, sizes };
+}
+
 /** The pace runs' sizes: issue 27 asks for five runs beside a CPU hog; `KUBELET_TS_BENCH_PACE='{"pods":100}'` changes them. */
 export function paceSizes(quick: boolean): {
   readonly pods: number;
@@ -115,13 +130,14 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
       : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8, 16] };
     rows.push(...(await criEngine(sizes)));
   }
+  const steady = steadyChanges();
   if (options.engine && wanted('steady-engine')) {
     await step(`steady state on Docker${cri ? ' and containerd' : ''}, and the idle CLI's CPU`);
     rows.push(
-      ...(await steadyEngine(q ? { pods: 3, passes: 3, idleSeconds: 3 } : { pods: 200, passes: 20, idleSeconds: 60 }, {
-        docker: true,
-        cri,
-      })),
+      ...(await steadyEngine(
+        { ...(q ? { pods: 3, passes: 3, idleSeconds: 3 } : { pods: 200, passes: 20, idleSeconds: 60 }), ...steady.sizes },
+        { docker: steady.docker, cri: cri && steady.cri },
+      )),
     );
   }
   if (options.engine && wanted('reaction-engine')) {
