@@ -85,6 +85,17 @@ function duration(value: string): number {
   }
 }
 
+/** An option that takes a duration (`10s`, `5m`, `1h`), its default shown in the help as written. */
+function durationOption(flags: string, description: string, defaultMs: number): Option {
+  const shown =
+    defaultMs % 3_600_000 === 0
+      ? `${defaultMs / 3_600_000}h`
+      : defaultMs % 60_000 === 0
+        ? `${defaultMs / 60_000}m`
+        : `${defaultMs / 1000}s`;
+  return new Option(flags, description).argParser(duration).default(defaultMs, shown);
+}
+
 function collect(value: string, previous: readonly string[]): string[] {
   return [...previous, value];
 }
@@ -235,34 +246,29 @@ export function buildProgram(): Command {
         DEFAULT_LOG_LINKS_DIR,
       ),
     )
-    .addOption(new Option('--sync-frequency <duration>', 'longest time between two sync passes').argParser(duration).default(10_000, '10s'))
+    .addOption(durationOption('--sync-frequency <duration>', 'longest time between two sync passes', 10_000))
     .addOption(new Option('--event-log-size <n>', 'recent events kept for /events and get events').argParser(eventLogSize).default(1_000))
-    .addOption(
-      new Option('--event-ttl <duration>', 'how long an event is kept after it last happened').argParser(duration).default(3_600_000, '1h'),
-    )
+    .addOption(durationOption('--event-ttl <duration>', 'how long an event is kept after it last happened', 3_600_000))
     .addOption(
       new Option(
         '--cgroup-root <path>',
         "CRI: the cgroup parent of every pod (cgroupfs path, or a slice with systemd); containerd 1.6 reports a pod's network only under one",
       ),
     )
+    .addOption(durationOption('--housekeeping-interval <duration>', 'how often what the node and pods use is sampled (0: never)', 10_000))
     .addOption(
-      new Option('--housekeeping-interval <duration>', 'how often what the node and pods use is sampled (0: never)')
-        .argParser(duration)
-        .default(10_000, '10s'),
-    )
-    .addOption(
-      new Option(
+      durationOption(
         '--housekeeping-unread-interval <duration>',
         'how often they are sampled while nobody has read them for 2 minutes (not above --housekeeping-interval: every interval)',
-      )
-        .argParser(duration)
-        .default(300_000, '5m'),
+        300_000,
+      ),
     )
     .addOption(
-      new Option('--volume-stats-agg-period <duration>', "how often each pod's volumes are walked for what they take (0: never)")
-        .argParser(duration)
-        .default(60_000, '1m'),
+      durationOption(
+        '--volume-stats-agg-period <duration>',
+        "how often each pod's volumes are walked for what they take (0: never)",
+        60_000,
+      ),
     )
     .addOption(
       new Option(
@@ -270,21 +276,13 @@ export function buildProgram(): Command {
         'pods that pull, create and start containers at once, fixed (default: adaptive, found while working, 4 to 32)',
       ).argParser(concurrency),
     )
-    .addOption(
-      new Option('--file-check-frequency <duration>', 're-list --config this often, besides watching it')
-        .argParser(duration)
-        .default(20_000, '20s'),
-    )
+    .addOption(durationOption('--file-check-frequency <duration>', 're-list --config this often, besides watching it', 20_000))
     .addOption(new Option('--manifest-url <url>', 'a URL serving one manifest or a list, polled'))
     .addOption(
       new Option('--manifest-url-header <header>', "an extra request header 'Name: value' (repeatable)").argParser(collect).default([]),
     )
-    .addOption(new Option('--http-check-frequency <duration>', 'poll --manifest-url this often').argParser(duration).default(20_000, '20s'))
-    .addOption(
-      new Option('--manifest-url-timeout <duration>', 'give up on one poll of --manifest-url after this')
-        .argParser(duration)
-        .default(10_000, '10s'),
-    )
+    .addOption(durationOption('--http-check-frequency <duration>', 'poll --manifest-url this often', 20_000))
+    .addOption(durationOption('--manifest-url-timeout <duration>', 'give up on one poll of --manifest-url after this', 10_000))
     .addOption(
       new Option(
         '--etcd-servers <urls>',
@@ -362,11 +360,7 @@ export function buildProgram(): Command {
         'start what --config and --manifest-url ask for, wait until every container runs (or fails), print one line per container and exit: 0 when all run, else 1 (no server, no watch)',
       ).default(false),
     )
-    .addOption(
-      new Option('--runonce-timeout <duration>', 'with --runonce: how long to wait for every container')
-        .argParser(duration)
-        .default(300_000, '5m'),
-    )
+    .addOption(durationOption('--runonce-timeout <duration>', 'with --runonce: how long to wait for every container', 300_000))
     .addOption(
       new Option('--allow-host-mounts', 'let manifests bind host paths (volumeMounts[].mountType: HOST); off by default').default(false),
     )
