@@ -130,8 +130,8 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
       : { latencyRuns: 10, throughputPods: 100, throughputRuns: 3, rawConcurrency: [1, 2, 4, 8, 16] };
     rows.push(...(await criEngine(sizes)));
   }
-  const steady = steadyChanges();
   if (options.engine && wanted('steady-engine')) {
+    const steady = steadyChanges();
     await step(`steady state on Docker${cri ? ' and containerd' : ''}, and the idle CLI's CPU`);
     rows.push(
       ...(await steadyEngine(
