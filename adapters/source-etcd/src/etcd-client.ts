@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Etcd3, type IOptions } from 'etcd3';
+import { sharedChannelOptions } from './shared-channel.js';
 
 type FaultHandling = NonNullable<IOptions['faultHandling']>;
 
@@ -66,7 +67,8 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
     // Date.now, not an injected Clock: grpc compares the deadline with the wall clock itself.
     defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + options.requestTimeoutMs }),
     faultHandling: { host: () => once, global: once, watchBackoff: shortWatchBackoff },
-    grpcOptions: {
+    // One channel for the client's services (KV, Watch...): one connection to etcd, not one a service.
+    grpcOptions: sharedChannelOptions({
       // A channel of its own, so that a reconnect is not held back by the back-off of a shared
       // subchannel that failed while etcd was down (grpc's default grows to 120 s).
       'grpc.use_local_subchannel_pool': 1,
@@ -76,7 +78,7 @@ export function createEtcdClient(options: EtcdClientOptions): Etcd3 {
       // etcd refuses pings more often than every 5 s (--grpc-keepalive-min-time).
       'grpc.keepalive_time_ms': 30_000,
       'grpc.keepalive_timeout_ms': 10_000,
-    },
+    }),
   });
 }
 

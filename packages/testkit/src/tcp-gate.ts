@@ -28,6 +28,11 @@ export class TcpGate {
     return `http://127.0.0.1:${this.port}`;
   }
 
+  /** The connections it forwards now (each a client's socket and its own to the backend). */
+  get connections(): number {
+    return this.sockets.size / 2;
+  }
+
   /** Resets every forwarded connection and drops new ones until `restore`. */
   cut(): void {
     this.open = false;
