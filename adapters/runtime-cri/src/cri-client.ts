@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type { CriApi } from './cri-api.js';
+import { cachedListDeserializer } from './list-decoding.js';
 
 /** The package's own slice of the CRI API (see the file), shipped beside `dist/`. */
 const PROTO = fileURLToPath(new URL('../proto/runtime-v1.proto', import.meta.url));
@@ -15,6 +16,15 @@ function loadServices(): { runtime: ServiceConstructor; image: ServiceConstructo
     // int64 as numbers: a sample of 200 pods decodes thousands of them, and Long → text cost the idle
     // agent most of a sample's CPU; nanosecond times lose below 256 ns as numbers, nothing the agent reads.
     const definition = protoLoader.loadSync(PROTO, { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true });
+    // A pass's two lists decode only the entries that changed since the last (see list-decoding.ts).
+    const runtimeMethods = definition['runtime.v1.RuntimeService'] as Record<string, protoLoader.MethodDefinition<object, object>>;
+    for (const [method, list] of [
+      ['ListContainers', 'containers'],
+      ['ListPodSandbox', 'items'],
+    ] as const) {
+      const m = runtimeMethods[method]!;
+      runtimeMethods[method] = { ...m, responseDeserialize: cachedListDeserializer(list, m.responseDeserialize) as (b: Buffer) => object };
+    }
     const v1 = (grpc.loadPackageDefinition(definition) as unknown as { runtime: { v1: Record<string, ServiceConstructor> } }).runtime.v1;
     services = { runtime: v1['RuntimeService']!, image: v1['ImageService']! };
   }
