@@ -1,63 +1,65 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ContainerSpec, ContainerSummary } from '@kubelet-ts/core';
-import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
-import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
-import { EtcdManifestSource, etcdKeyFor } from '@kubelet-ts/source-etcd';
+import { fileURLToPath } from 'node:url';
+import { etcdKeyFor } from '@kubelet-ts/source-etcd';
 import { EtcdServer } from '@kubelet-ts/testkit';
 import { row, summarise, type Row } from '../stats.js';
+import { CONTAINERS_PER_POD, type FleetAnswer, type FleetAsk, GENERATION } from './fleet-protocol.js';
 
-/** The env variable that tells one rollout's containers from another's. */
-const GENERATION = 'FLEET_GENERATION';
-const CONTAINERS_PER_POD = 2;
+/** The most agents one process holds: each holds descriptors (its gRPC channel), and a process has 20,000 here. */
+const PER_PROCESS = 2_500;
+const CHILD = fileURLToPath(new URL('../../dist/scenarios/fleet-child.js', import.meta.url));
 const pause = (msec: number) => new Promise((r) => setTimeout(r, msec));
 
-/**
- * A host's in-memory engine that says when a rollout's containers have all started, without
- * anyone polling it: `create` notes the generation a container was made for, `start` counts the
- * distinct containers of that generation now running, and the last one settles `converged(g)`.
- */
-class RolloutWatch extends MemoryRuntime {
-  private readonly generationOf = new Map<string, string>();
-  private readonly started = new Map<string, Set<string>>();
-  private readonly waiting = new Map<string, (at: bigint) => void>();
-  private readonly reached = new Map<string, bigint>();
+/** One process of hosts (`fleet-child.ts`), asked one thing at a time. */
+class FleetProcess {
+  private readonly child: ChildProcess;
+  private pending: { resolve: (a: FleetAnswer) => void; reject: (e: Error) => void } | undefined;
+  private exited: Error | undefined;
 
-  override async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
-    const created = await super.create(spec, sandboxId);
-    const generation = spec.env[GENERATION];
-    if (generation !== undefined) this.generationOf.set(created.id, generation);
-    return created;
+  constructor(readonly hosts: number) {
+    // `advanced`: the asks carry a bigint (the send time).
+    this.child = fork(CHILD, [], { execArgv: ['--expose-gc'], serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child.on('message', (answer: FleetAnswer) => {
+      const p = this.pending;
+      this.pending = undefined;
+      if (answer.type === 'failed') p?.reject(new Error(`fleet process: ${answer.message}`));
+      else p?.resolve(answer);
+    });
+    this.child.once('exit', (code, signal) => {
+      this.exited = new Error(`fleet process exited (${signal ?? code})`);
+      this.pending?.reject(this.exited);
+      this.pending = undefined;
+    });
   }
 
-  override async start(id: string): Promise<void> {
-    await super.start(id);
-    const generation = this.generationOf.get(id);
-    if (generation === undefined) return;
-    const names = this.started.get(generation) ?? new Set<string>();
-    this.started.set(generation, names);
-    names.add(id);
-    if (names.size === CONTAINERS_PER_POD && !this.reached.has(generation)) {
-      const at = process.hrtime.bigint();
-      this.reached.set(generation, at);
-      this.waiting.get(generation)?.(at);
+  ask<T extends FleetAnswer['type']>(ask: FleetAsk, expect: T): Promise<Extract<FleetAnswer, { type: T }>> {
+    if (this.exited !== undefined) return Promise.reject(this.exited);
+    return new Promise<FleetAnswer>((resolve, reject) => {
+      this.pending = { resolve, reject };
+      this.child.send(ask);
+    }).then((a) => {
+      if (a.type !== expect) throw new Error(`fleet process: ${a.type}, where ${expect} was asked`);
+      return a as Extract<FleetAnswer, { type: T }>;
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** Its agents closed, then the process gone. */
+  async close(): Promise<void> {
+    if (this.exited === undefined) await this.ask({ type: 'close' }, 'closed').catch(() => undefined);
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const gone = once(this.child, 'exit');
+      this.child.disconnect();
+      await gone;
     }
   }
-
-  /** When every container of `generation` was running (at once if it already is). */
-  converged(generation: string): Promise<bigint> {
-    const at = this.reached.get(generation);
-    if (at !== undefined) return Promise.resolve(at);
-    return new Promise((resolve) => this.waiting.set(generation, resolve));
-  }
-}
-
-interface Host {
-  readonly name: string;
-  readonly runtime: RolloutWatch;
-  readonly kubelet: Kubelet;
 }
 
 const podFor = (host: string, generation: string) =>
@@ -79,18 +81,18 @@ const podFor = (host: string, generation: string) =>
 const TXN_HOSTS = 1_000;
 
 /** The gateway's bodies of the transactions putting every host's key, TXN_HOSTS at most each. */
-function rolloutTxns(hosts: readonly Host[], generation: string): object[] {
+function rolloutTxns(hosts: readonly string[], generation: string): object[] {
   const b64 = (s: string) => Buffer.from(s).toString('base64');
   const bodies: object[] = [];
   for (let i = 0; i < hosts.length; i += TXN_HOSTS) {
     const some = hosts.slice(i, i + TXN_HOSTS);
-    bodies.push({ success: some.map((h) => ({ requestPut: { key: b64(etcdKeyFor(h.name)), value: b64(podFor(h.name, generation)) } })) });
+    bodies.push({ success: some.map((h) => ({ requestPut: { key: b64(etcdKeyFor(h)), value: b64(podFor(h, generation)) } })) });
   }
   return bodies;
 }
 
 /** Every host's key, in transactions sent at once; resolves with the time they were sent. */
-async function rollout(etcd: EtcdServer, hosts: readonly Host[], generation: string): Promise<{ sent: bigint; roundTripMs: number }> {
+async function rollout(etcd: EtcdServer, hosts: readonly string[], generation: string): Promise<{ sent: bigint; roundTripMs: number }> {
   const bodies = rolloutTxns(hosts, generation);
   const sent = process.hrtime.bigint();
   await Promise.all(bodies.map((body) => etcd.gateway('/v3/kv/txn', body)));
@@ -99,10 +101,9 @@ async function rollout(etcd: EtcdServer, hosts: readonly Host[], generation: str
 
 /**
  * The transactions, one after another, and SIGKILL to etcd the instant the last answer is in. A
- * shell does it all, outside this process's event loop, which a thousand agents keep busy: from
- * here, the kill would come only after every agent had handled its event.
+ * shell does it all, outside any Node event loop: the kill comes as soon as etcd has answered.
  */
-async function rolloutThenKill(etcd: EtcdServer, hosts: readonly Host[], generation: string): Promise<{ sent: bigint }> {
+async function rolloutThenKill(etcd: EtcdServer, hosts: readonly string[], generation: string): Promise<{ sent: bigint }> {
   const pid = etcd.pid;
   if (pid === undefined) throw new Error('fleet: etcd is not running');
   const dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-fleet-'));
@@ -123,6 +124,14 @@ async function rolloutThenKill(etcd: EtcdServer, hosts: readonly Host[], generat
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat; NaN when it is gone. */
+async function cpuSeconds(pid: number | undefined): Promise<number> {
+  const stat = pid === undefined ? '' : await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields.length < 13 ? Number.NaN : (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
 }
 
 /** etcd's own gauges of its watchers and watch streams (`etcd_debugging_mvcc_*`). */
@@ -146,31 +155,16 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
   }
 }
 
-/** In batches, so that 1,000 starts or closes do not all wait on one another. */
-async function inBatches<T>(items: readonly T[], size: number, work: (item: T) => Promise<void>): Promise<void> {
-  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(work));
-}
-
-/** Times of every host's convergence to `generation`, from `sent`, in ms; hosts not there by `timeoutMs` are left out. */
-async function convergence(hosts: readonly Host[], generation: string, sent: bigint, timeoutMs: number): Promise<number[]> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, timeoutMs, undefined)));
-  const times = await Promise.all(hosts.map((h) => Promise.race([h.runtime.converged(generation), timeout])));
-  clearTimeout(timer); // else the process (and jest) would wait for it
-  return times.filter((t): t is bigint => t !== undefined).map((t) => Number(t - sent) / 1e6);
-}
-
-function memoryNow(): { rss: number; heap: number } {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  gc?.();
-  gc?.();
-  const m = process.memoryUsage();
-  return { rss: m.rss, heap: m.heapUsed };
+/** Every process's hosts' times of convergence to `generation`, from `sent`, in ms; hosts not there by `timeoutMs` are left out. */
+async function convergence(processes: readonly FleetProcess[], generation: string, sent: bigint, timeoutMs: number): Promise<number[]> {
+  const answers = await Promise.all(processes.map((p) => p.ask({ type: 'converge', generation, sent, timeoutMs }, 'converged')));
+  return answers.flatMap((a) => a.times);
 }
 
 /**
- * A fleet of `size` agents in this one process, as `size` hosts would be: each its own in-memory
- * engine, its own etcd source with its own etcd3 client (its own gRPC channel and watch stream),
+ * A fleet of `size` agents, as `size` hosts would be, in processes of PER_PROCESS at most
+ * (`fleet-child.ts`): each its own in-memory engine, its own etcd source with its own etcd3 client
+ * (its own gRPC channel and watch stream),
  * watching `/registry/hosts/<host>/kubelet` on one real etcd. One transaction writes every key
  * (past TXN_HOSTS hosts, one transaction a TXN_HOSTS); each agent's time is from the transactions
  * being sent to both its containers running. Then a second rollout, and etcd is killed (SIGKILL, a
@@ -181,22 +175,17 @@ export async function fleet(size: number): Promise<Row[]> {
   // Transactions of TXN_HOSTS keys: as many operations, and about 300 bytes a host (etcd's default limit is 1.5 MiB).
   const perTxn = Math.min(size, TXN_HOSTS);
   const etcd = await EtcdServer.launch({ maxTxnOps: Math.max(128, perTxn), maxRequestBytes: Math.max(1.5 * 1024 * 1024, perTxn * 512) });
-  // A fleet's agents share this process's one event loop: each needs about 1-2 ms of it for a rollout.
+  // A fleet's agents share this machine's cores: each needs about 1-2 ms of CPU for a rollout.
   const convergeMs = Math.max(60_000, size * 20);
-  const hosts: Host[] = [];
+  const names = Array.from({ length: size }, (_, i) => `host-${i}`);
+  const processes: FleetProcess[] = [];
   try {
-    const before = memoryNow();
-    for (let i = 0; i < size; i++) {
-      const name = `host-${i}`;
-      const runtime = new RolloutWatch({ pullable: 'any', callLogSize: 100 });
-      const source = new EtcdManifestSource({ endpoints: [etcd.endpoint], hostname: name });
-      // No resource sampling (issue 24, since this scenario was first measured): each agent would read
-      // this host's /proc every 10 s, 0.06 ms of the shared loop a second an agent (1,000 idle agents:
-      // 10.3 % of a core with it, 3.9 % without), where a real agent reads its own host on its own CPU.
-      const kubelet = createKubelet({ runtime, sources: [source], hostname: name, housekeeping: { intervalMs: 0 } });
-      hosts.push({ name, runtime, kubelet });
-    }
-    await inBatches(hosts, 50, (h) => h.kubelet.start());
+    for (let from = 0; from < size; from += PER_PROCESS) processes.push(new FleetProcess(Math.min(PER_PROCESS, size - from)));
+    await Promise.all(
+      processes.map((p, i) =>
+        p.ask({ type: 'start', endpoint: etcd.endpoint, from: i * PER_PROCESS, to: i * PER_PROCESS + p.hosts }, 'started'),
+      ),
+    );
     // Every agent's watch made before the rollout, or as many as etcd made in the time: the rows say how many.
     const watching = Date.now();
     await until(
@@ -207,10 +196,15 @@ export async function fleet(size: number): Promise<Row[]> {
     const watchersMs = Date.now() - watching;
     const watchersBefore = (await watchGauges(etcd).catch(() => undefined))?.watchers ?? 'an unknown number of';
 
-    const first = await rollout(etcd, hosts, '1');
-    const firstTimes = await convergence(hosts, '1', first.sent, convergeMs);
+    // Where the machine's CPU went while the fleet converged: etcd's, and the agents' processes'.
+    const agentsCpu = async () => (await Promise.all(processes.map((p) => cpuSeconds(p.pid)))).reduce((a, b) => a + b, 0);
+    const cpuBefore = { etcd: await cpuSeconds(etcd.pid), agents: await agentsCpu() };
+    const first = await rollout(etcd, names, '1');
+    const firstTimes = await convergence(processes, '1', first.sent, convergeMs);
+    const cpu = { etcd: (await cpuSeconds(etcd.pid)) - cpuBefore.etcd, agents: (await agentsCpu()) - cpuBefore.agents };
     const gauges = (await watchGauges(etcd).catch(() => undefined)) ?? { watchers: Number.NaN, streams: undefined };
-    const after = memoryNow();
+    const memory = await Promise.all(processes.map((p) => p.ask({ type: 'memory' }, 'memory')));
+    const after = { rss: memory.reduce((n, m) => n + m.rss, 0), heap: memory.reduce((n, m) => n + m.heap, 0) };
     const s = summarise(firstTimes.length > 0 ? firstTimes : [Number.NaN]);
     const perAgentKb = (bytes: number) => bytes / size / 1024;
 
@@ -219,20 +213,20 @@ export async function fleet(size: number): Promise<Row[]> {
     // harder one: SIGKILL, restart, and the transaction written the moment etcd answers /health,
     // while every agent is between its lost watch and its re-read: none can get it from the watch
     // it had, each must find it by reading again or on its new watch.
-    const second = await rolloutThenKill(etcd, hosts, '2');
+    const second = await rolloutThenKill(etcd, names, '2');
     const killedMs = Number(process.hrtime.bigint() - second.sent) / 1e6;
     await pause(1000);
     await etcd.start();
     const backMs = Number(process.hrtime.bigint() - second.sent) / 1e6;
-    const secondTimes = await convergence(hosts, '2', second.sent, convergeMs);
+    const secondTimes = await convergence(processes, '2', second.sent, convergeMs);
     // An agent that converged before etcd came back had the event from the watch etcd died with.
     const beforeBack = secondTimes.filter((t) => t < backMs).length;
     const r = summarise(secondTimes.length > 0 ? secondTimes : [Number.NaN]);
 
     await etcd.stop('SIGKILL');
     await etcd.start();
-    const third = await rollout(etcd, hosts, '3');
-    const thirdTimes = await convergence(hosts, '3', third.sent, convergeMs);
+    const third = await rollout(etcd, names, '3');
+    const thirdTimes = await convergence(processes, '3', third.sent, convergeMs);
     const w = summarise(thirdTimes.length > 0 ? thirdTimes : [Number.NaN]);
     const fleetLabel = `${size.toLocaleString('en')} agents`;
     return [
@@ -242,7 +236,7 @@ export async function fleet(size: number): Promise<Row[]> {
         unit: 'ms',
         value: s,
         target: { text: 'p99 ≤ 2 s, every agent', met: s.p99 <= 2000 && firstTimes.length === size },
-        note: `p50 ${s.median.toFixed(0)} ms, p99 ${s.p99.toFixed(0)} ms, max ${s.max.toFixed(0)} ms; ${firstTimes.length} of ${size} agents converged; timed from the txn being sent (its round trip, ${first.roundTripMs.toFixed(0)} ms, is inside); each agent has its own etcd3 client (gRPC channel) and MemoryRuntime, all in one Node process on this machine's ${availableParallelism()} cores, shared`,
+        note: `p50 ${s.median.toFixed(0)} ms, p99 ${s.p99.toFixed(0)} ms, max ${s.max.toFixed(0)} ms; ${firstTimes.length} of ${size} agents converged; timed from the txn being sent (its round trip, ${first.roundTripMs.toFixed(0)} ms, is inside); CPU from the rollout to the last agent's convergence: etcd ${cpu.etcd.toFixed(1)} s, the agents' processes ${cpu.agents.toFixed(1)} s (${((cpu.agents * 1000) / size).toFixed(2)} ms an agent); each agent has its own etcd3 client (gRPC channel) and MemoryRuntime, in ${processes.length} Node process${processes.length === 1 ? '' : 'es'} (${PER_PROCESS.toLocaleString('en')} agents at most each), on this machine's ${availableParallelism()} cores, shared with etcd`,
       }),
       row({
         scenario: '6. fleet',
@@ -256,8 +250,8 @@ export async function fleet(size: number): Promise<Row[]> {
         scenario: '6. fleet',
         metric: `${fleetLabel}: memory per agent, RSS`,
         unit: 'KB',
-        value: summarise([perAgentKb(after.rss - before.rss)]),
-        note: `(RSS once every agent ran its pods − RSS before the first agent was made) / ${size}, after full GCs; heap alone ${perAgentKb(after.heap - before.heap).toFixed(0)} KB per agent. Includes each agent's etcd3 client and its in-memory engine holding 2 containers and a sandbox`,
+        value: summarise([perAgentKb(after.rss)]),
+        note: `(RSS once every agent ran its pods − RSS before the first agent was made, summed over the ${processes.length} process${processes.length === 1 ? '' : 'es'}) / ${size}, after full GCs; heap alone ${perAgentKb(after.heap).toFixed(0)} KB per agent. Includes each agent's etcd3 client and its in-memory engine holding 2 containers and a sandbox`,
       }),
       row({
         scenario: '6. fleet',
@@ -273,11 +267,11 @@ export async function fleet(size: number): Promise<Row[]> {
         unit: 'ms',
         value: r,
         target: { text: `every agent converges (${size} of ${size})`, met: secondTimes.length === size },
-        note: `${secondTimes.length} of ${size} agents converged (max ${r.max.toFixed(0)} ms from the txn being sent, p99 ${r.p99.toFixed(0)} ms); ${beforeBack} had it before etcd came back (from the watch etcd died with), ${secondTimes.length - beforeBack} only after (by reading the key again). A shell ran the txn with curl and \`kill -KILL\` at once when it answered (seen by this process ${killedMs.toFixed(0)} ms after sending); etcd was back (same data dir and port, /health answering) ${backMs.toFixed(0)} ms after sending. The agents re-read the key after losing the watch (back-off from 500 ms, doubling)`,
+        note: `${secondTimes.length} of ${size} agents converged (max ${r.max.toFixed(0)} ms from the txn being sent, p99 ${r.p99.toFixed(0)} ms); ${beforeBack} had it before etcd came back (from the watch etcd died with), ${secondTimes.length - beforeBack} only after (by reading the key again). A shell ran the txn with curl and \`kill -KILL\` at once when it answered (seen by the bench ${killedMs.toFixed(0)} ms after sending); etcd was back (same data dir and port, /health answering) ${backMs.toFixed(0)} ms after sending. The agents re-read the key after losing the watch (back-off from 500 ms, doubling)`,
       }),
     ];
   } finally {
-    await inBatches(hosts, 100, (h) => h.kubelet.close());
+    await Promise.all(processes.map((p) => p.close()));
     await etcd.destroy();
   }
 }
