@@ -274,11 +274,36 @@ describe('EtcdManifestSource when etcd fails', () => {
 
   it('waits its retries on the clock it is given: 100 ms, doubling, capped at 200 ms', async () => {
     const { clock, delays } = recordingClock();
-    const { source, sink } = create(etcd.endpoint, { clock });
+    const { source, sink } = create(etcd.endpoint, { clock, retryJitter: 0 });
     await etcd.stop();
     await source.start(sink);
     await until(() => delays.length >= 4, 'retries');
     expect(delays.slice(0, 4)).toEqual([100, 200, 200, 200]);
+  });
+
+  it('takes up to half of each retry delay off at random by default, so that hosts that lost etcd together come back apart', async () => {
+    await etcd.stop();
+    const { clock, delays } = recordingClock();
+    const randoms = [0, 0.5, 0.999, 0.2];
+    const { source, sink } = create(etcd.endpoint, { clock, random: () => randoms.shift() ?? 0 });
+    await source.start(sink);
+    await until(() => delays.length >= 4, 'retries');
+    // 100 and 200 ms of back-off (the cap), less the random part of half of it.
+    expect(delays.slice(0, 4)).toEqual([100, 150, 100, 180]);
+    await source.close();
+    // With Math.random: ten hosts' first waits, between 50 and 100 ms, not all the same.
+    const firsts: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const recorded = recordingClock();
+      const s = create(etcd.endpoint, { clock: recorded.clock });
+      await s.source.start(s.sink);
+      await until(() => recorded.delays.length >= 1, 'a retry');
+      firsts.push(recorded.delays[0]!);
+      await s.source.close();
+    }
+    expect(Math.min(...firsts)).toBeGreaterThanOrEqual(50);
+    expect(Math.max(...firsts)).toBeLessThanOrEqual(100);
+    expect(new Set(firsts).size).toBeGreaterThan(1);
   });
 
   it('keeps the last good set while etcd is stopped, reports it once, and follows etcd when it is back', async () => {
