@@ -3,9 +3,8 @@ import type { Etcd3 } from 'etcd3';
 import { EtcdServer } from '@kubelet-ts/testkit';
 import { createEtcdClient } from '../src/etcd-client.js';
 import { EtcdManifestSource, etcdKeyFor } from '../src/index.js';
+import { manifest } from './fixtures.js';
 import { RecordingSink } from './recording.js';
-
-const manifest = (id: string, image = 'app:1') => ({ version: 'v1beta1', id, containers: [{ name: 'main', image }] });
 
 /** What 2014 users kept under their host's key: the wrapper, empty values, hostnames as written. */
 describe('EtcdManifestSource and the values of 2014', () => {

@@ -1,6 +1,7 @@
 export { RecordingSink } from '@kubelet-ts/conformance';
 import { systemClock, type Clock } from '@kubelet-ts/core';
 
+import type { RecordingLogger } from '@kubelet-ts/conformance';
 export { RecordingLogger, type LogEntry } from '@kubelet-ts/conformance';
 
 /** The system clock, noting every delay asked of it: what waits on the clock an adapter was given. */
@@ -24,3 +25,7 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/** The revision from which the source's latest watch started, from its debug log. */
+export const lastWatchRevision = (logger: RecordingLogger): bigint =>
+  BigInt(String(logger.find('watching').at(-1)?.fields.fromRevision ?? '0'));
