@@ -25,6 +25,8 @@ interface EtcdEventSinkCommonOptions {
   readonly retryInitialMs?: number;
   /** Default 30 s. */
   readonly retryMaxMs?: number;
+  /** The part of each delay taken off at random, as the etcd source's `retryJitter`. Default 0.5. */
+  readonly retryJitter?: number;
   /** Deadline of one write. Default 5 s. Used only when the sink makes its own client. */
   readonly requestTimeoutMs?: number;
   /** TLS to etcd (see `EtcdTlsOptions`). Used only when the sink makes its own client. */
@@ -105,7 +107,11 @@ export class EtcdEventSink implements EventSink {
       throw new RangeError(`ttlSeconds must be a whole number of seconds >= 1, got ${this.ttlSeconds}`);
     this.prefix = (options.prefix ?? '/events').replace(/\/+$/, '');
     this.maxQueued = Math.max(1, options.maxQueued ?? 1000);
-    this.retryBackoff = { initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 };
+    this.retryBackoff = {
+      initialMs: options.retryInitialMs ?? 500,
+      maxMs: options.retryMaxMs ?? 30_000,
+      jitter: options.retryJitter ?? 0.5,
+    };
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
   }

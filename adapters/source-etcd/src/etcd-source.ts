@@ -39,9 +39,9 @@ export interface EtcdManifestSourceOptions extends HostAccess {
   /** Longest delay between two attempts while etcd is down. Default 30 s. */
   readonly retryMaxMs?: number;
   /**
-   * The part of each delay taken off at random, 0 to 1: hosts that lost etcd at the same moment (it
-   * restarted) come back spread out, not all at once. Default 0.5: each wait is between half the
-   * back-off and all of it. 0: the back-off exactly.
+   * The part of each delay taken off at random, 0 to 1 (`BackoffPolicy.jitter`): 10,000 agents that
+   * lost etcd at its restart backed off in step without it. Default 0.5: each wait is between half
+   * the back-off and all of it. 0: the back-off exactly.
    */
   readonly retryJitter?: number;
   /** Random numbers in [0, 1) for the jitter. Default `Math.random`. */
@@ -84,7 +84,6 @@ export class EtcdManifestSource implements ManifestSource {
   /** TLS and user for the client; never logged (the password is a secret). */
   private readonly security: { readonly tls: EtcdTlsOptions | undefined; readonly auth: EtcdAuthOptions | undefined };
   private readonly retryBackoff: BackoffPolicy;
-  private readonly retryJitter: number;
   private readonly random: () => number;
   private readonly requestTimeoutMs: number;
   private readonly logger: Logger;
@@ -117,8 +116,11 @@ export class EtcdManifestSource implements ManifestSource {
     this.security = { tls: options.tls, auth: options.auth };
     this.key = options.key ?? etcdKeyFor(options.hostname);
     this.name = options.name ?? ADAPTER;
-    this.retryBackoff = { initialMs: options.retryInitialMs ?? 500, maxMs: options.retryMaxMs ?? 30_000 };
-    this.retryJitter = Math.min(1, Math.max(0, options.retryJitter ?? 0.5));
+    this.retryBackoff = {
+      initialMs: options.retryInitialMs ?? 500,
+      maxMs: options.retryMaxMs ?? 30_000,
+      jitter: options.retryJitter ?? 0.5,
+    };
     this.random = options.random ?? Math.random;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 5000;
     this.logger = options.logger ?? silentLogger;
@@ -256,13 +258,13 @@ export class EtcdManifestSource implements ManifestSource {
         ),
       );
     }
-    this.retryLater(this.jittered(backoffDelay(this.cancels - 1, this.retryBackoff)));
+    this.retryLater(backoffDelay(this.cancels - 1, this.retryBackoff, this.random));
   }
 
   /** A failed read or a lost watch: report once per outage, and try again later. */
   private fail(error: unknown): void {
     this.failures += 1;
-    const delay = this.jittered(backoffDelay(this.failures, this.retryBackoff));
+    const delay = backoffDelay(this.failures, this.retryBackoff, this.random);
     this.logger.debug({ source: this.name, key: this.key, error: describeEtcdError(error), retryInMs: delay }, 'etcd attempt failed');
     if (!this.outage) {
       this.outage = true;
@@ -276,11 +278,6 @@ export class EtcdManifestSource implements ManifestSource {
       );
     }
     this.retryLater(delay);
-  }
-
-  /** 10,000 agents of one etcd backed off in step after its restart: their last re-reads came 88-156 s later. */
-  private jittered(delayMs: number): number {
-    return Math.round(delayMs * (1 - this.retryJitter * this.random()));
   }
 
   private retryLater(delayMs: number): void {

@@ -129,7 +129,7 @@ describe('EtcdEventSink', () => {
 
   it('waits its retries on the clock it is given: 50 ms, doubling, capped at 100 ms', async () => {
     const { clock, delays } = recordingClock();
-    const { sink } = create({ clock });
+    const { sink } = create({ clock, retryJitter: 0 });
     await etcd.stop();
     sink.emit(event('e0'));
     await until(() => delays.length >= 3, 'retries');

@@ -20,6 +20,27 @@ describe('backoffDelay', () => {
   });
 });
 
+describe('backoffDelay with jitter', () => {
+  it('takes up to `jitter` of each delay off at random, and never goes past the cap', () => {
+    const policy = { initialMs: 100, maxMs: 200, jitter: 0.5 };
+    const randoms = [0, 0.5, 0.999, 0.2];
+    expect([1, 2, 3, 4].map((n) => backoffDelay(n, policy, () => randoms.shift()!))).toEqual([100, 150, 100, 180]);
+    for (let i = 0; i < 100; i++) {
+      const d = backoffDelay(9, policy);
+      expect(d).toBeGreaterThanOrEqual(100);
+      expect(d).toBeLessThanOrEqual(200);
+    }
+  });
+
+  it('asks nothing random without a jitter (the planner stays a pure function)', () => {
+    const random = () => {
+      throw new Error('asked');
+    };
+    expect(backoffDelay(2, { initialMs: 100, maxMs: 200 }, random)).toBe(200);
+    expect(backoffDelay(2, { initialMs: 100, maxMs: 200, jitter: 0 }, random)).toBe(200);
+  });
+});
+
 describe('Backoff', () => {
   it('counts its tries, doubling, and starts over after reset', () => {
     const backoff = new Backoff(100, 500);
