@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: installs what the tests need (Docker engine, etcd, containerd, Podman) on a fresh
-# Debian machine, starts the engines (etcd suites launch etcds of their own), builds, runs every
-# package's tests, and stops at exit the engines that this run started, and only those.
+# Debian machine, builds the Kubernetes control plane from the Go module proxy once (cached outside
+# the checkout by release), starts the engines (the suites start their services — etcd, HTTP,
+# Prometheus, the control plane — through @kubelet-ts/testkit's testcontainers modules), builds,
+# runs every package's tests, and stops at exit the engines that this run started, and only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/services.sh
@@ -11,6 +13,8 @@ source scripts/podman.sh
 trap stop_engines_started_here EXIT
 
 ensure_packages
+# Before any suite's time-out starts: 7-11 minutes cold, nothing once cached (README, "Testing").
+bash packages/testkit/control-plane/build.sh build >/dev/null
 start_docker
 start_containerd
 start_podman
