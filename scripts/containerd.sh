@@ -11,7 +11,7 @@
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/engine.sh"
 
-# Its folder and socket are in scripts/engines.env.
+# Its folder and socket are in packages/testkit/scripts/engines.env.
 CRI_DIR="$KUBELET_TS_CRI_DIR"
 CRI_SOCK="$CRI_SOCKET"
 CRI_LOG="$CRI_DIR.log"

@@ -14,7 +14,7 @@
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib/engine.sh"
 
-# Its folder and socket are in scripts/engines.env.
+# Its folder and socket are in packages/testkit/scripts/engines.env.
 PM_DIR="$KUBELET_TS_PODMAN_DIR"
 PM_SOCK="$PODMAN_SOCKET"
 PM_LOG="$PM_DIR.log"

@@ -1,7 +1,8 @@
 # What every suite needs installed (a Docker engine, etcd, busybox-static, Prometheus — the scrape
-# tests run a real one), and the Docker engine;
-# the etcd suites launch etcds of their own through @kubelet-ts/testkit, which also loads the test
-# images into the engine (scripts/lib/test-images.sh).
+# tests run a real one —, kubectl as the control plane's outside client), and the Docker engine;
+# the suites start etcd, HTTP servers, Prometheus and the control plane as containers through
+# @kubelet-ts/testkit, which builds their images from what is installed here and loads the test
+# images into the engine (packages/testkit/scripts/test-images.sh).
 #
 #   source scripts/services.sh; ensure_packages; start_docker   # what scripts/test.sh does
 #   bash scripts/services.sh start|stop|status                  # by hand
@@ -17,6 +18,8 @@ ensure_packages() {
   command -v etcd >/dev/null || missing+=(etcd-server)
   dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
   command -v prometheus >/dev/null || missing+=(prometheus)
+  # The machine image has kubectl 1.32; Debian's 1.20 is the fallback.
+  command -v kubectl >/dev/null || missing+=(kubernetes-client)
   install_debs "${missing[@]}"
 }
 

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EtcdServer } from '@kubelet-ts/testkit';
+import { EtcdServer, HttpFileServer } from '@kubelet-ts/testkit';
 import type { V1PodList } from '@kubelet-ts/source-server';
 import { AgentProcess } from './agent-process.js';
 
@@ -12,8 +11,7 @@ const pod = (id: string, image = 'busybox:1.36') => ({ version: 'v1beta1', id, c
 describe('kubelet-ts CLI with all four sources: file, url, etcd and its own server', () => {
   let dir: string;
   let etcd: EtcdServer;
-  let http: Server;
-  let urlBody = JSON.stringify([pod('from-url')]);
+  let http: HttpFileServer;
   let agent: AgentProcess;
   let server: string;
 
@@ -22,9 +20,8 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
     await writeFile(join(dir, 'file.json'), JSON.stringify(pod('from-file')));
     etcd = await EtcdServer.launch();
     await etcd.gateway('/v3/kv/put', { key: btoa('/registry/hosts/four/kubelet'), value: btoa(JSON.stringify([pod('from-etcd')])) });
-    http = createServer((_, res) => res.end(urlBody));
-    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-    const { port } = http.address() as { port: number };
+    http = await HttpFileServer.start();
+    const url = await http.put('/manifests', JSON.stringify([pod('from-url')]));
     agent = new AgentProcess([
       '--runtime',
       'memory',
@@ -35,7 +32,7 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
       '--config',
       dir,
       '--manifest-url',
-      `http://127.0.0.1:${port}/manifests`,
+      url,
       '--http-check-frequency',
       '200ms',
       '--etcd-servers',
@@ -47,8 +44,8 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
   afterAll(async () => {
     agent.kill();
     await agent.exit;
-    await new Promise((resolve) => http.close(resolve));
-    await etcd.destroy();
+    await http?.stop();
+    await etcd?.destroy();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -71,7 +68,7 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
   });
 
   it('runs one copy of a manifest id given by two sources, from the higher-priority source, and says so', async () => {
-    urlBody = JSON.stringify([pod('from-url'), pod('from-file', 'busybox:other')]);
+    await http.put('/manifests', JSON.stringify([pod('from-url'), pod('from-file', 'busybox:other')]));
     await agent.until(() => agent.events('ManifestConflict', 'from-file').length === 1, 'conflict reported');
     const conflict = agent.events('ManifestConflict', 'from-file')[0]!;
     expect(conflict.msg).toContain('running the one from file');
@@ -81,7 +78,7 @@ describe('kubelet-ts CLI with all four sources: file, url, etcd and its own serv
   });
 
   it('keeps the url source’s last good set when it starts failing', async () => {
-    urlBody = 'containers: [ this is not yaml';
+    await http.put('/manifests', 'containers: [ this is not yaml');
     await agent.until(() => agent.events('ManifestRejected').some((l) => String(l.msg).includes('/manifests')), 'bad body reported');
     await new Promise((r) => setTimeout(r, 1200));
     expect(agent.events('ContainerRemoved')).toEqual([]);

@@ -1,7 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { derivedManifestId, type ContainerManifest, type ManifestSource, type Mount, type PortBinding } from '@kubelet-ts/core';
@@ -12,7 +10,7 @@ import { EtcdManifestSource } from '@kubelet-ts/source-etcd';
 import { FileManifestSource } from '@kubelet-ts/source-file';
 import { HttpManifestSource } from '@kubelet-ts/source-http';
 import { ServerManifestSource } from '@kubelet-ts/source-server';
-import { EtcdServer } from '@kubelet-ts/testkit';
+import { EtcdServer, HttpFileServer } from '@kubelet-ts/testkit';
 import { parse as parseYaml } from 'yaml';
 import { repoRoot } from './agent-process.js';
 
@@ -108,18 +106,14 @@ type Feed = (fixture: Fixture, text: string) => Promise<Fed>;
 
 let work: string;
 let etcd: EtcdServer;
-const served = new Map<string, string>();
-let http: Server;
-let httpBase: string;
+let http: HttpFileServer;
 let kubelet: Kubelet | undefined;
 const closing: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'kubelet-ts-compat-2014-'));
   etcd = await EtcdServer.launch();
-  http = createServer((req, res) => res.writeHead(served.has(req.url ?? '') ? 200 : 404).end(served.get(req.url ?? '')));
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  httpBase = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  http = await HttpFileServer.start();
 });
 
 afterEach(async () => {
@@ -129,8 +123,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  http?.closeAllConnections();
-  await new Promise((r) => http?.close(r));
+  await http?.stop();
   await etcd?.destroy();
   await rm(work, { recursive: true, force: true });
 });
@@ -167,9 +160,9 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
     'URL',
     async (fixture, text) => {
       const path = `/run-${++runs}/${fixture.file}`;
-      served.set(path, text);
+      const url = await http.put(path, text);
       return {
-        source: new HttpManifestSource({ url: `${httpBase}${path}`, allowHostMounts: true }),
+        source: new HttpManifestSource({ url, allowHostMounts: true }),
         id: fixture.id ?? derivedPattern(fixture.file),
       };
     },

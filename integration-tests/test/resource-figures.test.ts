@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@kubelet-ts/testkit';
+import { PrometheusServer } from '@kubelet-ts/testkit';
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 
@@ -58,7 +57,7 @@ describe.each(AGENT_ENGINES)(
     let dir: string;
     let agent: AgentProcess | undefined;
     let url: string;
-    let prometheus: ChildProcess | undefined;
+    let prometheus: PrometheusServer | undefined;
 
     beforeAll(async () => {
       const { flags, busybox } = await engine.prepare();
@@ -99,10 +98,7 @@ describe.each(AGENT_ENGINES)(
     }, 120_000);
 
     afterAll(async () => {
-      if (prometheus !== undefined && prometheus.exitCode === null) {
-        prometheus.kill('SIGTERM');
-        await once(prometheus, 'exit');
-      }
+      await prometheus?.stop();
       await agent?.stop();
       await engine.cleanUp(node);
       await rm(dir, { recursive: true, force: true });
@@ -213,50 +209,18 @@ describe.each(AGENT_ENGINES)(
 
     it("is scraped by Prometheus: the series are there by the kubelet's names, and irate() of the burnt core reads about one", async () => {
       await settledSummary();
-      const port = await freePort();
-      const target = new URL(url).host;
-      await writeFile(
-        join(dir, 'prometheus.yml'),
-        [
-          'global: { scrape_interval: 1s, evaluation_interval: 1s }',
-          'scrape_configs:',
-          '  - job_name: kubelet-resource',
-          '    metrics_path: /metrics/resource',
-          `    static_configs: [{ targets: ['${target}'] }]`,
-        ].join('\n'),
-      );
-      const logs: string[] = [];
-      prometheus = spawn(
-        'prometheus',
-        [
-          `--config.file=${join(dir, 'prometheus.yml')}`,
-          `--storage.tsdb.path=${join(dir, 'tsdb')}`,
-          `--web.listen-address=127.0.0.1:${port}`,
-        ],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
-      );
-      prometheus.stderr!.setEncoding('utf8').on('data', (chunk: string) => logs.push(chunk));
-      const spawned = await Promise.race([
-        once(prometheus, 'spawn').then(() => undefined),
-        once(prometheus, 'error').then(([error]) => error as NodeJS.ErrnoException),
-      ]);
-      if (spawned !== undefined)
-        throw new Error(`prometheus could not be started (${spawned.code}): apt-get install prometheus (npm test installs it)`);
-      const query = async (promql: string) => {
-        const res = await fetch(`http://127.0.0.1:${port}/api/v1/query?query=${encodeURIComponent(promql)}`);
-        const body = (await res.json()) as {
-          status: string;
-          data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> };
-        };
-        return body.data.result;
-      };
+      prometheus = await PrometheusServer.start({
+        jobs: [{ jobName: 'kubelet-resource', metricsPath: '/metrics/resource', targets: [new URL(url).host] }],
+      });
+      const query = (promql: string) => prometheus!.query(promql);
       const deadline = Date.now() + 60_000;
       let burnt: Awaited<ReturnType<typeof query>> = [];
       for (;;) {
         // The rate between its last two samples (rate() over a window only partly filled extrapolates).
         burnt = await query('irate(container_cpu_usage_seconds_total{pod="busy",container="burn"}[10s])').catch(() => []);
         if (burnt.length === 1) break;
-        if (Date.now() > deadline) throw new Error(`Prometheus has no rate of the burnt core after 60 s; its log:\n${logs.join('')}`);
+        if (Date.now() > deadline)
+          throw new Error(`Prometheus has no rate of the burnt core after 60 s; its log:\n${await prometheus!.logs()}`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
       expect(Number(burnt[0]!.value[1])).toBeGreaterThan(0.3);

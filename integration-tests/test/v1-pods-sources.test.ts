@@ -1,7 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HOST_NETWORK_SANDBOX_HASH, Labels, type ManifestSource } from '@kubelet-ts/core';
@@ -11,7 +9,7 @@ import { EtcdManifestSource } from '@kubelet-ts/source-etcd';
 import { FileManifestSource } from '@kubelet-ts/source-file';
 import { HttpManifestSource } from '@kubelet-ts/source-http';
 import { ServerManifestSource } from '@kubelet-ts/source-server';
-import { EtcdServer } from '@kubelet-ts/testkit';
+import { EtcdServer, HttpFileServer } from '@kubelet-ts/testkit';
 import { stringify } from 'yaml';
 
 // (StaticManifestSource takes domain manifests, not v1 Pod text: an embedder decodes with parseManifests first.)
@@ -25,17 +23,13 @@ import { stringify } from 'yaml';
 
 let work: string;
 let etcd: EtcdServer;
-const served = new Map<string, string>();
-let http: Server;
-let httpBase: string;
+let http: HttpFileServer;
 let kubelet: Kubelet | undefined;
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), 'kubelet-ts-v1-sources-'));
   etcd = await EtcdServer.launch();
-  http = createServer((req, res) => res.writeHead(served.has(req.url ?? '') ? 200 : 404).end(served.get(req.url ?? '')));
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  httpBase = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  http = await HttpFileServer.start();
 });
 
 afterEach(async () => {
@@ -44,8 +38,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  http?.closeAllConnections();
-  await new Promise((r) => http?.close(r));
+  await http?.stop();
   await etcd?.destroy();
   await rm(work, { recursive: true, force: true });
 });
@@ -112,8 +105,8 @@ const SOURCES: ReadonlyArray<[string, Feed]> = [
     'URL (JSON)',
     async (pod) => {
       const path = `/run-${++runs}/pod.json`;
-      served.set(path, JSON.stringify(pod));
-      return new HttpManifestSource({ url: `${httpBase}${path}`, allowHostMounts: true, allowHostNetwork: true });
+      const url = await http.put(path, JSON.stringify(pod));
+      return new HttpManifestSource({ url, allowHostMounts: true, allowHostNetwork: true });
     },
   ],
   [

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # What the engine scripts (services.sh: Docker, containerd.sh, podman.sh) share: the names and
-# paths of scripts/engines.env, root, Debian packages, the test images, and one way to start a
+# paths of packages/testkit/scripts/engines.env, root, Debian packages, the test images, and one way to start a
 # daemon and to stop it again. An engine script defines NAME_answers and teardown_NAME (which
 # stops the daemon and removes what it left), and start_NAME, which calls engine_start.
 #
@@ -9,8 +9,8 @@
 # one that an earlier run left, or that a concurrent run started (runs share the state folder),
 # is not this run's to stop.
 
-source "$(dirname "${BASH_SOURCE[0]}")/../engines.env"
-source "$(dirname "${BASH_SOURCE[0]}")/test-images.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../packages/testkit/scripts/engines.env"
+source "$(dirname "${BASH_SOURCE[0]}")/../../packages/testkit/scripts/test-images.sh"
 mkdir -p "$KUBELET_TS_STATE_DIR"
 # The shell that first sourced this file, and when (a pid alone a later run could be given again).
 : "${ENGINE_RUN_ID:=$$@$(date +%s%N)}"

@@ -1,14 +1,14 @@
 # shellcheck shell=bash
 # The test images, built with no registry and no engine: one archive in `docker save` format holding
-# $TEST_BUSYBOX_IMAGE and $TEST_PAUSE_IMAGE (scripts/engines.env), which share their one layer:
+# $TEST_BUSYBOX_IMAGE and $TEST_PAUSE_IMAGE (engines.env beside it), which share their one layer:
 # Debian's static busybox with its applets as links, PATH=/bin; and $TEST_ETCD_IMAGE, Debian's etcd
 # with the libraries it links (a gRPC server with the health service). `docker load`, `podman load`
 # and `ctr images import` all take this format; Docker 20.10 cannot load an OCI layout.
 #
-#   source scripts/lib/test-images.sh; build_test_images OUT.tar   # the engine scripts
-#   bash scripts/lib/test-images.sh OUT.tar                        # @kubelet-ts/testkit
+#   source packages/testkit/scripts/test-images.sh; build_test_images OUT.tar   # the engine scripts
+#   bash packages/testkit/scripts/test-images.sh OUT.tar              # @kubelet-ts/testkit
 
-[ -n "${TEST_BUSYBOX_IMAGE:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/../engines.env"
+[ -n "${TEST_BUSYBOX_IMAGE:-}" ] || source "$(dirname "${BASH_SOURCE[0]}")/engines.env"
 
 build_test_images() {
   local out="$1" work arch applet

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,7 +60,7 @@ export class TestCertificates {
   }
 
   /** A further pair signed by the CA, e.g. to replace the server's and see it reloaded. */
-  async issue(name: string, options: { server?: boolean; expired?: boolean } = {}): Promise<CertificatePair> {
+  async issue(name: string, options: PairOptions = {}): Promise<CertificatePair> {
     return makePair(this.dir, name, this.ca, options);
   }
 
@@ -68,21 +69,31 @@ export class TestCertificates {
   }
 }
 
+/** What a pair is for; by default a client pair whose subject is `CN=<name>`. */
+export interface PairOptions {
+  /** A server pair (serverAuth), for `127.0.0.1`, `::1` and `localhost` unless `sans` says otherwise. */
+  readonly server?: boolean;
+  /** Already expired when made. */
+  readonly expired?: boolean;
+  /** The subject's common name (default: the pair's name) and organizations (Kubernetes reads them as user and groups). */
+  readonly commonName?: string;
+  readonly organizations?: readonly string[];
+  /** A server pair's names: `IP:…` and `DNS:…` entries. */
+  readonly sans?: readonly string[];
+}
+
 const KEY = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
 
-async function makeCa(dir: string, name: string): Promise<CertificateAuthority> {
+/** A CA of its own in `dir` (`<name>.pem`, `<name>-key.pem`), valid for two days. */
+export async function makeCa(dir: string, name: string): Promise<CertificateAuthority> {
   const certFile = join(dir, `${name}.pem`);
   const keyFile = join(dir, `${name}-key.pem`);
   await openssl(['req', '-x509', ...KEY, '-keyout', keyFile, '-out', certFile, '-days', '2', '-subj', `/CN=kubelet-ts test ${name}`]);
   return read(certFile, keyFile);
 }
 
-async function makePair(
-  dir: string,
-  name: string,
-  ca: CertificateAuthority,
-  options: { server?: boolean; expired?: boolean },
-): Promise<CertificatePair> {
+/** A pair signed by `ca`, in `dir` (`<name>.pem`, `<name>-key.pem`). */
+export async function makePair(dir: string, name: string, ca: CertificateAuthority, options: PairOptions = {}): Promise<CertificatePair> {
   const certFile = join(dir, `${name}.pem`);
   const keyFile = join(dir, `${name}-key.pem`);
   const csr = join(dir, `${name}.csr`);
@@ -90,10 +101,11 @@ async function makePair(
   await writeFile(
     ext,
     options.server === true
-      ? 'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost\nextendedKeyUsage=serverAuth\n'
+      ? `subjectAltName=${(options.sans ?? ['IP:127.0.0.1', 'IP:::1', 'DNS:localhost']).join(',')}\nextendedKeyUsage=serverAuth\n`
       : 'extendedKeyUsage=clientAuth\n',
   );
-  await openssl(['req', ...KEY, '-keyout', keyFile, '-out', csr, '-subj', `/CN=${name}`]);
+  const subject = [...(options.organizations ?? []).map((o) => `/O=${o}`), `/CN=${options.commonName ?? name}`].join('');
+  await openssl(['req', ...KEY, '-keyout', keyFile, '-out', csr, '-subj', subject]);
   // -days -1: valid until a day before it was made, i.e. already expired (openssl 3.0's x509 has
   // no -not_after; the notBefore is now, so the verifier reports it expired, not "not yet valid").
   const days = options.expired === true ? '-1' : '2';
@@ -106,7 +118,9 @@ async function makePair(
     ca.certFile,
     '-CAkey',
     ca.keyFile,
-    '-CAcreateserial',
+    // A random serial, not a serial file: pairs of one CA may be signed at once.
+    '-set_serial',
+    `0x${randomBytes(16).toString('hex')}`,
     '-days',
     days,
     '-extfile',

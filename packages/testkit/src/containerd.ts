@@ -3,7 +3,7 @@ import { enginesEnv } from './engines-env.js';
 
 /**
  * The private containerd (CRI) of the runtime-cri suites, as `scripts/containerd.sh` starts it
- * (`npm test` does): its socket is `CRI_SOCKET` in `scripts/engines.env`, unless
+ * (`npm test` does): its socket is `CRI_SOCKET` in `engines.env`, unless
  * `KUBELET_TS_CRI_ENDPOINT` names another. Its test images carry `TEST_IMAGES`' names, loaded by
  * the script (no registry here).
  */

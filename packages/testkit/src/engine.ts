@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { enginesEnv } from './engines-env.js';
 
-/** The socket the suites use: `DOCKER_HOST` (unix://…) or `DOCKER_SOCKET` of `scripts/engines.env`. */
+/** The socket the suites use: `DOCKER_HOST` (unix://…) or `DOCKER_SOCKET` of `engines.env`. */
 export function dockerSocketPath(): string {
   const host = process.env['DOCKER_HOST'];
   if (host?.startsWith('unix://') === true) return host.slice('unix://'.length);

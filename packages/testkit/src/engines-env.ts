@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /**
- * `scripts/engines.env`: the engines' image names and socket paths, written once for the scripts
+ * `scripts/engines.env` of this package: the engines' image names and socket paths, written once for the scripts
  * that start the engines (which `source` it) and for the suites (which read it here).
  */
-export const ENGINES_ENV_FILE = fileURLToPath(new URL('../../../scripts/engines.env', import.meta.url));
+export const ENGINES_ENV_FILE = fileURLToPath(new URL('../scripts/engines.env', import.meta.url));
 
 let text: string | undefined;
 

@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { type StartedTestContainer, Wait } from 'testcontainers';
+import { containerLogs, containerPid, LoopbackContainer, removeContainer } from './containers.js';
+import { independentDocker } from './engine.js';
+import { buildTestImages } from './images.js';
 
 /** How a test's etcd is secured; by default it is plain HTTP with no authentication. */
 export interface EtcdServerOptions {
@@ -39,34 +39,82 @@ export interface EtcdServerOptions {
 }
 
 /**
- * A real etcd (Debian's etcd-server) of this test's own, on free loopback ports with a temp data dir. Fault tests stop it
- * and start it again on the same ports and data, which is "etcd went down and came back" to a
- * client; the etcd that `npm test` starts is never touched.
+ * A real etcd (Debian's etcd-server, in the test image `TEST_IMAGES.etcd`) of this test's own,
+ * started through testcontainers: its client port published on a free loopback port, its data in
+ * the container. Fault tests stop it and start it again (the container's stop and start: the same
+ * port and data), which is "etcd went down and came back" to a client; the etcd that `npm test`
+ * starts is never touched.
  */
 export class EtcdServer {
   readonly endpoint: string;
-  private process: ChildProcess | undefined;
-  private exited: Promise<void> = Promise.resolve();
-  /** The last lines etcd printed, for the message when it does not come up. */
-  private readonly log: string[] = [];
+  /** The container's host pid while it runs (for a kill at an exact moment from outside this process). */
+  private hostPid: number | undefined;
 
   private constructor(
-    private readonly binary: string,
-    private readonly dataDir: string,
+    private readonly container: StartedTestContainer,
     clientPort: number,
-    private readonly peerPort: number,
-    private readonly options: EtcdServerOptions = {},
+    private readonly options: EtcdServerOptions,
   ) {
     this.endpoint = `${options.tls === undefined ? 'http' : 'https'}://127.0.0.1:${clientPort}`;
   }
 
-  /** Spawns a fresh etcd and resolves once it answers `/health` (and has auth on, if asked). */
+  /** Starts a fresh etcd and resolves once it answers `/health` (and has auth on, if asked). */
   static async launch(options: EtcdServerOptions = {}): Promise<EtcdServer> {
-    const binary = findEtcd();
-    const dataDir = await mkdtemp(join(tmpdir(), 'kubelet-ts-etcd-'));
-    const server = new EtcdServer(binary, dataDir, await freePort(), await freePort(), options);
+    const images = await buildTestImages();
+    const clientPort = await freePort();
+    const scheme = options.tls === undefined ? 'http' : 'https';
+    const tls = options.tls;
+    const container = new LoopbackContainer(images.etcd, 'etcd')
+      // A fixed host port: a client that outlives a stop reconnects where it was.
+      .withExposedPorts({ container: 2379, host: clientPort })
+      .withCommand([
+        '--name',
+        'test',
+        '--data-dir',
+        '/var/lib/etcd',
+        '--listen-client-urls',
+        `${scheme}://0.0.0.0:2379`,
+        '--advertise-client-urls',
+        `${scheme}://127.0.0.1:${clientPort}`,
+        // A lone member elects itself after one election timeout, also when it restarts: keep it short.
+        '--heartbeat-interval',
+        '25',
+        '--election-timeout',
+        '250',
+        '--logger',
+        'zap',
+        ...(tls === undefined
+          ? []
+          : [
+              '--cert-file',
+              '/etc/etcd/server.pem',
+              '--key-file',
+              '/etc/etcd/server-key.pem',
+              ...(tls.clientCa === undefined ? [] : ['--client-cert-auth', '--trusted-ca-file', '/etc/etcd/client-ca.pem']),
+            ]),
+        ...(options.maxTxnOps === undefined ? [] : ['--max-txn-ops', String(options.maxTxnOps)]),
+        ...(options.maxRequestBytes === undefined ? [] : ['--max-request-bytes', String(options.maxRequestBytes)]),
+      ])
+      .withCopyFilesToContainer(
+        tls === undefined
+          ? []
+          : [
+              { source: tls.server.certFile, target: '/etc/etcd/server.pem' },
+              { source: tls.server.keyFile, target: '/etc/etcd/server-key.pem' },
+              ...(tls.clientCa === undefined ? [] : [{ source: tls.clientCa.certFile, target: '/etc/etcd/client-ca.pem' }]),
+            ],
+      )
+      .withWaitStrategy(Wait.forLogMessage(/serving client traffic/))
+      .withStartupTimeout(30_000);
+    let started: StartedTestContainer;
     try {
-      await server.start();
+      started = await container.start();
+    } catch (error) {
+      throw new Error(`etcd (${images.etcd}) did not start: ${(error as Error).message}`, { cause: error });
+    }
+    const server = new EtcdServer(started, clientPort, options);
+    try {
+      await server.untilHealthy();
       if (options.rootPassword !== undefined) await server.enableAuth(options.rootPassword);
     } catch (error) {
       await server.destroy();
@@ -76,101 +124,57 @@ export class EtcdServer {
   }
 
   get running(): boolean {
-    return this.process !== undefined;
+    return this.hostPid !== undefined;
   }
 
   /**
-   * The running etcd's process id, for a test that must kill it from outside this process's event
-   * loop (at an exact moment, e.g. right after a write commits); `stop()` still waits for the exit.
+   * The running etcd's host process id, for a test that must kill it from outside this process's
+   * event loop (at an exact moment, e.g. right after a write commits); `stop()` still waits for the exit.
    */
   get pid(): number | undefined {
-    return this.process?.pid;
+    return this.hostPid;
   }
 
-  /** Starts etcd again on the same ports and data dir; resolves once it answers `/health`. */
+  /** Starts the stopped container again (same port, same data); resolves once it answers `/health`. */
   async start(): Promise<void> {
-    if (this.process !== undefined) return;
-    const peer = `http://127.0.0.1:${this.peerPort}`;
-    const child = spawn(
-      this.binary,
-      [
-        '--name',
-        'test',
-        '--data-dir',
-        this.dataDir,
-        '--listen-client-urls',
-        this.endpoint,
-        '--advertise-client-urls',
-        this.endpoint,
-        '--listen-peer-urls',
-        peer,
-        '--initial-advertise-peer-urls',
-        peer,
-        '--initial-cluster',
-        `test=${peer}`,
-        // A lone member elects itself after one election timeout, also when it restarts: keep it short.
-        '--heartbeat-interval',
-        '25',
-        '--election-timeout',
-        '250',
-        '--logger',
-        'zap',
-        '--log-level',
-        'warn',
-        ...this.tlsArgs(),
-        ...(this.options.maxTxnOps === undefined ? [] : ['--max-txn-ops', String(this.options.maxTxnOps)]),
-        ...(this.options.maxRequestBytes === undefined ? [] : ['--max-request-bytes', String(this.options.maxRequestBytes)]),
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    this.process = child;
-    const keep = (chunk: Buffer) => {
-      this.log.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-      this.log.splice(0, Math.max(0, this.log.length - 30));
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    let gone = false;
-    void this.exited.then(() => {
-      gone = true;
-      if (this.process === child) this.process = undefined;
-    });
+    if (this.hostPid !== undefined) return;
+    await independentDocker().getContainer(this.container.getId()).start();
+    await this.untilHealthy();
+  }
+
+  /**
+   * Stops etcd and waits for it to exit. SIGTERM is a clean shutdown (`docker stop`); SIGKILL is a
+   * crash (`docker kill`), and is faster, as etcd's clean shutdown waits a while for open watch
+   * streams to end.
+   */
+  async stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+    const container = independentDocker().getContainer(this.container.getId());
+    const state = (await container.inspect()).State;
+    if (state.Running) {
+      if (signal === 'SIGKILL') await container.kill({ signal: 'SIGKILL' });
+      else await container.stop({ t: 10 });
+      await container.wait({ condition: 'not-running' });
+    }
+    this.hostPid = undefined;
+  }
+
+  /** The last lines etcd printed, for a message when something went wrong. */
+  logs(): Promise<string> {
+    return containerLogs(this.container, 30);
+  }
+
+  private async untilHealthy(): Promise<void> {
     const deadline = Date.now() + 15_000;
     while (!(await healthy(this.endpoint, this.options.tls))) {
-      if (gone) throw new Error(`etcd exited before answering ${this.endpoint}/health:\n${this.log.join('\n')}`);
+      const state = (await independentDocker().getContainer(this.container.getId()).inspect()).State;
+      if (!state.Running) throw new Error(`etcd exited before answering ${this.endpoint}/health:\n${await this.logs()}`);
       if (Date.now() > deadline) {
         await this.stop();
-        throw new Error(`etcd did not answer ${this.endpoint}/health within 15 s:\n${this.log.join('\n')}`);
+        throw new Error(`etcd did not answer ${this.endpoint}/health within 15 s:\n${await this.logs()}`);
       }
       await new Promise((r) => setTimeout(r, 50));
     }
-  }
-
-  /**
-   * Stops etcd and waits for it to exit. SIGTERM is a clean shutdown; SIGKILL is a crash, and is
-   * faster, as etcd's clean shutdown waits a while for open watch streams to end.
-   */
-  async stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
-    const child = this.process;
-    if (child === undefined) return;
-    child.kill(signal);
-    const forced = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await this.exited;
-    clearTimeout(forced);
-    this.process = undefined;
-  }
-
-  private tlsArgs(): string[] {
-    const tls = this.options.tls;
-    if (tls === undefined) return [];
-    return [
-      '--cert-file',
-      tls.server.certFile,
-      '--key-file',
-      tls.server.keyFile,
-      ...(tls.clientCa === undefined ? [] : ['--client-cert-auth', '--trusted-ca-file', tls.clientCa.certFile]),
-    ];
+    this.hostPid = await containerPid(this.container);
   }
 
   /** `etcdctl role add root; user add root; user grant-role root root; auth enable`, over the gateway. */
@@ -181,10 +185,10 @@ export class EtcdServer {
     await this.gateway('/v3/auth/enable', {});
   }
 
-  /** Stops etcd and removes its data dir. */
+  /** Removes etcd's container, and its data with it. */
   async destroy(): Promise<void> {
-    await this.stop('SIGKILL');
-    await rm(this.dataDir, { recursive: true, force: true });
+    this.hostPid = undefined;
+    await removeContainer(this.container);
   }
 
   /** How many watchers etcd is serving now, from its metrics: two would mean a duplicate watch. */
@@ -202,21 +206,6 @@ export class EtcdServer {
     if (!response.ok) throw new Error(`${path}: HTTP ${response.status}: ${JSON.stringify(json)}`);
     return json;
   }
-}
-
-function findEtcd(): string {
-  const candidates = [
-    '/usr/bin/etcd',
-    ...(process.env.PATH ?? '')
-      .split(delimiter)
-      .filter(Boolean)
-      .map((dir) => join(dir, 'etcd')),
-  ];
-  const found = candidates.find((path) => existsSync(path));
-  if (found === undefined) {
-    throw new Error('no etcd binary at /usr/bin/etcd or on PATH: apt-get install -y etcd-server; npm test installs it');
-  }
-  return found;
 }
 
 async function healthy(endpoint: string, tls: EtcdServerOptions['tls']): Promise<boolean> {

@@ -19,7 +19,7 @@ export interface TestImages {
 
 const env = enginesEnv();
 
-/** Their names, from `scripts/engines.env`, where the scripts that load them into the engines read them too. */
+/** Their names, from this package's `scripts/engines.env`, where the scripts that load them into the engines read them too. */
 export const TEST_IMAGES: TestImages = {
   busybox: env['TEST_BUSYBOX_IMAGE']!,
   pause: env['TEST_PAUSE_IMAGE']!,
@@ -27,12 +27,12 @@ export const TEST_IMAGES: TestImages = {
 };
 
 /** The one builder of the test images' archive, which the engine scripts load into containerd and Podman. */
-const BUILDER = fileURLToPath(new URL('../../../scripts/lib/test-images.sh', import.meta.url));
+const BUILDER = fileURLToPath(new URL('../scripts/test-images.sh', import.meta.url));
 
 let built: Promise<TestImages> | undefined;
 
 /**
- * Builds the test images' archive (`scripts/lib/test-images.sh`: Debian's busybox-static on
+ * Builds the test images' archive (`scripts/test-images.sh` of this package: Debian's busybox-static on
  * nothing, and its etcd) and loads it into the Docker engine, once per process, as `docker load` would. A user
  * with a registry can use `busybox:1.36` and `registry.k8s.io/pause` instead: nothing in the
  * adapter depends on these names.

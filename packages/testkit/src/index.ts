@@ -2,7 +2,20 @@
 export { assertEngine, dockerSocketPath, independentDocker, removeLabelled } from './engine.js';
 export { buildTestImages, TEST_IMAGES, type TestImages } from './images.js';
 export { EtcdServer, freePort, type EtcdServerOptions } from './etcd-server.js';
-export { TestCertificates, type CertificateAuthority, type CertificatePair } from './certificates.js';
+export { TestCertificates, type CertificateAuthority, type CertificatePair, type PairOptions } from './certificates.js';
+export { configureTestcontainers, LoopbackContainer, TESTKIT_LABEL } from './containers.js';
+export { localImage, type LocalImageOptions } from './local-images.js';
+export { HttpFileServer } from './http-file-server.js';
+export { PrometheusServer, type PrometheusSample, type PrometheusScrapeJob, type PrometheusServerOptions } from './prometheus-server.js';
+export { buildControlPlane, type BuildControlPlaneOptions, type ControlPlaneBinaries } from './control-plane-binaries.js';
+export {
+  kubeconfigYaml,
+  SERVICE_CLUSTER_IP_RANGE,
+  startControlPlane,
+  type ControlPlaneComponent,
+  type ControlPlaneOptions,
+  type StartedControlPlane,
+} from './control-plane.js';
 export { reapEngineDebris, stopDockerEngine, type StoppedEngine } from './engine-restart.js';
 export { TcpGate } from './tcp-gate.js';
 export { assertContainerd, criCgroupParent, criEndpoint } from './containerd.js';

@@ -4,7 +4,7 @@ import { TEST_IMAGES } from './images.js';
 
 /**
  * The private Podman service of the Podman suites, as `scripts/podman.sh` starts it (`npm test`
- * does): its socket is `PODMAN_SOCKET` in `scripts/engines.env`, unless `KUBELET_TS_PODMAN_HOST`
+ * does): its socket is `PODMAN_SOCKET` in `engines.env`, unless `KUBELET_TS_PODMAN_HOST`
  * names another. Its test images carry `TEST_IMAGES`' names, loaded by the script (no registry here).
  */
 export function podmanHost(): string {
