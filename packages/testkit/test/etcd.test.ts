@@ -24,3 +24,22 @@ describe('EtcdServer', () => {
     }
   });
 });
+
+describe('EtcdServer killed from outside', () => {
+  it('is stopped by stop() once its pid was killed, and starts again with its data', async () => {
+    const etcd = await EtcdServer.launch();
+    try {
+      await etcd.gateway('/v3/kv/put', { key: btoa('k'), value: btoa('kept') });
+      expect(etcd.pid).toBeGreaterThan(1);
+      process.kill(etcd.pid!, 'SIGKILL'); // what the fleet bench's shell does the instant a write is answered
+      await etcd.stop('SIGKILL');
+      expect(etcd.running).toBe(false);
+      await etcd.stop(); // stopping a stopped etcd is no error
+      await etcd.start();
+      const range = await etcd.gateway('/v3/kv/range', { key: btoa('k') });
+      expect(atob((range['kvs'] as Array<{ value: string }>)[0]!.value)).toBe('kept');
+    } finally {
+      await etcd.destroy();
+    }
+  });
+});
