@@ -64,10 +64,21 @@ function streamOptions(query: URLSearchParams): StreamOptions {
   return options;
 }
 
+/**
+ * The most ports one port-forward request may name: port *i* speaks on channels 2*i* and 2*i*+1,
+ * and a channel number is one byte, so a 129th port would speak on the first port's channels.
+ */
+export const MAX_FORWARDED_PORTS = 128;
+
 /** `ports=8080,9090` (the API server's form, also repeated) or the kubelet's `port=8080&port=9090`. */
 function portsOf(query: URLSearchParams): number[] {
   const given = [...query.getAll('ports'), ...query.getAll('port')].flatMap((p) => p.split(','));
   if (given.length === 0) throw new HttpProblem(400, 'ports: give the port(s) to forward, ports=8080');
+  if (given.length > MAX_FORWARDED_PORTS)
+    throw new HttpProblem(
+      400,
+      `ports: ${given.length} ports named; one request forwards at most ${MAX_FORWARDED_PORTS}, as each takes two of the 256 one-byte channels`,
+    );
   return given.map((p) => {
     const n = Number(p);
     if (!/^\d+$/.test(p) || n < 1 || n > 65535)

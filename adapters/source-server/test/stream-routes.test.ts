@@ -139,6 +139,17 @@ describe('/exec, /attach, /portForward over WebSocket, and POST /run', () => {
     });
     expect(await refusal(connect(url, '/attach/default/web/init?stdout=1', ['v5.channel.k8s.io']))).toMatchObject({ status: 400 });
     expect(await refusal(connect(url, '/portForward/default/other?ports=8080', ['v4.channel.k8s.io']))).toMatchObject({ status: 404 });
+    // Port 129 would speak on channels 256 and 257, which a byte numbers 0 and 1: the first port's.
+    const ports = (n: number) => Array.from({ length: n }, (_, i) => 1000 + i).join(',');
+    expect(await refusal(connect(url, `/portForward/default/web?ports=${ports(129)}`, ['v4.channel.k8s.io']))).toEqual({
+      status: 400,
+      error: 'ports: 129 ports named; one request forwards at most 128, as each takes two of the 256 one-byte channels',
+    });
+    expect(
+      await refusal(connect(url, `/portForward/default/web?ports=${ports(100)}&port=${ports(29)}`, ['v4.channel.k8s.io'])),
+    ).toMatchObject({
+      status: 400,
+    });
     view.hasStreams = false;
     expect(await refusal(connect(url, exec(['true']), ['v5.channel.k8s.io']))).toMatchObject({ status: 501 });
     const plain = await fetch(`${url}${exec(['true'])}`, { method: 'POST', headers: auth });
