@@ -227,7 +227,8 @@ function authentication(options: RouteListenerOptions): ((req: IncomingMessage) 
     if (clientCertificates && (req.socket as Partial<TLSSocket>).authorized === true) return;
     if (expected !== undefined) {
       const header = req.headers.authorization ?? '';
-      const presented = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '';
+      // The scheme is case-insensitive (RFC 9110 §11.1), as the API server reads it.
+      const presented = /^bearer /i.test(header) ? header.slice('Bearer '.length) : '';
       // Digests have one length, so the comparison takes the same time whatever was presented.
       if (timingSafeEqual(digest(presented), expected)) return;
     }

@@ -70,6 +70,12 @@ describe('the bearer token', () => {
     },
   );
 
+  it.each(['bearer', 'BEARER', 'BeArEr'])('takes the scheme in any case (%s), as the API server does', async (scheme) => {
+    await start();
+    expect((await post('/container', { authorization: `${scheme} ${TOKEN}` })).status).toBe(201);
+    expect((await post('/container', { authorization: `${scheme} ${TOKEN}x` })).status).toBe(401);
+  });
+
   it('compares every presented token in constant time: digests of one length, whatever was sent', async () => {
     await start();
     compared.length = 0;
