@@ -1,6 +1,6 @@
 import { constants, type Stats } from 'node:fs';
-import { open, readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
-import { join, sep } from 'node:path';
+import { lstat, open, readdir, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { join, relative, resolve, sep } from 'node:path';
 import { HttpProblem, allow, decodePathSegment } from './http-kit.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
@@ -71,17 +71,43 @@ function inside(root: string, path: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
 }
 
-/** Where `segments` lead under `root`, links resolved, and what is there; a 404, or a 403 when it leaves `root`. */
+/**
+ * Where `segments` lead under `root`, links resolved, and what is there; a 404, or a 403 when it
+ * leaves `root`. Resolved one name at a time, each link's target checked before anything beyond
+ * it is looked at: a path that crosses the boundary is a 403 whether or not what lies past it
+ * exists, so no answer tells whether a path outside exists (a link to `/proc/self/root` would
+ * otherwise be an oracle for every path on the host).
+ */
 async function locate(root: string, segments: readonly string[], shown: string): Promise<{ path: string; stats: Stats }> {
-  let path: string;
-  try {
-    path = await realpath(join(root, ...segments));
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new HttpProblem(404, `no such file or directory: ${shown}`, [], { cause: error });
-    throw new HttpProblem(403, `${shown} cannot be read: ${code ?? 'error'}`, [], { cause: error });
+  let path = root;
+  const pending = [...segments];
+  let links = 0;
+  while (pending.length > 0) {
+    const candidate = join(path, pending.shift()!);
+    let found: Stats;
+    try {
+      found = await lstat(candidate);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new HttpProblem(404, `no such file or directory: ${shown}`, [], { cause: error });
+      throw new HttpProblem(403, `${shown} cannot be read: ${code ?? 'error'}`, [], { cause: error });
+    }
+    if (!found.isSymbolicLink()) {
+      path = candidate;
+      continue;
+    }
+    // The kernel's own bound on links in one lookup (ELOOP).
+    if (++links > 40) throw new HttpProblem(403, `${shown} cannot be read: ELOOP`);
+    const target = resolve(path, await readlink(candidate));
+    if (!inside(root, target)) throw new HttpProblem(403, `${shown} leads outside the host log directory`);
+    // The target is walked again from the root: it may pass through links of its own.
+    pending.unshift(
+      ...relative(root, target)
+        .split(sep)
+        .filter((s) => s !== ''),
+    );
+    path = root;
   }
-  if (!inside(root, path)) throw new HttpProblem(403, `${shown} leads outside the host log directory`);
   const stats = await stat(path);
   if (!stats.isDirectory() && !stats.isFile()) throw new HttpProblem(403, `${shown} is not a regular file or a directory`);
   return { path, stats };

@@ -29,6 +29,9 @@ describe('GET /logs/: the host log directory', () => {
     await symlink(join(logs, 'syslog'), join(logs, 'messages'));
     await symlink(join(base, 'secret'), join(logs, 'escape'));
     await symlink(base, join(logs, 'up'));
+    await symlink('/proc/self/root', join(logs, 'host'));
+    await symlink('apt', join(logs, 'apt-link'));
+    await symlink('up', join(logs, 'up-again'));
     execFileSync('mkfifo', [join(logs, 'pipe')]);
   });
 
@@ -58,7 +61,7 @@ describe('GET /logs/: the host log directory', () => {
     const url = await start();
     const listing = await get(url, '/logs/');
     expect(listing).toMatchObject({ status: 200, type: 'text/plain; charset=utf-8' });
-    expect(listing.text).toBe('50%25%0Afake\napt/\nescape\nmessages\npipe\nsyslog\nup\n');
+    expect(listing.text).toBe('50%25%0Afake\napt-link\napt/\nescape\nhost\nmessages\npipe\nsyslog\nup\nup-again\n');
     expect((await get(url, '/logs')).text).toBe(listing.text);
     expect((await get(url, '/logs/apt')).text).toBe('history.log\n');
     // A listed name is one to ask for.
@@ -70,6 +73,21 @@ describe('GET /logs/: the host log directory', () => {
     expect(await get(url, '/logs/syslog')).toMatchObject({ status: 200, type: 'text/plain', text: 'line 1\nline 2\n' });
     expect((await get(url, '/logs/apt/history.log')).text).toBe('installed\n');
     expect((await get(url, '/logs/messages')).text).toBe('line 1\nline 2\n');
+    expect((await get(url, '/logs/apt-link/history.log')).text).toBe('installed\n'); // a relative link to a directory
+  });
+
+  it('answers the same past the boundary whether or not the path exists there: no oracle for the host', async () => {
+    const url = await start();
+    const outside = ['/logs/host/etc/passwd', '/logs/host/no/such/path', '/logs/up/secret', '/logs/up/nothing', '/logs/up-again/secret'];
+    for (const path of outside) {
+      expect(await get(url, path)).toEqual({
+        status: 403,
+        type: expect.any(String),
+        text: expect.stringContaining(`${path} leads outside the host log directory`),
+      });
+    }
+    // Inside, a missing name is still a 404.
+    expect((await get(url, '/logs/apt-link/nothing')).status).toBe(404);
   });
 
   it('never serves what lies outside: .. in a segment, links that lead out, FIFOs', async () => {
