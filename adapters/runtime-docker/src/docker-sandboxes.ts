@@ -60,7 +60,7 @@ export class DockerSandboxes {
           };
     const network =
       spec.hostNetwork === true
-        ? { Labels: { ...spec.labels }, HostConfig: { NetworkMode: 'host' } }
+        ? { Labels: { ...spec.labels, [HOST_NETWORK_HOLDER]: 'true' }, HostConfig: { NetworkMode: 'host' } }
         : {
             Hostname: spec.hostname,
             Labels: { ...spec.labels },
@@ -184,8 +184,18 @@ function portBindings(ports: readonly PortBinding[], hostIp: string) {
   return { exposed, bindings };
 }
 
+/**
+ * Written on every holder this adapter puts on the host's network. The sandbox hash alone does not
+ * tell one: a host-network pod's hash moves with what else makes its sandbox (a shared process
+ * namespace, privileged containers, hostPID…), and a holder left unrecognised is one the agent
+ * neither reuses nor removes (a new one every pass, issue 48).
+ */
+export const HOST_NETWORK_HOLDER = 'io.kubelet-ts.host-network-holder';
+
+/** A holder on the host's network that this adapter made: its label, or (an agent before the label) the plain host-network hash. */
 function hostNetworkHolder(c: DockerContainerInfo): boolean {
-  return c.HostConfig?.NetworkMode === 'host' && c.Labels?.[Labels.sandboxHash] === HOST_NETWORK_SANDBOX_HASH;
+  if (c.HostConfig?.NetworkMode !== 'host') return false;
+  return c.Labels?.[HOST_NETWORK_HOLDER] === 'true' || c.Labels?.[Labels.sandboxHash] === HOST_NETWORK_SANDBOX_HASH;
 }
 
 function ownNamespace(c: DockerContainerInfo): boolean {
