@@ -9,8 +9,8 @@ import { AgentProcess } from './agent-process.js';
 describe('kubelet-ts CLI: --root-dir keeps the sources’ last good sets across a restart', () => {
   let root: string;
   let agent: AgentProcess | undefined;
-  const start = (dir: string) =>
-    new AgentProcess(['--runtime', 'memory', '--hostname-override', 'restart-memory', '--root-dir', dir, '--sync-frequency', '1s']);
+  const start = (dir: string, node = 'restart-memory') =>
+    new AgentProcess(['--runtime', 'memory', '--hostname-override', node, '--root-dir', dir, '--sync-frequency', '1s']);
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'kubelet-ts-cli-restart-'));
@@ -43,6 +43,26 @@ describe('kubelet-ts CLI: --root-dir keeps the sources’ last good sets across 
     expect(
       list.items.map((p) => [p.metadata['name'], (p.metadata['annotations'] as Record<string, string>)['kubelet-ts.io/source']]),
     ).toEqual([['posted', 'server']]);
+    expect((await agent.stop('SIGTERM')).code).toBe(0);
+  });
+
+  it("does not run another configuration's kept set: started as another node on the same --root-dir, it says so and runs nothing", async () => {
+    // What the test before kept: the server's set of node restart-memory.
+    const saved = JSON.parse(await readFile(join(root, 'sources', 'server.json'), 'utf8')) as { owner: { node: string } };
+    expect(saved.owner.node).toBe('restart-memory');
+    agent = start(root, 'another-node');
+    const url = await agent.serverUrl();
+    await agent.until(
+      () => agent!.lines.some((l) => String(l.msg).includes('was kept for another configuration')),
+      'the refusal of the kept set',
+    );
+    const refusal = agent.lines.find((l) => String(l.msg).includes('was kept for another configuration'))!;
+    expect(String(refusal.msg)).toContain('node restart-memory');
+    expect(String(refusal.msg)).toContain('this agent is node another-node');
+    // Two passes: nothing of the other node's set is made.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(agent.events('ContainerStarted')).toEqual([]);
+    expect(((await (await fetch(`${url}/pods`)).json()) as V1PodList).items).toEqual([]);
     expect((await agent.stop('SIGTERM')).code).toBe(0);
   });
 

@@ -7,7 +7,7 @@ import { defaultHostname } from './legacy-flags.js';
 import { buildProgram, normaliseFlagSpelling, optionsOf } from './options.js';
 import { runOnce } from './runonce.js';
 import { wire } from './wiring.js';
-import { sourceCheckpoints } from './checkpoints.js';
+import { sourceCheckpoints, sourceIdentities } from './checkpoints.js';
 import { hostFilesOf } from './host-flags.js';
 
 /** Below this, `--auth-token` is said to be guessable (a random 32-character token is 128 bits or more). */
@@ -50,7 +50,10 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
   let wiring: Awaited<ReturnType<typeof wire>>;
   let checkpoints: Awaited<ReturnType<typeof sourceCheckpoints>>;
   try {
-    checkpoints = await sourceCheckpoints(options.rootDir, logger);
+    checkpoints = await sourceCheckpoints(options.rootDir, logger, {
+      node: hostname,
+      identities: sourceIdentities(options, givenHostname),
+    });
     wiring = await wire(options, hostname, logger, 'agent', givenHostname);
   } catch (error) {
     logger.error({ err: error }, `invalid configuration: ${(error as Error).message}`);

@@ -4,7 +4,12 @@ export { createKubelet, type Kubelet, type KubeletOptions, type KubeletStatus } 
 export type { VolumeRoots } from './volume-figures.js';
 export type { PassResult } from './sync-loop.js';
 export type { SourceStatus } from './source-intake.js';
-export { FileSourceCheckpoints, type SourceCheckpoints } from './source-checkpoints.js';
+export {
+  type CheckpointOwner,
+  FileSourceCheckpoints,
+  type FileSourceCheckpointsOptions,
+  type SourceCheckpoints,
+} from './source-checkpoints.js';
 export type { Conflict, DesiredState } from './mux.js';
 export { resolveKubelet, type KubeletSettings, type Resolver } from './di.js';
 export { FanOutEventSink, LogEventSink } from './log-event-sink.js';

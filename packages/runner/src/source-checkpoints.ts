@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ContainerManifest } from '@kubelet-ts/core';
 
@@ -26,9 +26,37 @@ interface CheckpointFile {
   readonly kind: typeof FORMAT;
   readonly version: typeof VERSION;
   readonly source: string;
+  /** The configuration the set belongs to (absent in checkpoints of agents before it was written). */
+  readonly owner?: CheckpointOwner;
   readonly savedAt: string;
   readonly manifests: readonly unknown[];
 }
+
+/**
+ * Whose a source's set is: the node the agent runs as, and what the source reads (the `--config`
+ * path, the URL, the etcd key and servers, the server's address). A set is restored only into
+ * the same configuration: another node name or another source would run pods that are not its own
+ * (issue 48: a pod run twice on the host, once under each node label).
+ */
+export interface CheckpointOwner {
+  readonly node: string;
+  readonly source: string;
+}
+
+export interface FileSourceCheckpointsOptions {
+  /** The node name the agent runs as; a checkpoint written for another node is not restored. */
+  readonly node?: string;
+  /** Each source's identity by the source's name; a checkpoint written for another identity is not restored. */
+  readonly identities?: Readonly<Record<string, string>>;
+  /**
+   * The largest checkpoint read (default 64 MiB: four times what one source may hold, 16 MiB of
+   * manifests as JSON). A larger file is refused before it is read, as every source's input is bounded.
+   */
+  readonly maxBytes?: number;
+}
+
+/** Four times the 16 MiB of manifests one source may hold (`DEFAULT_MAX_MANIFEST_BYTES`). */
+const DEFAULT_MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024;
 
 /**
  * Checkpoints as files, one per source (`<dir>/<source>.json`), each replaced atomically: written
@@ -39,31 +67,62 @@ interface CheckpointFile {
 export class FileSourceCheckpoints implements SourceCheckpoints {
   private readonly writers = new Map<string, SourceWriter>();
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    private readonly options: FileSourceCheckpointsOptions = {},
+  ) {}
 
   /** Makes the directory (mode 0700: manifests may carry secrets in their env); rejects when it cannot. */
   async prepare(): Promise<void> {
     await makeDirectory(this.dir);
   }
 
+  /**
+   * Rejects, so that the source counts as not seen until it delivers, when the file is larger than
+   * `maxBytes`, is not a checkpoint, or was written for another node or another source identity.
+   */
   async load(source: string): Promise<readonly unknown[] | undefined> {
+    const file = this.fileOf(source);
     let text: string;
+    let handle: FileHandle;
     try {
-      text = await readFile(this.fileOf(source), 'utf8');
+      handle = await open(file, 'r');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
-    const file = JSON.parse(text) as Partial<CheckpointFile> | null;
-    if (file?.kind !== FORMAT || file.version !== VERSION || !Array.isArray(file.manifests))
-      throw new Error(`${this.fileOf(source)} is not a ${FORMAT} of version ${VERSION}`);
-    return file.manifests;
+    try {
+      const max = this.options.maxBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES;
+      const { size } = await handle.stat();
+      if (size > max) throw new Error(`${file} has ${size} bytes, more than the ${max} a checkpoint may hold: not read`);
+      text = await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
+    const saved = JSON.parse(text) as Partial<CheckpointFile> | null;
+    if (saved?.kind !== FORMAT || saved.version !== VERSION || !Array.isArray(saved.manifests))
+      throw new Error(`${file} is not a ${FORMAT} of version ${VERSION}`);
+    const expected = this.ownerOf(source);
+    if (expected !== undefined && (saved.owner?.node !== expected.node || saved.owner.source !== expected.source)) {
+      const was = saved.owner === undefined ? 'no node or source' : `node ${saved.owner.node}, source ${saved.owner.source}`;
+      throw new Error(
+        `${file} was kept for another configuration (${was}; this agent is node ${expected.node}, source ${expected.source}): not restored`,
+      );
+    }
+    return saved.manifests;
   }
 
   save(source: string, manifests: readonly ContainerManifest[]): Promise<void> {
     let writer = this.writers.get(source);
-    if (writer === undefined) this.writers.set(source, (writer = new SourceWriter(this.dir, this.fileOf(source), source)));
+    if (writer === undefined)
+      this.writers.set(source, (writer = new SourceWriter(this.dir, this.fileOf(source), source, this.ownerOf(source))));
     return writer.save(manifests);
+  }
+
+  /** The owner a checkpoint of `source` is written with and checked against; none without a node name. */
+  private ownerOf(source: string): CheckpointOwner | undefined {
+    const { node, identities } = this.options;
+    return node === undefined ? undefined : { node, source: identities?.[source] ?? source };
   }
 
   /** Resolves once every save asked for so far is on disk (or failed). */
@@ -102,6 +161,7 @@ class SourceWriter {
     private readonly dir: string,
     private readonly file: string,
     private readonly source: string,
+    private readonly owner: CheckpointOwner | undefined,
   ) {}
 
   save(manifests: readonly ContainerManifest[]): Promise<void> {
@@ -135,7 +195,14 @@ class SourceWriter {
   }
 
   private async write(manifests: readonly ContainerManifest[]): Promise<void> {
-    const body: CheckpointFile = { kind: FORMAT, version: VERSION, source: this.source, savedAt: new Date().toISOString(), manifests };
+    const body: CheckpointFile = {
+      kind: FORMAT,
+      version: VERSION,
+      source: this.source,
+      ...(this.owner === undefined ? {} : { owner: this.owner }),
+      savedAt: new Date().toISOString(),
+      manifests,
+    };
     const temporary = `${this.file}.${process.pid}.tmp`;
     const handle = await open(temporary, 'w', 0o600);
     try {

@@ -57,6 +57,35 @@ describe('FileSourceCheckpoints: each source set on disk, replaced atomically', 
     await expect(checkpoints.load('http')).rejects.toThrow(`${checkpoints.fileOf('http')} is not a kubelet-ts/source-checkpoint`);
   });
 
+  it('restores a set only into the configuration that kept it: the same node, the same source identity', async () => {
+    const mine = { node: 'node-a', identities: { http: 'http://10.0.0.1/a', server: '127.0.0.1:10250' } };
+    await new FileSourceCheckpoints(dir, mine).save('http', [pod('web')]);
+    expect(await new FileSourceCheckpoints(dir, mine).load('http')).toEqual([pod('web')]);
+    await expect(new FileSourceCheckpoints(dir, { ...mine, node: 'node-b' }).load('http')).rejects.toThrow(
+      `${join(dir, 'http.json')} was kept for another configuration (node node-a, source http://10.0.0.1/a; this agent is node node-b, source http://10.0.0.1/a): not restored`,
+    );
+    const otherUrl = new FileSourceCheckpoints(dir, { ...mine, identities: { http: 'http://10.0.0.1/b' } });
+    await expect(otherUrl.load('http')).rejects.toThrow(
+      /another configuration .*this agent is node node-a, source http:\/\/10\.0\.0\.1\/b/,
+    );
+    // A checkpoint an agent wrote before owners were kept names none: not restored either.
+    await new FileSourceCheckpoints(dir).save('server', [pod('db')]);
+    await expect(new FileSourceCheckpoints(dir, mine).load('server')).rejects.toThrow(/another configuration \(no node or source;/);
+    // The next save takes it over.
+    await otherUrl.save('http', [pod('api')]);
+    expect(await otherUrl.load('http')).toEqual([pod('api')]);
+  });
+
+  it('refuses a checkpoint larger than it may be before reading it', async () => {
+    const checkpoints = new FileSourceCheckpoints(dir, { maxBytes: 1024 });
+    await checkpoints.save('file', [pod('web')]);
+    expect(await checkpoints.load('file')).toEqual([pod('web')]);
+    await writeFile(checkpoints.fileOf('file'), Buffer.alloc(1025, 0x20));
+    await expect(checkpoints.load('file')).rejects.toThrow(
+      `${checkpoints.fileOf('file')} has 1025 bytes, more than the 1024 a checkpoint may hold: not read`,
+    );
+  });
+
   it('rejects a save it cannot make, and leaves the last good file as it was', async () => {
     const checkpoints = new FileSourceCheckpoints(dir);
     await checkpoints.save('etcd', [pod('web')]);
