@@ -83,6 +83,7 @@ export interface V1Pod {
       readonly name: string;
       readonly hostPath?: { readonly path?: string; readonly type?: string };
       readonly emptyDir?: { readonly medium?: string; readonly sizeLimit?: string };
+      readonly persistentVolumeClaim?: { readonly claimName?: string; readonly readOnly?: boolean };
     }>;
   };
   readonly status?: {
