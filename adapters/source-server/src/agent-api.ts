@@ -11,7 +11,7 @@ import { renderPodListJson, rfc3339 } from './pod-list.js';
 import { PodWatchHub } from './pod-watch.js';
 import { TABLE_MEDIA_TYPE, asksForTable, includeObjectOf, renderPodTableJson } from './pod-table.js';
 import { watchStream, type WatchEvent } from './watch-stream.js';
-import { streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
+import { type ForwardLimits, streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
@@ -119,11 +119,11 @@ export function agentApiHandler(view: AgentView, options: AgentApiOptions = {}):
       }
     }
   };
-  return Object.assign(handler, { upgrade: streamingUpgradeHandler(view) });
+  return Object.assign(handler, { upgrade: streamingUpgradeHandler(view, options) });
 }
 
 /** What `agentApiHandler` takes beside the agent. */
-export interface AgentApiOptions {
+export interface AgentApiOptions extends ForwardLimits {
   /** The agent's clock, in ms since the epoch: what a `Table`'s ages and `sinceSeconds` count to. Default `Date.now`. */
   readonly now?: () => number;
 }

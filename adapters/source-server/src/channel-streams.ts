@@ -123,6 +123,34 @@ export function joinSession(
   })();
 }
 
+/** A message a client sent before its session's connections were made. */
+export interface EarlyMessage {
+  readonly data: Buffer;
+  readonly isBinary: boolean;
+}
+
+/**
+ * Keeps what a client sends while its session is being set up (its ports dialled), so that its
+ * leaving is seen meanwhile (a paused socket reads no close frame); past `maxBytes` the socket is
+ * paused, so a client cannot make the agent hold more. `take()` stops keeping and gives what was kept.
+ */
+export function keepEarlyMessages(ws: WebSocket, maxBytes = 1024 * 1024): { take(): EarlyMessage[] } {
+  const kept: EarlyMessage[] = [];
+  let bytes = 0;
+  const keep = (data: Buffer, isBinary: boolean) => {
+    kept.push({ data, isBinary });
+    bytes += data.length;
+    if (bytes > maxBytes) ws.pause();
+  };
+  ws.on('message', keep);
+  return {
+    take() {
+      ws.off('message', keep);
+      return kept;
+    },
+  };
+}
+
 /** One forwarded port of a port-forward session: the connection, or why there is none. */
 export type Forward = { readonly port: number } & ({ readonly connection: Duplex } | { readonly error: string });
 
@@ -133,7 +161,7 @@ export type Forward = { readonly port: number } & ({ readonly connection: Duplex
  * a connection that failed says why on its error channel. The socket closes once every connection
  * has ended; the client leaving ends them all.
  */
-export function joinForwards(ws: WebSocket, forwards: readonly Forward[]): Promise<void> {
+export function joinForwards(ws: WebSocket, forwards: readonly Forward[], early: readonly EarlyMessage[] = []): Promise<void> {
   for (const [i, forward] of forwards.entries()) {
     const port = Buffer.alloc(2);
     port.writeUInt16LE(forward.port);
@@ -142,7 +170,7 @@ export function joinForwards(ws: WebSocket, forwards: readonly Forward[]): Promi
     if ('error' in forward) ws.send(frame(2 * i + 1, forward.error), { binary: true });
   }
   const connections = forwards.map((f) => ('connection' in f ? f.connection : undefined));
-  ws.on('message', (data: Buffer, isBinary: boolean) => {
+  const onMessage = (data: Buffer, isBinary: boolean) => {
     if (!isBinary || data.length === 0 || data[0]! % 2 !== 0) return;
     const connection = connections[data[0]! / 2];
     if (connection === undefined || connection.writableEnded) return;
@@ -150,7 +178,9 @@ export function joinForwards(ws: WebSocket, forwards: readonly Forward[]): Promi
       ws.pause();
       connection.once('drain', () => ws.resume());
     }
-  });
+  };
+  for (const { data, isBinary } of early) onMessage(data, isBinary);
+  ws.on('message', onMessage);
   ws.once('close', () => {
     for (const c of connections) c?.destroy();
   });

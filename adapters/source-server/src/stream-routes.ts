@@ -9,7 +9,7 @@ import {
   type StreamSession,
 } from '@kubelet-ts/core';
 import { WebSocketServer } from 'ws';
-import { EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOLS, joinForwards, joinSession, type Forward } from './channel-streams.js';
+import { EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOLS, joinForwards, joinSession, keepEarlyMessages, type Forward } from './channel-streams.js';
 import { flag } from './container-logs-route.js';
 import { HttpProblem, allow, decodePathSegment } from './http-kit.js';
 import type { RouteAnswer, RouteHandler, UpgradeHandler } from './route-handler.js';
@@ -87,6 +87,76 @@ function portsOf(query: URLSearchParams): number[] {
   });
 }
 
+/** How many forwarded connections the agent makes, and how fast. */
+export interface ForwardLimits {
+  /**
+   * The most forwarded connections open at once, all sessions together (default 256): past it a
+   * port is refused on its error channel. Each one may cost a process in the pod's namespace
+   * (Docker, Podman), so one request must not be able to exhaust the host.
+   */
+  readonly maxForwardedConnections?: number;
+  /** How many connections of one session are dialled at once (default 4). */
+  readonly dialsAtOnce?: number;
+}
+
+const DEFAULT_MAX_FORWARDED_CONNECTIONS = 256;
+const DEFAULT_DIALS_AT_ONCE = 4;
+
+/**
+ * The agent's forwarded connections: counted while open, dialled a few at a time for a session,
+ * and never dialled once the session's client has gone (issue 48: relays kept being started after
+ * the client left, 483 of them 10 s later).
+ */
+class ForwardedConnections {
+  private open = 0;
+  private readonly max: number;
+  private readonly atOnce: number;
+
+  constructor(limits: ForwardLimits) {
+    this.max = limits.maxForwardedConnections ?? DEFAULT_MAX_FORWARDED_CONNECTIONS;
+    this.atOnce = Math.max(1, limits.dialsAtOnce ?? DEFAULT_DIALS_AT_ONCE);
+  }
+
+  /**
+   * Each port's connection, or why there is none, in the order asked; undefined when the client
+   * went before all were made (what was made is closed, and nothing more is dialled).
+   */
+  async dial(view: AgentView, target: PodTarget, ports: readonly number[], gone: Promise<void>): Promise<Forward[] | undefined> {
+    let left = false;
+    void gone.then(() => (left = true));
+    const made: Array<Forward | undefined> = ports.map(() => undefined);
+    let next = 0;
+    const worker = async () => {
+      while (!left && next < ports.length) {
+        const i = next++;
+        made[i] = await this.one(view, target, ports[i]!);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.atOnce, ports.length) }, worker));
+    if (!left) return made as Forward[];
+    for (const f of made) if (f !== undefined && 'connection' in f) f.connection.destroy();
+    return undefined;
+  }
+
+  private async one(view: AgentView, target: PodTarget, port: number): Promise<Forward> {
+    const where = `port ${port} to pod ${target.namespace}/${target.pod}`;
+    if (this.open >= this.max)
+      return {
+        port,
+        error: `error forwarding ${where}: the agent forwards at most ${this.max} connections at once; try again when one ends`,
+      };
+    this.open++;
+    try {
+      const connection = await view.portForward(target, port);
+      connection.once('close', () => this.open--);
+      return { port, connection };
+    } catch (error) {
+      this.open--;
+      return { port, error: `error forwarding ${where}: ${(error as Error).message}` };
+    }
+  }
+}
+
 /** The agent's refusals as HTTP: what is unknown 404, what does not run 400, what cannot stream 501. */
 function problemOf(error: unknown): unknown {
   if (isKubeletError(error, 'NotFound')) return new HttpProblem(404, error.message);
@@ -151,7 +221,8 @@ async function collect(stream: AsyncIterable<Buffer | string> | undefined): Prom
  * session opened before the handshake (so what is unknown or not running is a plain HTTP answer),
  * then joined to the socket (see `joinSession`, `joinForwards`). False for a path that is not one of them.
  */
-export function streamingUpgradeHandler(view: AgentView): UpgradeHandler {
+export function streamingUpgradeHandler(view: AgentView, limits: ForwardLimits = {}): UpgradeHandler {
+  const forwards = new ForwardedConnections(limits);
   const chosen = new WeakMap<IncomingMessage, string>();
   const server = new WebSocketServer({
     noServer: true,
@@ -177,24 +248,12 @@ export function streamingUpgradeHandler(view: AgentView): UpgradeHandler {
       if (!(await view.pods()).some((p) => (p.namespace ?? 'default') === namespace && podNameOf(p.id, p.namespace) === pod))
         throw new HttpProblem(404, `pod ${JSON.stringify(`${namespace}/${pod}`)} does not exist on this node`);
       server.handleUpgrade(req, socket, head, (ws) => {
-        // What the client sends before the connections are made waits (joinForwards resumes).
-        ws.pause();
-        void Promise.all(
-          request.ports.map(async (port): Promise<Forward> => {
-            try {
-              return { port, connection: await view.portForward(request.target, port) };
-            } catch (error) {
-              return {
-                port,
-                error: `error forwarding port ${port} to pod ${request.target.namespace}/${request.target.pod}: ${(error as Error).message}`,
-              };
-            }
-          }),
-        ).then((forwards) =>
-          ws.readyState === ws.OPEN
-            ? joinForwards(ws, forwards)
-            : forwards.forEach((f) => ('connection' in f ? f.connection.destroy() : undefined)),
-        );
+        // What the client sends before the connections are made is kept for them (joinForwards).
+        const early = keepEarlyMessages(ws);
+        const gone = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+        void forwards.dial(view, request.target, request.ports, gone).then((made) => {
+          if (made !== undefined && ws.readyState === ws.OPEN) void joinForwards(ws, made, early.take());
+        });
       });
       return true;
     }

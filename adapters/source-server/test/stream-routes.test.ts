@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { RecordingSink } from '@kubelet-ts/conformance';
 import { WebSocket } from 'ws';
-import { ServerManifestSource, agentApiHandler, agentApiListener } from '../src/index.js';
+import { ServerManifestSource, agentApiHandler, agentApiListener, type AgentApiOptions } from '../src/index.js';
 import { FakeView } from './fake-view.js';
 
 const TOKEN = 'stream-routes-token';
@@ -75,10 +76,10 @@ describe('/exec, /attach, /portForward over WebSocket, and POST /run', () => {
     await source?.close();
     source = undefined;
   });
-  const start = async () => {
+  const start = async (options: AgentApiOptions = {}) => {
     const view = new FakeView();
     source = new ServerManifestSource({ port: 0, authToken: TOKEN });
-    source.mount(agentApiHandler(view));
+    source.mount(agentApiHandler(view, options));
     await source.start(new RecordingSink());
     return { view, url: source.url };
   };
@@ -192,6 +193,53 @@ describe('/exec, /attach, /portForward over WebSocket, and POST /run', () => {
     await refused.until((x) => (x.channels.get(1) ?? '').includes('connection refused'));
     expect(refused.channels.get(1)!.slice(2)).toMatch(/^error forwarding port 9999 to pod default\/web: /);
     refused.ws.close();
+  });
+
+  it('portForward: dials a few ports at a time, and none once the client has gone; what was made is closed', async () => {
+    const { url, view } = await start();
+    view.forwardDelayMs = 200;
+    const made: Duplex[] = [];
+    const dial = view.portForward.bind(view);
+    view.portForward = async (target, port) => {
+      const connection = await dial(target, port);
+      made.push(connection);
+      return connection;
+    };
+    const ports = Array.from({ length: 40 }, () => 8080).join(',');
+    const s = await connect(url, `/portForward/default/web?ports=${ports}`, ['v4.channel.k8s.io']);
+    s.ws.close();
+    await s.closed;
+    // Forty ports at 200 ms each, four at a time, would take 2 s: the client left at once.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(made.length).toBeGreaterThan(0);
+    expect(made.length).toBeLessThanOrEqual(4);
+    expect(made.every((c) => c.destroyed)).toBe(true);
+  });
+
+  it('portForward: at most maxForwardedConnections open at once, all sessions together; the next port is refused on its error channel', async () => {
+    const { url } = await start({ maxForwardedConnections: 2 });
+    const two = await connect(url, '/portForward/default/web?ports=8080,8080', ['v4.channel.k8s.io']);
+    await two.until((x) => (x.channels.get(0)?.length ?? 0) >= 2 && (x.channels.get(2)?.length ?? 0) >= 2);
+    const third = await connect(url, '/portForward/default/web?ports=8080', ['v4.channel.k8s.io']);
+    await third.until((x) => (x.channels.get(1) ?? '').includes('at most'));
+    expect(third.channels.get(1)!.slice(2)).toBe(
+      'error forwarding port 8080 to pod default/web: the agent forwards at most 2 connections at once; try again when one ends',
+    );
+    third.ws.close();
+    two.ws.close();
+    await two.closed;
+    // Their connections closed: room again.
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const again = await connect(url, '/portForward/default/web?ports=8080', ['v4.channel.k8s.io']);
+      await again.until((x) => (x.channels.get(0)?.length ?? 0) >= 2 && (x.channels.get(1)?.length ?? 0) >= 2);
+      const refused = (again.channels.get(1) ?? '').includes('at most');
+      again.ws.close();
+      await again.closed;
+      if (!refused) break;
+      if (Date.now() > deadline) throw new Error('the closed sessions still count after 5 s');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
   });
 
   it('POST /run and 2014 /run/{pod}/{container}: the output as text; a failed command is a 500 with its exit code', async () => {
