@@ -111,7 +111,8 @@ export interface DockerExec {
   start(options: { hijack: true; stdin: boolean; Tty: boolean }): Promise<Duplex>;
   /** The size of the exec's terminal; only once its process runs. */
   resize(options: { h: number; w: number }): Promise<unknown>;
-  inspect(): Promise<{ Running: boolean; ExitCode: number | null }>;
+  /** `Pid` is the process's id in the host's namespace (0 before it runs), on Docker and on Podman. */
+  inspect(): Promise<{ Running: boolean; ExitCode: number | null; Pid?: number }>;
 }
 
 export interface DockerContainerInfo {

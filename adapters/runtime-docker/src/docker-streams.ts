@@ -80,7 +80,10 @@ export class DockerStreams implements ContainerStreaming {
       podman,
       resize,
       end: async (closed, head): Promise<SessionEnd> => {
-        if (closed) return { exitCode: undefined };
+        if (closed) {
+          await this.endAbandoned(name, () => exec.inspect());
+          return { exitCode: undefined };
+        }
         const exitCode = await this.settled(async () => {
           const state = await exec.inspect();
           return state.Running || state.ExitCode === null ? 'running' : state.ExitCode;
@@ -94,6 +97,29 @@ export class DockerStreams implements ContainerStreaming {
     // that reads its size at once may still see none.
     if (size !== undefined) await this.initialSize(name, () => resize(size));
     return session;
+  }
+
+  /**
+   * Ends the process of an exec session its caller closed: neither engine ends it when its
+   * connection goes (a `cat /dev/zero` left behind kept the engine at 120 % of a core, issue 48),
+   * and neither has an API to signal an exec. The engine gives its host pid, and the agent runs
+   * on the engine's host (port-forward needs the same). A process already gone is nothing to do;
+   * one this agent may not signal is said at warn.
+   */
+  private async endAbandoned(name: string, inspect: () => Promise<{ Running: boolean; Pid?: number }>): Promise<void> {
+    const state = await inspect().catch(() => undefined);
+    const pid = state?.Pid ?? 0;
+    if (state?.Running !== true || pid <= 0) return;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ESRCH') return;
+      this.options.logger.warn(
+        { container: name, pid, error: code ?? String(error) },
+        'could not end the process of an exec session its caller closed: it runs on in the container',
+      );
+    }
   }
 
   async attach(id: string, options: StreamOptions): Promise<StreamSession> {
