@@ -42,6 +42,7 @@ import { criLogText } from './cri-log-text.js';
 import { criLogs } from './cri-logs.js';
 import { execSyncIn } from './cri-exec.js';
 import { CriStats } from './cri-stats.js';
+import { containerdTasks } from './containerd-tasks.js';
 import { CriStreams, type CriCall } from './cri-streams.js';
 import { ADAPTER, ignoreNotFound, translate } from './errors.js';
 import { buildContainerConfig } from './container-config.js';
@@ -110,7 +111,10 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     });
     this.logFiles = CriLogFiles.of(options, this.logger);
     this.rotation = criLogRotation(this.cri, this.criCall, options.containerLogs ?? DEFAULT_LOG_ROTATION, this.logger);
-    this.streams = new CriStreams(this.cri, this.criCall, this.requestTimeoutMs);
+    // containerd's own task service shares its socket: how an exec's process a caller left is ended
+    // (not with a CRI client handed in, which is not a containerd).
+    const tasks = options.cri === undefined ? containerdTasks(this.endpoint, this.requestTimeoutMs) : undefined;
+    this.streams = new CriStreams(this.cri, this.criCall, this.requestTimeoutMs, tasks, this.logger);
     const onHost = isUnixEndpoint(this.endpoint)
       ? { kernel: options.kernel === false ? undefined : KernelStats.open(options.kernel) }
       : undefined;

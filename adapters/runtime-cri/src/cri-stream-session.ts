@@ -73,7 +73,7 @@ export class CriStreamSession implements StreamSession {
         },
       ),
     )
-      .then(async (how): Promise<SessionEnd> => (how.closedByCaller ? { exitCode: undefined } : await ending(how)))
+      .then(async (how): Promise<SessionEnd> => await ending(how))
       // `done` never rejects: a failure to learn the exit code leaves it unknown.
       .catch((error: unknown) => ({ exitCode: undefined, message: (error as Error).message }));
     if (options.tty && options.size !== undefined && this.ws.readyState === WebSocket.OPEN) this.ws.send(resizeFrame(options.size));

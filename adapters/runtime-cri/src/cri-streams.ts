@@ -1,6 +1,14 @@
 import type { Duplex } from 'node:stream';
-import { KubeletError, type ContainerStreaming, type SessionEnd, type StreamOptions, type StreamSession } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  type ContainerStreaming,
+  type Logger,
+  type SessionEnd,
+  type StreamOptions,
+  type StreamSession,
+} from '@kubelet-ts/core';
 import WebSocket from 'ws';
+import type { ContainerdTasks } from './containerd-tasks.js';
 import type { ContainerStatus, CriApi, CriStreamRequest } from './cri-api.js';
 import { connectPort } from './cri-port-forward.js';
 import { openStream, type OpenStream } from './cri-stream-socket.js';
@@ -13,6 +21,8 @@ export type CriCall = <T>(what: string, fn: (deadline: number) => Promise<T>) =>
 /** How long an attach waits, once its stream ended, for the runtime's status to show the exit (containerd updates it just after). */
 const EXIT_SETTLE_MS = 3_000;
 const EXIT_POLL_MS = 50;
+/** How long an exec session's process may take to show in its container once the session is connected. */
+const NEW_EXEC_MS = 1_000;
 
 /**
  * The `streaming` power over CRI: `Exec`, `Attach` and `PortForward` each give a URL on the
@@ -24,25 +34,88 @@ const EXIT_POLL_MS = 50;
  */
 export class CriStreams implements ContainerStreaming {
   private readonly open = new Set<WebSocket>();
+  /** Per container, the exec session being told apart from the others (see `exec`). */
+  private readonly starting = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly cri: CriApi,
     private readonly call: CriCall,
     private readonly timeoutMs: number,
+    /** containerd's task service, where there is one: how an abandoned exec's process is ended. */
+    private readonly tasks?: ContainerdTasks,
+    private readonly logger?: Logger,
   ) {}
 
+  /**
+   * An exec session. containerd 1.6's streaming server leaves the process running when the caller
+   * closes the session (a `cat /dev/zero` keeps a core busy), and CRI has no call to end it (issue
+   * 48): where containerd's task service answers, the session's process is known by its exec id —
+   * the one that appears in the container while the session starts, one session of a container at
+   * a time — and killed when the caller closes the session. An id that cannot be told apart (a
+   * probe's exec at the same moment) is not guessed at: that process is left, and said.
+   */
   async exec(id: string, command: readonly string[], options: StreamOptions): Promise<StreamSession> {
     const what = `exec ${command.join(' ')} in ${await this.running(id, 'exec in')}`;
-    const { url } = await this.call(what, (deadline) =>
-      this.cri.exec({ containerId: id, cmd: [...command], ...requestOf(options) }, deadline),
-    );
-    return this.session(url, what, options, ({ status }) => execEnd(status));
+    const previous = this.starting.get(id) ?? Promise.resolve();
+    let started!: (execId: string | undefined) => void;
+    const mine = new Promise<string | undefined>((resolve) => (started = resolve));
+    const turn = previous.then(() => mine);
+    this.starting.set(id, turn);
+    void turn.finally(() => {
+      if (this.starting.get(id) === turn) this.starting.delete(id);
+    });
+    try {
+      await previous;
+      const before = await this.tasks?.execIds(id).catch(() => undefined);
+      const { url } = await this.call(what, (deadline) =>
+        this.cri.exec({ containerId: id, cmd: [...command], ...requestOf(options) }, deadline),
+      );
+      const session = await this.session(url, what, options, async (how) => {
+        if (!how.closedByCaller) return execEnd(how.status);
+        await this.endAbandoned(id, await mine, what);
+        return { exitCode: undefined };
+      });
+      started(before === undefined ? undefined : await this.newExec(id, before));
+      return session;
+    } catch (error) {
+      started(undefined);
+      throw error;
+    }
   }
 
   async attach(id: string, options: StreamOptions): Promise<StreamSession> {
     const what = `attach to ${await this.running(id, 'attach to')}`;
     const { url } = await this.call(what, (deadline) => this.cri.attach({ containerId: id, ...requestOf(options) }, deadline));
-    return this.session(url, what, options, (how) => this.attachEnd(id, how));
+    return this.session(url, what, options, (how) => (how.closedByCaller ? { exitCode: undefined } : this.attachEnd(id, how)));
+  }
+
+  /**
+   * The exec id that appeared in the container since `before`: the session's process, once it runs.
+   * Undefined when none appeared within a second, or more than one still runs then.
+   */
+  private async newExec(id: string, before: ReadonlySet<string>): Promise<string | undefined> {
+    const deadline = Date.now() + NEW_EXEC_MS;
+    for (;;) {
+      const now = await this.tasks!.execIds(id).catch(() => undefined);
+      const fresh = now === undefined ? [] : [...now].filter((execId) => !before.has(execId));
+      if (fresh.length === 1) return fresh[0];
+      if (Date.now() > deadline) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_MS));
+    }
+  }
+
+  /** Ends the process of a session its caller closed (SIGKILL to its exec id), or says why it runs on. */
+  private async endAbandoned(id: string, execId: string | undefined, what: string): Promise<void> {
+    if (this.tasks === undefined) return;
+    if (execId === undefined) {
+      this.logger?.warn({ container: id }, `${what}: its caller closed the session, and its process could not be told apart to end it`);
+      return;
+    }
+    await this.tasks
+      .kill(id, execId)
+      .catch((error: unknown) =>
+        this.logger?.warn({ container: id, execId, error: (error as Error).message }, `${what}: could not end the process its caller left`),
+      );
   }
 
   async portForward(sandboxId: string, port: number): Promise<Duplex> {
@@ -66,6 +139,7 @@ export class CriStreams implements ContainerStreaming {
   /** Ends every session and connection still open. */
   close(): void {
     for (const ws of this.open) ws.terminate();
+    this.tasks?.close();
   }
 
   private async session(

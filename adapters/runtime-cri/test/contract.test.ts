@@ -33,7 +33,6 @@ runtimeContract(
     stats: {},
     // containerd's streaming server, over WebSocket (see CriStreams); 1.6 has no v5.channel.k8s.io,
     // so stdin ends only as a terminal's does (^D).
-    // containerd 1.6 leaves an exec's process running when its session is closed (issue 48, item 6: open).
-    streaming: { stdinEndOfFile: 'tty-only', closeEndsExec: false },
+    streaming: { stdinEndOfFile: 'tty-only' },
   },
 );
