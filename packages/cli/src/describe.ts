@@ -10,6 +10,7 @@ import {
   type V1Container,
   type V1ContainerState,
   type V1ContainerStatus,
+  type V1EnvVarSource,
   type V1Event,
   type V1Pod,
   type V1Probe,
@@ -70,6 +71,44 @@ export async function describeMain(argv: readonly string[], io: GetIo = process)
 }
 
 /** The lines of `kubectl describe pod`, as cells for the tab writer (a level indents by two spaces, as its PrefixWriter does). */
+/**
+ * A variable read from elsewhere, as kubectl describe shows it: a Secret's or a ConfigMap's key by
+ * name (never its value) with whether it is optional, a pod field with its value where the pod
+ * tells it, a resource with the container's figure ("node allocatable" where it sets none).
+ */
+function valueFromCells(from: V1EnvVarSource, pod: V1Pod, c: V1Container): Cell[] {
+  if (from.secretKeyRef !== undefined)
+    return [
+      `<set to the key '${from.secretKeyRef.key}' in secret '${from.secretKeyRef.name ?? ''}'>`,
+      `Optional: ${from.secretKeyRef.optional === true}`,
+    ];
+  if (from.configMapKeyRef !== undefined)
+    return [
+      `<set to the key '${from.configMapKeyRef.key}' of config map '${from.configMapKeyRef.name ?? ''}'>`,
+      `Optional: ${from.configMapKeyRef.optional === true}`,
+    ];
+  if (from.fieldRef !== undefined) {
+    const { apiVersion = 'v1', fieldPath } = from.fieldRef;
+    const known: Record<string, string | undefined> = {
+      'metadata.name': pod.metadata.name,
+      'metadata.namespace': namespaceOf(pod),
+      'metadata.uid': pod.metadata.uid,
+      'spec.nodeName': pod.spec?.nodeName,
+      'status.podIP': pod.status?.podIP,
+      'status.hostIP': pod.status?.hostIP,
+    };
+    return [`${known[fieldPath] ?? ''} (${apiVersion}:${fieldPath})`];
+  }
+  if (from.resourceFieldRef !== undefined) {
+    const { resource } = from.resourceFieldRef;
+    const [kind, name] = resource.split('.') as [string, string];
+    const amounts = kind === 'limits' ? c.resources?.limits : kind === 'requests' ? c.resources?.requests : undefined;
+    const figure = amounts?.[name] ?? (kind === 'limits' ? 'node allocatable' : '0');
+    return [`${figure} (${resource})`];
+  }
+  return [''];
+}
+
 export function describePod(pod: V1Pod, events: readonly V1Event[], now: number): Cell[][] {
   const lines: Cell[][] = [];
   const w: Write = (level, first, ...rest) => lines.push([indented(level, first), ...rest]);
@@ -99,6 +138,7 @@ export function describePod(pod: V1Pod, events: readonly V1Event[], now: number)
   for (const c of inits)
     describeContainer(
       w,
+      pod,
       c,
       status.initContainerStatuses?.find((s) => s.name === c.name),
     );
@@ -107,6 +147,7 @@ export function describePod(pod: V1Pod, events: readonly V1Event[], now: number)
   for (const c of containers)
     describeContainer(
       w,
+      pod,
       c,
       status.containerStatuses?.find((s) => s.name === c.name),
     );
@@ -156,7 +197,7 @@ function indented(level: number, cell: Cell): Cell {
   return typeof cell === 'string' ? `${indent}${cell}` : { ...cell, text: `${indent}${cell.text}` };
 }
 
-function describeContainer(w: Write, c: V1Container, status: V1ContainerStatus | undefined): void {
+function describeContainer(w: Write, pod: V1Pod, c: V1Container, status: V1ContainerStatus | undefined): void {
   w(1, `${c.name}:`);
   if (status !== undefined) w(2, 'Container ID:', status.containerID ?? '');
   w(2, 'Image:', c.image ?? '');
@@ -196,7 +237,11 @@ function describeContainer(w: Write, c: V1Container, status: V1ContainerStatus |
   const env = c.env ?? [];
   if (env.length === 0) w(2, 'Environment:', '<none>');
   else w(2, 'Environment:');
-  for (const e of env) (e.value ?? '').split('\n').forEach((part, i) => (i === 0 ? w(3, `${e.name}:`, part) : w(3, '', part)));
+  for (const e of env) {
+    const from = e.valueFrom;
+    if (from === undefined) (e.value ?? '').split('\n').forEach((part, i) => (i === 0 ? w(3, `${e.name}:`, part) : w(3, '', part)));
+    else w(3, `${e.name}:`, ...valueFromCells(from, pod, c));
+  }
   const mounts = [...(c.volumeMounts ?? [])].sort((a, b) => compare(a.mountPath, b.mountPath));
   if (mounts.length === 0) w(2, 'Mounts:', '<none>');
   else w(2, 'Mounts:');

@@ -50,7 +50,7 @@ export interface V1Container {
   readonly command?: readonly string[];
   readonly args?: readonly string[];
   readonly ports?: ReadonlyArray<{ readonly containerPort?: number; readonly hostPort?: number; readonly protocol?: string }>;
-  readonly env?: ReadonlyArray<{ readonly name: string; readonly value?: string }>;
+  readonly env?: ReadonlyArray<{ readonly name: string; readonly value?: string; readonly valueFrom?: V1EnvVarSource }>;
   readonly resources?: { readonly limits?: Readonly<Record<string, string>>; readonly requests?: Readonly<Record<string, string>> };
   readonly volumeMounts?: ReadonlyArray<{
     readonly name: string;
@@ -61,6 +61,14 @@ export interface V1Container {
   readonly livenessProbe?: V1Probe;
   readonly readinessProbe?: V1Probe;
   readonly startupProbe?: V1Probe;
+}
+
+/** Where a variable's value comes from (v1 `EnvVarSource`): one of these. */
+export interface V1EnvVarSource {
+  readonly fieldRef?: { readonly apiVersion?: string; readonly fieldPath: string };
+  readonly resourceFieldRef?: { readonly containerName?: string; readonly resource: string; readonly divisor?: string };
+  readonly configMapKeyRef?: { readonly name?: string; readonly key: string; readonly optional?: boolean };
+  readonly secretKeyRef?: { readonly name?: string; readonly key: string; readonly optional?: boolean };
 }
 
 export interface V1Pod {

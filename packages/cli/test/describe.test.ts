@@ -191,6 +191,47 @@ describe('kubelet-ts describe pod, against a running agent on the in-memory runt
     expect(text).toMatch(/\nSource: +<unknown>\nEvents: +<none>\n$/);
   });
 
+  it("shows a variable read from a Secret, a ConfigMap, a pod field or a resource as kubectl does, never a Secret's value", () => {
+    const text = tabwrite(
+      describePod(
+        {
+          metadata: { name: 'db', namespace: 'shop' },
+          spec: {
+            containers: [
+              {
+                name: 'pg',
+                image: 'postgres:16',
+                resources: { limits: { memory: '1Gi' } },
+                env: [
+                  { name: 'PASSWORD', valueFrom: { secretKeyRef: { name: 's1', key: 'k' } } },
+                  { name: 'MODE', valueFrom: { configMapKeyRef: { name: 'settings', key: 'mode', optional: true } } },
+                  { name: 'POD', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
+                  { name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory' } } },
+                  { name: 'CPU', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
+                  { name: 'PLAIN', value: 'x' },
+                ],
+              },
+            ],
+          },
+        },
+        [],
+        now,
+      ),
+      KUBECTL_DESCRIBE,
+    );
+    const environment = text.slice(text.indexOf('    Environment:'), text.indexOf('    Mounts:'));
+    expect(environment.split('\n')).toEqual([
+      '    Environment:',
+      "      PASSWORD:  <set to the key 'k' in secret 's1'>               Optional: false",
+      "      MODE:      <set to the key 'mode' of config map 'settings'>  Optional: true",
+      '      POD:       db (v1:metadata.name)',
+      '      MEM:       1Gi (limits.memory)',
+      '      CPU:       node allocatable (limits.cpu)',
+      '      PLAIN:     x',
+      '',
+    ]);
+  });
+
   it('refuses an unknown pod and anything but pods, in one line and exit 1', async () => {
     expect(await describePods(['pod', 'nope'])).toEqual({
       code: 1,
