@@ -32,6 +32,9 @@ export interface DockerStreamsOptions {
 /** How long the engine may take, once a session's stream has ended, to show its process as ended. */
 const SETTLE_MS = 2000;
 const SETTLE_STEP_MS = 50;
+/** How often, and how many times, an abandoned exec's pid is asked for while the engine says 0. */
+const PID_RETRY_MS = 50;
+const PID_TRIES = 40;
 
 /**
  * The streaming power on Docker and on Podman's compatible API (`capabilities.streaming`; the
@@ -107,9 +110,20 @@ export class DockerStreams implements ContainerStreaming {
    * one this agent may not signal is said at warn.
    */
   private async endAbandoned(name: string, inspect: () => Promise<{ Running: boolean; Pid?: number }>): Promise<void> {
-    const state = await inspect().catch(() => undefined);
-    const pid = state?.Pid ?? 0;
-    if (state?.Running !== true || pid <= 0) return;
+    // Docker 20.10 answers Pid 0 now and then for a running exec (seen with two started at once):
+    // asked again, it tells.
+    let pid = 0;
+    for (let attempt = 0; pid <= 0; attempt++) {
+      const state = await inspect().catch(() => undefined);
+      if (state !== undefined && !state.Running) return;
+      pid = state?.Pid ?? 0;
+      if (pid > 0) break;
+      if (attempt === PID_TRIES) {
+        this.options.logger.warn({ container: name }, 'the engine did not say the pid of an exec session its caller closed: it runs on');
+        return;
+      }
+      await sleep(this.options.clock, PID_RETRY_MS);
+    }
     try {
       process.kill(pid, 'SIGKILL');
     } catch (error) {
