@@ -1,15 +1,8 @@
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { KubeletError, Labels, type ContainerEvent } from '@kubelet-ts/core';
+import { CONTAINERD_CRI_NAMESPACE, containerdService, criNamespaceMetadata } from './containerd-api.js';
 import { grpcTarget } from './cri-client.js';
 import { ADAPTER, translate } from './errors.js';
-
-/** containerd's event service and the events it carries (see the files), shipped beside `dist/`. */
-const PROTO_DIR = fileURLToPath(new URL('../proto/', import.meta.url));
-
-/** The containerd namespace of everything its CRI plugin makes. */
-export const CONTAINERD_CRI_NAMESPACE = 'k8s.io';
 
 /** A protobuf Timestamp as proto-loader gives it (`longs: String`). */
 interface Timestamp {
@@ -192,28 +185,13 @@ type EventsClient = grpc.Client & {
   Subscribe(request: { filters: string[] }, metadata: grpc.Metadata): grpc.ClientReadableStream<ContainerdEnvelope>;
 };
 
-let EventsService: (new (address: string, credentials: grpc.ChannelCredentials) => EventsClient) | undefined;
-
 /** `Subscribe` on a channel of its own, closed with the call: an idle agent holds no extra connection. */
 function grpcSubscription(endpoint: string): SubscribeContainerd {
   return (filters) => {
-    if (EventsService === undefined) {
-      // `json` decodes each envelope's Any by its type URL into the messages of containerd-event-types.proto.
-      const definition = protoLoader.loadSync('containerd-events.proto', {
-        includeDirs: [PROTO_DIR],
-        keepCase: false,
-        longs: String,
-        defaults: true,
-        json: true,
-      });
-      const pkg = grpc.loadPackageDefinition(definition) as unknown as {
-        containerd: { services: { events: { v1: { Events: typeof EventsService } } } };
-      };
-      EventsService = pkg.containerd.services.events.v1.Events;
-    }
-    const client = new EventsService!(grpcTarget(endpoint), grpc.credentials.createInsecure());
-    const metadata = new grpc.Metadata();
-    metadata.set('containerd-namespace', CONTAINERD_CRI_NAMESPACE);
+    // Each envelope's Any is decoded by its type URL into the messages of containerd-event-types.proto.
+    const Events = containerdService<EventsClient>('containerd-events.proto', 'containerd.services.events.v1.Events');
+    const client = new Events(grpcTarget(endpoint), grpc.credentials.createInsecure());
+    const metadata = criNamespaceMetadata();
     const call = client.Subscribe({ filters: [...filters] }, metadata);
     return {
       envelopes: call,

@@ -1,10 +1,6 @@
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
-import { CONTAINERD_CRI_NAMESPACE } from './containerd-events.js';
+import { containerdService, criNamespaceMetadata } from './containerd-api.js';
 import { grpcTarget } from './cri-client.js';
-
-const PROTO_DIR = fileURLToPath(new URL('../proto/', import.meta.url));
 const SIGKILL = 9;
 
 /**
@@ -38,31 +34,13 @@ type TasksClient = grpc.Client & {
   ): void;
 };
 
-let TasksService: (new (address: string, credentials: grpc.ChannelCredentials) => TasksClient) | undefined;
-
 /** The task service on `endpoint` (containerd's socket), one channel, each call within `timeoutMs`. */
 export function containerdTasks(endpoint: string, timeoutMs: number): ContainerdTasks {
-  if (TasksService === undefined) {
-    // `json` decodes ProcessInfo.info, an Any, into ProcessDetails by the name in its type URL.
-    const definition = protoLoader.loadSync('containerd-tasks.proto', {
-      includeDirs: [PROTO_DIR],
-      keepCase: false,
-      longs: String,
-      defaults: true,
-      json: true,
-    });
-    const pkg = grpc.loadPackageDefinition(definition) as unknown as {
-      containerd: { services: { tasks: { v1: { Tasks: typeof TasksService } } } };
-    };
-    TasksService = pkg.containerd.services.tasks.v1.Tasks;
-  }
+  // ProcessInfo.info, an Any, is decoded into ProcessDetails by the name in its type URL.
+  const Tasks = containerdService<TasksClient>('containerd-tasks.proto', 'containerd.services.tasks.v1.Tasks');
   let client: TasksClient | undefined;
-  const connected = () => (client ??= new TasksService!(grpcTarget(endpoint), grpc.credentials.createInsecure()));
-  const metadata = () => {
-    const m = new grpc.Metadata();
-    m.set('containerd-namespace', CONTAINERD_CRI_NAMESPACE);
-    return m;
-  };
+  const connected = () => (client ??= new Tasks(grpcTarget(endpoint), grpc.credentials.createInsecure()));
+  const metadata = criNamespaceMetadata;
   const options = () => ({ deadline: Date.now() + timeoutMs });
   return {
     execIds: (containerId) =>
