@@ -65,6 +65,11 @@ export interface DockerRuntimeOptions {
    * to 1.3 GB in 15 s (issue 22).
    */
   readonly containerLogs?: { readonly maxSizeBytes: number; readonly maxFiles: number };
+  /**
+   * How long a pod's port-forward helper (one process in its network namespace, however many
+   * connections) is kept after the last connection it made. Default 10 s.
+   */
+  readonly portForwardHelperIdleMs?: number;
 }
 
 /** The kubelet's defaults: 10 MiB a file, 5 files. */
@@ -92,6 +97,7 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   private readonly clock: Clock;
   private readonly sandboxes: DockerSandboxes;
   private readonly statsSource: DockerStatsSource;
+  private readonly streaming: DockerStreams;
   private readonly logConfig: { Type: string; Config: Record<string, string> };
   private engineVersion: Promise<DockerVersion> | undefined;
 
@@ -120,7 +126,9 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
       logger: this.logger,
       call: (what, fn) => this.call(what, fn),
       engine: () => this.engine(),
+      ...(options.portForwardHelperIdleMs === undefined ? {} : { portForwardHelperIdleMs: options.portForwardHelperIdleMs }),
     });
+    this.streaming = streaming;
     this.statsSource = new DockerStatsSource({
       docker: this.docker,
       clock: this.clock,
@@ -158,11 +166,18 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
   }
 
   stopSandbox(id: string): Promise<void> {
+    this.streaming.forgetSandbox(id);
     return this.sandboxes.stop(id);
   }
 
   removeSandbox(id: string, options?: { readonly volumes?: boolean }): Promise<void> {
+    this.streaming.forgetSandbox(id);
     return this.sandboxes.remove(id, options);
+  }
+
+  /** Ends what the runtime runs of its own (port-forward helpers); the engine's client needs no closing. */
+  async close(): Promise<void> {
+    this.streaming.close();
   }
 
   async list(options: ListOptions = {}): Promise<ContainerSummary[]> {

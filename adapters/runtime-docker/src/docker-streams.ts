@@ -15,7 +15,7 @@ import type { DockerApi, DockerCallError, DockerInspect } from './docker-api.js'
 import { DockerSession, engineStartFailure } from './docker-session.js';
 import type { EngineKind } from './engine-kind.js';
 import { ADAPTER, translate } from './errors.js';
-import { connectInNetns } from './netns-connect.js';
+import { NetnsDialer } from './netns-connect.js';
 
 export interface DockerStreamsOptions {
   readonly docker: DockerApi;
@@ -27,6 +27,8 @@ export interface DockerStreamsOptions {
   readonly call: <T>(what: string, fn: () => Promise<T>) => Promise<T>;
   /** What serves the API, asked once (see `EngineKind`). */
   readonly engine: () => Promise<EngineKind>;
+  /** How long a pod's port-forward helper is kept after its last connection was made. Default 10 s. */
+  readonly portForwardHelperIdleMs?: number;
 }
 
 /** How long the engine may take, once a session's stream has ended, to show its process as ended. */
@@ -40,10 +42,30 @@ const PID_TRIES = 40;
  * The streaming power on Docker and on Podman's compatible API (`capabilities.streaming`; the
  * contract is `ContainerStreaming`'s). `exec` and `attach` are sessions over the engine's upgraded
  * connection (`DockerSession`); `portForward` enters the sandbox's network namespace
- * (`connectInNetns`), since neither engine has an API for it and no port is published for it.
+ * (`NetnsDialer`: one helper per pod's namespace, the connection then the agent's own socket),
+ * since neither engine has an API for it and no port is published for it.
  */
 export class DockerStreams implements ContainerStreaming {
-  constructor(private readonly options: DockerStreamsOptions) {}
+  private readonly dialer: NetnsDialer;
+
+  constructor(private readonly options: DockerStreamsOptions) {
+    this.dialer = new NetnsDialer(options.portForwardHelperIdleMs === undefined ? {} : { idleMs: options.portForwardHelperIdleMs });
+  }
+
+  /** How many port-forward helpers run now: one per pod's namespace dialled into lately. */
+  get portForwardHelpers(): number {
+    return this.dialer.helperCount;
+  }
+
+  /** Ends the port-forward helper of a sandbox that stops or goes (it would keep its namespace). */
+  forgetSandbox(id: string): void {
+    this.dialer.forget(id);
+  }
+
+  /** Ends every port-forward helper. */
+  close(): void {
+    this.dialer.close();
+  }
 
   async exec(id: string, command: readonly string[], options: StreamOptions): Promise<StreamSession> {
     const { docker, call } = this.options;
@@ -197,7 +219,7 @@ export class DockerStreams implements ContainerStreaming {
         `port-forward to pod ${pod}: the engine at ${this.options.endpoint} is not on this host, whose network namespaces the agent enters`,
         { adapter: ADAPTER },
       );
-    return connectInNetns({ pid, port, describe: `port ${port} of pod ${pod}` });
+    return this.dialer.connect({ sandbox: info.Id, pid, port, describe: `port ${port} of pod ${pod}` });
   }
 
   /** The container, running: `NotFound` for an unknown one, `Conflict` for one that is not running. */

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +54,15 @@ export function readUntil(stream: Readable, wanted: string): Promise<string> {
   });
 }
 
+/** How long the suite's runtime keeps an idle port-forward helper. */
+const HELPER_IDLE_MS = 500;
+
+/** Waits until `done` holds, or `ms` have passed. */
+async function until(done: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+}
+
 /** The children this process has now (port-forward relays among them), by pid. */
 async function children(): Promise<number[]> {
   const found: number[] = [];
@@ -100,6 +110,7 @@ export function streamingSuite(engine: StreamingEngine): void {
         podInfraImage: images.pause,
         hostIp: '127.0.0.1',
         volumesRoot,
+        portForwardHelperIdleMs: HELPER_IDLE_MS,
       });
       streams = runtime.capabilities.streaming!;
       web = await pod(
@@ -110,11 +121,12 @@ export function streamingSuite(engine: StreamingEngine): void {
             {
               name: 'server',
               image: busybox,
-              // An echo on 8080 for anyone, and HTTP on 8081 on loopback only (no port is published).
+              // An echo on 8080 for anyone, HTTP on 8081 on loopback only (no port is published), and
+              // on 8082 a server that speaks first.
               command: [
                 'sh',
                 '-c',
-                'mkdir -p /www && echo hello > /www/index.html && httpd -p 127.0.0.1:8081 -h /www && exec nc -ll -p 8080 -e cat',
+                'mkdir -p /www && echo hello > /www/index.html && httpd -p 127.0.0.1:8081 -h /www && (nc -ll -p 8082 -e echo banner &) && exec nc -ll -p 8080 -e cat',
               ],
             },
             // Says something on each stream, then exits 5, once /go exists (after an attach).
@@ -296,13 +308,79 @@ export function streamingSuite(engine: StreamingEngine): void {
       await expect(streams.portForward(stopped.id, 8080)).rejects.toMatchObject({ code: 'NotFound' });
     });
 
-    it('leaves nothing behind: no relay process once its connections are closed', async () => {
-      const connection = await streams.portForward(web.id, 8080);
-      expect((await children()).length).toBeGreaterThan(0);
-      connection.destroy();
-      const deadline = Date.now() + 5000;
-      while ((await children()).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    it('one helper process per pod’s network namespace, not one per connection; none once idle, the connections kept', async () => {
+      await until(async () => (await children()).length === 0, HELPER_IDLE_MS + 5000);
+      const echo = (connection: Duplex, message: string) => {
+        const answer = readUntil(connection as unknown as Readable, message);
+        connection.write(message);
+        return answer;
+      };
+      const connections = await Promise.all(Array.from({ length: 20 }, () => streams.portForward(web.id, 8080)));
+      expect(await children()).toHaveLength(1);
+      expect(await Promise.all(connections.map((c, i) => echo(c, `n${i}\n`)))).toEqual(connections.map((_, i) => `n${i}\n`));
+      // Each connection is the agent's own socket in the pod's namespace: the idle helper goes, they stay.
+      await until(async () => (await children()).length === 0, HELPER_IDLE_MS + 5000);
       expect(await children()).toEqual([]);
+      expect(await Promise.all(connections.map((c, i) => echo(c, `m${i}\n`)))).toEqual(connections.map((_, i) => `m${i}\n`));
+      for (const connection of connections) connection.destroy();
+    });
+
+    it('portForward: what a port says first, at once, reaches the caller (20 connections; none read by the helper)', async () => {
+      // One after another: busybox's nc serves 8082 one connection at a time.
+      const heard: string[] = [];
+      for (let i = 0; i < 20; i++) heard.push(await text((await streams.portForward(web.id, 8082)) as unknown as Readable));
+      expect(heard).toEqual(heard.map(() => 'banner\n'));
+    });
+
+    it('leaves nothing behind: a helper ends by itself when the agent’s process dies (SIGKILL)', async () => {
+      // An agent in a process of its own, which dials once, tells the helper's pid, then is killed.
+      const dialer = new URL('../dist/netns-connect.js', import.meta.url).href;
+      const holder = (await engine.client().getContainer(web.id).inspect()).State.Pid;
+      const script = `
+        import { NetnsDialer } from ${JSON.stringify(dialer)};
+        import { readdirSync, readFileSync } from 'node:fs';
+        const socket = await new NetnsDialer({ idleMs: 600000 }).connect({ sandbox: 'x', pid: ${holder}, port: 8080, describe: 'x' });
+        const mine = readdirSync('/proc').filter((e) => /^\\d+$/.test(e)).filter((e) => {
+          try { const st = readFileSync('/proc/' + e + '/stat', 'utf8'); return Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]) === process.pid; } catch { return false; }
+        });
+        process.stdout.write(mine.join(',') + '\\n');
+        setInterval(() => socket, 1000);
+      `;
+      const agent = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const helpers = (await readUntil(agent.stdout, '\n')).trim().split(',').map(Number);
+      expect(helpers).toHaveLength(1);
+      const alive = (pid: number) =>
+        readFile(`/proc/${pid}/stat`, 'utf8').then(
+          (st) => !/^\d+ \(.*\) Z/.test(st),
+          () => false,
+        );
+      expect(await alive(helpers[0]!)).toBe(true);
+      agent.kill('SIGKILL');
+      await until(async () => !(await alive(helpers[0]!)), 5000);
+      expect(await alive(helpers[0]!)).toBe(false);
+    });
+
+    it('leaves nothing behind: the helper ends with its sandbox, and with the runtime', async () => {
+      // A runtime that would keep its helpers a minute: only the sandbox's end or close() ends them.
+      const keeping = new DockerRuntime({ ...(engine.host === undefined ? {} : { host: engine.host }), portForwardHelperIdleMs: 60_000 });
+      const short = await pod(
+        checkedManifest({ id: `short-${process.pid}`, containers: [{ name: 'idle', image: busybox, command: ['sleep', '3600'] }] }),
+      );
+      await until(async () => (await children()).length === 0, HELPER_IDLE_MS + 5000);
+      await expect(keeping.capabilities.streaming!.portForward(short.id, 9)).rejects.toMatchObject({ code: 'Unavailable' });
+      const open = await keeping.capabilities.streaming!.portForward(web.id, 8080);
+      expect(await children()).toHaveLength(2);
+      await keeping.removeSandbox(short.id);
+      await until(async () => (await children()).length === 1, 2000);
+      expect(await children()).toHaveLength(1);
+      await keeping.close();
+      await until(async () => (await children()).length === 0, 2000);
+      expect(await children()).toEqual([]);
+      await expect(keeping.capabilities.streaming!.portForward(web.id, 8080)).rejects.toMatchObject({
+        code: 'Unavailable',
+        message: expect.stringMatching(/the runtime is closed/),
+      });
+      open.destroy();
     });
   });
 }

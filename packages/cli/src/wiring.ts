@@ -169,12 +169,14 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
     logger,
     containerLogs: { maxSizeBytes: options.containerLogMaxSize, maxFiles: options.containerLogMaxFiles },
   });
-  if (options.runtime === 'docker') return none;
+  // Its port-forward helpers, if any ran, end with the agent.
+  const dockerClosed = { close: async () => docker.close() };
+  if (options.runtime === 'docker') return dockerClosed;
   const reasons: string[] = [];
   try {
     await withTimeout(docker.ping(), 1000);
     logger.info({ runtime: 'docker', endpoint: docker.endpoint }, 'using the Docker engine');
-    return none;
+    return dockerClosed;
   } catch (error) {
     reasons.push(`docker at ${docker.endpoint}: ${(error as Error).message}`);
   }
