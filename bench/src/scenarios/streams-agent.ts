@@ -23,6 +23,8 @@ export interface StreamsAgent {
   heap(): Promise<string>;
   /** A full GC in it, then its RSS and descriptors: what it retains. */
   collected(): Promise<ProcessSample>;
+  /** How many processes it runs now (its children: on Docker, its port-forward helpers). */
+  children(): Promise<number>;
   /** Asks it to remove its pod and exit (60 s at most), then kills it; safe to call twice. */
   stop(): Promise<void>;
 }
@@ -39,6 +41,7 @@ export async function startStreamsAgent(engine: LogsEngine, pod: LogsPod): Promi
     url,
     sample: () => sampleOf(child),
     heap: () => heapOf(child),
+    children: () => childrenOf(child.pid ?? 0),
     collected: async () => {
       await ask(child, 'gc', 'gc', 'collect its garbage');
       return sampleOf(child);
@@ -70,6 +73,18 @@ export function sampler(agent: StreamsAgent, everyMs = 100): { stop(): Promise<P
 /** The highest RSS and the most descriptors among `samples` (not necessarily of one sample), with the last one's CPU. */
 export function peakOf(samples: readonly ProcessSample[]): ProcessSample {
   return { rss: Math.max(...samples.map((s) => s.rss)), fds: Math.max(...samples.map((s) => s.fds)), cpu: samples.at(-1)?.cpu ?? 0 };
+}
+
+/** How many processes have `pid` as their parent now. */
+export async function childrenOf(pid: number): Promise<number> {
+  let found = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // pid (comm) state ppid …: comm may hold spaces, so read after its closing parenthesis.
+    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found++;
+  }
+  return found;
 }
 
 /**

@@ -98,6 +98,7 @@ export async function streamsLoad(load: StreamsLoad): Promise<Row[]> {
   );
   const forwardWall = ms(t);
   const held = await agent.sample();
+  const processesHeld = await agent.children();
   const open = forwards.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   await Promise.all(open.map((c) => c.close()));
   const forwardPeak = peakOf([...(await sampling.stop()), held]);
@@ -127,6 +128,15 @@ export async function streamsLoad(load: StreamsLoad): Promise<Row[]> {
       value: summarise([forwardLost.length]),
       target: { text: target, met: forwardLost.length === 0 && back(forwardBefore, forwardSettled, forwardAfter) },
       note: `all ${open.length} echoed within ${(forwardWall / 1000).toFixed(1)} s and were held open together, then closed; ${trail(forwardBefore, forwardPeak, forwardSettled, forwardAfter)}; the echo is busybox \`nc -ll -e cat\` (a process per connection in the pod); ${load.how}${firstError(forwards)}`,
+    }),
+    row({
+      scenario: load.scenario,
+      metric: `${load.label}: processes the agent runs while ${open.length} port-forward connections to one pod are held open`,
+      unit: 'processes',
+      value: summarise([processesHeld]),
+      // Issue 48: a process per connection let one request exhaust the host's memory.
+      target: { text: 'at most 1 (one helper per pod, not one per connection)', met: processesHeld <= 1 },
+      note: `the agent's children, from /proc, once all ${open.length} had echoed; ${load.how}`,
     }),
   ];
 }

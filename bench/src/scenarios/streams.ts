@@ -91,7 +91,7 @@ export async function streams(which: 'docker' | 'cri', sizes: StreamsSizes): Pro
     const baselines = which === 'docker' ? dockerExecBaselines(id) : criExecBaselines(id);
     const how =
       which === 'docker'
-        ? "the agent relays through a process it runs in the pod's network namespace (nsenter + Node) per connection"
+        ? "the agent dials through one helper process per pod in the pod's network namespace (nsenter + Node), which hands it each connected socket: the agent relays on its own socket"
         : "the agent relays through containerd's streaming server (CRI PortForward, a WebSocket per connection)";
     const rows: Row[] = [];
     try {
