@@ -24,6 +24,8 @@ export class PodFiles {
   private readonly digests = new Map<string, string>();
   /** One write at a time per pod volume: a refresh and a create never interleave in one directory. */
   private readonly writing = new Map<string, Promise<unknown>>();
+  /** Why a pod's files were last kept as they were, by pod: said once, not at every refresh. */
+  private readonly kept = new Map<string, string>();
 
   constructor(
     private readonly root: string | undefined,
@@ -54,7 +56,7 @@ export class PodFiles {
   /**
    * Rewrites the volumes of files of `pods` that were written (by this process, or before its
    * restart) with what they hold now. A volume whose object is now missing keeps its last files,
-   * as the kubelet keeps them; the next refresh tries again.
+   * as the kubelet keeps them, said once; the next refresh tries again.
    */
   async refresh(
     pods: readonly DesiredPod[],
@@ -74,9 +76,12 @@ export class PodFiles {
       try {
         files = podVolumeFiles(pod.manifest, present, contextOf(pod), objectsOf(pod.source) ?? NO_OBJECTS);
       } catch (error) {
-        this.logger.warn({ podId: id, err: error }, `volume files of ${id} kept as they were: ${(error as Error).message}`);
+        const why = (error as Error).message;
+        if (this.kept.get(id) !== why) this.logger.warn({ podId: id, err: error }, `volume files of ${id} kept as they were: ${why}`);
+        this.kept.set(id, why);
         continue;
       }
+      this.kept.delete(id);
       for (const [volume, written] of files.volumes) {
         await this.write(root, id, volume, files, written).catch((error: unknown) =>
           this.logger.warn(
@@ -91,6 +96,7 @@ export class PodFiles {
   /** The pod is gone: its volumes of files go with it. */
   async remove(podId: string): Promise<void> {
     for (const key of this.digests.keys()) if (key.startsWith(`${podId}/`)) this.digests.delete(key);
+    this.kept.delete(podId);
     if (this.root !== undefined) await removePodVolumes(this.root, podId);
   }
 

@@ -60,6 +60,11 @@ export class SourceIntake {
   private readonly conflicts = new ChangeReporter();
   /** What each source's checkpoint held at start, validated again: what it runs until it delivers. */
   private readonly restored = new Map<string, readonly ContainerManifest[]>();
+  /**
+   * The sources whose set is still the one restored from their checkpoint: they have not delivered
+   * in this process, so the ConfigMaps and Secrets they give (never checkpointed) are not here yet.
+   */
+  private readonly awaiting = new Set<string>();
   /** Every pod id a source has named (see `PlanInput.known`), until it is neither desired nor on the runtime. */
   private readonly named = new Set<string>();
   /** Checkpoint writes under way, waited for on close. */
@@ -136,6 +141,19 @@ export class SourceIntake {
     return this.mux.allSeen();
   }
 
+  /**
+   * Whether `source` has delivered in this process; false while what it runs is the set restored
+   * from its checkpoint, whose objects come only with the source (a missing one is not missing yet).
+   */
+  delivered(source: string): boolean {
+    return !this.awaiting.has(source);
+  }
+
+  /** How many sources still run their restored set (see `delivered`). */
+  get awaitingCount(): number {
+    return this.awaiting.size;
+  }
+
   unseen(): string[] {
     return this.mux.unseen();
   }
@@ -159,6 +177,7 @@ export class SourceIntake {
   private onUpdate(source: string, delivered: readonly ContainerManifest[], objects?: readonly SourceObject[]): void {
     this.options.metrics.sourceUpdates.inc({ source });
     this.errors.delete(source);
+    this.awaiting.delete(source);
     const manifests = this.checked(source, delivered);
     const changed = this.mux.update(source, manifests, objects);
     for (const m of manifests) this.named.add(m.id);
@@ -199,6 +218,7 @@ export class SourceIntake {
       if (saved === undefined) continue;
       const manifests = this.checked(name, saved as ContainerManifest[]);
       this.restored.set(name, manifests);
+      this.awaiting.add(name);
       this.mux.update(name, manifests);
       for (const m of manifests) this.named.add(m.id);
       logger.info(

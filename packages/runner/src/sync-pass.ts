@@ -66,6 +66,7 @@ export class SyncPass {
   private backOffs: readonly BackOff[] = [];
   /** The desired state whose volumes of files were last brought up to date. */
   private filesOf: unknown;
+  private filesAwaiting = 0;
   private refreshing: Promise<void> = Promise.resolve();
   /** This node's containers in the last list, by id → pod (to place runtime events). */
   private ours = new Map<string, string>();
@@ -220,12 +221,18 @@ export class SyncPass {
    */
   private refreshFiles(pods: readonly DesiredPod[]): void {
     const { files, intake, hostname, podFields, logger } = this.options;
-    if (files === undefined || this.filesOf === pods) return;
+    // A source's first delivery after a restart brings its objects: the files are refreshed then too.
+    const awaiting = intake.awaitingCount;
+    if (files === undefined || (this.filesOf === pods && this.filesAwaiting === awaiting)) return;
     this.filesOf = pods;
+    this.filesAwaiting = awaiting;
+    // A pod still run from its source's checkpoint keeps its files as they are, without a word:
+    // its ConfigMaps and Secrets were never checkpointed, and come when the source delivers.
+    const delivered = awaiting === 0 ? pods : pods.filter((pod) => intake.delivered(pod.source));
     this.refreshing = this.refreshing
       .then(() =>
         files.refresh(
-          pods,
+          delivered,
           (pod) => ({ node: hostname, source: pod.source, ...podFields }),
           (source) => intake.objects(source),
         ),

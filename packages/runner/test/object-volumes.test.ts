@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import type { SourceObject } from '@kubelet-ts/core';
 import { agentFixture } from './agent-fixture.js';
-import { podListOf, settle, ScriptedSource } from './helpers.js';
+import { FileSourceCheckpoints } from '../src/source-checkpoints.js';
+import { podListOf, RecordingLogger, settle, ScriptedSource } from './helpers.js';
 
 const text = (s: string) => Buffer.from(s, 'utf8');
 const configMap = (data: Record<string, string>): SourceObject => ({
@@ -143,5 +144,62 @@ describe('ConfigMaps and Secrets given beside a pod, through the agent', () => {
     expect(f.of('web')).toEqual([]);
     const failed = f.events.events.find((e) => e.type === 'ContainerFailed');
     expect(failed?.message).toContain('--volume-files-dir');
+  });
+
+  it('restarted, runs the restored pod on without a word about its objects until the source delivers them (issue 48)', async () => {
+    const checkpoints = new FileSourceCheckpoints(dir);
+    const first = new ScriptedSource('a', { initial: [web] });
+    const k1 = f.kubelet([first], { volumeFilesDir: join(dir, 'files'), checkpoints });
+    await k1.start();
+    first.sink.update([web], [configMap({ mode: 'fast' }), secret]);
+    await settle();
+    await k1.sync();
+    const running = f.one('web', 'main').id;
+    await k1.close();
+
+    // The same node again: the set comes back from its checkpoint, the objects (never checkpointed) with the source only.
+    const restarted = (logger: RecordingLogger) => {
+      const source = new ScriptedSource('a');
+      const k = f.kubelet([source], {
+        volumeFilesDir: join(dir, 'files'),
+        checkpoints: new FileSourceCheckpoints(dir),
+        logger,
+      });
+      return { source, k };
+    };
+    const quiet = new RecordingLogger();
+    const k2 = restarted(quiet).k;
+    await k2.start();
+    await settle();
+    await k2.sync();
+    await k2.sync();
+    await k2.close(); // waits for the refresh of files under way
+    expect(f.one('web', 'main').id).toBe(running);
+    expect(quiet.at('warn').map((e) => e.message)).toEqual([]);
+    expect(f.events.events.filter((e) => e.reason === 'CreateContainerConfigError')).toEqual([]);
+    expect(await readFile(join(dir, 'files', 'web', 'config', 'mode'), 'utf8')).toBe('fast');
+
+    // Delivered, the objects are written anew.
+    const told = new RecordingLogger();
+    const third = restarted(told);
+    await third.k.start();
+    third.source.sink.update([web], [configMap({ mode: 'slow' }), secret]);
+    await settle();
+    await third.k.sync();
+    await third.k.close();
+    expect(await readFile(join(dir, 'files', 'web', 'config', 'mode'), 'utf8')).toBe('slow');
+    expect(told.at('warn')).toEqual([]);
+
+    // Delivered without one, its absence is said (and the files are kept as they were).
+    const missing = new RecordingLogger();
+    const fourth = restarted(missing);
+    await fourth.k.start();
+    fourth.source.sink.update([web], [configMap({ mode: 'slow' })]);
+    await settle();
+    await fourth.k.sync();
+    await fourth.k.close();
+    expect(f.one('web', 'main').id).toBe(running);
+    expect(missing.at('warn').map((e) => e.message)).toEqual([expect.stringContaining('secret "web-secret" not found')]);
+    expect(await readFile(join(dir, 'files', 'web', 'creds', 'db', 'password'), 'utf8')).toBe('s3cr3t');
   });
 });
