@@ -142,6 +142,8 @@ export { Backoff, backoffDelay, type BackoffPolicy } from './backoff.js';
 // Naming, labels and the specs the agent builds (runtime adapters' tests build theirs alike)
 export {
   Labels,
+  ofAnotherUid,
+  podIdentityLabels,
   buildContainerName,
   derivedManifestId,
   identityOf,

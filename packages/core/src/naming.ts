@@ -26,7 +26,36 @@ export const Labels = {
    * the stop even when the manifest is gone (the kubelet's `io.kubernetes.container.preStopHandler`).
    */
   preStop: 'io.kubelet-ts.pre-stop',
+  /**
+   * The kubelet's own labels, on every container and sandbox the agent makes (since issue 42): the
+   * pod's uid (see `podUid`), namespace and name, as a cluster knows the pod. A container made by an
+   * earlier release has none of them; it is adopted as it is.
+   */
+  podUid: 'io.kubernetes.pod.uid',
+  podNamespace: 'io.kubernetes.pod.namespace',
+  podName: 'io.kubernetes.pod.name',
 } as const;
+
+/** The kubelet's labels for a pod: its uid, namespace and name (see `Labels.podUid`). */
+export function podIdentityLabels(manifest: Pick<ContainerManifest, 'id' | 'uuid' | 'namespace'>, uid: string): Record<string, string> {
+  return {
+    [Labels.podUid]: uid,
+    [Labels.podNamespace]: manifest.namespace ?? 'default',
+    [Labels.podName]: podNameOf(manifest.id, manifest.namespace),
+  };
+}
+
+/**
+ * Whether `c` (a container or a sandbox) belongs to another pod than the one of `uid` under the
+ * same id: one deleted and made again under its name (a new uid). Only a uid the source gave
+ * (`manifest.uuid`) is compared: a derived one is the same for the same node, source and id. One
+ * made before the label existed is the pod's own.
+ */
+export function ofAnotherUid(c: { readonly labels: Readonly<Record<string, string>> }, uid: string | undefined): boolean {
+  if (uid === undefined) return false;
+  const theirs = c.labels[Labels.podUid];
+  return theirs !== undefined && theirs !== uid;
+}
 
 /** The identity of a managed container, read from its labels. */
 export interface ContainerIdentity {

@@ -18,6 +18,7 @@ export type PlanReason =
   | 'unhealthy' // running, but its liveness probe failed failureThreshold times in a row
   | 'sandbox-changed' // the pod's sandbox is gone, dead, or made with other ports: a new one, new containers
   | 'pod-completed' // a sidecar, once every app container has ended for good
+  | 'pod-replaced' // of a pod deleted and made again under its name (another uid): the old one goes first
   | 'not-desired'; // no source asks for it any more
 
 export type PlanAction =

@@ -1,7 +1,7 @@
 import { DEFAULT_GRACE_PERIOD_SECONDS, effectivePullPolicy, type Container, type ContainerManifest, type DesiredPod } from './manifest.js';
 import { initStep, isSidecar, newestOf } from './init-plan.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
-import { Labels, isManagedBy } from './naming.js';
+import { Labels, isManagedBy, ofAnotherUid } from './naming.js';
 import type { ContainerSummary } from './runtime.js';
 import type { SandboxSummary } from './sandbox.js';
 import { anyToRun, decideSandbox, indexSandboxes, sandboxRemovals, sandboxRun } from './sandbox-plan.js';
@@ -63,6 +63,32 @@ function planPod(
   input: PlanInput,
   backOffs: BackOff[],
 ): readonly PlanAction[] {
+  const uid = pod.manifest.uuid;
+  if (uid !== undefined && (existing?.some((c) => ofAnotherUid(c, uid)) === true || mine.some((s) => ofAnotherUid(s, uid)))) {
+    // The pod was deleted and made again under its name: the old one's containers stop (each with
+    // its own grace, preStop first), its sandbox and volumes go, then the new pod starts afresh.
+    const list = existing ?? NONE;
+    const old = list.filter((c) => ofAnotherUid(c, uid));
+    const replaced = pod.manifest.id;
+    return [
+      ...stopOrder(pod.manifest, old).map((c) =>
+        removal(replaced, c.labels[Labels.containerName] ?? '', c, 'pod-replaced', graceFromLabel(c)),
+      ),
+      ...sandboxRemovals(
+        replaced,
+        mine.filter((s) => ofAnotherUid(s, uid)),
+        'pod-replaced',
+        true,
+      ),
+      ...planPod(
+        pod,
+        list.filter((c) => !ofAnotherUid(c, uid)),
+        mine.filter((s) => !ofAnotherUid(s, uid)),
+        input,
+        backOffs,
+      ),
+    ];
+  }
   const decision = decideSandbox(pod.manifest, mine);
   if (decision.kind === 'ready') {
     const actions = planContainers(pod, existing, decision.id, input, backOffs);

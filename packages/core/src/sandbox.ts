@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { podDns, type ResolverConfig } from './dns.js';
 import type { ContainerManifest } from './manifest.js';
-import { Labels, buildContainerName, escapeNamePart, isManifestId, podNameOf, podUid } from './naming.js';
+import { Labels, buildContainerName, escapeNamePart, isManifestId, podIdentityLabels, podNameOf, podUid } from './naming.js';
 import type { PortBinding } from './runtime.js';
 import type { Sysctl } from './security.js';
 import { canonicalJson, initSpecHashes, podPorts } from './spec.js';
@@ -143,10 +143,11 @@ export function buildSandboxSpec(
 ): SandboxSpec {
   const hostNetwork = manifest.hostNetwork === true;
   const dns = podDns(manifest, context.hostDns);
+  const uid = podUid(manifest, context);
   return {
     name: buildContainerName(manifest.id, 'POD'),
     podId: manifest.id,
-    pod: { namespace: manifest.namespace ?? 'default', name: podNameOf(manifest.id, manifest.namespace), uid: podUid(manifest, context) },
+    pod: { namespace: manifest.namespace ?? 'default', name: podNameOf(manifest.id, manifest.namespace), uid },
     hostname: manifest.hostname ?? podHostname(manifest.id),
     ports: hostNetwork ? [] : podPorts(manifest),
     ...(hostNetwork ? { hostNetwork: true } : {}),
@@ -164,6 +165,7 @@ export function buildSandboxSpec(
       [Labels.node]: context.node,
       [Labels.source]: context.source,
       ...(manifest.namespace === undefined ? {} : { [Labels.namespace]: manifest.namespace }),
+      ...podIdentityLabels(manifest, uid),
     },
   };
 }

@@ -9,7 +9,7 @@ import {
   type Volume,
   type VolumeMount,
 } from './manifest.js';
-import { Labels, buildContainerName, podUid } from './naming.js';
+import { Labels, buildContainerName, podIdentityLabels, podUid } from './naming.js';
 import { resolveContainerEnv, type NodeCapacity, type PodRuntimeFields } from './container-env.js';
 import { containerSecurityOf, withoutEngineDefaults, type ContainerSecurity } from './security.js';
 import type { ContainerSpec, Mount, PortBinding } from './runtime.js';
@@ -188,10 +188,8 @@ function withSeccompPath(security: ContainerSecurity | undefined, root: string |
 export function buildContainerSpec(manifest: ContainerManifest, container: Container, context: SpecContext): ContainerSpec {
   const volumes = new Map(manifest.volumes.map((v) => [v.name, v]));
   const security = withSeccompPath(containerSecurityOf(manifest, container), context.seccompProfileRoot);
-  const { env, command, entrypoint } = resolveContainerEnv(manifest, container, {
-    ...context,
-    podUid: podUid(manifest, context),
-  });
+  const uid = podUid(manifest, context);
+  const { env, command, entrypoint } = resolveContainerEnv(manifest, container, { ...context, podUid: uid });
   return {
     name: buildContainerName(manifest.id, container.name),
     podId: manifest.id,
@@ -221,6 +219,7 @@ export function buildContainerSpec(manifest: ContainerManifest, container: Conta
       [Labels.node]: context.node,
       [Labels.gracePeriod]: String(manifest.terminationGracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS),
       ...(manifest.namespace === undefined ? {} : { [Labels.namespace]: manifest.namespace }),
+      ...podIdentityLabels(manifest, uid),
       ...(context.restartCount === undefined ? {} : { [Labels.restartCount]: String(context.restartCount) }),
       ...(context.crashStreak === undefined ? {} : { [Labels.crashStreak]: String(context.crashStreak) }),
       ...(container.lifecycle?.preStop === undefined

@@ -101,6 +101,82 @@ describe('planning pod sandboxes', () => {
     expect(actions[3]!.type === 'create' && actions[3]!.spec.labels[Labels.restartCount]).toBe('3');
   });
 
+  it('labels the sandbox and each container with the kubelet’s pod uid, namespace and name', () => {
+    const m = web(8080, { id: 'a.b', namespace: 'b', uuid: '6f1c1b0e-2d6a-4c0e-9a59-6a8e6f3f1a11' });
+    const p = run({ desired: [desired(m)] });
+    const identity = {
+      'io.kubernetes.pod.uid': '6f1c1b0e-2d6a-4c0e-9a59-6a8e6f3f1a11',
+      'io.kubernetes.pod.namespace': 'b',
+      'io.kubernetes.pod.name': 'a',
+    };
+    for (const action of p.pods[0]!.actions)
+      if (action.type === 'run-sandbox' || action.type === 'create') expect(action.spec.labels).toMatchObject(identity);
+    // Without a uuid, the derived uid (the same for the same node, source and id), in namespace default.
+    const derived = buildSandboxSpec(web(), { node: NODE, source: 'file' }).labels;
+    expect(derived).toMatchObject({ 'io.kubernetes.pod.namespace': 'default', 'io.kubernetes.pod.name': 'web' });
+    expect(derived['io.kubernetes.pod.uid']).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it('replaces a pod made again under its name (a new uid): the old containers stop with their own grace, its sandbox and volumes go, the new pod starts afresh', () => {
+    const old = web(8080, { uuid: 'uid-1', terminationGracePeriodSeconds: 7 });
+    const s = sandbox(old);
+    const app = container(old, 'app', 'running', { [Labels.restartCount]: '4' });
+    const side = container(old, 'side');
+    const now = web(8080, { uuid: 'uid-2' });
+    const p = run({ desired: [desired(now)], actual: [app, side], sandboxes: [s] });
+    expect(steps(p)).toEqual([
+      ['remove', 'app', 'pod-replaced'],
+      ['remove', 'side', 'pod-replaced'],
+      ['remove-sandbox', 'POD', 'pod-replaced'],
+      ['run-sandbox', 'POD', 'new'],
+      ['create', 'app', 'new'],
+      ['create', 'side', 'new'],
+    ]);
+    const actions = p.pods[0]!.actions;
+    expect(actions[0]).toMatchObject({ id: app.id, graceSeconds: 7, running: true });
+    expect(actions[2]).toMatchObject({ id: s.id, volumes: true });
+    // A new pod: no restart count carried over, its own uid on everything.
+    const created = actions[4]!;
+    expect(created.type === 'create' && created.spec.labels[Labels.restartCount]).toBeUndefined();
+    expect(created.type === 'create' && created.spec.labels[Labels.podUid]).toBe('uid-2');
+    // Once replaced, the new pod is steady.
+    const fresh = [container(now, 'app'), container(now, 'side')];
+    expect(run({ desired: [desired(now)], actual: fresh, sandboxes: [sandbox(now)] }).pods).toEqual([]);
+  });
+
+  it('replaces a pod whose old one ended for good, instead of keeping it for inspection', () => {
+    const old = web(8080, { uuid: 'uid-1', restartPolicy: 'Never' });
+    const ended = [container(old, 'app', 'exited'), container(old, 'side', 'exited')];
+    const p = run({
+      desired: [desired(web(8080, { uuid: 'uid-2', restartPolicy: 'Never' }))],
+      actual: ended,
+      sandboxes: [sandbox(old, 'notready')],
+    });
+    expect(steps(p).map(([type, , reason]) => `${type}:${reason}`)).toEqual([
+      'remove:pod-replaced',
+      'remove:pod-replaced',
+      'remove-sandbox:pod-replaced',
+      'run-sandbox:new',
+      'create:new',
+      'create:new',
+    ]);
+  });
+
+  it('adopts what an earlier release made (no uid label) without a restart, and compares no derived uid', () => {
+    const m = web(8080, { uuid: 'uid-1' });
+    const strip = <T extends { labels: Readonly<Record<string, string>> }>(x: T): T => ({
+      ...x,
+      labels: Object.fromEntries(Object.entries(x.labels).filter(([k]) => !k.startsWith('io.kubernetes.'))),
+    });
+    const before = [strip(container(m, 'app')), strip(container(m, 'side'))];
+    expect(run({ desired: [desired(m)], actual: before, sandboxes: [strip(sandbox(m))] }).pods).toEqual([]);
+    // A manifest without a uuid: its uid is derived, so a container's uid label is not compared.
+    const plain = web();
+    const other = { [Labels.podUid]: 'made-with-another-uid' };
+    const kept = [container(plain, 'app', 'running', other), container(plain, 'side', 'running', other)];
+    expect(run({ desired: [desired(plain)], actual: kept, sandboxes: [sandbox(plain)] }).pods).toEqual([]);
+  });
+
   it('replaces the sandbox when the pod’s ports change', () => {
     const before = web(8080);
     const s = sandbox(before);
