@@ -24,7 +24,13 @@ export type KubeletEventType =
   /** A manifest was accepted, but spells a field the deprecated 2014 way (`volumeMounts[].path`, `env[].key`). */
   | 'DeprecatedField'
   | 'SourceError'
-  | 'SourceRestarted';
+  | 'SourceRestarted'
+  /**
+   * A pod on its way out has nothing left running: one that left its source, once its containers
+   * and sandbox are gone; one marked for deletion, once its containers have stopped. The moment a
+   * node of a cluster has the pod's API object deleted.
+   */
+  | 'PodTerminated';
 
 export interface KubeletEvent {
   readonly type: KubeletEventType;

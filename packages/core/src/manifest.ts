@@ -26,6 +26,16 @@ export interface ContainerManifest {
    */
   readonly uuid?: string;
   /**
+   * When the pod was marked for deletion (v1 `metadata.deletionTimestamp`, RFC 3339), as a cluster
+   * marks a pod it deletes with a grace period: the pod is Terminating. Its containers are stopped
+   * (preStop hooks first) within `deletionGracePeriodSeconds` when given, else the spec's grace;
+   * none is started or restarted again, and its sandbox and volumes go once they have stopped. Not
+   * part of what runs: marking a pod restarts nothing.
+   */
+  readonly deletionTimestamp?: string;
+  /** v1 `metadata.deletionGracePeriodSeconds`: the grace its deletion gives, ahead of `terminationGracePeriodSeconds`. */
+  readonly deletionGracePeriodSeconds?: number;
+  /**
    * A Kubernetes v1 Pod's `metadata.namespace`, kept as written (absent in 2014 manifests). Part of
    * the pod's identity: a v1 Pod's id is its `metadata.name`, followed by `.<namespace>` unless the
    * namespace is absent or `default` (see `v1PodId` in `@kubelet-ts/manifest`).

@@ -19,6 +19,7 @@ export type PlanReason =
   | 'sandbox-changed' // the pod's sandbox is gone, dead, or made with other ports: a new one, new containers
   | 'pod-completed' // a sidecar, once every app container has ended for good
   | 'pod-replaced' // of a pod deleted and made again under its name (another uid): the old one goes first
+  | 'deleted' // the pod is marked for deletion (deletionTimestamp): its containers stop, nothing starts
   | 'not-desired'; // no source asks for it any more
 
 export type PlanAction =

@@ -51,6 +51,28 @@ export function plan(input: PlanInput): Plan {
 }
 
 /**
+ * A pod marked for deletion (`deletionTimestamp`): each running container is stopped (preStop
+ * first) within the deletion's grace, else its own, in the order the kubelet ends a pod (app
+ * containers, then init containers and sidecars); nothing is started, restarted or made. What has
+ * stopped is kept for inspection, with the sandbox and the volumes, until the pod leaves its source.
+ */
+function terminating(manifest: ContainerManifest, list: readonly ContainerSummary[]): readonly PlanAction[] {
+  const given = manifest.deletionGracePeriodSeconds;
+  return stopOrder(manifest, list)
+    .filter((c) => c.state === 'running')
+    .map((c) => ({
+      type: 'kill',
+      podId: manifest.id,
+      container: c.labels[Labels.containerName] ?? '',
+      reason: 'deleted',
+      id: c.id,
+      graceSeconds: given ?? graceFromLabel(c),
+      ...preStopOf(c),
+      detail: `pod ${manifest.id} is being deleted (since ${manifest.deletionTimestamp})`,
+    }));
+}
+
+/**
  * Plans one desired pod and its sandbox: in its ready sandbox, container by container (see
  * `planContainers`; stale sandboxes are removed after); or, when it has none that is ready with its
  * ports, a new sandbox and every container anew (the old ones stopped and removed first), unless
@@ -63,6 +85,7 @@ function planPod(
   input: PlanInput,
   backOffs: BackOff[],
 ): readonly PlanAction[] {
+  if (pod.manifest.deletionTimestamp !== undefined) return terminating(pod.manifest, existing ?? NONE);
   const uid = pod.manifest.uuid;
   if (uid !== undefined && (existing?.some((c) => ofAnotherUid(c, uid)) === true || mine.some((s) => ofAnotherUid(s, uid)))) {
     // The pod was deleted and made again under its name: the old one's containers stop (each with

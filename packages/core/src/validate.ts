@@ -34,6 +34,9 @@ export interface ValidateOptions extends HostAccess {
   readonly defaultId?: string | undefined;
 }
 
+/** An RFC 3339 time, as the API server writes one (`2026-12-06T10:00:00Z`, fractions and offsets allowed). */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
 /** Containers in one manifest. The kubelet sets none; a pod of more than this is a mistake or an attack. */
 export const MAX_CONTAINERS = 250;
 
@@ -41,6 +44,8 @@ const MANIFEST_FIELDS = new Set([
   'version',
   'id',
   'uuid',
+  'deletionTimestamp',
+  'deletionGracePeriodSeconds',
   'namespace',
   'labels',
   'annotations',
@@ -121,6 +126,7 @@ class Walker extends DnsChecks {
     this.publishUnmappedPorts = version !== undefined;
     const id = (m['id'] == null || m['id'] === '') && defaultId !== undefined ? defaultId : this.manifestId(m['id'], 'id', true);
     const uuid = this.uuid(m);
+    const deletion = this.deletion(m);
     const namespace = m['namespace'] == null ? undefined : this.dnsLabel(m['namespace'], 'namespace', true);
     const labels = this.keyValues(m['labels'], 'labels', true);
     const annotations = this.keyValues(m['annotations'], 'annotations', false);
@@ -209,6 +215,7 @@ class Walker extends DnsChecks {
     return {
       id,
       ...(uuid === undefined ? {} : { uuid }),
+      ...deletion,
       ...(namespace === undefined ? {} : { namespace }),
       ...(labels === undefined ? {} : { labels }),
       ...(annotations === undefined ? {} : { annotations }),
@@ -246,6 +253,23 @@ class Walker extends DnsChecks {
     return UUID.test(s)
       ? s
       : this.fail('uuid', `must be letters, digits, '-', '_', '.' and ':' (at most 253), got ${JSON.stringify(s.slice(0, 70))}`);
+  }
+
+  /** The mark of a pod being deleted: an RFC 3339 time, and a grace of 0 to 86,400 s that needs it. */
+  private deletion(m: Record<string, unknown>): { deletionTimestamp?: string; deletionGracePeriodSeconds?: number } {
+    const at = m['deletionTimestamp'] == null || m['deletionTimestamp'] === '' ? undefined : m['deletionTimestamp'];
+    const grace = m['deletionGracePeriodSeconds'];
+    let deletionTimestamp: string | undefined;
+    if (at !== undefined) {
+      if (typeof at !== 'string' || !RFC3339.test(at) || Number.isNaN(Date.parse(at)))
+        this.fail('deletionTimestamp', `must be an RFC 3339 time (2026-12-06T10:00:00Z), got ${describeValue(at)}`);
+      else deletionTimestamp = at;
+    }
+    if (grace == null) return deletionTimestamp === undefined ? {} : { deletionTimestamp };
+    const seconds = this.integer(grace, 'deletionGracePeriodSeconds', 0, 86_400);
+    if (at === undefined)
+      return this.fail('deletionGracePeriodSeconds', 'is given only with deletionTimestamp, the time the deletion was asked') ?? {};
+    return deletionTimestamp === undefined || seconds === undefined ? {} : { deletionTimestamp, deletionGracePeriodSeconds: seconds };
   }
 
   /** `Always`, `OnFailure`, `Never`, or the late-2014 v1beta1 object with one of `always`, `onFailure`, `never`. */

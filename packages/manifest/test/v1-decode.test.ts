@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
+import { specHashes } from '@kubelet-ts/core';
 import { parseManifests } from '../src/parse.js';
+import { toV1Pod } from '../src/v1/to-v1.js';
 import { IGNORED_V1_FIELDS } from '../src/v1/fields.js';
 import { accepted, app, pod, refused } from './v1-pod-fixture.js';
 
@@ -15,6 +17,15 @@ describe('v1 Pod → domain manifest, row by row of the README table', () => {
       annotations: { note: 'a b c' },
     });
     expect(accepted(pod({}, {}, { namespace: 'default' }))).toMatchObject({ id: 'web', namespace: 'default' });
+  });
+
+  it('metadata.deletionTimestamp and deletionGracePeriodSeconds mark the pod Terminating, and toV1Pod writes them back', () => {
+    const marked = pod({}, {}, { deletionTimestamp: '2026-12-06T10:00:00.5+01:00', deletionGracePeriodSeconds: 2 });
+    const m = accepted(marked);
+    expect(m).toMatchObject({ deletionTimestamp: '2026-12-06T10:00:00.5+01:00', deletionGracePeriodSeconds: 2 });
+    expect(toV1Pod(m).metadata).toMatchObject({ deletionTimestamp: '2026-12-06T10:00:00.5+01:00', deletionGracePeriodSeconds: 2 });
+    // The mark is not what runs: the containers' spec hashes are those of the pod unmarked.
+    expect(specHashes(m)).toEqual(specHashes(accepted(pod())));
   });
 
   it('command is the entrypoint and args the 2014 command (Docker Cmd)', () => {
@@ -303,6 +314,13 @@ describe('v1 Pod: values are checked as every manifest is, at the v1 path', () =
     [pod({}, {}, { name: 'web', namespace: 'Kube' }), 'metadata.namespace', 'DNS label'],
     [pod({}, {}, { labels: { a: 'x y' } }), 'metadata.labels.a', 'label value'],
     [pod({}, {}, { uid: 'a b' }), 'metadata.uid', 'must be letters'],
+    [pod({}, {}, { deletionTimestamp: '6 Dec 2026' }), 'metadata.deletionTimestamp', 'RFC 3339'],
+    [pod({}, {}, { deletionGracePeriodSeconds: 2 }), 'metadata.deletionGracePeriodSeconds', 'only with deletionTimestamp'],
+    [
+      pod({}, {}, { deletionTimestamp: '2026-12-06T10:00:00Z', deletionGracePeriodSeconds: 1.5 }),
+      'metadata.deletionGracePeriodSeconds',
+      'must be',
+    ],
     [pod({}, { hostNetwork: 'true' }), 'spec.hostNetwork', 'true or false'],
     [pod({}, { containers: { name: 'x' } }), 'spec.containers', 'must be a list'],
   ])('%# refuses %j', (input, path, message) => {

@@ -70,6 +70,8 @@ class V1PodDecoder extends V1VolumeDecoder {
     return defined({
       id,
       uuid: m['uid'],
+      deletionTimestamp: m['deletionTimestamp'],
+      deletionGracePeriodSeconds: m['deletionGracePeriodSeconds'],
       namespace: namespace === '' ? undefined : namespace,
       labels: m['labels'],
       annotations: m['annotations'],

@@ -12,8 +12,6 @@ export const IGNORED_V1_FIELDS = {
   pod: ['status'],
   metadata: [
     'creationTimestamp',
-    'deletionTimestamp',
-    'deletionGracePeriodSeconds',
     'resourceVersion',
     'generation',
     'selfLink',
@@ -50,7 +48,7 @@ export const IGNORED_V1_FIELDS = {
 /** The fields that are read (the mapping), per object; anything neither read nor ignored is refused. */
 export const MAPPED_V1_FIELDS = {
   pod: ['apiVersion', 'kind', 'metadata', 'spec'],
-  metadata: ['name', 'namespace', 'uid', 'labels', 'annotations'],
+  metadata: ['name', 'namespace', 'uid', 'labels', 'annotations', 'deletionTimestamp', 'deletionGracePeriodSeconds'],
   spec: [
     'containers',
     'initContainers',

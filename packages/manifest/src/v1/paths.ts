@@ -11,10 +11,12 @@ const CONTAINER_FIELD: ReadonlyArray<readonly [RegExp, string]> = [
   [/^cpu$/, 'resources.requests.cpu'],
   [/^cpuLimitMillis$/, 'resources.limits.cpu'],
 ];
-const METADATA = /^(id|uuid|namespace|labels|annotations)(?=$|[.[])/;
+const METADATA = /^(id|uuid|namespace|labels|annotations|deletionTimestamp|deletionGracePeriodSeconds)(?=$|[.[])/;
 const METADATA_NAME: Readonly<Record<string, string>> = {
   id: 'name',
   uuid: 'uid',
+  deletionTimestamp: 'deletionTimestamp',
+  deletionGracePeriodSeconds: 'deletionGracePeriodSeconds',
   namespace: 'namespace',
   labels: 'labels',
   annotations: 'annotations',

@@ -58,6 +58,8 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       name: podNameOf(manifest.id, manifest.namespace),
       ...(manifest.namespace === undefined ? {} : { namespace: manifest.namespace }),
       ...(manifest.uuid === undefined ? {} : { uid: manifest.uuid }),
+      ...(manifest.deletionTimestamp === undefined ? {} : { deletionTimestamp: manifest.deletionTimestamp }),
+      ...(manifest.deletionGracePeriodSeconds === undefined ? {} : { deletionGracePeriodSeconds: manifest.deletionGracePeriodSeconds }),
       ...(manifest.labels === undefined ? {} : { labels: { ...manifest.labels } }),
       ...(manifest.annotations === undefined ? {} : { annotations: { ...manifest.annotations } }),
     },

@@ -28,6 +28,7 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   const errors: FieldError[] = [];
   const refuse = (domainPath: string): void => void errors.push({ path: v1PathOf(domainPath), message: NO_FORM });
   if (manifest.namespace !== undefined) refuse('namespace');
+  if (manifest.deletionTimestamp !== undefined) refuse('deletionTimestamp');
   if (manifest.labels !== undefined) refuse('labels');
   if (manifest.annotations !== undefined) refuse('annotations');
   if (manifest.hostNetwork === true) refuse('hostNetwork');
