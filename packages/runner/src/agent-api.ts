@@ -32,6 +32,7 @@ import type { KubeletMetrics } from './metrics.js';
 import type { PodCache } from './pod-cache.js';
 import { podViews, type PodViewInputs } from './pod-views.js';
 import type { Prober } from './prober.js';
+import type { PodTerminations } from './pod-terminations.js';
 import type { SourceIntake } from './source-intake.js';
 import type { PassResult } from './sync-loop.js';
 import type { SyncPass } from './sync-pass.js';
@@ -43,6 +44,8 @@ export interface AgentReadApiOptions {
   readonly hostname: string;
   readonly clock: Clock;
   readonly intake: SourceIntake;
+  /** The pods on their way out that have left their source, shown after the desired ones. */
+  readonly terminations?: Pick<PodTerminations, 'pods' | 'pod'>;
   readonly pass: SyncPass;
   /** Whether containers have started and are ready, as their probes say. */
   readonly prober: Pick<Prober, 'verdict'>;
@@ -89,8 +92,9 @@ export class AgentReadApi {
   }
 
   private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {
-    const { intake, cache, hostname, pass, prober, pullBackOff, refusedBackOff } = this.options;
-    const desired = intake.desired().pods;
+    const { intake, cache, hostname, pass, prober, pullBackOff, refusedBackOff, terminations } = this.options;
+    const leaving = terminations?.pods() ?? [];
+    const desired = leaving.length === 0 ? intake.desired().pods : [...intake.desired().pods, ...leaving];
     const { containers: actual, sandboxes } = cache.snapshot();
     const views = podViews(desired, actual, {
       node: hostname,
@@ -117,7 +121,7 @@ export class AgentReadApi {
 
   /** A desired pod's namespace and uid (what an event about it is filed under). */
   podOf(podId: string): { namespace: string; uid: string } | undefined {
-    const found = this.options.intake.desired().pods.find((p) => p.manifest.id === podId);
+    const found = this.options.intake.desired().pods.find((p) => p.manifest.id === podId) ?? this.options.terminations?.pod(podId);
     return found === undefined
       ? undefined
       : {

@@ -111,8 +111,10 @@ export class PlanExecutor {
   }
 
   async executePod(pod: PodPlan): Promise<ExecutionResult> {
-    const removals = pod.actions.filter((a) => a.type === 'remove');
-    const others = pod.actions.filter((a) => a.type !== 'remove');
+    // Removals, and the stops of a pod being deleted, run at once: each within its grace, not one after another.
+    const together = (a: PlanAction) => a.type === 'remove' || (a.type === 'kill' && a.reason === 'deleted');
+    const removals = pod.actions.filter(together);
+    const others = pod.actions.filter((a) => !together(a));
     const outcomes = await Promise.all(removals.map((a) => this.attempt(a)));
     // A container whose running old version could not be stopped is not replaced yet: starting the
     // new one beside it would run two versions at once (the 2014 kubelet skipped it the same way).
@@ -231,6 +233,13 @@ export class PlanExecutor {
         // The prober only recorded the failures; the pod's worker acts on them, so a pod is never
         // acted on twice at once. A kill that fails is planned again by the next pass.
         if (action.reason === 'pod-completed') this.emit(action, 'ContainerKilled', `${action.detail}; stopping it`, 'Completed');
+        else if (action.reason === 'deleted')
+          this.emit(
+            action,
+            'ContainerKilled',
+            `${action.detail}; stopping ${action.container} (grace ${action.graceSeconds} s)`,
+            'Killing',
+          );
         else this.emit(action, 'ContainerKilled', `${action.detail}; killing it (restart policy decides what next)`, 'Liveness');
         await this.stop(action);
         return;

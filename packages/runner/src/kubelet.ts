@@ -36,6 +36,7 @@ import { AdaptiveSlots, MAX_CONCURRENCY } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
 import { checkCapabilities } from './capabilities.js';
 import { PodFiles } from './pod-files.js';
+import { PodTerminations } from './pod-terminations.js';
 import { HookRunner } from './hooks.js';
 import { PlanExecutor } from './executor.js';
 import { EventLog } from './event-log.js';
@@ -80,6 +81,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly events: EventSink;
   private readonly syncFrequencyMs: number;
   private readonly intake: SourceIntake;
+  private readonly terminations: PodTerminations;
   private readonly workers: PodWorkers;
   private readonly prober: Prober;
   private readonly probeCounts = new ProbeMetrics();
@@ -125,6 +127,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
       inbox,
     });
+    this.terminations = new PodTerminations(this.hostname, this.clock, emit);
     const { runtime, clock, logger } = this;
     this.prober = new Prober({ runtime, clock, events: this.events, logger, ...options.probes, inbox, metrics: this.probeCounts });
     this.housekeeping = housekeepingOf(options.housekeeping, {
@@ -148,7 +151,10 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       inbox,
       observe: (podId) =>
         this.cache.refresh([podId]).then(
-          () => true,
+          () => {
+            this.terminations.settle(this.cache.snapshot());
+            return true;
+          },
           (error: unknown) => {
             // The next look at the pod sees it; until then the agent shows the pod as it was.
             this.logger.debug({ podId, err: error }, 'could not list the pod its worker acted on');
@@ -164,6 +170,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       clock: this.clock,
       logger: this.logger,
       intake: this.intake,
+      terminations: this.terminations,
       workers: this.workers,
       prober: this.prober,
       transitions: new TransitionReporter(this.hostname, emit, () => this.startedAt),
@@ -216,6 +223,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       hostname: this.hostname,
       clock: this.clock,
       intake: this.intake,
+      terminations: this.terminations,
       pass: this.passes,
       prober: this.prober,
       pullBackOff: (image) => executor.pullBackOff(image),

@@ -26,6 +26,7 @@ import type { Prober } from './prober.js';
 import type { PodFiles } from './pod-files.js';
 import type { PodWorkers } from './pod-workers.js';
 import { QuietPass } from './quiet-pass.js';
+import type { PodTerminations } from './pod-terminations.js';
 import type { SourceIntake } from './source-intake.js';
 import type { PassResult } from './sync-loop.js';
 import type { TransitionReporter } from './transition-reporter.js';
@@ -38,6 +39,8 @@ export interface SyncPassOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly intake: SourceIntake;
+  /** The pods on their way out (see `PodTerminations`): told what each full pass sees. */
+  readonly terminations?: PodTerminations;
   readonly workers: PodWorkers;
   readonly prober: Prober;
   readonly transitions: TransitionReporter;
@@ -192,6 +195,7 @@ export class SyncPass {
         seen = await cache.relist();
         p = this.planSeen(seen, desired, allowRemovals, busy);
       }
+      this.options.terminations?.observe(desired.pods, seen, allowRemovals);
       const inputs = { desired, listed: seen.listed, sandboxes: seen.sandboxes, allowRemovals };
       this.quiet.record(inputs, p.pods.length === 0 && p.backOffs.length === 0 && idle, p.held);
       this.backOffs = p.backOffs;

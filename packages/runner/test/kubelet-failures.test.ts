@@ -299,7 +299,10 @@ describe('Kubelet: failures and changes', () => {
           .map((c) => c.op);
         expect(ops).toEqual(['stop', 'remove']);
       }
-      const removal = f.events.events.slice(eventMark);
+      const after = f.events.events.slice(eventMark);
+      // The removal, then the word that the pod is gone (issue 42: deletion is a state, and it ends).
+      expect(after.at(-1)).toMatchObject({ type: 'PodTerminated', podId: 'web' });
+      const removal = after.slice(0, -1);
       expect(removal.every((e) => e.podId === 'web' && e.reason === 'not-desired')).toBe(true);
       for (const container of ['nginx', 'sidecar']) {
         expect(removal.filter((e) => e.container === container).map((e) => e.type)).toEqual(['ContainerStopped', 'ContainerRemoved']);
@@ -317,7 +320,7 @@ describe('Kubelet: failures and changes', () => {
       await settle();
       expect(f.runtime.snapshot()).toEqual([]);
       expect(f.runtime.calls.filter((c) => c.target === id).map((c) => c.op)).toEqual(['start', 'remove']);
-      expect(f.events.types('web').slice(-2)).toEqual(['ContainerRemoved', 'SandboxRemoved']);
+      expect(f.events.types('web').slice(-3)).toEqual(['ContainerRemoved', 'SandboxRemoved', 'PodTerminated']);
     });
   });
 });
