@@ -53,9 +53,9 @@ function render(view: Partial<PodView> & { containers: readonly ContainerView[] 
 }
 
 const statusOf = (item: ReturnType<typeof render>, name: string) =>
-  (item.status['containerStatuses'] as Array<Record<string, unknown>>).find((s) => s['name'] === name);
+  (item.status['containerStatuses'] as readonly Record<string, unknown>[]).find((s) => s['name'] === name);
 const condition = (item: ReturnType<typeof render>, type: string) =>
-  (item.status['conditions'] as Array<Record<string, unknown>>).find((c) => c['type'] === type);
+  (item.status.conditions as readonly { readonly type: string }[]).find((c) => c['type'] === type);
 
 describe('podPhase (the kubelet getPhase)', () => {
   const cases: Array<[string, ContainerView[], RestartPolicy, string]> = [

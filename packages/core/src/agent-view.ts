@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { LogLine, LogReadOptions, LogTextOptions } from './container-logs.js';
 import type { StreamOptions, StreamSession } from './container-streams.js';
+import type { PodStatus } from './pod-status.js';
 import type { ContainerManifest } from './manifest.js';
 import type { PlanReport } from './plan-report.js';
 import type { EventFilter, RecordedEvent } from './events.js';
@@ -101,8 +102,17 @@ export interface PodListing {
   readonly runtime: string;
   /** The node's address, when known: `status.hostIP`, and `podIP` of a hostNetwork pod. */
   readonly hostIP?: string;
-  /** In the order of `pods()`. */
-  readonly pods: readonly { readonly view: PodView; readonly manifest: ContainerManifest }[];
+  /**
+   * In the order of `pods()`. `status` is the pod's in the agent's status model, `statusVersion`
+   * its version there (it changes when the status does); without them, a renderer derives the
+   * status from the view (`derivePodStatus`), as an embedder's own view may ask.
+   */
+  readonly pods: readonly {
+    readonly view: PodView;
+    readonly manifest: ContainerManifest;
+    readonly status?: PodStatus;
+    readonly statusVersion?: number;
+  }[];
 }
 
 /**

@@ -218,3 +218,12 @@ export type {
   SourceView,
   WaitingReason,
 } from './agent-view.js';
+export {
+  derivePodStatus,
+  podPhase,
+  rfc3339,
+  type PodCondition,
+  type PodPhase,
+  type PodStatus,
+  type PodStatusNode,
+} from './pod-status.js';

@@ -32,6 +32,7 @@ import type { KubeletMetrics } from './metrics.js';
 import type { PodCache } from './pod-cache.js';
 import { podViews, type PodViewInputs } from './pod-views.js';
 import type { Prober } from './prober.js';
+import type { PodStatusManager } from './pod-status-manager.js';
 import type { PodTerminations } from './pod-terminations.js';
 import type { SourceIntake } from './source-intake.js';
 import type { PassResult } from './sync-loop.js';
@@ -47,6 +48,8 @@ export interface AgentReadApiOptions {
   /** The pods on their way out that have left their source, shown after the desired ones. */
   readonly terminations?: Pick<PodTerminations, 'pods' | 'pod'>;
   readonly pass: SyncPass;
+  /** The pod status model: each listing brings it up to date, and renders from it. */
+  readonly statuses?: PodStatusManager;
   /** Whether containers have started and are ready, as their probes say. */
   readonly prober: Pick<Prober, 'verdict'>;
   /** While an image's failed pull waits out its back-off (the executor's). */
@@ -81,10 +84,16 @@ export class AgentReadApi {
    * from. The rendering is the server's (it needs `toV1Pod`, which the runner does not import).
    */
   async podListing(): Promise<PodListing> {
-    const { runtime, hostname } = this.options;
+    const { runtime, hostname, statuses } = this.options;
     const hostIP = nodeAddress(this.options.hostIP);
+    const pods = await this.viewsWithManifests();
+    const observed = statuses?.observe(
+      pods.map(({ view, manifest }) => ({ uid: podUid(manifest, { node: hostname, source: view.source }), view, manifest })),
+      { runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) },
+    );
     return {
-      pods: await this.viewsWithManifests(),
+      pods:
+        observed === undefined ? pods : pods.map((p, i) => ({ ...p, status: observed[i]!.status, statusVersion: observed[i]!.version })),
       nodeName: hostname,
       runtime: runtime.name,
       ...(hostIP === undefined ? {} : { hostIP }),

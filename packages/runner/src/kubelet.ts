@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import {
   isManagedBy,
   nodeNameProblem,
+  podUid,
   silentLogger,
   systemClock,
   type AgentView,
@@ -36,6 +37,7 @@ import { AdaptiveSlots, MAX_CONCURRENCY } from './adaptive-slots.js';
 import { AgentReadApi } from './agent-api.js';
 import { checkCapabilities } from './capabilities.js';
 import { PodFiles } from './pod-files.js';
+import { PodStatusManager, type PodStatusRecord } from './pod-status-manager.js';
 import { PodTerminations } from './pod-terminations.js';
 import { HookRunner } from './hooks.js';
 import { PlanExecutor } from './executor.js';
@@ -82,6 +84,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   private readonly syncFrequencyMs: number;
   private readonly intake: SourceIntake;
   private readonly terminations: PodTerminations;
+  private readonly statuses: PodStatusManager;
   private readonly workers: PodWorkers;
   private readonly prober: Prober;
   private readonly probeCounts = new ProbeMetrics();
@@ -128,6 +131,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       inbox,
     });
     this.terminations = new PodTerminations(this.hostname, this.clock, emit);
+    this.statuses = new PodStatusManager(this.clock);
     const { runtime, clock, logger } = this;
     this.prober = new Prober({ runtime, clock, events: this.events, logger, ...options.probes, inbox, metrics: this.probeCounts });
     this.housekeeping = housekeepingOf(options.housekeeping, {
@@ -224,6 +228,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       clock: this.clock,
       intake: this.intake,
       terminations: this.terminations,
+      statuses: this.statuses,
       pass: this.passes,
       prober: this.prober,
       pullBackOff: (image) => executor.pullBackOff(image),
@@ -361,6 +366,33 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   sources(): readonly SourceView[] {
     return this.intake.statuses();
+  }
+
+  /**
+   * Each pod's status in the agent's model (see `PodStatusManager`), brought up to date now: by
+   * uid, versioned, with a terminal phase kept and each condition's last transition.
+   */
+  async podStatuses(): Promise<PodStatusRecord[]> {
+    const listing = await this.api.podListing();
+    return listing.pods.flatMap(({ manifest, view }) => {
+      const found = this.statuses.get(podUid(manifest, { node: this.hostname, source: view.source }));
+      return found === undefined ? [] : [found];
+    });
+  }
+
+  /**
+   * Told the uids of the pods whose status changed, once per change (and of those that went), as
+   * the agent sees them change (after each pass and event); returns the way to stop.
+   */
+  watchPodStatuses(listener: (uids: readonly string[]) => void): () => void {
+    const stopStatuses = this.statuses.watch(listener);
+    const stopChanges = this.watchChanges(() => {
+      this.api.podListing().catch((error: unknown) => this.logger.debug({ err: error }, 'pod statuses not brought up to date'));
+    });
+    return () => {
+      stopStatuses();
+      stopChanges();
+    };
   }
 
   watchChanges(listener: () => void): () => void {

@@ -1,0 +1,201 @@
+import type { ContainerManifest } from './manifest.js';
+import type { ContainerView, EndedRun, PodView } from './agent-view.js';
+
+/**
+ * A pod's status, as the kubelet writes a v1 Pod's `status` (`generateAPIPodStatus` and
+ * `getPhase` in kubelet_pods.go, the conditions of the status manager), derived from what the agent
+ * sees of the pod (its `PodView`) and its manifest. Pure: the same view gives the same status. The
+ * agent's status model (`PodStatusManager` in `@kubelet-ts/runner`) keeps it per pod uid, with
+ * memory (a terminal phase, each condition's last transition) and versions; `/pods` renders it.
+ */
+export interface PodStatus {
+  readonly phase: PodPhase;
+  readonly conditions: readonly PodCondition[];
+  readonly hostIP?: string;
+  readonly hostIPs?: readonly { readonly ip: string }[];
+  readonly podIP?: string;
+  readonly podIPs?: readonly { readonly ip: string }[];
+  /** RFC 3339. */
+  readonly startTime?: string;
+  readonly initContainerStatuses?: readonly Record<string, unknown>[];
+  readonly containerStatuses: readonly Record<string, unknown>[];
+}
+
+export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+
+export interface PodCondition {
+  readonly type: string;
+  readonly status: 'True' | 'False';
+  readonly reason?: string;
+  readonly message?: string;
+  /** RFC 3339: when `status` last changed, as the status model saw it. */
+  readonly lastTransitionTime?: string;
+}
+
+/** What a pod's status takes from its node: the runtime's name (the scheme of a `containerID`) and the node's address. */
+export interface PodStatusNode {
+  readonly runtime: string;
+  readonly hostIP?: string;
+}
+
+/** The pod's status now, by the kubelet's rules (see `PodStatus`). */
+export function derivePodStatus(view: PodView, manifest: ContainerManifest, node: PodStatusNode): PodStatus {
+  const options = node;
+  const init = initState(view, manifest);
+  // While the init containers run, an app container waits for them, as the kubelet says.
+  const apps = init.initialized
+    ? view.containers
+    : view.containers.map((c) => (c.state === 'missing' ? { ...c, waitingReason: 'PodInitializing' as const } : c));
+  const statuses = apps.map((c) => containerStatus(c, view.id, options.runtime));
+  const unready = view.containers.filter((c) => !c.ready).map((c) => c.name);
+  const phase = init.failed ? 'Failed' : init.initialized ? podPhase(view.containers, manifest.restartPolicy ?? 'Always') : 'Pending';
+  const allReady = unready.length === 0 && phase !== 'Succeeded';
+  const notReady =
+    phase === 'Succeeded'
+      ? { reason: 'PodCompleted' }
+      : { reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` };
+  const podIP = manifest.hostNetwork === true ? options.hostIP : view.podIP;
+  const startTime = earliest(view.containers.flatMap((c) => [c.startedAt, c.lastRun?.startedAt]));
+  return {
+    phase,
+    conditions: [
+      init.initialized
+        ? { type: 'Initialized', status: 'True' }
+        : {
+            type: 'Initialized',
+            status: 'False',
+            reason: 'ContainersNotInitialized',
+            message: `containers with incomplete status: [${init.incomplete.join(' ')}]`,
+          },
+      { type: 'Ready', status: allReady ? 'True' : 'False', ...(allReady ? {} : notReady) },
+      { type: 'ContainersReady', status: allReady ? 'True' : 'False', ...(allReady ? {} : notReady) },
+      { type: 'PodScheduled', status: 'True' },
+    ],
+    ...(options.hostIP === undefined ? {} : { hostIP: options.hostIP }),
+    ...(podIP === undefined ? {} : { podIP, podIPs: [{ ip: podIP }] }),
+    ...(startTime === undefined ? {} : { startTime: rfc3339(startTime) }),
+    ...(view.initContainers === undefined
+      ? {}
+      : { initContainerStatuses: view.initContainers.map((c) => containerStatus(c, view.id, options.runtime)) }),
+    containerStatuses: statuses,
+  };
+}
+
+/**
+ * Whether the pod's init containers are done (each that runs to completion exited 0, each sidecar
+ * runs; or an app container has run, after which the kubelet runs none again), which of them are
+ * not, and whether one failed for good (a failure under `restartPolicy: Never`: the pod Failed).
+ */
+function initState(view: PodView, manifest: ContainerManifest): { initialized: boolean; failed: boolean; incomplete: string[] } {
+  const inits = view.initContainers ?? [];
+  const sidecar = (i: number) => manifest.initContainers?.[i]?.restartPolicy === 'Always';
+  const incomplete = inits
+    .filter((c, i) => (sidecar(i) ? c.state !== 'running' : !(c.state === 'exited' && c.exitCode === 0)))
+    .map((c) => c.name);
+  const appsRan = view.containers.some((c) => c.state !== 'missing' || c.lastRun !== undefined);
+  const initialized = incomplete.length === 0 || appsRan;
+  const failed =
+    !initialized && manifest.restartPolicy === 'Never' && inits.some((c, i) => !sidecar(i) && c.state === 'exited' && c.exitCode !== 0);
+  return { initialized, failed, incomplete };
+}
+
+/**
+ * The kubelet's `getPhase`: a container not running and never ended is waiting (Pending); any
+ * running one, none unknown, is Running; all ended: Running under `Always` (they restart),
+ * Succeeded when every one exited 0, Failed under `Never`, else Running (`OnFailure` restarts them).
+ */
+export function podPhase(
+  containers: readonly ContainerView[],
+  restartPolicy: 'Always' | 'OnFailure' | 'Never',
+): 'Pending' | 'Running' | 'Succeeded' | 'Failed' {
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  for (const c of containers) {
+    if (c.state === 'running') running += 1;
+    else if (c.state === 'exited') {
+      stopped += 1;
+      if (c.exitCode === 0) succeeded += 1;
+    } else if (c.lastRun !== undefined)
+      stopped += 1; // waiting, but an earlier run ended: as the kubelet counts it
+    else waiting += 1;
+  }
+  if (waiting > 0) return 'Pending';
+  if (running > 0) return 'Running';
+  if (stopped === 0) return 'Pending';
+  if (restartPolicy === 'Always') return 'Running';
+  if (stopped === succeeded) return 'Succeeded';
+  return restartPolicy === 'Never' ? 'Failed' : 'Running';
+}
+
+function containerStatus(c: ContainerView, podId: string, runtime: string): Record<string, unknown> {
+  const shownRun: EndedRun | undefined =
+    c.state === 'exited' && c.id !== undefined
+      ? { id: c.id, ...optional({ exitCode: c.exitCode, startedAt: c.startedAt, finishedAt: c.finishedAt }) }
+      : undefined;
+  let state: Record<string, unknown>;
+  let last = c.lastRun;
+  if (c.state === 'running') {
+    state = { running: { ...optional({ startedAt: time(c.startedAt) }) } };
+  } else if (c.waitingReason !== undefined) {
+    state = { waiting: { reason: c.waitingReason, ...optional({ message: waitingMessage(c, podId) }) } };
+    // While an exited container waits to be restarted, the run that ended is the last state.
+    if (shownRun !== undefined) last = shownRun;
+  } else if (shownRun !== undefined) {
+    state = { terminated: terminated(shownRun, runtime) };
+  } else {
+    state = { waiting: { reason: 'ContainerCreating' } };
+  }
+  return {
+    name: c.name,
+    image: c.image,
+    ...(c.id === undefined ? {} : { containerID: `${runtime}://${c.id}` }),
+    restartCount: c.restartCount,
+    ready: c.ready,
+    started: c.started,
+    state,
+    lastState: last === undefined ? {} : { terminated: terminated(last, runtime) },
+  };
+}
+
+function terminated(run: EndedRun, runtime: string): Record<string, unknown> {
+  return {
+    ...optional({ exitCode: run.exitCode }),
+    reason: run.exitCode === 0 ? 'Completed' : 'Error',
+    ...optional({ startedAt: time(run.startedAt), finishedAt: time(run.finishedAt) }),
+    containerID: `${runtime}://${run.id}`,
+  };
+}
+
+function waitingMessage(c: ContainerView, podId: string): string | undefined {
+  if (c.waitingReason === 'CrashLoopBackOff' && c.backOff !== undefined) {
+    return `back-off ${c.backOff.delayMs / 1000}s restarting failed container=${c.name} pod=${podId}; until ${rfc3339(c.backOff.until)}`;
+  }
+  if (c.waitingReason === 'CreateContainerConfigError' && c.refused !== undefined) return c.refused.message;
+  if ((c.waitingReason === 'CreateContainerError' || c.waitingReason === 'RunContainerError') && c.refused !== undefined) {
+    return `${c.refused.message} (tried again after ${rfc3339(c.refused.until)})`;
+  }
+  if (c.waitingReason === 'ImagePullBackOff' && c.pullBackOff !== undefined) {
+    return `Back-off pulling image "${c.image}" until ${rfc3339(c.pullBackOff.until)}: ${c.pullBackOff.message}`;
+  }
+  return undefined;
+}
+
+function earliest(times: readonly (number | undefined)[]): number | undefined {
+  const known = times.filter((t): t is number => t !== undefined);
+  return known.length === 0 ? undefined : Math.min(...known);
+}
+
+/** RFC 3339 in UTC, to the second, as Kubernetes writes times (`2026-12-03T10:36:17Z`). */
+export function rfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function time(ms: number | undefined): string | undefined {
+  return ms === undefined ? undefined : rfc3339(ms);
+}
+
+function optional<T extends Record<string, unknown>>(fields: T): Partial<T> {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
