@@ -257,9 +257,10 @@ describe('renderPodList', () => {
     expect(item.status['phase']).toBe('Pending');
   });
 
-  it('sets Ready and ContainersReady from every container’s ready, naming the unready; Initialized and PodScheduled are True', () => {
-    const ready = render({ containers: [running('a'), running('b')] });
+  it('sets Ready and ContainersReady from every container’s ready, naming the unready; Initialized and PodScheduled are True; PodReadyToStartContainers from the sandbox', () => {
+    const ready = render({ containers: [running('a'), running('b')], sandboxReady: true });
     expect(ready.status['conditions']).toEqual([
+      { type: 'PodReadyToStartContainers', status: 'True' },
       { type: 'Initialized', status: 'True' },
       { type: 'Ready', status: 'True' },
       { type: 'ContainersReady', status: 'True' },
@@ -273,6 +274,8 @@ describe('renderPodList', () => {
       message: 'containers with unready status: [b c]',
     });
     expect(condition(unready, 'ContainersReady')).toMatchObject({ status: 'False', reason: 'ContainersNotReady' });
+    // No ready sandbox (none yet, or a dead one): the pod is not ready to start containers.
+    expect(condition(unready, 'PodReadyToStartContainers')).toEqual({ type: 'PodReadyToStartContainers', status: 'False' });
     expect(statusOf(unready, 'c')).toMatchObject({ started: false, ready: false, state: { running: {} } });
     const completed = render({ containers: [exited('a', 0)] }, { restartPolicy: 'Never' });
     expect(completed.status['phase']).toBe('Succeeded');

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { since } from '@kubelet-ts/source-server/pod-printing';
 import { AgentClientError } from './agent-client.js';
 import { addConnectionOptions, failed, openAgent, parseClientCommand, type ConnectionOptions } from './connection.js';
 import { compare, type GetIo } from './get-context.js';
@@ -123,7 +124,14 @@ export function describePod(pod: V1Pod, events: readonly V1Event[], now: number)
     sortedEntries(pod.metadata.labels).map(([k, v]) => [`${k}=${v}`]),
   );
   multiline(lines, 'Annotations:', annotationLines(pod.metadata.annotations ?? {}));
-  w(0, 'Status:', { text: status.phase ?? '', colour: statusColour(status.phase ?? '') });
+  const phase = status.phase ?? '';
+  const deletion = pod.metadata.deletionTimestamp;
+  if (deletion !== undefined && phase !== 'Succeeded' && phase !== 'Failed') {
+    // As kubectl describes a pod on its way out.
+    w(0, 'Status:', { text: `Terminating (lasts ${since(deletion, now)})`, colour: statusColour('Terminating') });
+    if (pod.metadata.deletionGracePeriodSeconds !== undefined)
+      w(0, 'Termination Grace Period:', `${pod.metadata.deletionGracePeriodSeconds}s`);
+  } else w(0, 'Status:', { text: phase, colour: statusColour(phase) });
   if (status.reason) w(0, 'Reason:', status.reason);
   if (status.message) w(0, 'Message:', status.message);
   w(0, 'IP:', status.podIP ?? '');
@@ -171,6 +179,7 @@ export function describePod(pod: V1Pod, events: readonly V1Event[], now: number)
       w(2, 'SizeLimit:', v.emptyDir.sizeLimit ?? '<unset>');
     } else w(2, '<unknown>');
   }
+  if (status.qosClass !== undefined) w(0, 'QoS Class:', status.qosClass);
   const annotations = pod.metadata.annotations ?? {};
   const source = annotations[SOURCE_ANNOTATION];
   const kind = annotations[CONFIG_SOURCE_ANNOTATION];

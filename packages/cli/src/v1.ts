@@ -80,6 +80,7 @@ export interface V1Pod {
     readonly uid?: string;
     readonly creationTimestamp?: string;
     readonly deletionTimestamp?: string;
+    readonly deletionGracePeriodSeconds?: number;
     readonly labels?: Readonly<Record<string, string>>;
     readonly annotations?: Readonly<Record<string, string>>;
   };
@@ -103,6 +104,7 @@ export interface V1Pod {
     readonly podIP?: string;
     readonly podIPs?: ReadonlyArray<{ readonly ip: string }>;
     readonly startTime?: string;
+    readonly qosClass?: string;
     readonly initContainerStatuses?: readonly V1ContainerStatus[];
     readonly containerStatuses?: readonly V1ContainerStatus[];
   };

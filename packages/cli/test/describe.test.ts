@@ -130,16 +130,18 @@ describe('kubelet-ts describe pod, against a running agent on the in-memory runt
         '    Mounts:',
         '      /data from data (rw)',
         'Conditions:',
-        '  Type              Status',
-        '  Initialized       True ',
-        '  Ready             True ',
-        '  ContainersReady   True ',
-        '  PodScheduled      True ',
+        '  Type                        Status',
+        '  PodReadyToStartContainers   True ',
+        '  Initialized                 True ',
+        '  Ready                       True ',
+        '  ContainersReady             True ',
+        '  PodScheduled                True ',
         'Volumes:',
         '  data:',
         "    Type:       EmptyDir (a temporary directory that shares a pod's lifetime)",
         '    Medium:     ',
         '    SizeLimit:  <unset>',
+        'QoS Class:      BestEffort',
         'Source:         server (kubernetes.io/config.source=http)',
         '',
       ].join('\n'),
@@ -179,6 +181,26 @@ describe('kubelet-ts describe pod, against a running agent on the in-memory runt
     expect(lines.slice(init).find((l) => l.startsWith('    State:'))).toMatch(/^ {4}State: +Running$/);
     expect(lines.indexOf('Containers:')).toBeGreaterThan(init);
     expect(lines[lines.indexOf('Containers:') + 1]).toBe('  job:');
+  });
+
+  it('says a pod on its way out is Terminating, for how long, and its grace, as kubectl does; a finished one keeps its phase', () => {
+    const marked = (phase: string) =>
+      describePod(
+        {
+          metadata: { name: 'web', deletionTimestamp: new Date(now - 7_000).toISOString(), deletionGracePeriodSeconds: 2 },
+          spec: { containers: [{ name: 'c', image: 'i' }] },
+          status: { phase, qosClass: 'Burstable' },
+        },
+        [],
+        now,
+      ).map((cells) => cells.map((c) => (typeof c === 'string' ? c : c.text)).join(' '));
+    const running = marked('Running');
+    expect(running).toContainEqual('Status: Terminating (lasts 7s)');
+    expect(running).toContainEqual('Termination Grace Period: 2s');
+    expect(running).toContainEqual('QoS Class: Burstable');
+    const done = marked('Succeeded');
+    expect(done).toContainEqual('Status: Succeeded');
+    expect(done.some((l) => l.startsWith('Termination Grace Period'))).toBe(false);
   });
 
   it('says <none> where a pod has no events, labels or mounts', () => {

@@ -86,6 +86,8 @@ export interface PodView {
   readonly annotations?: Readonly<Record<string, string>>;
   /** The pod's IP: its ready sandbox's, as the runtime lists it (`status.podIP`); none in a hostNetwork pod, whose IP is the node's. */
   readonly podIP?: string;
+  /** Whether the pod has a ready sandbox (its namespaces made, its network up): the kubelet's `PodReadyToStartContainers`. */
+  readonly sandboxReady?: boolean;
   /** The manifest's init containers (sidecars among them), in order, as `containers` shows the app containers; absent without any. */
   readonly initContainers?: readonly ContainerView[];
   readonly containers: readonly ContainerView[];

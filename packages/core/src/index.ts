@@ -221,9 +221,11 @@ export type {
 export {
   derivePodStatus,
   podPhase,
+  qosClassOf,
   rfc3339,
   type PodCondition,
   type PodPhase,
   type PodStatus,
   type PodStatusNode,
+  type QosClass,
 } from './pod-status.js';

@@ -15,6 +15,8 @@ export interface PodStatus {
   readonly hostIPs?: readonly { readonly ip: string }[];
   readonly podIP?: string;
   readonly podIPs?: readonly { readonly ip: string }[];
+  /** The pod's QoS class, from its containers' requests and limits, as the kubelet computes it. */
+  readonly qosClass: QosClass;
   /** RFC 3339. */
   readonly startTime?: string;
   readonly initContainerStatuses?: readonly Record<string, unknown>[];
@@ -22,6 +24,8 @@ export interface PodStatus {
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+
+export type QosClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
 export interface PodCondition {
   readonly type: string;
@@ -59,6 +63,7 @@ export function derivePodStatus(view: PodView, manifest: ContainerManifest, node
   return {
     phase,
     conditions: [
+      { type: 'PodReadyToStartContainers', status: view.sandboxReady === true ? 'True' : 'False' },
       init.initialized
         ? { type: 'Initialized', status: 'True' }
         : {
@@ -71,8 +76,9 @@ export function derivePodStatus(view: PodView, manifest: ContainerManifest, node
       { type: 'ContainersReady', status: allReady ? 'True' : 'False', ...(allReady ? {} : notReady) },
       { type: 'PodScheduled', status: 'True' },
     ],
-    ...(options.hostIP === undefined ? {} : { hostIP: options.hostIP }),
+    ...(options.hostIP === undefined ? {} : { hostIP: options.hostIP, hostIPs: [{ ip: options.hostIP }] }),
     ...(podIP === undefined ? {} : { podIP, podIPs: [{ ip: podIP }] }),
+    qosClass: qosClassOf(manifest),
     ...(startTime === undefined ? {} : { startTime: rfc3339(startTime) }),
     ...(view.initContainers === undefined
       ? {}
@@ -198,4 +204,29 @@ function time(ms: number | undefined): string | undefined {
 
 function optional<T extends Record<string, unknown>>(fields: T): Partial<T> {
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * The kubelet's QoS class (`GetPodQOS`): BestEffort when no container asks for or limits CPU or
+ * memory; Guaranteed when every container limits both, and asks for what it limits (a request
+ * left out is the limit, as Kubernetes defaults it); Burstable otherwise. Init containers count.
+ */
+export function qosClassOf(manifest: Pick<ContainerManifest, 'containers' | 'initContainers'>): QosClass {
+  const all = [...(manifest.initContainers ?? []), ...manifest.containers];
+  const asks = (c: (typeof all)[number]) =>
+    c.memory !== undefined || c.memoryRequest !== undefined || c.cpu !== undefined || c.cpuLimitMillis !== undefined;
+  if (!all.some(asks)) return 'BestEffort';
+  const guaranteed = all.every(
+    (c) =>
+      c.memory !== undefined &&
+      c.cpuLimitMillis !== undefined &&
+      (c.memoryRequest === undefined || c.memoryRequest === c.memory) &&
+      (c.cpu === undefined || c.cpu === sharesOf(c.cpuLimitMillis)),
+  );
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}
+
+/** CPU shares of a milli-CPU request, as the v1 decoding makes them (at least 2, at most 262,144). */
+function sharesOf(millis: number): number {
+  return Math.min(262_144, Math.max(2, Math.floor((millis * 1024) / 1000)));
 }

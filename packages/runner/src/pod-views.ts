@@ -47,6 +47,9 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
   }
   const waiting = new Map(inputs.backOffs.map((b) => [`${b.podId}/${b.container}`, b]));
   const podIPs = podIPsOf(inputs.sandboxes ?? [], inputs.node);
+  const readySandboxes = new Set<string>();
+  for (const s of inputs.sandboxes ?? [])
+    if (s.state === 'ready' && s.labels[Labels.node] === inputs.node) readySandboxes.add(s.labels[Labels.sandbox] ?? '');
   return desired.map(({ manifest, source }) => {
     const view = (c: Container): ContainerView => {
       const key = `${manifest.id}/${c.name}`;
@@ -102,6 +105,7 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
       ...(manifest.labels === undefined ? {} : { labels: manifest.labels }),
       ...(manifest.annotations === undefined ? {} : { annotations: manifest.annotations }),
       ...(manifest.hostNetwork === true || !podIPs.has(manifest.id) ? {} : { podIP: podIPs.get(manifest.id)! }),
+      ...(readySandboxes.has(manifest.id) ? { sandboxReady: true } : {}),
       ...(manifest.initContainers === undefined ? {} : { initContainers: manifest.initContainers.map(view) }),
       containers: manifest.containers.map(view),
     };

@@ -22,7 +22,7 @@ interface Status {
   readonly containerStatuses?: ReadonlyArray<{ readonly state?: Record<string, unknown> }>;
   readonly initContainerStatuses?: ReadonlyArray<{ readonly name: string; readonly state?: Record<string, unknown> }>;
 }
-const statusOf = async (k: Parameters<typeof podListOf>[0]) => (await podListOf(k)).items[0]!.status as Status;
+const statusOf = async (k: Parameters<typeof podListOf>[0]) => (await podListOf(k)).items[0]!.status as unknown as Status;
 
 describe('init containers and sidecars, through the agent', () => {
   const f = agentFixture();
