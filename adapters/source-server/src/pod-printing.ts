@@ -89,8 +89,7 @@ export interface PodSummary {
  * `ImagePullBackOff`) or terminated reason (`Completed`, `Error`), the first container's winning;
  * `Completed` with one still running reads `Running` (or `NotReady`); a pod on its way out reads
  * `Terminating` unless it has finished. Restarts add up, with how long ago the latest ended.
- * `deleted` counts the pod as on its way out: the agent drops a pod at once, where the API server
- * would first show it with a deletion time.
+ * `deleted` counts the pod as on its way out even without a deletion time (a watch's `DELETED`).
  */
 export function podSummary(pod: PrintedPod, now: number, deleted = false): PodSummary {
   const statuses = pod.status?.containerStatuses ?? [];
