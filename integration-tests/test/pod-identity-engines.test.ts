@@ -2,48 +2,60 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AgentProcess } from './agent-process.js';
+import { AgentProcess, runCli } from './agent-process.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 
 /**
- * A pod deleted and made again under its name, as a Deployment's controller or `kubectl replace
- * --force` does: the same name, a new uid (issue 42). On each real engine, through the agent: the
- * old pod's containers and sandbox go, the new pod's start, and everything the agent makes carries
- * the kubelet's uid, namespace and name labels.
+ * Pods as a cluster knows them (issue 42), on each real engine through one agent:
+ * - a pod deleted and made again under its name, as a Deployment's controller or `kubectl replace
+ *   --force` does (the same name, a new uid): the old pod's container and sandbox go, the new
+ *   pod's start, and everything the agent makes carries the kubelet's uid, namespace and name labels;
+ * - deletion as a state: a pod marked for deletion with a grace of 2 s, whose spec says 30 and
+ *   whose container ignores the stop signal, stops within the 2 s (its preStop hook first), is
+ *   shown Terminating meanwhile, and the agent says when it is done; a pod that leaves its source
+ *   is shown Terminating until its container and sandbox are gone.
  */
-describe.each(AGENT_ENGINES)('a pod made again under its name (a new uid) on $name, through the agent', (engine) => {
+describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the agent', (engine) => {
   const node = `e2e-identity-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
   let dir: string;
   let agent: AgentProcess | undefined;
   let url: string;
   let busybox: string;
 
-  const writePod = (uid: string) =>
-    writeFile(
-      join(dir, 'web.yaml'),
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: 'web', namespace: 'shop', uid },
-        spec: {
-          terminationGracePeriodSeconds: 2,
-          containers: [{ name: 'main', image: busybox, command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 0.2; done"] }],
-        },
-      }),
-    );
+  const write = (name: string, document: object) => writeFile(join(dir, `${name}.yaml`), JSON.stringify(document));
+  const v1Pod = (metadata: Record<string, unknown>, grace: number, container: Record<string, unknown>) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata,
+    spec: { terminationGracePeriodSeconds: grace, containers: [{ name: 'main', image: busybox, ...container }] },
+  });
+  /** `web` of namespace `shop`, with the uid given: it stops at once on SIGTERM. */
+  const web = (uid: string) =>
+    v1Pod({ name: 'web', namespace: 'shop', uid }, 2, { command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 0.2; done"] });
+  /** A pod deaf to SIGTERM (only the end of the grace stops it), with a preStop hook. */
+  const deaf = (name: string, metadata: Record<string, unknown> = {}, grace = 30) =>
+    v1Pod({ name, uid: `uid-${name}`, ...metadata }, grace, {
+      command: ['sh', '-c', "trap '' TERM; while true; do sleep 0.2; done"],
+      lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo prestop > /proc/1/fd/1'] } } },
+    });
   type Listed = {
     items: Array<{
-      metadata: { name: string; uid: string };
-      status: { containerStatuses?: Array<{ containerID?: string; state: object }> };
+      metadata: { name: string; uid: string; deletionTimestamp?: string; deletionGracePeriodSeconds?: number };
+      status: { containerStatuses?: Array<{ containerID?: string }> };
     }>;
   };
-  const listed = async () => ((await (await fetch(`${url}/pods`)).json()) as Listed).items.filter((p) => p.metadata.name === 'web');
+  const listed = async (name: string) =>
+    ((await (await fetch(`${url}/pods`)).json()) as Listed).items.find((p) => p.metadata.name === name);
+  const made = async (name: string) => (await engine.labelled(node)).filter((m) => m.labels['io.kubernetes.pod.name'] === name);
+  const at = (type: string, podId: string) => agent!.events(type, podId).map((l) => Number(l['time']));
 
   beforeAll(async () => {
     const prepared = await engine.prepare();
     busybox = prepared.busybox;
     dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-identity-'));
-    await writePod('11111111-1111-4111-8111-111111111111');
+    await write('web', web('11111111-1111-4111-8111-111111111111'));
+    await write('marked', deaf('marked'));
+    await write('leaving', deaf('leaving', {}, 3));
     agent = new AgentProcess([
       ...prepared.flags,
       '--config',
@@ -56,7 +68,11 @@ describe.each(AGENT_ENGINES)('a pod made again under its name (a new uid) on $na
       '1s',
     ]);
     url = await agent.serverUrl();
-    await agent.until(() => agent!.events('ContainerStarted', 'web.shop').length === 1, 'the first pod started', 60_000);
+    await agent.until(
+      () => ['web.shop', 'marked', 'leaving'].every((id) => agent!.events('ContainerStarted', id).length === 1),
+      'the three pods started',
+      60_000,
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -66,9 +82,9 @@ describe.each(AGENT_ENGINES)('a pod made again under its name (a new uid) on $na
   });
 
   it('labels the pod’s sandbox and container with io.kubernetes.pod.uid, .namespace and .name', async () => {
-    const made = await engine.labelled(node);
-    expect(made.map((m) => m.kind).sort()).toEqual(['container', 'sandbox']);
-    for (const m of made)
+    const ours = await made('web');
+    expect(ours.map((m) => m.kind).sort()).toEqual(['container', 'sandbox']);
+    for (const m of ours)
       expect(m.labels).toMatchObject({
         'io.kubernetes.pod.uid': '11111111-1111-4111-8111-111111111111',
         'io.kubernetes.pod.namespace': 'shop',
@@ -76,22 +92,55 @@ describe.each(AGENT_ENGINES)('a pod made again under its name (a new uid) on $na
       });
   });
 
-  it('stops the old pod (within its grace) and starts the new one; the old container and sandbox are gone', async () => {
-    const [before] = await listed();
+  it('replaces a pod made again with a new uid: the old one stops, its container and sandbox go, the new one starts', async () => {
+    const before = await listed('web');
     const oldContainer = before!.status.containerStatuses![0]!.containerID!.replace(/^[a-z]+:\/\//, '');
-    const oldIds = (await engine.labelled(node)).map((m) => m.id);
-    await writePod('22222222-2222-4222-8222-222222222222');
+    const oldIds = (await made('web')).map((m) => m.id);
+    await write('web', web('22222222-2222-4222-8222-222222222222'));
     await agent!.until(() => agent!.events('ContainerStarted', 'web.shop').length === 2, 'the new pod started', 60_000);
-    const removed = agent!.events('ContainerRemoved', 'web.shop').map((l) => l.msg);
-    expect(removed).toEqual([`removed ${oldContainer} (pod-replaced)`]);
+    expect(agent!.events('ContainerRemoved', 'web.shop').map((l) => l.msg)).toEqual([`removed ${oldContainer} (pod-replaced)`]);
     expect(agent!.events('SandboxRemoved', 'web.shop').map((l) => l.msg)).toEqual([
       expect.stringContaining('(pod-replaced; and the pod volumes)'),
     ]);
-    const now = await engine.labelled(node);
+    const now = await made('web');
     expect(now.map((m) => m.kind).sort()).toEqual(['container', 'sandbox']);
     expect(now.some((m) => oldIds.includes(m.id))).toBe(false);
     for (const m of now) expect(m.labels['io.kubernetes.pod.uid']).toBe('22222222-2222-4222-8222-222222222222');
-    const [after] = await listed();
-    expect(after!.metadata.uid).toBe('22222222-2222-4222-8222-222222222222');
+    expect((await listed('web'))!.metadata.uid).toBe('22222222-2222-4222-8222-222222222222');
   });
+
+  it('stops a pod marked for deletion with a grace of 2 s within the 2 s, preStop first, shown Terminating until it says it is done', async () => {
+    const deletionTimestamp = new Date().toISOString();
+    await write('marked', deaf('marked', { deletionTimestamp, deletionGracePeriodSeconds: 2 }));
+    await agent!.until(() => agent!.events('ContainerKilled', 'marked').length === 1, 'the stop to begin', 10_000);
+    expect((await listed('marked'))?.metadata).toMatchObject({ deletionTimestamp, deletionGracePeriodSeconds: 2 });
+    expect((await runCli(['get', 'pods', '--server', url])).stdout).toMatch(/\nmarked\s+\S+\s+Terminating\s/);
+    await agent!.until(() => agent!.events('PodTerminated', 'marked').length === 1, 'the pod to be said terminated', 10_000);
+    const [killed] = at('ContainerKilled', 'marked');
+    const [terminated] = at('PodTerminated', 'marked');
+    // Killed at the end of the deletion's 2 s (not the spec's 30), and said at once: the preStop hook
+    // takes from the 2 s, but the stop keeps at least 2 s after it, as the kubelet's does.
+    expect(terminated! - killed!).toBeGreaterThanOrEqual(1_900);
+    expect(terminated! - killed!).toBeLessThan(4_000);
+    // Nothing starts again while it stays marked in its source.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(agent!.events('ContainerStarted', 'marked')).toHaveLength(1);
+    expect(agent!.events('PodTerminated', 'marked')).toHaveLength(1);
+  }, 30_000);
+
+  it('shows a pod that left its source as Terminating until its container and sandbox are gone, then drops it', async () => {
+    await rm(join(dir, 'leaving.yaml'));
+    // Marked as the API server marks a pod deleted with its grace: the spec's 3 s.
+    let shown = await listed('leaving');
+    for (let i = 0; i < 40 && shown?.metadata.deletionTimestamp === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      shown = await listed('leaving');
+    }
+    expect(shown?.metadata).toMatchObject({ deletionTimestamp: expect.any(String), deletionGracePeriodSeconds: 3 });
+    expect((await runCli(['get', 'pods', '--server', url])).stdout).toMatch(/\nleaving\s+\S+\s+Terminating\s/);
+    await agent!.until(() => agent!.events('PodTerminated', 'leaving').length === 1, 'the pod to be said terminated', 15_000);
+    expect(agent!.events('SandboxRemoved', 'leaving')).toHaveLength(1);
+    expect(await listed('leaving')).toBeUndefined();
+    expect(await made('leaving')).toEqual([]);
+  }, 30_000);
 });

@@ -7,7 +7,7 @@ import type { SandboxSummary } from './sandbox.js';
 import { anyToRun, decideSandbox, indexSandboxes, sandboxRemovals, sandboxRun } from './sandbox-plan.js';
 import { buildContainerSpec, initSpecHashes, specHashes, type SpecContext } from './spec.js';
 import { executionParts } from './create-step.js';
-import { graceFromLabel, preStopOf, removal } from './stop-step.js';
+import { graceFromLabel, killing, removal } from './stop-step.js';
 
 export { CrashBackOff } from './plan-types.js';
 export type { BackOff, Plan, PlanAction, PlanInput, PlanReason, PodPlan } from './plan-types.js';
@@ -58,18 +58,10 @@ export function plan(input: PlanInput): Plan {
  */
 function terminating(manifest: ContainerManifest, list: readonly ContainerSummary[]): readonly PlanAction[] {
   const given = manifest.deletionGracePeriodSeconds;
+  const why = `pod ${manifest.id} is being deleted (since ${manifest.deletionTimestamp})`;
   return stopOrder(manifest, list)
     .filter((c) => c.state === 'running')
-    .map((c) => ({
-      type: 'kill',
-      podId: manifest.id,
-      container: c.labels[Labels.containerName] ?? '',
-      reason: 'deleted',
-      id: c.id,
-      graceSeconds: given ?? graceFromLabel(c),
-      ...preStopOf(c),
-      detail: `pod ${manifest.id} is being deleted (since ${manifest.deletionTimestamp})`,
-    }));
+    .map((c) => killing(manifest.id, c, 'deleted', given ?? graceFromLabel(c), why));
 }
 
 /**
@@ -221,17 +213,7 @@ function planContainers(
     const newest = running[0];
     if (newest !== undefined) {
       const detail = unhealthy.get(newest.id);
-      if (detail !== undefined)
-        act({
-          type: 'kill',
-          podId: manifest.id,
-          container: container.name,
-          reason: 'unhealthy',
-          id: newest.id,
-          graceSeconds: grace,
-          detail,
-          ...preStopOf(newest),
-        });
+      if (detail !== undefined) act(killing(manifest.id, newest, 'unhealthy', grace, detail));
       continue;
     }
     const last = stopped[0];
@@ -414,16 +396,7 @@ function sidecarStops(manifest: ContainerManifest, list: readonly ContainerSumma
   if (sidecars.size === 0 || !appsEnded(manifest, list) || initStep(manifest, list, initSpecHashes(manifest)).kind !== 'done') return [];
   return list
     .filter((c) => c.state === 'running' && sidecars.has(c.labels[Labels.containerName] ?? ''))
-    .map((c) => ({
-      type: 'kill',
-      podId: manifest.id,
-      container: c.labels[Labels.containerName] ?? '',
-      reason: 'pod-completed',
-      id: c.id,
-      graceSeconds: grace,
-      detail: 'every app container of the pod has completed',
-      ...preStopOf(c),
-    }));
+    .map((c) => killing(manifest.id, c, 'pod-completed', grace, 'every app container of the pod has completed'));
 }
 
 /** The pod's containers in the order they stop: app containers (not found among the init ones: rank ∞) first, then init containers, the last one first. */

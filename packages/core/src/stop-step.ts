@@ -21,3 +21,8 @@ export function preStopOf(c: ContainerSummary): { preStop?: string } {
   const preStop = c.labels[Labels.preStop];
   return preStop === undefined ? {} : { preStop };
 }
+
+/** Stops `c` if it runs (after its preStop hook) and keeps it, for the restart policy or for inspection; `detail` says why. */
+export function killing(podId: string, c: ContainerSummary, reason: PlanReason, graceSeconds: number, detail: string): PlanAction {
+  return { type: 'kill', podId, container: c.labels[Labels.containerName] ?? '', reason, id: c.id, graceSeconds, detail, ...preStopOf(c) };
+}
