@@ -80,9 +80,9 @@ export interface RenderedPod {
  */
 export function renderedPods(pods: PodListing['pods'], options: PodListOptions): RenderedPod[] {
   const node = `${options.nodeName}\n${options.runtime}\n${options.hostIP ?? ''}\n`;
-  return pods.map(({ view, manifest, status, statusVersion }) => {
+  return pods.map(({ view, manifest, status, statusVersion, viewJson }) => {
     // A status of the agent's model is known by its version; one derived here, by the view.
-    const from = `${node}${statusVersion ?? ''}\n${JSON.stringify(view)}`;
+    const from = `${node}${statusVersion ?? ''}\n${viewJson ?? JSON.stringify(view)}`;
     const known = renderedOf.get(manifest);
     if (known !== undefined && known.from === from) return known;
     const pod = renderPod(view, manifest, options, status);

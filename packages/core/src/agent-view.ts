@@ -114,6 +114,8 @@ export interface PodListing {
     readonly manifest: ContainerManifest;
     readonly status?: PodStatus;
     readonly statusVersion?: number;
+    /** `view` as JSON, when the agent made it already: a renderer that knows a pod by its view need not make it again. */
+    readonly viewJson?: string;
   }[];
 }
 

@@ -73,6 +73,8 @@ export interface AgentReadApiOptions {
  * pass, and changes nothing.
  */
 export class AgentReadApi {
+  private readonly uids = new WeakMap<ContainerManifest, { readonly source: string; readonly uid: string }>();
+
   constructor(private readonly options: AgentReadApiOptions) {}
 
   async pods(): Promise<PodView[]> {
@@ -87,13 +89,19 @@ export class AgentReadApi {
     const { runtime, hostname, statuses } = this.options;
     const hostIP = nodeAddress(this.options.hostIP);
     const pods = await this.viewsWithManifests();
+    // Each view as JSON once: the status model and the renderer both know a pod unchanged by it.
     const observed = statuses?.observe(
-      pods.map(({ view, manifest }) => ({ uid: podUid(manifest, { node: hostname, source: view.source }), view, manifest })),
+      pods.map(({ view, manifest }) => ({ uid: this.uidOf(manifest, view.source), view, manifest, viewJson: JSON.stringify(view) })),
       { runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) },
     );
     return {
       pods:
-        observed === undefined ? pods : pods.map((p, i) => ({ ...p, status: observed[i]!.status, statusVersion: observed[i]!.version })),
+        observed === undefined
+          ? pods
+          : pods.map((p, i) => {
+              const { status, version, viewJson } = observed[i]!;
+              return { ...p, status, statusVersion: version, ...(viewJson === undefined ? {} : { viewJson }) };
+            }),
       nodeName: hostname,
       runtime: runtime.name,
       ...(hostIP === undefined ? {} : { hostIP }),
@@ -126,6 +134,15 @@ export class AgentReadApi {
 
   metrics(): Promise<{ contentType: string; body: string }> {
     return this.options.metrics.text();
+  }
+
+  /** The pod's uid, remembered per manifest object: a derived one is a hash, and a list of 1,000 pods asks it of each. */
+  private uidOf(manifest: ContainerManifest, source: string): string {
+    const known = this.uids.get(manifest);
+    if (known !== undefined && known.source === source) return known.uid;
+    const uid = podUid(manifest, { node: this.options.hostname, source });
+    this.uids.set(manifest, { source, uid });
+    return uid;
   }
 
   /** A desired pod's namespace and uid (what an event about it is filed under). */

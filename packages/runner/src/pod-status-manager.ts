@@ -23,6 +23,8 @@ export interface ObservedPod {
   readonly uid: string;
   readonly view: PodView;
   readonly manifest: ContainerManifest;
+  /** The view as JSON, when the caller has it already. */
+  readonly viewJson?: string;
 }
 
 interface Kept extends PodStatusRecord {
@@ -52,14 +54,14 @@ export class PodStatusManager {
   constructor(private readonly clock: Clock) {}
 
   /** The status of each pod, brought up to date with what it shows now; in the order given. */
-  observe(pods: readonly ObservedPod[], node: PodStatusNode): PodStatusRecord[] {
+  observe(pods: readonly ObservedPod[], node: PodStatusNode): Array<PodStatusRecord & { readonly viewJson?: string }> {
     const nodeKey = `${node.runtime}\n${node.hostIP ?? ''}\n`;
     const changed: string[] = [];
     const seen = new Set<string>();
     let now: string | undefined;
-    const records = pods.map(({ uid, view, manifest }) => {
+    const records = pods.map(({ uid, view, manifest, viewJson }) => {
       seen.add(uid);
-      const from = nodeKey + JSON.stringify(view);
+      const from = nodeKey + (viewJson ?? JSON.stringify(view));
       const before = this.kept.get(uid);
       if (before !== undefined && before.from === from) return before;
       now ??= rfc3339(this.clock.now());
@@ -79,7 +81,10 @@ export class PodStatusManager {
         changed.push(uid);
       }
     if (changed.length > 0) for (const listener of this.listeners) listener(changed);
-    return records.map(({ uid, podId, version, status }) => ({ uid, podId, version, status }));
+    return records.map(({ uid, podId, version, status }, i) => {
+      const viewJson = pods[i]!.viewJson;
+      return { uid, podId, version, status, ...(viewJson === undefined ? {} : { viewJson }) };
+    });
   }
 
   /** The pod's status as last observed. */
