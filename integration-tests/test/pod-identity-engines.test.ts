@@ -21,6 +21,7 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
   let agent: AgentProcess | undefined;
   let url: string;
   let busybox: string;
+  let flags: string[];
 
   const write = (name: string, document: object) => writeFile(join(dir, `${name}.yaml`), JSON.stringify(document));
   const v1Pod = (metadata: Record<string, unknown>, grace: number, container: Record<string, unknown>) => ({
@@ -41,7 +42,11 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
   type Listed = {
     items: Array<{
       metadata: { name: string; uid: string; deletionTimestamp?: string; deletionGracePeriodSeconds?: number };
-      status: { containerStatuses?: Array<{ containerID?: string }> };
+      status: {
+        phase: string;
+        conditions: Array<{ type: string; status: string; lastTransitionTime?: string }>;
+        containerStatuses?: Array<{ containerID?: string }>;
+      };
     }>;
   };
   const listed = async (name: string) =>
@@ -56,21 +61,18 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
     await write('web', web('11111111-1111-4111-8111-111111111111'));
     await write('marked', deaf('marked'));
     await write('leaving', deaf('leaving', {}, 3));
-    agent = new AgentProcess([
-      ...prepared.flags,
-      '--config',
-      dir,
-      '--hostname-override',
-      node,
-      '--sync-frequency',
-      '1s',
-      '--file-check-frequency',
-      '1s',
-    ]);
+    await write('job', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'job', uid: 'uid-job' },
+      spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: busybox, command: ['sh', '-c', 'sleep 1; exit 0'] }] },
+    });
+    flags = [...prepared.flags, '--config', dir, '--hostname-override', node, '--sync-frequency', '1s', '--file-check-frequency', '1s'];
+    agent = new AgentProcess(flags);
     url = await agent.serverUrl();
     await agent.until(
-      () => ['web.shop', 'marked', 'leaving'].every((id) => agent!.events('ContainerStarted', id).length === 1),
-      'the three pods started',
+      () => ['web.shop', 'marked', 'leaving', 'job'].every((id) => agent!.events('ContainerStarted', id).length === 1),
+      'the four pods started',
       60_000,
     );
   }, 120_000);
@@ -143,4 +145,24 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
     expect(await listed('leaving')).toBeUndefined();
     expect(await made('leaving')).toEqual([]);
   }, 30_000);
+
+  it('keeps a Succeeded pod Succeeded across an agent restart, restarting nothing', async () => {
+    let done = await listed('job');
+    for (let i = 0; i < 50 && done?.status.phase !== 'Succeeded'; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      done = await listed('job');
+    }
+    expect(done?.status.phase).toBe('Succeeded');
+    const container = done!.status.containerStatuses![0]!.containerID;
+    await agent!.stop();
+    agent = new AgentProcess(flags);
+    url = await agent.serverUrl();
+    // Three sync periods after it listens: every pass that could restart the job has run.
+    await new Promise((r) => setTimeout(r, 3_500));
+    const again = await listed('job');
+    expect(again?.status.phase).toBe('Succeeded');
+    expect(again!.status.containerStatuses![0]!.containerID).toBe(container);
+    expect(again!.status.conditions.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'PodCompleted' });
+    expect(agent.events('ContainerStarted', 'job')).toEqual([]);
+  }, 60_000);
 });
