@@ -69,8 +69,8 @@ describe('three agents on one etcd: each runs what its own key holds', () => {
       keys = (range.kvs ?? []).map((kv) => Buffer.from(kv.key, 'base64').toString());
     }
     expect(keys.length).toBeGreaterThanOrEqual(3); // created and started on a, removed on a, started on b …
-    // The container's events, and its pod sandbox's (container POD).
-    expect(keys.every((k) => k.startsWith('/events/web/main/') || k.startsWith('/events/web/POD/'))).toBe(true);
+    // The container's events, its pod sandbox's (container POD), and the pod's own (`_pod`: PodTerminated on a).
+    expect(keys.every((k) => ['/events/web/main/', '/events/web/POD/', '/events/web/_pod/'].some((p) => k.startsWith(p)))).toBe(true);
     expect(keys.some((k) => k.startsWith('/events/web/main/'))).toBe(true);
   });
 
