@@ -2,7 +2,7 @@
 import type { NodeCapacity, PodRuntimeFields } from './container-env.js';
 import type { BackoffPolicy } from './backoff.js';
 import type { ResolverConfig } from './dns.js';
-import type { DesiredPod, LifecycleHandler, PullPolicy } from './manifest.js';
+import type { ContainerManifest, DesiredPod, LifecycleHandler, PullPolicy } from './manifest.js';
 import type { ObjectLookup } from './objects.js';
 import type { PodVolumeFiles } from './create-step.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
@@ -129,6 +129,11 @@ export interface Plan {
   readonly held: number;
   /** Exited containers waiting out their back-off; the agent should pass again at the earliest `until`. */
   readonly backOffs: readonly BackOff[];
+  /**
+   * The desired pods found finished this pass (each container ended for good under its restart
+   * policy, or an init container failed under `Never`): hand them back as `PlanInput.finished`.
+   */
+  readonly finished: readonly ContainerManifest[];
 }
 
 /**
@@ -193,6 +198,12 @@ export interface PlanInput {
    * containers, never its data. Without it, every gone pod's volumes go.
    */
   readonly known?: ReadonlySet<string>;
+  /**
+   * Pods found finished before (`Plan.finished`), by their manifest object: a finished pod never
+   * runs again, as the kubelet never runs a terminal pod again, even when a container of it has
+   * gone (removed by hand). A changed manifest is a new object, and runs.
+   */
+  readonly finished?: { has(manifest: ContainerManifest): boolean };
   /** The ConfigMaps and Secrets each source gives beside its pods, by source name; a pod reads its own source's. Absent: none. */
   readonly objects?: (source: string) => ObjectLookup | undefined;
 }

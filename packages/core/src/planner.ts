@@ -25,12 +25,20 @@ export function plan(input: PlanInput): Plan {
   const backOffs: BackOff[] = [];
   const busy = input.busy ?? new Set<string>();
   const desiredIds = new Set<string>();
+  const finished: ContainerManifest[] = [];
   for (const pod of input.desired) {
     const id = pod.manifest.id;
     desiredIds.add(id);
     if (busy.size > 0 && busy.has(id)) continue;
-    const actions = planPod(pod, byPod.get(id), sandboxesByPod.get(id) ?? NO_SANDBOXES, input, backOffs);
+    const existing = byPod.get(id);
+    // Finished before, and nothing of it runs: it stays as it is, whatever has gone of it since.
+    if (input.finished?.has(pod.manifest) === true && existing?.some((c) => c.state === 'running') !== true) {
+      finished.push(pod.manifest);
+      continue;
+    }
+    const actions = planPod(pod, existing, sandboxesByPod.get(id) ?? NO_SANDBOXES, input, backOffs);
     if (actions.length > 0) pods.push({ podId: id, actions });
+    else if (hasFinished(pod.manifest, existing)) finished.push(pod.manifest);
   }
   let held = 0;
   const gone = new Set([...byPod.keys(), ...sandboxesByPod.keys()]);
@@ -47,7 +55,17 @@ export function plan(input: PlanInput): Plan {
     if (input.allowRemovals) pods.push({ podId, actions });
     else held += actions.length;
   }
-  return { pods, held, backOffs };
+  return { pods, held, backOffs, finished };
+}
+
+/**
+ * Whether the pod has finished for good: a restart policy other than `Always`, and every container
+ * ended as it says it stays ended (or an init container failed under `Never`). The kubelet's
+ * terminal phases, Succeeded and Failed.
+ */
+function hasFinished(manifest: ContainerManifest, list: readonly ContainerSummary[] | undefined): boolean {
+  if ((manifest.restartPolicy ?? 'Always') === 'Always' || list === undefined || list.length === 0) return false;
+  return initStep(manifest, list, initSpecHashes(manifest)).kind === 'failed' || !anyToRun(manifest, byContainerName(list));
 }
 
 /**

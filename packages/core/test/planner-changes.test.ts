@@ -161,7 +161,7 @@ describe('plan: changed specs, removals and ownership', () => {
       now: 0,
     });
     // The running one is kept; the exited one is not running, so it is neither started nor a duplicate.
-    expect(p).toEqual({ pods: [], held: 0, backOffs: [] });
+    expect(p).toEqual({ pods: [], held: 0, backOffs: [], finished: [] });
   });
 
   it('never touches foreign containers or containers labelled for another node', () => {
@@ -185,7 +185,7 @@ describe('plan: changed specs, removals and ownership', () => {
       allowRemovals: true,
       now: 0,
     });
-    expect(p).toEqual({ pods: [], held: 0, backOffs: [] });
+    expect(p).toEqual({ pods: [], held: 0, backOffs: [], finished: [] });
 
     // Without our own container, the pod is created rather than adopting another node's container.
     const p2 = plan({

@@ -22,6 +22,7 @@ describe('plan', () => {
       pods: [],
       held: 0,
       backOffs: [],
+      finished: [],
     });
   });
 

@@ -177,6 +177,33 @@ describe('planning pod sandboxes', () => {
     expect(run({ desired: [desired(plain)], actual: kept, sandboxes: [sandbox(plain)] }).pods).toEqual([]);
   });
 
+  it('remembers a finished pod, and never runs it again, even when a container of it has gone; a changed manifest runs', () => {
+    const job = web(8080, { restartPolicy: 'Never' });
+    const s = sandbox(job);
+    const ended = [container(job, 'app', 'exited'), container(job, 'side', 'exited')];
+    const p = run({ desired: [desired(job)], actual: ended, sandboxes: [s] });
+    expect(p.pods).toEqual([]);
+    expect(p.finished).toEqual([job]);
+    // A container removed by hand: without the memory it is made again, with it nothing runs.
+    const [kept] = ended;
+    expect(steps(run({ desired: [desired(job)], actual: [kept!], sandboxes: [s] }))).toEqual([['create', 'side', 'new']]);
+    const remembered = run({ desired: [desired(job)], actual: [kept!], sandboxes: [s], finished: new Set([job]) });
+    expect(remembered.pods).toEqual([]);
+    expect(remembered.finished).toEqual([job]);
+    // A pod under Always never finishes; a changed manifest (another object) is planned as ever.
+    expect(run({ desired: [desired(web())], actual: [], sandboxes: [] }).finished).toEqual([]);
+    const edited = web(8080, {
+      restartPolicy: 'Never',
+      containers: [
+        { name: 'app', image: 'app:2' },
+        { name: 'side', image: 'side:1' },
+      ],
+    });
+    expect(steps(run({ desired: [desired(edited)], actual: ended, sandboxes: [s], finished: new Set([job]) })).map(([t]) => t)).toContain(
+      'create',
+    );
+  });
+
   it('replaces the sandbox when the pod’s ports change', () => {
     const before = web(8080);
     const s = sandbox(before);

@@ -12,6 +12,7 @@ import {
   type KubeletError,
   type Logger,
   type Plan,
+  type ContainerManifest,
   type PlanInput,
   type PodPlan,
   type SandboxSummary,
@@ -70,6 +71,8 @@ export class SyncPass {
   /** The desired state whose volumes of files were last brought up to date. */
   private filesOf: unknown;
   private filesAwaiting = 0;
+  /** The pods found finished, by manifest object (see `PlanInput.finished`). */
+  private readonly finished = new WeakSet<ContainerManifest>();
   private refreshing: Promise<void> = Promise.resolve();
   /** This node's containers in the last list, by id → pod (to place runtime events). */
   private ours = new Map<string, string>();
@@ -103,7 +106,14 @@ export class SyncPass {
     this.ours = oursById(seen.containers, this.options.hostname);
     this.forgetGone(seen.sandboxes);
     this.options.transitions.exits(seen.containers, busy);
-    return plan(this.planInput(desired.pods, allowRemovals, seen.containers, seen.sandboxes, busy));
+    return this.planned(this.planInput(desired.pods, allowRemovals, seen.containers, seen.sandboxes, busy));
+  }
+
+  /** The plan, with the pods it found finished remembered: they never run again (`PlanInput.finished`). */
+  private planned(input: PlanInput): Plan {
+    const p = plan(input);
+    for (const manifest of p.finished) this.finished.add(manifest);
+    return p;
   }
 
   /** Lets the intake forget the pods it named that are neither desired nor on the runtime any more. */
@@ -135,6 +145,7 @@ export class SyncPass {
       busy,
       unhealthy: this.options.prober.unhealthy(),
       known: this.options.intake.known(),
+      finished: this.finished,
       objects: (source) => this.options.intake.objects(source),
       ...(crashBackOff === undefined ? {} : { crashBackOff }),
       ...(this.options.podFields === undefined ? {} : { podFields: this.options.podFields }),
@@ -310,7 +321,7 @@ export class SyncPass {
     const desired = intake.desired().pods.filter((p) => pods.has(p.manifest.id));
     const actual = containers.filter((c) => pods.has(c.labels[Labels.manifestId] ?? ''));
     const mine = sandboxes.filter((s) => pods.has(s.labels[Labels.sandbox] ?? ''));
-    const p = plan(this.planInput(desired, intake.allSeen(), actual, mine, busy));
+    const p = this.planned(this.planInput(desired, intake.allSeen(), actual, mine, busy));
     // A busy pod was not planned: its back-offs stand until a plan of it is made.
     this.backOffs = [...this.backOffs.filter((b) => !pods.has(b.podId) || busy.has(b.podId)), ...p.backOffs];
     this.options.transitions.backOffs(this.backOffs);

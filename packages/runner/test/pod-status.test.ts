@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { checkedManifest, ManualClock } from '@kubelet-ts/conformance';
 import { podUid, type ContainerManifest, type ContainerView, type PodView } from '@kubelet-ts/core';
 import { PodStatusManager } from '../src/pod-status-manager.js';
-import { agentFixture, HOST } from './agent-fixture.js';
+import { agentFixture, HOST, SYNC_MS } from './agent-fixture.js';
 import { ScriptedSource, settle } from './helpers.js';
 
 const once = (id: string, restartPolicy = 'Never'): ContainerManifest =>
@@ -84,6 +84,27 @@ describe('the pod status model: per uid, versioned, with memory (issue 42)', () 
     await settle();
     expect(told).toHaveLength(count);
     stop();
+  });
+
+  it('never runs a finished pod again, even when its container is removed by hand; its status stays Succeeded', async () => {
+    const source = new ScriptedSource('a', { initial: [once('job')] });
+    const k = f.kubelet([source]);
+    await k.start();
+    await settle();
+    await k.sync();
+    const id = f.one('job', 'main').id;
+    f.runtime.exit(id, 0);
+    await settle();
+    await k.sync();
+    expect((await ready(k, 'job')).phase).toBe('Succeeded');
+    await f.runtime.remove(id, { force: true });
+    for (let i = 0; i < 3; i++) {
+      await f.clock.advance(SYNC_MS);
+      await k.sync();
+    }
+    expect(f.of('job')).toEqual([]);
+    expect(f.runtime.callCount('create')).toBe(1);
+    expect((await ready(k, 'job')).phase).toBe('Succeeded');
   });
 
   it('keeps a Succeeded pod Succeeded across an agent restart', async () => {
