@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
@@ -53,5 +53,52 @@ describe('GET /pods of a real agent over HTTP', () => {
       }),
     ]);
     expect((await fetch(`http://127.0.0.1:${port}/pods`, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('names each changed pod once per change in the watch of /pods, and no other (issue 42)', async () => {
+    const once = (id: string) => checkedManifest({ id, restartPolicy: 'Never', containers: [{ name: 'main', image: 'app:1' }] });
+    const source = new ScriptedSource('file', { initial: [once('a'), once('b')] });
+    const k = f.kubelet([source]);
+    await k.start();
+    await settle();
+    await k.sync();
+    server = createServer(agentApiListener(k));
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const seen: Array<[string, string, string | undefined]> = [];
+    const watch = request(`http://127.0.0.1:${port}/pods?watch=1`, (res) => {
+      let buffer = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => {
+        buffer += chunk;
+        const lines = buffer.split('\n');
+        buffer = lines.pop() ?? '';
+        for (const line of lines.filter((l) => l.trim() !== '')) {
+          const event = JSON.parse(line) as { type: string; object: { metadata: { name: string }; status: { phase: string } } };
+          seen.push([event.type, event.object.metadata.name, event.object.status.phase]);
+        }
+      });
+    });
+    watch.end();
+    /** Waits until the watch has said `n` things, then a while longer, to see that it says nothing more. */
+    const said = async (n: number) => {
+      for (const deadline = Date.now() + 5_000; seen.length < n && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 300)); // the watch renders at most every 50 ms after a change
+    };
+    try {
+      await said(2);
+      expect(seen).toEqual([
+        ['ADDED', 'a', 'Running'],
+        ['ADDED', 'b', 'Running'],
+      ]);
+      f.runtime.exit(f.one('a', 'main').id, 0);
+      await settle();
+      await k.sync();
+      await said(3);
+      for (let i = 0; i < 5; i++) await k.sync();
+      await said(3);
+      expect(seen.slice(2)).toEqual([['MODIFIED', 'a', 'Succeeded']]);
+    } finally {
+      watch.destroy();
+    }
   });
 });
