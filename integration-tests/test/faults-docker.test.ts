@@ -312,6 +312,9 @@ describe('an agent on a real engine through faults of its sources, its engine an
     expect((await agent.stop('SIGKILL')).signal).toBe('SIGKILL');
     agent = startAgent();
     from = 0;
+    // Started, before anything is judged: the pods the killed agent made may be running already, and
+    // a SIGTERM before the agent listens for it would end it by the signal, not by its shutdown.
+    await agent.until(() => agent.lines.some((l) => l.msg === 'kubelet starting'), 'the restarted agent to start', 20_000);
     await converged(desired, 'converged after the restart', 60_000);
     const now = await running();
     const missing = healthy.filter((line) => !now.includes(line));
