@@ -31,9 +31,11 @@ export interface SeenOnHost {
  * A pod that comes back under the same id is a new one: the old one is no longer shown.
  */
 export class PodTerminations {
-  /** The desired pods of the last look, by id: what a pod that leaves had. */
+  /** The pods of the last look, by id: what a pod that leaves had (those a held removal keeps, too). */
   private last = new Map<string, DesiredPod>();
-  private lastDesired: readonly DesiredPod[] | undefined;
+  private lastLook: { readonly desired: readonly DesiredPod[]; readonly allowRemovals: boolean } | undefined;
+  /** The desired pods their source marks for deletion, by id. */
+  private marked = new Map<string, DesiredPod>();
   /** Pods that left their source and still have something on the runtime, marked. */
   private readonly leaving = new Map<string, DesiredPod>();
   /** Marked pods already said terminated, by id → their deletion time. */
@@ -57,26 +59,35 @@ export class PodTerminations {
 
   /**
    * A full pass's look: `desired` as the pass plans it, what the runtime has, and whether the pass
-   * may remove what no source asks for (a pod that left while removals are held is not yet leaving).
+   * may remove what no source asks for (a pod that left while removals are held is not yet leaving:
+   * it is remembered until they are allowed).
    */
   observe(desired: readonly DesiredPod[], seen: SeenOnHost, allowRemovals: boolean): void {
-    if (desired !== this.lastDesired) {
+    if (desired !== this.lastLook?.desired || allowRemovals !== this.lastLook.allowRemovals) {
       const byId = new Map<string, DesiredPod>();
-      for (const pod of desired) byId.set(pod.manifest.id, pod);
-      const present = allowRemovals ? presentOn(seen, this.node).any : new Set<string>();
-      const now = new Date(this.clock.now()).toISOString();
-      for (const [id, pod] of this.last)
-        if (!byId.has(id) && !this.leaving.has(id) && present.has(id)) this.leaving.set(id, markedGone(pod, now));
+      const marked = new Map<string, DesiredPod>();
+      for (const pod of desired) {
+        byId.set(pod.manifest.id, pod);
+        if (pod.manifest.deletionTimestamp !== undefined) marked.set(pod.manifest.id, pod);
+      }
+      const gone = [...this.last].filter(([id]) => !byId.has(id));
+      if (allowRemovals) {
+        const present = presentOn(seen, this.node).any;
+        const now = new Date(this.clock.now()).toISOString();
+        for (const [id, pod] of gone) if (!this.leaving.has(id) && present.has(id)) this.leaving.set(id, markedGone(pod, now));
+      } else for (const [id, pod] of gone) byId.set(id, pod);
       for (const id of [...this.leaving.keys()]) if (byId.has(id)) this.leaving.delete(id);
+      for (const id of [...this.said.keys()]) if (!marked.has(id)) this.said.delete(id);
       this.last = byId;
-      this.lastDesired = desired;
+      this.marked = marked;
+      this.lastLook = { desired, allowRemovals };
     }
     this.settle(seen);
   }
 
   /** After a pod's worker acted, or a pass looked: says which pods on their way out have nothing left running. */
   settle(seen: SeenOnHost): void {
-    if (this.leaving.size === 0 && !this.anyMarked()) return;
+    if (this.leaving.size === 0 && this.marked.size === 0) return;
     const { any, running } = presentOn(seen, this.node);
     for (const [id, pod] of [...this.leaving]) {
       if (any.has(id)) continue;
@@ -89,12 +100,8 @@ export class PodTerminations {
       });
       this.leaving.delete(id);
     }
-    for (const [id, pod] of this.last) {
-      const at = pod.manifest.deletionTimestamp;
-      if (at === undefined) {
-        this.said.delete(id);
-        continue;
-      }
+    for (const [id, pod] of this.marked) {
+      const at = pod.manifest.deletionTimestamp!;
       if (running.has(id) || this.said.get(id) === at) continue;
       this.said.set(id, at);
       this.emit({
@@ -104,12 +111,6 @@ export class PodTerminations {
         message: `pod ${id}, marked for deletion at ${at}, has no container running`,
       });
     }
-    for (const id of [...this.said.keys()]) if (!this.last.has(id)) this.said.delete(id);
-  }
-
-  private anyMarked(): boolean {
-    for (const pod of this.last.values()) if (pod.manifest.deletionTimestamp !== undefined) return true;
-    return this.said.size > 0;
   }
 }
 

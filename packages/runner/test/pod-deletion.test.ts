@@ -91,6 +91,30 @@ describe('deletion as a state: Terminating until nothing of the pod runs (issue 
     ]);
   });
 
+  it('a pod that leaves while removals are held (a source not seen yet) is Terminating once they are allowed, and said terminated', async () => {
+    const a = new ScriptedSource('a', { initial: [web()] });
+    const late = new ScriptedSource('late');
+    const k = f.kubelet([a, late]);
+    await k.start();
+    await settle();
+    await k.sync();
+    expect(f.of('web').map((c) => c.state)).toEqual(['running', 'running']);
+    // Held: the unseen source may still ask for it; nothing of it is stopped, nothing is said.
+    a.push([]);
+    await settle();
+    await k.sync();
+    expect(f.of('web').map((c) => c.state)).toEqual(['running', 'running']);
+    expect(f.events.ofType('PodTerminated', 'web')).toEqual([]);
+    late.push([]);
+    await settle();
+    await k.sync();
+    await settle();
+    expect(f.of('web')).toEqual([]);
+    expect(f.events.ofType('PodTerminated', 'web').map((e) => e.message)).toEqual([
+      expect.stringContaining('containers and sandbox are gone'),
+    ]);
+  });
+
   it('a pod made again under the same id while the old one terminates is the new one, not Terminating', async () => {
     const { source, k } = await started([web()]);
     source.push([]);
