@@ -52,11 +52,6 @@ export class DockerStreams implements ContainerStreaming {
     this.dialer = new NetnsDialer(options.portForwardHelperIdleMs === undefined ? {} : { idleMs: options.portForwardHelperIdleMs });
   }
 
-  /** How many port-forward helpers run now: one per pod's namespace dialled into lately. */
-  get portForwardHelpers(): number {
-    return this.dialer.helperCount;
-  }
-
   /** Ends the port-forward helper of a sandbox that stops or goes (it would keep its namespace). */
   forgetSandbox(id: string): void {
     this.dialer.forget(id);

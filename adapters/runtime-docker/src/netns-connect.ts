@@ -52,7 +52,7 @@ export interface NetnsDialerOptions {
   readonly idleMs?: number;
 }
 
-export const DEFAULT_HELPER_IDLE_MS = 10_000;
+const DEFAULT_HELPER_IDLE_MS = 10_000;
 
 interface Pending {
   readonly port: number;
@@ -92,11 +92,6 @@ export class NetnsDialer {
 
   constructor(options: NetnsDialerOptions = {}) {
     this.idleMs = options.idleMs ?? DEFAULT_HELPER_IDLE_MS;
-  }
-
-  /** How many helper processes there are now (one per namespace dialled into lately). */
-  get helperCount(): number {
-    return this.helpers.size;
   }
 
   /**

@@ -9,9 +9,9 @@ import {
   type PodStatus,
   type PodView,
 } from '@kubelet-ts/core';
+import { toV1Pod } from '@kubelet-ts/manifest';
 
 export { podPhase, rfc3339 } from '@kubelet-ts/core';
-import { toV1Pod } from '@kubelet-ts/manifest';
 
 /** A Kubernetes v1 `PodList`, as the kubelet's `/pods` answers. */
 export interface V1PodList {

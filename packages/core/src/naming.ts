@@ -37,7 +37,7 @@ export const Labels = {
 } as const;
 
 /** The kubelet's labels for a pod: its uid, namespace and name (see `Labels.podUid`). */
-export function podIdentityLabels(manifest: Pick<ContainerManifest, 'id' | 'uuid' | 'namespace'>, uid: string): Record<string, string> {
+export function podIdentityLabels(manifest: Pick<ContainerManifest, 'id' | 'namespace'>, uid: string): Record<string, string> {
   return {
     [Labels.podUid]: uid,
     [Labels.podNamespace]: manifest.namespace ?? 'default',

@@ -96,30 +96,21 @@ function planPod(
   backOffs: BackOff[],
 ): readonly PlanAction[] {
   if (pod.manifest.deletionTimestamp !== undefined) return terminating(pod.manifest, existing ?? NONE);
+  // Made by the pod that had this id before (deleted and made again: another uid). Only a uid the
+  // source gave is compared, and without allocating: every pass asks it of every pod.
   const uid = pod.manifest.uuid;
-  if (uid !== undefined && (existing?.some((c) => ofAnotherUid(c, uid)) === true || mine.some((s) => ofAnotherUid(s, uid)))) {
-    // The pod was deleted and made again under its name: the old one's containers stop (each with
-    // its own grace, preStop first), its sandbox and volumes go, then the new pod starts afresh.
-    const list = existing ?? NONE;
-    const old = list.filter((c) => ofAnotherUid(c, uid));
-    const replaced = pod.manifest.id;
+  const before = (x: { readonly labels: Readonly<Record<string, string>> }) => ofAnotherUid(x, uid);
+  if (uid !== undefined && (existing?.some(before) === true || mine.some(before))) {
+    const [oldContainers, own] = split(existing ?? NONE, before);
+    const [oldSandboxes, ownSandboxes] = split(mine, before);
+    // The old one's containers stop (each with its own grace, preStop first), its sandbox and
+    // volumes go, then the new pod starts afresh.
     return [
-      ...stopOrder(pod.manifest, old).map((c) =>
-        removal(replaced, c.labels[Labels.containerName] ?? '', c, 'pod-replaced', graceFromLabel(c)),
+      ...stopOrder(pod.manifest, oldContainers).map((c) =>
+        removal(pod.manifest.id, c.labels[Labels.containerName] ?? '', c, 'pod-replaced', graceFromLabel(c)),
       ),
-      ...sandboxRemovals(
-        replaced,
-        mine.filter((s) => ofAnotherUid(s, uid)),
-        'pod-replaced',
-        true,
-      ),
-      ...planPod(
-        pod,
-        list.filter((c) => !ofAnotherUid(c, uid)),
-        mine.filter((s) => !ofAnotherUid(s, uid)),
-        input,
-        backOffs,
-      ),
+      ...sandboxRemovals(pod.manifest.id, oldSandboxes, 'pod-replaced', true),
+      ...planPod(pod, own, ownSandboxes, input, backOffs),
     ];
   }
   const decision = decideSandbox(pod.manifest, mine);
@@ -428,4 +419,12 @@ function stopOrder(manifest: ContainerManifest, list: readonly ContainerSummary[
 /** Every container name the manifest lists, init containers too: what is not among them goes. */
 function wantedNames(manifest: ContainerManifest): Set<string> {
   return new Set([...(manifest.initContainers ?? []), ...manifest.containers].map((c) => c.name));
+}
+
+/** `list` split in two: what `matches`, and the rest. */
+function split<T>(list: readonly T[], matches: (item: T) => boolean): [T[], T[]] {
+  const yes: T[] = [];
+  const no: T[] = [];
+  for (const item of list) (matches(item) ? yes : no).push(item);
+  return [yes, no];
 }

@@ -44,13 +44,12 @@ export interface PodStatusNode {
 
 /** The pod's status now, by the kubelet's rules (see `PodStatus`). */
 export function derivePodStatus(view: PodView, manifest: ContainerManifest, node: PodStatusNode): PodStatus {
-  const options = node;
   const init = initState(view, manifest);
   // While the init containers run, an app container waits for them, as the kubelet says.
   const apps = init.initialized
     ? view.containers
     : view.containers.map((c) => (c.state === 'missing' ? { ...c, waitingReason: 'PodInitializing' as const } : c));
-  const statuses = apps.map((c) => containerStatus(c, view.id, options.runtime));
+  const statuses = apps.map((c) => containerStatus(c, view.id, node.runtime));
   const unready = view.containers.filter((c) => !c.ready).map((c) => c.name);
   const phase = init.failed ? 'Failed' : init.initialized ? podPhase(view.containers, manifest.restartPolicy ?? 'Always') : 'Pending';
   const allReady = unready.length === 0 && phase !== 'Succeeded';
@@ -58,7 +57,7 @@ export function derivePodStatus(view: PodView, manifest: ContainerManifest, node
     phase === 'Succeeded'
       ? { reason: 'PodCompleted' }
       : { reason: 'ContainersNotReady', message: `containers with unready status: [${unready.join(' ')}]` };
-  const podIP = manifest.hostNetwork === true ? options.hostIP : view.podIP;
+  const podIP = manifest.hostNetwork === true ? node.hostIP : view.podIP;
   const startTime = earliest(view.containers.flatMap((c) => [c.startedAt, c.lastRun?.startedAt]));
   return {
     phase,
@@ -76,13 +75,13 @@ export function derivePodStatus(view: PodView, manifest: ContainerManifest, node
       { type: 'ContainersReady', status: allReady ? 'True' : 'False', ...(allReady ? {} : notReady) },
       { type: 'PodScheduled', status: 'True' },
     ],
-    ...(options.hostIP === undefined ? {} : { hostIP: options.hostIP, hostIPs: [{ ip: options.hostIP }] }),
+    ...(node.hostIP === undefined ? {} : { hostIP: node.hostIP, hostIPs: [{ ip: node.hostIP }] }),
     ...(podIP === undefined ? {} : { podIP, podIPs: [{ ip: podIP }] }),
     qosClass: qosClassOf(manifest),
     ...(startTime === undefined ? {} : { startTime: rfc3339(startTime) }),
     ...(view.initContainers === undefined
       ? {}
-      : { initContainerStatuses: view.initContainers.map((c) => containerStatus(c, view.id, options.runtime)) }),
+      : { initContainerStatuses: view.initContainers.map((c) => containerStatus(c, view.id, node.runtime)) }),
     containerStatuses: statuses,
   };
 }

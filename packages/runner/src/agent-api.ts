@@ -32,7 +32,7 @@ import type { KubeletMetrics } from './metrics.js';
 import type { PodCache } from './pod-cache.js';
 import { podViews, type PodViewInputs } from './pod-views.js';
 import type { Prober } from './prober.js';
-import type { PodStatusManager } from './pod-status-manager.js';
+import type { PodStatusManager, PodStatusRecord } from './pod-status-manager.js';
 import type { PodTerminations } from './pod-terminations.js';
 import type { SourceIntake } from './source-intake.js';
 import type { PassResult } from './sync-loop.js';
@@ -86,26 +86,33 @@ export class AgentReadApi {
    * from. The rendering is the server's (it needs `toV1Pod`, which the runner does not import).
    */
   async podListing(): Promise<PodListing> {
-    const { runtime, hostname, statuses } = this.options;
+    const { runtime, hostname } = this.options;
     const hostIP = nodeAddress(this.options.hostIP);
-    const pods = await this.viewsWithManifests();
-    // Each view as JSON once: the status model and the renderer both know a pod unchanged by it.
-    const observed = statuses?.observe(
-      pods.map(({ view, manifest }) => ({ uid: this.uidOf(manifest, view.source), view, manifest, viewJson: JSON.stringify(view) })),
-      { runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) },
-    );
+    const { pods, statuses } = await this.observed(hostIP);
     return {
       pods:
-        observed === undefined
-          ? pods
-          : pods.map((p, i) => {
-              const { status, version, viewJson } = observed[i]!;
-              return { ...p, status, statusVersion: version, ...(viewJson === undefined ? {} : { viewJson }) };
-            }),
+        statuses === undefined ? pods : pods.map((p, i) => ({ ...p, status: statuses[i]!.status, statusVersion: statuses[i]!.version })),
       nodeName: hostname,
       runtime: runtime.name,
       ...(hostIP === undefined ? {} : { hostIP }),
     };
+  }
+
+  /** Each pod's status in the model, brought up to date now (see `PodStatusManager`); none without one. */
+  async podStatuses(): Promise<PodStatusRecord[]> {
+    return (await this.observed(nodeAddress(this.options.hostIP))).statuses ?? [];
+  }
+
+  /** The pods with their views (and each view as JSON, made once), and the model brought up to date with them. */
+  private async observed(hostIP: string | undefined) {
+    const { runtime, statuses } = this.options;
+    // Each view as JSON once: the status model and the renderer both know a pod unchanged by it.
+    const pods = (await this.viewsWithManifests()).map((p) => ({ ...p, viewJson: JSON.stringify(p.view) }));
+    const observed = statuses?.observe(
+      pods.map(({ view, manifest, viewJson }) => ({ uid: this.uidOf(manifest, view.source), view, manifest, viewJson })),
+      { runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) },
+    );
+    return { pods, statuses: observed };
   }
 
   private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {
@@ -150,10 +157,7 @@ export class AgentReadApi {
     const found = this.options.intake.desired().pods.find((p) => p.manifest.id === podId) ?? this.options.terminations?.pod(podId);
     return found === undefined
       ? undefined
-      : {
-          namespace: found.manifest.namespace ?? 'default',
-          uid: podUid(found.manifest, { node: this.options.hostname, source: found.source }),
-        };
+      : { namespace: found.manifest.namespace ?? 'default', uid: this.uidOf(found.manifest, found.source) };
   }
 
   async containerInfo(name: string): Promise<ContainerDetails | undefined> {

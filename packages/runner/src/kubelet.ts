@@ -4,7 +4,6 @@ import type { Duplex } from 'node:stream';
 import {
   isManagedBy,
   nodeNameProblem,
-  podUid,
   silentLogger,
   systemClock,
   type AgentView,
@@ -372,12 +371,8 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
    * Each pod's status in the agent's model (see `PodStatusManager`), brought up to date now: by
    * uid, versioned, with a terminal phase kept and each condition's last transition.
    */
-  async podStatuses(): Promise<PodStatusRecord[]> {
-    const listing = await this.api.podListing();
-    return listing.pods.flatMap(({ manifest, view }) => {
-      const found = this.statuses.get(podUid(manifest, { node: this.hostname, source: view.source }));
-      return found === undefined ? [] : [found];
-    });
+  podStatuses(): Promise<PodStatusRecord[]> {
+    return this.api.podStatuses();
   }
 
   /**
@@ -387,7 +382,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
   watchPodStatuses(listener: (uids: readonly string[]) => void): () => void {
     const stopStatuses = this.statuses.watch(listener);
     const stopChanges = this.watchChanges(() => {
-      this.api.podListing().catch((error: unknown) => this.logger.debug({ err: error }, 'pod statuses not brought up to date'));
+      this.api.podStatuses().catch((error: unknown) => this.logger.debug({ err: error }, 'pod statuses not brought up to date'));
     });
     return () => {
       stopStatuses();

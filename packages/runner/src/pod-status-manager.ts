@@ -54,7 +54,7 @@ export class PodStatusManager {
   constructor(private readonly clock: Clock) {}
 
   /** The status of each pod, brought up to date with what it shows now; in the order given. */
-  observe(pods: readonly ObservedPod[], node: PodStatusNode): Array<PodStatusRecord & { readonly viewJson?: string }> {
+  observe(pods: readonly ObservedPod[], node: PodStatusNode): PodStatusRecord[] {
     const nodeKey = `${node.runtime}\n${node.hostIP ?? ''}\n`;
     const changed: string[] = [];
     const seen = new Set<string>();
@@ -81,10 +81,7 @@ export class PodStatusManager {
         changed.push(uid);
       }
     if (changed.length > 0) for (const listener of this.listeners) listener(changed);
-    return records.map(({ uid, podId, version, status }, i) => {
-      const viewJson = pods[i]!.viewJson;
-      return { uid, podId, version, status, ...(viewJson === undefined ? {} : { viewJson }) };
-    });
+    return records.map(({ uid, podId, version, status }) => ({ uid, podId, version, status }));
   }
 
   /** The pod's status as last observed. */
