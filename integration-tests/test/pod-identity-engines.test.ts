@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { V1PodList } from '@kubernetes/client-node';
+// Its model (de)serializer, as its API clients read a response (not exported from the index).
+import { ObjectSerializer } from '@kubernetes/client-node/dist/serializer.js';
 import { AgentProcess, runCli } from './agent-process.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 
@@ -116,6 +119,19 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
     await write('marked', deaf('marked', { deletionTimestamp, deletionGracePeriodSeconds: 2 }));
     await agent!.until(() => agent!.events('ContainerKilled', 'marked').length === 1, 'the stop to begin', 10_000);
     expect((await listed('marked'))?.metadata).toMatchObject({ deletionTimestamp, deletionGracePeriodSeconds: 2 });
+    // Read by a client that is not ours: @kubernetes/client-node's own model of a PodList.
+    const list = ObjectSerializer.deserialize(await (await fetch(`${url}/pods`)).json(), 'V1PodList') as V1PodList;
+    const pod = list.items.find((p) => p.metadata?.name === 'marked')!;
+    expect(pod.metadata?.deletionTimestamp).toEqual(new Date(deletionTimestamp));
+    expect(pod.metadata?.deletionGracePeriodSeconds).toBe(2);
+    expect(pod.status?.qosClass).toBe('BestEffort');
+    expect(pod.status?.conditions?.map((c) => [c.type, c.lastTransitionTime instanceof Date])).toEqual([
+      ['PodReadyToStartContainers', true],
+      ['Initialized', true],
+      ['Ready', true],
+      ['ContainersReady', true],
+      ['PodScheduled', true],
+    ]);
     expect((await runCli(['get', 'pods', '--server', url])).stdout).toMatch(/\nmarked\s+\S+\s+Terminating\s/);
     await agent!.until(() => agent!.events('PodTerminated', 'marked').length === 1, 'the pod to be said terminated', 10_000);
     const [killed] = at('ContainerKilled', 'marked');
