@@ -70,12 +70,17 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
       metadata: { name: 'job', uid: 'uid-job' },
       spec: { restartPolicy: 'Never', containers: [{ name: 'main', image: busybox, command: ['sh', '-c', 'sleep 1; exit 0'] }] },
     });
+    // Two pods whose names joined with their namespaces read the same (`a.b`): two pods on the host.
+    const sleeper = { command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 0.2; done"] };
+    await write('a-b-in-default', v1Pod({ name: 'a.b', uid: 'uid-ab' }, 2, sleeper));
+    await write('a-in-b', v1Pod({ name: 'a', namespace: 'b', uid: 'uid-a' }, 2, sleeper));
     flags = [...prepared.flags, '--config', dir, '--hostname-override', node, '--sync-frequency', '1s', '--file-check-frequency', '1s'];
     agent = new AgentProcess(flags);
     url = await agent.serverUrl();
     await agent.until(
-      () => ['web.shop', 'marked', 'leaving', 'job'].every((id) => agent!.events('ContainerStarted', id).length === 1),
-      'the four pods started',
+      () =>
+        ['web.shop', 'marked', 'leaving', 'job', 'a.b.default', 'a.b'].every((id) => agent!.events('ContainerStarted', id).length === 1),
+      'the six pods started',
       60_000,
     );
   }, 120_000);
@@ -95,6 +100,27 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
         'io.kubernetes.pod.namespace': 'shop',
         'io.kubernetes.pod.name': 'web',
       });
+  });
+
+  it('runs a.b in default and a in b as two pods: a sandbox and a container each, labelled and listed apart', async () => {
+    const labelled = (await engine.labelled(node)).filter((m) => ['uid-ab', 'uid-a'].includes(m.labels['io.kubernetes.pod.uid']!));
+    expect(
+      labelled
+        .map((m) => [m.kind, m.labels['io.kubernetes.pod.namespace'], m.labels['io.kubernetes.pod.name'], m.labels['io.kubernetes.pod.uid']])
+        .sort(),
+    ).toEqual([
+      ['container', 'b', 'a', 'uid-a'],
+      ['container', 'default', 'a.b', 'uid-ab'],
+      ['sandbox', 'b', 'a', 'uid-a'],
+      ['sandbox', 'default', 'a.b', 'uid-ab'],
+    ]);
+    const items = ((await (await fetch(`${url}/pods`)).json()) as { items: Array<{ metadata: Record<string, string>; status: { phase: string } }> }).items;
+    const two = items.filter((p) => ['uid-ab', 'uid-a'].includes(p.metadata['uid']!));
+    expect(two.map((p) => [p.metadata['namespace'], p.metadata['name'], p.status.phase]).sort()).toEqual([
+      ['b', 'a', 'Running'],
+      ['default', 'a.b', 'Running'],
+    ]);
+    expect(agent!.events('ManifestConflict')).toEqual([]);
   });
 
   it('replaces a pod made again with a new uid: the old one stops, its container and sandbox go, the new one starts', async () => {

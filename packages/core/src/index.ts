@@ -152,6 +152,8 @@ export {
   isManifestId,
   nodeNameProblem,
   podNameOf,
+  podKeyOf,
+  type PodKey,
   type ContainerIdentity,
 } from './naming.js';
 export {

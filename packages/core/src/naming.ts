@@ -100,11 +100,31 @@ export function isManifestId(s: string): boolean {
 /**
  * A pod's name as the kubelet shows it (`metadata.name`, the `{pod}` of `/containerLogs`): its
  * manifest id without the `.<namespace>` that a v1 Pod's id carries (`v1PodId`), so `etcd` for
- * the id `etcd.kube-system` in `kube-system`. A 2014 manifest's (no namespace, or `default`) is its id.
+ * the id `etcd.kube-system` in `kube-system`, and `a.b` for the id `a.b.default` in `default` (a
+ * dotted name in `default`). A 2014 manifest's (no namespace) is its id, as is an undotted name's
+ * in `default`.
  */
 export function podNameOf(id: string, namespace: string | undefined): string {
-  if (namespace === undefined || namespace === 'default' || !id.endsWith(`.${namespace}`)) return id;
-  return id.slice(0, -(namespace.length + 1));
+  if (namespace === undefined || !id.endsWith(`.${namespace}`)) return id;
+  const name = id.slice(0, -(namespace.length + 1));
+  return namespace === 'default' && !name.includes('.') ? id : name;
+}
+
+/**
+ * A pod's key as a cluster knows it: its namespace, its name and its uid, each a field (never a
+ * joined string). Two pods with the same namespace and name but another uid are two pods: the
+ * later one replaces the earlier. The manifest id is this key's host form (see `v1PodId` in
+ * `@kubelet-ts/manifest`), one-to-one with (namespace, name).
+ */
+export interface PodKey {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+/** The key of a manifest whose uid is `uid` (see `podUid`): a 2014 manifest's namespace is `default`. */
+export function podKeyOf(manifest: Pick<ContainerManifest, 'id' | 'namespace'>, uid: string): PodKey {
+  return { namespace: manifest.namespace ?? 'default', name: podNameOf(manifest.id, manifest.namespace), uid };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { podDns, type ResolverConfig } from './dns.js';
 import type { ContainerManifest } from './manifest.js';
-import { Labels, buildContainerName, escapeNamePart, isManifestId, podIdentityLabels, podNameOf, podUid } from './naming.js';
+import { Labels, buildContainerName, escapeNamePart, isManifestId, podIdentityLabels, podKeyOf, podUid } from './naming.js';
 import type { PortBinding } from './runtime.js';
 import type { Sysctl } from './security.js';
 import { canonicalJson, initSpecHashes, podPorts } from './spec.js';
@@ -147,7 +147,7 @@ export function buildSandboxSpec(
   return {
     name: buildContainerName(manifest.id, 'POD'),
     podId: manifest.id,
-    pod: { namespace: manifest.namespace ?? 'default', name: podNameOf(manifest.id, manifest.namespace), uid },
+    pod: podKeyOf(manifest, uid),
     hostname: manifest.hostname ?? podHostname(manifest.id),
     ports: hostNetwork ? [] : podPorts(manifest),
     ...(hostNetwork ? { hostNetwork: true } : {}),

@@ -94,6 +94,9 @@ function manifests(v1Only: boolean) {
               : { cpuLimitMillis: Math.max(c.cpuLimitMillis, millisOfShares(c.cpu)) }),
         })),
       }))
+      // v1 says a dotted name without a namespace as `<name>.default` in `default` (see `v1PodId`):
+      // a manifest v1 can say has that id and namespace.
+      .map((m) => (v1Only && m.id.includes('.') ? { ...m, id: `${m.id}.default`, namespace: 'default' } : m))
       .map((raw) => validateManifest(raw, { allowHostNetwork: true }))
       .filter((r) => r.ok)
       .map((r) => (r.ok ? r.manifest : (undefined as never)))
@@ -120,7 +123,8 @@ describe('conversions round-trip, for any manifest a format can say', () => {
     fc.assert(
       fc.property(manifests(false), (m) => {
         expect(readBack(toV1beta1(m))).toEqual(m);
-        expect(readBack(toV1beta1(readBack(toV1Pod(m)) as ContainerManifest))).toEqual(m);
+        // A dotted 2014 id becomes another pod's in v1 (`<id>.default`): only an undotted one comes back.
+        if (!m.id.includes('.')) expect(readBack(toV1beta1(readBack(toV1Pod(m)) as ContainerManifest))).toEqual(m);
       }),
       { numRuns: 150 },
     );

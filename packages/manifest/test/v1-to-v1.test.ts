@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { validateManifest, type ContainerManifest } from '@kubelet-ts/core';
+import { podNameOf, validateManifest, type ContainerManifest } from '@kubelet-ts/core';
+import { parseManifests } from '../src/parse.js';
 import { toV1Pod } from '../src/v1/to-v1.js';
 import { v1PodId } from '../src/v1/pod-id.js';
 
@@ -114,5 +115,39 @@ describe('v1PodId', () => {
     expect(v1PodId('etcd')).toBe('etcd');
     expect(v1PodId('Etcd')).toBeUndefined();
     expect(v1PodId('a'.repeat(200), 'b'.repeat(60))).toBeUndefined();
+  });
+
+  it('is one-to-one with (namespace, name): a dotted name in default is kept as <name>.default, so a.b/default is not a/b', () => {
+    expect(v1PodId('a.b', 'default')).toBe('a.b.default');
+    expect(v1PodId('a.b')).toBe('a.b.default');
+    expect(v1PodId('a', 'b')).toBe('a.b');
+    // Every (namespace, name) of a small alphabet: no two share an id, and the name reads back from it.
+    const names = ['a', 'b', 'a.b', 'b.a', 'a.default', 'default', 'a.b.default'];
+    const namespaces = ['default', 'b', 'a', 'kube-system'];
+    const seen = new Map<string, string>();
+    for (const ns of namespaces)
+      for (const name of names) {
+        const id = v1PodId(name, ns)!;
+        expect(seen.get(id)).toBeUndefined();
+        seen.set(id, `${ns}/${name}`);
+        expect(podNameOf(id, ns)).toBe(name);
+      }
+  });
+});
+
+function readAll(input: string): readonly ContainerManifest[] {
+  const parsed = parseManifests(input, 'pod.yaml');
+  expect(parsed.rejected).toEqual([]);
+  return parsed.manifests;
+}
+
+describe('a dotted name in default through the decoder', () => {
+  it('reads a.b in default and a in b as two pods, each named back as written', () => {
+    const [inDefault] = readAll('apiVersion: v1\nkind: Pod\nmetadata: {name: a.b}\nspec: {containers: [{name: c, image: busybox}]}');
+    const [inB] = readAll('apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: b}\nspec: {containers: [{name: c, image: busybox}]}');
+    expect(inDefault).toMatchObject({ id: 'a.b.default', namespace: 'default' });
+    expect(inB).toMatchObject({ id: 'a.b', namespace: 'b' });
+    expect(toV1Pod(inDefault!).metadata).toMatchObject({ name: 'a.b', namespace: 'default' });
+    expect(toV1Pod(inB!).metadata).toMatchObject({ name: 'a', namespace: 'b' });
   });
 });

@@ -1,9 +1,11 @@
 import {
   derivePodStatus,
+  podKeyOf,
   rfc3339,
   type Clock,
   type ContainerManifest,
   type PodCondition,
+  type PodKey,
   type PodStatus,
   type PodStatusNode,
   type PodView,
@@ -12,6 +14,9 @@ import {
 /** A pod's status in the agent's model: its uid, the version of its status, and the status. */
 export interface PodStatusRecord {
   readonly uid: string;
+  /** The pod as a cluster knows it: namespace, name and uid, each a field. */
+  readonly key: PodKey;
+  /** Its host form: the manifest id its containers are named by. */
   readonly podId: string;
   /** 1 for the first status seen of the pod; one more at each change. */
   readonly version: number;
@@ -70,7 +75,7 @@ export class PodStatusManager {
       const kept: Kept =
         before !== undefined && before.json === json
           ? { ...before, from }
-          : { uid, podId: view.id, version: (before?.version ?? 0) + 1, status, from, json };
+          : { uid, key: podKeyOf(manifest, uid), podId: view.id, version: (before?.version ?? 0) + 1, status, from, json };
       if (kept.version !== before?.version) changed.push(uid);
       this.kept.set(uid, kept);
       return kept;
@@ -81,13 +86,13 @@ export class PodStatusManager {
         changed.push(uid);
       }
     if (changed.length > 0) for (const listener of this.listeners) listener(changed);
-    return records.map(({ uid, podId, version, status }) => ({ uid, podId, version, status }));
+    return records.map(({ uid, key, podId, version, status }) => ({ uid, key, podId, version, status }));
   }
 
   /** The pod's status as last observed. */
   get(uid: string): PodStatusRecord | undefined {
     const kept = this.kept.get(uid);
-    return kept === undefined ? undefined : { uid: kept.uid, podId: kept.podId, version: kept.version, status: kept.status };
+    return kept === undefined ? undefined : { uid: kept.uid, key: kept.key, podId: kept.podId, version: kept.version, status: kept.status };
   }
 
   /** Told the uids whose status changed (or that were forgotten), once per change; returns the way to stop. */

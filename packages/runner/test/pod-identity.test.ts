@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { checkedManifest } from '@kubelet-ts/conformance';
 import { Labels, type ContainerManifest } from '@kubelet-ts/core';
+import { parseManifests } from '@kubelet-ts/manifest';
 import { agentFixture } from './agent-fixture.js';
 import { ScriptedSource, settle } from './helpers.js';
 
@@ -77,5 +78,38 @@ describe('pod identity: the kubelet’s uid, namespace and name on what the agen
     await settle();
     expect(await k.sync()).toMatchObject({ actions: 0 });
     expect(f.of('web.shop').map((c) => c.id)).toEqual(now);
+  });
+
+  it('runs a.b in default and a in b as two pods, each with its own key, containers and status', async () => {
+    const parsed = parseManifests(
+      [
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: a.b, uid: uid-ab}\nspec: {containers: [{name: app, image: "app:1"}]}',
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: b, uid: uid-a}\nspec: {containers: [{name: app, image: "app:2"}]}',
+      ].join('\n---\n'),
+      'pods.yaml',
+    );
+    expect(parsed.rejected).toEqual([]);
+    const source = new ScriptedSource('a', { initial: parsed.manifests });
+    const k = f.kubelet([source]);
+    await k.start();
+    await settle();
+    await k.sync();
+    const running = f
+      .ours()
+      .filter((c) => c.state === 'running')
+      .map((c) => [c.labels[Labels.podNamespace], c.labels[Labels.podName], c.labels[Labels.podUid], c.image])
+      .sort();
+    expect(running).toEqual([
+      ['b', 'a', 'uid-a', 'app:2'],
+      ['default', 'a.b', 'uid-ab', 'app:1'],
+    ]);
+    expect((await f.runtime.listSandboxes()).map((s) => s.labels[Labels.podUid]).sort()).toEqual(['uid-a', 'uid-ab']);
+    const statuses = await k.podStatuses();
+    expect(statuses.map((r) => [r.key, r.status.phase]).sort((x, y) => x[0].uid.localeCompare(y[0].uid))).toEqual([
+      [{ namespace: 'b', name: 'a', uid: 'uid-a' }, 'Running'],
+      [{ namespace: 'default', name: 'a.b', uid: 'uid-ab' }, 'Running'],
+    ]);
+    // No conflict was reported: neither pod hides the other.
+    expect(f.events.events.filter((e) => e.type === 'ManifestConflict')).toEqual([]);
   });
 });

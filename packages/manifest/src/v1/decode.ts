@@ -72,7 +72,14 @@ class V1PodDecoder extends V1VolumeDecoder {
       uuid: m['uid'],
       deletionTimestamp: m['deletionTimestamp'],
       deletionGracePeriodSeconds: m['deletionGracePeriodSeconds'],
-      namespace: namespace === '' ? undefined : namespace,
+      // A dotted name in `default` is kept under `name.default` (see `joinV1PodId`): its namespace is
+      // then written, so that the pod's name can be read back from its id.
+      namespace:
+        namespace == null || namespace === ''
+          ? typeof name === 'string' && name.includes('.')
+            ? 'default'
+            : undefined
+          : namespace,
       labels: m['labels'],
       annotations: m['annotations'],
       hostNetwork: s['hostNetwork'],
