@@ -74,6 +74,8 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
     const sleeper = { command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 0.2; done"] };
     await write('a-b-in-default', v1Pod({ name: 'a.b', uid: 'uid-ab' }, 2, sleeper));
     await write('a-in-b', v1Pod({ name: 'a', namespace: 'b', uid: 'uid-a' }, 2, sleeper));
+    // A pod asking for 200 CPUs: the node's admission refuses it (OutOfcpu).
+    await write('greedy', v1Pod({ name: 'greedy', uid: 'uid-greedy' }, 2, { ...sleeper, resources: { requests: { cpu: '200' } } }));
     flags = [...prepared.flags, '--config', dir, '--hostname-override', node, '--sync-frequency', '1s', '--file-check-frequency', '1s'];
     agent = new AgentProcess(flags);
     url = await agent.serverUrl();
@@ -106,7 +108,12 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
     const labelled = (await engine.labelled(node)).filter((m) => ['uid-ab', 'uid-a'].includes(m.labels['io.kubernetes.pod.uid']!));
     expect(
       labelled
-        .map((m) => [m.kind, m.labels['io.kubernetes.pod.namespace'], m.labels['io.kubernetes.pod.name'], m.labels['io.kubernetes.pod.uid']])
+        .map((m) => [
+          m.kind,
+          m.labels['io.kubernetes.pod.namespace'],
+          m.labels['io.kubernetes.pod.name'],
+          m.labels['io.kubernetes.pod.uid'],
+        ])
         .sort(),
     ).toEqual([
       ['container', 'b', 'a', 'uid-a'],
@@ -114,13 +121,29 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
       ['sandbox', 'b', 'a', 'uid-a'],
       ['sandbox', 'default', 'a.b', 'uid-ab'],
     ]);
-    const items = ((await (await fetch(`${url}/pods`)).json()) as { items: Array<{ metadata: Record<string, string>; status: { phase: string } }> }).items;
+    const items = (
+      (await (await fetch(`${url}/pods`)).json()) as { items: Array<{ metadata: Record<string, string>; status: { phase: string } }> }
+    ).items;
     const two = items.filter((p) => ['uid-ab', 'uid-a'].includes(p.metadata['uid']!));
     expect(two.map((p) => [p.metadata['namespace'], p.metadata['name'], p.status.phase]).sort()).toEqual([
       ['b', 'a', 'Running'],
       ['default', 'a.b', 'Running'],
     ]);
     expect(agent!.events('ManifestConflict')).toEqual([]);
+  });
+
+  it('shows a pod beyond the node’s allocatable Failed with OutOfcpu, as the kubelet’s admission writes it, and makes nothing for it', async () => {
+    await agent!.until(() => agent!.events('PodRejected', 'greedy').length === 1, 'the rejection', 10_000);
+    expect(agent!.events('PodRejected', 'greedy')[0]).toMatchObject({ reason: 'OutOfcpu' });
+    const list = ObjectSerializer.deserialize(await (await fetch(`${url}/pods`)).json(), 'V1PodList') as V1PodList;
+    const greedy = list.items.find((p) => p.metadata?.name === 'greedy');
+    expect(greedy?.status).toMatchObject({ phase: 'Failed', reason: 'OutOfcpu', qosClass: 'Burstable' });
+    expect(greedy?.status?.message).toMatch(
+      /^Pod was rejected: Node didn't have enough resource: cpu, requested: 200000, used: \d+, capacity: \d+$/,
+    );
+    expect(await made('greedy')).toEqual([]);
+    // The others run beside it.
+    expect(list.items.find((p) => p.metadata?.name === 'a.b')?.status?.phase).toBe('Running');
   });
 
   it('replaces a pod made again with a new uid: the old one stops, its container and sandbox go, the new one starts', async () => {

@@ -1,4 +1,4 @@
-import type { ContainerManifest } from '@kubelet-ts/core';
+import { podNameOf, type ContainerManifest } from '@kubelet-ts/core';
 import { isLoopback } from './request-guard.js';
 import type { ServerManifestSourceOptions } from './server-source.js';
 
@@ -44,18 +44,15 @@ export function listenProblem(error: NodeJS.ErrnoException, address: string, por
 }
 
 /**
- * A v1 Pod's id is its name, then `.<namespace>` unless that is `default`: pod `x` of namespace
- * `kube-system` and pod `x.kube-system` of `default` have one id. Replacing the one by the other
- * would be silent: the message of the 409 that names both, or undefined when they are the same pod.
+ * A v1 Pod's id is one-to-one with its namespace and name (see `v1PodId`), but a 2014 manifest's
+ * is what it says: manifest `x.kube-system` (no namespace, so `default`) and pod `x` of namespace
+ * `kube-system` have one id. Replacing the one by the other would be silent: the message of the
+ * 409 that names both, or undefined when they are the same pod.
  */
 export function idClash(id: string, posted: ContainerManifest | undefined, existing: ContainerManifest | undefined): string | undefined {
   if (posted === undefined || existing === undefined) return undefined;
   const namespace = (m: ContainerManifest) => m.namespace ?? 'default';
   if (namespace(posted) === namespace(existing)) return undefined;
-  const nameOf = (m: ContainerManifest) => {
-    const suffix = `.${namespace(m)}`;
-    return m.namespace !== undefined && m.namespace !== 'default' && m.id.endsWith(suffix) ? m.id.slice(0, -suffix.length) : m.id;
-  };
-  const pod = (m: ContainerManifest) => `pod ${JSON.stringify(nameOf(m))} of namespace ${namespace(m)}`;
+  const pod = (m: ContainerManifest) => `pod ${JSON.stringify(podNameOf(m.id, m.namespace))} of namespace ${namespace(m)}`;
   return `manifest id ${JSON.stringify(id)} is already ${pod(existing)}; ${pod(posted)} has the same id and would replace it: delete it first (DELETE /container/${id}), or rename one of them`;
 }

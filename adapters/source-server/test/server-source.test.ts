@@ -249,7 +249,7 @@ describe('ServerManifestSource', () => {
     expect(() => new ServerManifestSource({ port: 0, allowHostNetwork: true, insecureAllowUnauthenticated: true })).not.toThrow();
   });
 
-  it('refuses, as a 409 naming both, a pod whose id is another namespace’s pod (x of kube-system, x.kube-system of default) (issue 27)', async () => {
+  it('refuses, as a 409 naming both, a 2014 manifest whose id is another namespace’s pod (x of kube-system, manifest x.kube-system) (issue 27)', async () => {
     const { sink, url } = await start();
     const v1 = (name: string, namespace?: string) =>
       JSON.stringify({
@@ -260,7 +260,12 @@ describe('ServerManifestSource', () => {
       });
     const json = { 'content-type': 'application/json' };
     expect((await post(url, '/container', v1('x', 'kube-system'), json)).status).toBe(201);
-    const clash = await post(url, '/container', v1('x.kube-system'), json);
+    const clash = await post(
+      url,
+      '/container',
+      JSON.stringify({ id: 'x.kube-system', containers: [{ name: 'main', image: 'default:1' }] }),
+      json,
+    );
     expect(clash.status).toBe(409);
     expect(await clash.text()).toContain(
       'manifest id \\"x.kube-system\\" is already pod \\"x\\" of namespace kube-system; pod \\"x.kube-system\\" of namespace default has the same id and would replace it',
@@ -270,6 +275,17 @@ describe('ServerManifestSource', () => {
     ]);
     // The same pod posted again replaces itself, as before.
     expect((await post(url, '/container', v1('x', 'kube-system'), json)).status).toBe(200);
+    // A v1 pod x.kube-system of default is another pod (issue 42: its id is x.kube-system.default).
+    expect((await post(url, '/container', v1('x.kube-system'), json)).status).toBe(201);
+    expect(
+      sink.updates
+        .at(-1)
+        ?.map((m) => [m.id, m.namespace])
+        .sort(),
+    ).toEqual([
+      ['x.kube-system', 'kube-system'],
+      ['x.kube-system.default', 'default'],
+    ]);
   });
 
   it('refuses a POSTed hostNetwork pod unless host networking is allowed, naming the field and the flag', async () => {

@@ -9,6 +9,7 @@ import { runOnce } from './runonce.js';
 import { wire } from './wiring.js';
 import { sourceCheckpoints, sourceIdentities } from './checkpoints.js';
 import { hostFilesOf } from './host-flags.js';
+import { nodeAllocatable } from './node-allocatable.js';
 
 /** Below this, `--auth-token` is said to be guessable (a random 32-character token is 128 bits or more). */
 const MIN_TOKEN_LENGTH = 32;
@@ -75,6 +76,7 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
         : { volumes: { volumesRoot: options.volumesRoot, volumeFilesDir: options.volumeFilesDir, everyMs: options.volumeStatsAggPeriod } }),
     },
     volumeFilesDir: options.volumeFilesDir,
+    allocatable: nodeAllocatable(options),
     eventLog: { maxEvents: options.eventLogSize, maxAgeMs: options.eventTtl },
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
     hostname,

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { InvalidArgumentError, Option } from 'commander';
+import { ceilMillis, ceilUnits, parseQuantity } from '@kubelet-ts/manifest';
 import {
   isLabelKey,
   isLabelValue,
@@ -83,4 +84,32 @@ export function seccompProfileRootOption(): Option {
     '--seccomp-profile-root <dir>',
     "where a pod's Localhost seccomp profiles are: securityContext.seccompProfile.localhostProfile names a JSON file under it (default: <root-dir>/seccomp)",
   );
+}
+
+/** `--kube-reserved` / `--system-reserved` (the kubelet's form): what is kept from the pods, in thousandths of a CPU and bytes. */
+export interface Reserved {
+  readonly cpuMillis: number;
+  readonly memoryBytes: number;
+}
+
+/**
+ * `--kube-reserved cpu=100m,memory=256Mi` (the kubelet's form): `cpu` and `memory` quantities,
+ * each at most once, summed over repeats of the flag. Other resources the kubelet knows
+ * (`ephemeral-storage`, `pid`) are refused by name, since this agent does not admit by them.
+ */
+export function reservedFlag(value: string, previous: Reserved | undefined): Reserved {
+  let { cpuMillis, memoryBytes } = previous ?? { cpuMillis: 0, memoryBytes: 0 };
+  for (const pair of value.split(',').filter((p) => p !== '')) {
+    const eq = pair.indexOf('=');
+    const [name, amount] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
+    if (name !== 'cpu' && name !== 'memory')
+      throw new InvalidArgumentError(
+        `${JSON.stringify(name)}: only cpu and memory are reserved by this agent (e.g. cpu=100m,memory=256Mi)`,
+      );
+    const q = parseQuantity(amount);
+    if (!q.ok || q.value.numerator < 0n) throw new InvalidArgumentError(`${name}=${amount}: ${q.ok ? 'must not be negative' : q.message}`);
+    if (name === 'cpu') cpuMillis += Number(ceilMillis(q.value));
+    else memoryBytes += Number(ceilUnits(q.value));
+  }
+  return { cpuMillis, memoryBytes };
 }

@@ -5,7 +5,14 @@ import { DEFAULT_POD_INFRA_IMAGE, DEFAULT_VOLUMES_ROOT } from '@kubelet-ts/runti
 import { hostEnforcesAppArmor } from '@kubelet-ts/runner';
 import { DEFAULT_HOST_LOG_DIRECTORY } from '@kubelet-ts/source-server';
 import { parseDuration } from './duration.js';
-import { allowedSysctlsFlag, nodeLabelsFlag, resolvConfOption, seccompProfileRootOption } from './host-flags.js';
+import {
+  allowedSysctlsFlag,
+  nodeLabelsFlag,
+  reservedFlag,
+  resolvConfOption,
+  seccompProfileRootOption,
+  type Reserved,
+} from './host-flags.js';
 import { DEFAULT_ROOT_DIR, addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
 export { normaliseFlagSpelling } from './legacy-flags.js';
@@ -19,6 +26,11 @@ export interface CliOptions extends LegacyFlags {
   readonly volumesRoot: string;
   /** `--node-labels`: the labels this node has besides its hostname, OS and architecture. */
   readonly nodeLabels?: Readonly<Record<string, string>>;
+  /** `--max-pods`: at most this many pods are admitted (the kubelet's 110). */
+  readonly maxPods: number;
+  /** `--kube-reserved`, `--system-reserved`: kept from the pods' allocatable. */
+  readonly kubeReserved?: Reserved;
+  readonly systemReserved?: Reserved;
   /** Where the files of ConfigMap, Secret and downward API volumes go (see `KubeletOptions.volumeFilesDir`). */
   readonly volumeFilesDir: string;
   readonly podInfraImage: string;
@@ -129,6 +141,13 @@ function concurrency(value: string): number {
   return n;
 }
 
+function maxPods(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < 1 || n > 100_000)
+    throw new InvalidArgumentError(`--max-pods: expected a whole number of pods from 1 to 100000, got ${JSON.stringify(value)}`);
+  return n;
+}
+
 function eventLogSize(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < 1 || n > 100_000) {
@@ -209,6 +228,20 @@ export function buildProgram(): Command {
         '--node-labels <key=value,...>',
         "this node's labels, besides kubernetes.io/hostname, kubernetes.io/os and kubernetes.io/arch: a pod whose nodeSelector or required node affinity they do not meet is refused",
       ).argParser(nodeLabelsFlag),
+    )
+    .addOption(
+      new Option('--max-pods <n>', 'at most <n> pods are admitted; one more is Failed with OutOfpods, as the kubelet refuses it')
+        .argParser(maxPods)
+        .default(110),
+    )
+    .addOption(
+      new Option(
+        '--kube-reserved <cpu=…,memory=…>',
+        "CPU and memory kept for the agent: taken off the node's allocatable, which a pod's requests must fit in (else it is Failed with OutOfcpu or OutOfmemory)",
+      ).argParser(reservedFlag),
+    )
+    .addOption(
+      new Option('--system-reserved <cpu=…,memory=…>', 'CPU and memory kept for the system, as --kube-reserved').argParser(reservedFlag),
     )
     .addOption(
       new Option(

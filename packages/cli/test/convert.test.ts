@@ -32,12 +32,15 @@ describe('kubelet-ts convert', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('writes a 2014 manifest as a v1 Pod by default, which reads back to the same manifest', async () => {
+  it('writes a 2014 manifest as a v1 Pod by default, which reads back to the same manifest (a dotted id as <id>.default)', async () => {
     const { code, stdout, stderr } = await convert([fixture('2014/late-2014.json')]);
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     expect(stdout).toMatch(/^apiVersion: v1\nkind: Pod\n/);
     const original = parse(readFileSync(fixture('2014/late-2014.json'), 'utf8'));
-    expect(parse(stdout).manifests).toEqual(original.manifests);
+    // v1 reads a dotted name as a pod of `default`, kept on the host as `<name>.default` (issue 42).
+    expect(parse(stdout).manifests).toEqual(
+      original.manifests.map((m) => (m.id.includes('.') ? { ...m, id: `${m.id}.default`, namespace: 'default' } : m)),
+    );
   });
 
   it('writes a v1 Pod as v1beta1 by default, and several manifests as --- documents; --to forces one format', async () => {

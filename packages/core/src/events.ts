@@ -30,7 +30,12 @@ export type KubeletEventType =
    * and sandbox are gone; one marked for deletion, once its containers have stopped. The moment a
    * node of a cluster has the pod's API object deleted.
    */
-  | 'PodTerminated';
+  | 'PodTerminated'
+  /**
+   * The node's admission refused a pod (its reason the kubelet's: `OutOfcpu`, `OutOfmemory`,
+   * `OutOfpods`, `NodeAffinity`): it never runs, and its status is `Failed` with that reason.
+   */
+  | 'PodRejected';
 
 export interface KubeletEvent {
   readonly type: KubeletEventType;

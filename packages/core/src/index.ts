@@ -64,7 +64,18 @@ export {
 } from './objects.js';
 export { OBJECT_KEY } from './validate-files.js';
 export { PROBE_FIELD_NAMES } from './validate-probe.js';
-export { HOSTNAME_LABEL, isLabelKey, isLabelValue, nodeLabelsOf } from './validate-placement.js';
+export { HOSTNAME_LABEL, isLabelKey, isLabelValue, nodeLabelsOf, placementMatches } from './validate-placement.js';
+export {
+  admissionRefusal,
+  admittedUse,
+  podRequests,
+  type AdmittedUse,
+  type AdmissionNode,
+  type AdmissionReason,
+  type AdmissionRefusal,
+  type NodeAllocatable,
+  type PodRequests,
+} from './admission.js';
 export { podVolumeFiles, type PodVolumeFiles } from './create-step.js';
 export {
   hostAccessOf,
@@ -222,6 +233,7 @@ export type {
 } from './agent-view.js';
 export {
   derivePodStatus,
+  rejectedPodStatus,
   podPhase,
   qosClassOf,
   rfc3339,

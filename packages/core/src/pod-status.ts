@@ -1,3 +1,4 @@
+import type { AdmissionRefusal } from './admission.js';
 import type { ContainerManifest } from './manifest.js';
 import type { ContainerView, EndedRun, PodView } from './agent-view.js';
 
@@ -10,6 +11,9 @@ import type { ContainerView, EndedRun, PodView } from './agent-view.js';
  */
 export interface PodStatus {
   readonly phase: PodPhase;
+  /** Why the pod is in its phase, when the kubelet says (a pod it rejected: `OutOfcpu`, `NodeAffinity`…). */
+  readonly reason?: string;
+  readonly message?: string;
   readonly conditions: readonly PodCondition[];
   readonly hostIP?: string;
   readonly hostIPs?: readonly { readonly ip: string }[];
@@ -40,6 +44,22 @@ export interface PodCondition {
 export interface PodStatusNode {
   readonly runtime: string;
   readonly hostIP?: string;
+}
+
+/**
+ * The status of a pod the node's admission refused (see `admissionRefusal`), as the kubelet's
+ * `rejectPod` writes it: `Failed`, the refusal's reason, "Pod was rejected: " and its message, the
+ * QoS class; no container ever ran.
+ */
+export function rejectedPodStatus(manifest: ContainerManifest, refusal: AdmissionRefusal): PodStatus {
+  return {
+    phase: 'Failed',
+    reason: refusal.reason,
+    message: `Pod was rejected: ${refusal.message}`,
+    conditions: [],
+    qosClass: qosClassOf(manifest),
+    containerStatuses: [],
+  };
 }
 
 /** The pod's status now, by the kubelet's rules (see `PodStatus`). */

@@ -34,7 +34,9 @@ export function nodeLabelsOf(given: Readonly<Record<string, string>> | undefined
  */
 export class PlacementChecks extends ContainerChecks {
   protected placement(selector: unknown, affinity: unknown): Pick<ContainerManifest, 'nodeSelector' | 'nodeAffinity'> {
-    const labels = nodeLabelsOf(this.checks.nodeLabels);
+    // At admission (`placementAtAdmission`), the selector is read and not matched: the agent's
+    // admission matches it, and a pod for another node becomes `Failed` (`NodeAffinity`).
+    const labels = this.checks.placementAtAdmission === true ? undefined : nodeLabelsOf(this.checks.nodeLabels);
     const nodeSelector = selector == null ? undefined : this.selector(selector, labels);
     const nodeAffinity = affinity == null ? undefined : this.affinity(affinity, labels);
     return {
@@ -72,13 +74,13 @@ export class PlacementChecks extends ContainerChecks {
     return out;
   }
 
-  private selector(input: unknown, labels: Readonly<Record<string, string>>): Record<string, string> | undefined {
+  private selector(input: unknown, labels: Readonly<Record<string, string>> | undefined): Record<string, string> | undefined {
     if (!isRecord(input)) return this.fail('nodeSelector', `must be a map of labels, got ${describeValue(input)}`);
     const out: Record<string, string> = {};
     for (const [key, value] of Object.entries(input)) {
       const path = `nodeSelector.${key}`;
       if (!this.labelKey(key, path) || this.string(value, path, false) === undefined) continue;
-      if (labels[key] !== value)
+      if (labels !== undefined && labels[key] !== value)
         this.fail(
           path,
           `wants the node label ${key}=${String(value)}, and this node's ${key} is ${labels[key] === undefined ? 'not set' : JSON.stringify(labels[key])}: the pod is for another node; give this node the label (--node-labels ${key}=${String(value)}, nodeLabels) or leave the selector out`,
@@ -88,7 +90,7 @@ export class PlacementChecks extends ContainerChecks {
     return Object.keys(out).length === 0 ? undefined : out;
   }
 
-  private affinity(input: unknown, labels: Readonly<Record<string, string>>): ContainerManifest['nodeAffinity'] {
+  private affinity(input: unknown, labels: Readonly<Record<string, string>> | undefined): ContainerManifest['nodeAffinity'] {
     const a = this.record(input, 'nodeAffinity', AFFINITY_FIELDS);
     if (a === undefined) return undefined;
     const before = this.errors.length;
@@ -109,7 +111,7 @@ export class PlacementChecks extends ContainerChecks {
     if (this.errors.length > before) return undefined;
     if (terms.length === 0) return this.fail('nodeAffinity.nodeSelectorTerms', 'must list at least one term');
     // Kubernetes: the terms are ORed, a term with no requirement matches nothing.
-    if (!terms.some((t) => termMatches(t, labels)))
+    if (labels !== undefined && !terms.some((t) => termMatches(t, labels)))
       this.fail(
         'nodeAffinity',
         `no term matches this node (its labels: ${Object.entries(labels)
@@ -146,6 +148,19 @@ export class PlacementChecks extends ContainerChecks {
     this.fail(path, 'must be a label key: an optional DNS subdomain and "/", then at most 63 letters, digits, "-", "_" and "."');
     return false;
   }
+}
+
+/**
+ * Whether a node with `labels` may run the pod: its `nodeSelector` labels are all the node's, and
+ * one term of its required node affinity holds (the kubelet's `GetRequiredNodeAffinity(pod).Match`).
+ */
+export function placementMatches(
+  manifest: Pick<ContainerManifest, 'nodeSelector' | 'nodeAffinity'>,
+  labels: Readonly<Record<string, string>>,
+): boolean {
+  const selector = manifest.nodeSelector ?? {};
+  if (!Object.keys(selector).every((key) => Object.hasOwn(labels, key) && labels[key] === selector[key])) return false;
+  return manifest.nodeAffinity === undefined || manifest.nodeAffinity.nodeSelectorTerms.some((t) => termMatches(t, labels));
 }
 
 /** Whether a node with `labels` meets every requirement of `term` (one without requirements meets none). */

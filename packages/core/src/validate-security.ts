@@ -14,6 +14,12 @@ export interface ContainerCheckOptions {
   readonly nodeLabels?: Readonly<Record<string, string>>;
   /** Sysctls allowed beyond the safe set (see `HostAccess.allowedUnsafeSysctls`). */
   readonly allowedUnsafeSysctls?: readonly string[];
+  /**
+   * A pod's `nodeSelector` and node affinity are read but not matched against `nodeLabels`: the
+   * agent's admission matches them and reports a pod for another node as `Failed` (`NodeAffinity`),
+   * as a source of cluster pods wants. Default false: a standalone source refuses it by field.
+   */
+  readonly placementAtAdmission?: boolean;
 }
 
 /** The host namespaces a pod joins, which its sysctls must not reach into. */

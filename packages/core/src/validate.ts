@@ -32,6 +32,8 @@ export interface ValidateOptions extends HostAccess {
    * whose requests have no origin to name a pod after, passes none.
    */
   readonly defaultId?: string | undefined;
+  /** A pod's placement is matched at the agent's admission, not here (see `ContainerCheckOptions.placementAtAdmission`). */
+  readonly placementAtAdmission?: boolean | undefined;
 }
 
 /** An RFC 3339 time, as the API server writes one (`2026-12-06T10:00:00Z`, fractions and offsets allowed). */
@@ -93,7 +95,8 @@ const UUID = /^[A-Za-z0-9][-A-Za-z0-9_.:]{0,252}$/;
  * validates again to an equal one (with the same options), so validating twice is harmless.
  */
 export function validateManifest(input: unknown, options: ValidateOptions = {}): ValidationResult {
-  const v = new Walker(options.writtenAs, hostAccessOf(options));
+  const access = hostAccessOf(options);
+  const v = new Walker(options.writtenAs, options.placementAtAdmission === true ? { ...access, placementAtAdmission: true } : access);
   const manifest = v.manifest(input, options.defaultId);
   if (v.errors.length > 0 || manifest === undefined) {
     const written = isRecord(input) && typeof input['id'] === 'string' && input['id'] !== '' ? input['id'] : undefined;

@@ -19,6 +19,7 @@ export { toV1beta1 } from './v1/to-v1beta1.js';
 export { isFromV1Pod } from './v1/validate-v1.js';
 export { IGNORED_V1_FIELDS } from './v1/fields.js';
 export { v1PodId } from './v1/pod-id.js';
+export { ceilMillis, ceilUnits, parseQuantity } from './v1/quantity.js';
 
 // What sources share
 export { ManifestIntake, type HeldDocument, type IdFor, type ManifestIntakeOptions } from './manifest-intake.js';

@@ -54,6 +54,12 @@ export interface ParsedManifests {
 /** Limits on one text; over any of them, the text is unreadable and the message names the limit. */
 /** With the host access the manifests may take (see `HostAccess`). */
 export interface ParseOptions extends HostAccess {
+  /**
+   * A pod's `nodeSelector` and node affinity are read, not matched: the agent's admission matches
+   * them and shows a pod for another node `Failed` (`NodeAffinity`), as for pods of a cluster.
+   * Default false: a pod for another node is refused by field.
+   */
+  readonly placementAtAdmission?: boolean;
   /** Texts longer than this, in UTF-8 bytes, are unreadable. Default 1 MiB. */
   readonly maxBytes?: number | undefined;
   /**
@@ -161,7 +167,11 @@ export function parseManifests(input: string | Uint8Array, origin: string, optio
         });
       return;
     }
-    const checks = { writtenAs: decoded.writtenAs, ...hostAccessOf(options) };
+    const checks = {
+      writtenAs: decoded.writtenAs,
+      ...hostAccessOf(options),
+      ...(options.placementAtAdmission === true ? { placementAtAdmission: true } : {}),
+    };
     // A Kubernetes object, or any item of a v1 List, is read as a v1 Pod; the rest as 2014 manifests.
     const result =
       isKubernetesObject(item) || inV1List.has(item as object)

@@ -7,6 +7,7 @@ import {
   plan,
   readLogText,
   reportPlan,
+  type AdmissionRefusal,
   type Clock,
   type ContainerDetails,
   type ContainerLogRequest,
@@ -109,16 +110,28 @@ export class AgentReadApi {
     // Each view as JSON once: the status model and the renderer both know a pod unchanged by it.
     const pods = (await this.viewsWithManifests()).map((p) => ({ ...p, viewJson: JSON.stringify(p.view) }));
     const observed = statuses?.observe(
-      pods.map(({ view, manifest, viewJson }) => ({ uid: this.uidOf(manifest, view.source), view, manifest, viewJson })),
+      pods.map(({ view, manifest, viewJson, refusal }) => ({
+        uid: this.uidOf(manifest, view.source),
+        view,
+        manifest,
+        viewJson,
+        ...(refusal === undefined ? {} : { refusal }),
+      })),
       { runtime: runtime.name, ...(hostIP === undefined ? {} : { hostIP }) },
     );
-    return { pods, statuses: observed };
+    return { pods: pods.map(({ view, manifest, viewJson }) => ({ view, manifest, viewJson })), statuses: observed };
   }
 
-  private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest }>> {
+  /**
+   * Every pod the agent knows with its view: those it runs, those on their way out, and those its
+   * admission refused (with the refusal: their status is `Failed`, whatever the view says).
+   */
+  private async viewsWithManifests(): Promise<Array<{ view: PodView; manifest: ContainerManifest; refusal?: AdmissionRefusal }>> {
     const { intake, cache, hostname, pass, prober, pullBackOff, refusedBackOff, terminations } = this.options;
     const leaving = terminations?.pods() ?? [];
-    const desired = leaving.length === 0 ? intake.desired().pods : [...intake.desired().pods, ...leaving];
+    const { pods: running, refused } = intake.desired();
+    const desired = leaving.length === 0 && refused.length === 0 ? running : [...running, ...leaving, ...refused.map((r) => r.pod)];
+    const firstRefused = running.length + leaving.length;
     const { containers: actual, sandboxes } = cache.snapshot();
     const views = podViews(desired, actual, {
       node: hostname,
@@ -128,7 +141,11 @@ export class AgentReadApi {
       ...(pullBackOff === undefined ? {} : { pullBackOff }),
       ...(refusedBackOff === undefined ? {} : { refusedBackOff }),
     });
-    return views.map((view, i) => ({ view, manifest: desired[i]!.manifest }));
+    return views.map((view, i) => ({
+      view,
+      manifest: desired[i]!.manifest,
+      ...(i < firstRefused ? {} : { refusal: refused[i - firstRefused]!.refusal }),
+    }));
   }
 
   async plan(): Promise<PlanReport> {
@@ -154,7 +171,11 @@ export class AgentReadApi {
 
   /** A desired pod's namespace and uid (what an event about it is filed under). */
   podOf(podId: string): { namespace: string; uid: string } | undefined {
-    const found = this.options.intake.desired().pods.find((p) => p.manifest.id === podId) ?? this.options.terminations?.pod(podId);
+    const { pods, refused } = this.options.intake.desired();
+    const found =
+      pods.find((p) => p.manifest.id === podId) ??
+      this.options.terminations?.pod(podId) ??
+      refused.find((r) => r.pod.manifest.id === podId)?.pod;
     return found === undefined
       ? undefined
       : { namespace: found.manifest.namespace ?? 'default', uid: this.uidOf(found.manifest, found.source) };

@@ -1,4 +1,13 @@
-import type { ContainerRuntime, EventSink, Clock, HostAccess, Logger, ManifestSource, ResolverConfig } from '@kubelet-ts/core';
+import type {
+  ContainerRuntime,
+  EventSink,
+  Clock,
+  HostAccess,
+  Logger,
+  ManifestSource,
+  NodeAllocatable,
+  ResolverConfig,
+} from '@kubelet-ts/core';
 import type { NodeFiguresOptions } from './node-figures.js';
 import type { VolumeRoots } from './volume-figures.js';
 import type { NetworkCheck } from './prober.js';
@@ -88,6 +97,13 @@ export interface KubeletOptions extends HostAccess {
   readonly volumeFilesDir?: string;
   /** The recent events kept for `recentEvents()` (`GET /events`): at most `maxEvents` (1,000), for `maxAgeMs` (1 h). */
   readonly eventLog?: { readonly maxEvents?: number; readonly maxAgeMs?: number };
+  /**
+   * What the node can give its pods (the kubelet's allocatable: `--max-pods`, capacity less
+   * `--kube-reserved` and `--system-reserved`). A new pod that does not fit beside those admitted
+   * is refused, as the kubelet refuses it (`OutOfpods`, `OutOfcpu`, `OutOfmemory`): it never runs,
+   * and its status is `Failed` with that reason. A figure left out is not checked; default none.
+   */
+  readonly allocatable?: NodeAllocatable;
 }
 
 export interface KubeletStatus {

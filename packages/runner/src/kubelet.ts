@@ -126,6 +126,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       emit,
       ...(options.sourceBackoff === undefined ? {} : { backoff: options.sourceBackoff }),
       ...hostAccessOf({ ...options, nodeLabels: nodeLabelsOf(options.nodeLabels, this.hostname) }),
+      admission: { labels: nodeLabelsOf(options.nodeLabels, this.hostname), allocatable: options.allocatable ?? {} },
       ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
       inbox,
     });

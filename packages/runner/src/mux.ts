@@ -1,3 +1,4 @@
+import type { PodAdmission, RefusedPod } from './pod-admission.js';
 import { objectLookupOf, type ContainerManifest, type DesiredPod, type ObjectLookup, type SourceObject } from '@kubelet-ts/core';
 
 export interface Conflict {
@@ -9,8 +10,11 @@ export interface Conflict {
 }
 
 export interface DesiredState {
+  /** The pods to run: those the sources give, one per id, that the node admitted. */
   readonly pods: readonly DesiredPod[];
   readonly conflicts: readonly Conflict[];
+  /** The pods the node's admission refused (see `PodAdmission`): shown `Failed`, never run. */
+  readonly refused: readonly RefusedPod[];
 }
 
 /**
@@ -25,7 +29,11 @@ export class SourceMux {
   private readonly objectSets = new Map<string, { readonly given: readonly SourceObject[]; readonly lookup: ObjectLookup }>();
   private cached: DesiredState | undefined;
 
-  constructor(sourceNames: readonly string[]) {
+  constructor(
+    sourceNames: readonly string[],
+    /** The node's admission; without it every pod is admitted. */
+    private readonly admission?: PodAdmission,
+  ) {
     if (new Set(sourceNames).size !== sourceNames.length) throw new Error(`source names must be unique: ${sourceNames.join(', ')}`);
     this.order = sourceNames;
   }
@@ -75,7 +83,9 @@ export class SourceMux {
         else conflicts.push({ podId: manifest.id, winner: existing.source, loser: source });
       }
     }
-    this.cached = { pods: [...byId.values()], conflicts };
+    const given = [...byId.values()];
+    const { admitted, refused } = this.admission?.decide(given) ?? { admitted: given, refused: [] };
+    this.cached = { pods: admitted, conflicts, refused };
     return this.cached;
   }
 }

@@ -1,6 +1,8 @@
 import {
   derivePodStatus,
   podKeyOf,
+  rejectedPodStatus,
+  type AdmissionRefusal,
   rfc3339,
   type Clock,
   type ContainerManifest,
@@ -30,6 +32,8 @@ export interface ObservedPod {
   readonly manifest: ContainerManifest;
   /** The view as JSON, when the caller has it already. */
   readonly viewJson?: string;
+  /** Why the node's admission refused the pod, when it did: its status is then `Failed` with it. */
+  readonly refusal?: AdmissionRefusal;
 }
 
 interface Kept extends PodStatusRecord {
@@ -64,13 +68,14 @@ export class PodStatusManager {
     const changed: string[] = [];
     const seen = new Set<string>();
     let now: string | undefined;
-    const records = pods.map(({ uid, view, manifest, viewJson }) => {
+    const records = pods.map(({ uid, view, manifest, viewJson, refusal }) => {
       seen.add(uid);
-      const from = nodeKey + (viewJson ?? JSON.stringify(view));
+      const from = (refusal === undefined ? nodeKey : `${nodeKey}${refusal.reason}\n`) + (viewJson ?? JSON.stringify(view));
       const before = this.kept.get(uid);
       if (before !== undefined && before.from === from) return before;
       now ??= rfc3339(this.clock.now());
-      const status = remembered(derivePodStatus(view, manifest, node), before?.status, now);
+      const derived = refusal === undefined ? derivePodStatus(view, manifest, node) : rejectedPodStatus(manifest, refusal);
+      const status = remembered(derived, before?.status, now);
       const json = JSON.stringify(status);
       const kept: Kept =
         before !== undefined && before.json === json

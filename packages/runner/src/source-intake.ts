@@ -8,6 +8,7 @@ import {
   type KubeletEvent,
   type Logger,
   type ManifestSource,
+  type AdmissionNode,
   hostAccessOf,
   type HostAccess,
   type ObjectLookup,
@@ -15,6 +16,7 @@ import {
 } from '@kubelet-ts/core';
 import type { Inbox } from './inbox.js';
 import type { KubeletMetrics } from './metrics.js';
+import { PodAdmission } from './pod-admission.js';
 import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
 import type { SourceCheckpoints } from './source-checkpoints.js';
@@ -46,6 +48,11 @@ export interface SourceIntakeOptions extends HostAccess {
    * unreadable at start holds every removal until it delivers.
    */
   readonly checkpoints?: SourceCheckpoints;
+  /**
+   * The node a pod is admitted to (its labels and allocatable; see `PodAdmission`). Without it,
+   * every valid pod is admitted.
+   */
+  readonly admission?: AdmissionNode;
 }
 
 /**
@@ -71,7 +78,23 @@ export class SourceIntake {
   private readonly saving = new Set<Promise<void>>();
 
   constructor(private readonly options: SourceIntakeOptions) {
-    this.mux = new SourceMux(options.sources.map((s) => s.name));
+    const admission =
+      options.admission === undefined
+        ? undefined
+        : new PodAdmission(options.admission, ({ pod, refusal }) => {
+            options.logger.warn({ podId: pod.manifest.id, source: pod.source, reason: refusal.reason }, `pod rejected: ${refusal.message}`);
+            options.emit({
+              type: 'PodRejected',
+              podId: pod.manifest.id,
+              source: pod.source,
+              reason: refusal.reason,
+              message: refusal.message,
+            });
+          });
+    this.mux = new SourceMux(
+      options.sources.map((s) => s.name),
+      admission,
+    );
     this.supervisors = options.sources.map(
       (source) =>
         new SourceSupervisor(

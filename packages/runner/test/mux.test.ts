@@ -17,6 +17,7 @@ describe('SourceMux', () => {
         { manifest: cache, source: 'http' },
       ],
       conflicts: [],
+      refused: [],
     });
   });
 
@@ -116,7 +117,7 @@ describe('SourceMux', () => {
     const mux = new SourceMux([]);
     expect(mux.allSeen()).toBe(true);
     expect(mux.unseen()).toEqual([]);
-    expect(mux.desired()).toEqual({ pods: [], conflicts: [] });
+    expect(mux.desired()).toEqual({ pods: [], conflicts: [], refused: [] });
   });
 
   it('throws on an update from a source it does not know, and keeps its state', () => {

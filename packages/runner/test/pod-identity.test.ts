@@ -105,7 +105,7 @@ describe('pod identity: the kubelet’s uid, namespace and name on what the agen
     ]);
     expect((await f.runtime.listSandboxes()).map((s) => s.labels[Labels.podUid]).sort()).toEqual(['uid-a', 'uid-ab']);
     const statuses = await k.podStatuses();
-    expect(statuses.map((r) => [r.key, r.status.phase]).sort((x, y) => x[0].uid.localeCompare(y[0].uid))).toEqual([
+    expect([...statuses].sort((x, y) => x.uid.localeCompare(y.uid)).map((r) => [r.key, r.status.phase])).toEqual([
       [{ namespace: 'b', name: 'a', uid: 'uid-a' }, 'Running'],
       [{ namespace: 'default', name: 'a.b', uid: 'uid-ab' }, 'Running'],
     ]);

@@ -75,11 +75,7 @@ class V1PodDecoder extends V1VolumeDecoder {
       // A dotted name in `default` is kept under `name.default` (see `joinV1PodId`): its namespace is
       // then written, so that the pod's name can be read back from its id.
       namespace:
-        namespace == null || namespace === ''
-          ? typeof name === 'string' && name.includes('.')
-            ? 'default'
-            : undefined
-          : namespace,
+        namespace == null || namespace === '' ? (typeof name === 'string' && name.includes('.') ? 'default' : undefined) : namespace,
       labels: m['labels'],
       annotations: m['annotations'],
       hostNetwork: s['hostNetwork'],
