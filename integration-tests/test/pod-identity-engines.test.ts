@@ -142,8 +142,10 @@ describe.each(AGENT_ENGINES)('pod identity and deletion on $name, through the ag
       /^Pod was rejected: Node didn't have enough resource: cpu, requested: 200000, used: \d+, capacity: \d+$/,
     );
     expect(await made('greedy')).toEqual([]);
-    // The others run beside it.
-    expect(list.items.find((p) => p.metadata?.name === 'a.b')?.status?.phase).toBe('Running');
+    // The others run beside it, each container with the engine's name for the image it ran.
+    const ab = list.items.find((p) => p.metadata?.name === 'a.b');
+    expect(ab?.status?.phase).toBe('Running');
+    expect(ab?.status?.containerStatuses?.[0]?.imageID).toMatch(/sha256:[0-9a-f]{64}$/);
   });
 
   it('replaces a pod made again with a new uid: the old one stops, its container and sandbox go, the new one starts', async () => {

@@ -48,6 +48,7 @@ export function summaryOf(c: CriContainer): ContainerSummary {
     id: c.id,
     name: c.metadata?.name ?? '',
     image: c.annotations?.[CriAnnotations.image] ?? c.image?.image ?? '',
+    ...(c.imageRef === '' ? {} : { imageRef: c.imageRef }),
     labels: c.labels ?? {},
     state: stateOf(c.state),
     createdAt: millis(c.createdAt) ?? 0,

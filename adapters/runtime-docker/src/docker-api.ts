@@ -119,6 +119,8 @@ export interface DockerContainerInfo {
   Id: string;
   Names: string[];
   Image: string;
+  /** The image's id (`sha256:…`); Podman's compatible API gives it too. */
+  ImageID?: string;
   Labels: Record<string, string>;
   State: string;
   Status: string;

@@ -48,6 +48,7 @@ export function summaryOf(c: DockerContainerInfo): ContainerSummary {
     id: c.Id,
     name: (c.Names[0] ?? '').replace(/^\//, ''),
     image: c.Image,
+    ...(c.ImageID === undefined || c.ImageID === '' ? {} : { imageRef: c.ImageID }),
     labels: c.Labels ?? {},
     state: stateOf(c.State),
     createdAt: c.Created * 1000,

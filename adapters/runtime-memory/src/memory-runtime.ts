@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   KubeletError,
   runAsNonRootProblem,
@@ -199,6 +200,8 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
       id,
       name: spec.name,
       image: spec.image,
+      // As an engine names the image it ran: the digest of its content, here of its name.
+      imageRef: `sha256:${createHash('sha256').update(spec.image).digest('hex')}`,
       labels: { ...spec.labels },
       state: 'created',
       createdAt: this.clock.now(),

@@ -8,24 +8,22 @@ import {
   type PodListing,
   type PodStatus,
   type PodView,
+  type V1PodList as CoreV1PodList,
 } from '@kubelet-ts/core';
-import { toV1Pod } from '@kubelet-ts/manifest';
+import { toV1Pod, type V1Pod } from '@kubelet-ts/manifest';
 
 export { podPhase, rfc3339 } from '@kubelet-ts/core';
 
-/** A Kubernetes v1 `PodList`, as the kubelet's `/pods` answers. */
-export interface V1PodList {
-  readonly kind: 'PodList';
-  readonly apiVersion: 'v1';
-  readonly metadata: Record<string, never>;
-  readonly items: readonly V1PodWithStatus[];
+/** `/pods`: the shared v1 `PodList` (`@kubelet-ts/core`), each pod with its status. */
+export interface V1PodList extends CoreV1PodList {
+  kind: 'PodList';
+  apiVersion: 'v1';
+  metadata: Record<string, never>;
+  items: V1PodWithStatus[];
 }
 
-export interface V1PodWithStatus {
-  readonly apiVersion: 'v1';
-  readonly kind: 'Pod';
-  readonly metadata: Record<string, unknown>;
-  readonly spec: Record<string, unknown>;
+/** A pod as `/pods` shows it: `toV1Pod`'s, with its node, namespace, uid and the status the agent keeps. */
+export interface V1PodWithStatus extends V1Pod {
   readonly status: PodStatus;
 }
 

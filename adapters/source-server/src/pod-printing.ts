@@ -2,8 +2,9 @@
  * kubectl's pod columns (NAME, READY, STATUS, RESTARTS, AGE; wide: IP, NODE) by its own rules
  * (`printPod` in pkg/printers/internalversion/printers.go, apimachinery's `duration.HumanDuration`):
  * what the agent serves as a `Table` and what `kubelet-ts get pods` prints from a watch. It imports
- * nothing, so that a client loads it alone (`@kubelet-ts/source-server/pod-printing`).
+ * nothing at run time (only the v1 types), so that a client loads it alone (`@kubelet-ts/source-server/pod-printing`).
  */
+import type { V1Pod } from '@kubelet-ts/core';
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -40,40 +41,8 @@ export function since(time: string | undefined, now: number): string {
   return Number.isNaN(at) ? '<unknown>' : humanDuration(now - at);
 }
 
-interface PrintedState {
-  readonly running?: unknown;
-  readonly waiting?: { readonly reason?: string };
-  readonly terminated?: { readonly exitCode?: number; readonly signal?: number; readonly reason?: string; readonly finishedAt?: string };
-}
-
-interface PrintedContainerStatus {
-  readonly name: string;
-  readonly restartCount?: number;
-  readonly ready?: boolean;
-  readonly started?: boolean;
-  readonly state?: PrintedState;
-  readonly lastState?: PrintedState;
-}
-
-/** What kubectl's pod columns read of a v1 Pod. */
-export interface PrintedPod {
-  readonly metadata: { readonly name: string; readonly creationTimestamp?: string; readonly deletionTimestamp?: string };
-  readonly spec?: {
-    readonly nodeName?: string;
-    readonly initContainers?: ReadonlyArray<{ readonly name: string; readonly restartPolicy?: string }>;
-    readonly containers?: readonly unknown[];
-  };
-  readonly status?: {
-    readonly phase?: string;
-    readonly reason?: string;
-    readonly conditions?: ReadonlyArray<{ readonly type: string; readonly status: string }>;
-    readonly podIP?: string;
-    readonly podIPs?: ReadonlyArray<{ readonly ip: string }>;
-    readonly startTime?: string;
-    readonly initContainerStatuses?: readonly PrintedContainerStatus[];
-    readonly containerStatuses?: readonly PrintedContainerStatus[];
-  };
-}
+/** What kubectl's pod columns read of a v1 Pod: the shared type (`V1Pod` of `@kubelet-ts/core`). */
+export type PrintedPod = V1Pod;
 
 /** What kubectl's `printPod` says of a pod: ready containers of all, the STATUS word, and restarts. */
 export interface PodSummary {
@@ -136,7 +105,7 @@ export function podSummary(pod: PrintedPod, now: number, deleted = false): PodSu
   }
   if (reason === 'Completed' && hasRunning)
     reason = pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? 'Running' : 'NotReady';
-  if ((deleted || pod.metadata.deletionTimestamp !== undefined) && phase !== 'Succeeded' && phase !== 'Failed') reason = 'Terminating';
+  if ((deleted || pod.metadata?.deletionTimestamp !== undefined) && phase !== 'Succeeded' && phase !== 'Failed') reason = 'Terminating';
   const ago = lastRestart === undefined ? '' : ` (${since(new Date(lastRestart).toISOString(), now)} ago)`;
   return {
     ready: `${readyCount}/${(pod.spec?.containers?.length ?? statuses.length) + sidecars.size}`,
@@ -186,12 +155,12 @@ export function podCells(pod: PrintedPod, now: number, deleted = false): string[
   const summary = podSummary(pod, now, deleted);
   const ip = pod.status?.podIPs?.[0]?.ip ?? pod.status?.podIP;
   return [
-    pod.metadata.name,
+    pod.metadata?.name ?? '',
     summary.ready,
     summary.status,
     summary.restarts,
     // kubectl counts from the creation time; the agent's pods have their start time.
-    since(pod.metadata.creationTimestamp ?? pod.status?.startTime, now),
+    since(pod.metadata?.creationTimestamp ?? pod.status?.startTime, now),
     ip || '<none>',
     pod.spec?.nodeName || '<none>',
   ];

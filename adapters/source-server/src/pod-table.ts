@@ -1,7 +1,7 @@
-import type { PodListing } from '@kubelet-ts/core';
+import type { PodListing, V1ObjectMeta } from '@kubelet-ts/core';
 import { HttpProblem } from './http-kit.js';
 import { renderedPods } from './pod-list.js';
-import { POD_COLUMNS, podCells, type PrintedPod } from './pod-printing.js';
+import { POD_COLUMNS, podCells } from './pod-printing.js';
 
 export { TABLE_MEDIA_TYPE } from './pod-printing.js';
 
@@ -48,8 +48,7 @@ export function renderPodTableJson(listing: PodListing, now: number, include: In
     .map((rendered) => ({ rendered, key: keyOf(rendered.pod.metadata) }))
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
     .map(({ rendered: { pod, json } }) => {
-      // renderPod's output is a v1 Pod: what the columns read of it is there, typed loosely.
-      const cells = JSON.stringify(podCells(pod as unknown as PrintedPod, now));
+      const cells = JSON.stringify(podCells(pod, now));
       if (include === 'None') return `{"cells":${cells}}`;
       if (include === 'Object') return `{"cells":${cells},"object":${json}}`;
       return `{"cells":${cells},"object":${metadataOf(pod)}}`;
@@ -58,8 +57,8 @@ export function renderPodTableJson(listing: PodListing, now: number, include: In
 }
 
 /** A pod's namespace and name, as one string that sorts as the API server lists (NUL cannot be in either). */
-function keyOf(metadata: Record<string, unknown>): string {
-  return `${String(metadata['namespace'] ?? 'default')}\u0000${String(metadata['name'] ?? '')}`;
+function keyOf(metadata: V1ObjectMeta): string {
+  return `${metadata.namespace ?? 'default'}\u0000${metadata.name ?? ''}`;
 }
 
 /** Each rendered pod's metadata as a `PartialObjectMetadata`, in JSON: kept while the pod is (`renderedPods` keeps it while its view is the same). */

@@ -81,6 +81,7 @@ describe.each([
       {
         name: 'nginx',
         image: 'nginx',
+        imageID: '',
         containerID: 'fake://abc',
         restartCount: 0,
         ready: true,

@@ -52,10 +52,8 @@ function render(view: Partial<PodView> & { containers: readonly ContainerView[] 
   return list.items[0]!;
 }
 
-const statusOf = (item: ReturnType<typeof render>, name: string) =>
-  (item.status['containerStatuses'] as readonly Record<string, unknown>[]).find((s) => s['name'] === name);
-const condition = (item: ReturnType<typeof render>, type: string) =>
-  (item.status.conditions as readonly { readonly type: string }[]).find((c) => c['type'] === type);
+const statusOf = (item: ReturnType<typeof render>, name: string) => item.status.containerStatuses.find((s) => s.name === name);
+const condition = (item: ReturnType<typeof render>, type: string) => item.status.conditions.find((c) => c.type === type);
 
 describe('podPhase (the kubelet getPhase)', () => {
   const cases: Array<[string, ContainerView[], RestartPolicy, string]> = [
@@ -153,7 +151,11 @@ describe('renderPodList', () => {
     const item = render(
       {
         containers: [
-          running('up', { restartCount: 2, lastRun: { id: 'up-1', exitCode: 137, startedAt: T, finishedAt: T + 4_000 } }),
+          running('up', {
+            imageRef: 'sha256:0123abcd',
+            restartCount: 2,
+            lastRun: { id: 'up-1', exitCode: 137, startedAt: T, finishedAt: T + 4_000 },
+          }),
           missing('new'),
           exited('crashing', 1, { restartCount: 3, backOff: { until: T + 43_000, delayMs: 40_000 }, waitingReason: 'CrashLoopBackOff' }),
           missing('unpullable', {
@@ -169,6 +171,8 @@ describe('renderPodList', () => {
     expect(statusOf(item, 'up')).toEqual({
       name: 'up',
       image: 'app:1',
+      // The engine's name for the image it ran; empty for a container not made yet (the kubelet's).
+      imageID: 'sha256:0123abcd',
       containerID: 'docker://up-2',
       restartCount: 2,
       ready: true,
@@ -187,6 +191,7 @@ describe('renderPodList', () => {
     expect(statusOf(item, 'new')).toEqual({
       name: 'new',
       image: 'app:1',
+      imageID: '',
       restartCount: 0,
       ready: false,
       started: false,

@@ -138,7 +138,7 @@ export function describePod(pod: V1Pod, events: readonly V1Event[], now: number)
   if ((status.podIPs ?? []).length === 0) w(0, 'IPs:', '<none>');
   else {
     w(0, 'IPs:');
-    for (const ip of status.podIPs ?? []) w(1, 'IP:', ip.ip);
+    for (const ip of status.podIPs ?? []) w(1, 'IP:', ip.ip ?? '');
   }
   // kubectl lists the init containers first, when there are any.
   const inits = pod.spec?.initContainers ?? [];

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Labels } from '@kubelet-ts/core';
 import { createKubelet, type Kubelet } from '@kubelet-ts/runner';
@@ -106,7 +107,8 @@ describe('kubelet-ts describe pod, against a running agent on the in-memory runt
         'Containers:',
         '  main:',
         '    Image:         busybox:1.36',
-        '    Image ID:      ',
+        // The in-memory runtime names an image by the digest of its name, as an engine by its content's.
+        `    Image ID:      sha256:${createHash('sha256').update('busybox:1.36').digest('hex')}`,
         '    Port:          8080/TCP',
         '    Host Port:     0/TCP',
         '    Command:',

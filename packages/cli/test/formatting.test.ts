@@ -263,10 +263,10 @@ describe("kubectl describe's probes, times and event ages", () => {
 
   it("an event's age, and a folded one's count and span; its object in kubectl's words", () => {
     const now = Date.parse('2026-01-01T12:10:00Z');
-    const event = { involvedObject: { kind: 'Pod', name: 'db', namespace: 'shop' }, firstTimestamp: '2026-01-01T12:00:00Z' };
+    const event = { metadata: {}, involvedObject: { kind: 'Pod', name: 'db', namespace: 'shop' }, firstTimestamp: '2026-01-01T12:00:00Z' };
     expect(eventInterval({ ...event, lastTimestamp: '2026-01-01T12:00:00Z', count: 1 }, now)).toBe('10m');
     expect(eventInterval({ ...event, lastTimestamp: '2026-01-01T12:08:00Z', count: 4 }, now)).toBe('2m (x4 over 10m)');
     expect(eventObject(event)).toBe('pod/db');
-    expect(eventObject({ involvedObject: { kind: 'Node', name: 'node-1' } })).toBe('node/node-1');
+    expect(eventObject({ metadata: {}, involvedObject: { kind: 'Node', name: 'node-1' } })).toBe('node/node-1');
   });
 });

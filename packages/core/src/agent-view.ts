@@ -48,6 +48,8 @@ export type WaitingReason =
 export interface ContainerView {
   readonly name: string;
   readonly image: string;
+  /** The engine's name for the image the container ran (`ContainerSummary.imageRef`): its status's `imageID`. */
+  readonly imageRef?: string;
   /** `missing` when the runtime has no container for it (yet). */
   readonly state: ContainerState | 'missing';
   readonly id?: string;

@@ -243,3 +243,22 @@ export {
   type PodStatusNode,
   type QosClass,
 } from './pod-status.js';
+export type {
+  V1Container,
+  V1ContainerState,
+  V1ContainerStateTerminated,
+  V1ContainerStatus,
+  V1EmptyDirVolumeSource,
+  V1EnvVar,
+  V1EnvVarSource,
+  V1Event,
+  V1ObjectMeta,
+  V1Pod,
+  V1PodCondition,
+  V1PodList,
+  V1PodSpec,
+  V1PodStatus,
+  V1Probe,
+  V1ResourceFieldSelector,
+  V1Volume,
+} from './v1-types.js';

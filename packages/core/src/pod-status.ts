@@ -1,6 +1,7 @@
 import type { AdmissionRefusal } from './admission.js';
 import type { ContainerManifest } from './manifest.js';
 import type { ContainerView, EndedRun, PodView } from './agent-view.js';
+import type { V1ContainerState, V1ContainerStateTerminated, V1ContainerStatus, V1PodCondition, V1PodStatus } from './v1-types.js';
 
 /**
  * A pod's status, as the kubelet writes a v1 Pod's `status` (`generateAPIPodStatus` and
@@ -9,35 +10,27 @@ import type { ContainerView, EndedRun, PodView } from './agent-view.js';
  * agent's status model (`PodStatusManager` in `@kubelet-ts/runner`) keeps it per pod uid, with
  * memory (a terminal phase, each condition's last transition) and versions; `/pods` renders it.
  */
-export interface PodStatus {
-  readonly phase: PodPhase;
+export interface PodStatus extends V1PodStatus {
+  phase: PodPhase;
   /** Why the pod is in its phase, when the kubelet says (a pod it rejected: `OutOfcpu`, `NodeAffinity`…). */
-  readonly reason?: string;
-  readonly message?: string;
-  readonly conditions: readonly PodCondition[];
-  readonly hostIP?: string;
-  readonly hostIPs?: readonly { readonly ip: string }[];
-  readonly podIP?: string;
-  readonly podIPs?: readonly { readonly ip: string }[];
+  reason?: string;
+  message?: string;
+  conditions: PodCondition[];
   /** The pod's QoS class, from its containers' requests and limits, as the kubelet computes it. */
-  readonly qosClass: QosClass;
+  qosClass: QosClass;
   /** RFC 3339. */
-  readonly startTime?: string;
-  readonly initContainerStatuses?: readonly Record<string, unknown>[];
-  readonly containerStatuses: readonly Record<string, unknown>[];
+  startTime?: string;
+  containerStatuses: V1ContainerStatus[];
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
 
 export type QosClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
-export interface PodCondition {
-  readonly type: string;
-  readonly status: 'True' | 'False';
-  readonly reason?: string;
-  readonly message?: string;
+export interface PodCondition extends V1PodCondition {
+  status: 'True' | 'False';
   /** RFC 3339: when `status` last changed, as the status model saw it. */
-  readonly lastTransitionTime?: string;
+  lastTransitionTime?: string;
 }
 
 /** What a pod's status takes from its node: the runtime's name (the scheme of a `containerID`) and the node's address. */
@@ -154,12 +147,12 @@ export function podPhase(
   return restartPolicy === 'Never' ? 'Failed' : 'Running';
 }
 
-function containerStatus(c: ContainerView, podId: string, runtime: string): Record<string, unknown> {
+function containerStatus(c: ContainerView, podId: string, runtime: string): V1ContainerStatus {
   const shownRun: EndedRun | undefined =
     c.state === 'exited' && c.id !== undefined
       ? { id: c.id, ...optional({ exitCode: c.exitCode, startedAt: c.startedAt, finishedAt: c.finishedAt }) }
       : undefined;
-  let state: Record<string, unknown>;
+  let state: V1ContainerState;
   let last = c.lastRun;
   if (c.state === 'running') {
     state = { running: { ...optional({ startedAt: time(c.startedAt) }) } };
@@ -175,6 +168,8 @@ function containerStatus(c: ContainerView, podId: string, runtime: string): Reco
   return {
     name: c.name,
     image: c.image,
+    // The kubelet's: empty until a container was made from the image.
+    imageID: c.imageRef ?? '',
     ...(c.id === undefined ? {} : { containerID: `${runtime}://${c.id}` }),
     restartCount: c.restartCount,
     ready: c.ready,
@@ -184,13 +179,18 @@ function containerStatus(c: ContainerView, podId: string, runtime: string): Reco
   };
 }
 
-function terminated(run: EndedRun, runtime: string): Record<string, unknown> {
+/**
+ * A run that ended, as a `terminated` state. Its `exitCode` is left out in the moment a CRI
+ * runtime has listed the container as exited but not yet been asked its code (its list has none;
+ * the runner inspects it within the pass): the one place the status is not the API's required form.
+ */
+function terminated(run: EndedRun, runtime: string): V1ContainerStateTerminated {
   return {
     ...optional({ exitCode: run.exitCode }),
     reason: run.exitCode === 0 ? 'Completed' : 'Error',
     ...optional({ startedAt: time(run.startedAt), finishedAt: time(run.finishedAt) }),
     containerID: `${runtime}://${run.id}`,
-  };
+  } as V1ContainerStateTerminated;
 }
 
 function waitingMessage(c: ContainerView, podId: string): string | undefined {
@@ -221,8 +221,8 @@ function time(ms: number | undefined): string | undefined {
   return ms === undefined ? undefined : rfc3339(ms);
 }
 
-function optional<T extends Record<string, unknown>>(fields: T): Partial<T> {
-  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<T>;
+function optional<T extends Record<string, unknown>>(fields: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as { [K in keyof T]?: Exclude<T[K], undefined> };
 }
 
 /**

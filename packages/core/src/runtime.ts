@@ -98,6 +98,11 @@ export interface ContainerSummary {
   readonly id: string;
   readonly name: string;
   readonly image: string;
+  /**
+   * The image the engine ran, as it names it (Docker's `ImageID`, `sha256:…`; CRI's `image_ref`, a
+   * digest reference): a v1 container status's `imageID`. Absent when the engine does not say.
+   */
+  readonly imageRef?: string;
   readonly labels: Readonly<Record<string, string>>;
   readonly state: ContainerState;
   readonly createdAt: number;

@@ -30,7 +30,7 @@ describe('v1 Pod: grpc probes', () => {
   it('writes them back as v1 and reads the same again; v1beta1 has no form for them', () => {
     const m = accepted(etcd);
     const v1 = toV1Pod(m);
-    expect((v1.spec['containers'] as Array<Record<string, unknown>>)[0]?.['livenessProbe']).toMatchObject({ grpc: { port: 2379 } });
+    expect(v1.spec.containers[0]?.livenessProbe).toMatchObject({ grpc: { port: 2379 } });
     const again = parseManifests(JSON.stringify(v1), 'again.json', { allowHostNetwork: true }).manifests[0];
     expect(again).toEqual(m);
     try {

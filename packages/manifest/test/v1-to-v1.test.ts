@@ -70,9 +70,9 @@ describe('toV1Pod of a 2014 manifest', () => {
 
   it('writes memory that is not a whole MiB in bytes, and rounds shares up to the request that gives them back', () => {
     const m = valid({ id: 'x', containers: [{ name: 'a', image: 'busybox', memory: 1000000, cpu: 22 }] });
-    const c = (toV1Pod(m).spec['containers'] as Array<Record<string, unknown>>)[0];
+    const c = toV1Pod(m).spec.containers[0];
     // floor(22m × 1024 / 1000) = 22, where 21m (the nearest) would give 21.
-    expect(c?.['resources']).toEqual({ limits: { memory: '1000000' }, requests: { cpu: '22m' } });
+    expect(c?.resources).toEqual({ limits: { memory: '1000000' }, requests: { cpu: '22m' } });
   });
 
   it('turns a HOST mount into a hostPath volume of its own', () => {
@@ -90,9 +90,7 @@ describe('toV1Pod of a 2014 manifest', () => {
       { name: 'logs-host', emptyDir: {} },
       { name: 'logs-host-2', hostPath: { path: '/var/log' } },
     ]);
-    expect((pod.spec['containers'] as Array<Record<string, unknown>>)[0]?.['volumeMounts']).toEqual([
-      { name: 'logs-host-2', mountPath: '/var/log' },
-    ]);
+    expect(pod.spec.containers[0]?.volumeMounts).toEqual([{ name: 'logs-host-2', mountPath: '/var/log' }]);
   });
 
   it('splits the namespace off the id again', () => {

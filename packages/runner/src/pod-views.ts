@@ -82,6 +82,7 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
       return {
         name: c.name,
         image: shown.image,
+        ...(shown.imageRef === undefined ? {} : { imageRef: shown.imageRef }),
         state: shown.state,
         id: shown.id,
         restartCount: Number(shown.labels[Labels.restartCount] ?? 0) || 0,

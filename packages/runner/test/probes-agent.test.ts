@@ -20,14 +20,9 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
   const runningOf = (podId: string) => f.of(podId).find((c) => c.state === 'running');
   async function statusOf(k: Awaited<ReturnType<typeof agent>>) {
     const [item] = (await podListOf(k)).items;
-    const conditions = item!.status['conditions'] as Array<{ type: string; status: string }>;
-    const [container] = item!.status['containerStatuses'] as Array<{
-      started: boolean;
-      ready: boolean;
-      state: Record<string, unknown>;
-      restartCount: number;
-    }>;
-    return { phase: item!.status['phase'], ready: conditions.find((c) => c.type === 'Ready')!.status, container: container! };
+    const conditions = item!.status.conditions;
+    const [container] = item!.status.containerStatuses;
+    return { phase: item!.status.phase, ready: conditions.find((c) => c.type === 'Ready')!.status, container: container! };
   }
 
   it('goes through startup → ready → not ready (no restart) → liveness failure → kill, and /pods says so at each step', async () => {

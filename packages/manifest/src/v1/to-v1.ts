@@ -7,15 +7,28 @@ import {
   type Probe,
   type VolumeFiles,
   type VolumeMount,
+  type EmptyDir,
+  type V1Container,
+  type V1EmptyDirVolumeSource,
+  type V1EnvVar,
+  type V1ObjectMeta,
+  type V1Probe,
+  type V1ResourceFieldSelector,
+  type V1Volume,
+  type V1Pod as CoreV1Pod,
+  type V1PodSpec,
 } from '@kubelet-ts/core';
 import { formatBytes, millisOfShares } from './quantity.js';
 
-/** A plain Kubernetes v1 Pod object, as `kubectl get pod -o json` shows one (spec and metadata only). */
-export interface V1Pod {
-  readonly apiVersion: 'v1';
-  readonly kind: 'Pod';
-  readonly metadata: Record<string, unknown>;
-  readonly spec: Record<string, unknown>;
+/**
+ * A plain Kubernetes v1 Pod object, as `kubectl get pod -o json` shows one (spec and metadata
+ * only): the shared v1 type (`V1Pod` of `@kubelet-ts/core`) with what `toV1Pod` always writes.
+ */
+export interface V1Pod extends CoreV1Pod {
+  apiVersion: 'v1';
+  kind: 'Pod';
+  metadata: V1ObjectMeta & { name: string };
+  spec: V1PodSpec & { volumes?: Array<V1Volume & { emptyDir?: EmptyDirWithMode }> };
 }
 
 /**
@@ -33,13 +46,13 @@ export interface V1Pod {
  *   `emptyDir` volumes.
  */
 export function toV1Pod(manifest: ContainerManifest): V1Pod {
-  const volumes: Array<Record<string, unknown>> = manifest.volumes.map((v) =>
+  const volumes: Array<V1Volume & { emptyDir?: EmptyDirWithMode }> = manifest.volumes.map((v) =>
     v.files !== undefined
       ? { name: v.name, ...filesVolume(v.files) }
       : v.claim !== undefined
         ? { name: v.name, persistentVolumeClaim: { claimName: v.claim.name, ...(v.claim.readOnly === true ? { readOnly: true } : {}) } }
         : v.hostPath === undefined
-          ? { name: v.name, emptyDir: v.emptyDir === undefined ? {} : { ...v.emptyDir } }
+          ? { name: v.name, emptyDir: v.emptyDir === undefined ? {} : emptyDir(v.emptyDir) }
           : { name: v.name, hostPath: { path: v.hostPath.path, ...(v.hostPath.type === undefined ? {} : { type: v.hostPath.type }) } },
   );
   const taken = new Set(manifest.volumes.map((v) => v.name));
@@ -65,17 +78,17 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
     },
     spec: {
       ...(manifest.hostNetwork === true ? { hostNetwork: true } : {}),
-      ...(manifest.securityContext === undefined ? {} : { securityContext: structuredClone(manifest.securityContext) }),
+      ...(manifest.securityContext === undefined ? {} : { securityContext: plain(manifest.securityContext) }),
       ...(manifest.hostname === undefined ? {} : { hostname: manifest.hostname }),
       ...(manifest.dnsPolicy === undefined ? {} : { dnsPolicy: manifest.dnsPolicy }),
-      ...(manifest.dnsConfig === undefined ? {} : { dnsConfig: structuredClone(manifest.dnsConfig) }),
+      ...(manifest.dnsConfig === undefined ? {} : { dnsConfig: plain(manifest.dnsConfig) }),
       ...(manifest.shareProcessNamespace === true ? { shareProcessNamespace: true } : {}),
       ...(manifest.hostPID === true ? { hostPID: true } : {}),
       ...(manifest.hostIPC === true ? { hostIPC: true } : {}),
       ...(manifest.nodeSelector === undefined ? {} : { nodeSelector: { ...manifest.nodeSelector } }),
       ...(manifest.nodeAffinity === undefined
         ? {}
-        : { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: structuredClone(manifest.nodeAffinity) } } }),
+        : { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: plain(manifest.nodeAffinity) } } }),
       ...(manifest.restartPolicy === undefined ? {} : { restartPolicy: manifest.restartPolicy }),
       ...(manifest.terminationGracePeriodSeconds === undefined
         ? {}
@@ -87,6 +100,23 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
   };
 }
 
+/** v1's `emptyDir`, and the mode of its directory: this agent's one addition to a v1 Pod (see the README's table). */
+type EmptyDirWithMode = V1EmptyDirVolumeSource & { mode?: number };
+
+function emptyDir(e: EmptyDir): EmptyDirWithMode {
+  return {
+    ...(e.medium === undefined ? {} : { medium: e.medium }),
+    ...(e.sizeLimit === undefined ? {} : { sizeLimit: formatBytes(e.sizeLimit) }),
+    ...(e.mode === undefined ? {} : { mode: e.mode }),
+  };
+}
+
+/** A value's own copy, as the mutable JSON the v1 types describe (the domain's are read-only). */
+type Plain<T> = T extends readonly (infer U)[] ? Plain<U>[] : T extends object ? { -readonly [K in keyof T]: Plain<T[K]> } : T;
+function plain<T>(value: T): Plain<T> {
+  return structuredClone(value) as Plain<T>;
+}
+
 function freeName(wanted: string, taken: Set<string>): string {
   const base = wanted.slice(0, 55).replace(/-+$/, '');
   let name = base;
@@ -95,7 +125,7 @@ function freeName(wanted: string, taken: Set<string>): string {
   return name;
 }
 
-function container(c: Container, hostVolume: (m: VolumeMount) => string): Record<string, unknown> {
+function container(c: Container, hostVolume: (m: VolumeMount) => string): V1Container {
   const limits = {
     ...(c.cpuLimitMillis === undefined ? {} : { cpu: `${c.cpuLimitMillis}m` }),
     ...(c.memory === undefined ? {} : { memory: formatBytes(c.memory) }),
@@ -128,7 +158,7 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
             protocol: p.protocol,
           })),
         }),
-    ...(c.envFrom === undefined ? {} : { envFrom: structuredClone(c.envFrom) }),
+    ...(c.envFrom === undefined ? {} : { envFrom: plain(c.envFrom) }),
     ...(c.env.length === 0 ? {} : { env: c.env.map(envVar) }),
     ...(Object.keys(resources).length === 0 ? {} : { resources }),
     ...(c.volumeMounts.length === 0
@@ -145,22 +175,22 @@ function container(c: Container, hostVolume: (m: VolumeMount) => string): Record
     ...(c.livenessProbe === undefined ? {} : { livenessProbe: probe(c.livenessProbe) }),
     ...(c.readinessProbe === undefined ? {} : { readinessProbe: probe(c.readinessProbe) }),
     ...(c.startupProbe === undefined ? {} : { startupProbe: probe(c.startupProbe) }),
-    ...(c.securityContext === undefined ? {} : { securityContext: structuredClone(c.securityContext) }),
+    ...(c.securityContext === undefined ? {} : { securityContext: plain(c.securityContext) }),
     ...(c.restartPolicy === undefined ? {} : { restartPolicy: c.restartPolicy }),
-    ...(c.lifecycle === undefined ? {} : { lifecycle: structuredClone(c.lifecycle) }),
+    ...(c.lifecycle === undefined ? {} : { lifecycle: plain(c.lifecycle) }),
   };
 }
 
 /** A volume of files as the v1 volume it reads back from: one source as its own kind, several as `projected`. */
-function filesVolume(files: VolumeFiles): Record<string, unknown> {
+function filesVolume(files: VolumeFiles): Omit<V1Volume, 'name'> {
   const mode = files.defaultMode === undefined ? {} : { defaultMode: files.defaultMode };
-  const sources = files.sources.map((s) => structuredClone(downwardDivisors(s)) as Record<string, Record<string, unknown>>);
+  const sources = files.sources.map((s) => plain(downwardDivisors(s)) as Record<string, Record<string, unknown>>);
   const [only] = files.sources;
   if (files.sources.length !== 1 || only === undefined) return { projected: { sources, ...mode } };
   if (only.configMap !== undefined) return { configMap: { ...sources[0]?.['configMap'], ...mode } };
   if (only.secret !== undefined) {
     const { name, ...rest } = only.secret;
-    return { secret: { secretName: name, ...structuredClone(rest), ...mode } };
+    return { secret: { secretName: name, ...plain(rest), ...mode } };
   }
   return { downwardAPI: { ...sources[0]?.['downwardAPI'], ...mode } };
 }
@@ -177,19 +207,27 @@ function downwardDivisors(s: FileSource): FileSource {
   };
 }
 
-function divisorOf(ref: { readonly resource: string; readonly divisor?: number }): Record<string, unknown> {
+function divisorOf(ref: {
+  readonly containerName?: string;
+  readonly resource: string;
+  readonly divisor?: number;
+}): V1ResourceFieldSelector {
   const cpu = ref.resource.endsWith('.cpu');
-  return ref.divisor === undefined ? { ...ref } : { ...ref, divisor: cpu ? `${ref.divisor}m` : String(ref.divisor) };
+  const { divisor, ...rest } = ref;
+  return divisor === undefined ? { ...rest } : { ...rest, divisor: cpu ? `${divisor}m` : String(divisor) };
 }
 
-function envVar(e: EnvVar): Record<string, unknown> {
+function envVar(e: EnvVar): V1EnvVar {
   const ref = e.valueFrom?.resourceFieldRef;
   if (ref !== undefined) return { name: e.name, valueFrom: { resourceFieldRef: divisorOf(ref) } };
-  if (e.valueFrom !== undefined) return { name: e.name, valueFrom: structuredClone(e.valueFrom) };
+  if (e.valueFrom !== undefined) {
+    const { resourceFieldRef: _, ...others } = e.valueFrom;
+    return { name: e.name, valueFrom: plain(others) };
+  }
   return { name: e.name, value: e.value };
 }
 
-function probe(p: Probe): Record<string, unknown> {
+function probe(p: Probe): V1Probe {
   const handler =
     p.exec !== undefined
       ? { exec: { command: [...p.exec.command] } }
@@ -207,7 +245,7 @@ function probe(p: Probe): Record<string, unknown> {
           }
         : p.grpc !== undefined
           ? { grpc: { port: p.grpc.port, ...(p.grpc.service === undefined ? {} : { service: p.grpc.service }) } }
-          : { tcpSocket: { port: p.tcpSocket?.port, ...(p.tcpSocket?.host === undefined ? {} : { host: p.tcpSocket.host }) } };
+          : { tcpSocket: { port: p.tcpSocket!.port, ...(p.tcpSocket?.host === undefined ? {} : { host: p.tcpSocket.host }) } };
   return {
     ...handler,
     initialDelaySeconds: p.initialDelaySeconds,
