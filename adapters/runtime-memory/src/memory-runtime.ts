@@ -94,6 +94,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
   private readonly sandboxes = new Map<string, SandboxRecord>();
   /** Container names in use, so that create's name check does not scan every container. */
   private readonly names = new Map<string, string>();
+  private readonly imageRefs = new Map<string, string>();
   private readonly execLatency = new Map<string, number>();
   private nextId = 1;
   private readonly changes = new MemoryEvents(ADAPTER);
@@ -200,8 +201,7 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
       id,
       name: spec.name,
       image: spec.image,
-      // As an engine names the image it ran: the digest of its content, here of its name.
-      imageRef: `sha256:${createHash('sha256').update(spec.image).digest('hex')}`,
+      imageRef: this.imageRefOf(spec.image),
       labels: { ...spec.labels },
       state: 'created',
       createdAt: this.clock.now(),
@@ -209,6 +209,19 @@ export class MemoryRuntime extends CallLog implements ContainerRuntime, Containe
     this.containers.set(id, { summary, spec, sandbox: sandboxId, ignoresStop: false });
     this.names.set(spec.name, id);
     return { ...summary };
+  }
+
+  /**
+   * As an engine names the image a container ran: the digest of its content, here of its name.
+   * One string per image, shared by its containers (10,000 of them keep one, not 10,000).
+   */
+  private imageRefOf(image: string): string {
+    let ref = this.imageRefs.get(image);
+    if (ref === undefined) {
+      ref = `sha256:${createHash('sha256').update(image).digest('hex')}`;
+      this.imageRefs.set(image, ref);
+    }
+    return ref;
   }
 
   async start(id: string): Promise<void> {
