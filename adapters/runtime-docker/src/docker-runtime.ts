@@ -379,6 +379,12 @@ export class DockerRuntime implements ContainerRuntime, ContainerStatsSource, Co
     return engineKindOf(await this.version());
   }
 
+  /** The engine as a Node's `nodeInfo.containerRuntimeVersion` says it: `docker://20.10.24`, `podman://4.3.1`. */
+  async runtimeVersion(): Promise<string> {
+    const version = await this.version();
+    return `${engineKindOf(version)}://${version.Version}`;
+  }
+
   /** `GET /version`, asked once (see `engine`); its Podman version tells a quirk of its stats. */
   private version(): Promise<DockerVersion> {
     this.engineVersion ??= this.call('version', () => this.docker.version()).then(

@@ -94,6 +94,8 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
   });
   try {
     await kubelet.start();
+    // A node of a cluster: its Node, its Lease and its pods' status, once the agent runs.
+    await wiring.cluster?.start(kubelet);
   } catch (error) {
     logger.error({ err: error }, 'kubelet failed to start');
     process.removeAllListeners('SIGINT');

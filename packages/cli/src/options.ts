@@ -20,6 +20,14 @@ export { normaliseFlagSpelling } from './legacy-flags.js';
 export interface CliOptions extends LegacyFlags {
   readonly config?: string;
   readonly hostnameOverride?: string;
+  /** `--kubeconfig`: the agent is a node of that cluster. */
+  readonly kubeconfig?: string;
+  /** `--node-ip`: the Node's InternalIP (default: the host's first non-loopback IPv4 address). */
+  readonly nodeIp?: string;
+  /** `--node-status-update-frequency`: how often the Node's status is computed and, when changed, written. */
+  readonly nodeStatusUpdateFrequency: number;
+  /** `--node-lease-duration-seconds`. */
+  readonly nodeLeaseDurationSeconds: number;
   readonly runtime: 'memory' | 'docker' | 'cri' | 'auto';
   readonly containerRuntimeEndpoint: string;
   readonly dockerHost?: string;
@@ -141,6 +149,13 @@ function concurrency(value: string): number {
   return n;
 }
 
+function leaseSeconds(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < 4 || n > 3600)
+    throw new InvalidArgumentError(`--node-lease-duration-seconds: expected whole seconds from 4 to 3600, got ${JSON.stringify(value)}`);
+  return n;
+}
+
 function maxPods(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < 1 || n > 100_000)
@@ -204,6 +219,30 @@ export function buildProgram(): Command {
       new Option('--config <path>', 'a manifest file, or a directory of manifests (every regular file but dotfiles and editor leftovers)'),
     )
     .addOption(new Option('--hostname-override <name>', "this host's name (labels what the agent creates)"))
+    .addOption(
+      new Option(
+        '--kubeconfig <path>',
+        "the agent is a node of the cluster this kubeconfig names (its credentials, a node's): it registers its Node, holds its Lease, runs the pods bound to it beside its other sources, and writes their status back",
+      ),
+    )
+    .addOption(
+      new Option(
+        '--node-ip <ip>',
+        "with --kubeconfig: the Node's InternalIP, where the API server reaches the agent's port; a machine address, not loopback",
+      ).default(undefined, "the host's first non-loopback IPv4 address"),
+    )
+    .addOption(
+      durationOption(
+        '--node-status-update-frequency <duration>',
+        "with --kubeconfig: how often the Node's status is computed, and written when it changed",
+        10_000,
+      ),
+    )
+    .addOption(
+      new Option('--node-lease-duration-seconds <n>', "with --kubeconfig: the Lease's duration; it is renewed every quarter of it")
+        .argParser(leaseSeconds)
+        .default(40),
+    )
     .addOption(
       new Option(
         '--runtime <kind>',

@@ -1,5 +1,8 @@
 import 'reflect-metadata';
-import { Tokens, hostAccessOf, nodeLabelsOf, type Logger } from '@kubelet-ts/core';
+import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { ClusterNode } from '@kubelet-ts/cluster';
+import { Tokens, hostAccessOf, nodeLabelsOf, type HostAccess, type Logger } from '@kubelet-ts/core';
 import { LogEventSink } from '@kubelet-ts/runner';
 import { registerCriRuntime } from '@kubelet-ts/runtime-cri';
 import { registerDockerRuntime } from '@kubelet-ts/runtime-docker';
@@ -9,6 +12,7 @@ import { registerFileSource } from '@kubelet-ts/source-file';
 import { parseHeaderFlag, registerHttpSource, type HttpSourceTlsOptions } from '@kubelet-ts/source-http';
 import { registerServerSource, type ServerManifestSource, type ServerTlsOptions } from '@kubelet-ts/source-server';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
+import { nodeAllocatable } from './node-allocatable.js';
 import type { CliOptions } from './options.js';
 
 export interface Wiring {
@@ -16,6 +20,8 @@ export interface Wiring {
   readonly container: DependencyContainer;
   /** The agent's own server; absent in plan mode. */
   readonly server?: ServerManifestSource;
+  /** With `--kubeconfig`: the node of the cluster, whose pod source is registered; started once the agent is. */
+  readonly cluster?: ClusterNode;
   /** Closes what the container holds that the agent does not close itself (the etcd event sink). */
   close(): Promise<void>;
 }
@@ -73,16 +79,19 @@ export async function wire(
     return { container, close: () => runtime.close() };
   }
   container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
+  const cluster = options.kubeconfig === undefined ? undefined : await clusterNode(options, hostname, access, runtime, logger);
+  if (cluster !== undefined) container.register(Tokens.Source, { useValue: cluster.source });
   const etcdEvents =
     options.etcdServers === undefined
       ? undefined
       : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger, ...etcdSecurity(options) });
   const close = async () => {
+    await cluster?.close();
     await etcdEvents?.close();
     await runtime.close();
   };
   // --enable-server=false (2014): no server, so neither its manifest routes nor the read API.
-  if (!options.enableServer) return { container, close };
+  if (!options.enableServer) return { container, close, ...(cluster === undefined ? {} : { cluster }) };
   const server = registerServerSource(container, {
     ...access,
     address: options.address,
@@ -97,7 +106,48 @@ export async function wire(
     container,
     server,
     close,
+    ...(cluster === undefined ? {} : { cluster }),
   };
+}
+
+/**
+ * `--kubeconfig`: the node of that cluster, named as the agent is, reached at `--node-ip` (or the
+ * host's first non-loopback IPv4 address; loopback is refused, as the kubelet refuses it: the API
+ * server could not reach the agent there).
+ */
+async function clusterNode(
+  options: CliOptions,
+  hostname: string,
+  access: HostAccess,
+  runtime: RegisteredRuntime,
+  logger: Logger,
+): Promise<ClusterNode> {
+  const address = options.nodeIp ?? firstMachineAddress();
+  if (address === undefined) throw new Error('--kubeconfig: this host has no IPv4 address but loopback; give --node-ip');
+  if (isIP(address) === 0) throw new Error(`--node-ip ${JSON.stringify(address)} is not an IP address`);
+  if (address.startsWith('127.') || address === '::1')
+    throw new Error(`--node-ip ${address} is a loopback address: the API server could not reach the agent there; give a machine address`);
+  return new ClusterNode({
+    ...access,
+    kubeconfigPath: options.kubeconfig!,
+    nodeName: hostname,
+    address,
+    port: options.port,
+    ...(options.nodeLabels === undefined ? {} : { labels: options.nodeLabels }),
+    allocatable: nodeAllocatable(options),
+    fsPath: options.volumesRoot,
+    containerRuntimeVersion: await runtime.version().catch(() => 'unknown://'),
+    nodeStatusUpdateFrequencyMs: options.nodeStatusUpdateFrequency,
+    nodeLeaseDurationSeconds: options.nodeLeaseDurationSeconds,
+    logger,
+  });
+}
+
+/** The host's first IPv4 address that is not loopback, as the kubelet picks a node IP without --node-ip. */
+function firstMachineAddress(): string | undefined {
+  for (const addresses of Object.values(networkInterfaces()))
+    for (const a of addresses ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return undefined;
 }
 
 /** `--tls-cert-file`/`--tls-private-key-file` go together; `--client-ca-file` needs them (it is a TLS check). */
@@ -140,8 +190,15 @@ function defined<T extends Record<string, string | undefined>>(object: T): { [K 
  * `auto` takes Docker when an engine answers within a second, else the CRI endpoint when it
  * answers, else the in-memory runtime, loudly. The one chosen is registered last, so it is resolved.
  */
-async function registerRuntime(container: DependencyContainer, options: CliOptions, logger: Logger): Promise<{ close(): Promise<void> }> {
-  const none = { close: async () => {} };
+/** The runtime the container holds, as the CLI closes it and a Node names it (`nodeInfo.containerRuntimeVersion`). */
+interface RegisteredRuntime {
+  close(): Promise<void>;
+  /** `<engine>://<version>`. */
+  version(): Promise<string>;
+}
+
+async function registerRuntime(container: DependencyContainer, options: CliOptions, logger: Logger): Promise<RegisteredRuntime> {
+  const none = { close: async () => {}, version: async () => 'memory://0.1.0' };
   if (options.runtime === 'memory') {
     registerMemoryRuntime(container);
     return none;
@@ -157,10 +214,14 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
       ...(options.cgroupRoot === undefined ? {} : { cgroupParent: options.cgroupRoot }),
       logger,
     });
-  if (options.runtime === 'cri') {
-    const runtime = cri();
-    return { close: async () => runtime.close() };
-  }
+  const criRegistered = (runtime: ReturnType<typeof cri>): RegisteredRuntime => ({
+    close: async () => runtime.close(),
+    version: async () => {
+      const v = await runtime.version();
+      return `${v.runtimeName}://${v.runtimeVersion}`;
+    },
+  });
+  if (options.runtime === 'cri') return criRegistered(cri());
   const docker = registerDockerRuntime(container, {
     ...(options.dockerHost === undefined ? {} : { host: options.dockerHost }),
     volumesRoot: options.volumesRoot,
@@ -170,7 +231,7 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
     containerLogs: { maxSizeBytes: options.containerLogMaxSize, maxFiles: options.containerLogMaxFiles },
   });
   // Its port-forward helpers, if any ran, end with the agent.
-  const dockerClosed = { close: async () => docker.close() };
+  const dockerClosed = { close: async () => docker.close(), version: () => docker.runtimeVersion() };
   if (options.runtime === 'docker') return dockerClosed;
   const reasons: string[] = [];
   try {
@@ -184,7 +245,7 @@ async function registerRuntime(container: DependencyContainer, options: CliOptio
   try {
     await withTimeout(runtime.version(), 1000);
     logger.info({ runtime: 'cri', endpoint: runtime.endpoint }, 'using the CRI runtime');
-    return { close: async () => runtime.close() };
+    return criRegistered(runtime);
   } catch (error) {
     reasons.push(`cri at ${runtime.endpoint}: ${(error as Error).message}`);
     await runtime.close();

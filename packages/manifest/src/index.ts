@@ -16,7 +16,7 @@ export {
 // Kubernetes v1 Pods
 export { toV1Pod, type V1Pod } from './v1/to-v1.js';
 export { toV1beta1 } from './v1/to-v1beta1.js';
-export { isFromV1Pod } from './v1/validate-v1.js';
+export { isFromV1Pod, validateV1Pod } from './v1/validate-v1.js';
 export { IGNORED_V1_FIELDS } from './v1/fields.js';
 export { v1PodId } from './v1/pod-id.js';
 export { ceilMillis, ceilUnits, parseQuantity } from './v1/quantity.js';

@@ -20,6 +20,8 @@ export interface PodStatusRecord {
   readonly key: PodKey;
   /** Its host form: the manifest id its containers are named by. */
   readonly podId: string;
+  /** The source that gives it (`file`, `api`…). */
+  readonly source: string;
   /** 1 for the first status seen of the pod; one more at each change. */
   readonly version: number;
   readonly status: PodStatus;
@@ -80,7 +82,16 @@ export class PodStatusManager {
       const kept: Kept =
         before !== undefined && before.json === json
           ? { ...before, from }
-          : { uid, key: podKeyOf(manifest, uid), podId: view.id, version: (before?.version ?? 0) + 1, status, from, json };
+          : {
+              uid,
+              key: podKeyOf(manifest, uid),
+              podId: view.id,
+              source: view.source,
+              version: (before?.version ?? 0) + 1,
+              status,
+              from,
+              json,
+            };
       if (kept.version !== before?.version) changed.push(uid);
       this.kept.set(uid, kept);
       return kept;
@@ -91,13 +102,15 @@ export class PodStatusManager {
         changed.push(uid);
       }
     if (changed.length > 0) for (const listener of this.listeners) listener(changed);
-    return records.map(({ uid, key, podId, version, status }) => ({ uid, key, podId, version, status }));
+    return records.map(({ uid, key, podId, source, version, status }) => ({ uid, key, podId, source, version, status }));
   }
 
   /** The pod's status as last observed. */
   get(uid: string): PodStatusRecord | undefined {
     const kept = this.kept.get(uid);
-    return kept === undefined ? undefined : { uid: kept.uid, key: kept.key, podId: kept.podId, version: kept.version, status: kept.status };
+    return kept === undefined
+      ? undefined
+      : { uid: kept.uid, key: kept.key, podId: kept.podId, source: kept.source, version: kept.version, status: kept.status };
   }
 
   /** Told the uids whose status changed (or that were forgotten), once per change; returns the way to stop. */

@@ -1,0 +1,207 @@
+import { request } from 'node:https';
+import type { ContainerManifest, FieldError, HostAccess, Logger, ManifestSource, SourceSink } from '@kubelet-ts/core';
+import { validateV1Pod } from '@kubelet-ts/manifest';
+import { type KubeConfig, Watch } from '@kubernetes/client-node';
+import { Retry } from './api-errors.js';
+
+/** The annotation of a mirror pod (a static pod's copy in the API): never run, it is the node's own record. */
+export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
+
+/** A v1 Pod as the API server sends it, read as JSON (the fields the source looks at). */
+export interface ApiPod {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly uid: string;
+    readonly resourceVersion?: string;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
+  readonly status?: { readonly phase?: string };
+}
+
+/** A pod of this node the agent cannot run as it is written: the fields that are wrong. */
+export interface UnrunnablePod {
+  readonly pod: ApiPod;
+  readonly errors: readonly FieldError[];
+}
+
+export interface ApiPodSourceOptions extends HostAccess {
+  readonly kubeConfig: KubeConfig;
+  readonly nodeName: string;
+  readonly logger: Logger;
+  /** Resolves once the Node exists: the source lists nothing before (the kubelet's `config/apiserver.go`). */
+  readonly nodeRegistered: Promise<unknown>;
+  /** Told each pod it cannot run, once per version of the pod (the node writes its `Failed` status). */
+  readonly unrunnable?: (pod: UnrunnablePod) => void;
+}
+
+/**
+ * The pods the API server binds to this node (`spec.nodeName=<node>`), as the kubelet's API source
+ * reads them: listed once the Node exists, then watched from the list's `resourceVersion` (with
+ * bookmarks); a watch that ends is resumed from the last version seen, one that is too old (410
+ * Gone) is replaced by a new list; a failure is tried again with back-off (1 s doubling to 30 s),
+ * the last good set staying in force. Each pod is read as a v1 Pod by the same rules as any source,
+ * its placement left to the node's admission; a mirror pod is not run; a pod that cannot be run is
+ * left out, and said (`unrunnable`) so that its status says why.
+ */
+export class ApiPodSource implements ManifestSource {
+  readonly name = 'api';
+  private readonly pods = new Map<string, ApiPod>();
+  /** Per pod uid and resourceVersion: what it was read as, so that an unchanged pod is the same manifest object. */
+  private readonly read = new Map<string, { readonly version: string; readonly manifest: ContainerManifest | undefined }>();
+  private resourceVersion = '';
+  private sink: SourceSink | undefined;
+  private abort: AbortController | undefined;
+  private closed = false;
+  private scheduled = false;
+  private readonly retry = new Retry(1_000, 30_000);
+
+  constructor(private readonly options: ApiPodSourceOptions) {}
+
+  async start(sink: SourceSink): Promise<void> {
+    this.sink = sink;
+    this.closed = false;
+    void this.options.nodeRegistered.then(() => this.run());
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.retry.cancel();
+    this.abort?.abort();
+    this.sink = undefined;
+  }
+
+  /** List, then watch, for as long as the source is open. */
+  private async run(): Promise<void> {
+    while (!this.closed) {
+      try {
+        if (this.resourceVersion === '') await this.list();
+        await this.watch();
+        this.retry.reset();
+      } catch (error) {
+        if (this.closed) return;
+        const delay = this.retry.next();
+        if ((error as { code?: number }).code === 410) this.resourceVersion = '';
+        this.sink?.error(new Error(`api: ${(error as Error).message}; trying again in ${delay} ms`));
+        await this.retry.wait(delay, () => this.closed);
+      }
+    }
+  }
+
+  private async list(): Promise<void> {
+    const list = (await getJson(this.options.kubeConfig, `/api/v1/pods?fieldSelector=${this.selector()}`)) as {
+      metadata?: { resourceVersion?: string };
+      items?: ApiPod[];
+    };
+    this.pods.clear();
+    for (const pod of list.items ?? []) this.pods.set(pod.metadata.uid, pod);
+    this.resourceVersion = list.metadata?.resourceVersion ?? '';
+    this.deliver();
+  }
+
+  /** One watch, until the server ends it (resolves) or it fails (rejects; `code` 410 when too old). */
+  private watch(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const watch = new Watch(this.options.kubeConfig);
+      let failed: (Error & { code?: number | undefined }) | undefined;
+      void watch
+        .watch(
+          '/api/v1/pods',
+          { fieldSelector: `spec.nodeName=${this.options.nodeName}`, resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
+          (type: string, object: ApiPod & { code?: number; message?: string }) => {
+            if (type === 'ERROR') {
+              failed = Object.assign(new Error(`watch: ${object.message ?? 'error'}`), { code: object.code });
+              controller?.abort();
+              return;
+            }
+            if (object.metadata?.resourceVersion !== undefined) this.resourceVersion = object.metadata.resourceVersion;
+            if (type === 'BOOKMARK') return;
+            if (type === 'DELETED') this.pods.delete(object.metadata.uid);
+            else this.pods.set(object.metadata.uid, object);
+            this.schedule();
+          },
+          (error: unknown) => ((failed ?? error) ? reject(failed ?? error) : resolve()),
+        )
+        .then((c) => {
+          controller = c;
+          this.abort = c;
+          if (this.closed) c.abort();
+        }, reject);
+      let controller: AbortController | undefined;
+    });
+  }
+
+  private selector(): string {
+    return encodeURIComponent(`spec.nodeName=${this.options.nodeName}`);
+  }
+
+  /** Delivers once for the changes of one turn of the event loop (a watch sends many at once). */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (!this.closed) this.deliver();
+    });
+  }
+
+  private deliver(): void {
+    const manifests: ContainerManifest[] = [];
+    const seen = new Set<string>();
+    for (const [uid, pod] of this.pods) {
+      seen.add(uid);
+      if (pod.metadata.annotations?.[MIRROR_ANNOTATION] !== undefined) continue;
+      const version = pod.metadata.resourceVersion ?? '';
+      let known = this.read.get(uid);
+      if (known === undefined || known.version !== version) {
+        const result = validateV1Pod(pod, { ...hostAccess(this.options), placementAtAdmission: true });
+        known = { version, manifest: result.ok ? result.manifest : undefined };
+        this.read.set(uid, known);
+        if (!result.ok) {
+          this.options.logger.warn(
+            { pod: `${pod.metadata.namespace}/${pod.metadata.name}`, errors: result.errors },
+            'api: a pod of this node cannot be run',
+          );
+          this.options.unrunnable?.({ pod, errors: result.errors });
+        }
+      }
+      if (known.manifest !== undefined) manifests.push(known.manifest);
+    }
+    for (const uid of [...this.read.keys()]) if (!seen.has(uid)) this.read.delete(uid);
+    this.sink?.update(manifests);
+  }
+}
+
+function hostAccess(options: HostAccess): HostAccess {
+  const { allowHostMounts, allowHostNetwork, allowPrivileged, appArmor, nodeLabels, allowedUnsafeSysctls } = options;
+  return { allowHostMounts, allowHostNetwork, allowPrivileged, appArmor, nodeLabels, allowedUnsafeSysctls };
+}
+
+/** A GET of the API server as JSON (the object as it was sent, no client model in between), with the kubeconfig's credentials. */
+export async function getJson(kubeConfig: KubeConfig, path: string): Promise<unknown> {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (cluster === null) throw new Error('the kubeconfig has no current cluster');
+  const url = new URL(path, cluster.server);
+  const options: Parameters<typeof request>[1] = { method: 'GET', headers: { accept: 'application/json' } };
+  await kubeConfig.applyToHTTPSOptions(options);
+  return new Promise((resolve, reject) => {
+    const req = request(url, options, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode !== 200)
+          return reject(Object.assign(new Error(`GET ${url.pathname}: ${res.statusCode} ${text.slice(0, 300)}`), { code: res.statusCode }));
+        try {
+          resolve(JSON.parse(text));
+        } catch (error) {
+          reject(error);
+        }
+      });
+      res.on('error', reject);
+    });
+    req.setTimeout(30_000, () => req.destroy(new Error(`GET ${url.pathname}: no answer within 30 s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}

@@ -1,0 +1,135 @@
+import type { HealthView, HostAccess, Logger, NodeAllocatable } from '@kubelet-ts/core';
+import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Taint } from '@kubernetes/client-node';
+import { ApiPodSource } from './api-pod-source.js';
+import { hostFacts } from './host-facts.js';
+import { NodeLease } from './node-lease.js';
+import { NodeRegistration } from './node-registration.js';
+import type { NodeSpecFacts } from './node-object.js';
+import { PodStatusWriter, type StatusSource } from './pod-status-writer.js';
+
+/**
+ * The version the agent reports as `nodeInfo.kubeletVersion`: the Kubernetes release whose node
+ * behaviour it follows (the API it speaks, the minor of the control plane it is tested against),
+ * with `+kubelet-ts.<version>` as build metadata, which semantic versioning ignores when versions are
+ * compared. A component that decides by version (kubectl's skew warning, the API server's) sees the
+ * release it expects; one that reads the metadata sees that the node is not the kubelet.
+ */
+export const KUBELET_VERSION = 'v1.37.0+kubelet-ts.0.1.0';
+
+export interface ClusterNodeOptions extends HostAccess {
+  /** `--kubeconfig`: the cluster, and the node's credentials in it. */
+  readonly kubeconfigPath: string;
+  readonly nodeName: string;
+  /** `--node-ip`. */
+  readonly address: string;
+  /** The agent's port (`--port`). */
+  readonly port: number;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly taints?: readonly V1Taint[];
+  readonly allocatable: NodeAllocatable;
+  /** The file system of the pods' volumes: the node's ephemeral storage. */
+  readonly fsPath: string;
+  /** `<engine>://<version>`. */
+  readonly containerRuntimeVersion: string;
+  readonly logger: Logger;
+  readonly nodeStatusUpdateFrequencyMs?: number;
+  readonly nodeStatusReportFrequencyMs?: number;
+  readonly nodeLeaseDurationSeconds?: number;
+}
+
+/** What the node needs of the agent: its health, and its pods' statuses and events (see `StatusSource`). */
+export interface ClusterAgent extends StatusSource {
+  health(): HealthView;
+}
+
+/**
+ * The agent as a node of a cluster (the shape of virtual-kubelet's `node` package: parts beside the
+ * agent that see it through its view): the Node (`NodeRegistration`), its Lease (`NodeLease`), the
+ * pods bound to it (`ApiPodSource`, one more source of the agent), and their status written back
+ * (`PodStatusWriter`). Make it, hand `source` to the agent with its other sources, start the agent,
+ * then `start(agent)`; `close()` stops everything it started.
+ */
+export class ClusterNode {
+  readonly source: ApiPodSource;
+  private readonly kubeConfig = new KubeConfig();
+  private readonly core: CoreV1Api;
+  private readonly coordination: CoordinationV1Api;
+  private registration: NodeRegistration | undefined;
+  private lease: NodeLease | undefined;
+  private writer: PodStatusWriter | undefined;
+  private registered!: (uid: string) => void;
+  private readonly nodeRegistered = new Promise<string>((resolve) => (this.registered = resolve));
+  private closed = false;
+
+  constructor(private readonly options: ClusterNodeOptions) {
+    this.kubeConfig.loadFromFile(options.kubeconfigPath);
+    this.core = this.kubeConfig.makeApiClient(CoreV1Api);
+    this.coordination = this.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.source = new ApiPodSource({
+      ...options,
+      kubeConfig: this.kubeConfig,
+      nodeName: options.nodeName,
+      logger: options.logger,
+      nodeRegistered: this.nodeRegistered,
+      unrunnable: (pod) => void this.writer?.unrunnable(pod),
+    });
+  }
+
+  /** Registers the Node (in the background, retried until it can), then holds its Lease and writes its pods' status. */
+  async start(agent: ClusterAgent): Promise<void> {
+    const { options } = this;
+    const healthy = () => agent.health().healthy;
+    const facts: NodeSpecFacts = {
+      name: options.nodeName,
+      labels: options.labels ?? {},
+      taints: options.taints ?? [],
+      address: options.address,
+      port: options.port,
+      allocatable: options.allocatable,
+      host: await hostFacts(options.fsPath),
+      kubeletVersion: KUBELET_VERSION,
+      containerRuntimeVersion: options.containerRuntimeVersion,
+    };
+    this.writer = new PodStatusWriter({ api: this.core, agent, source: this.source.name, logger: options.logger });
+    this.writer.start();
+    this.registration = new NodeRegistration({
+      api: this.core,
+      facts,
+      health: () => {
+        const h = agent.health();
+        return h.healthy ? { ready: true } : { ready: false, message: h.message };
+      },
+      logger: options.logger,
+      ...(options.nodeStatusUpdateFrequencyMs === undefined ? {} : { updateFrequencyMs: options.nodeStatusUpdateFrequencyMs }),
+      ...(options.nodeStatusReportFrequencyMs === undefined ? {} : { reportFrequencyMs: options.nodeStatusReportFrequencyMs }),
+    });
+    void this.registration.register().then((node) => {
+      const uid = node?.metadata?.uid;
+      if (node === undefined || uid === undefined || this.closed) return;
+      this.registration?.start();
+      this.lease = new NodeLease({
+        api: this.coordination,
+        nodeName: options.nodeName,
+        nodeUid: uid,
+        healthy,
+        logger: options.logger,
+        ...(options.nodeLeaseDurationSeconds === undefined ? {} : { durationSeconds: options.nodeLeaseDurationSeconds }),
+      });
+      this.lease.start();
+      this.registered(uid);
+    });
+  }
+
+  /** The Node's uid once registered. */
+  get nodeUid(): Promise<string> {
+    return this.nodeRegistered;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.lease?.close();
+    await this.registration?.close();
+    await this.writer?.close();
+    await this.source.close();
+  }
+}

@@ -1,0 +1,140 @@
+import type { Logger, PodKey, PodStatus, RecordedEvent } from '@kubelet-ts/core';
+import { v1PodId } from '@kubelet-ts/manifest';
+import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
+import { apiStatus } from './api-errors.js';
+import type { UnrunnablePod } from './api-pod-source.js';
+
+/** What the writer reads of the agent: its pods' statuses and their changes, and its events. */
+export interface StatusSource {
+  podStatuses(): Promise<
+    ReadonlyArray<{ readonly uid: string; readonly key: PodKey; readonly source: string; readonly status: PodStatus }>
+  >;
+  watchPodStatuses(listener: (uids: readonly string[]) => void): () => void;
+  watchEvents(listener: (event: RecordedEvent) => void): () => void;
+}
+
+export interface PodStatusWriterOptions {
+  readonly api: CoreV1Api;
+  readonly agent: StatusSource;
+  /** The source whose pods are the API's (`api`): only their status is written. */
+  readonly source: string;
+  readonly logger: Logger;
+}
+
+const STRATEGIC = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+
+/**
+ * The status manager's half that talks to the API server (`pkg/kubelet/status/status_manager.go`):
+ * each API pod whose status changed in the agent's model is patched to `pods/status` (a strategic
+ * merge patch, so the conditions are merged by type and those the kubelet does not own are kept;
+ * the pod's uid in the patch, so that a pod made again under its name is not written over). Changes
+ * that come while a write is on its way are written after it, the latest only. A pod marked for
+ * deletion whose containers are all stopped (`PodTerminated`) is deleted, with grace 0 and its uid
+ * as precondition: the moment a kubelet lets the API object go. A pod the agent cannot run gets
+ * `Failed` with the fields that are wrong.
+ */
+export class PodStatusWriter {
+  private readonly stops: Array<() => void> = [];
+  private readonly dirty = new Set<string>();
+  private writing: Promise<void> | undefined;
+  private closed = false;
+  /** The key of each API pod seen, by its pod id: a `PodTerminated` event names the pod by its id. */
+  private readonly keys = new Map<string, PodKey>();
+  /** Patches written, for the node's figures and tests. */
+  patches = 0;
+
+  constructor(private readonly options: PodStatusWriterOptions) {}
+
+  start(): void {
+    const { agent } = this.options;
+    this.stops.push(
+      agent.watchPodStatuses((uids) => {
+        for (const uid of uids) this.dirty.add(uid);
+        this.kick();
+      }),
+      agent.watchEvents((event) => {
+        if (event.type === 'PodTerminated' && event.source === this.options.source && event.podId !== undefined)
+          void this.deleteTerminated(event.podId);
+      }),
+    );
+    // Whatever the model holds now (an agent restarted with pods running) is written once.
+    void agent.podStatuses().then((records) => {
+      for (const r of records) this.dirty.add(r.uid);
+      this.kick();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const stop of this.stops.splice(0)) stop();
+    await this.writing;
+  }
+
+  /** Writes `Failed` with why for a pod the agent cannot run, as the kubelet's admission writes a rejected pod's. */
+  async unrunnable({ pod, errors }: UnrunnablePod): Promise<void> {
+    const message = `Pod was rejected: ${errors.map((e) => `${e.path}: ${e.message}`).join('; ')}`;
+    await this.patch(
+      { namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid },
+      { phase: 'Failed', reason: 'UnsupportedPodSpec', message },
+    ).catch((error: unknown) => this.failed('status of an unrunnable pod not written', error));
+  }
+
+  private kick(): void {
+    if (this.writing !== undefined || this.closed) return;
+    this.writing = this.flush().finally(() => {
+      this.writing = undefined;
+      if (this.dirty.size > 0 && !this.closed) this.kick();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const wanted = new Set(this.dirty);
+    this.dirty.clear();
+    const records = await this.options.agent.podStatuses();
+    for (const record of records) {
+      if (record.source !== this.options.source) continue;
+      this.keys.set(podIdOf(record.key), record.key);
+      if (!wanted.has(record.uid)) continue;
+      await this.patch(record.key, record.status).catch((error: unknown) => {
+        // Gone from the API (deleted meanwhile, or another uid now): nothing to write.
+        if (apiStatus(error) === 404 || apiStatus(error) === 409) return;
+        this.dirty.add(record.uid);
+        this.failed('pod status not written', error);
+      });
+    }
+  }
+
+  private async patch(key: PodKey, status: object): Promise<void> {
+    await this.options.api.patchNamespacedPodStatus(
+      { name: key.name, namespace: key.namespace, body: { metadata: { uid: key.uid }, status } },
+      STRATEGIC,
+    );
+    this.patches++;
+  }
+
+  private async deleteTerminated(podId: string): Promise<void> {
+    const key = this.keys.get(podId);
+    if (key === undefined) return;
+    try {
+      await this.options.api.deleteNamespacedPod({
+        name: key.name,
+        namespace: key.namespace,
+        gracePeriodSeconds: 0,
+        body: { gracePeriodSeconds: 0, preconditions: { uid: key.uid } },
+      });
+      this.options.logger.info({ pod: `${key.namespace}/${key.name}`, uid: key.uid }, 'api: terminated pod deleted');
+    } catch (error) {
+      if (apiStatus(error) === 404 || apiStatus(error) === 409) return;
+      this.failed('terminated pod not deleted', error);
+    }
+  }
+
+  private failed(what: string, error: unknown): void {
+    this.options.logger.warn({ err: error }, `api: ${what}: ${(error as Error).message}`);
+  }
+}
+
+/** The id the agent knows an API pod by. */
+function podIdOf(key: PodKey): string {
+  return v1PodId(key.name, key.namespace) ?? key.name;
+}

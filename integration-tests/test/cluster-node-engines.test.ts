@@ -1,0 +1,277 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit';
+import { AgentProcess } from './agent-process.js';
+import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
+import { kubectl } from './kubectl.js';
+
+/**
+ * The agent as a node of a real control plane (issue 43): the testkit's kube-apiserver,
+ * controller-manager and scheduler, one agent on Docker and one on containerd, each with a node's
+ * kubeconfig (`system:node:<name>`, through the Node authorizer and NodeRestriction), read with
+ * `kubectl`, a client that is not ours. Each node registers and is Ready, renews its Lease, runs
+ * the replicas of a Deployment the scheduler binds to it (their status written back: Running, the
+ * pod IP), replaces them on a rollout restart, lets them go on a scale to 0 once their preStop hook
+ * ran, and says why it cannot run a pod it cannot.
+ */
+
+const machineAddress = (): string => {
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  throw new Error('this machine has no IPv4 address but loopback');
+};
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s${last === undefined ? '' : ` (last: ${String(last)})`}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+let cluster: StartedControlPlane;
+/** Where the objects the tests apply are written. */
+let dir: string;
+const k = async (...args: string[]) => (await kubectl(['--kubeconfig', cluster.kubeconfigPath, ...args])).stdout;
+const json = async <T>(...args: string[]) => JSON.parse(await k(...args, '-o', 'json')) as T;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cluster-'));
+  cluster = await startControlPlane();
+}, 240_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+type Pod = {
+  metadata: { name: string; uid: string; deletionTimestamp?: string };
+  spec: { nodeName?: string };
+  status: { phase?: string; podIP?: string; reason?: string; message?: string; containerStatuses?: Array<{ ready: boolean }> };
+};
+
+describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $name', (engine: AgentEngine) => {
+  const node = `e2e-node-${engine.name.split(' ')[0]!.toLowerCase()}-${process.pid}`;
+  const app = `web-${engine.name.split(' ')[0]!.toLowerCase()}`;
+  let agent: AgentProcess | undefined;
+  let busybox: string;
+  let port: number;
+
+  const podsOf = async (label: string) =>
+    (await json<{ items: Pod[] }>('get', 'pods', '-n', 'default', '-l', `app=${label}`)).items.filter((p) => p.spec.nodeName === node);
+
+  beforeAll(async () => {
+    const prepared = await engine.prepare();
+    busybox = prepared.busybox;
+    port = await freePort();
+    const kubeconfig = await cluster.nodeKubeconfig(node);
+    agent = new AgentProcess([
+      ...prepared.flags,
+      '--kubeconfig',
+      kubeconfig,
+      '--node-ip',
+      machineAddress(),
+      '--port',
+      String(port),
+      '--hostname-override',
+      node,
+      '--sync-frequency',
+      '1s',
+      '--node-lease-duration-seconds',
+      '8',
+      // The replicas' preStop hooks write to a folder of the host, to prove they ran.
+      '--allow-host-mounts',
+    ]);
+    await agent.serverUrl();
+  }, 120_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await k('delete', 'deployment', app, '-n', 'default', '--ignore-not-found', '--wait=false').catch(() => undefined);
+    await k('delete', 'node', node, '--ignore-not-found').catch(() => undefined);
+    await engine.cleanUp(node);
+  });
+
+  it('registers its Node, Ready, with the kubelet’s labels, capacity, addresses and daemon endpoint', async () => {
+    const ready = await until('the node Ready', async () => {
+      const n = await json<{
+        metadata: { labels: Record<string, string> };
+        status: {
+          conditions: Array<{ type: string; status: string; reason: string }>;
+          capacity: Record<string, string>;
+          allocatable: Record<string, string>;
+          addresses: Array<{ type: string; address: string }>;
+          daemonEndpoints: { kubeletEndpoint: { Port: number } };
+          nodeInfo: Record<string, string>;
+        };
+      }>('get', 'node', node);
+      return n.status.conditions.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
+    });
+    expect(ready.metadata.labels).toMatchObject({ 'kubernetes.io/hostname': node, 'kubernetes.io/os': 'linux' });
+    expect(ready.status.conditions.map((c) => [c.type, c.status, c.reason]).sort()).toEqual([
+      ['DiskPressure', 'False', 'KubeletHasNoDiskPressure'],
+      ['MemoryPressure', 'False', 'KubeletHasSufficientMemory'],
+      ['PIDPressure', 'False', 'KubeletHasSufficientPID'],
+      ['Ready', 'True', 'KubeletReady'],
+    ]);
+    expect(ready.status.capacity).toMatchObject({ pods: '110', cpu: expect.stringMatching(/^\d+$/) });
+    expect(ready.status.allocatable['memory']).toMatch(/^\d+Ki$/);
+    expect(ready.status.addresses).toEqual([
+      { type: 'InternalIP', address: machineAddress() },
+      { type: 'Hostname', address: node },
+    ]);
+    expect(ready.status.daemonEndpoints.kubeletEndpoint.Port).toBe(port);
+    expect(ready.status.nodeInfo).toMatchObject({
+      kubeletVersion: 'v1.37.0+kubelet-ts.0.1.0',
+      operatingSystem: 'linux',
+      containerRuntimeVersion: expect.stringMatching(/^(docker|containerd):\/\/\d/),
+    });
+    // kubectl's own table says it too.
+    expect(await k('get', 'nodes', node, '--no-headers')).toMatch(new RegExp(`^${node}\\s+Ready\\s`));
+  }, 90_000);
+
+  it('renews its Lease in kube-node-lease, owned by its Node', async () => {
+    const lease = () =>
+      json<{ metadata: { ownerReferences: Array<{ kind: string; name: string }> }; spec: { holderIdentity: string; renewTime: string } }>(
+        'get',
+        'lease',
+        node,
+        '-n',
+        'kube-node-lease',
+      );
+    const first = await until('the Lease', lease);
+    expect(first.spec.holderIdentity).toBe(node);
+    expect(first.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Node', name: node })]);
+    // Renewed every quarter of its 8 s.
+    const later = await until(
+      'a renewal',
+      async () => {
+        const l = await lease();
+        return l.spec.renewTime !== first.spec.renewTime ? l : undefined;
+      },
+      15_000,
+    );
+    expect(Date.parse(later.spec.renewTime)).toBeGreaterThan(Date.parse(first.spec.renewTime));
+  }, 30_000);
+
+  it('runs a Deployment’s replicas bound to it, Running with their pod IPs; replaces them on a rollout restart; lets them go on a scale to 0 after preStop', async () => {
+    const hooks = await mkdtemp(join(dir, `${app}-prestop-`));
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: app, namespace: 'default' },
+      spec: {
+        replicas: 3,
+        selector: { matchLabels: { app } },
+        template: {
+          metadata: { labels: { app } },
+          spec: {
+            nodeSelector: { 'kubernetes.io/hostname': node },
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 5,
+            volumes: [{ name: 'out', hostPath: { path: hooks, type: 'Directory' } }],
+            containers: [
+              {
+                name: 'main',
+                image: busybox,
+                imagePullPolicy: 'IfNotPresent',
+                command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 0.2; done"],
+                volumeMounts: [{ name: 'out', mountPath: '/out' }],
+                lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo "$HOSTNAME" >> /out/prestop'] } } },
+              },
+            ],
+          },
+        },
+      },
+    };
+    const file = join(dir, `${app}.json`);
+    await writeFile(file, JSON.stringify(deployment));
+    await k('apply', '-f', file);
+    const running = await until(
+      '3 replicas Running on the node',
+      async () => {
+        const pods = await podsOf(app);
+        return pods.length === 3 && pods.every((p) => p.status.phase === 'Running' && p.status.podIP !== undefined) ? pods : undefined;
+      },
+      90_000,
+    );
+    expect(new Set(running.map((p) => p.status.podIP)).size).toBe(3);
+    expect(await k('get', 'pods', '-l', `app=${app}`, '-o', 'wide', '--no-headers')).toMatch(new RegExp(`Running.*${node}`));
+
+    // A rollout restart: new pods (new uids) run, the old ones' containers go.
+    const oldUids = running.map((p) => p.metadata.uid);
+    await k('rollout', 'restart', `deployment/${app}`);
+    await k('rollout', 'status', `deployment/${app}`, '--timeout=90s');
+    const replaced = await until(
+      '3 new replicas Running, the old gone',
+      async () => {
+        const pods = await podsOf(app);
+        return pods.length === 3 && pods.every((p) => !oldUids.includes(p.metadata.uid) && p.status.phase === 'Running') ? pods : undefined;
+      },
+      90_000,
+    );
+    expect(replaced).toHaveLength(3);
+    await until(
+      'the old pods’ containers gone from the engine',
+      async () => {
+        const made = await engine.labelled(node);
+        return made.some((m) => oldUids.includes(m.labels['io.kubernetes.pod.uid']!)) ? undefined : true;
+      },
+      60_000,
+    );
+
+    // Scaled to 0: each pod stops within its grace, its preStop hook first, and leaves the API.
+    await k('scale', `deployment/${app}`, '--replicas=0');
+    await until('no replica left in the API', async () => ((await podsOf(app)).length === 0 ? true : undefined), 60_000);
+    // Each of the six pods (three replaced by the restart, three scaled away) ran its hook before it stopped.
+    const stopped = (await readFile(join(hooks, 'prestop'), 'utf8')).trim().split('\n');
+    expect(stopped).toHaveLength(6);
+    expect(new Set(stopped).size).toBe(6);
+    expect(agent!.events('PodTerminated').length).toBeGreaterThanOrEqual(6);
+  }, 300_000);
+
+  it('says in the pod’s status why it cannot run a pod (Failed, the field), and runs the others', async () => {
+    // Every pod of the API gets a service-account token volume unless it says no: not yet run here (issue 45).
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: `${app}-token`, namespace: 'default' },
+      spec: { nodeName: node, containers: [{ name: 'main', image: busybox, command: ['sleep', '3600'] }] },
+    };
+    const file = join(dir, `${app}-token.json`);
+    await writeFile(file, JSON.stringify(pod));
+    await k('apply', '-f', file);
+    const failed = await until(
+      'the pod Failed with the field',
+      async () => {
+        const p = await json<Pod>('get', 'pod', `${app}-token`, '-n', 'default');
+        return p.status.phase === 'Failed' ? p : undefined;
+      },
+      30_000,
+    );
+    expect(failed.status.reason).toBe('UnsupportedPodSpec');
+    expect(failed.status.message).toMatch(/^Pod was rejected: spec\.volumes\[0\]/);
+    await k('delete', 'pod', `${app}-token`, '-n', 'default', '--wait=false');
+  }, 60_000);
+});
