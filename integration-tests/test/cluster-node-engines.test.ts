@@ -57,7 +57,8 @@ const json = async <T>(...args: string[]) => JSON.parse(await k(...args, '-o', '
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cluster-'));
-  cluster = await startControlPlane();
+  // A node whose Lease is 10 s old is NotReady: the agents here renew every 2 s (a Lease of 8 s).
+  cluster = await startControlPlane({ nodeMonitorGracePeriodSeconds: 10 });
 }, 240_000);
 
 afterAll(async () => {
@@ -77,6 +78,7 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
   let agent: AgentProcess | undefined;
   let busybox: string;
   let port: number;
+  let flags: string[];
 
   const podsOf = async (label: string) =>
     (await json<{ items: Pod[] }>('get', 'pods', '-n', 'default', '-l', `app=${label}`)).items.filter((p) => p.spec.nodeName === node);
@@ -86,7 +88,7 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     busybox = prepared.busybox;
     port = await freePort();
     const kubeconfig = await cluster.nodeKubeconfig(node);
-    agent = new AgentProcess([
+    flags = [
       ...prepared.flags,
       '--kubeconfig',
       kubeconfig,
@@ -102,7 +104,8 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
       '8',
       // The replicas' preStop hooks write to a folder of the host, to prove they ran.
       '--allow-host-mounts',
-    ]);
+    ];
+    agent = new AgentProcess(flags);
     await agent.serverUrl();
   }, 120_000);
 
@@ -251,7 +254,51 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     expect(agent!.events('PodTerminated').length).toBeGreaterThanOrEqual(6);
   }, 300_000);
 
-  it('says in the pod’s status why it cannot run a pod (Failed, the field), and runs the others', async () => {
+  it('runs a Job to Complete (its pod Succeeded), and shows a crashing container in CrashLoopBackOff with its restarts', async () => {
+    const job = {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: `${app}-job`, namespace: 'default' },
+      spec: {
+        backoffLimit: 0,
+        template: {
+          metadata: { labels: { app: `${app}-job` } },
+          spec: {
+            nodeSelector: { 'kubernetes.io/hostname': node },
+            automountServiceAccountToken: false,
+            restartPolicy: 'Never',
+            containers: [{ name: 'main', image: busybox, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', 'sleep 1; exit 0'] }],
+          },
+        },
+      },
+    };
+    const crasher = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: `${app}-crash`, namespace: 'default', labels: { app: `${app}-crash` } },
+      spec: {
+        nodeName: node,
+        automountServiceAccountToken: false,
+        containers: [{ name: 'main', image: busybox, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', 'exit 3'] }],
+      },
+    };
+    await writeFile(join(dir, `${app}-job.json`), JSON.stringify(job));
+    await writeFile(join(dir, `${app}-crash.json`), JSON.stringify(crasher));
+    await k('apply', '-f', join(dir, `${app}-job.json`), '-f', join(dir, `${app}-crash.json`));
+    await k('wait', '--for=condition=complete', `job/${app}-job`, '-n', 'default', '--timeout=60s');
+    const [done] = await podsOf(`${app}-job`);
+    expect(done?.status.phase).toBe('Succeeded');
+    const table = await until('CrashLoopBackOff with restarts', async () => {
+      const out = await k('get', 'pod', `${app}-crash`, '-n', 'default', '--no-headers');
+      return /CrashLoopBackOff\s+[1-9]/.test(out) ? out : undefined;
+    }, 60_000);
+    expect(table).toMatch(new RegExp(`^${app}-crash\\s+0/1\\s+CrashLoopBackOff\\s+[1-9]`));
+    await k('delete', `job/${app}-job`, `pod/${app}-crash`, '-n', 'default', '--wait=false', '--cascade=background');
+    await until('the crashing pod gone from the API', async () =>
+      (await podsOf(`${app}-crash`)).length === 0 ? true : undefined, 60_000);
+  }, 150_000);
+
+  it('says in the pod’s status why it cannot run a pod (Failed, the field)', async () => {
     // Every pod of the API gets a service-account token volume unless it says no: not yet run here (issue 45).
     const pod = {
       apiVersion: 'v1',
@@ -274,4 +321,41 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     expect(failed.status.message).toMatch(/^Pod was rejected: spec\.volumes\[0\]/);
     await k('delete', 'pod', `${app}-token`, '-n', 'default', '--wait=false');
   }, 60_000);
+
+  it('goes NotReady when stopped (its Lease runs out), and Ready again when started, adopting its containers with no restart', async () => {
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: `${app}-steady`, namespace: 'default', labels: { app: `${app}-steady` } },
+      spec: {
+        nodeName: node,
+        terminationGracePeriodSeconds: 1,
+        automountServiceAccountToken: false,
+        containers: [{ name: 'main', image: busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] }],
+      },
+    };
+    await writeFile(join(dir, `${app}-steady.json`), JSON.stringify(pod));
+    await k('apply', '-f', join(dir, `${app}-steady.json`));
+    const [running] = await until('the pod Running', async () => {
+      const pods = await podsOf(`${app}-steady`);
+      return pods[0]?.status.phase === 'Running' ? pods : undefined;
+    });
+    const before = (await engine.labelled(node)).filter((m) => m.labels['io.kubernetes.pod.uid'] === running!.metadata.uid);
+    const ready = async () =>
+      (await json<{ status: { conditions: Array<{ type: string; status: string }> } }>('get', 'node', node)).status.conditions.find(
+        (c) => c.type === 'Ready',
+      )?.status;
+    await agent!.stop();
+    // The controller-manager waits 10 s (--node-monitor-grace-period, above) after the last renewal.
+    await until('the node NotReady', async () => ((await ready()) === 'Unknown' ? true : undefined), 60_000);
+    agent = new AgentProcess(flags);
+    await agent.serverUrl();
+    await until('the node Ready again', async () => ((await ready()) === 'True' ? true : undefined), 60_000);
+    await until('the pod Running again', async () => ((await podsOf(`${app}-steady`))[0]?.status.phase === 'Running' ? true : undefined));
+    const after = (await engine.labelled(node)).filter((m) => m.labels['io.kubernetes.pod.uid'] === running!.metadata.uid);
+    expect(after.map((m) => m.id).sort()).toEqual(before.map((m) => m.id).sort());
+    expect(agent.events('ContainerStarted')).toEqual([]);
+    await k('delete', 'pod', `${app}-steady`, '-n', 'default', '--wait=false');
+    await until('the pod gone from the API', async () => ((await podsOf(`${app}-steady`)).length === 0 ? true : undefined));
+  }, 180_000);
 });
