@@ -41,6 +41,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 
     try {
       const value = await probe();
       if (value !== undefined) return value;
+      last = undefined;
     } catch (error) {
       last = error;
     }
@@ -88,6 +89,20 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     busybox = prepared.busybox;
     port = await freePort();
     const kubeconfig = await cluster.nodeKubeconfig(node);
+    // A static pod, beside the API's: its mirror pod carries it in the API.
+    const staticDir = await mkdtemp(join(dir, `${app}-static-`));
+    await writeFile(
+      join(staticDir, 'static.yaml'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `${app}-static`, namespace: 'default', labels: { tier: 'static' } },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'main', image: busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] }],
+        },
+      }),
+    );
     flags = [
       ...prepared.flags,
       '--kubeconfig',
@@ -104,6 +119,8 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
       '8',
       // The replicas' preStop hooks write to a folder of the host, to prove they ran.
       '--allow-host-mounts',
+      '--config',
+      staticDir,
     ];
     agent = new AgentProcess(flags);
     await agent.serverUrl();
@@ -288,15 +305,48 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     await k('wait', '--for=condition=complete', `job/${app}-job`, '-n', 'default', '--timeout=60s');
     const [done] = await podsOf(`${app}-job`);
     expect(done?.status.phase).toBe('Succeeded');
-    const table = await until('CrashLoopBackOff with restarts', async () => {
-      const out = await k('get', 'pod', `${app}-crash`, '-n', 'default', '--no-headers');
-      return /CrashLoopBackOff\s+[1-9]/.test(out) ? out : undefined;
-    }, 60_000);
+    const table = await until(
+      'CrashLoopBackOff with restarts',
+      async () => {
+        const out = await k('get', 'pod', `${app}-crash`, '-n', 'default', '--no-headers');
+        return /CrashLoopBackOff\s+[1-9]/.test(out) ? out : undefined;
+      },
+      60_000,
+    );
     expect(table).toMatch(new RegExp(`^${app}-crash\\s+0/1\\s+CrashLoopBackOff\\s+[1-9]`));
     await k('delete', `job/${app}-job`, `pod/${app}-crash`, '-n', 'default', '--wait=false', '--cascade=background');
-    await until('the crashing pod gone from the API', async () =>
-      (await podsOf(`${app}-crash`)).length === 0 ? true : undefined, 60_000);
+    await until('the crashing pod gone from the API', async () => ((await podsOf(`${app}-crash`)).length === 0 ? true : undefined), 60_000);
   }, 150_000);
+
+  it('has a mirror pod for its static pod, owned by its Node and Running; one deleted is made again', async () => {
+    type Mirror = Pod & { metadata: { annotations: Record<string, string>; ownerReferences: Array<{ kind: string; name: string }> } };
+    const mirrorName = `${app}-static-${node}`;
+    const mirror = await until(
+      'the mirror pod Running',
+      async () => {
+        const p = await json<Mirror>('get', 'pod', mirrorName, '-n', 'default');
+        return p.status.phase === 'Running' ? p : undefined;
+      },
+      60_000,
+    );
+    expect(mirror.metadata.annotations['kubernetes.io/config.mirror']).toMatch(/^[0-9a-f]{32}$/);
+    expect(mirror.metadata.annotations['kubernetes.io/config.source']).toBe('file');
+    expect(mirror.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Node', name: node })]);
+    expect(mirror.spec.nodeName).toBe(node);
+    expect(mirror.status.containerStatuses?.[0]?.ready).toBe(true);
+    await k('delete', 'pod', mirrorName, '-n', 'default', '--wait=false');
+    const again = await until(
+      'the mirror pod made again',
+      async () => {
+        const p = await json<Mirror>('get', 'pod', mirrorName, '-n', 'default');
+        return p.metadata.uid !== mirror.metadata.uid && p.status.phase === 'Running' ? p : undefined;
+      },
+      60_000,
+    );
+    expect(again.metadata.annotations['kubernetes.io/config.mirror']).toBe(mirror.metadata.annotations['kubernetes.io/config.mirror']);
+    // The static pod itself ran on: deleting its mirror stops nothing.
+    expect(agent!.events('ContainerKilled', `${app}-static`)).toEqual([]);
+  }, 90_000);
 
   it('says in the pod’s status why it cannot run a pod (Failed, the field)', async () => {
     // Every pod of the API gets a service-account token volume unless it says no: not yet run here (issue 45).

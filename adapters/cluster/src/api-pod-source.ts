@@ -14,6 +14,7 @@ export interface ApiPod {
     readonly namespace: string;
     readonly uid: string;
     readonly resourceVersion?: string;
+    readonly deletionTimestamp?: string;
     readonly annotations?: Readonly<Record<string, string>>;
   };
   readonly status?: { readonly phase?: string };
@@ -33,6 +34,8 @@ export interface ApiPodSourceOptions extends HostAccess {
   readonly nodeRegistered: Promise<unknown>;
   /** Told each pod it cannot run, once per version of the pod (the node writes its `Failed` status). */
   readonly unrunnable?: (pod: UnrunnablePod) => void;
+  /** Told when the mirror pods of this node in the API changed (see `mirrors`). */
+  readonly mirrorsChanged?: () => void;
 }
 
 /**
@@ -55,8 +58,14 @@ export class ApiPodSource implements ManifestSource {
   private closed = false;
   private scheduled = false;
   private readonly retry = new Retry(1_000, 30_000);
+  private mirrorShape = '';
 
   constructor(private readonly options: ApiPodSourceOptions) {}
+
+  /** The mirror pods of this node the API holds now (copies of its static pods; never run). */
+  mirrors(): ApiPod[] {
+    return [...this.pods.values()].filter((p) => p.metadata.annotations?.[MIRROR_ANNOTATION] !== undefined);
+  }
 
   async start(sink: SourceSink): Promise<void> {
     this.sink = sink;
@@ -169,6 +178,14 @@ export class ApiPodSource implements ManifestSource {
     }
     for (const uid of [...this.read.keys()]) if (!seen.has(uid)) this.read.delete(uid);
     this.sink?.update(manifests);
+    const mirrors = this.mirrors()
+      .map((m) => `${m.metadata.uid}:${m.metadata.annotations?.[MIRROR_ANNOTATION]}`)
+      .sort()
+      .join(',');
+    if (mirrors !== this.mirrorShape) {
+      this.mirrorShape = mirrors;
+      this.options.mirrorsChanged?.();
+    }
   }
 }
 

@@ -5,6 +5,7 @@ import { hostFacts } from './host-facts.js';
 import { NodeLease } from './node-lease.js';
 import { NodeRegistration } from './node-registration.js';
 import type { NodeSpecFacts } from './node-object.js';
+import { MirrorPods, type StaticPods } from './mirror-pods.js';
 import { PodStatusWriter, type StatusSource } from './pod-status-writer.js';
 
 /**
@@ -38,7 +39,7 @@ export interface ClusterNodeOptions extends HostAccess {
 }
 
 /** What the node needs of the agent: its health, and its pods' statuses and events (see `StatusSource`). */
-export interface ClusterAgent extends StatusSource {
+export interface ClusterAgent extends StatusSource, StaticPods {
   health(): HealthView;
 }
 
@@ -57,6 +58,9 @@ export class ClusterNode {
   private registration: NodeRegistration | undefined;
   private lease: NodeLease | undefined;
   private writer: PodStatusWriter | undefined;
+  private mirrors: MirrorPods | undefined;
+  private mirrorTimer: NodeJS.Timeout | undefined;
+  private stopWatching: (() => void) | undefined;
   private registered!: (uid: string) => void;
   private readonly nodeRegistered = new Promise<string>((resolve) => (this.registered = resolve));
   private closed = false;
@@ -72,6 +76,10 @@ export class ClusterNode {
       logger: options.logger,
       nodeRegistered: this.nodeRegistered,
       unrunnable: (pod) => void this.writer?.unrunnable(pod),
+      mirrorsChanged: () => {
+        void this.mirrors?.reconcile();
+        this.writer?.rewriteMirrors();
+      },
     });
   }
 
@@ -90,7 +98,13 @@ export class ClusterNode {
       kubeletVersion: KUBELET_VERSION,
       containerRuntimeVersion: options.containerRuntimeVersion,
     };
-    this.writer = new PodStatusWriter({ api: this.core, agent, source: this.source.name, logger: options.logger });
+    this.writer = new PodStatusWriter({
+      api: this.core,
+      agent,
+      source: this.source.name,
+      mirrorOf: (podId) => this.mirrors?.mirrorOf(podId),
+      logger: options.logger,
+    });
     this.writer.start();
     this.registration = new NodeRegistration({
       api: this.core,
@@ -116,6 +130,23 @@ export class ClusterNode {
         ...(options.nodeLeaseDurationSeconds === undefined ? {} : { durationSeconds: options.nodeLeaseDurationSeconds }),
       });
       this.lease.start();
+      // The static pods' mirrors, brought in line whenever a pod's status changes, and every 10 s.
+      this.mirrors = new MirrorPods({
+        api: this.core,
+        nodeName: options.nodeName,
+        nodeUid: uid,
+        agent,
+        apiSource: this.source.name,
+        mirrors: () => this.source.mirrors(),
+        made: (podId) => this.writer?.rewrite(podId),
+        logger: options.logger,
+      });
+      this.stopWatching = agent.watchPodStatuses(() => void this.mirrors?.reconcile());
+      const tick = () => {
+        void this.mirrors?.reconcile();
+        this.mirrorTimer = setTimeout(tick, 10_000);
+      };
+      tick();
       this.registered(uid);
     });
   }
@@ -127,6 +158,8 @@ export class ClusterNode {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.mirrorTimer !== undefined) clearTimeout(this.mirrorTimer);
+    this.stopWatching?.();
     await this.lease?.close();
     await this.registration?.close();
     await this.writer?.close();

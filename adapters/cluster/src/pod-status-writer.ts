@@ -7,7 +7,13 @@ import type { UnrunnablePod } from './api-pod-source.js';
 /** What the writer reads of the agent: its pods' statuses and their changes, and its events. */
 export interface StatusSource {
   podStatuses(): Promise<
-    ReadonlyArray<{ readonly uid: string; readonly key: PodKey; readonly source: string; readonly status: PodStatus }>
+    ReadonlyArray<{
+      readonly uid: string;
+      readonly key: PodKey;
+      readonly podId: string;
+      readonly source: string;
+      readonly status: PodStatus;
+    }>
   >;
   watchPodStatuses(listener: (uids: readonly string[]) => void): () => void;
   watchEvents(listener: (event: RecordedEvent) => void): () => void;
@@ -16,8 +22,10 @@ export interface StatusSource {
 export interface PodStatusWriterOptions {
   readonly api: CoreV1Api;
   readonly agent: StatusSource;
-  /** The source whose pods are the API's (`api`): only their status is written. */
+  /** The source whose pods are the API's (`api`): their status is written to them. */
   readonly source: string;
+  /** The mirror pod of a static pod (by its id), when it has one: a static pod's status is written to it. */
+  readonly mirrorOf?: (podId: string) => PodKey | undefined;
   readonly logger: Logger;
 }
 
@@ -36,6 +44,9 @@ const STRATEGIC = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergeP
 export class PodStatusWriter {
   private readonly stops: Array<() => void> = [];
   private readonly dirty = new Set<string>();
+  /** Pods by id whose status is to be written again whatever changed (see `rewrite`). */
+  private readonly dirtyPods = new Set<string>();
+  private mirrorsDirty = false;
   private writing: Promise<void> | undefined;
   private closed = false;
   /** The key of each API pod seen, by its pod id: a `PodTerminated` event names the pod by its id. */
@@ -64,6 +75,18 @@ export class PodStatusWriter {
     });
   }
 
+  /** Writes the status of the pod `podId` again (its mirror pod was just made). */
+  rewrite(podId: string): void {
+    this.dirtyPods.add(podId);
+    this.kick();
+  }
+
+  /** Writes the status of every static pod again (the mirror pods changed: one may have come, or come again). */
+  rewriteMirrors(): void {
+    this.mirrorsDirty = true;
+    this.kick();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const stop of this.stops.splice(0)) stop();
@@ -83,19 +106,25 @@ export class PodStatusWriter {
     if (this.writing !== undefined || this.closed) return;
     this.writing = this.flush().finally(() => {
       this.writing = undefined;
-      if (this.dirty.size > 0 && !this.closed) this.kick();
+      if ((this.dirty.size > 0 || this.dirtyPods.size > 0 || this.mirrorsDirty) && !this.closed) this.kick();
     });
   }
 
   private async flush(): Promise<void> {
     const wanted = new Set(this.dirty);
+    const wantedPods = new Set(this.dirtyPods);
+    const mirrors = this.mirrorsDirty;
     this.dirty.clear();
+    this.dirtyPods.clear();
+    this.mirrorsDirty = false;
     const records = await this.options.agent.podStatuses();
     for (const record of records) {
-      if (record.source !== this.options.source) continue;
-      this.keys.set(podIdOf(record.key), record.key);
-      if (!wanted.has(record.uid)) continue;
-      await this.patch(record.key, record.status).catch((error: unknown) => {
+      const fromApi = record.source === this.options.source;
+      if (fromApi) this.keys.set(podIdOf(record.key), record.key);
+      if (!wanted.has(record.uid) && !wantedPods.has(record.podId) && !(mirrors && !fromApi)) continue;
+      const key = fromApi ? record.key : this.options.mirrorOf?.(record.podId);
+      if (key === undefined) continue;
+      await this.patch(key, record.status).catch((error: unknown) => {
         // Gone from the API (deleted meanwhile, or another uid now): nothing to write.
         if (apiStatus(error) === 404 || apiStatus(error) === 409) return;
         this.dirty.add(record.uid);
