@@ -409,3 +409,90 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     await until('the pod gone from the API', async () => ((await podsOf(`${app}-steady`)).length === 0 ? true : undefined));
   }, 180_000);
 });
+
+describe('two kubelet-ts nodes of one control plane, one on Docker and one on containerd', () => {
+  const agents: AgentProcess[] = [];
+  const nodes = AGENT_ENGINES.map((e) => `e2e-pair-${e.name.split(' ')[0]!.toLowerCase()}-${process.pid}`);
+
+  beforeAll(async () => {
+    for (const [i, engine] of AGENT_ENGINES.entries()) {
+      const prepared = await engine.prepare();
+      const agent = new AgentProcess([
+        ...prepared.flags,
+        '--kubeconfig',
+        await cluster.nodeKubeconfig(nodes[i]!),
+        '--node-ip',
+        machineAddress(),
+        '--hostname-override',
+        nodes[i]!,
+        '--sync-frequency',
+        '1s',
+      ]);
+      agents.push(agent);
+      await agent.serverUrl();
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const agent of agents) await agent.stop();
+    await k('delete', 'deployment', 'spread', '-n', 'default', '--ignore-not-found', '--wait=false').catch(() => undefined);
+    for (const [i, engine] of AGENT_ENGINES.entries()) {
+      await k('delete', 'node', nodes[i]!, '--ignore-not-found').catch(() => undefined);
+      await engine.cleanUp(nodes[i]!);
+    }
+  });
+
+  it('has the scheduler spread a Deployment across them, and each runs its share', async () => {
+    const busybox = (await AGENT_ENGINES[0]!.prepare()).busybox;
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'spread', namespace: 'default' },
+      spec: {
+        replicas: 4,
+        selector: { matchLabels: { app: 'spread' } },
+        template: {
+          metadata: { labels: { app: 'spread' } },
+          spec: {
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 1,
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: nodes }] }],
+                },
+              },
+            },
+            topologySpreadConstraints: [
+              {
+                maxSkew: 1,
+                topologyKey: 'kubernetes.io/hostname',
+                whenUnsatisfiable: 'DoNotSchedule',
+                labelSelector: { matchLabels: { app: 'spread' } },
+              },
+            ],
+            containers: [{ name: 'main', image: busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] }],
+          },
+        },
+      },
+    };
+    await writeFile(join(dir, 'spread.json'), JSON.stringify(deployment));
+    await k('apply', '-f', join(dir, 'spread.json'));
+    const pods = await until(
+      '4 replicas Running',
+      async () => {
+        const items = (await json<{ items: Pod[] }>('get', 'pods', '-n', 'default', '-l', 'app=spread')).items;
+        return items.length === 4 && items.every((p) => p.status.phase === 'Running') ? items : undefined;
+      },
+      90_000,
+    );
+    expect(pods.map((p) => p.spec.nodeName).sort()).toEqual([nodes[0], nodes[0], nodes[1], nodes[1]].sort());
+    // Each node runs its own share, on its own engine.
+    for (const [i, engine] of AGENT_ENGINES.entries()) {
+      const made = (await engine.labelled(nodes[i]!)).filter(
+        (m) => m.kind === 'container' && m.labels['io.kubernetes.pod.namespace'] === 'default',
+      );
+      expect(new Set(made.map((m) => m.labels['io.kubernetes.pod.uid'])).size).toBe(2);
+    }
+  }, 150_000);
+});
