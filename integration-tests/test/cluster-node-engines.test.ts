@@ -55,6 +55,10 @@ let cluster: StartedControlPlane;
 let dir: string;
 const k = async (...args: string[]) => (await kubectl(['--kubeconfig', cluster.kubeconfigPath, ...args])).stdout;
 const json = async <T>(...args: string[]) => JSON.parse(await k(...args, '-o', 'json')) as T;
+type ApiEvent = { reason: string; type: string; reportingController: string; regarding: { kind: string; name: string; uid?: string } };
+/** The events.k8s.io/v1 events of a namespace regarding `name`. */
+const eventsOf = async (namespace: string, name: string) =>
+  (await json<{ items: ApiEvent[] }>('get', 'events.v1.events.k8s.io', '-n', namespace)).items.filter((e) => e.regarding.name === name);
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-e2e-cluster-'));
@@ -169,6 +173,21 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     });
     // kubectl's own table says it too.
     expect(await k('get', 'nodes', node, '--no-headers')).toMatch(new RegExp(`^${node}\\s+Ready\\s`));
+    // And the node said it started and is ready, as the kubelet's recorder says it.
+    const said = await until(
+      'the node’s events',
+      async () => {
+        const events = await eventsOf('default', node);
+        return events.length >= 2 ? events : undefined;
+      },
+      20_000,
+    );
+    expect(said.map((e) => [e.regarding.kind, e.reason, e.reportingController])).toEqual(
+      expect.arrayContaining([
+        ['Node', 'Starting', 'kubelet'],
+        ['Node', 'NodeReady', 'kubelet'],
+      ]),
+    );
   }, 90_000);
 
   it('renews its Lease in kube-node-lease, owned by its Node', async () => {
@@ -237,6 +256,20 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
       90_000,
     );
     expect(new Set(running.map((p) => p.status.podIP)).size).toBe(3);
+    // Each pod's events, with the kubelet's reasons, regarding it by its uid.
+    const told = await until(
+      'Created and Started recorded',
+      async () => {
+        const events = await eventsOf('default', running[0]!.metadata.name);
+        return ['Created', 'Started'].every((r) => events.some((e) => e.reason === r)) ? events : undefined;
+      },
+      20_000,
+    );
+    // The scheduler's `Scheduled` is there too; the node's own regard the pod by its uid.
+    const ours = told.filter((e) => e.reportingController === 'kubelet');
+    expect(ours.map((e) => e.reason)).toEqual(expect.arrayContaining(['Created', 'Started']));
+    expect(ours.every((e) => e.regarding.uid === running[0]!.metadata.uid)).toBe(true);
+    expect(told.some((e) => e.reason === 'Scheduled')).toBe(true);
     expect(await k('get', 'pods', '-l', `app=${app}`, '-o', 'wide', '--no-headers')).toMatch(new RegExp(`Running.*${node}`));
 
     // A rollout restart: new pods (new uids) run, the old ones' containers go.
@@ -314,6 +347,10 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
       60_000,
     );
     expect(table).toMatch(new RegExp(`^${app}-crash\\s+0/1\\s+CrashLoopBackOff\\s+[1-9]`));
+    const backOff = await until('BackOff recorded', async () =>
+      (await eventsOf('default', `${app}-crash`)).find((e) => e.reason === 'BackOff'),
+    );
+    expect(backOff.type).toBe('Warning');
     await k('delete', `job/${app}-job`, `pod/${app}-crash`, '-n', 'default', '--wait=false', '--cascade=background');
     await until('the crashing pod gone from the API', async () => ((await podsOf(`${app}-crash`)).length === 0 ? true : undefined), 60_000);
   }, 150_000);

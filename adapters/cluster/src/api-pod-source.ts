@@ -59,8 +59,14 @@ export class ApiPodSource implements ManifestSource {
   private scheduled = false;
   private readonly retry = new Retry(1_000, 30_000);
   private mirrorShape = '';
+  private delivered = new Set<string>();
 
   constructor(private readonly options: ApiPodSourceOptions) {}
+
+  /** Whether the agent runs `podId` for the API (its last delivery held it). */
+  has(podId: string): boolean {
+    return this.delivered.has(podId);
+  }
 
   /** The mirror pods of this node the API holds now (copies of its static pods; never run). */
   mirrors(): ApiPod[] {
@@ -177,6 +183,7 @@ export class ApiPodSource implements ManifestSource {
       if (known.manifest !== undefined) manifests.push(known.manifest);
     }
     for (const uid of [...this.read.keys()]) if (!seen.has(uid)) this.read.delete(uid);
+    this.delivered = new Set(manifests.map((m) => m.id));
     this.sink?.update(manifests);
     const mirrors = this.mirrors()
       .map((m) => `${m.metadata.uid}:${m.metadata.annotations?.[MIRROR_ANNOTATION]}`)

@@ -1,7 +1,8 @@
 import type { HealthView, HostAccess, Logger, NodeAllocatable } from '@kubelet-ts/core';
-import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Taint } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, EventsV1Api, KubeConfig, type V1Taint } from '@kubernetes/client-node';
 import { ApiPodSource } from './api-pod-source.js';
 import { hostFacts } from './host-facts.js';
+import { NodeEvents } from './node-events.js';
 import { NodeLease } from './node-lease.js';
 import { NodeRegistration } from './node-registration.js';
 import type { NodeSpecFacts } from './node-object.js';
@@ -59,6 +60,7 @@ export class ClusterNode {
   private lease: NodeLease | undefined;
   private writer: PodStatusWriter | undefined;
   private mirrors: MirrorPods | undefined;
+  private events: NodeEvents | undefined;
   private mirrorTimer: NodeJS.Timeout | undefined;
   private stopWatching: (() => void) | undefined;
   private registered!: (uid: string) => void;
@@ -142,6 +144,19 @@ export class ClusterNode {
         logger: options.logger,
       });
       this.stopWatching = agent.watchPodStatuses(() => void this.mirrors?.reconcile());
+      // The agent's events in the API, with the kubelet's reasons; the node's first two as the kubelet says them.
+      this.events = new NodeEvents({
+        api: this.kubeConfig.makeApiClient(EventsV1Api),
+        nodeName: options.nodeName,
+        agent,
+        isApiPod: (podId) => this.source.has(podId),
+        mirrorOf: (podId) => this.mirrors?.mirrorOf(podId),
+        logger: options.logger,
+      });
+      this.events.start();
+      void this.events
+        .node('Starting', 'Starting kubelet.')
+        .then(() => this.events?.node('NodeReady', `Node ${options.nodeName} status is now: NodeReady`));
       const tick = () => {
         void this.mirrors?.reconcile();
         this.mirrorTimer = setTimeout(tick, 10_000);
@@ -160,6 +175,7 @@ export class ClusterNode {
     this.closed = true;
     if (this.mirrorTimer !== undefined) clearTimeout(this.mirrorTimer);
     this.stopWatching?.();
+    this.events?.close();
     await this.lease?.close();
     await this.registration?.close();
     await this.writer?.close();

@@ -2,6 +2,7 @@ export { ApiPodSource, MIRROR_ANNOTATION, type ApiPod, type ApiPodSourceOptions,
 export { ClusterNode, KUBELET_VERSION, type ClusterAgent, type ClusterNodeOptions } from './cluster-node.js';
 export { goArch, hostFacts } from './host-facts.js';
 export { MirrorPods, type MirrorPodsOptions, type StaticPods } from './mirror-pods.js';
+export { NodeEvents, type NodeEventsOptions } from './node-events.js';
 export { NODE_LEASE_NAMESPACE, NodeLease, type NodeLeaseOptions } from './node-lease.js';
 export { nodeLabels, nodeObject, nodeStatus, type HostFacts, type NodeHealth, type NodeSpecFacts } from './node-object.js';
 export { NodeRegistration, type NodeRegistrationOptions } from './node-registration.js';
