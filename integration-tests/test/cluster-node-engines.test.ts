@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit';
+import { startControlPlane, TcpGate, type StartedControlPlane } from '@kubelet-ts/testkit';
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
 import { kubectl } from './kubectl.js';
@@ -125,6 +125,8 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
       '--allow-host-mounts',
       '--config',
       staticDir,
+      '--register-with-taints',
+      'e2e=yes:PreferNoSchedule',
     ];
     agent = new AgentProcess(flags);
     await agent.serverUrl();
@@ -141,6 +143,7 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     const ready = await until('the node Ready', async () => {
       const n = await json<{
         metadata: { labels: Record<string, string> };
+        spec: { taints?: Array<{ key: string; value?: string; effect: string }> };
         status: {
           conditions: Array<{ type: string; status: string; reason: string }>;
           capacity: Record<string, string>;
@@ -153,6 +156,7 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
       return n.status.conditions.find((c) => c.type === 'Ready')?.status === 'True' ? n : undefined;
     });
     expect(ready.metadata.labels).toMatchObject({ 'kubernetes.io/hostname': node, 'kubernetes.io/os': 'linux' });
+    expect(ready.spec.taints).toEqual([{ key: 'e2e', value: 'yes', effect: 'PreferNoSchedule' }]);
     expect(ready.status.conditions.map((c) => [c.type, c.status, c.reason]).sort()).toEqual([
       ['DiskPressure', 'False', 'KubeletHasNoDiskPressure'],
       ['MemoryPressure', 'False', 'KubeletHasSufficientMemory'],
@@ -532,4 +536,83 @@ describe('two kubelet-ts nodes of one control plane, one on Docker and one on co
       expect(new Set(made.map((m) => m.labels['io.kubernetes.pod.uid'])).size).toBe(2);
     }
   }, 150_000);
+});
+
+describe('a kubelet-ts node that loses the API server, on Docker', () => {
+  const engine = AGENT_ENGINES[0]!;
+  const node = `e2e-gate-${process.pid}`;
+  let agent: AgentProcess | undefined;
+  let gate: TcpGate;
+  let busybox: string;
+
+  const bound = (name: string) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', labels: { app: 'gated' } },
+    spec: {
+      nodeName: node,
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'main', image: busybox, imagePullPolicy: 'IfNotPresent', command: ['sleep', '3600'] }],
+    },
+  });
+  const phaseOf = async (name: string) => (await json<Pod>('get', 'pod', name, '-n', 'default')).status.phase;
+
+  beforeAll(async () => {
+    const prepared = await engine.prepare();
+    busybox = prepared.busybox;
+    // The node reaches the API server through a gate the test can cut.
+    gate = await TcpGate.listen(cluster.server.replace('https:', 'http:'));
+    const direct = await readFile(await cluster.nodeKubeconfig(node), 'utf8');
+    const gated = join(dir, 'gated.kubeconfig');
+    await writeFile(gated, direct.replace(cluster.server, gate.endpoint.replace('http:', 'https:')));
+    agent = new AgentProcess([
+      ...prepared.flags,
+      '--kubeconfig',
+      gated,
+      '--node-ip',
+      machineAddress(),
+      '--hostname-override',
+      node,
+      '--sync-frequency',
+      '1s',
+    ]);
+    await agent.serverUrl();
+  }, 120_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await gate?.close();
+    await k('delete', 'pods', '-n', 'default', '-l', 'app=gated', '--wait=false').catch(() => undefined);
+    await k('delete', 'node', node, '--ignore-not-found').catch(() => undefined);
+    await engine.cleanUp(node);
+  });
+
+  it('keeps its pods running while the API server is unreachable, and runs what was bound meanwhile once it is back', async () => {
+    await writeFile(join(dir, 'gated-1.json'), JSON.stringify(bound('gated-1')));
+    await k('apply', '-f', join(dir, 'gated-1.json'));
+    await until('gated-1 Running', async () => ((await phaseOf('gated-1')) === 'Running' ? true : undefined), 60_000);
+    const before = (await engine.labelled(node)).filter((m) => m.kind === 'container').map((m) => m.id);
+    expect(before).toHaveLength(1);
+
+    gate.cut();
+    // Bound while the node cannot see it: the node keeps its last good set and says it cannot reach the API.
+    await writeFile(join(dir, 'gated-2.json'), JSON.stringify(bound('gated-2')));
+    await k('apply', '-f', join(dir, 'gated-2.json'));
+    await agent!.until(
+      () => agent!.events('SourceError').some((l) => String(l['source']) === 'api'),
+      'the source to say the API is unreachable',
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 3_000));
+    const during = (await engine.labelled(node)).filter((m) => m.kind === 'container').map((m) => m.id);
+    expect(during).toEqual(before);
+
+    gate.restore();
+    await until('gated-2 Running once the API is back', async () => ((await phaseOf('gated-2')) === 'Running' ? true : undefined), 60_000);
+    const after = (await engine.labelled(node)).filter((m) => m.kind === 'container');
+    expect(after).toHaveLength(2);
+    expect(after.map((m) => m.id)).toEqual(expect.arrayContaining(before));
+    expect(await phaseOf('gated-1')).toBe('Running');
+  }, 180_000);
 });

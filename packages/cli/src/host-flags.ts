@@ -113,3 +113,31 @@ export function reservedFlag(value: string, previous: Reserved | undefined): Res
   }
   return { cpuMillis, memoryBytes };
 }
+
+/** A Node's taint, as `--register-with-taints` gives it. */
+export interface TaintFlag {
+  readonly key: string;
+  readonly value?: string;
+  readonly effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
+
+/**
+ * `--register-with-taints key=value:Effect,key:Effect` (the kubelet's form, repeatable): each a label
+ * key, an optional label value, and one of the three effects.
+ */
+export function taintsFlag(value: string, previous: readonly TaintFlag[] | undefined): TaintFlag[] {
+  const taints = [...(previous ?? [])];
+  for (const item of value.split(',').filter((p) => p !== '')) {
+    const colon = item.lastIndexOf(':');
+    const effect = colon < 0 ? '' : item.slice(colon + 1);
+    const [key, taintValue] = (colon < 0 ? item : item.slice(0, colon)).split('=', 2) as [string, string | undefined];
+    if (!TAINT_EFFECTS.includes(effect as TaintFlag['effect']))
+      throw new InvalidArgumentError(`${JSON.stringify(item)}: a taint is key[=value]:Effect, the effect one of ${TAINT_EFFECTS.join(', ')}`);
+    if (!isLabelKey(key) || (taintValue !== undefined && !isLabelValue(taintValue)))
+      throw new InvalidArgumentError(`${JSON.stringify(item)}: the key must be a label key and the value a label value`);
+    taints.push({ key, ...(taintValue === undefined ? {} : { value: taintValue }), effect: effect as TaintFlag['effect'] });
+  }
+  return taints;
+}

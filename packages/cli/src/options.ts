@@ -11,7 +11,9 @@ import {
   reservedFlag,
   resolvConfOption,
   seccompProfileRootOption,
+  taintsFlag,
   type Reserved,
+  type TaintFlag,
 } from './host-flags.js';
 import { DEFAULT_ROOT_DIR, addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
@@ -28,6 +30,10 @@ export interface CliOptions extends LegacyFlags {
   readonly nodeStatusUpdateFrequency: number;
   /** `--node-lease-duration-seconds`. */
   readonly nodeLeaseDurationSeconds: number;
+  /** `--node-status-report-frequency`: the Node's status is written at least this often. */
+  readonly nodeStatusReportFrequency: number;
+  /** `--register-with-taints`. */
+  readonly registerWithTaints?: readonly TaintFlag[];
   readonly runtime: 'memory' | 'docker' | 'cri' | 'auto';
   readonly containerRuntimeEndpoint: string;
   readonly dockerHost?: string;
@@ -236,6 +242,14 @@ export function buildProgram(): Command {
         '--node-status-update-frequency <duration>',
         "with --kubeconfig: how often the Node's status is computed, and written when it changed",
         10_000,
+      ),
+    )
+    .addOption(
+      durationOption('--node-status-report-frequency <duration>', "with --kubeconfig: the Node's status is written at least this often", 300_000),
+    )
+    .addOption(
+      new Option('--register-with-taints <key=value:Effect,...>', 'with --kubeconfig: the taints the Node is registered with').argParser(
+        taintsFlag,
       ),
     )
     .addOption(

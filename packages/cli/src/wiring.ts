@@ -138,6 +138,8 @@ async function clusterNode(
     fsPath: options.volumesRoot,
     containerRuntimeVersion: await runtime.version().catch(() => 'unknown://'),
     nodeStatusUpdateFrequencyMs: options.nodeStatusUpdateFrequency,
+    nodeStatusReportFrequencyMs: options.nodeStatusReportFrequency,
+    ...(options.registerWithTaints === undefined ? {} : { taints: options.registerWithTaints }),
     nodeLeaseDurationSeconds: options.nodeLeaseDurationSeconds,
     logger,
   });
