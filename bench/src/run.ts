@@ -11,6 +11,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { independentDocker } from '@kubelet-ts/testkit';
 import { describeMachine, markdown } from './report.js';
+import { clusterStartup } from './scenarios/cluster.js';
 import { containerdVersion, criEngine } from './scenarios/cri-engine.js';
 import { engine } from './scenarios/engine.js';
 import { engineReaction } from './scenarios/engine-reaction.js';
@@ -96,6 +97,7 @@ export const SCENARIOS = [
   'reaction',
   'memory',
   'fleet',
+  'cluster',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -215,6 +217,12 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (wanted('fleet')) {
     await step('fleet: agents on one etcd');
     rows.push(...(await fleet(fleetSize(q))));
+  }
+
+  // A node of a cluster (issue 43): pod startup through the API server, and the idle node.
+  if (options.engine && wanted('cluster')) {
+    await step('a node of a cluster');
+    rows.push(...(await clusterStartup(q ? 3 : 15, q ? 5 : 30, q ? 5 : 20, q ? 5 : 30)));
   }
 
   await save();

@@ -134,7 +134,9 @@ export function taintsFlag(value: string, previous: readonly TaintFlag[] | undef
     const effect = colon < 0 ? '' : item.slice(colon + 1);
     const [key, taintValue] = (colon < 0 ? item : item.slice(0, colon)).split('=', 2) as [string, string | undefined];
     if (!TAINT_EFFECTS.includes(effect as TaintFlag['effect']))
-      throw new InvalidArgumentError(`${JSON.stringify(item)}: a taint is key[=value]:Effect, the effect one of ${TAINT_EFFECTS.join(', ')}`);
+      throw new InvalidArgumentError(
+        `${JSON.stringify(item)}: a taint is key[=value]:Effect, the effect one of ${TAINT_EFFECTS.join(', ')}`,
+      );
     if (!isLabelKey(key) || (taintValue !== undefined && !isLabelValue(taintValue)))
       throw new InvalidArgumentError(`${JSON.stringify(item)}: the key must be a label key and the value a label value`);
     taints.push({ key, ...(taintValue === undefined ? {} : { value: taintValue }), effect: effect as TaintFlag['effect'] });

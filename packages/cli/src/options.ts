@@ -245,7 +245,11 @@ export function buildProgram(): Command {
       ),
     )
     .addOption(
-      durationOption('--node-status-report-frequency <duration>', "with --kubeconfig: the Node's status is written at least this often", 300_000),
+      durationOption(
+        '--node-status-report-frequency <duration>',
+        "with --kubeconfig: the Node's status is written at least this often",
+        300_000,
+      ),
     )
     .addOption(
       new Option('--register-with-taints <key=value:Effect,...>', 'with --kubeconfig: the taints the Node is registered with').argParser(
