@@ -30,6 +30,31 @@ async function adminOf(cluster: StartedControlPlane): Promise<Admin> {
   };
 }
 
+/**
+ * The requests the API server has served from nodes: its API priority and fairness sorts a node's
+ * requests (`system:nodes`) into the flow schemas `system-node-high` (its Lease, its Node's status)
+ * and `system-nodes` (the rest), so with one node these count that node's requests alone.
+ */
+async function nodeRequests(admin: Admin): Promise<number> {
+  const text = await apiText(admin, '/metrics');
+  let total = 0;
+  for (const line of text.split('\n'))
+    if (line.startsWith('apiserver_flowcontrol_dispatched_requests_total{') && /flow_schema="system-node(s|-high)"/.test(line))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return total;
+}
+
+function apiText(admin: Admin, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(path, admin.server), { ca: admin.ca, cert: admin.cert, key: admin.key }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve(Buffer.concat(chunks).toString()));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 /** One request to the API server as the admin; resolves with the parsed answer. */
 function api(admin: Admin, method: string, path: string, body?: unknown): Promise<unknown> {
   return new Promise((resolve, reject) => {
@@ -254,8 +279,10 @@ export async function clusterStartup(runs: number, batch: number, idlePods: numb
     }
     await new Promise((r) => setTimeout(r, 5_000));
     const cpuBefore = await cpuSeconds(agent.pid!);
+    const requestsBefore = await nodeRequests(admin);
     await new Promise((r) => setTimeout(r, idleSeconds * 1000));
     const cpu = ((await cpuSeconds(agent.pid!)) - cpuBefore) / idleSeconds;
+    const perMinute = (((await nodeRequests(admin)) - requestsBefore) * 60) / idleSeconds;
     const rss = await rssMb(agent.pid!);
     rows.push(
       row({
@@ -264,6 +291,13 @@ export async function clusterStartup(runs: number, batch: number, idlePods: numb
         unit: '% of a core',
         value: summarise([cpu * 100]),
         note: `RSS ${rss.toFixed(1)} MB at the end`,
+      }),
+      row({
+        scenario: CLUSTER_SCENARIO,
+        metric: `the idle node's API requests a minute with ${idlePods} pods (the API server's count of node requests, over ${idleSeconds} s)`,
+        unit: 'requests/min',
+        value: summarise([perMinute]),
+        note: 'a Lease renewal every 10 s is 6 a minute; the Node status is written when it changes and every 5 min',
       }),
     );
     await api(admin, 'DELETE', '/api/v1/namespaces/default/pods?labelSelector=bench%3Dcluster&gracePeriodSeconds=0').catch(() => undefined);
