@@ -1,4 +1,4 @@
-import type { HealthView, HostAccess, Logger, NodeAllocatable } from '@kubelet-ts/core';
+import type { HealthView, HostAccess, ImageRecord, Logger, NodeAllocatable } from '@kubelet-ts/core';
 import { CoordinationV1Api, CoreV1Api, EventsV1Api, KubeConfig, type V1Taint } from '@kubernetes/client-node';
 import { ApiPodSource } from './api-pod-source.js';
 import { hostFacts } from './host-facts.js';
@@ -42,6 +42,8 @@ export interface ClusterNodeOptions extends HostAccess {
 /** What the node needs of the agent: its health, and its pods' statuses and events (see `StatusSource`). */
 export interface ClusterAgent extends StatusSource, StaticPods {
   health(): HealthView;
+  /** The runtime's images (`status.images`). */
+  images(): Promise<readonly ImageRecord[]>;
 }
 
 /**
@@ -115,6 +117,7 @@ export class ClusterNode {
         const h = agent.health();
         return h.healthy ? { ready: true } : { ready: false, message: h.message };
       },
+      images: () => agent.images(),
       logger: options.logger,
       ...(options.nodeStatusUpdateFrequencyMs === undefined ? {} : { updateFrequencyMs: options.nodeStatusUpdateFrequencyMs }),
       ...(options.nodeStatusReportFrequencyMs === undefined ? {} : { reportFrequencyMs: options.nodeStatusReportFrequencyMs }),

@@ -1,5 +1,5 @@
-import type { NodeAllocatable } from '@kubelet-ts/core';
-import type { V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
+import type { ImageRecord, NodeAllocatable } from '@kubelet-ts/core';
+import type { V1ContainerImage, V1Node, V1NodeCondition, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
 
 /** What the agent says of its host in its Node (`nodeInfo`, read once by `hostFacts`). */
 export interface HostFacts {
@@ -35,6 +35,19 @@ export interface NodeSpecFacts {
   readonly containerRuntimeVersion: string;
 }
 
+/** The kubelet's limits on `status.images`: the 50 largest images, at most 5 names each. */
+const MAX_IMAGES = 50;
+const MAX_NAMES = 5;
+
+/** `status.images` as the kubelet's `Images` setter writes it: the largest first, each by its names and size. */
+export function nodeImages(images: readonly ImageRecord[]): V1ContainerImage[] {
+  return [...images]
+    .filter((i) => i.names.length > 0)
+    .sort((a, b) => b.sizeBytes - a.sizeBytes)
+    .slice(0, MAX_IMAGES)
+    .map((i) => ({ names: i.names.slice(0, MAX_NAMES), sizeBytes: i.sizeBytes }));
+}
+
 /** The node's health as its conditions say it: ready, or not with why (the agent's health message). */
 export interface NodeHealth {
   readonly ready: boolean;
@@ -54,13 +67,13 @@ export function nodeLabels(facts: Pick<NodeSpecFacts, 'name' | 'labels' | 'host'
 }
 
 /** The Node as the agent registers it: metadata and spec (taints), and its status. */
-export function nodeObject(facts: NodeSpecFacts, health: NodeHealth, now: Date): V1Node {
+export function nodeObject(facts: NodeSpecFacts, health: NodeHealth, now: Date, images: readonly ImageRecord[] = []): V1Node {
   return {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: { name: facts.name, labels: nodeLabels(facts) },
     spec: facts.taints.length === 0 ? {} : { taints: [...facts.taints] },
-    status: nodeStatus(facts, health, now, []),
+    status: nodeStatus(facts, health, now, [], images),
   };
 }
 
@@ -70,7 +83,13 @@ export function nodeObject(facts: NodeSpecFacts, health: NodeHealth, now: Date):
  * with the kubelet's reasons and messages. A condition keeps its `lastTransitionTime` from `before`
  * while its status does not change; every condition's `lastHeartbeatTime` is `now`.
  */
-export function nodeStatus(facts: NodeSpecFacts, health: NodeHealth, now: Date, before: readonly V1NodeCondition[]): V1NodeStatus {
+export function nodeStatus(
+  facts: NodeSpecFacts,
+  health: NodeHealth,
+  now: Date,
+  before: readonly V1NodeCondition[],
+  images: readonly ImageRecord[] = [],
+): V1NodeStatus {
   const { host, allocatable } = facts;
   const conditions = nodeConditions(health).map((c) => {
     const was = before.find((b) => b.type === c.type);
@@ -99,6 +118,7 @@ export function nodeStatus(facts: NodeSpecFacts, health: NodeHealth, now: Date, 
     },
     conditions,
     daemonEndpoints: { kubeletEndpoint: { Port: facts.port } },
+    images: nodeImages(images),
     nodeInfo: {
       architecture: host.architecture,
       bootID: host.bootID,

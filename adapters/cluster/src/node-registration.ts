@@ -1,4 +1,4 @@
-import type { Logger } from '@kubelet-ts/core';
+import type { ImageRecord, Logger } from '@kubelet-ts/core';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type V1Node } from '@kubernetes/client-node';
 import { apiStatus, Retry } from './api-errors.js';
 import { nodeLabels, nodeObject, nodeStatus, type NodeHealth, type NodeSpecFacts } from './node-object.js';
@@ -8,6 +8,8 @@ export interface NodeRegistrationOptions {
   readonly facts: NodeSpecFacts;
   /** The agent's health now: the Ready condition says it. */
   readonly health: () => NodeHealth;
+  /** The images the runtime holds (`status.images`); none when it cannot say. */
+  readonly images?: () => Promise<readonly ImageRecord[]>;
   readonly logger: Logger;
   /** How often the status is computed and, when it changed, patched (the kubelet's `nodeStatusUpdateFrequency`, 10 s). */
   readonly updateFrequencyMs?: number;
@@ -32,26 +34,32 @@ export class NodeRegistration {
   private lastReport = 0;
   private lastShape = '';
   private readonly retry = new Retry(200, 7_000);
+  private images: readonly ImageRecord[] = [];
 
   constructor(private readonly options: NodeRegistrationOptions) {}
+
+  /** The runtime's images now; the last known when it cannot answer. */
+  private async readImages(): Promise<readonly ImageRecord[]> {
+    return (await this.options.images?.().catch(() => undefined)) ?? this.images;
+  }
 
   /** Registers the Node (retrying until it can, or until `close`); resolves with it, or undefined once closed. */
   async register(): Promise<V1Node | undefined> {
     const { api, facts, health, logger } = this.options;
     while (!this.closed) {
       try {
-        const wanted = nodeObject(facts, health(), new Date());
+        this.images = await this.readImages();
+        const wanted = nodeObject(facts, health(), new Date(), this.images);
         try {
           this.node = await api.createNode({ body: wanted });
           logger.info({ node: facts.name }, 'node registered');
         } catch (error) {
           if (apiStatus(error) !== 409) throw error;
-          // There already: the agent restarted, or another registered the name. Ours now, as the kubelet takes it.
+          // There already: the agent restarted, or another registered the name. Ours now, as the kubelet
+          // takes it: its labels brought up to date, its taints left as they are (a node may not change
+          // its own: NodeRestriction refuses it; they are the cluster's once registered).
           const existing = await api.readNode({ name: facts.name });
-          this.node = await api.patchNode(
-            { name: facts.name, body: { metadata: { labels: nodeLabels(facts) }, spec: wanted.spec ?? {} } },
-            STRATEGIC,
-          );
+          this.node = await api.patchNode({ name: facts.name, body: { metadata: { labels: nodeLabels(facts) } } }, STRATEGIC);
           this.node = await this.patchStatus(existing.status?.conditions ?? []);
           logger.info({ node: facts.name }, 'node registered again (it was there)');
         }
@@ -85,6 +93,7 @@ export class NodeRegistration {
   async update(): Promise<void> {
     const { reportFrequencyMs = 300_000 } = this.options;
     const before = this.node?.status?.conditions ?? [];
+    this.images = await this.readImages();
     const shape = this.shape(before);
     if (shape === this.lastShape && Date.now() - this.lastReport < reportFrequencyMs) return;
     this.node = await this.patchStatus(before);
@@ -106,11 +115,14 @@ export class NodeRegistration {
   /** The status the agent would write now, without its times: what tells a change. */
   private shape(before: NonNullable<NonNullable<V1Node['status']>['conditions']>): string {
     const { facts, health } = this.options;
-    return JSON.stringify(nodeStatus(facts, health(), new Date(0), before), (k, v) => (k.endsWith('Time') ? undefined : v));
+    return JSON.stringify(nodeStatus(facts, health(), new Date(0), before, this.images), (k, v) => (k.endsWith('Time') ? undefined : v));
   }
 
   private patchStatus(before: NonNullable<NonNullable<V1Node['status']>['conditions']>): Promise<V1Node> {
     const { api, facts, health } = this.options;
-    return api.patchNodeStatus({ name: facts.name, body: { status: nodeStatus(facts, health(), new Date(), before) } }, STRATEGIC);
+    return api.patchNodeStatus(
+      { name: facts.name, body: { status: nodeStatus(facts, health(), new Date(), before, this.images) } },
+      STRATEGIC,
+    );
   }
 }

@@ -62,6 +62,19 @@ describe('the Node as the kubelet’s setters make it', () => {
   });
 });
 
+describe('status.images', () => {
+  it('lists the 50 largest images, at most 5 names each, as the kubelet’s setter', () => {
+    const images = Array.from({ length: 60 }, (_, i) => ({
+      names: Array.from({ length: 7 }, (_, j) => `img${i}:${j}`),
+      sizeBytes: i * 10,
+    }));
+    const listed = nodeStatus(facts, { ready: true }, new Date(), [], [...images, { names: [], sizeBytes: 1e9 }]).images!;
+    expect(listed).toHaveLength(50);
+    expect(listed[0]).toEqual({ names: ['img59:0', 'img59:1', 'img59:2', 'img59:3', 'img59:4'], sizeBytes: 590 });
+    expect(listed.at(-1)?.sizeBytes).toBe(100);
+  });
+});
+
 describe('microTime', () => {
   it('writes six fractional digits, as the API server reads a MicroTime', () => {
     expect(String(microTime(new Date('2026-12-06T12:00:00.123Z')))).toBe('2026-12-06T12:00:00.123000Z');

@@ -59,6 +59,7 @@ export interface CriApi {
     deadline: Deadline,
   ): Promise<{ stats: CriPodSandboxStats[] }>;
   imageStatus(request: { image: { image: string } }, deadline: Deadline): Promise<{ image: CriImage | null }>;
+  listImages(request: Record<string, never>, deadline: Deadline): Promise<{ images: CriImage[] }>;
   pullImage(request: { image: { image: string } }, deadline: Deadline): Promise<{ imageRef: string }>;
   /** Where the runtime keeps its images and what they take (containerd: its snapshotter's root, the snapshots' sizes). */
   imageFsInfo(request: Record<string, never>, deadline: Deadline): Promise<{ imageFilesystems: CriFilesystemUsage[] }>;

@@ -97,6 +97,7 @@ export function connectCri(endpoint: string): CriApi {
     listContainerStats: unary(runtime, 'ListContainerStats'),
     listPodSandboxStats: unary(runtime, 'ListPodSandboxStats'),
     imageStatus: unary(image, 'ImageStatus'),
+    listImages: unary(image, 'ListImages'),
     pullImage: unary(image, 'PullImage'),
     imageFsInfo: unary(image, 'ImageFsInfo'),
     close() {

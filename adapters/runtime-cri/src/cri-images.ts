@@ -1,4 +1,4 @@
-import { KubeletError, SharedCalls, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
+import { KubeletError, SharedCalls, type Clock, type ImageRecord, type ImageService, type Logger } from '@kubelet-ts/core';
 import type { CriApi, CriImage } from './cri-api.js';
 import { imageUserOf } from './cri-security.js';
 import { ADAPTER, classifyPullError } from './errors.js';
@@ -30,6 +30,11 @@ export class CriImages implements ImageService {
 
   async hasImage(image: string): Promise<boolean> {
     return (await this.status(image)) !== undefined;
+  }
+
+  async list(): Promise<ImageRecord[]> {
+    const { images } = await this.options.call('list images', (deadline) => this.options.cri.listImages({}, deadline));
+    return images.map((i) => ({ names: [...i.repoTags, ...i.repoDigests], sizeBytes: Number(i.size) }));
   }
 
   /** The user `image` runs as (see `imageUserOf`); NotFound when it is not here. */

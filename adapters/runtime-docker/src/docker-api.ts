@@ -38,7 +38,7 @@ export interface DockerApi {
   /** `GET /info`: where the engine keeps its data (Podman's compatible service: its store's graph root). */
   info(): Promise<{ DockerRootDir?: string }>;
   /** `GET /images/json`: the images, each with its size. */
-  listImages(): Promise<Array<{ Size?: number }>>;
+  listImages(): Promise<Array<{ Size?: number; RepoTags?: string[] | null; RepoDigests?: string[] | null }>>;
   /** What the engine is (`GET /version`): Docker, or Podman's compatible service. */
   version(): Promise<DockerVersion>;
   /** `GET /events`: the engine's events as they happen, one JSON object a line (see `dockerEvents`). */

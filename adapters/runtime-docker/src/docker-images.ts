@@ -1,4 +1,4 @@
-import { KubeletError, repeatEvery, SharedCalls, type Clock, type ImageService, type Logger } from '@kubelet-ts/core';
+import { KubeletError, repeatEvery, SharedCalls, type Clock, type ImageRecord, type ImageService, type Logger } from '@kubelet-ts/core';
 import type { DockerApi, PullProgressEvent } from './docker-api.js';
 import { classifyPullError, dockerDetail, translate } from './errors.js';
 
@@ -35,6 +35,14 @@ export class DockerImages implements ImageService {
       if (error instanceof KubeletError && error.code === 'NotFound') return false;
       throw error;
     }
+  }
+
+  async list(): Promise<ImageRecord[]> {
+    const images = await this.options.call('list images', () => this.options.docker.listImages());
+    return images.map((i) => ({
+      names: [...(i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'), ...(i.RepoDigests ?? []).filter((d) => d !== '<none>@<none>')],
+      sizeBytes: i.Size ?? 0,
+    }));
   }
 
   private async transfer(image: string): Promise<void> {

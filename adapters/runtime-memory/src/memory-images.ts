@@ -1,4 +1,4 @@
-import { KubeletError, SharedCalls, sleep, type Clock, type ImageService, type RuntimeOperation } from '@kubelet-ts/core';
+import { KubeletError, SharedCalls, sleep, type Clock, type ImageRecord, type ImageService, type RuntimeOperation } from '@kubelet-ts/core';
 
 export interface MemoryImagesOptions {
   readonly clock: Clock;
@@ -43,6 +43,12 @@ export class MemoryImages implements ImageService {
       }
       this.present.add(image);
     });
+  }
+
+  /** The images it holds, each with its name; an in-memory image has no size. */
+  async list(): Promise<ImageRecord[]> {
+    await this.options.enter('listImages', '');
+    return [...this.present].map((name) => ({ names: [name], sizeBytes: 0 }));
   }
 
   async hasImage(image: string): Promise<boolean> {

@@ -185,6 +185,16 @@ export function runtimeContract(
       await expectCode(runtime.images.pull(missingImage), 'NotFound', 'Unavailable');
     });
 
+    it('lists the images it holds (a Node’s status.images), each by its names, with its size', async () => {
+      const images = await runtime.images.list();
+      // An engine may name an image in full (`docker.io/library/busybox:1.36`) where a pod wrote it short.
+      const named = (n: string) => n === options.image || n.endsWith(`/${options.image}`);
+      const held = images.find((i) => i.names.some(named));
+      expect(held).toBeDefined();
+      expect(Number.isInteger(held!.sizeBytes) && held!.sizeBytes >= 0).toBe(true);
+      expect(images.some((i) => i.names.some((n) => n === missingImage || n.endsWith(`/${missingImage}`)))).toBe(false);
+    });
+
     it('shares one pull between concurrent callers of one image: both get its one outcome', async () => {
       // The executor relies on this (it keeps no single-flight of its own). A transfer that fails is
       // the one outcome a test can see on every runtime: a shared transfer rejects both callers with

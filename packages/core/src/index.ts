@@ -99,6 +99,7 @@ export type {
   ContainerState,
   ContainerSummary,
   ExecResult,
+  ImageRecord,
   ImageService,
   ListOptions,
   Mount,

@@ -145,6 +145,14 @@ export interface ListOptions {
 export interface ImageService {
   pull(image: string): Promise<void>;
   hasImage(image: string): Promise<boolean>;
+  /** The images the runtime holds, with their names and sizes: a Node's `status.images`. */
+  list(): Promise<ImageRecord[]>;
+}
+
+/** An image a runtime holds: the names it answers to (tags, then digests) and its size in bytes. */
+export interface ImageRecord {
+  readonly names: readonly string[];
+  readonly sizeBytes: number;
 }
 
 /**

@@ -14,6 +14,7 @@ export type RuntimeOperation =
   | 'remove'
   | 'pull'
   | 'hasImage'
+  | 'listImages'
   | 'exec'
   | 'stats'
   | 'statsSample'
@@ -96,6 +97,7 @@ export function wrapRuntime(inner: ContainerRuntime, wrapping: RuntimeWrapping):
     images: {
       pull: call('pull', inner.images.pull, inner.images),
       hasImage: call('hasImage', inner.images.hasImage, inner.images),
+      list: call('listImages', inner.images.list, inner.images),
     },
     runSandbox: call('runSandbox', inner.runSandbox),
     listSandboxes: call('listSandboxes', inner.listSandboxes),

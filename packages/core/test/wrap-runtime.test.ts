@@ -18,7 +18,7 @@ function fakeRuntime(capabilities: RuntimeCapabilities): ContainerRuntime {
   return {
     name: 'fake',
     capabilities,
-    images: { pull: answer('pull'), hasImage: answer('hasImage') },
+    images: { pull: answer('pull'), hasImage: answer('hasImage'), list: answer('listImages') },
     runSandbox: answer('runSandbox'),
     listSandboxes: answer('listSandboxes'),
     stopSandbox: answer('stopSandbox'),
@@ -87,6 +87,7 @@ describe('wrapRuntime', () => {
     await wrapped.stop('c1', 5);
     await expect(wrapped.images.hasImage('app:1')).resolves.toEqual({ op: 'hasImage', args: ['app:1'] });
     await expect(wrapped.images.pull('app:1')).resolves.toEqual({ op: 'pull', args: ['app:1'] });
+    await expect(wrapped.images.list()).resolves.toEqual({ op: 'listImages', args: [] });
     await expect(wrapped.capabilities.stats!.stats('abc')).resolves.toMatchObject({ cpu: { usageNanoseconds: 3 } });
     const request = { containers: ['c1', 'c2'], sandboxes: [] };
     expect([...(await wrapped.capabilities.stats!.sample(request)).containers.keys()]).toEqual(['c1', 'c2']);
@@ -95,6 +96,7 @@ describe('wrapRuntime', () => {
       { operation: 'stop', args: ['c1', 5] },
       { operation: 'hasImage', args: ['app:1'] },
       { operation: 'pull', args: ['app:1'] },
+      { operation: 'listImages', args: [] },
       { operation: 'stats', args: ['abc'] },
       { operation: 'statsSample', args: [request] },
     ]);

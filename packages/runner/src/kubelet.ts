@@ -19,6 +19,7 @@ import {
   type ContainerStats,
   type EventSink,
   type HealthView,
+  type ImageRecord,
   type KubeletEvent,
   type LogLine,
   type Logger,
@@ -402,6 +403,11 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
 
   probeMetrics(): Promise<{ contentType: string; body: string }> {
     return this.probeCounts.text();
+  }
+
+  /** The images the runtime holds (a Node's `status.images`). */
+  images(): Promise<ImageRecord[]> {
+    return this.runtime.images.list();
   }
 
   health(): HealthView {
