@@ -1,14 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
-import { buildProgram, normaliseFlagSpelling, optionsOf } from '../src/options.js';
+import { parseOptions } from './parse-options.js';
 import { HARD_EVICTION_MEMORY_BYTES, nodeAllocatable } from '../src/node-allocatable.js';
 
-function parse(argv: readonly string[]) {
-  const program = buildProgram();
-  program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
-  program.exitOverride();
-  program.parse(normaliseFlagSpelling(['--runtime', 'memory', ...argv]), { from: 'user' });
-  return optionsOf(program);
-}
+const parse = parseOptions;
 
 const GI = 1024 ** 3;
 

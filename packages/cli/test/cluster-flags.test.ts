@@ -3,16 +3,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '@kubelet-ts/core';
-import { buildProgram, normaliseFlagSpelling, optionsOf } from '../src/options.js';
+import { parseOptions } from './parse-options.js';
 import { wire } from '../src/wiring.js';
 
-function parse(argv: readonly string[]) {
-  const program = buildProgram();
-  program.configureOutput({ writeErr: () => {}, writeOut: () => {} });
-  program.exitOverride();
-  program.parse(normaliseFlagSpelling(['--runtime', 'memory', ...argv]), { from: 'user' });
-  return optionsOf(program);
-}
+const parse = parseOptions;
 
 let dir: string;
 let kubeconfig: string;
