@@ -22,6 +22,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       '11. exec and port-forward',
       '12. resource figures',
       "13. the operator's command line",
+      '14. a node of a cluster (issue 43)',
       '2. throughput',
       '2. throughput under a CPU hog',
       '3. steady state',
@@ -32,6 +33,13 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       '8. reaction on the engine',
       '9. pace',
       '9. pace under a CPU hog',
+    ]);
+    // A node of a cluster: the two startup rows beside their baselines, the idle node's CPU and its API requests.
+    expect(rows.filter((x) => x.scenario === '14. a node of a cluster (issue 43)').map((x) => x.baseline !== undefined)).toEqual([
+      true,
+      true,
+      false,
+      false,
     ]);
     // Reaction: on each engine, the exit and the replacement, each beside its baseline.
     expect(
