@@ -1,5 +1,13 @@
 import { request } from 'node:https';
-import type { ContainerManifest, FieldError, HostAccess, Logger, ManifestSource, SourceSink } from '@kubelet-ts/core';
+import {
+  hostAccessOf,
+  type ContainerManifest,
+  type FieldError,
+  type HostAccess,
+  type Logger,
+  type ManifestSource,
+  type SourceSink,
+} from '@kubelet-ts/core';
 import { validateV1Pod } from '@kubelet-ts/manifest';
 import { type KubeConfig, Watch } from '@kubernetes/client-node';
 import { Retry } from './api-errors.js';
@@ -169,7 +177,7 @@ export class ApiPodSource implements ManifestSource {
       const version = pod.metadata.resourceVersion ?? '';
       let known = this.read.get(uid);
       if (known === undefined || known.version !== version) {
-        const result = validateV1Pod(pod, { ...hostAccess(this.options), placementAtAdmission: true });
+        const result = validateV1Pod(pod, { ...hostAccessOf(this.options), placementAtAdmission: true });
         known = { version, manifest: result.ok ? result.manifest : undefined };
         this.read.set(uid, known);
         if (!result.ok) {
@@ -194,11 +202,6 @@ export class ApiPodSource implements ManifestSource {
       this.options.mirrorsChanged?.();
     }
   }
-}
-
-function hostAccess(options: HostAccess): HostAccess {
-  const { allowHostMounts, allowHostNetwork, allowPrivileged, appArmor, nodeLabels, allowedUnsafeSysctls } = options;
-  return { allowHostMounts, allowHostNetwork, allowPrivileged, appArmor, nodeLabels, allowedUnsafeSysctls };
 }
 
 /** A GET of the API server as JSON (the object as it was sent, no client model in between), with the kubeconfig's credentials. */

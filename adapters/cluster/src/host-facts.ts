@@ -1,5 +1,5 @@
 import { readFile, statfs } from 'node:fs/promises';
-import { cpus, release, totalmem } from 'node:os';
+import { cpus, networkInterfaces, release, totalmem } from 'node:os';
 import type { HostFacts } from './node-object.js';
 
 /** Go's names of Node's architectures, as a Node's `kubernetes.io/arch` label and `nodeInfo` say them. */
@@ -35,4 +35,11 @@ export async function hostFacts(fsPath: string): Promise<HostFacts> {
       ephemeralStorageBytes: fs === undefined ? 0 : fs.blocks * fs.bsize,
     },
   };
+}
+
+/** The host's first IPv4 address that is not loopback, as the kubelet picks a node IP without `--node-ip`. */
+export function firstMachineAddress(): string | undefined {
+  for (const addresses of Object.values(networkInterfaces()))
+    for (const a of addresses ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  return undefined;
 }

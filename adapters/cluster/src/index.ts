@@ -1,6 +1,6 @@
 export { ApiPodSource, MIRROR_ANNOTATION, type ApiPod, type ApiPodSourceOptions, type UnrunnablePod } from './api-pod-source.js';
 export { ClusterNode, KUBELET_VERSION, type ClusterAgent, type ClusterNodeOptions } from './cluster-node.js';
-export { goArch, hostFacts } from './host-facts.js';
+export { firstMachineAddress, goArch, hostFacts } from './host-facts.js';
 export { MirrorPods, type MirrorPodsOptions, type StaticPods } from './mirror-pods.js';
 export { NodeEvents, type NodeEventsOptions } from './node-events.js';
 export { NODE_LEASE_NAMESPACE, NodeLease, type NodeLeaseOptions } from './node-lease.js';

@@ -113,10 +113,7 @@ export class MirrorPods {
         podId: manifest.id,
         namespace: manifest.namespace ?? 'default',
         name: `${podNameOf(manifest.id, manifest.namespace)}-${nodeName}`,
-        hash: createHash('sha256')
-          .update(`${source}\n${canonicalJson(manifest)}`)
-          .digest('hex')
-          .slice(0, 32),
+        hash: configHash(manifest, source),
         manifest,
         source,
       }));
@@ -178,6 +175,22 @@ export class MirrorPods {
         );
       });
   }
+}
+
+/**
+ * The hash of a static pod's manifest, once per manifest object: a source hands the same object on
+ * until the manifest changes, and the writer and the events ask a pod's mirror at every change.
+ */
+const hashes = new WeakMap<ContainerManifest, { readonly source: string; readonly hash: string }>();
+function configHash(manifest: ContainerManifest, source: string): string {
+  const known = hashes.get(manifest);
+  if (known?.source === source) return known.hash;
+  const hash = createHash('sha256')
+    .update(`${source}\n${canonicalJson(manifest)}`)
+    .digest('hex')
+    .slice(0, 32);
+  hashes.set(manifest, { source, hash });
+  return hash;
 }
 
 function hashOf(mirror: ApiPod): string | undefined {

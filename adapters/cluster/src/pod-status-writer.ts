@@ -1,5 +1,4 @@
 import type { Logger, PodKey, PodStatus, RecordedEvent } from '@kubelet-ts/core';
-import { v1PodId } from '@kubelet-ts/manifest';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
 import { apiStatus } from './api-errors.js';
 import type { UnrunnablePod } from './api-pod-source.js';
@@ -120,7 +119,7 @@ export class PodStatusWriter {
     const records = await this.options.agent.podStatuses();
     for (const record of records) {
       const fromApi = record.source === this.options.source;
-      if (fromApi) this.keys.set(podIdOf(record.key), record.key);
+      if (fromApi) this.keys.set(record.podId, record.key);
       if (!wanted.has(record.uid) && !wantedPods.has(record.podId) && !(mirrors && !fromApi)) continue;
       const key = fromApi ? record.key : this.options.mirrorOf?.(record.podId);
       if (key === undefined) continue;
@@ -161,9 +160,4 @@ export class PodStatusWriter {
   private failed(what: string, error: unknown): void {
     this.options.logger.warn({ err: error }, `api: ${what}: ${(error as Error).message}`);
   }
-}
-
-/** The id the agent knows an API pod by. */
-function podIdOf(key: PodKey): string {
-  return v1PodId(key.name, key.namespace) ?? key.name;
 }

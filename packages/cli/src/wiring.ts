@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { isIP } from 'node:net';
-import { networkInterfaces } from 'node:os';
-import { ClusterNode } from '@kubelet-ts/cluster';
+import { ClusterNode, firstMachineAddress } from '@kubelet-ts/cluster';
 import { Tokens, hostAccessOf, nodeLabelsOf, type HostAccess, type Logger } from '@kubelet-ts/core';
 import { LogEventSink } from '@kubelet-ts/runner';
 import { registerCriRuntime } from '@kubelet-ts/runtime-cri';
@@ -143,13 +142,6 @@ async function clusterNode(
     nodeLeaseDurationSeconds: options.nodeLeaseDurationSeconds,
     logger,
   });
-}
-
-/** The host's first IPv4 address that is not loopback, as the kubelet picks a node IP without --node-ip. */
-function firstMachineAddress(): string | undefined {
-  for (const addresses of Object.values(networkInterfaces()))
-    for (const a of addresses ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  return undefined;
 }
 
 /** `--tls-cert-file`/`--tls-private-key-file` go together; `--client-ca-file` needs them (it is a TLS check). */

@@ -65,14 +65,13 @@ export interface AdmittedUse extends PodRequests {
 
 /** The use of `pods` (see `AdmittedUse`). */
 export function admittedUse(pods: readonly Pick<ContainerManifest, 'containers' | 'initContainers'>[]): AdmittedUse {
-  let cpuMillis = 0;
-  let memoryBytes = 0;
-  for (const p of pods) {
-    const r = podRequests(p);
-    cpuMillis += r.cpuMillis;
-    memoryBytes += r.memoryBytes;
-  }
-  return { pods: pods.length, cpuMillis, memoryBytes };
+  return pods.reduce(withPod, { pods: 0, cpuMillis: 0, memoryBytes: 0 });
+}
+
+/** `used` with one more pod admitted. */
+export function withPod(used: AdmittedUse, pod: Pick<ContainerManifest, 'containers' | 'initContainers'>): AdmittedUse {
+  const r = podRequests(pod);
+  return { pods: used.pods + 1, cpuMillis: used.cpuMillis + r.cpuMillis, memoryBytes: used.memoryBytes + r.memoryBytes };
 }
 
 /**

@@ -68,6 +68,7 @@ export { HOSTNAME_LABEL, isLabelKey, isLabelValue, nodeLabelsOf, placementMatche
 export {
   admissionRefusal,
   admittedUse,
+  withPod,
   podRequests,
   type AdmittedUse,
   type AdmissionNode,

@@ -1,4 +1,4 @@
-import { admissionRefusal, admittedUse, podRequests, type AdmissionNode, type AdmissionRefusal, type DesiredPod } from '@kubelet-ts/core';
+import { admissionRefusal, admittedUse, withPod, type AdmissionNode, type AdmissionRefusal, type DesiredPod } from '@kubelet-ts/core';
 
 /** A pod the node's admission refused: it never runs, and its status is `Failed` with the refusal. */
 export interface RefusedPod {
@@ -34,8 +34,7 @@ export class PodAdmission {
       const refusal = admissionRefusal(pod.manifest, used, this.node);
       this.decided.set(keys[i]!, refusal ?? null);
       if (refusal !== undefined) return void fresh.push({ pod, refusal });
-      const asks = podRequests(pod.manifest);
-      used = { pods: used.pods + 1, cpuMillis: used.cpuMillis + asks.cpuMillis, memoryBytes: used.memoryBytes + asks.memoryBytes };
+      used = withPod(used, pod.manifest);
     });
     const present = new Set(keys);
     for (const key of [...this.decided.keys()]) if (!present.has(key)) this.decided.delete(key);
