@@ -13,6 +13,7 @@ import { TABLE_MEDIA_TYPE, asksForTable, includeObjectOf, renderPodTableJson } f
 import { watchStream, type WatchEvent } from './watch-stream.js';
 import { type ForwardLimits, streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
+import type { DelegatedAuth } from './request-auth.js';
 import type { RouteAnswer, RouteHandler } from './route-handler.js';
 
 /**
@@ -237,6 +238,8 @@ export interface AgentApiListenerOptions {
    * authenticates a request as well as the token does (either is enough; `/healthz` needs neither).
    */
   readonly clientCertificates?: boolean;
+  /** Token and access reviews delegated to a cluster, and anonymous requests (see `DelegatedAuth`). */
+  readonly delegated?: DelegatedAuth;
   /**
    * More names a request's `Host` (and `Origin`) may give, e.g. this node's DNS name or its
    * hostname; the port is always the one the request came in on. See `checkHostAndOrigin` below.
@@ -273,6 +276,7 @@ export function agentApiListener(
   const guards = {
     authToken: options.authToken,
     clientCertificates: options.clientCertificates,
+    delegated: options.delegated,
     // The listener does not know what its server was bound to, but each connection knows the
     // address it reached: a server bound to every interface is named by the one a client used.
     reachableAs:

@@ -1,10 +1,8 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
-import { systemClock, type FieldError, type Logger } from '@kubelet-ts/core';
-import { AuthThrottle } from './auth-throttle.js';
+import type { FieldError, Logger } from '@kubelet-ts/core';
+import { requestAuthentication, type AuthenticationOptions } from './request-auth.js';
 import { checkHostAndOrigin, type ReachableNames } from './request-guard.js';
 import type { RouteHandler, StreamedAnswer, UpgradeHandler } from './route-handler.js';
 
@@ -28,17 +26,13 @@ export class HttpProblem extends Error {
 /** Liveness probes carry no token, as the kubelet's `/healthz`: this path is never checked. */
 const UNAUTHENTICATED_PATH = '/healthz';
 
-export interface RouteListenerOptions {
-  /** When set, every path but `/healthz` needs `Authorization: Bearer <token>`. Never empty. */
-  readonly authToken?: string | undefined;
-  /**
-   * True when the server asks for client certificates (`requestCert`, checked against its CA):
-   * every path but `/healthz` then needs one the CA signed and that is valid now, or the bearer
-   * token when there is one too. Either authenticates, as the kubelet accepts either.
-   */
-  readonly clientCertificates?: boolean | undefined;
-  /** Slows down an address that keeps failing authentication (429). Default: an `AuthThrottle` on the system clock. */
-  readonly throttle?: AuthThrottle | undefined;
+/**
+ * Who may call (see `requestAuthentication`): the bearer token (never empty), client certificates
+ * (every path but `/healthz` then needs one the CA signed and that is valid now, or the token when
+ * there is one too: either authenticates, as the kubelet accepts either), delegated token and access
+ * reviews, and the throttle of failed attempts.
+ */
+export interface RouteListenerOptions extends AuthenticationOptions {
   /**
    * The names the request must give as `Host` (and `Origin`, when it has one) on every path,
    * `/healthz` included (403 otherwise); absent, neither is checked.
@@ -55,7 +49,7 @@ export interface RouteListenerOptions {
  */
 export function routeListener(handlers: readonly RouteHandler[], options: RouteListenerOptions): RequestListener {
   checkAuthToken(options.authToken);
-  const authorize = authentication(options);
+  const authorize = requestAuthentication(options);
   return (req, res) => {
     void serve(req, res, handlers, { ...options, authorize });
   };
@@ -72,14 +66,14 @@ export function upgradeListener(
   options: RouteListenerOptions,
 ): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
   checkAuthToken(options.authToken);
-  const authorize = authentication(options);
+  const authorize = requestAuthentication(options);
   return (req, socket, head) => {
     socket.on('error', () => socket.destroy());
     void (async () => {
       try {
         const url = requestTarget(req);
         if (options.reachableAs !== undefined) checkHostAndOrigin(req, options.reachableAs(req));
-        authorize?.(req);
+        await authorize?.(req, url);
         for (const handler of handlers) if (await handler(req, url, socket, head)) return;
         throw new HttpProblem(404, `no WebSocket route ${url.pathname}`);
       } catch (error) {
@@ -119,13 +113,13 @@ async function serve(
   req: IncomingMessage,
   res: ServerResponse,
   handlers: readonly RouteHandler[],
-  options: RouteListenerOptions & { authorize: ((req: IncomingMessage) => void) | undefined },
+  options: RouteListenerOptions & { authorize: ((req: IncomingMessage, url: URL) => Promise<void>) | undefined },
 ): Promise<void> {
   try {
     const url = requestTarget(req);
     // Before the token, and on /healthz too: a rebound page could read that as well.
     if (options.reachableAs !== undefined) checkHostAndOrigin(req, options.reachableAs(req));
-    if (url.pathname !== UNAUTHENTICATED_PATH) options.authorize?.(req);
+    if (url.pathname !== UNAUTHENTICATED_PATH) await options.authorize?.(req, url);
     for (const handler of handlers) {
       const answer = await handler(req, url);
       if (answer === undefined) continue;
@@ -205,48 +199,6 @@ function requestTarget(req: IncomingMessage): URL {
   } catch (error) {
     throw new HttpProblem(400, `malformed request target ${JSON.stringify((req.url ?? '').slice(0, 100))}`, [], { cause: error });
   }
-}
-
-/**
- * What lets a request in (none when neither a token nor client certificates are configured):
- * a client certificate the TLS layer verified, else the bearer token (never from the query
- * string), else a 401, or a 429 while the caller's network is locked out by `throttle`. A valid
- * token always gets in (see `AuthThrottle`).
- */
-function authentication(options: RouteListenerOptions): ((req: IncomingMessage) => void) | undefined {
-  const { authToken, clientCertificates = false } = options;
-  if (authToken === undefined && !clientCertificates) return undefined;
-  const expected = authToken === undefined ? undefined : digest(authToken);
-  const throttle = options.throttle ?? new AuthThrottle(systemClock);
-  const wanted = [
-    ...(clientCertificates ? ['a client certificate signed by the client CA'] : []),
-    ...(authToken === undefined ? [] : ['a valid bearer token']),
-  ].join(' or ');
-  return (req) => {
-    // `authorized` is set only by a TLS socket whose peer certificate chains to the CA and is valid now.
-    if (clientCertificates && (req.socket as Partial<TLSSocket>).authorized === true) return;
-    if (expected !== undefined) {
-      const header = req.headers.authorization ?? '';
-      // The scheme is case-insensitive (RFC 9110 §11.1), as the API server reads it.
-      const presented = /^bearer /i.test(header) ? header.slice('Bearer '.length) : '';
-      // Digests have one length, so the comparison takes the same time whatever was presented.
-      if (timingSafeEqual(digest(presented), expected)) return;
-    }
-    const address = req.socket.remoteAddress ?? '';
-    const wait = throttle.lockedFor(address);
-    throttle.failed(address);
-    if (wait > 0) {
-      const seconds = Math.ceil(wait / 1000);
-      throw new HttpProblem(429, `too many failed authentication attempts from this network: retry in ${seconds} s`, [], undefined, {
-        'retry-after': String(seconds),
-      });
-    }
-    throw new HttpProblem(401, `${wanted} is required`);
-  };
-}
-
-function digest(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
 }
 
 /** The body as bytes, or a 413 as soon as it is known to exceed `maxBytes`, declared or streamed. */

@@ -18,3 +18,11 @@ export { DEFAULT_HOST_LOG_DIRECTORY, hostLogsHandler, type HostLogsOptions } fro
 export type { RouteAnswer, RouteHandler, StreamedAnswer, UpgradeHandler } from './route-handler.js';
 export { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 export type { ServerTlsOptions } from './server-tls.js';
+export {
+  AUTH_TOKEN_USER,
+  nodeRequestAttributes,
+  type AuthorizationDecision,
+  type DelegatedAuth,
+  type NodeRequestAttributes,
+  type RequestUser,
+} from './request-auth.js';

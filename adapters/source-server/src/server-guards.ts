@@ -1,10 +1,12 @@
 import { podNameOf, type ContainerManifest } from '@kubelet-ts/core';
+import type { DelegatedAuth } from './request-auth.js';
 import { isLoopback } from './request-guard.js';
 import type { ServerManifestSourceOptions } from './server-source.js';
 
 /** The secure default: refuse to serve everyone on a reachable address unless told to in so many words. */
 export function checkAuthenticated(address: string, options: ServerManifestSourceOptions): void {
-  const authenticated = options.authToken !== undefined || options.tls?.clientCaFile !== undefined;
+  const authenticated =
+    options.authToken !== undefined || options.tls?.clientCaFile !== undefined || guardedByDelegation(options.delegated);
   // A pod in the host's network is on loopback too: there, loopback is no boundary.
   if (options.allowHostNetwork === true && !authenticated && options.insecureAllowUnauthenticated !== true)
     throw new Error(
@@ -16,6 +18,7 @@ export function checkAuthenticated(address: string, options: ServerManifestSourc
     isLoopback(address.toLowerCase()) ||
     options.authToken !== undefined ||
     options.tls?.clientCaFile !== undefined ||
+    guardedByDelegation(options.delegated) ||
     options.insecureAllowUnauthenticated === true
   )
     return;
@@ -24,6 +27,15 @@ export function checkAuthenticated(address: string, options: ServerManifestSourc
       'authenticate callers with a token (--auth-token) or client certificates (--tls-cert-file, --tls-private-key-file and --client-ca-file), ' +
       'or bind 127.0.0.1 (--address), or accept that with --insecure-allow-unauthenticated',
   );
+}
+
+/**
+ * Delegation guards the server when every request it serves is either reviewed (`authorize`) or
+ * authenticated (a token review, and anonymous requests refused).
+ */
+function guardedByDelegation(delegated: DelegatedAuth | undefined): boolean {
+  if (delegated === undefined) return false;
+  return delegated.authorize !== undefined || (delegated.authenticateToken !== undefined && delegated.anonymous !== true);
 }
 
 /**

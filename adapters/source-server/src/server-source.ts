@@ -18,6 +18,7 @@ import {
 import { ManifestIntake, type HeldDocument, type SourceLimits } from '@kubelet-ts/manifest';
 import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requireContentType, routeListener } from './http-kit.js';
 import { upgradeListener } from './http-kit.js';
+import type { DelegatedAuth } from './request-auth.js';
 import { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
 import { allowedHostNames, isLoopback, reachableNames, type ReachableNames } from './request-guard.js';
 import { ServerTls, type ServerTlsOptions } from './server-tls.js';
@@ -43,6 +44,14 @@ export interface ServerManifestSourceOptions extends HostAccess {
    * `--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`).
    */
   readonly tls?: ServerTlsOptions;
+  /**
+   * Authentication and authorization delegated to a cluster (the kubelet's
+   * `--authentication-token-webhook`, `--authorization-mode Webhook`, `--anonymous-auth`): bearer
+   * tokens reviewed, every request's `nodes/<subresource>` access reviewed, on every route but
+   * `/healthz` (see `DelegatedAuth`). Beside `authToken` and client certificates, which still
+   * authenticate (then reviewed like any user).
+   */
+  readonly delegated?: DelegatedAuth;
   /**
    * Secure by default: a server bound to an address that is not loopback must authenticate its
    * callers (`authToken`, or `tls.clientCaFile`), or the constructor throws. A certificate of the
@@ -114,6 +123,7 @@ export class ServerManifestSource implements ManifestSource {
   private readonly address: string;
   private readonly port: number;
   private readonly authToken: string | undefined;
+  private readonly delegated: DelegatedAuth | undefined;
   private readonly tls: ServerTls | undefined;
   private readonly throttle: AuthThrottle;
   private readonly allowedHosts: readonly string[];
@@ -144,6 +154,7 @@ export class ServerManifestSource implements ManifestSource {
     this.port = options.port ?? 10250;
     checkAuthToken(options.authToken);
     this.authToken = options.authToken;
+    this.delegated = options.delegated;
     this.logger = options.logger ?? silentLogger;
     const clock = options.clock ?? systemClock;
     checkAuthenticated(this.address, options);
@@ -191,6 +202,7 @@ export class ServerManifestSource implements ManifestSource {
     const guards = {
       authToken: this.authToken,
       clientCertificates: this.tls?.clientCertificates ?? false,
+      delegated: this.delegated,
       throttle: this.throttle,
       reachableAs: () => this.reachableNames(server),
       logger: this.logger,
@@ -221,6 +233,8 @@ export class ServerManifestSource implements ManifestSource {
         url: this.url,
         auth: this.authToken !== undefined,
         clientCertificates: this.tls?.clientCertificates ?? false,
+        tokenReview: this.delegated?.authenticateToken !== undefined,
+        accessReview: this.delegated?.authorize !== undefined,
         allowedHosts: this.allowedHosts,
       },
       'agent server listening',
