@@ -4,6 +4,22 @@ export { firstMachineAddress, goArch, hostFacts } from './host-facts.js';
 export { MirrorPods, type MirrorPodsOptions, type StaticPods } from './mirror-pods.js';
 export { NodeEvents, type NodeEventsOptions } from './node-events.js';
 export { NODE_LEASE_NAMESPACE, NodeLease, type NodeLeaseOptions } from './node-lease.js';
-export { nodeLabels, nodeObject, nodeStatus, type HostFacts, type NodeHealth, type NodeSpecFacts } from './node-object.js';
+export {
+  nodeLabels,
+  nodeObject,
+  nodeStatus,
+  type HostFacts,
+  type NodeHealth,
+  type NodeSpecFacts,
+  type NodeStatusWithFeatures,
+} from './node-object.js';
 export { NodeRegistration, type NodeRegistrationOptions } from './node-registration.js';
 export { PodStatusWriter, type PodStatusWriterOptions, type StatusSource } from './pod-status-writer.js';
+export { AUTHORIZED_CACHE_MS, ClusterAuth, TOKEN_REVIEW_CACHE_MS, UNAUTHORIZED_CACHE_MS, type ClusterAuthOptions } from './cluster-auth.js';
+export {
+  ServingCertificateRequester,
+  selfSignedServingCertificate,
+  type ServingCertificateRequestOptions,
+  type ServingFiles,
+  type ServingNames,
+} from './serving-certificate.js';

@@ -33,7 +33,19 @@ export interface NodeSpecFacts {
   readonly kubeletVersion: string;
   /** `<engine>://<version>`, as the kubelet writes it (`containerd://1.6.20`). */
   readonly containerRuntimeVersion: string;
+  /**
+   * `status.declaredFeatures` (Kubernetes 1.35+): what the node declares it can do, which the API
+   * server reads; `ExtendWebSocketsToKubelet` makes it pass a client's WebSocket exec, attach and
+   * port-forward to the node unchanged instead of translating them to SPDY.
+   */
+  readonly declaredFeatures?: readonly string[];
 }
+
+/**
+ * The Node's status with `declaredFeatures`, a field client-node 1.4's models do not have (they would
+ * drop it when serialising a typed body; a patch's body is sent as it is).
+ */
+export type NodeStatusWithFeatures = V1NodeStatus & { declaredFeatures?: string[] };
 
 /** The kubelet's limits on `status.images`: the 50 largest images, at most 5 names each. */
 const MAX_IMAGES = 50;
@@ -89,7 +101,7 @@ export function nodeStatus(
   now: Date,
   before: readonly V1NodeCondition[],
   images: readonly ImageRecord[] = [],
-): V1NodeStatus {
+): NodeStatusWithFeatures {
   const { host, allocatable } = facts;
   const conditions = nodeConditions(health).map((c) => {
     const was = before.find((b) => b.type === c.type);
@@ -118,6 +130,9 @@ export function nodeStatus(
     },
     conditions,
     daemonEndpoints: { kubeletEndpoint: { Port: facts.port } },
+    ...(facts.declaredFeatures === undefined || facts.declaredFeatures.length === 0
+      ? {}
+      : { declaredFeatures: [...facts.declaredFeatures].sort() }),
     images: nodeImages(images),
     nodeInfo: {
       architecture: host.architecture,

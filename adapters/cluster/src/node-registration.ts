@@ -52,6 +52,9 @@ export class NodeRegistration {
         const wanted = nodeObject(facts, health(), new Date(), this.images);
         try {
           this.node = await api.createNode({ body: wanted });
+          // A typed create drops what client-node's model lacks (declaredFeatures): its status again, as a patch.
+          if (facts.declaredFeatures !== undefined && facts.declaredFeatures.length > 0)
+            this.node = await this.patchStatus(this.node.status?.conditions ?? []);
           logger.info({ node: facts.name }, 'node registered');
         } catch (error) {
           if (apiStatus(error) !== 409) throw error;
