@@ -9,6 +9,7 @@ import { type CertificateAuthority, type CertificatePair, makeCa, makePair } fro
 import { buildControlPlane, type ControlPlaneBinaries } from './control-plane-binaries.js';
 import { configureTestcontainers, containerLogs, LoopbackContainer, removeContainer, TESTKIT_LABEL } from './containers.js';
 import { localImage } from './local-images.js';
+import { type MetricsServerOptions, type StartedMetricsServer, startMetricsServer } from './metrics-server.js';
 
 const run = promisify(execFile);
 
@@ -58,6 +59,16 @@ export interface StartedControlPlane {
    * that node only.
    */
   nodeKubeconfig(nodeName: string): Promise<string>;
+  /**
+   * Starts metrics-server (v0.8.0, built from the Go module proxy on first use, like the control
+   * plane) on this control plane's network, grants it the RBAC of its upstream manifests, registers
+   * it as the aggregated API `v1beta1.metrics.k8s.io` (a Service without selector, an Endpoints
+   * naming the container, the APIService) and resolves once that APIService is Available: then
+   * `kubectl top` and `/apis/metrics.k8s.io/v1beta1/…` answer from what the nodes' kubelets serve
+   * (`/metrics/resource`). Rejects, with metrics-server's last lines, if it does not start or
+   * become Available. One at a time; `stop()` of the control plane removes it too.
+   */
+  startMetricsServer(options?: MetricsServerOptions): Promise<StartedMetricsServer>;
   /** The last lines a component printed: `etcd`, `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`. */
   logs(component: ControlPlaneComponent): Promise<string>;
   /** Removes every container, the network and the temp folder it made. */
@@ -94,9 +105,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const image = await controlPlaneImage(binaries);
   const dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-control-plane-'));
   const containers: StartedTestContainer[] = [];
+  // Started later, on demand (metrics-server): removed by stop() unless removed before.
+  const extras = new Set<StartedTestContainer>();
   let network: StartedNetwork | undefined;
   const stop = async () => {
-    await Promise.all(containers.map((c) => removeContainer(c)));
+    await Promise.all([...extras, ...containers].map((c) => removeContainer(c)));
+    extras.clear();
     await network?.stop();
     await rm(dir, { recursive: true, force: true });
   };
@@ -163,6 +177,19 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         // The node's InternalIP first: what the node publishes is an address this machine owns.
         '--kubelet-preferred-address-types=InternalIP,Hostname',
         `--service-cluster-ip-range=${SERVICE_CLUSTER_IP_RANGE}`,
+        // The aggregation layer (kubeadm's flags): the API server proxies an aggregated API's
+        // requests (metrics.k8s.io) as the front-proxy client, the user in these headers, and
+        // accepts the same from a front proxy. Harmless when nothing is aggregated.
+        `--requestheader-client-ca-file=${PKI}/front-proxy-ca.pem`,
+        '--requestheader-allowed-names=front-proxy-client',
+        '--requestheader-username-headers=X-Remote-User',
+        '--requestheader-group-headers=X-Remote-Group',
+        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+        `--proxy-client-cert-file=${PKI}/front-proxy-client.pem`,
+        `--proxy-client-key-file=${PKI}/front-proxy-client-key.pem`,
+        // An aggregated API is dialled at its Endpoints' address, never at its Service's
+        // ClusterIP, which goes nowhere here (SERVICE_CLUSTER_IP_RANGE).
+        '--enable-aggregator-routing=true',
         ...(options.apiServerFlags ?? []),
       ])
       // 200 once every post-start hook has run; anonymous may read /readyz.
@@ -220,6 +247,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       'kube-controller-manager': controllerManager,
       'kube-scheduler': scheduler,
     };
+    let metricsServer: Promise<StartedMetricsServer> | undefined;
+    const started = network!;
     return {
       server,
       kubeconfig,
@@ -235,6 +264,33 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         });
         await writeFile(file, kubeconfigYaml(server, pki.ca, `system:node:${nodeName}`, pair), { mode: 0o600 });
         return file;
+      },
+      startMetricsServer(metricsOptions) {
+        if (metricsServer !== undefined)
+          return Promise.reject(new Error('a metrics-server of this control plane is already started: stop() it first'));
+        const pending = startMetricsServer(
+          {
+            server,
+            ca: pki.ca,
+            admin: pki.admin,
+            network: started,
+            pkiDir: dir,
+            pkiMount: PKI,
+            inClusterKubeconfig: (user, pair) => kubeconfigYaml('https://apiserver:6443', pki.ca, user, pair),
+            track: (container) => extras.add(container),
+            untrack: (container) => extras.delete(container),
+          },
+          metricsOptions,
+        ).then((handle) => ({
+          ...handle,
+          async stop() {
+            await handle.stop();
+            metricsServer = undefined;
+          },
+        }));
+        metricsServer = pending;
+        pending.catch(() => (metricsServer = undefined));
+        return pending;
       },
       logs: (name) => containerLogs(byName[name], 200),
       stop,
@@ -283,11 +339,11 @@ interface ControlPlanePki {
  * The certificates of one control plane, in `dir` under the names the components' flags give: a
  * CA, the API server's serving pair (127.0.0.1 for the host, `apiserver` for the other components,
  * the `kubernetes` Service's names), client pairs for the admin, the controller-manager, the
- * scheduler and the API server's kubelet client, the service-account key, and the two components'
- * kubeconfigs.
+ * scheduler and the API server's kubelet client, the front-proxy CA and its client pair (the
+ * aggregation layer's), the service-account key, and the two components' kubeconfigs.
  */
 async function controlPlaneCertificates(dir: string, sans: readonly string[]): Promise<ControlPlanePki> {
-  const ca = await makeCa(dir, 'ca');
+  const [ca, frontProxyCa] = await Promise.all([makeCa(dir, 'ca'), makeCa(dir, 'front-proxy-ca')]);
   const inCluster = 'https://apiserver:6443';
   const [, admin, controllerManager, scheduler] = await Promise.all([
     makePair(dir, 'apiserver', ca, {
@@ -309,6 +365,9 @@ async function controlPlaneCertificates(dir: string, sans: readonly string[]): P
     makePair(dir, 'controller-manager', ca, { commonName: 'system:kube-controller-manager' }),
     makePair(dir, 'scheduler', ca, { commonName: 'system:kube-scheduler' }),
     makePair(dir, 'apiserver-kubelet-client', ca, { commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'] }),
+    // The aggregator's client, of a CA of its own (as kubeadm's): an aggregated API trusts the
+    // user headers only from a certificate of this CA named front-proxy-client.
+    makePair(dir, 'front-proxy-client', frontProxyCa, { commonName: 'front-proxy-client' }),
     run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', join(dir, 'sa-key.pem')]).then(() =>
       run('openssl', ['pkey', '-in', join(dir, 'sa-key.pem'), '-pubout', '-out', join(dir, 'sa.pem')]),
     ),

@@ -7,7 +7,14 @@ export { configureTestcontainers, LoopbackContainer, TESTKIT_LABEL } from './con
 export { localImage, type LocalImageOptions } from './local-images.js';
 export { HttpFileServer } from './http-file-server.js';
 export { PrometheusServer, type PrometheusSample, type PrometheusScrapeJob, type PrometheusServerOptions } from './prometheus-server.js';
-export { buildControlPlane, type BuildControlPlaneOptions, type ControlPlaneBinaries } from './control-plane-binaries.js';
+export {
+  buildControlPlane,
+  buildMetricsServer,
+  type BuildControlPlaneOptions,
+  type ControlPlaneBinaries,
+  type MetricsServerBinary,
+} from './control-plane-binaries.js';
+export { METRICS_SERVER_PORT, type MetricsServerOptions, type StartedMetricsServer } from './metrics-server.js';
 export {
   kubeconfigYaml,
   SERVICE_CLUSTER_IP_RANGE,
