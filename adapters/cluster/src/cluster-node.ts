@@ -37,6 +37,8 @@ export interface ClusterNodeOptions extends HostAccess {
   readonly nodeStatusUpdateFrequencyMs?: number;
   readonly nodeStatusReportFrequencyMs?: number;
   readonly nodeLeaseDurationSeconds?: number;
+  /** `status.declaredFeatures` (see `NodeSpecFacts.declaredFeatures`). */
+  readonly declaredFeatures?: readonly string[];
 }
 
 /** What the node needs of the agent: its health, and its pods' statuses and events (see `StatusSource`). */
@@ -55,7 +57,8 @@ export interface ClusterAgent extends StatusSource, StaticPods {
  */
 export class ClusterNode {
   readonly source: ApiPodSource;
-  private readonly kubeConfig = new KubeConfig();
+  /** The cluster and the node's credentials, from `kubeconfigPath`: for the node's other parts (`ClusterAuth`, `ServingCertificateRequester`). */
+  readonly kubeConfig = new KubeConfig();
   private readonly core: CoreV1Api;
   private readonly coordination: CoordinationV1Api;
   private registration: NodeRegistration | undefined;
@@ -68,6 +71,10 @@ export class ClusterNode {
   private registered!: (uid: string) => void;
   private readonly nodeRegistered = new Promise<string>((resolve) => (this.registered = resolve));
   private closed = false;
+
+  get nodeName(): string {
+    return this.options.nodeName;
+  }
 
   constructor(private readonly options: ClusterNodeOptions) {
     this.kubeConfig.loadFromFile(options.kubeconfigPath);
@@ -101,6 +108,7 @@ export class ClusterNode {
       host: await hostFacts(options.fsPath),
       kubeletVersion: KUBELET_VERSION,
       containerRuntimeVersion: options.containerRuntimeVersion,
+      ...(options.declaredFeatures === undefined ? {} : { declaredFeatures: options.declaredFeatures }),
     };
     this.writer = new PodStatusWriter({
       api: this.core,

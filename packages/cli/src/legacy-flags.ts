@@ -41,7 +41,7 @@ export function normaliseFlagSpelling(argv: readonly string[]): string[] {
 }
 
 /** A Go boolean flag: `--flag`, `--flag=true`, `--flag=false` (and 1/0, t/f). */
-function goBool(value: string): boolean {
+export function goBool(value: string): boolean {
   const v = String(value).toLowerCase();
   if (['true', 't', '1'].includes(v)) return true;
   if (['false', 'f', '0'].includes(v)) return false;

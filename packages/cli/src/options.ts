@@ -15,7 +15,7 @@ import {
   type Reserved,
   type TaintFlag,
 } from './host-flags.js';
-import { DEFAULT_ROOT_DIR, addLegacyFlags, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
+import { DEFAULT_ROOT_DIR, addLegacyFlags, goBool, logLevelOf, volumesRootOf, type LegacyFlags } from './legacy-flags.js';
 
 export { normaliseFlagSpelling } from './legacy-flags.js';
 
@@ -34,6 +34,21 @@ export interface CliOptions extends LegacyFlags {
   readonly nodeStatusReportFrequency: number;
   /** `--register-with-taints`. */
   readonly registerWithTaints?: readonly TaintFlag[];
+  /** `--cert-dir`: where the serving certificate is made (default `<root-dir>/pki`). */
+  readonly certDir: string;
+  /** `--rotate-server-certificates`: the serving certificate is requested of the cluster (a kubelet-serving CSR). */
+  readonly rotateServerCertificates: boolean;
+  /** `--authentication-token-webhook`: bearer tokens are reviewed by the cluster (default: on with --kubeconfig). */
+  readonly authenticationTokenWebhook?: boolean;
+  readonly authenticationTokenWebhookCacheTtl: number;
+  /** `--authorization-mode` (default: Webhook with --kubeconfig, else AlwaysAllow). */
+  readonly authorizationMode?: 'AlwaysAllow' | 'Webhook';
+  readonly authorizationWebhookCacheAuthorizedTtl: number;
+  readonly authorizationWebhookCacheUnauthorizedTtl: number;
+  /** `--anonymous-auth`. */
+  readonly anonymousAuth: boolean;
+  /** `--feature-gates`: the gates given, by name. */
+  readonly featureGates: Readonly<Record<string, boolean>>;
   readonly runtime: 'memory' | 'docker' | 'cri' | 'auto';
   readonly containerRuntimeEndpoint: string;
   readonly dockerHost?: string;
@@ -162,6 +177,25 @@ function leaseSeconds(value: string): number {
   return n;
 }
 
+/** The gates `--feature-gates` knows, and their defaults. */
+export const FEATURE_GATES: Readonly<Record<string, boolean>> = {
+  /** The Node declares it (`status.declaredFeatures`): the API server passes WebSocket streams through unchanged. */
+  ExtendWebSocketsToKubelet: true,
+};
+
+function featureGates(value: string, previous: Readonly<Record<string, boolean>>): Record<string, boolean> {
+  const gates = { ...previous };
+  for (const pair of value.split(',').filter((p) => p.trim() !== '')) {
+    const [name = '', setting = ''] = pair.split('=').map((p) => p.trim());
+    if (!(name in FEATURE_GATES))
+      throw new InvalidArgumentError(
+        `--feature-gates: unknown gate ${JSON.stringify(name)}; known: ${Object.keys(FEATURE_GATES).join(', ')}`,
+      );
+    gates[name] = goBool(setting);
+  }
+  return gates;
+}
+
 function maxPods(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || !Number.isInteger(n) || n < 1 || n > 100_000)
@@ -255,6 +289,54 @@ export function buildProgram(): Command {
       new Option('--register-with-taints <key=value:Effect,...>', 'with --kubeconfig: the taints the Node is registered with').argParser(
         taintsFlag,
       ),
+    )
+    .addOption(
+      new Option(
+        '--cert-dir <dir>',
+        "with --kubeconfig and no --tls-cert-file: where the serving certificate is kept (self-signed kubelet.crt/kubelet.key, or the cluster's kubelet-server-current.*)",
+      ).default(undefined, '<root-dir>/pki'),
+    )
+    .addOption(
+      new Option(
+        '--rotate-server-certificates [bool]',
+        'with --kubeconfig: request the serving certificate of the cluster (a kubernetes.io/kubelet-serving CSR, which someone must approve) and renew it before it expires',
+      )
+        .argParser(goBool)
+        .preset('true')
+        .default(false),
+    )
+    .addOption(
+      new Option(
+        '--authentication-token-webhook [bool]',
+        'bearer tokens are reviewed by the cluster (TokenReview); needs --kubeconfig (default: on with --kubeconfig)',
+      )
+        .argParser(goBool)
+        .preset('true'),
+    )
+    .addOption(durationOption('--authentication-token-webhook-cache-ttl <duration>', "how long a token's review is kept", 120_000))
+    .addOption(
+      new Option(
+        '--authorization-mode <mode>',
+        'AlwaysAllow (whoever authenticates may do anything) or Webhook (each request reviewed by the cluster, SubjectAccessReview on nodes/<subresource>; needs --kubeconfig)',
+      )
+        .choices(['AlwaysAllow', 'Webhook'])
+        .default(undefined, 'Webhook with --kubeconfig, else AlwaysAllow'),
+    )
+    .addOption(durationOption('--authorization-webhook-cache-authorized-ttl <duration>', 'how long an allowed review is kept', 300_000))
+    .addOption(durationOption('--authorization-webhook-cache-unauthorized-ttl <duration>', 'how long a refused review is kept', 30_000))
+    .addOption(
+      new Option(
+        '--anonymous-auth [bool]',
+        'a request without credentials is system:anonymous (then reviewed as anyone) rather than a 401; off by default',
+      )
+        .argParser(goBool)
+        .preset('true')
+        .default(false),
+    )
+    .addOption(
+      new Option('--feature-gates <name=bool,...>', `feature gates: ${Object.keys(FEATURE_GATES).join(', ')}`)
+        .argParser(featureGates)
+        .default({}),
     )
     .addOption(
       new Option('--node-lease-duration-seconds <n>', "with --kubeconfig: the Lease's duration; it is renewed every quarter of it")
@@ -400,7 +482,7 @@ export function buildProgram(): Command {
       new Option(
         '--address <ip>',
         "the agent server's address; one that is not loopback needs --auth-token or --client-ca-file (or --insecure-allow-unauthenticated)",
-      ).default('127.0.0.1'),
+      ).default('127.0.0.1', '127.0.0.1; 0.0.0.0 with --kubeconfig'),
     )
     .addOption(
       new Option(
@@ -481,5 +563,8 @@ export function optionsOf<T extends CliOptions>(program: Command): T {
     volumeFilesDir: raw.volumeFilesDir ?? join('/dev/shm/kubelet-ts', volumesRootOf(raw, given('volumesRoot'))),
     appArmor: hostEnforcesAppArmor(),
     seccompProfileRoot: raw.seccompProfileRoot ?? join(raw.rootDir ?? DEFAULT_ROOT_DIR, 'seccomp'),
+    certDir: raw.certDir ?? join(raw.rootDir ?? DEFAULT_ROOT_DIR, 'pki'),
+    // A node of a cluster is reached by the API server on its machine address, as today's kubelet (0.0.0.0).
+    address: raw.kubeconfig !== undefined && !given('address') ? '0.0.0.0' : raw.address,
   };
 }

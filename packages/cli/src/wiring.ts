@@ -1,6 +1,13 @@
 import 'reflect-metadata';
 import { isIP } from 'node:net';
-import { ClusterNode, firstMachineAddress } from '@kubelet-ts/cluster';
+import {
+  ClusterAuth,
+  ClusterNode,
+  ServingCertificateRequester,
+  firstMachineAddress,
+  selfSignedServingCertificate,
+  type ServingFiles,
+} from '@kubelet-ts/cluster';
 import { Tokens, hostAccessOf, nodeLabelsOf, type HostAccess, type Logger } from '@kubelet-ts/core';
 import { LogEventSink } from '@kubelet-ts/runner';
 import { registerCriRuntime } from '@kubelet-ts/runtime-cri';
@@ -9,7 +16,7 @@ import { registerMemoryRuntime } from '@kubelet-ts/runtime-memory';
 import { registerEtcdEventSink, registerEtcdSource, type EtcdAuthOptions, type EtcdTlsOptions } from '@kubelet-ts/source-etcd';
 import { registerFileSource } from '@kubelet-ts/source-file';
 import { parseHeaderFlag, registerHttpSource, type HttpSourceTlsOptions } from '@kubelet-ts/source-http';
-import { registerServerSource, type ServerManifestSource, type ServerTlsOptions } from '@kubelet-ts/source-server';
+import { registerServerSource, type DelegatedAuth, type ServerManifestSource, type ServerTlsOptions } from '@kubelet-ts/source-server';
 import { container as rootContainer, type DependencyContainer } from 'tsyringe';
 import { nodeAllocatable } from './node-allocatable.js';
 import type { CliOptions } from './options.js';
@@ -78,26 +85,46 @@ export async function wire(
     return { container, close: () => runtime.close() };
   }
   container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
-  const cluster = options.kubeconfig === undefined ? undefined : await clusterNode(options, hostname, access, runtime, logger);
+  const nodeIp = options.kubeconfig === undefined ? undefined : nodeAddress(options);
+  const cluster = nodeIp === undefined ? undefined : await clusterNode(options, hostname, nodeIp, access, runtime, logger);
   if (cluster !== undefined) container.register(Tokens.Source, { useValue: cluster.source });
+  const delegated = delegatedAuth(options, cluster, logger);
   const etcdEvents =
     options.etcdServers === undefined
       ? undefined
       : registerEtcdEventSink(container, { endpoints: [...options.etcdServers], logger, ...etcdSecurity(options) });
+  let requester: ServingCertificateRequester | undefined;
   const close = async () => {
+    requester?.close();
     await cluster?.close();
     await etcdEvents?.close();
     await runtime.close();
   };
   // --enable-server=false (2014): no server, so neither its manifest routes nor the read API.
   if (!options.enableServer) return { container, close, ...(cluster === undefined ? {} : { cluster }) };
+  // A node of a cluster serves HTTPS, as the kubelet does: its own files, else a certificate for its names.
+  let serving: ServingFiles | undefined;
+  if (cluster !== undefined && nodeIp !== undefined && options.tlsCertFile === undefined && options.tlsPrivateKeyFile === undefined) {
+    const names = { nodeName: hostname, addresses: servingAddresses(nodeIp, options.address) };
+    if (options.rotateServerCertificates) {
+      requester = new ServingCertificateRequester({ ...names, kubeConfig: cluster.kubeConfig, certDir: options.certDir, logger });
+      serving = await requester.start();
+    } else serving = await selfSignedServingCertificate(options.certDir, names);
+  } else if (options.rotateServerCertificates)
+    throw new Error('--rotate-server-certificates asks the cluster for the serving certificate: give --kubeconfig, and no --tls-cert-file');
+  if (cluster !== undefined && options.clientCaFile === undefined)
+    logger.warn(
+      {},
+      "--kubeconfig without --client-ca-file: the API server reaches the agent (kubectl logs, exec, attach, port-forward) with a client certificate the agent cannot check, and is refused (401); give --client-ca-file (the cluster's CA)",
+    );
   const server = registerServerSource(container, {
     ...access,
     address: options.address,
     port: options.port,
     ...(options.authToken === undefined ? {} : { authToken: options.authToken }),
     allowedHosts: options.allowedHost,
-    ...serverTls(options),
+    ...serverTls(options, serving),
+    ...(delegated === undefined ? {} : { delegated }),
     insecureAllowUnauthenticated: options.insecureAllowUnauthenticated,
     logger,
   });
@@ -117,15 +144,11 @@ export async function wire(
 async function clusterNode(
   options: CliOptions,
   hostname: string,
+  address: string,
   access: HostAccess,
   runtime: RegisteredRuntime,
   logger: Logger,
 ): Promise<ClusterNode> {
-  const address = options.nodeIp ?? firstMachineAddress();
-  if (address === undefined) throw new Error('--kubeconfig: this host has no IPv4 address but loopback; give --node-ip');
-  if (isIP(address) === 0) throw new Error(`--node-ip ${JSON.stringify(address)} is not an IP address`);
-  if (address.startsWith('127.') || address === '::1')
-    throw new Error(`--node-ip ${address} is a loopback address: the API server could not reach the agent there; give a machine address`);
   return new ClusterNode({
     ...access,
     kubeconfigPath: options.kubeconfig!,
@@ -140,13 +163,63 @@ async function clusterNode(
     nodeStatusReportFrequencyMs: options.nodeStatusReportFrequency,
     ...(options.registerWithTaints === undefined ? {} : { taints: options.registerWithTaints }),
     nodeLeaseDurationSeconds: options.nodeLeaseDurationSeconds,
+    declaredFeatures: declaredFeatures(options),
+    logger,
+  });
+}
+
+/** The Node's InternalIP: `--node-ip`, or the host's first non-loopback IPv4 address; never loopback. */
+function nodeAddress(options: CliOptions): string {
+  const address = options.nodeIp ?? firstMachineAddress();
+  if (address === undefined) throw new Error('--kubeconfig: this host has no IPv4 address but loopback; give --node-ip');
+  if (isIP(address) === 0) throw new Error(`--node-ip ${JSON.stringify(address)} is not an IP address`);
+  if (address.startsWith('127.') || address === '::1')
+    throw new Error(`--node-ip ${address} is a loopback address: the API server could not reach the agent there; give a machine address`);
+  return address;
+}
+
+/** The serving certificate's addresses: the node's, and `--address` when it names one of its own. */
+function servingAddresses(nodeIp: string, address: string): string[] {
+  const wildcard = address === '0.0.0.0' || address === '::' || isIP(address) === 0;
+  return wildcard || address === nodeIp ? [nodeIp] : [nodeIp, address];
+}
+
+/** What the Node declares (`status.declaredFeatures`): the gates on that the API server reads. */
+function declaredFeatures(options: CliOptions): string[] {
+  return options.featureGates.ExtendWebSocketsToKubelet === false ? [] : ['ExtendWebSocketsToKubelet'];
+}
+
+/**
+ * `--authentication-token-webhook`, `--authorization-mode Webhook` (both the default with
+ * `--kubeconfig`, as in the kubelet's configuration file) and `--anonymous-auth`: who calls the
+ * agent's server, asked of the cluster. The webhooks need a cluster to ask.
+ */
+function delegatedAuth(options: CliOptions, cluster: ClusterNode | undefined, logger: Logger): DelegatedAuth | undefined {
+  const tokenReview = options.authenticationTokenWebhook ?? cluster !== undefined;
+  const accessReview = (options.authorizationMode ?? (cluster === undefined ? 'AlwaysAllow' : 'Webhook')) === 'Webhook';
+  if ((tokenReview || accessReview) && cluster === undefined)
+    throw new Error(
+      `${tokenReview ? '--authentication-token-webhook' : '--authorization-mode Webhook'} asks the cluster who calls the agent: give --kubeconfig`,
+    );
+  if (cluster === undefined) return options.anonymousAuth ? { nodeName: '', anonymous: true } : undefined;
+  return new ClusterAuth({
+    kubeConfig: cluster.kubeConfig,
+    nodeName: cluster.nodeName,
+    tokenReview,
+    accessReview,
+    anonymous: options.anonymousAuth,
+    tokenCacheMs: options.authenticationTokenWebhookCacheTtl,
+    authorizedCacheMs: options.authorizationWebhookCacheAuthorizedTtl,
+    unauthorizedCacheMs: options.authorizationWebhookCacheUnauthorizedTtl,
     logger,
   });
 }
 
 /** `--tls-cert-file`/`--tls-private-key-file` go together; `--client-ca-file` needs them (it is a TLS check). */
-function serverTls(options: CliOptions): { tls?: ServerTlsOptions } {
-  const { tlsCertFile: certFile, tlsPrivateKeyFile: keyFile, clientCaFile } = options;
+function serverTls(options: CliOptions, serving: ServingFiles | undefined): { tls?: ServerTlsOptions } {
+  const { clientCaFile } = options;
+  const certFile = options.tlsCertFile ?? serving?.certFile;
+  const keyFile = options.tlsPrivateKeyFile ?? serving?.keyFile;
   if (certFile === undefined && keyFile === undefined) {
     if (clientCaFile !== undefined)
       throw new Error(

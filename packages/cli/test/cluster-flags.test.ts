@@ -32,7 +32,11 @@ afterAll(async () => {
 
 describe('--kubeconfig and the node flags (issue 43)', () => {
   it('makes the agent a node: its API pod source is registered beside the others', async () => {
-    const wiring = await wire(parse(['--kubeconfig', kubeconfig, '--node-ip', '192.0.2.7', '--port', '0']), 'node-1', silentLogger);
+    const wiring = await wire(
+      parse(['--kubeconfig', kubeconfig, '--node-ip', '192.0.2.7', '--port', '0', '--cert-dir', join(dir, 'pki')]),
+      'node-1',
+      silentLogger,
+    );
     expect(wiring.cluster?.source.name).toBe('api');
     await wiring.close();
     const standalone = await wire(parse(['--port', '0']), 'node-1', silentLogger);
