@@ -8,9 +8,18 @@ import {
   type StreamOptions,
   type StreamSession,
 } from '@kubelet-ts/core';
-import { WebSocketServer } from 'ws';
-import { EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOLS, joinForwards, joinSession, keepEarlyMessages, type Forward } from './channel-streams.js';
+import { WebSocketServer, createWebSocketStream } from 'ws';
+import { EXEC_PROTOCOLS, PORT_FORWARD_PROTOCOLS, joinForwards, joinSession, keepEarlyMessages } from './channel-streams.js';
 import { flag } from './container-logs-route.js';
+import { ForwardedConnections, type ForwardLimits } from './forwarded-connections.js';
+import { acceptSpdyUpgrade, isSpdyUpgrade, negotiateStreamProtocol } from './spdy-session.js';
+import {
+  SPDY_EXEC_PROTOCOLS,
+  SPDY_PORT_FORWARD_PROTOCOLS,
+  TUNNELED_PORT_FORWARD_PROTOCOL,
+  joinSpdySession,
+  serveSpdyPortForward,
+} from './spdy-streams.js';
 import { HttpProblem, allow, decodePathSegment } from './http-kit.js';
 import type { RouteAnswer, RouteHandler, UpgradeHandler } from './route-handler.js';
 
@@ -25,7 +34,9 @@ const RUN = /^\/run\/([^/]+)\/([^/]+)(?:\/([^/]+))?(?:\/([^/]+))?$/;
 const MAX_RUN_OUTPUT = 4 * 1024 * 1024;
 
 const UPGRADE_REQUIRED =
-  'this route streams over WebSocket: upgrade with the subprotocol v5.channel.k8s.io or v4.channel.k8s.io (SPDY is not served)';
+  'this route streams over an upgraded connection: upgrade with the subprotocol v5.channel.k8s.io or v4.channel.k8s.io (WebSocket; SPDY/3.1+portforward.k8s.io tunnels a port-forward), or to SPDY/3.1 with the header X-Stream-Protocol-Version v4.channel.k8s.io (portforward.k8s.io for a port-forward)';
+
+export type { ForwardLimits } from './forwarded-connections.js';
 
 /** A streaming request, parsed and checked before anything runs. */
 type StreamRequest =
@@ -33,7 +44,8 @@ type StreamRequest =
   | { readonly kind: 'attach'; readonly target: ContainerTarget; readonly options: StreamOptions }
   | { readonly kind: 'portForward'; readonly target: PodTarget; readonly ports: readonly number[] };
 
-function streamRequest(url: URL): StreamRequest | undefined {
+/** `portsInStreams`: a SPDY port-forward, whose ports come in its streams' headers (the query's are then optional). */
+function streamRequest(url: URL, portsInStreams = false): StreamRequest | undefined {
   const exec = EXEC.exec(url.pathname);
   if (exec !== null) {
     const [kind, namespace, pod, container] = [exec[1]!, ...exec.slice(2, 5).map((s) => decodePathSegment(s!))] as [
@@ -71,8 +83,9 @@ function streamOptions(query: URLSearchParams): StreamOptions {
 export const MAX_FORWARDED_PORTS = 128;
 
 /** `ports=8080,9090` (the API server's form, also repeated) or the kubelet's `port=8080&port=9090`. */
-function portsOf(query: URLSearchParams): number[] {
+function portsOf(query: URLSearchParams, required: boolean): number[] {
   const given = [...query.getAll('ports'), ...query.getAll('port')].flatMap((p) => p.split(','));
+  if (given.length === 0 && !required) return [];
   if (given.length === 0) throw new HttpProblem(400, 'ports: give the port(s) to forward, ports=8080');
   if (given.length > MAX_FORWARDED_PORTS)
     throw new HttpProblem(
@@ -85,76 +98,6 @@ function portsOf(query: URLSearchParams): number[] {
       throw new HttpProblem(400, `ports: ${JSON.stringify(p.slice(0, 20))} is not a port (1-65535)`);
     return n;
   });
-}
-
-/** How many forwarded connections the agent makes, and how fast. */
-export interface ForwardLimits {
-  /**
-   * The most forwarded connections open at once, all sessions together (default 256): past it a
-   * port is refused on its error channel. Each one may cost a process in the pod's namespace
-   * (Docker, Podman), so one request must not be able to exhaust the host.
-   */
-  readonly maxForwardedConnections?: number;
-  /** How many connections of one session are dialled at once (default 4). */
-  readonly dialsAtOnce?: number;
-}
-
-const DEFAULT_MAX_FORWARDED_CONNECTIONS = 256;
-const DEFAULT_DIALS_AT_ONCE = 4;
-
-/**
- * The agent's forwarded connections: counted while open, dialled a few at a time for a session,
- * and never dialled once the session's client has gone (issue 48: relays kept being started after
- * the client left, 483 of them 10 s later).
- */
-class ForwardedConnections {
-  private open = 0;
-  private readonly max: number;
-  private readonly atOnce: number;
-
-  constructor(limits: ForwardLimits) {
-    this.max = limits.maxForwardedConnections ?? DEFAULT_MAX_FORWARDED_CONNECTIONS;
-    this.atOnce = Math.max(1, limits.dialsAtOnce ?? DEFAULT_DIALS_AT_ONCE);
-  }
-
-  /**
-   * Each port's connection, or why there is none, in the order asked; undefined when the client
-   * went before all were made (what was made is closed, and nothing more is dialled).
-   */
-  async dial(view: AgentView, target: PodTarget, ports: readonly number[], gone: Promise<void>): Promise<Forward[] | undefined> {
-    let left = false;
-    void gone.then(() => (left = true));
-    const made: Array<Forward | undefined> = ports.map(() => undefined);
-    let next = 0;
-    const worker = async () => {
-      while (!left && next < ports.length) {
-        const i = next++;
-        made[i] = await this.one(view, target, ports[i]!);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.atOnce, ports.length) }, worker));
-    if (!left) return made as Forward[];
-    for (const f of made) if (f !== undefined && 'connection' in f) f.connection.destroy();
-    return undefined;
-  }
-
-  private async one(view: AgentView, target: PodTarget, port: number): Promise<Forward> {
-    const where = `port ${port} to pod ${target.namespace}/${target.pod}`;
-    if (this.open >= this.max)
-      return {
-        port,
-        error: `error forwarding ${where}: the agent forwards at most ${this.max} connections at once; try again when one ends`,
-      };
-    this.open++;
-    try {
-      const connection = await view.portForward(target, port);
-      connection.once('close', () => this.open--);
-      return { port, connection };
-    } catch (error) {
-      this.open--;
-      return { port, error: `error forwarding ${where}: ${(error as Error).message}` };
-    }
-  }
 }
 
 /** The agent's refusals as HTTP: what is unknown 404, what does not run 400, what cannot stream 501. */
@@ -215,11 +158,39 @@ async function collect(stream: AsyncIterable<Buffer | string> | undefined): Prom
   return Buffer.concat(chunks);
 }
 
+/** Refuses a port-forward to a pod this node does not have, before the handshake (404). */
+async function checkPod(view: AgentView, target: PodTarget): Promise<void> {
+  const { namespace, pod } = target;
+  if (!(await view.pods()).some((p) => (p.namespace ?? 'default') === namespace && podNameOf(p.id, p.namespace) === pod))
+    throw new HttpProblem(404, `pod ${JSON.stringify(`${namespace}/${pod}`)} does not exist on this node`);
+}
+
+/** Opens the exec or attach session a request asks for, its refusals as HTTP. */
+async function openSession(view: AgentView, request: Exclude<StreamRequest, { kind: 'portForward' }>): Promise<StreamSession> {
+  try {
+    return request.kind === 'exec'
+      ? await view.exec(request.target, request.command, request.options)
+      : await view.attach(request.target, request.options);
+  } catch (error) {
+    throw problemOf(error);
+  }
+}
+
 /**
- * The WebSocket side of `/exec`, `/attach` and `/portForward`: the subprotocol chosen from those the
- * client offers (v5, then v4, of `channel.k8s.io`; for port-forward v4 or `portforward.k8s.io`), the
- * session opened before the handshake (so what is unknown or not running is a plain HTTP answer),
- * then joined to the socket (see `joinSession`, `joinForwards`). False for a path that is not one of them.
+ * The upgraded side of `/exec`, `/attach` and `/portForward`, three ways:
+ * - `Upgrade: SPDY/3.1` (what the API server sends a node that does not declare
+ *   `ExtendWebSocketsToKubelet`, and what older clients send): the protocol agreed by
+ *   `X-Stream-Protocol-Version` (v4 to v1 of `channel.k8s.io`, `portforward.k8s.io`), then the
+ *   client's streams (see `joinSpdySession`, `serveSpdyPortForward`); a port-forward's ports come
+ *   from its streams' headers, not the query.
+ * - A WebSocket for port-forward offering only `SPDY/3.1+portforward.k8s.io` (kubectl's, or the API
+ *   server's when the node declares the feature): the same SPDY port-forward over the socket's bytes.
+ * - Otherwise a WebSocket: the subprotocol chosen from those the client offers (v5, then v4, of
+ *   `channel.k8s.io`; for port-forward v4 or `portforward.k8s.io`), then joined to the socket (see
+ *   `joinSession`, `joinForwards`).
+ * Either way an exec or attach session is opened before the handshake (so what is unknown or not
+ * running is a plain HTTP answer), and forwarded connections count against the same
+ * `maxForwardedConnections`. False for a path that is not one of them.
  */
 export function streamingUpgradeHandler(view: AgentView, limits: ForwardLimits = {}): UpgradeHandler {
   const forwards = new ForwardedConnections(limits);
@@ -229,12 +200,41 @@ export function streamingUpgradeHandler(view: AgentView, limits: ForwardLimits =
     maxPayload: 4 * 1024 * 1024,
     handleProtocols: (_offered, req) => chosen.get(req) ?? false,
   });
+  const tunnelled = new WeakSet<IncomingMessage>();
+  server.on('headers', (headers: string[], req: IncomingMessage) => {
+    if (tunnelled.has(req)) headers.push(`Sec-WebSocket-Protocol: ${TUNNELED_PORT_FORWARD_PROTOCOL}`);
+  });
+  const spdyLimits = limits.dialsAtOnce === undefined ? {} : { dialsAtOnce: limits.dialsAtOnce };
+  const dialOne = (target: PodTarget) => async (port: number, gone: Promise<void>) =>
+    (await forwards.dial(view, target, [port], gone))?.[0];
   return async (req, url, socket, head) => {
-    const request = streamRequest(url);
+    const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+    const spdy = isSpdyUpgrade(req);
+    const tunnel = !spdy && offered.includes(TUNNELED_PORT_FORWARD_PROTOCOL) && !PORT_FORWARD_PROTOCOLS.some((p) => offered.includes(p));
+    const request = streamRequest(url, spdy || tunnel);
     if (request === undefined) return false;
     allow(req, 'GET', 'POST');
-    const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
-    const served: readonly string[] = request.kind === 'portForward' ? PORT_FORWARD_PROTOCOLS : EXEC_PROTOCOLS;
+    if (spdy) {
+      if (request.kind === 'portForward') {
+        const protocol = negotiateStreamProtocol(req, SPDY_PORT_FORWARD_PROTOCOLS);
+        await checkPod(view, request.target);
+        if (socket.destroyed) return true;
+        acceptSpdyUpgrade(socket, protocol);
+        serveSpdyPortForward(socket, head, dialOne(request.target), spdyLimits);
+        return true;
+      }
+      const protocol = negotiateStreamProtocol(req, SPDY_EXEC_PROTOCOLS);
+      const session = await openSession(view, request);
+      if (socket.destroyed) {
+        session.close();
+        return true;
+      }
+      acceptSpdyUpgrade(socket, protocol);
+      void joinSpdySession(socket, head, session, protocol, request.kind === 'exec' ? request.command : undefined, request.options);
+      return true;
+    }
+    const served: readonly string[] =
+      request.kind === 'portForward' ? [...PORT_FORWARD_PROTOCOLS, TUNNELED_PORT_FORWARD_PROTOCOL] : EXEC_PROTOCOLS;
     const protocol = served.find((p) => offered.includes(p));
     if (protocol === undefined)
       throw new HttpProblem(
@@ -243,10 +243,21 @@ export function streamingUpgradeHandler(view: AgentView, limits: ForwardLimits =
       );
     chosen.set(req, protocol);
     if (request.kind === 'portForward') {
+      await checkPod(view, request.target);
+      if (protocol === TUNNELED_PORT_FORWARD_PROTOCOL) {
+        // `ws` refuses the offer (a '/' is not allowed in a subprotocol token, RFC 6455), which
+        // client-go sends all the same: it is taken off the request and answered in the headers.
+        delete req.headers['sec-websocket-protocol'];
+        tunnelled.add(req);
+        server.handleUpgrade(req, socket, head, (ws) => {
+          // SPDY in the socket's binary messages: a byte stream, no channel byte.
+          const bytes = createWebSocketStream(ws);
+          bytes.on('error', () => bytes.destroy());
+          serveSpdyPortForward(bytes, undefined, dialOne(request.target), spdyLimits);
+        });
+        return true;
+      }
       // Connected after the handshake, as the kubelet does: a port that refuses says so on its error channel.
-      const { namespace, pod } = request.target;
-      if (!(await view.pods()).some((p) => (p.namespace ?? 'default') === namespace && podNameOf(p.id, p.namespace) === pod))
-        throw new HttpProblem(404, `pod ${JSON.stringify(`${namespace}/${pod}`)} does not exist on this node`);
       server.handleUpgrade(req, socket, head, (ws) => {
         // What the client sends before the connections are made is kept for them (joinForwards).
         const early = keepEarlyMessages(ws);
@@ -257,15 +268,7 @@ export function streamingUpgradeHandler(view: AgentView, limits: ForwardLimits =
       });
       return true;
     }
-    let session: StreamSession;
-    try {
-      session =
-        request.kind === 'exec'
-          ? await view.exec(request.target, request.command, request.options)
-          : await view.attach(request.target, request.options);
-    } catch (error) {
-      throw problemOf(error);
-    }
+    const session = await openSession(view, request);
     if (socket.destroyed) {
       session.close();
       return true;

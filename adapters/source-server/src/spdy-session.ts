@@ -1,0 +1,232 @@
+/// <reference path="./spdy-transport.d.ts" />
+import type { IncomingMessage } from 'node:http';
+import { Duplex } from 'node:stream';
+import transport, { type SpdyConnection, type SpdyStream } from 'spdy-transport';
+import { HttpProblem } from './http-kit.js';
+
+export type { SpdyStream } from 'spdy-transport';
+
+/**
+ * SPDY/3.1 as the kubelet serves it (`k8s.io/streaming` `httpstream/spdy`, `moby/spdystream`): an
+ * HTTP upgrade naming `SPDY/3.1` and a `X-Stream-Protocol-Version` the two sides agree on, then
+ * streams the client opens (SYN_STREAM), each with its `streamType` header, each answered SYN_REPLY.
+ *
+ * The framing is `spdy-transport`'s, with three things set around it so that Go's `spdystream` (what
+ * client-go and the API server speak) can talk to it; each reaches into the library's state, there
+ * being no option for it:
+ * - spdystream's SYN_STREAMs carry only Kubernetes headers (`streamtype`, `port`, `requestid`), no
+ *   `:method` or `:path`, which spdy-transport's parser refuses as a broken HTTP request and then
+ *   drops the connection: a stream without them is given placeholder ones (`parseKVs` wrapped).
+ * - spdystream never sends WINDOW_UPDATE (it ignores flow control, both ways), so a sender keeping to
+ *   SPDY/3's 64 KiB initial window would stall forever after 64 KiB: the send windows never run out
+ *   (`isEmpty` answers false). What bounds the agent's memory is the socket instead: a stream's
+ *   writes complete only once the bytes before were written to the socket (see `HeldSocket`).
+ * - A client cannot open streams without end: past `maxStreams` open at once, a new one is refused
+ *   with RST_STREAM `REFUSED_STREAM`.
+ */
+export const SPDY_31 = 'SPDY/3.1';
+
+/** Whether a request asks to upgrade to SPDY/3.1 (the kubelet's test: both headers, case aside). */
+export function isSpdyUpgrade(req: IncomingMessage): boolean {
+  const upgrade = String(req.headers.upgrade ?? '').toLowerCase();
+  const connection = String(req.headers.connection ?? '').toLowerCase();
+  return upgrade.includes(SPDY_31.toLowerCase()) && connection.includes('upgrade');
+}
+
+/**
+ * The protocol both sides speak (`httpstream.Handshake`): the first of the client's
+ * `X-Stream-Protocol-Version` values the server serves. Throws the kubelet's answers: 400 without
+ * the header, 403 naming what is served (also in `X-Accepted-Stream-Protocol-Versions`) when none fits.
+ */
+export function negotiateStreamProtocol(req: IncomingMessage, served: readonly string[]): string {
+  const given = req.headers['x-stream-protocol-version'];
+  const offered = (Array.isArray(given) ? given : given === undefined ? [] : [given])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+  if (offered.length === 0)
+    throw new HttpProblem(400, 'unable to upgrade: give the stream protocol in the header X-Stream-Protocol-Version');
+  const protocol = offered.find((p) => served.includes(p));
+  if (protocol === undefined)
+    throw new HttpProblem(
+      403,
+      `unable to upgrade: unable to negotiate protocol: client supports ${offered.join(', ')}, server accepts ${served.join(', ')}`,
+      [],
+      undefined,
+      { 'x-accepted-stream-protocol-versions': served.join(', ') },
+    );
+  return protocol;
+}
+
+/** Answers the upgrade: 101, `Upgrade: SPDY/3.1`, the protocol agreed on. */
+export function acceptSpdyUpgrade(socket: Duplex, protocol: string): void {
+  socket.write(
+    `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${SPDY_31}\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`,
+  );
+}
+
+/** How long a connection the agent ended (GOAWAY) is kept for its client to close it. */
+const CLOSE_GRACE_MS = 5_000;
+
+/**
+ * The client's socket as spdy-transport reads and writes it, so that the agent can stop reading
+ * (`hold`) when a destination is slow (a pipe from the socket would resume it on its own), and so
+ * that a write completes only once the socket took it (a slow client then pauses the streams).
+ */
+class HeldSocket extends Duplex {
+  private holds = 0;
+
+  constructor(private readonly socket: Duplex) {
+    super({ allowHalfOpen: false });
+    socket.on('data', (chunk: Buffer) => {
+      if (!this.push(chunk)) socket.pause();
+    });
+    socket.once('end', () => this.push(null));
+    socket.once('close', () => this.destroy());
+    socket.on('error', () => this.destroy());
+  }
+
+  override _read(): void {
+    if (this.holds === 0) this.socket.resume();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    if (this.socket.destroyed) {
+      callback();
+      return;
+    }
+    this.socket.write(chunk, () => callback());
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    this.socket.end();
+    callback();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.socket.destroy();
+    callback(error);
+  }
+
+  /** What spdy-transport calls once its streams are done after GOAWAY. */
+  destroySoon(): void {
+    this.end();
+  }
+
+  /** Stops reading the client until the returned function is called (each hold released once). */
+  hold(): () => void {
+    this.holds += 1;
+    this.socket.pause();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.holds -= 1;
+      if (this.holds === 0 && !this.destroyed) this.socket.resume();
+    };
+  }
+}
+
+/** A SPDY connection the agent serves, over a socket it upgraded (or a WebSocket's byte stream). */
+export interface SpdyServerConnection {
+  /** Resolves when the connection is gone (the client left, or the agent ended it). */
+  readonly closed: Promise<void>;
+  /** Whether it is gone. */
+  readonly isClosed: boolean;
+  /** Stops reading the client (every stream) until the returned function is called. */
+  hold(): () => void;
+  /**
+   * Once every frame queued so far was handed to the socket: GOAWAY (a Go client stops reading at
+   * it, so it must not overtake the streams' last DATA frames, which spdy-transport would let it do:
+   * control frames go first). The socket is destroyed if the client keeps it past a grace period.
+   */
+  end(): void;
+  /** Drops the connection now. */
+  destroy(): void;
+}
+
+export interface SpdyServerOptions {
+  /** The most streams open at once (default 64); more are refused with RST_STREAM `REFUSED_STREAM`. */
+  readonly maxStreams?: number;
+  /** Each stream the client opens, within the bound: answer it (`stream.respond(200, {})`) or `abort` it. */
+  readonly onStream: (stream: SpdyStream) => void;
+}
+
+/** The never-empty send window: see the comment on `SPDY_31`. */
+function unbounded(side: { isEmpty(): boolean }): void {
+  side.isEmpty = () => false;
+}
+
+/** Serves SPDY/3.1 on `socket` (what follows the 101, or a tunnel's bytes); `head` is what was read past the request. */
+export function serveSpdy(socket: Duplex, head: Buffer | undefined, options: SpdyServerOptions): SpdyServerConnection {
+  const held = new HeldSocket(socket);
+  if (head !== undefined && head.length > 0) held.push(head);
+  const maxStreams = options.maxStreams ?? 64;
+  const connection: SpdyConnection = transport.connection.create(held, { protocol: 'spdy', isServer: true, maxStreams });
+  const state = connection._spdyState;
+  unbounded(state.window.send);
+  unbounded(state.streamWindow.send);
+  const parser = state.parser;
+  const parseKVs = parser.parseKVs.bind(parser);
+  parser.parseKVs = (buffer, callback) =>
+    parseKVs(buffer, (error, headers) =>
+      callback(error, headers === undefined ? headers : { ':method': 'POST', ':path': '/', ...headers }),
+    );
+  let open = 0;
+  connection.on('stream', (stream: SpdyStream) => {
+    unbounded(stream._spdyState.window.send);
+    // A stream the client resets, or that fails, is closed like one that ended.
+    stream.on('error', () => undefined);
+    if (open >= maxStreams) {
+      stream.abort('REFUSED_STREAM');
+      return;
+    }
+    open += 1;
+    stream.once('close', () => (open -= 1));
+    options.onStream(stream);
+  });
+  connection.on('error', () => held.destroy());
+  let isClosed = false;
+  const closed = new Promise<void>((resolve) => {
+    const done = () => {
+      isClosed = true;
+      resolve();
+    };
+    held.once('close', done);
+    connection.once('close', () => {
+      if (!held.destroyed) held.end();
+    });
+  });
+  let ending: NodeJS.Timeout | undefined;
+  void closed.then(() => clearTimeout(ending));
+  return {
+    closed,
+    get isClosed() {
+      return isClosed;
+    },
+    hold: () => held.hold(),
+    end() {
+      if (isClosed || ending !== undefined) return;
+      ending = setTimeout(() => held.destroy(), CLOSE_GRACE_MS);
+      ending.unref();
+      const framer = state.framer;
+      const goaway = () => {
+        if (isClosed) return;
+        if (framer.count > 0 || framer.readableLength > 0) {
+          setTimeout(goaway, 5);
+          return;
+        }
+        try {
+          connection.end();
+        } catch {
+          held.destroy();
+        }
+      };
+      // After the writes of this tick were framed (spdy-transport frames on the next ticks).
+      setImmediate(goaway);
+      // spdy-transport lets go of the socket once every stream has closed; a Go client closes the
+      // connection when it reads the GOAWAY (its streams end there), so the timer is for the others.
+    },
+    destroy: () => held.destroy(),
+  };
+}
