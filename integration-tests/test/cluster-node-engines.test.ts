@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, TcpGate, type StartedControlPlane } from '@kubelet-ts/testkit';
 import { AgentProcess } from './agent-process.js';
+import { freePort, machineAddress, until } from './cluster-helpers.js';
 import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
 import { kubectl } from './kubectl.js';
 
@@ -17,38 +17,6 @@ import { kubectl } from './kubectl.js';
  * pod IP), replaces them on a rollout restart, lets them go on a scale to 0 once their preStop hook
  * ran, and says why it cannot run a pod it cannot.
  */
-
-const machineAddress = (): string => {
-  for (const list of Object.values(networkInterfaces()))
-    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
-  throw new Error('this machine has no IPv4 address but loopback');
-};
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 60_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-      last = undefined;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms / 1000} s${last === undefined ? '' : ` (last: ${String(last)})`}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
 
 let cluster: StartedControlPlane;
 /** Where the objects the tests apply are written. */

@@ -45,7 +45,7 @@ export interface NodeSpecFacts {
  * The Node's status with `declaredFeatures`, a field client-node 1.4's models do not have (they would
  * drop it when serialising a typed body; a patch's body is sent as it is).
  */
-export type NodeStatusWithFeatures = V1NodeStatus & { declaredFeatures?: string[] };
+export type NodeStatusWithFeatures = V1NodeStatus & { declaredFeatures?: string[] | null };
 
 /** The kubelet's limits on `status.images`: the 50 largest images, at most 5 names each. */
 const MAX_IMAGES = 50;
@@ -130,9 +130,9 @@ export function nodeStatus(
     },
     conditions,
     daemonEndpoints: { kubeletEndpoint: { Port: facts.port } },
-    ...(facts.declaredFeatures === undefined || facts.declaredFeatures.length === 0
-      ? {}
-      : { declaredFeatures: [...facts.declaredFeatures].sort() }),
+    // null, not absent, when none: a patch then removes what an earlier run of the agent declared.
+    declaredFeatures:
+      facts.declaredFeatures === undefined || facts.declaredFeatures.length === 0 ? null : [...facts.declaredFeatures].sort(),
     images: nodeImages(images),
     nodeInfo: {
       architecture: host.architecture,

@@ -38,6 +38,8 @@ export interface RouteListenerOptions extends AuthenticationOptions {
    * `/healthz` included (403 otherwise); absent, neither is checked.
    */
   readonly reachableAs?: ((req: IncomingMessage) => ReachableNames) | undefined;
+  /** False: `Host` is not checked, only `Origin` (see `ServerManifestSourceOptions.checkHost`). Default true. */
+  readonly checkHost?: boolean | undefined;
   /** Where errors a handler threw are logged (once, here), and refused requests at debug. */
   readonly logger: Logger;
 }
@@ -72,7 +74,7 @@ export function upgradeListener(
     void (async () => {
       try {
         const url = requestTarget(req);
-        if (options.reachableAs !== undefined) checkHostAndOrigin(req, options.reachableAs(req));
+        if (options.reachableAs !== undefined) checkHostAndOrigin(req, options.reachableAs(req), options.checkHost !== false);
         await authorize?.(req, url);
         for (const handler of handlers) if (await handler(req, url, socket, head)) return;
         throw new HttpProblem(404, `no WebSocket route ${url.pathname}`);
@@ -118,7 +120,7 @@ async function serve(
   try {
     const url = requestTarget(req);
     // Before the token, and on /healthz too: a rebound page could read that as well.
-    if (options.reachableAs !== undefined) checkHostAndOrigin(req, options.reachableAs(req));
+    if (options.reachableAs !== undefined) checkHostAndOrigin(req, options.reachableAs(req), options.checkHost !== false);
     if (url.pathname !== UNAUTHENTICATED_PATH) await options.authorize?.(req, url);
     for (const handler of handlers) {
       const answer = await handler(req, url);

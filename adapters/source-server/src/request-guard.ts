@@ -71,8 +71,20 @@ export function reachableNames(
  * by sandboxed frames and `file:` pages, is refused like any other site. A program such as curl
  * sends no `Origin`, so it is not stopped by the second check.
  */
-export function checkHostAndOrigin(req: IncomingMessage, reachable: ReachableNames): void {
+export function checkHostAndOrigin(req: IncomingMessage, reachable: ReachableNames, checkHost = true): void {
   const host = req.headers.host;
+  if (checkHost) checkHostHeader(host, reachable);
+  const origin = req.headers.origin;
+  if (origin !== undefined && !isOwnOrigin(origin, reachable)) {
+    throw new HttpProblem(
+      403,
+      `Origin ${JSON.stringify(origin.slice(0, 100))} is not this agent's own: a browser is sending this request for a page of another site, and cross-site requests are refused. ` +
+        'Call the agent from a program (curl sends no Origin), or from a page served under a name in allowedHosts',
+    );
+  }
+}
+
+function checkHostHeader(host: string | undefined, reachable: ReachableNames): void {
   if (host === undefined)
     throw new HttpProblem(403, 'no Host header: say which address or name of the agent the request is for, as HTTP/1.1 requires');
   const asked = parseHost(host);
@@ -81,14 +93,6 @@ export function checkHostAndOrigin(req: IncomingMessage, reachable: ReachableNam
       403,
       `Host ${JSON.stringify(host.slice(0, 100))} is not an address or name this agent listens on, so a page may have pointed its own name at this host (DNS rebinding). ` +
         'Address the agent by an address it listens on, with its port; to reach it by another name, add the name to allowedHosts (kubelet-ts: --allowed-host NAME)',
-    );
-  }
-  const origin = req.headers.origin;
-  if (origin !== undefined && !isOwnOrigin(origin, reachable)) {
-    throw new HttpProblem(
-      403,
-      `Origin ${JSON.stringify(origin.slice(0, 100))} is not this agent's own: a browser is sending this request for a page of another site, and cross-site requests are refused. ` +
-        'Call the agent from a program (curl sends no Origin), or from a page served under a name in allowedHosts',
     );
   }
 }

@@ -53,6 +53,14 @@ export interface ServerManifestSourceOptions extends HostAccess {
    */
   readonly delegated?: DelegatedAuth;
   /**
+   * Default true: a request's `Host` must name the server (see `allowedHosts`). False for a node of
+   * a cluster: the API server's proxy (`kubectl get --raw /api/v1/nodes/N/proxy/…`, exec, logs)
+   * passes on the `Host` its own client gave, as the kubelet takes it. The check is against DNS
+   * rebinding, which gains a page nothing where every request must carry credentials a browser does
+   * not add by itself; `Origin` is still checked.
+   */
+  readonly checkHost?: boolean;
+  /**
    * Secure by default: a server bound to an address that is not loopback must authenticate its
    * callers (`authToken`, or `tls.clientCaFile`), or the constructor throws. A certificate of the
    * server's own is not enough: it encrypts, but lets anyone in. True serves unauthenticated all
@@ -124,6 +132,7 @@ export class ServerManifestSource implements ManifestSource {
   private readonly port: number;
   private readonly authToken: string | undefined;
   private readonly delegated: DelegatedAuth | undefined;
+  private readonly checkHost: boolean;
   private readonly tls: ServerTls | undefined;
   private readonly throttle: AuthThrottle;
   private readonly allowedHosts: readonly string[];
@@ -155,6 +164,7 @@ export class ServerManifestSource implements ManifestSource {
     checkAuthToken(options.authToken);
     this.authToken = options.authToken;
     this.delegated = options.delegated;
+    this.checkHost = options.checkHost ?? true;
     this.logger = options.logger ?? silentLogger;
     const clock = options.clock ?? systemClock;
     checkAuthenticated(this.address, options);
@@ -205,6 +215,7 @@ export class ServerManifestSource implements ManifestSource {
       delegated: this.delegated,
       throttle: this.throttle,
       reachableAs: () => this.reachableNames(server),
+      checkHost: this.checkHost,
       logger: this.logger,
     };
     const listener = routeListener(this.routes, guards);

@@ -126,6 +126,8 @@ export async function wire(
     ...serverTls(options, serving),
     ...(delegated === undefined ? {} : { delegated }),
     insecureAllowUnauthenticated: options.insecureAllowUnauthenticated,
+    // The API server passes on its own client's Host (see `checkHost`).
+    ...(cluster === undefined ? {} : { checkHost: false }),
     logger,
   });
   return {

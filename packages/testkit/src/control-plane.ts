@@ -60,6 +60,11 @@ export interface StartedControlPlane {
    */
   nodeKubeconfig(nodeName: string): Promise<string>;
   /**
+   * The path of a kubeconfig whose client certificate names `user` in `groups` (none: only
+   * `system:authenticated`): a person of the cluster, with no rights until RBAC gives some.
+   */
+  userKubeconfig(user: string, groups?: readonly string[]): Promise<string>;
+  /**
    * Starts metrics-server (v0.8.0, built from the Go module proxy on first use, like the control
    * plane) on this control plane's network, grants it the RBAC of its upstream manifests, registers
    * it as the aggregated API `v1beta1.metrics.k8s.io` (a Service without selector, an Endpoints
@@ -291,6 +296,13 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         metricsServer = pending;
         pending.catch(() => (metricsServer = undefined));
         return pending;
+      },
+      async userKubeconfig(user: string, groups: readonly string[] = []) {
+        const safe = user.replace(/[^A-Za-z0-9_.-]/g, '-');
+        const file = join(dir, `user-${safe}.kubeconfig`);
+        const pair = await makePair(dir, `user-${safe}`, pki.ca, { commonName: user, organizations: groups });
+        await writeFile(file, kubeconfigYaml(server, pki.ca, user, pair), { mode: 0o600 });
+        return file;
       },
       logs: (name) => containerLogs(byName[name], 200),
       stop,
