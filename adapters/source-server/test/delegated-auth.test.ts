@@ -96,7 +96,7 @@ afterAll(async () => {
 function call(
   url: string,
   path: string,
-  options: { client?: CertificatePair; token?: string; method?: string } = {},
+  options: { client?: CertificatePair; token?: string; method?: string; headers?: Record<string, string> } = {},
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -105,7 +105,7 @@ function call(
         method: options.method ?? 'GET',
         ca: certs.ca.cert,
         ...(options.client === undefined ? {} : { cert: options.client.cert, key: options.client.key }),
-        headers: options.token === undefined ? {} : { authorization: `Bearer ${options.token}` },
+        headers: { ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }), ...options.headers },
         agent: false,
       },
       (res) => {
@@ -225,6 +225,19 @@ describe('a server whose callers are reviewed by the cluster', () => {
     expect((await call(url, '/sources', { token: 'static-token-of-the-agent' })).status).toBe(200);
     expect(reviewer.tokensAsked).toEqual([]);
     expect(reviewer.asked.at(-1)!.user.name).toBe('kubelet-ts:auth-token');
+  });
+
+  it('checkHost false (a node of a cluster): the Host the API server passes on is taken; a foreign Origin is not', async () => {
+    const reviewer = new FakeReviewer({ 'alice-token': alice }, [['alice', 'proxy']]);
+    const forwarded = { host: '127.0.0.1:6443' };
+    const checked = await start(reviewer);
+    expect((await call(checked, '/sources', { token: 'alice-token', headers: forwarded })).status).toBe(403);
+    await source?.close();
+    const url = await start(reviewer, { checkHost: false });
+    expect((await call(url, '/sources', { token: 'alice-token', headers: forwarded })).status).toBe(200);
+    const crossSite = await call(url, '/sources', { token: 'alice-token', headers: { ...forwarded, origin: 'https://evil.example' } });
+    expect(crossSite.status).toBe(403);
+    expect(JSON.parse(crossSite.body).error).toMatch(/^Origin "https:\/\/evil\.example" is not this agent's own/);
   });
 
   it('a non-loopback address is guarded by reviews; anonymous without access reviews is not', () => {
