@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { independentDocker } from '@kubelet-ts/testkit';
 import { describeMachine, markdown } from './report.js';
 import { clusterStartup } from './scenarios/cluster.js';
+import { clusterStreams, clusterStreamsSizes } from './scenarios/cluster-streams.js';
 import { containerdVersion, criEngine } from './scenarios/cri-engine.js';
 import { engine } from './scenarios/engine.js';
 import { engineReaction } from './scenarios/engine-reaction.js';
@@ -98,6 +99,7 @@ export const SCENARIOS = [
   'memory',
   'fleet',
   'cluster',
+  'cluster-streams',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -223,6 +225,11 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (options.engine && wanted('cluster')) {
     await step('a node of a cluster');
     rows.push(...(await clusterStartup(q ? 3 : 15, q ? 5 : 30, q ? 5 : 20, q ? 5 : 30)));
+  }
+  // Streams through the API server (issue 44): kubectl exec and port-forward, both ways the API server takes them.
+  if (options.engine && wanted('cluster-streams')) {
+    await step('exec and port-forward through the API server');
+    rows.push(...(await clusterStreams(clusterStreamsSizes(q))));
   }
 
   await save();

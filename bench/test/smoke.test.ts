@@ -23,6 +23,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       '12. resource figures',
       "13. the operator's command line",
       '14. a node of a cluster (issue 43)',
+      '15. streams through the API server (issue 44)',
       '2. throughput',
       '2. throughput under a CPU hog',
       '3. steady state',
@@ -41,6 +42,19 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       false,
       false,
     ]);
+    // Streams through the API server: on each Node (declaring ExtendWebSocketsToKubelet, then not), kubectl exec beside
+    // the CLI's direct exec, the round trip alone beside the direct one, and port-forward beside its ceiling.
+    const clusterStreams = rows.filter((x) => x.scenario === '15. streams through the API server (issue 44)');
+    expect(clusterStreams.map((x) => [x.unit, x.baseline !== undefined])).toEqual(
+      [1, 2].flatMap(() => [
+        ['ms', true],
+        ['ms', true],
+        ['MB/s', true],
+      ]),
+    );
+    expect(clusterStreams.map((x) => /\((WebSocket passed through|translated to SPDY\/3\.1)\)/.exec(x.metric)?.[1])).toEqual(
+      ['WebSocket passed through', 'translated to SPDY/3.1'].flatMap((how) => [how, how, how]),
+    );
     // Reaction: on each engine, the exit and the replacement, each beside its baseline.
     expect(
       rows.filter((x) => x.scenario === '8. reaction on the engine').map((x) => [x.metric.split(':')[0], x.baseline !== undefined]),
@@ -91,7 +105,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     expect(json.machine.cores).toBeGreaterThan(0);
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8');
     expect(md).toContain('| 4. reaction | server POST → pass starts |');
-  }, 360_000);
+  }, 420_000);
 
   it('summarises samples into median and p95', () => {
     expect(summarise([5, 1, 3])).toMatchObject({ runs: 3, median: 3, min: 1, max: 5, p95: 5 });

@@ -12,14 +12,14 @@ const CLI = fileURLToPath(new URL('../../../packages/cli/bin/kubelet-ts.js', imp
 const RAW_LABEL = 'io.kubelet-ts.bench-cluster-raw';
 
 /** The admin's credentials and the API server, read from the control plane's kubeconfig. */
-interface Admin {
+export interface Admin {
   readonly server: URL;
   readonly ca: string;
   readonly cert: string;
   readonly key: string;
 }
 
-async function adminOf(cluster: StartedControlPlane): Promise<Admin> {
+export async function adminOf(cluster: StartedControlPlane): Promise<Admin> {
   const text = await readFile(cluster.kubeconfigPath, 'utf8');
   const field = (name: string) => Buffer.from(new RegExp(`${name}: (\\S+)`).exec(text)![1]!, 'base64').toString();
   return {
@@ -44,7 +44,7 @@ async function nodeRequests(admin: Admin): Promise<number> {
   return total;
 }
 
-function apiText(admin: Admin, path: string): Promise<string> {
+export function apiText(admin: Admin, path: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = request(new URL(path, admin.server), { ca: admin.ca, cert: admin.cert, key: admin.key }, (res) => {
       const chunks: Buffer[] = [];
@@ -56,7 +56,7 @@ function apiText(admin: Admin, path: string): Promise<string> {
 }
 
 /** One request to the API server as the admin; resolves with the parsed answer. */
-function api(admin: Admin, method: string, path: string, body?: unknown): Promise<unknown> {
+export function api(admin: Admin, method: string, path: string, body?: unknown): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const req = request(
       new URL(path, admin.server),
@@ -113,7 +113,7 @@ function watchRunning(admin: Admin, node: string, onRunning: (name: string) => v
   return () => req.destroy();
 }
 
-function machineAddress(): string {
+export function machineAddress(): string {
   for (const list of Object.values(networkInterfaces()))
     for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
   throw new Error('no machine address');
