@@ -12,6 +12,7 @@ import type { ContainerdTasks } from './containerd-tasks.js';
 import type { ContainerStatus, CriApi, CriStreamRequest } from './cri-api.js';
 import { connectPort } from './cri-port-forward.js';
 import { openStream, type OpenStream } from './cri-stream-socket.js';
+import { CriSpdySession } from './cri-spdy-session.js';
 import { CriStreamSession, execEnd, type StreamEnding } from './cri-stream-session.js';
 import { ADAPTER, ignoreNotFound } from './errors.js';
 
@@ -34,6 +35,7 @@ const NEW_EXEC_MS = 1_000;
  */
 export class CriStreams implements ContainerStreaming {
   private readonly open = new Set<WebSocket>();
+  private readonly spdy = new Set<CriSpdySession>();
   /** Per container, the exec session being told apart from the others (see `exec`). */
   private readonly starting = new Map<string, Promise<unknown>>();
 
@@ -139,15 +141,26 @@ export class CriStreams implements ContainerStreaming {
   /** Ends every session and connection still open. */
   close(): void {
     for (const ws of this.open) ws.terminate();
+    for (const session of this.spdy) session.close();
     this.tasks?.close();
   }
 
+  /**
+   * A session on the URL the runtime gave: over SPDY when it has stdin and no terminal (whose end
+   * only SPDY can say, see `CriSpdySession`), else over a WebSocket (`CriStreamSession`).
+   */
   private async session(
     url: string,
     what: string,
     options: StreamOptions,
     ending: (how: StreamEnding) => Promise<SessionEnd> | SessionEnd,
   ): Promise<StreamSession> {
+    if (options.stdin && !options.tty) {
+      const session = await CriSpdySession.open(url, what, requestOf(options), this.timeoutMs, ending);
+      this.spdy.add(session);
+      void session.done.finally(() => this.spdy.delete(session));
+      return session;
+    }
     return new CriStreamSession(await this.connect(url, what), options, ending);
   }
 

@@ -31,8 +31,8 @@ runtimeContract(
     logs: {},
     // CRI's ListContainerStats and ListPodSandboxStats (see CriStats), the sandbox's eth0 included.
     stats: {},
-    // containerd's streaming server, over WebSocket (see CriStreams); 1.6 has no v5.channel.k8s.io,
-    // so stdin ends only as a terminal's does (^D).
-    streaming: { stdinEndOfFile: 'tty-only' },
+    // containerd's streaming server (see CriStreams): a session with stdin over SPDY, where its end
+    // can be said (1.6 has no v5.channel.k8s.io); the others over WebSocket.
+    streaming: { stdinEndOfFile: 'always' },
   },
 );
