@@ -65,6 +65,9 @@ export function acceptSpdyUpgrade(socket: Duplex, protocol: string): void {
   );
 }
 
+/** The most bytes framed for a client and not yet taken by it before writers wait (all streams together). */
+const MAX_BACKLOG = 1024 * 1024;
+
 /** How long a connection the agent ended (GOAWAY) is kept for its client to close it. */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -136,6 +139,13 @@ export interface SpdyServerConnection {
   /** Stops reading the client (every stream) until the returned function is called. */
   hold(): () => void;
   /**
+   * Undefined while the frames not yet taken by the client are few; else resolves once they are
+   * (or the connection is gone). A writer waits on it: spdy-transport frames what a stream is given
+   * whether or not the socket takes it (its scheduler pushes on past its buffer's mark), so a
+   * stream's own `write()` would not slow a source for a client that does not read.
+   */
+  backedUp(): Promise<void> | undefined;
+  /**
    * Once every frame queued so far was handed to the socket: GOAWAY (a Go client stops reading at
    * it, so it must not overtake the streams' last DATA frames, which spdy-transport would let it do:
    * control frames go first). The socket is destroyed if the client keeps it past a grace period.
@@ -162,7 +172,9 @@ export function serveSpdy(socket: Duplex, head: Buffer | undefined, options: Spd
   const held = new HeldSocket(socket);
   if (head !== undefined && head.length > 0) held.push(head);
   const maxStreams = options.maxStreams ?? 64;
-  const connection: SpdyConnection = transport.connection.create(held, { protocol: 'spdy', isServer: true, maxStreams });
+  // SPDY/3.1 frames say version 3: `autoSpdy31` keeps the connection's receive window open for a
+  // client that keeps to SPDY/3.1's flow control (spdystream does not care either way).
+  const connection: SpdyConnection = transport.connection.create(held, { protocol: 'spdy', isServer: true, maxStreams, autoSpdy31: true });
   const state = connection._spdyState;
   unbounded(state.window.send);
   unbounded(state.streamWindow.send);
@@ -197,6 +209,28 @@ export function serveSpdy(socket: Duplex, head: Buffer | undefined, options: Spd
       if (!held.destroyed) held.end();
     });
   });
+  // What waits to be written to the client: framed, and handed to the socket but not yet taken.
+  const backlog = () => state.framer.readableLength + held.writableLength;
+  let waiting: { promise: Promise<void>; check: () => void } | undefined;
+  const backedUp = (): Promise<void> | undefined => {
+    if (isClosed || backlog() <= MAX_BACKLOG) return undefined;
+    if (waiting === undefined) {
+      let resolve = () => {};
+      const promise = new Promise<void>((r) => (resolve = r));
+      const poll = setInterval(() => check(), 20);
+      const check = () => {
+        if (!isClosed && backlog() > MAX_BACKLOG / 2) return;
+        clearInterval(poll);
+        held.off('drain', check);
+        waiting = undefined;
+        resolve();
+      };
+      held.on('drain', check);
+      void closed.then(check);
+      waiting = { promise, check };
+    }
+    return waiting.promise;
+  };
   let ending: NodeJS.Timeout | undefined;
   void closed.then(() => clearTimeout(ending));
   return {
@@ -205,6 +239,7 @@ export function serveSpdy(socket: Duplex, head: Buffer | undefined, options: Spd
       return isClosed;
     },
     hold: () => held.hold(),
+    backedUp,
     end() {
       if (isClosed || ending !== undefined) return;
       ending = setTimeout(() => held.destroy(), CLOSE_GRACE_MS);

@@ -46,22 +46,24 @@ function limiter(n: number): <T>(call: () => Promise<T>) => Promise<T> {
 }
 
 /**
- * Writes what `from` gives to `to`, pausing `from` while `to` has not taken what it was given (a
- * slow client slows the source, never grows the agent's memory); ends `to` (FIN) when `from` ends.
- * Resolves when `from` is over.
+ * Writes what `from` gives to `to`, pausing `from` while `to` or the connection has not taken what
+ * it was given (a slow client slows the source, never grows the agent's memory); ends `to` (FIN)
+ * when `from` ends. Resolves when `from` is over.
  */
-function relay(from: Readable | Duplex, to: SpdyStream, end = true): Promise<void> {
+function relay(from: Readable | Duplex, to: SpdyStream, connection: SpdyServerConnection): Promise<void> {
   return new Promise((resolve) => {
     const over = () => {
-      if (end && !to.writableEnded && !to.destroyed) to.end();
+      if (!to.writableEnded && !to.destroyed) to.end();
       resolve();
     };
     from.on('data', (chunk: Buffer | string) => {
       if (to.writableEnded || to.destroyed) return;
-      if (!to.write(chunk)) {
-        from.pause();
-        to.once('drain', () => from.resume());
-      }
+      const taken = to.write(chunk);
+      const backedUp = connection.backedUp();
+      if (taken && backedUp === undefined) return;
+      from.pause();
+      const drained = taken ? Promise.resolve() : new Promise<void>((r) => to.once('drain', () => r()));
+      void Promise.all([drained, backedUp]).then(() => from.resume());
     });
     from.once('end', over).once('close', over).once('error', over);
   });
@@ -172,8 +174,8 @@ export function joinSpdySession(
     const stdout = streams.get('stdout');
     const stderr = streams.get('stderr');
     const outputs = [
-      session.stdout === undefined || stdout === undefined ? Promise.resolve() : relay(session.stdout, stdout),
-      session.stderr === undefined || stderr === undefined ? Promise.resolve() : relay(session.stderr, stderr),
+      session.stdout === undefined || stdout === undefined ? Promise.resolve() : relay(session.stdout, stdout, connection),
+      session.stderr === undefined || stderr === undefined ? Promise.resolve() : relay(session.stderr, stderr, connection),
     ];
     const end = await session.done;
     await Promise.all(outputs);
@@ -275,7 +277,7 @@ export function serveSpdyPortForward(
     relayIn(data, c, connection);
     data.once('end', () => c.end());
     data.once('close', () => c.destroy());
-    void relay(c, data);
+    void relay(c, data, connection);
   };
   void connection.closed.then(() => {
     for (const pair of pairs.values()) clearTimeout(pair.timer);

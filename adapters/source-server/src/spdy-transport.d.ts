@@ -47,6 +47,8 @@ declare module 'spdy-transport' {
     protocol: 'spdy';
     isServer: boolean;
     maxStreams?: number;
+    /** A server also sends connection-level WINDOW_UPDATEs (SPDY/3.1's) to a client that said it was 3 (as Go's framer does). */
+    autoSpdy31?: boolean;
     windowSize?: number;
     headerCompression?: boolean;
   }
