@@ -173,6 +173,8 @@ export function joinSpdySession(
     if (resize !== undefined) resizes(resize, session);
     const stdout = streams.get('stdout');
     const stderr = streams.get('stderr');
+    // What a client sends on a stream the agent only writes is dropped, not kept.
+    for (const s of [stdout, stderr, streams.get('error')]) s?.resume();
     const outputs = [
       session.stdout === undefined || stdout === undefined ? Promise.resolve() : relay(session.stdout, stdout, connection),
       session.stderr === undefined || stderr === undefined ? Promise.resolve() : relay(session.stderr, stderr, connection),
