@@ -64,7 +64,7 @@ function streamRequest(url: URL, portsInStreams = false): StreamRequest | undefi
   const forward = PORT_FORWARD.exec(url.pathname);
   if (forward === null) return undefined;
   const [namespace, pod] = forward.slice(1, 3).map((s) => decodePathSegment(s!)) as [string, string];
-  return { kind: 'portForward', target: { namespace, pod }, ports: portsOf(url.searchParams) };
+  return { kind: 'portForward', target: { namespace, pod }, ports: portsOf(url.searchParams, !portsInStreams) };
 }
 
 /** The kubelet's rules: a terminal has no stderr of its own, and at least one stream is asked for. */
