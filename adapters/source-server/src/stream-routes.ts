@@ -70,10 +70,14 @@ function streamRequest(url: URL, portsInStreams = false): StreamRequest | undefi
 /** The kubelet's rules: a terminal has no stderr of its own, and at least one stream is asked for. */
 function streamOptions(query: URLSearchParams): StreamOptions {
   const tty = flag(query, 'tty');
-  const options = { stdin: flag(query, 'stdin'), stdout: flag(query, 'stdout'), stderr: flag(query, 'stderr') && !tty, tty };
-  if (!options.stdin && !options.stdout && !options.stderr)
-    throw new HttpProblem(400, 'ask for at least one of stdin, stdout, stderr (=1)');
-  return options;
+  // The API server names them as the kubelet reads them (`input`, `output`, `error`); clients of the
+  // agent's own port as the API server's pod routes do (`stdin`, `stdout`, `stderr`). Either is taken.
+  const stdin = flag(query, 'stdin') || flag(query, 'input');
+  const stdout = flag(query, 'stdout') || flag(query, 'output');
+  const stderr = (flag(query, 'stderr') || flag(query, 'error')) && !tty;
+  if (!stdin && !stdout && !stderr)
+    throw new HttpProblem(400, 'ask for at least one of stdin, stdout, stderr (or input, output, error) =1');
+  return { stdin, stdout, stderr, tty };
 }
 
 /**

@@ -103,6 +103,17 @@ describe('/exec, /attach, /portForward over WebSocket, and POST /run', () => {
     expect(status(ok)).toEqual({ metadata: {}, status: 'Success' });
   });
 
+  it('takes the streams as the API server names them to the kubelet: input, output, error', async () => {
+    const { url } = await start();
+    const s = await connect(url, exec(['sh', '-c', 'echo out; echo err >&2'], 'output=1&error=1'), ['v5.channel.k8s.io']);
+    expect(await s.closed).toBe(1000);
+    expect([s.channels.get(1), s.channels.get(2)]).toEqual(['out\n', 'err\n']);
+    // error=1 with a terminal: a terminal has no stderr of its own, as with stderr=1.
+    const tty = await connect(url, exec(['sh', '-c', 'echo err >&2'], 'output=1&error=1&tty=1'), ['v5.channel.k8s.io']);
+    await tty.closed;
+    expect(tty.channels.get(2)).toBeUndefined();
+  });
+
   it('stdin on channel 0, its end from the v5 close message; a resize on channel 4 reaches a terminal', async () => {
     const { url } = await start();
     const cat = await connect(url, exec(['cat'], 'stdin=true&stdout=true'), ['v5.channel.k8s.io']);
@@ -128,7 +139,7 @@ describe('/exec, /attach, /portForward over WebSocket, and POST /run', () => {
     });
     expect(await refusal(connect(url, exec(['true'], 'tty=1'), ['v5.channel.k8s.io']))).toMatchObject({
       status: 400,
-      error: 'ask for at least one of stdin, stdout, stderr (=1)',
+      error: 'ask for at least one of stdin, stdout, stderr (or input, output, error) =1',
     });
     expect(await refusal(connect(url, exec(['true']), ['channel.k8s.io']))).toEqual({
       status: 400,
