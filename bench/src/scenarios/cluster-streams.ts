@@ -263,9 +263,12 @@ export async function clusterStreams(sizes: ClusterStreamsSizes): Promise<Row[]>
           'warn',
           ...extra,
         ],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
+        { stdio: ['ignore', 'pipe', 'pipe'] },
       );
-      agent.stderr?.setEncoding('utf8').on('data', (c: string) => (agentErr = (agentErr + c).slice(-4_000)));
+      // Its warnings and errors (stdout) and whatever it says on stderr, the last 4 kB: what a failure shows.
+      const keep = (c: string) => (agentErr = (agentErr + c).slice(-4_000));
+      agent.stdout?.setEncoding('utf8').on('data', keep);
+      agent.stderr?.setEncoding('utf8').on('data', keep);
     };
     /** The Node Ready, declaring what it should. */
     const nodeReady = (declared: boolean) =>
@@ -282,18 +285,27 @@ export async function clusterStreams(sizes: ClusterStreamsSizes): Promise<Row[]>
         },
         90_000,
       );
-    /** The pod Running and ready, and its IP. */
-    const podIp = () =>
-      until(
-        'the pod Running and ready',
-        async () => {
-          const p = (await api(admin, 'GET', `/api/v1/namespaces/${NS}/pods/${POD}`)) as {
-            status?: { phase?: string; podIP?: string; containerStatuses?: Array<{ ready: boolean }> };
-          };
-          return p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready === true ? p.status.podIP : undefined;
-        },
-        120_000,
-      );
+    /** The pod Running and ready, and its IP; else what the API last said of it, and the agent's last words. */
+    const podIp = async () => {
+      let last: unknown;
+      try {
+        return await until(
+          'the pod Running and ready',
+          async () => {
+            const p = (await api(admin, 'GET', `/api/v1/namespaces/${NS}/pods/${POD}`)) as {
+              status?: { phase?: string; podIP?: string; containerStatuses?: Array<{ ready: boolean }> };
+            };
+            last = p.status;
+            return p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready === true ? p.status.podIP : undefined;
+          },
+          120_000,
+        );
+      } catch (error) {
+        throw new Error(
+          `${(error as Error).message}; its status: ${JSON.stringify(last)}; the agent's last words: ${agentErr.slice(-1_500)}`,
+        );
+      }
+    };
 
     startAgent([]);
     await nodeReady(true);
