@@ -17,6 +17,8 @@ export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 
 /** A v1 Pod as the API server sends it, read as JSON (the fields the source looks at). */
 export interface ApiPod {
+  readonly apiVersion?: string;
+  readonly kind?: string;
   readonly metadata: {
     readonly name: string;
     readonly namespace: string;
@@ -117,7 +119,9 @@ export class ApiPodSource implements ManifestSource {
       items?: ApiPod[];
     };
     this.pods.clear();
-    for (const pod of list.items ?? []) this.pods.set(pod.metadata.uid, pod);
+    // A list's items carry no apiVersion or kind (the list says them once), which a v1 Pod must have:
+    // given back, as client-go's typed lists do, or every pod of a restarted agent is refused.
+    for (const pod of list.items ?? []) this.pods.set(pod.metadata.uid, { ...pod, apiVersion: 'v1', kind: 'Pod' });
     this.resourceVersion = list.metadata?.resourceVersion ?? '';
     this.deliver();
   }
