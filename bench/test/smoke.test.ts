@@ -106,7 +106,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     expect(json.machine.cores).toBeGreaterThan(0);
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8');
     expect(md).toContain('| 4. reaction | server POST → pass starts |');
-  }, 420_000);
+  }, 360_000);
 
   it('summarises samples into median and p95', () => {
     expect(summarise([5, 1, 3])).toMatchObject({ runs: 3, median: 3, min: 1, max: 5, p95: 5 });

@@ -13,7 +13,8 @@ import { adminOf, api, apiText, machineAddress, type Admin } from './cluster.js'
 export const CLUSTER_STREAMS_SCENARIO = '15. streams through the API server (issue 44)';
 
 const CLI = fileURLToPath(new URL('../../../packages/cli/bin/kubelet-ts.js', import.meta.url));
-const RELAY = fileURLToPath(new URL('./cluster-streams-relay-child.js', import.meta.url));
+// The compiled child, whether this module runs from dist/ (npm run bench) or src/ (jest).
+const RELAY = fileURLToPath(new URL('../../dist/scenarios/cluster-streams-relay-child.js', import.meta.url));
 const NS = 'bench-streams';
 const POD = 'streams';
 const CONTAINER = 'web';
