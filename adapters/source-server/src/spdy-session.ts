@@ -1,30 +1,20 @@
-/// <reference path="./spdy-transport.d.ts" />
 import type { IncomingMessage } from 'node:http';
-import { Duplex } from 'node:stream';
-import transport, { type SpdyConnection, type SpdyStream } from 'spdy-transport';
+import type { Duplex } from 'node:stream';
+import { HoldableSocket, SPDY_31, spdyConnection, unboundedStream, type SpdyConnection, type SpdyStream } from '@kubelet-ts/spdy';
 import { HttpProblem } from './http-kit.js';
 
-export type { SpdyStream } from 'spdy-transport';
+export { SPDY_31 } from '@kubelet-ts/spdy';
+export type { SpdyStream } from '@kubelet-ts/spdy';
 
-/**
+/*
  * SPDY/3.1 as the kubelet serves it (`k8s.io/streaming` `httpstream/spdy`, `moby/spdystream`): an
  * HTTP upgrade naming `SPDY/3.1` and a `X-Stream-Protocol-Version` the two sides agree on, then
  * streams the client opens (SYN_STREAM), each with its `streamType` header, each answered SYN_REPLY.
- *
- * The framing is `spdy-transport`'s, with three things set around it so that Go's `spdystream` (what
- * client-go and the API server speak) can talk to it; each reaches into the library's state, there
- * being no option for it:
- * - spdystream's SYN_STREAMs carry only Kubernetes headers (`streamtype`, `port`, `requestid`), no
- *   `:method` or `:path`, which spdy-transport's parser refuses as a broken HTTP request and then
- *   drops the connection: a stream without them is given placeholder ones (`parseKVs` wrapped).
- * - spdystream never sends WINDOW_UPDATE (it ignores flow control, both ways), so a sender keeping to
- *   SPDY/3's 64 KiB initial window would stall forever after 64 KiB: the send windows never run out
- *   (`isEmpty` answers false). What bounds the agent's memory is the socket instead: a stream's
- *   writes complete only once the bytes before were written to the socket (see `HeldSocket`).
- * - A client cannot open streams without end: past `maxStreams` open at once, a new one is refused
- *   with RST_STREAM `REFUSED_STREAM`.
+ * The framing is `spdy-transport`'s, set for Go's spdystream by `@kubelet-ts/spdy` (see its
+ * `SPDY_31`); here, besides: what a client may not do (open streams without end: past `maxStreams`
+ * open at once a new one is refused with RST_STREAM `REFUSED_STREAM`), the back-pressure of a client
+ * that does not read (`backedUp`), and GOAWAY only after the last DATA frames (`end`).
  */
-export const SPDY_31 = 'SPDY/3.1';
 
 /** Whether a request asks to upgrade to SPDY/3.1 (the kubelet's test: both headers, case aside). */
 export function isSpdyUpgrade(req: IncomingMessage): boolean {
@@ -71,65 +61,6 @@ const MAX_BACKLOG = 1024 * 1024;
 /** How long a connection the agent ended (GOAWAY) is kept for its client to close it. */
 const CLOSE_GRACE_MS = 5_000;
 
-/**
- * The client's socket as spdy-transport reads and writes it, so that the agent can stop reading
- * (`hold`) when a destination is slow (a pipe from the socket would resume it on its own), and so
- * that a write completes only once the socket took it (a slow client then pauses the streams).
- */
-class HeldSocket extends Duplex {
-  private holds = 0;
-
-  constructor(private readonly socket: Duplex) {
-    super({ allowHalfOpen: false });
-    socket.on('data', (chunk: Buffer) => {
-      if (!this.push(chunk)) socket.pause();
-    });
-    socket.once('end', () => this.push(null));
-    socket.once('close', () => this.destroy());
-    socket.on('error', () => this.destroy());
-  }
-
-  override _read(): void {
-    if (this.holds === 0) this.socket.resume();
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (this.socket.destroyed) {
-      callback();
-      return;
-    }
-    this.socket.write(chunk, () => callback());
-  }
-
-  override _final(callback: (error?: Error | null) => void): void {
-    this.socket.end();
-    callback();
-  }
-
-  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.socket.destroy();
-    callback(error);
-  }
-
-  /** What spdy-transport calls once its streams are done after GOAWAY. */
-  destroySoon(): void {
-    this.end();
-  }
-
-  /** Stops reading the client until the returned function is called (each hold released once). */
-  hold(): () => void {
-    this.holds += 1;
-    this.socket.pause();
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.holds -= 1;
-      if (this.holds === 0 && !this.destroyed) this.socket.resume();
-    };
-  }
-}
-
 /** A SPDY connection the agent serves, over a socket it upgraded (or a WebSocket's byte stream). */
 export interface SpdyServerConnection {
   /** Resolves when the connection is gone (the client left, or the agent ended it). */
@@ -162,31 +93,16 @@ export interface SpdyServerOptions {
   readonly onStream: (stream: SpdyStream) => void;
 }
 
-/** The never-empty send window: see the comment on `SPDY_31`. */
-function unbounded(side: { isEmpty(): boolean }): void {
-  side.isEmpty = () => false;
-}
-
 /** Serves SPDY/3.1 on `socket` (what follows the 101, or a tunnel's bytes); `head` is what was read past the request. */
 export function serveSpdy(socket: Duplex, head: Buffer | undefined, options: SpdyServerOptions): SpdyServerConnection {
-  const held = new HeldSocket(socket);
+  const held = new HoldableSocket(socket);
   if (head !== undefined && head.length > 0) held.push(head);
   const maxStreams = options.maxStreams ?? 64;
-  // SPDY/3.1 frames say version 3: `autoSpdy31` keeps the connection's receive window open for a
-  // client that keeps to SPDY/3.1's flow control (spdystream does not care either way).
-  const connection: SpdyConnection = transport.connection.create(held, { protocol: 'spdy', isServer: true, maxStreams, autoSpdy31: true });
+  const connection: SpdyConnection = spdyConnection(held, { isServer: true, maxStreams });
   const state = connection._spdyState;
-  unbounded(state.window.send);
-  unbounded(state.streamWindow.send);
-  const parser = state.parser;
-  const parseKVs = parser.parseKVs.bind(parser);
-  parser.parseKVs = (buffer, callback) =>
-    parseKVs(buffer, (error, headers) =>
-      callback(error, headers === undefined ? headers : { ':method': 'POST', ':path': '/', ...headers }),
-    );
   let open = 0;
   connection.on('stream', (stream: SpdyStream) => {
-    unbounded(stream._spdyState.window.send);
+    unboundedStream(stream);
     // A stream the client resets, or that fails, is closed like one that ended.
     stream.on('error', () => undefined);
     if (open >= maxStreams) {

@@ -1,7 +1,8 @@
-/// <reference path="../src/spdy-transport.d.ts" />
+/// <reference path="../../../packages/spdy/src/spdy-transport.d.ts" />
 import { connect } from 'node:net';
 import { Duplex, Transform, type TransformCallback } from 'node:stream';
-import transport, { type SpdyConnection, type SpdyStream } from 'spdy-transport';
+import type { SpdyConnection, SpdyStream } from '@kubelet-ts/spdy';
+import transport from 'spdy-transport';
 
 /** What the server answered to an upgrade that it refused. */
 export interface Refusal {
@@ -76,7 +77,7 @@ function filtered(socket: Duplex, filter: Transform): Duplex {
 export function spdyOver(socket: Duplex, protocol: string | undefined, options: { dropWindowUpdates?: boolean } = {}): SpdyClient {
   const drop = new DropWindowUpdates();
   const wire = options.dropWindowUpdates === true ? filtered(socket, drop) : socket;
-  const connection = transport.connection.create(wire, { protocol: 'spdy', isServer: false });
+  const connection = transport.connection.create(wire, { protocol: 'spdy', isServer: false }) as SpdyConnection;
   connection.on('error', () => undefined);
   connection.start(3.1);
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));

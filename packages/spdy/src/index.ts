@@ -1,10 +1,11 @@
 /// <reference path="./spdy-transport.d.ts" />
 import { connect as connectTcp, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import transport, { type SpdyConnection, type SpdyStream } from 'spdy-transport';
+import transport from 'spdy-transport';
 import { HoldableSocket } from './holdable-socket.js';
+import type { ConnectionOptions, SpdyConnection, SpdyStream } from './spdy-types.js';
 
-export type { SpdyConnection, SpdyStream } from 'spdy-transport';
+export type { ConnectionOptions, SpdyConnection, SpdyStream, SpdyWindowSide } from './spdy-types.js';
 export { HoldableSocket } from './holdable-socket.js';
 
 /**
@@ -24,8 +25,8 @@ export { HoldableSocket } from './holdable-socket.js';
  */
 export const SPDY_31 = 'SPDY/3.1';
 
-/** The receive window announced and kept: 1 GiB, never drained in practice (see `spdyConnection`). */
-const RECEIVE_WINDOW = 2 ** 30;
+/** A client's receive window: 1 GiB, never drained in practice (see `SpdyConnectionOptions.receiveWindow`). */
+const CLIENT_RECEIVE_WINDOW = 2 ** 30;
 
 /** The never-empty send window (see `SPDY_31`). */
 function unbounded(side: { isEmpty(): boolean }): void {
@@ -42,22 +43,28 @@ export interface SpdyConnectionOptions {
   readonly isServer: boolean;
   /** The most streams open at once (spdy-transport's own bound). */
   readonly maxStreams?: number;
+  /**
+   * The receive window announced, and after which a WINDOW_UPDATE is sent: spdy-transport's 64 KiB
+   * unless given. A peer that keeps to it (another spdy-transport) stops when a stream is not read;
+   * a Go peer ignores it. `dialSpdy` gives 1 GiB, so that none is ever sent to a Go server: each
+   * would be bytes it may leave unread, and closing with them unread resets the connection (the
+   * kernel then drops what it had not yet handed over).
+   */
+  readonly receiveWindow?: number;
 }
 
 /** A SPDY/3.1 connection over `socket` (what follows a 101, or a tunnel's bytes), set for Go's spdystream. */
 export function spdyConnection(socket: Duplex, options: SpdyConnectionOptions): SpdyConnection {
   // SPDY/3.1 frames say version 3: `autoSpdy31` keeps the receive window open for a peer that keeps
   // to SPDY/3.1's flow control (spdystream does not care either way).
-  const connection = transport.connection.create(socket, {
+  const settings: ConnectionOptions = {
     protocol: 'spdy',
     isServer: options.isServer,
-    // spdystream ignores WINDOW_UPDATE: a receive window this large is never drained, so none is
-    // sent; each would be bytes a Go peer may leave unread, and closing with them unread resets
-    // the connection (the kernel then drops what it had not yet handed over).
-    windowSize: RECEIVE_WINDOW,
+    ...(options.receiveWindow === undefined ? {} : { windowSize: options.receiveWindow }),
     ...(options.maxStreams === undefined ? {} : { maxStreams: options.maxStreams }),
     autoSpdy31: true,
-  });
+  };
+  const connection = transport.connection.create(socket, settings) as SpdyConnection;
   const state = connection._spdyState;
   if (socket instanceof HoldableSocket) socket.closeAfter(new Promise((resolve) => state.parser.once('finish', () => resolve())));
   unbounded(state.window.send);
@@ -149,7 +156,7 @@ export function dialSpdy(url: string, protocols: readonly string[], timeoutMs: n
       socket.setNoDelay(true);
       if (rest.length > 0) socket.unshift(rest);
       const held = new HoldableSocket(socket);
-      const connection = spdyConnection(held, { isServer: false });
+      const connection = spdyConnection(held, { isServer: false, receiveWindow: CLIENT_RECEIVE_WINDOW });
       connection.on('error', () => held.destroy());
       socket.on('error', () => undefined);
       socket.resume();
