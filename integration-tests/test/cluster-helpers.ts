@@ -35,3 +35,19 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
     await new Promise((r) => setTimeout(r, 500));
   }
 }
+
+/** The flags of an agent that is node `node` of a cluster, reached on this machine's address at `port`, syncing every second. */
+export function nodeFlags(kubeconfig: string, node: string, port: number): string[] {
+  return [
+    '--kubeconfig',
+    kubeconfig,
+    '--node-ip',
+    machineAddress(),
+    '--port',
+    String(port),
+    '--hostname-override',
+    node,
+    '--sync-frequency',
+    '1s',
+  ];
+}

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, TcpGate, type StartedControlPlane } from '@kubelet-ts/testkit';
 import { AgentProcess } from './agent-process.js';
-import { freePort, machineAddress, until } from './cluster-helpers.js';
+import { freePort, machineAddress, nodeFlags, until } from './cluster-helpers.js';
 import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
 import { kubectl } from './kubectl.js';
 
@@ -77,16 +77,7 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     );
     flags = [
       ...prepared.flags,
-      '--kubeconfig',
-      kubeconfig,
-      '--node-ip',
-      machineAddress(),
-      '--port',
-      String(port),
-      '--hostname-override',
-      node,
-      '--sync-frequency',
-      '1s',
+      ...nodeFlags(kubeconfig, node, port),
       '--node-lease-duration-seconds',
       '8',
       // The replicas' preStop hooks write to a folder of the host, to prove they ran.

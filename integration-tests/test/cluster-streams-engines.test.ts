@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { startControlPlane, type StartedControlPlane, type StartedMetricsServer } from '@kubelet-ts/testkit';
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
-import { freePort, machineAddress, until } from './cluster-helpers.js';
+import { freePort, machineAddress, nodeFlags, until } from './cluster-helpers.js';
 
 /**
  * The node's port as a cluster reaches it (issue 44): `kubectl logs`, `exec`, `attach`, `cp`,
@@ -183,18 +183,10 @@ describe.each(AGENT_ENGINES)('kubectl through the API server to a kubelet-ts nod
     port = await freePort();
     flags = [
       ...prepared.flags,
-      '--kubeconfig',
-      await cluster.nodeKubeconfig(node),
+      ...nodeFlags(await cluster.nodeKubeconfig(node), node, port),
+      // The API server's client certificate, trusted.
       '--client-ca-file',
       cluster.ca.certFile,
-      '--node-ip',
-      machineAddress(),
-      '--port',
-      String(port),
-      '--hostname-override',
-      node,
-      '--sync-frequency',
-      '1s',
       '--housekeeping-interval',
       '2s',
     ];

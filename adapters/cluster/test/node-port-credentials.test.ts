@@ -6,7 +6,13 @@ import { join } from 'node:path';
 import { RecordingLogger } from '@kubelet-ts/conformance';
 import { silentLogger } from '@kubelet-ts/core';
 import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit';
-import { CertificatesV1Api, CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  CertificatesV1Api,
+  CoreV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1CertificateSigningRequest,
+} from '@kubernetes/client-node';
 import { ClusterAuth, ServingCertificateRequester } from '../src/index.js';
 
 /**
@@ -139,6 +145,12 @@ describe('ServingCertificateRequester: a kubelet-serving certificate the cluster
       (await certificates.listCertificateSigningRequest()).items.filter(
         (c) => c.spec.username === `system:node:${nodeName}` && c.status?.conditions === undefined,
       );
+    /** What an approver (kubectl certificate approve/deny) writes. */
+    const decide = (csr: V1CertificateSigningRequest, type: 'Approved' | 'Denied', message: string) =>
+      certificates.replaceCertificateSigningRequestApproval({
+        name: csr.metadata!.name!,
+        body: { ...csr, status: { conditions: [{ type, status: 'True', reason: 'Test', message, lastUpdateTime: new Date() }] } },
+      });
     const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>): Promise<T> => {
       const deadline = Date.now() + 30_000;
       for (;;) {
@@ -155,24 +167,12 @@ describe('ServingCertificateRequester: a kubelet-serving certificate the cluster
       // The first request: denied, which is said; the requester asks again.
       const denied = await waitFor('a request', async () => (await pending())[0]);
       expect(denied.spec).toMatchObject({ signerName: 'kubernetes.io/kubelet-serving', usages: ['digital signature', 'server auth'] });
-      await certificates.replaceCertificateSigningRequestApproval({
-        name: denied.metadata!.name!,
-        body: {
-          ...denied,
-          status: { conditions: [{ type: 'Denied', status: 'True', reason: 'Test', message: 'not this one', lastUpdateTime: new Date() }] },
-        },
-      });
+      await decide(denied, 'Denied', 'not this one');
       const again = await waitFor('a second request', async () =>
         (await pending()).find((c) => c.metadata!.name !== denied.metadata!.name),
       );
       expect(logger.at('warn').some((e) => /was denied: Test not this one/.test(e.message))).toBe(true);
-      await certificates.replaceCertificateSigningRequestApproval({
-        name: again.metadata!.name!,
-        body: {
-          ...again,
-          status: { conditions: [{ type: 'Approved', status: 'True', reason: 'Test', message: 'approved', lastUpdateTime: new Date() }] },
-        },
-      });
+      await decide(again, 'Approved', 'approved');
       const issued = await waitFor('the issued certificate', async () => {
         const cert = new X509Certificate(await readFile(files.certFile));
         return cert.issuer !== cert.subject ? cert : undefined;

@@ -2,12 +2,12 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { type AddressInfo, type Socket, connect, createServer } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { RecordingSink } from '@kubelet-ts/conformance';
 import { WebSocket } from 'ws';
-import { ServerManifestSource, agentApiHandler, type AgentApiOptions } from '../src/index.js';
+import type { ServerManifestSource, AgentApiOptions } from '../src/index.js';
 import type { SpdyStream } from '../src/spdy-session.js';
 import { serveSpdyPortForward } from '../src/spdy-streams.js';
-import { FakeView } from './fake-view.js';
+import type { FakeView } from './fake-view.js';
+import { execPath, startStreamServer } from './stream-fixture.js';
 import { type Refusal, type SpdyClient, readAll, spdyOver, spdyUpgrade, tunnel } from './spdy-client.js';
 
 const TOKEN = 'spdy-streams-token';
@@ -86,14 +86,11 @@ describe('/exec, /attach, /portForward over SPDY/3.1', () => {
     source = undefined;
   });
   const start = async (options: AgentApiOptions = {}) => {
-    const view = new FakeView();
-    source = new ServerManifestSource({ port: 0, authToken: TOKEN });
-    source.mount(agentApiHandler(view, options));
-    await source.start(new RecordingSink());
-    return { view, url: source.url };
+    const started = await startStreamServer(TOKEN, options);
+    source = started.source;
+    return { view: started.view, url: started.url };
   };
-  const exec = (cmd: string[], query = 'stdout=1&stderr=1') =>
-    `/exec/default/web/nginx?${cmd.map((c) => `command=${encodeURIComponent(c)}`).join('&')}&${query}`;
+  const exec = execPath;
   const upgrade = async (url: string, path: string, headers: Record<string, string>, options = {}) => {
     const client = await spdyUpgrade(url, path, headers, options);
     clean.push(() => client.socket.destroy());

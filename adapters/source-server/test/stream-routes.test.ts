@@ -2,10 +2,10 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { RecordingSink } from '@kubelet-ts/conformance';
 import { WebSocket } from 'ws';
-import { ServerManifestSource, agentApiHandler, agentApiListener, type AgentApiOptions } from '../src/index.js';
+import { type ServerManifestSource, agentApiListener, type AgentApiOptions } from '../src/index.js';
 import { FakeView } from './fake-view.js';
+import { execPath, startStreamServer } from './stream-fixture.js';
 
 const TOKEN = 'stream-routes-token';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -77,14 +77,11 @@ describe('/exec, /attach, /portForward over WebSocket, and POST /run', () => {
     source = undefined;
   });
   const start = async (options: AgentApiOptions = {}) => {
-    const view = new FakeView();
-    source = new ServerManifestSource({ port: 0, authToken: TOKEN });
-    source.mount(agentApiHandler(view, options));
-    await source.start(new RecordingSink());
-    return { view, url: source.url };
+    const started = await startStreamServer(TOKEN, options);
+    source = started.source;
+    return { view: started.view, url: started.url };
   };
-  const exec = (cmd: string[], query = 'stdout=1&stderr=1') =>
-    `/exec/default/web/nginx?${cmd.map((c) => `command=${encodeURIComponent(c)}`).join('&')}&${query}`;
+  const exec = execPath;
 
   it('exec on v5: stdout and stderr on channels 1 and 2, then the exit status on 3 and a normal close', async () => {
     const { url } = await start();

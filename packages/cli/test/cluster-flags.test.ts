@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '@kubelet-ts/core';
-import { parseOptions } from './parse-options.js';
+import { parseOptions, writeUnreachableKubeconfig } from './parse-options.js';
 import { wire } from '../src/wiring.js';
 
 const parse = parseOptions;
@@ -14,17 +14,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-cluster-flags-'));
   kubeconfig = join(dir, 'kubeconfig');
   // A cluster nothing serves: the flags are checked before anything is dialled.
-  await writeFile(
-    kubeconfig,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]',
-      'users: [{name: u, user: {token: t}}]',
-      'contexts: [{name: x, context: {cluster: c, user: u}}]',
-      'current-context: x',
-    ].join('\n'),
-  );
+  await writeUnreachableKubeconfig(kubeconfig);
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });

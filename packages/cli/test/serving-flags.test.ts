@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RecordingLogger, RecordingSink } from '@kubelet-ts/conformance';
 import { silentLogger } from '@kubelet-ts/core';
-import { parseOptions as parse } from './parse-options.js';
+import { parseOptions as parse, writeUnreachableKubeconfig } from './parse-options.js';
 import { wire } from '../src/wiring.js';
 
 /**
@@ -20,17 +20,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kubelet-ts-serving-flags-'));
   kubeconfig = join(dir, 'kubeconfig');
   // A cluster nothing serves: nothing here dials it.
-  await writeFile(
-    kubeconfig,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]',
-      'users: [{name: u, user: {token: t}}]',
-      'contexts: [{name: x, context: {cluster: c, user: u}}]',
-      'current-context: x',
-    ].join('\n'),
-  );
+  await writeUnreachableKubeconfig(kubeconfig);
 });
 afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
