@@ -1,16 +1,14 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from '@kubelet-ts/core';
-import { CertificatesV1Api, type KubeConfig, type V1CertificateSigningRequest } from '@kubernetes/client-node';
+import { CertificatesV1Api, type KubeConfig } from '@kubernetes/client-node';
 import * as x509 from '@peculiar/x509';
 import { Retry, apiStatus } from './api-errors.js';
+import { ECDSA, newKeys, pemKey, requestNodeCertificate, writeWhole } from './certificate-request.js';
 
-x509.cryptoProvider.set(webcrypto as never);
-
-const ECDSA = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 
 /** The files the agent's server serves from (`--tls-cert-file`, `--tls-private-key-file` when not given). */
@@ -30,21 +28,6 @@ export interface ServingNames {
 function sans(names: ServingNames): x509.JsonGeneralName[] {
   const all = [names.nodeName, ...names.addresses];
   return [...new Set(all)].map((n) => (isIP(n) === 0 ? { type: 'dns', value: n } : { type: 'ip', value: n }));
-}
-
-async function pemKey(key: webcrypto.CryptoKey): Promise<string> {
-  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
-  return `-----BEGIN PRIVATE KEY-----\n${der
-    .toString('base64')
-    .replace(/(.{64})/g, '$1\n')
-    .replace(/\n$/, '')}\n-----END PRIVATE KEY-----\n`;
-}
-
-/** Writes a file whole or not at all (a reader never sees half of it), key files readable by the owner only. */
-async function writeWhole(path: string, text: string, mode: number): Promise<void> {
-  const temp = `${path}.${process.pid}.tmp`;
-  await writeFile(temp, text, { mode });
-  await rename(temp, path);
 }
 
 /**
@@ -74,7 +57,7 @@ export async function selfSignedServingCertificate(certDir: string, names: Servi
   const files = { certFile: join(certDir, 'kubelet.crt'), keyFile: join(certDir, 'kubelet.key') };
   if (await stillServes(files, names, now)) return files;
   await mkdir(certDir, { recursive: true, mode: 0o700 });
-  const keys = (await webcrypto.subtle.generateKey(ECDSA, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const keys = await newKeys();
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
       .toString('hex')
@@ -176,30 +159,24 @@ export class ServingCertificateRequester {
     const retry = new Retry(1_000, 60_000);
     while (!this.closed) {
       try {
-        const keys = (await webcrypto.subtle.generateKey(ECDSA, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
-        const csr = await x509.Pkcs10CertificateRequestGenerator.create({
-          name: `O=system:nodes, CN=system:node:${this.options.nodeName}`,
-          keys,
-          signingAlgorithm: ECDSA,
-          extensions: [new x509.SubjectAlternativeNameExtension(sans(this.options))],
-        });
-        const created = await this.api.createCertificateSigningRequest({
-          body: {
-            apiVersion: 'certificates.k8s.io/v1',
-            kind: 'CertificateSigningRequest',
-            metadata: { generateName: 'csr-' },
-            spec: {
-              request: Buffer.from(csr.toString('pem')).toString('base64'),
-              signerName: 'kubernetes.io/kubelet-serving',
-              usages: ['digital signature', 'server auth'],
-            },
+        const issued = await requestNodeCertificate(
+          this.api,
+          {
+            nodeName: this.options.nodeName,
+            signerName: 'kubernetes.io/kubelet-serving',
+            usages: ['digital signature', 'server auth'],
+            sans: sans(this.options),
           },
-        });
-        const name = created.metadata!.name!;
-        logger.info({ csr: name }, 'serving certificate requested (kubernetes.io/kubelet-serving): waiting for its approval');
-        const pem = await this.issued(name);
-        if (pem === undefined) return;
-        await writeWhole(this.files.keyFile, await pemKey(keys.privateKey), 0o600);
+          {
+            pollMs: this.options.pollMs ?? 2_000,
+            closed: () => this.closed,
+            requested: (csr) =>
+              logger.info({ csr }, 'serving certificate requested (kubernetes.io/kubelet-serving): waiting for its approval'),
+          },
+        );
+        if (issued === undefined) return;
+        const { name, certificate: pem } = issued;
+        await writeWhole(this.files.keyFile, issued.key, 0o600);
         await writeWhole(this.files.certFile, pem, 0o644);
         const cert = new x509.X509Certificate(pem);
         logger.info({ csr: name, notAfter: cert.notAfter.toISOString() }, 'serving certificate issued by the cluster');
@@ -214,21 +191,5 @@ export class ServingCertificateRequester {
         await retry.wait(delay, () => this.closed);
       }
     }
-  }
-
-  /** The certificate of request `name` once issued; throws when it was denied or failed; undefined once closed. */
-  private async issued(name: string): Promise<string | undefined> {
-    while (!this.closed) {
-      const csr: V1CertificateSigningRequest = await this.api.readCertificateSigningRequest({ name });
-      const refused = csr.status?.conditions?.find((c) => (c.type === 'Denied' || c.type === 'Failed') && c.status === 'True');
-      if (refused !== undefined)
-        throw new Error(
-          `certificate signing request ${name} was ${refused.type.toLowerCase()}: ${refused.reason ?? ''} ${refused.message ?? ''}`.trim(),
-        );
-      const certificate = csr.status?.certificate;
-      if (certificate !== undefined && certificate !== '') return Buffer.from(certificate, 'base64').toString('utf8');
-      await new Promise((r) => setTimeout(r, this.options.pollMs ?? 2_000));
-    }
-    return undefined;
   }
 }
