@@ -23,3 +23,4 @@ export {
   type ServingFiles,
   type ServingNames,
 } from './serving-certificate.js';
+export { ClientCertificate, type ClientCertificateOptions } from './client-certificate.js';

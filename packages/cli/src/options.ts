@@ -36,6 +36,10 @@ export interface CliOptions extends LegacyFlags {
   readonly registerWithTaints?: readonly TaintFlag[];
   /** `--cert-dir`: where the serving certificate is made (default `<root-dir>/pki`). */
   readonly certDir: string;
+  /** `--bootstrap-kubeconfig`: without a usable `--kubeconfig`, a client certificate is asked for with these credentials. */
+  readonly bootstrapKubeconfig?: string;
+  /** `--rotate-certificates`: the client certificate is renewed before it expires. */
+  readonly rotateCertificates: boolean;
   /** `--rotate-server-certificates`: the serving certificate is requested of the cluster (a kubelet-serving CSR). */
   readonly rotateServerCertificates: boolean;
   /** `--authentication-token-webhook`: bearer tokens are reviewed by the cluster (default: on with --kubeconfig). */
@@ -295,6 +299,21 @@ export function buildProgram(): Command {
         '--cert-dir <dir>',
         "with --kubeconfig and no --tls-cert-file: where the serving certificate is kept (self-signed kubelet.crt/kubelet.key, or the cluster's kubelet-server-current.*)",
       ).default(undefined, '<root-dir>/pki'),
+    )
+    .addOption(
+      new Option(
+        '--bootstrap-kubeconfig <path>',
+        "with --kubeconfig: when that file is missing (or its certificate expires), ask the cluster for the node's client certificate with these credentials (a bootstrap token), write it to --cert-dir and the kubeconfig to --kubeconfig",
+      ),
+    )
+    .addOption(
+      new Option(
+        '--rotate-certificates [bool]',
+        "with --bootstrap-kubeconfig: renew the node's client certificate (a new CSR, with its own credentials) when 80 % of its life is gone",
+      )
+        .argParser(goBool)
+        .preset('true')
+        .default(false),
     )
     .addOption(
       new Option(

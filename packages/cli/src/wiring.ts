@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { isIP } from 'node:net';
 import {
+  ClientCertificate,
   ClusterAuth,
   ClusterNode,
   ServingCertificateRequester,
@@ -86,6 +87,8 @@ export async function wire(
   }
   container.register(Tokens.EventSink, { useValue: new LogEventSink(logger) });
   const nodeIp = options.kubeconfig === undefined ? undefined : nodeAddress(options);
+  // TLS bootstrap: the node's own kubeconfig first, asked for with the bootstrap token when it is not there.
+  const client = await clientCertificate(options, hostname, logger);
   const cluster = nodeIp === undefined ? undefined : await clusterNode(options, hostname, nodeIp, access, runtime, logger);
   if (cluster !== undefined) container.register(Tokens.Source, { useValue: cluster.source });
   const delegated = delegatedAuth(options, cluster, logger);
@@ -96,6 +99,7 @@ export async function wire(
   let requester: ServingCertificateRequester | undefined;
   const close = async () => {
     requester?.close();
+    client?.close();
     await cluster?.close();
     await etcdEvents?.close();
     await runtime.close();
@@ -168,6 +172,29 @@ async function clusterNode(
     declaredFeatures: declaredFeatures(options),
     logger,
   });
+}
+
+/**
+ * `--bootstrap-kubeconfig` (with `--kubeconfig`, where the node's own is written, and `--cert-dir`):
+ * resolves once the node has its credentials; with `--rotate-certificates`, keeps them renewed.
+ */
+async function clientCertificate(options: CliOptions, hostname: string, logger: Logger): Promise<ClientCertificate | undefined> {
+  if (options.bootstrapKubeconfig === undefined) {
+    if (options.rotateCertificates) throw new Error('--rotate-certificates renews what --bootstrap-kubeconfig obtained: give both');
+    return undefined;
+  }
+  if (options.kubeconfig === undefined)
+    throw new Error('--bootstrap-kubeconfig needs --kubeconfig: the path where the node\'s own kubeconfig is written (and read once it is there)');
+  const client = new ClientCertificate({
+    bootstrapKubeconfigPath: options.bootstrapKubeconfig,
+    kubeconfigPath: options.kubeconfig,
+    certDir: options.certDir,
+    nodeName: hostname,
+    logger,
+  });
+  await client.ensure();
+  if (options.rotateCertificates) await client.startRotation();
+  return client;
 }
 
 /** The Node's InternalIP: `--node-ip`, or the host's first non-loopback IPv4 address; never loopback. */

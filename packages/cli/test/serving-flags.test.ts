@@ -115,6 +115,15 @@ describe('the defaults of a node of a cluster', () => {
     expect(() => parse(['--authorization-mode', 'Node'])).toThrow(/Allowed choices are AlwaysAllow, Webhook/);
   });
 
+  it("--bootstrap-kubeconfig needs --kubeconfig (where the node's own is written); --rotate-certificates needs both", async () => {
+    await expect(wire(parse(['--port', '0', '--bootstrap-kubeconfig', kubeconfig]), 'n', silentLogger)).rejects.toThrow(
+      /--bootstrap-kubeconfig needs --kubeconfig: the path where the node's own kubeconfig is written/,
+    );
+    await expect(wire(parse(['--port', '0', '--kubeconfig', kubeconfig, '--rotate-certificates']), 'n', silentLogger)).rejects.toThrow(
+      /--rotate-certificates renews what --bootstrap-kubeconfig obtained: give both/,
+    );
+  });
+
   it('--feature-gates knows ExtendWebSocketsToKubelet, Go booleans, and refuses a gate it does not know', () => {
     expect(parse(['--feature-gates', 'ExtendWebSocketsToKubelet=false']).featureGates).toEqual({ ExtendWebSocketsToKubelet: false });
     expect(parse(['--feature-gates', 'ExtendWebSocketsToKubelet=true']).featureGates).toEqual({ ExtendWebSocketsToKubelet: true });

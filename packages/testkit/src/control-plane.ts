@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { type CertificateAuthority, type CertificatePair, makeCa, makePair } fro
 import { buildControlPlane, type ControlPlaneBinaries } from './control-plane-binaries.js';
 import { configureTestcontainers, containerLogs, LoopbackContainer, removeContainer, TESTKIT_LABEL } from './containers.js';
 import { localImage } from './local-images.js';
+import { type AdminApi, type AdminCredentials, adminRequest, applyObject } from './admin-api.js';
 import { type MetricsServerOptions, type StartedMetricsServer, startMetricsServer } from './metrics-server.js';
 
 const run = promisify(execFile);
@@ -64,6 +66,13 @@ export interface StartedControlPlane {
    * `system:authenticated`): a person of the cluster, with no rights until RBAC gives some.
    */
   userKubeconfig(user: string, groups?: readonly string[]): Promise<string>;
+  /**
+   * The path of a kubeconfig holding only the cluster's bootstrap token (`<id>.<secret>`, as
+   * `kubeadm token create` makes one, in `system:bootstrappers:kubeadm:default-node-token`): a node
+   * joins with it by asking for its client certificate (a `kube-apiserver-client-kubelet` CSR),
+   * which the controller-manager approves and signs, as on a kubeadm cluster.
+   */
+  bootstrapKubeconfig(): Promise<string>;
   /**
    * Starts metrics-server (v0.8.0, built from the Go module proxy on first use, like the control
    * plane) on this control plane's network, grants it the RBAC of its upstream manifests, registers
@@ -244,6 +253,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     // `default` service account exists, which the controller-manager makes a moment after it starts.
     await untilFound(server, pki, '/api/v1/namespaces/default/serviceaccounts/default', 60_000);
     const kubeconfig = kubeconfigYaml(server, pki.ca, 'admin', pki.admin);
+    const bootstrapToken = await kubeadmBootstrap({ server, ca: pki.ca, admin: pki.admin });
     const kubeconfigPath = join(dir, 'admin.kubeconfig');
     await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
     const byName: Record<ControlPlaneComponent, StartedTestContainer> = {
@@ -296,6 +306,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         metricsServer = pending;
         pending.catch(() => (metricsServer = undefined));
         return pending;
+      },
+      async bootstrapKubeconfig() {
+        const file = join(dir, 'bootstrap.kubeconfig');
+        await writeFile(file, kubeconfigYaml(server, pki.ca, 'kubelet-bootstrap', { token: bootstrapToken }), { mode: 0o600 });
+        return file;
       },
       async userKubeconfig(user: string, groups: readonly string[] = []) {
         const safe = user.replace(/[^A-Za-z0-9_.-]/g, '-');
@@ -405,7 +420,12 @@ function firstServiceIp(range: string): string {
  * A kubeconfig with one cluster, user and context, the certificates embedded. Names are quoted: a
  * user or context named `n` or `y` would otherwise be read as a boolean.
  */
-export function kubeconfigYaml(server: string, ca: CertificateAuthority, user: string, pair: CertificatePair): string {
+export function kubeconfigYaml(
+  server: string,
+  ca: CertificateAuthority,
+  user: string,
+  credentials: CertificatePair | { token: string },
+): string {
   const b64 = (pem: string) => Buffer.from(pem).toString('base64');
   return [
     'apiVersion: v1',
@@ -418,8 +438,9 @@ export function kubeconfigYaml(server: string, ca: CertificateAuthority, user: s
     'users:',
     `- name: ${JSON.stringify(user)}`,
     '  user:',
-    `    client-certificate-data: ${b64(pair.cert)}`,
-    `    client-key-data: ${b64(pair.key)}`,
+    ...('token' in credentials
+      ? [`    token: ${JSON.stringify(credentials.token)}`]
+      : [`    client-certificate-data: ${b64(credentials.cert)}`, `    client-key-data: ${b64(credentials.key)}`]),
     'contexts:',
     '- name: "kubelet-ts"',
     '  context:',
@@ -428,4 +449,58 @@ export function kubeconfigYaml(server: string, ca: CertificateAuthority, user: s
     'current-context: "kubelet-ts"',
     '',
   ].join('\n');
+}
+
+/** The group kubeadm's default bootstrap token puts a joining node in. */
+const BOOTSTRAPPERS = 'system:bootstrappers:kubeadm:default-node-token';
+
+/**
+ * What `kubeadm init` sets up for nodes to join: a bootstrap token (a Secret in `kube-system`), the
+ * right of its holders to ask for a node's client certificate (`system:node-bootstrapper`), and the
+ * controller-manager's approval of those requests (`nodeclient`) and of a node renewing its own
+ * (`selfnodeclient`). Resolves with the token, `<id>.<secret>`.
+ */
+async function kubeadmBootstrap(credentials: AdminCredentials): Promise<string> {
+  const api: AdminApi = (method, path, body) => adminRequest(credentials, method, path, body);
+  const pick = (n: number) => Array.from(randomBytes(n), (b) => 'abcdefghijklmnopqrstuvwxyz0123456789'[b % 36]).join('');
+  const id = pick(6);
+  const secret = pick(16);
+  const binding = (name: string, role: string, group: string) =>
+    [
+      `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${name}`,
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: group }],
+      },
+    ] as const;
+  const objects = [
+    [
+      `/api/v1/namespaces/kube-system/secrets/bootstrap-token-${id}`,
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: `bootstrap-token-${id}`, namespace: 'kube-system' },
+        type: 'bootstrap.kubernetes.io/token',
+        stringData: {
+          'token-id': id,
+          'token-secret': secret,
+          'usage-bootstrap-authentication': 'true',
+          'usage-bootstrap-signing': 'true',
+          'auth-extra-groups': BOOTSTRAPPERS,
+        },
+      },
+    ],
+    binding('kubeadm:kubelet-bootstrap', 'system:node-bootstrapper', BOOTSTRAPPERS),
+    binding('kubeadm:node-autoapprove-bootstrap', 'system:certificates.k8s.io:certificatesigningrequests:nodeclient', BOOTSTRAPPERS),
+    binding(
+      'kubeadm:node-autoapprove-certificate-rotation',
+      'system:certificates.k8s.io:certificatesigningrequests:selfnodeclient',
+      'system:nodes',
+    ),
+  ] as const;
+  for (const [path, object] of objects) await applyObject(api, path, object, 'kubelet-ts-testkit');
+  return `${id}.${secret}`;
 }

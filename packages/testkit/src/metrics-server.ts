@@ -1,11 +1,11 @@
 import { writeFile } from 'node:fs/promises';
-import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { type StartedNetwork, type StartedTestContainer, Wait } from 'testcontainers';
 import { type CertificateAuthority, type CertificatePair, makePair } from './certificates.js';
 import { buildMetricsServer } from './control-plane-binaries.js';
 import { containerLogs, LoopbackContainer, removeContainer, TESTKIT_LABEL } from './containers.js';
 import { localImage } from './local-images.js';
+import { type AdminApi, adminRequest, applyObject } from './admin-api.js';
 
 export interface MetricsServerOptions {
   /**
@@ -70,10 +70,10 @@ export async function startMetricsServer(context: MetricsServerContext, options:
   const { pkiDir, pkiMount: pki } = context;
   const pair = await makePair(pkiDir, 'metrics-server', context.ca, { commonName: USER });
   await writeFile(join(pkiDir, 'metrics-server.kubeconfig'), context.inClusterKubeconfig(USER, pair));
-  const api = (method: string, path: string, body?: unknown) => adminRequest(context, method, path, body);
+  const api: AdminApi = (method: string, path: string, body?: unknown) => adminRequest(context, method, path, body);
   // Who metrics-server is allowed to be, as its upstream components.yaml grants it, before it starts:
   // it reads the authentication ConfigMap and nodes as soon as it is up.
-  for (const [path, object] of rbacObjects()) await apply(api, path, object);
+  for (const [path, object] of rbacObjects()) await applyObject(api, path, object, FIELD_MANAGER);
 
   const printed: string[] = [];
   let container: StartedTestContainer;
@@ -135,7 +135,7 @@ export async function startMetricsServer(context: MetricsServerContext, options:
   };
   try {
     const address = container.getIpAddress(context.network.getName());
-    for (const [path, object] of serviceObjects(address)) await apply(api, path, object);
+    for (const [path, object] of serviceObjects(address)) await applyObject(api, path, object, FIELD_MANAGER);
     await untilAvailable(api, options.availableTimeoutMs ?? 60_000);
     return {
       release: binary.release,
@@ -156,15 +156,7 @@ export async function startMetricsServer(context: MetricsServerContext, options:
   }
 }
 
-type Api = (method: string, path: string, body?: unknown) => Promise<{ status: number; body: string }>;
-
-/** Server-side apply: creates the object, or makes an existing one (a previous start's) this. */
-async function apply(api: Api, path: string, object: unknown): Promise<void> {
-  const answer = await api('PATCH', `${path}?fieldManager=${FIELD_MANAGER}&force=true`, object);
-  if (answer.status !== 200 && answer.status !== 201) throw new Error(`applying ${path}: ${answer.status} ${answer.body}`);
-}
-
-async function unregister(api: Api): Promise<void> {
+async function unregister(api: AdminApi): Promise<void> {
   for (const path of [
     `/apis/apiregistration.k8s.io/v1/apiservices/${API_SERVICE}`,
     '/api/v1/namespaces/kube-system/services/metrics-server',
@@ -177,7 +169,7 @@ async function unregister(api: Api): Promise<void> {
 }
 
 /** Polls the APIService until its condition Available is True; fails with the condition's last reason. */
-async function untilAvailable(api: Api, ms: number): Promise<void> {
+async function untilAvailable(api: AdminApi, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   let last = 'no status yet';
   for (;;) {
@@ -298,45 +290,4 @@ function serviceObjects(address: string): Array<[string, unknown]> {
       },
     ],
   ];
-}
-
-/** One request to the API server as the admin; a body is sent as a server-side apply patch on PATCH, JSON otherwise. */
-function adminRequest(
-  context: MetricsServerContext,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = httpsRequest(
-      `${context.server}${path}`,
-      {
-        method,
-        ca: context.ca.cert,
-        cert: context.admin.cert,
-        key: context.admin.key,
-        timeout: 10_000,
-        headers: {
-          accept: 'application/json',
-          ...(payload === undefined
-            ? {}
-            : {
-                'content-type': method === 'PATCH' ? 'application/apply-patch+yaml' : 'application/json',
-                'content-length': Buffer.byteLength(payload),
-              }),
-        },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer within 10 s`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
 }
