@@ -1,6 +1,6 @@
-import { request } from 'node:https';
 import {
   hostAccessOf,
+  referencedObjects,
   type ContainerManifest,
   type FieldError,
   type HostAccess,
@@ -11,6 +11,8 @@ import {
 import { validateV1Pod } from '@kubelet-ts/manifest';
 import { type KubeConfig, Watch } from '@kubernetes/client-node';
 import { Retry } from './api-errors.js';
+import { ApiObjects } from './api-objects.js';
+import { getJson } from './api-json.js';
 
 /** The annotation of a mirror pod (a static pod's copy in the API): never run, it is the node's own record. */
 export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
@@ -70,8 +72,12 @@ export class ApiPodSource implements ManifestSource {
   private readonly retry = new Retry(1_000, 30_000);
   private mirrorShape = '';
   private delivered = new Set<string>();
+  /** The ConfigMaps and Secrets the pods read, from the API (delivered beside them). */
+  private readonly objects: ApiObjects;
 
-  constructor(private readonly options: ApiPodSourceOptions) {}
+  constructor(private readonly options: ApiPodSourceOptions) {
+    this.objects = new ApiObjects({ kubeConfig: options.kubeConfig, logger: options.logger, changed: () => this.schedule() });
+  }
 
   /** Whether the agent runs `podId` for the API (its last delivery held it). */
   has(podId: string): boolean {
@@ -91,6 +97,7 @@ export class ApiPodSource implements ManifestSource {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.objects.close();
     this.retry.cancel();
     this.abort?.abort();
     this.sink = undefined;
@@ -196,7 +203,10 @@ export class ApiPodSource implements ManifestSource {
     }
     for (const uid of [...this.read.keys()]) if (!seen.has(uid)) this.read.delete(uid);
     this.delivered = new Set(manifests.map((m) => m.id));
-    this.sink?.update(manifests);
+    // What the pods read of the API's objects: fetched for them, delivered with them (a change
+    // or a first read delivers again).
+    this.objects.use(manifests.flatMap((m) => referencedObjects(m)));
+    this.sink?.update(manifests, this.objects.current());
     const mirrors = this.mirrors()
       .map((m) => `${m.metadata.uid}:${m.metadata.annotations?.[MIRROR_ANNOTATION]}`)
       .sort()
@@ -206,33 +216,4 @@ export class ApiPodSource implements ManifestSource {
       this.options.mirrorsChanged?.();
     }
   }
-}
-
-/** A GET of the API server as JSON (the object as it was sent, no client model in between), with the kubeconfig's credentials. */
-export async function getJson(kubeConfig: KubeConfig, path: string): Promise<unknown> {
-  const cluster = kubeConfig.getCurrentCluster();
-  if (cluster === null) throw new Error('the kubeconfig has no current cluster');
-  const url = new URL(path, cluster.server);
-  const options: Parameters<typeof request>[1] = { method: 'GET', headers: { accept: 'application/json' } };
-  await kubeConfig.applyToHTTPSOptions(options);
-  return new Promise((resolve, reject) => {
-    const req = request(url, options, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        if (res.statusCode !== 200)
-          return reject(Object.assign(new Error(`GET ${url.pathname}: ${res.statusCode} ${text.slice(0, 300)}`), { code: res.statusCode }));
-        try {
-          resolve(JSON.parse(text));
-        } catch (error) {
-          reject(error);
-        }
-      });
-      res.on('error', reject);
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error(`GET ${url.pathname}: no answer within 30 s`)));
-    req.on('error', reject);
-    req.end();
-  });
 }

@@ -24,3 +24,4 @@ export {
   type ServingNames,
 } from './serving-certificate.js';
 export { ClientCertificate, type ClientCertificateOptions } from './client-certificate.js';
+export { ApiObjects, OBJECT_REFRESH_MS, type ApiObjectsOptions } from './api-objects.js';

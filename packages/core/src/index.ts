@@ -56,9 +56,11 @@ export {
   NO_OBJECTS,
   objectKey,
   objectLookupOf,
+  referencedObjects,
   volumeFilesOf,
   type ObjectKind,
   type ObjectLookup,
+  type ObjectRef,
   type SourceObject,
   type VolumeFile,
 } from './objects.js';

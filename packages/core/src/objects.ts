@@ -50,6 +50,40 @@ export interface VolumeFile {
   readonly mode: number;
 }
 
+/** A ConfigMap or Secret by name. */
+export interface ObjectRef {
+  readonly kind: ObjectKind;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/**
+ * Every ConfigMap and Secret `manifest` reads (its volumes of files, and its containers' and init
+ * containers' `env` and `envFrom`), each once, optional ones included: what a source that fetches
+ * objects for its pods must fetch (the kubelet's managers register the same set for a pod).
+ */
+export function referencedObjects(manifest: ContainerManifest): ObjectRef[] {
+  const namespace = manifest.namespace ?? 'default';
+  const found = new Map<string, ObjectRef>();
+  const add = (kind: ObjectKind, name: string) => found.set(objectKey(kind, namespace, name), { kind, namespace, name });
+  for (const volume of manifest.volumes)
+    for (const source of volume.files?.sources ?? []) {
+      if (source.configMap !== undefined) add('ConfigMap', source.configMap.name);
+      if (source.secret !== undefined) add('Secret', source.secret.name);
+    }
+  for (const container of [...(manifest.initContainers ?? []), ...manifest.containers]) {
+    for (const e of container.env) {
+      if (e.valueFrom?.configMapKeyRef !== undefined) add('ConfigMap', e.valueFrom.configMapKeyRef.name);
+      if (e.valueFrom?.secretKeyRef !== undefined) add('Secret', e.valueFrom.secretKeyRef.name);
+    }
+    for (const from of container.envFrom ?? []) {
+      if (from.configMapRef !== undefined) add('ConfigMap', from.configMapRef.name);
+      if (from.secretRef !== undefined) add('Secret', from.secretRef.name);
+    }
+  }
+  return [...found.values()];
+}
+
 /** Whether the container reads a ConfigMap or Secret into its variables. */
 export function readsObjects(container: Container): boolean {
   return (

@@ -3,6 +3,7 @@ import {
   KubeletError,
   objectLookupOf,
   plan,
+  referencedObjects,
   resolveContainerEnv,
   specHash,
   validateManifest,
@@ -165,5 +166,42 @@ describe('what a pod reads of the ConfigMaps and Secrets beside it', () => {
     expect(create.spec.mounts).toEqual([{ volume: 'v', containerPath: '/etc/v', readOnly: true, files: true }]);
     expect(create.respec?.({}).env).toEqual({ T: 't0k3n' });
     expect([...(create.volumeFiles?.().volumes.keys() ?? [])]).toEqual(['v']);
+  });
+});
+
+describe('referencedObjects: what a pod reads, for a source that fetches objects for its pods', () => {
+  it('names each ConfigMap and Secret of volumes, env and envFrom, of init and app containers, once, in the pod’s namespace', () => {
+    const m = checked({
+      id: 'web.team-b',
+      namespace: 'team-b',
+      volumes: [
+        {
+          name: 'v',
+          files: { sources: [{ configMap: { name: 'cfg' } }, { secret: { name: 'sec', optional: true } }, { downwardAPI: { items: [] } }] },
+        },
+        { name: 'again', files: { sources: [{ configMap: { name: 'cfg' } }] } },
+        { name: 'scratch' },
+      ],
+      initContainers: [{ name: 'init', image: 'busybox', envFrom: [{ configMapRef: { name: 'init-cfg' } }] }],
+      containers: [
+        {
+          name: 'app',
+          image: 'nginx',
+          env: [
+            { name: 'A', valueFrom: { secretKeyRef: { name: 'token', key: 't' } } },
+            { name: 'B', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'k' } } },
+            { name: 'C', value: 'plain' },
+          ],
+          envFrom: [{ secretRef: { name: 'sec' } }],
+        },
+      ],
+    });
+    expect(referencedObjects(m)).toEqual([
+      { kind: 'ConfigMap', namespace: 'team-b', name: 'cfg' },
+      { kind: 'Secret', namespace: 'team-b', name: 'sec' },
+      { kind: 'ConfigMap', namespace: 'team-b', name: 'init-cfg' },
+      { kind: 'Secret', namespace: 'team-b', name: 'token' },
+    ]);
+    expect(referencedObjects(checked({ id: 'plain', containers: [{ name: 'app', image: 'nginx' }] }))).toEqual([]);
   });
 });
