@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,6 +6,7 @@ import { join } from 'node:path';
 import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit';
 import { AgentProcess } from './agent-process.js';
 import { freePort, nodeFlags, until } from './cluster-helpers.js';
+import { kubectlAs } from './kubectl.js';
 
 /**
  * Joining a cluster with nothing but a bootstrap token (issue 45's TLS bootstrap): the agent asks
@@ -16,18 +16,7 @@ import { freePort, nodeFlags, until } from './cluster-helpers.js';
  * what is tested is how the node joins, not what it runs.
  */
 
-/** kubectl with `kubeconfig`; never throws on a non-zero exit. */
-function kubectl(kubeconfig: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, ...args], { stdio: 'pipe' });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const kubectl = kubectlAs;
 
 let cluster: StartedControlPlane;
 let dir: string;

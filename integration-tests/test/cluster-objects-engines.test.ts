@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
 import { freePort, nodeFlags, until } from './cluster-helpers.js';
+import { kubectlAs } from './kubectl.js';
 
 /**
  * ConfigMaps and Secrets from the API server for the pods it binds to the node (issue 45, part): read
@@ -16,17 +16,11 @@ import { freePort, nodeFlags, until } from './cluster-helpers.js';
  * Docker and on containerd, through the real kube-apiserver, read with kubectl.
  */
 
-/** kubectl as the admin; rejects with its stderr on a non-zero exit. */
-function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, ...args], { stdio: 'pipe' });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`kubectl ${args.join(' ')}: ${stderr}`))));
-  });
+/** kubectl with `kubeconfig`; rejects with its stderr on a non-zero exit. */
+async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
+  const r = await kubectlAs(kubeconfig, ...args);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
 }
 
 let cluster: StartedControlPlane;
@@ -142,7 +136,7 @@ describe.each(AGENT_ENGINES)('ConfigMaps and Secrets from the API, on $name', (e
     expect(await kn('exec', 'reader', '-c', 'later', '--', 'sh', '-c', 'echo "$LATER"')).toBe('now\n');
   }, 180_000);
 
-  it('a change of the ConfigMap reaches the mounted volume within the refresh; no value reaches the agent's log', async () => {
+  it('a change of the ConfigMap reaches the mounted volume within the refresh; no value reaches the agent’s log', async () => {
     await kn(
       'create',
       'configmap',

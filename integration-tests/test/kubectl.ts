@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 
 /** `kubectl` with no kubeconfig; fails the test, saying how to install it, when it is not on PATH or exits non-zero. */
 export function kubectl(args: readonly string[]): Promise<{ stdout: string }> {
@@ -13,5 +13,24 @@ export function kubectl(args: readonly string[]): Promise<{ stdout: string }> {
       if (error !== null) return reject(new Error(`kubectl ${args.join(' ')}: ${stderr}`));
       resolve({ stdout });
     });
+  });
+}
+
+/** `kubectl --kubeconfig <kubeconfig> …` to its end: its exit code and output; never throws on a non-zero exit. */
+export function kubectlAs(kubeconfig: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('kubectl', ['--kubeconfig', kubeconfig, ...args], { stdio: 'pipe' });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.on('error', (error) =>
+      reject(
+        (error as NodeJS.ErrnoException).code === 'ENOENT'
+          ? new Error('kubectl is not on PATH: the machine image has kubectl 1.32')
+          : error,
+      ),
+    );
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
