@@ -184,7 +184,9 @@ async function clientCertificate(options: CliOptions, hostname: string, logger: 
     return undefined;
   }
   if (options.kubeconfig === undefined)
-    throw new Error('--bootstrap-kubeconfig needs --kubeconfig: the path where the node\'s own kubeconfig is written (and read once it is there)');
+    throw new Error(
+      "--bootstrap-kubeconfig needs --kubeconfig: the path where the node's own kubeconfig is written (and read once it is there)",
+    );
   const client = new ClientCertificate({
     bootstrapKubeconfigPath: options.bootstrapKubeconfig,
     kubeconfigPath: options.kubeconfig,
