@@ -79,6 +79,8 @@ describe.each(AGENT_ENGINES)('v1 init containers and sidecars on $name, through 
     await rm(dir, { recursive: true, force: true });
   });
 
+  // Each waits (`until`) up to 30 s for what it checks; the test's own time is above that, so a slow
+  // engine (a loaded machine, a control plane's suite beside) says what it waited for, not a timeout.
   it('runs the init container to completion before the app, which reads what it prepared', async () => {
     const running = await until('inited', (p) => p.status.phase === 'Running', 'the app to run');
     expect(running.status.conditions?.find((c) => c.type === 'Initialized')?.status).toBe('True');
@@ -89,7 +91,7 @@ describe.each(AGENT_ENGINES)('v1 init containers and sidecars on $name, through 
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(printed).toContain('prepared-by-init');
-  });
+  }, 60_000);
 
   it('starts a sidecar that ends again, beside the running app', async () => {
     const restarted = await until(
@@ -99,7 +101,7 @@ describe.each(AGENT_ENGINES)('v1 init containers and sidecars on $name, through 
     );
     expect(restarted.status.phase).toBe('Running');
     expect(agent!.events('ContainerRestarted', 'inited').some((l) => l['container'] === 'helper')).toBe(true);
-  });
+  }, 60_000);
 
   it('fails the pod when an init container fails under restartPolicy Never: the app never starts, and get pods says Init:Error', async () => {
     const failed = await until('failing', (p) => p.status.phase === 'Failed', 'the pod to fail');
@@ -109,5 +111,5 @@ describe.each(AGENT_ENGINES)('v1 init containers and sidecars on $name, through 
     const listed = await runCli(['get', 'pods', '--server', url]);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(/^failing\s+0\/1\s+Init:Error\s+0\s/m);
-  });
+  }, 60_000);
 });
