@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from '@kubelet-ts/core';
 import type { AuthorizationDecision, DelegatedAuth, NodeRequestAttributes, RequestUser } from '@kubelet-ts/source-server';
 import { AuthenticationV1Api, AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
@@ -80,7 +81,9 @@ export class ClusterAuth implements DelegatedAuth {
   }
 
   private async reviewToken(api: AuthenticationV1Api, token: string): Promise<RequestUser | undefined> {
-    const cached = this.tokens.get(token);
+    // Kept by the token's digest, as the API server's token cache keys it: no token is held as written.
+    const key = createHash('sha256').update(token).digest('hex');
+    const cached = this.tokens.get(key);
     if (cached !== undefined) return cached ?? undefined;
     this.reviews.tokens++;
     const review = await api.createTokenReview({ body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } } });
@@ -96,7 +99,7 @@ export class ClusterAuth implements DelegatedAuth {
             ...(status.user.extra === undefined ? {} : { extra: status.user.extra }),
           }
         : null;
-    this.tokens.set(token, user, this.options.tokenCacheMs ?? TOKEN_REVIEW_CACHE_MS);
+    this.tokens.set(key, user, this.options.tokenCacheMs ?? TOKEN_REVIEW_CACHE_MS);
     return user ?? undefined;
   }
 
