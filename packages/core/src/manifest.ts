@@ -76,6 +76,22 @@ export interface ContainerManifest {
   readonly nodeAffinity?: { readonly nodeSelectorTerms: readonly NodeSelectorTerm[] };
   readonly volumes: readonly Volume[];
   /**
+   * A v1 Pod's `spec.imagePullSecrets`: the names of Secrets (of type `kubernetes.io/dockerconfigjson`
+   * or `kubernetes.io/dockercfg`, in the pod's namespace) whose registry credentials its images are
+   * pulled with. Absent: none. Not part of what runs.
+   */
+  readonly imagePullSecrets?: readonly string[];
+  /**
+   * A v1 Pod's `spec.serviceAccountName` (absent: `default` for a pod from an API server): whose
+   * tokens its `serviceAccountToken` projections are. Not part of what runs.
+   */
+  readonly serviceAccountName?: string;
+  /**
+   * A v1 Pod's `spec.enableServiceLinks` (absent: true): its containers get the variables of the
+   * services of its namespace, when its source gives them (see `ObjectKind` `ServiceEnvironment`).
+   */
+  readonly enableServiceLinks?: boolean;
+  /**
    * A v1 Pod's `initContainers`: each runs to completion, in order, before the app containers
    * start; one with `restartPolicy: Always` is a sidecar, started in its turn and kept running
    * beside the app containers (see `initStep`). Absent: none.

@@ -58,8 +58,8 @@ export interface ObjectRef {
 }
 
 /**
- * Every ConfigMap and Secret `manifest` reads (its volumes of files, and its containers' and init
- * containers' `env` and `envFrom`), each once, optional ones included: what a source that fetches
+ * Every ConfigMap and Secret `manifest` reads (its volumes of files, its image pull secrets, and its
+ * containers' and init containers' `env` and `envFrom`), each once, optional ones included: what a source that fetches
  * objects for its pods must fetch (the kubelet's managers register the same set for a pod).
  */
 export function referencedObjects(manifest: ContainerManifest): ObjectRef[] {
@@ -71,6 +71,7 @@ export function referencedObjects(manifest: ContainerManifest): ObjectRef[] {
       if (source.configMap !== undefined) add('ConfigMap', source.configMap.name);
       if (source.secret !== undefined) add('Secret', source.secret.name);
     }
+  for (const name of manifest.imagePullSecrets ?? []) add('Secret', name);
   for (const container of [...(manifest.initContainers ?? []), ...manifest.containers]) {
     for (const e of container.env) {
       if (e.valueFrom?.configMapKeyRef !== undefined) add('ConfigMap', e.valueFrom.configMapKeyRef.name);
