@@ -61,6 +61,7 @@ const MANIFEST_FIELDS = new Set([
   'hostIPC',
   'nodeSelector',
   'nodeAffinity',
+  'imagePullSecrets',
   'volumes',
   'initContainers',
   'containers',
@@ -204,6 +205,7 @@ class Walker extends DnsChecks {
       m['terminationGracePeriodSeconds'] == null
         ? undefined
         : this.integer(m['terminationGracePeriodSeconds'], 'terminationGracePeriodSeconds', 0, 86_400);
+    const pullSecrets = this.pullSecrets(m['imagePullSecrets']);
     for (const [c, path] of located) this.probePorts(c, path);
     // A resource is read from a container of this pod.
     for (const [c, path] of located)
@@ -234,7 +236,21 @@ class Walker extends DnsChecks {
       containers,
       ...(restartPolicy === undefined ? {} : { restartPolicy }),
       ...(grace === undefined ? {} : { terminationGracePeriodSeconds: grace }),
+      ...(pullSecrets.length === 0 ? {} : { imagePullSecrets: pullSecrets }),
     };
+  }
+
+  /**
+   * The names of the pod's pull secrets. An empty one is left out, as the kubelet passes over it
+   * (the API server admits `imagePullSecrets: [{}]`); a duplicate is kept once.
+   */
+  private pullSecrets(input: unknown): string[] {
+    const names: string[] = [];
+    (this.list(input, 'imagePullSecrets') ?? []).forEach((name, i) => {
+      if (typeof name !== 'string') this.fail(`imagePullSecrets[${i}]`, `must be a Secret's name, got ${describeValue(name)}`);
+      else if (name !== '' && !names.includes(name)) names.push(name);
+    });
+    return names;
   }
 
   private flag(input: unknown, path: string): boolean | undefined {

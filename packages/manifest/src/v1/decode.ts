@@ -93,6 +93,7 @@ class V1PodDecoder extends V1VolumeDecoder {
       containers,
       restartPolicy: s['restartPolicy'],
       terminationGracePeriodSeconds: s['terminationGracePeriodSeconds'],
+      imagePullSecrets: this.pullSecrets(s['imagePullSecrets']),
     });
   }
 
@@ -206,6 +207,21 @@ class V1PodDecoder extends V1VolumeDecoder {
     if (!isRecord(input) || !isRecord(input['nodeAffinity'])) return undefined;
     this.renamed.push(['spec.nodeAffinity', 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution']);
     return input['nodeAffinity']['requiredDuringSchedulingIgnoredDuringExecution'] ?? undefined;
+  }
+
+  /**
+   * `imagePullSecrets: [{name}]` as the names, for validation to check (and to leave out an empty
+   * one, as the kubelet does). An entry with more than `name` is refused as the API server refuses
+   * it; one that is not an object is refused at its `name`, where validation would name it too.
+   */
+  private pullSecrets(input: unknown): unknown {
+    if (!Array.isArray(input)) return input;
+    return input.map((entry, i) => {
+      const path = `spec.imagePullSecrets[${i}]`;
+      if (!isRecord(entry)) return this.fail(`${path}.name`, `must be {name: <Secret>}, got ${describeValue(entry)}`) ?? '';
+      this.known(entry, path, MAPPED_V1_FIELDS.localObjectReference);
+      return entry['name'] ?? '';
+    });
   }
 
   /** Hooks as they are, but `stopSignal`, which this agent cannot give the engines, refused by its path. */

@@ -50,6 +50,7 @@ export const MAPPED_V1_FIELDS = {
   pod: ['apiVersion', 'kind', 'metadata', 'spec'],
   metadata: ['name', 'namespace', 'uid', 'labels', 'annotations', 'deletionTimestamp', 'deletionGracePeriodSeconds'],
   spec: [
+    'imagePullSecrets',
     'containers',
     'initContainers',
     'volumes',
@@ -96,6 +97,8 @@ export const MAPPED_V1_FIELDS = {
   hostPath: ['path', 'type'],
   resources: ['limits', 'requests'],
   probe: PROBE_FIELD_NAMES,
+  /** An entry of `spec.imagePullSecrets`. */
+  localObjectReference: ['name'],
 } as const;
 
 /** What to write instead of a refused field, where there is something to say. */

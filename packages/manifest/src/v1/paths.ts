@@ -26,6 +26,8 @@ export function v1PathOf(domainPath: string): string {
   if (domainPath === '') return '';
   const meta = METADATA.exec(domainPath);
   if (meta !== null) return `metadata.${METADATA_NAME[meta[1] ?? ''] ?? ''}${domainPath.slice(meta[0].length)}`;
+  const pullSecret = /^imagePullSecrets\[(\d+)\]$/.exec(domainPath);
+  if (pullSecret !== null) return `spec.imagePullSecrets[${pullSecret[1]}].name`;
   const claim = /^volumes\[(\d+)\]\.claim(\.name|\.readOnly)?$/.exec(domainPath);
   if (claim !== null) return `spec.volumes[${claim[1]}].persistentVolumeClaim${claim[2] === '.name' ? '.claimName' : (claim[2] ?? '')}`;
   const container = /^(initContainers|containers)\[(\d+)\]\.?/.exec(domainPath);

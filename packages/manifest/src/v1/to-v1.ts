@@ -96,6 +96,7 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       ...(initContainers === undefined ? {} : { initContainers }),
       containers,
       ...(volumes.length === 0 ? {} : { volumes }),
+      ...(manifest.imagePullSecrets === undefined ? {} : { imagePullSecrets: manifest.imagePullSecrets.map((name) => ({ name })) }),
     },
   };
 }

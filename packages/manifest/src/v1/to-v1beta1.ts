@@ -41,6 +41,7 @@ export function toV1beta1(manifest: ContainerManifest): Record<string, unknown> 
   if (manifest.hostPID === true) refuse('hostPID');
   if (manifest.hostIPC === true) refuse('hostIPC');
   if (manifest.nodeAffinity !== undefined) refuse('nodeAffinity');
+  if (manifest.imagePullSecrets !== undefined) refuse('imagePullSecrets');
   // What the engines do anyway (a RuntimeDefault seccomp profile) is what a v1beta1 manifest runs with.
   if (withoutEngineDefaults(manifest.securityContext) !== undefined) refuse('securityContext');
   // A hostPath volume v1beta1 can say: no type, and mounted only at the host path itself.
