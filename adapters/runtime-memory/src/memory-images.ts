@@ -1,4 +1,14 @@
-import { KubeletError, SharedCalls, sleep, type Clock, type ImageRecord, type ImageService, type RuntimeOperation } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  pullCredentialKey,
+  SharedCalls,
+  sleep,
+  type Clock,
+  type ImageRecord,
+  type ImageService,
+  type PullCredential,
+  type RuntimeOperation,
+} from '@kubelet-ts/core';
 
 export interface MemoryImagesOptions {
   readonly clock: Clock;
@@ -8,6 +18,8 @@ export interface MemoryImagesOptions {
   readonly pullable?: 'any' | readonly string[];
   /** Milliseconds each pull takes on the clock. Default 0. */
   readonly pullLatencyMs?: number;
+  /** Images only the given credentials may pull (see `MemoryRuntimeOptions.privateImages`). */
+  readonly privateImages?: Readonly<Record<string, { readonly username: string; readonly password: string }>>;
   /** The runtime's call log: each call is logged, delayed and faulted there first. */
   readonly enter: (op: RuntimeOperation, target: string) => Promise<void>;
   /** The name errors carry. */
@@ -16,8 +28,10 @@ export interface MemoryImagesOptions {
 
 /**
  * The memory runtime's images (its `images`): a set of names. A pull of one `pullable` refuses is
- * `NotFound`, as an engine with no registry would answer; concurrent pulls of one image share one
- * transfer, as the contract asks.
+ * `NotFound`, as an engine with no registry would answer, and so is one of `privateImages` without
+ * its credentials, as a registry's refusal; concurrent pulls of one image with the same credentials
+ * share one transfer, as the contract asks. Which credentials each pull carried is kept by their
+ * source (`pulledWith`), never their password.
  */
 export class MemoryImages implements ImageService {
   private readonly present: Set<string>;
@@ -31,18 +45,29 @@ export class MemoryImages implements ImageService {
     this.pullable = options.pullable === undefined || options.pullable === 'any' ? 'any' : new Set(options.pullable);
   }
 
-  async pull(image: string): Promise<void> {
+  async pull(image: string, credentials?: PullCredential): Promise<void> {
     await this.options.enter('pull', image);
-    return this.pulls.run(image, async () => {
+    return this.pulls.run(`${image}\0${pullCredentialKey(credentials)}`, async () => {
+      this.pulledWith.push({ image, source: credentials?.source });
       const latency = this.options.pullLatencyMs ?? 0;
       if (latency > 0) await sleep(this.options.clock, latency);
-      if (this.pullable !== 'any' && !this.pullable.has(image)) {
-        throw new KubeletError('NotFound', `pull ${image}: repository does not exist or no registry is reachable`, {
-          adapter: this.options.adapter,
-        });
+      const required = this.options.privateImages?.[image];
+      if (required !== undefined) {
+        if (credentials === undefined) throw this.refused(image, 'unauthorized: authentication required');
+        if (credentials.username !== required.username || credentials.password !== required.password)
+          throw this.refused(image, 'unauthorized: incorrect username or password');
+      } else if (this.pullable !== 'any' && !this.pullable.has(image)) {
+        throw this.refused(image, 'repository does not exist or no registry is reachable');
       }
       this.present.add(image);
     });
+  }
+
+  /** Each pull that went to the registry, with the source of the credentials it carried (none: `undefined`). */
+  readonly pulledWith: Array<{ readonly image: string; readonly source: string | undefined }> = [];
+
+  private refused(image: string, why: string): KubeletError {
+    return new KubeletError('NotFound', `pull ${image}: ${why}`, { adapter: this.options.adapter });
   }
 
   /** The images it holds, each with its name; an in-memory image has no size. */

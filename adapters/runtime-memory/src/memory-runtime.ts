@@ -48,6 +48,12 @@ export interface MemoryRuntimeOptions {
   readonly pullable?: 'any' | readonly string[];
   /** Milliseconds each pull takes on the clock. Default 0. */
   readonly pullLatencyMs?: number;
+  /**
+   * Images of a private registry, by name, with the one user name and password that may pull
+   * each: a pull without credentials, or with others, is refused `NotFound` with the registry's
+   * words (`unauthorized: authentication required`), as the engines refuse it. Default none.
+   */
+  readonly privateImages?: Readonly<Record<string, { readonly username: string; readonly password: string }>>;
   /** How many calls `calls` keeps (the oldest go first); `callCount` counts them all. Default 10,000. */
   readonly callLogSize?: number;
 }

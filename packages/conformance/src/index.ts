@@ -8,6 +8,7 @@ export type { EventsCapability } from './events-contract.js';
 export type { LogsCapability } from './logs-contract.js';
 export type { StreamingCapability } from './streaming-contract.js';
 export type { StatsCapability } from './stats-contract.js';
+export type { PrivateImage, PullSecretsCapability } from './pull-secrets-contract.js';
 export { runnerScenarios, type RunnerScenarioOptions, type ScenarioAgent } from './runner-scenarios.js';
 export {
   sourceFuzzContract,

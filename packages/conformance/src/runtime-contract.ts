@@ -10,6 +10,7 @@ import {
 import { eventsContract, type EventsCapability } from './events-contract.js';
 import { logsContract, type LogsCapability } from './logs-contract.js';
 import { podContract, type PodNetworkCapability } from './pod-contract.js';
+import { pullSecretsContract, type PullSecretsCapability } from './pull-secrets-contract.js';
 import { securityContract } from './security-contract.js';
 import { statsContract, type StatsCapability } from './stats-contract.js';
 import { streamingContract, type StreamingCapability } from './streaming-contract.js';
@@ -38,6 +39,8 @@ export interface RuntimeContractOptions extends TestApiOption {
   readonly streaming?: StreamingCapability;
   /** Declared by runtimes that report what containers and pods use; without it those checks are left out (and the runtime must declare no stats). */
   readonly stats?: StatsCapability;
+  /** Declared by runtimes whose image service pulls with credentials; without it those checks are left out. */
+  readonly pullSecrets?: PullSecretsCapability;
   /** True for a runtime whose engine keeps no `stdinOnce` (Podman's compatible API drops it): it must refuse the field. */
   readonly refusesStdinOnce?: boolean;
 }
@@ -268,5 +271,6 @@ export function runtimeContract(
       { ...options, name, testApi },
     );
     securityContract(() => runtime, spec, create, { ...options, name, testApi });
+    pullSecretsContract(() => runtime, { ...options, name, testApi });
   });
 }

@@ -32,13 +32,15 @@ export interface EndedRun {
 /**
  * Why a container is not running, in the kubelet's words: `ContainerCreating` (none made or
  * started yet), `CrashLoopBackOff` (it exited and waits out its crash back-off),
- * `ImagePullBackOff` (its image's pull failed and waits out its back-off),
+ * `ErrImagePull` (its image's pull just failed: the engine's words), then `ImagePullBackOff` (once
+ * a pass has found that pull's back-off still running, as the kubelet's next sync says it),
  * `CreateContainerConfigError` (a ConfigMap, Secret or key it reads is missing: it waits for it).
  */
 export type WaitingReason =
   | 'ContainerCreating'
   | 'PodInitializing'
   | 'CrashLoopBackOff'
+  | 'ErrImagePull'
   | 'ImagePullBackOff'
   | 'CreateContainerError'
   | 'CreateContainerConfigError'
@@ -63,7 +65,7 @@ export interface ContainerView {
   /** Set while an exited container waits out its crash back-off. */
   readonly backOff?: { readonly until: number; readonly delayMs: number };
   /** Set while the container's image waits out a failed pull's back-off (nothing is made meanwhile). */
-  readonly pullBackOff?: { readonly until: number; readonly message: string };
+  readonly pullBackOff?: { readonly until: number; readonly message: string; readonly retried?: boolean };
   /** While the engine's refusal to create (`CreateContainerError`) or start (`RunContainerError`) it backs off: until when, and what it said. */
   readonly refused?: { readonly until: number; readonly message: string };
   /** Set when the container does not run and is expected to (not ended for good). */

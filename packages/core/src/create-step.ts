@@ -3,6 +3,7 @@ import type { Container, ContainerManifest, Volume } from './manifest.js';
 import { podUid } from './naming.js';
 import { NO_OBJECTS, readsObjects, volumeFilesOf, type ObjectLookup, type VolumeFile } from './objects.js';
 import type { PlanAction } from './plan-types.js';
+import { pullCredentialsFor } from './pull-credentials.js';
 import { buildContainerSpec, withPortNumber, type SpecContext } from './spec.js';
 
 type CreateAction = Extract<PlanAction, { type: 'create' }>;
@@ -17,7 +18,7 @@ export function executionParts(
   container: Container,
   context: SpecContext,
   objects: ObjectLookup | undefined,
-): Pick<CreateAction, 'respec' | 'readsPodIP' | 'volumeFiles' | 'postStart'> {
+): Pick<CreateAction, 'respec' | 'readsPodIP' | 'volumeFiles' | 'pullCredentials' | 'postStart'> {
   const podIP = context.podIP === undefined && readsPodIP(container);
   const mounted = new Set(container.volumeMounts.map((m) => m.name));
   const fileVolumes = manifest.volumes.filter((v) => v.files !== undefined && mounted.has(v.name));
@@ -28,6 +29,9 @@ export function executionParts(
       : {}),
     ...(podIP ? { readsPodIP: true } : {}),
     ...(fileVolumes.length === 0 ? {} : { volumeFiles: () => podVolumeFiles(manifest, fileVolumes, context, lookup) }),
+    ...((manifest.imagePullSecrets?.length ?? 0) === 0
+      ? {}
+      : { pullCredentials: () => pullCredentialsFor(container.image, manifest, lookup) }),
     ...(container.lifecycle?.postStart === undefined ? {} : { postStart: withPortNumber(container, container.lifecycle.postStart) }),
   };
 }

@@ -110,6 +110,8 @@ export type {
   RuntimeCapabilities,
 } from './runtime.js';
 export { CAPABILITIES } from './runtime.js';
+// Registry credentials of a pod's pull secrets, for the image services' pulls
+export { pullCredentialKey, pullCredentialsFor, repositoryOf, type PodPullCredentials, type PullCredential } from './pull-credentials.js';
 export type {
   ContainerStats,
   ContainerStatsSource,

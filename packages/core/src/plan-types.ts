@@ -5,6 +5,7 @@ import type { ResolverConfig } from './dns.js';
 import type { ContainerManifest, DesiredPod, LifecycleHandler, PullPolicy } from './manifest.js';
 import type { ObjectLookup } from './objects.js';
 import type { PodVolumeFiles } from './create-step.js';
+import type { PodPullCredentials } from './pull-credentials.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
@@ -52,6 +53,12 @@ export type PlanAction =
        * as `respec` does.
        */
       readonly volumeFiles?: () => PodVolumeFiles;
+      /**
+       * For a pod with pull secrets, the credentials they give for the container's image as its
+       * source has them then (see `pullCredentialsFor`): the executor pulls with each in turn.
+       * Throws `InvalidManifest` when a secret cannot be read.
+       */
+      readonly pullCredentials?: () => PodPullCredentials;
       /** The container's postStart hook, run once it has started (its port a number; see `withPortNumber`). */
       readonly postStart?: LifecycleHandler;
     }

@@ -201,6 +201,7 @@ function waitingMessage(c: ContainerView, podId: string): string | undefined {
   if ((c.waitingReason === 'CreateContainerError' || c.waitingReason === 'RunContainerError') && c.refused !== undefined) {
     return `${c.refused.message} (tried again after ${rfc3339(c.refused.until)})`;
   }
+  if (c.waitingReason === 'ErrImagePull' && c.pullBackOff !== undefined) return c.pullBackOff.message;
   if (c.waitingReason === 'ImagePullBackOff' && c.pullBackOff !== undefined) {
     return `Back-off pulling image "${c.image}" until ${rfc3339(c.pullBackOff.until)}: ${c.pullBackOff.message}`;
   }

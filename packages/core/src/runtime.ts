@@ -4,6 +4,7 @@ import type { ContainerStreaming } from './container-streams.js';
 import type { ContainerStatsSource } from './resource-stats.js';
 import type { EmptyDir, HostPathType, Protocol } from './manifest.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
+import type { PullCredential } from './pull-credentials.js';
 
 export type ContainerState = 'created' | 'running' | 'exited';
 
@@ -136,14 +137,20 @@ export interface ListOptions {
  *
  * The contract:
  * - `hasImage` says whether the runtime has the image now; it never pulls.
- * - `pull` of an image it cannot get rejects with `NotFound`; an unreachable registry or engine
- *   rejects with `Unavailable`. Concurrent pulls of one image share one transfer, and every caller
- *   gets its one outcome: the agent pulls for each pod that needs an image and relies on this
- *   rather than keeping a single-flight of its own.
+ * - `pull` of an image it cannot get rejects with `NotFound`, a registry that refuses the
+ *   credentials given (or wants some and got none) included, with the registry's words; an
+ *   unreachable registry or engine rejects with `Unavailable`. Concurrent pulls of one image with
+ *   the same credentials (or none) share one transfer, and every caller gets its one outcome: the
+ *   agent pulls for each pod that needs an image and relies on this rather than keeping a
+ *   single-flight of its own. Pulls with other credentials never share one: a pod's wrong
+ *   password must not fail, nor its right one succeed for, another pod's pull.
+ * - `credentials` (from the pod's pull secrets, see `pullCredentialsFor`) go to the engine for
+ *   this one pull, and to nothing else: never into a log, an error or an event (errors name
+ *   `credential.source` at most). Without them the engine pulls as it would alone.
  * - Any call may reject with `Unavailable` when the runtime cannot be reached.
  */
 export interface ImageService {
-  pull(image: string): Promise<void>;
+  pull(image: string, credentials?: PullCredential): Promise<void>;
   hasImage(image: string): Promise<boolean>;
   /** The images the runtime holds, with their names and sizes: a Node's `status.images`. */
   list(): Promise<ImageRecord[]>;

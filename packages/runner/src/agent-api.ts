@@ -54,7 +54,10 @@ export interface AgentReadApiOptions {
   /** Whether containers have started and are ready, as their probes say. */
   readonly prober: Pick<Prober, 'verdict'>;
   /** While an image's failed pull waits out its back-off (the executor's). */
-  readonly pullBackOff?: (image: string) => { readonly until: number; readonly message: string } | undefined;
+  readonly pullBackOff?: (
+    image: string,
+    podId?: string,
+  ) => { readonly until: number; readonly message: string; readonly retried: boolean } | undefined;
   /** While a container the engine refused to create or start backs off (the executor's). */
   readonly refusedBackOff?: PodViewInputs['refusedBackOff'];
   /**

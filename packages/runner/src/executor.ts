@@ -104,10 +104,16 @@ export class PlanExecutor {
     return { until: waiting.until, reason, message };
   }
 
-  /** While `image`'s failed pull waits out its back-off: until when, and what the pull said (`/pods` shows it). */
-  pullBackOff(image: string): { readonly until: number; readonly message: string } | undefined {
-    const waiting = this.pulls.peek(image, this.options.clock.now());
-    return waiting === undefined ? undefined : { until: waiting.until, message: waiting.detail ?? 'the pull failed' };
+  /**
+   * While `image`'s failed pull waits out its back-off (for pod `podId`, whose pull secrets give it
+   * a back-off of its own): until when, and what the pull said (`/pods` shows it).
+   */
+  pullBackOff(image: string, podId?: string): { readonly until: number; readonly message: string; readonly retried: boolean } | undefined {
+    const now = this.options.clock.now();
+    const waiting = (podId === undefined ? undefined : this.pulls.peek(podPullKey(podId, image), now)) ?? this.pulls.peek(image, now);
+    return waiting === undefined
+      ? undefined
+      : { until: waiting.until, message: waiting.detail ?? 'the pull failed', retried: waiting.heldBack };
   }
 
   async executePod(pod: PodPlan): Promise<ExecutionResult> {
@@ -343,9 +349,11 @@ export class PlanExecutor {
 
   /**
    * Applies the pull policy. A failed pull backs off per image (10 s doubling to 300 s) so a missing
-   * image neither hammers the registry nor blocks other pods. Pods wanting one image at once share
-   * one transfer: the image service's contract requires it of `pull`, so the executor keeps no
-   * copy of it.
+   * image neither hammers the registry nor blocks other pods; a pod with pull secrets backs off on
+   * its own (its image per pod, as the kubelet keys every back-off), so that its wrong credentials
+   * hold back no other pod's pull, nor another's missing ones its right ones. Pods wanting one
+   * image at once share one transfer: the image service's contract requires it of `pull` (with
+   * the same credentials), so the executor keeps no copy of it.
    */
   private async ensureImage(action: CreateAction): Promise<void> {
     const { runtime, clock } = this.options;
@@ -355,22 +363,63 @@ export class PlanExecutor {
       this.emit(action, 'ImagePullFailed', `image ${image} is not present and imagePullPolicy is Never`, 'ErrImageNeverPull');
       throw new AlreadyReported();
     }
-    const waiting = this.pulls.waiting(image, clock.now());
+    const key = action.pullCredentials === undefined ? image : podPullKey(action.podId, image);
+    const waiting = this.pulls.waiting(key, clock.now());
     if (waiting !== undefined) {
       if (waiting.first) this.emit(action, 'BackOff', `back-off pulling ${image}: next try in ${waiting.leftMs} ms`, 'ImagePullBackOff');
       throw new AlreadyReported();
     }
     // Concurrent waiters of one failed pull count it once.
-    const since = this.pulls.snapshot(image);
+    const since = this.pulls.snapshot(key);
     try {
-      await runtime.images.pull(image);
-      this.pulls.succeeded(image);
+      await this.pullWithSecrets(action, image);
+      this.pulls.succeeded(key);
       this.emit(action, 'ImagePulled', `pulled ${image}`);
     } catch (error) {
       const e = toKubeletError(error, runtime.name);
-      const delay = this.pulls.failed(image, clock.now(), since, `${e.code}: ${e.message}`);
+      const delay = this.pulls.failed(key, clock.now(), since, `${e.code}: ${e.message}`);
       this.emit(action, 'ImagePullFailed', `pull ${image} failed (${e.code}): ${e.message}; next try in ${delay} ms`, e.code);
       throw new AlreadyReported();
+    }
+  }
+
+  /**
+   * Pulls `image` as the kubelet's runtime manager does (`kuberuntime_image.go`): with each of the
+   * pod's credentials for it in turn until one succeeds, else fails with every failure said (the
+   * last one's code); without any, as the engine would alone. A pull secret its source does not
+   * give is no error: the pull goes ahead, and when it fails that is said too
+   * (`FailedToRetrieveImagePullSecret`, as the kubelet's event). A secret that cannot be read
+   * fails the pull without trying it. No password or `auth` reaches a message: credentials are
+   * named by their `source`.
+   */
+  private async pullWithSecrets(action: CreateAction, image: string): Promise<void> {
+    const { images } = this.options.runtime;
+    const { credentials, missing } = action.pullCredentials?.() ?? { credentials: [], missing: [] };
+    try {
+      if (credentials.length === 0) return await images.pull(image);
+      const failures: KubeletError[] = [];
+      for (const credential of credentials) {
+        try {
+          return await images.pull(image, credential);
+        } catch (error) {
+          const e = toKubeletError(error, this.options.runtime.name);
+          if (e.code === 'Unavailable' || e.code === 'Timeout') throw e; // the engine or registry, not these credentials
+          failures.push(new KubeletError(e.code, `${e.message} (with ${credential.source})`, { adapter: e.adapter, cause: e }));
+        }
+      }
+      const last = failures[failures.length - 1]!;
+      throw failures.length === 1
+        ? last
+        : new KubeletError(last.code, `[${failures.map((f) => f.message).join(', ')}]`, { adapter: last.adapter, cause: last });
+    } catch (error) {
+      if (missing.length > 0)
+        this.emit(
+          action,
+          'ImagePullFailed',
+          `Unable to retrieve some image pull secrets (${missing.join(', ')}); attempting to pull the image may not succeed.`,
+          'FailedToRetrieveImagePullSecret',
+        );
+      throw error;
     }
   }
 
@@ -388,6 +437,11 @@ interface PodProgress {
 /** A create whose new sandbox could not be made is not tried (it would fail, or land outside the pod). */
 function blocked(action: PlanAction, progress: PodProgress): boolean {
   return (action.type === 'run-sandbox' || (action.type === 'create' && action.sandbox === undefined)) && progress.sandboxFailed;
+}
+
+/** The back-off key of a pull by a pod with pull secrets: its own, apart from the image's. */
+function podPullKey(podId: string, image: string): string {
+  return `${podId}\0${image}`;
 }
 
 /** A failure already reported by its own event (a pull), not to be reported again as ContainerFailed. */

@@ -29,11 +29,14 @@ export class FailureBackoff {
     return { leftMs: entry.until - now, first };
   }
 
-  /** While `key` backs off: until when, and what the failure said; read only (it reports nothing). */
-  peek(key: string, now: number): { readonly until: number; readonly detail?: string } | undefined {
+  /**
+   * While `key` backs off: until when, what the failure said, and whether a try has since been
+   * held back by it (`waiting` said so); read only (it reports nothing).
+   */
+  peek(key: string, now: number): { readonly until: number; readonly detail?: string; readonly heldBack: boolean } | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined || now >= entry.until) return undefined;
-    return { until: entry.until, ...(entry.detail === undefined ? {} : { detail: entry.detail }) };
+    return { until: entry.until, ...(entry.detail === undefined ? {} : { detail: entry.detail }), heldBack: entry.reported };
   }
 
   /** The state a try began from; pass it to `failed` so that concurrent tries count one failure. */

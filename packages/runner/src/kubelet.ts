@@ -232,7 +232,7 @@ export class Kubelet extends EventEmitter<KubeletEvents> implements AgentView {
       statuses: this.statuses,
       pass: this.passes,
       prober: this.prober,
-      pullBackOff: (image) => executor.pullBackOff(image),
+      pullBackOff: (image, podId) => executor.pullBackOff(image, podId),
       refusedBackOff: (podId, container) => executor.refusedBackOff(podId, container),
       ...(options.probes?.host === undefined ? {} : { hostIP: options.probes.host }),
       metrics,

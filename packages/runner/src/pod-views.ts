@@ -22,7 +22,10 @@ export interface PodViewInputs {
   /** What the probes say of a container, by runtime id. */
   readonly verdict: (id: string) => ProbeVerdict;
   /** While an image's failed pull waits out its back-off: until when, and the failure. */
-  readonly pullBackOff?: (image: string) => { readonly until: number; readonly message: string } | undefined;
+  readonly pullBackOff?: (
+    image: string,
+    podId?: string,
+  ) => { readonly until: number; readonly message: string; readonly retried: boolean } | undefined;
   /** While a container the engine refused to create or start waits out its back-off. */
   readonly refusedBackOff?: (
     podId: string,
@@ -59,10 +62,11 @@ export function podViews(desired: readonly DesiredPod[], actual: readonly Contai
       const lastExit = found.find((x) => x.state === 'exited');
       const earlier = found.find((x) => x.state === 'exited' && x !== shown);
       const backOff = waiting.get(key);
-      const pull = shown === undefined ? inputs.pullBackOff?.(c.image) : undefined;
+      const pull = shown === undefined ? inputs.pullBackOff?.(c.image, manifest.id) : undefined;
       if (shown === undefined) {
         const refused = pull === undefined ? inputs.refusedBackOff?.(manifest.id, c.name) : undefined;
-        const reason = pull !== undefined ? 'ImagePullBackOff' : (refused?.reason ?? 'ContainerCreating');
+        // The kubelet says ErrImagePull on the sync whose pull failed, ImagePullBackOff on those its back-off holds back.
+        const reason = pull !== undefined ? (pull.retried ? 'ImagePullBackOff' : 'ErrImagePull') : (refused?.reason ?? 'ContainerCreating');
         return {
           name: c.name,
           image: c.image,

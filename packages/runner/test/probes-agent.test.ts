@@ -86,12 +86,21 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     expect(f.runtime.callCount('stop')).toBe(1);
   });
 
-  it('shows a container whose image cannot be pulled as waiting in ImagePullBackOff, with the pull’s error', async () => {
+  it('shows a container whose image cannot be pulled as waiting in ErrImagePull with the pull’s error, then in ImagePullBackOff once a pass waits on it', async () => {
     f.runtime = new MemoryRuntime({ clock: f.clock, pullable: [] });
     const k = await agent([checkedManifest({ id: 'nopull', containers: [{ name: 'app', image: 'missing:1' }] })]);
     expect(f.events.ofType('ImagePullFailed', 'nopull')).toHaveLength(1);
-    const { container, phase } = await statusOf(k);
-    expect(phase).toBe('Pending');
+    const failed = await statusOf(k);
+    expect(failed.phase).toBe('Pending');
+    expect(failed.container.state).toEqual({
+      waiting: { reason: 'ErrImagePull', message: expect.stringMatching(/^NotFound: pull missing:1: /) },
+    });
+    // The kubelet's next sync within the back-off says ImagePullBackOff; here, the next pass.
+    await f.clock.advance(1_000);
+    await k.sync();
+    await settle();
+    expect(f.events.ofType('BackOff', 'nopull')).toHaveLength(1);
+    const { container } = await statusOf(k);
     expect(container.state).toEqual({
       waiting: { reason: 'ImagePullBackOff', message: expect.stringMatching(/^Back-off pulling image "missing:1" until \S+Z: NotFound: /) },
     });
@@ -99,7 +108,7 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     expect(view?.containers[0]).toMatchObject({
       state: 'missing',
       waitingReason: 'ImagePullBackOff',
-      pullBackOff: { until: expect.any(Number) },
+      pullBackOff: { until: expect.any(Number), retried: true },
     });
     expect(f.of('nopull').filter((c) => c.labels[Labels.containerName] === 'app')).toEqual([]);
   });
