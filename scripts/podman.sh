@@ -92,12 +92,20 @@ EOF
   # No registry is searched for short names: nothing here reaches one. The suites' image that
   # exists nowhere names localhost:1, blocked here so that Podman refuses it at once rather than
   # retrying the refused connection for 3 s.
+  # The testkit's RegistryServer serves plain HTTP on a free port of 127.0.0.1: Docker and
+  # containerd take a loopback registry as insecure by themselves, Podman only where this file
+  # says so. A location without a port matches every port of its host in containers/image (Podman
+  # 4.3's), so the one entry covers every test's registry and no file outside this folder changes.
   cat >"$PM_DIR/registries.conf" <<EOF
 unqualified-search-registries = []
 
 [[registry]]
 location = "localhost:1"
 blocked = true
+
+[[registry]]
+location = "127.0.0.1"
+insecure = true
 EOF
   # The default network as a file: its bridge gets our name (the built-in one would be podman0).
   local gateway="${PM_SUBNET%.*}.1"

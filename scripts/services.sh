@@ -18,6 +18,9 @@ ensure_packages() {
   command -v etcd >/dev/null || missing+=(etcd-server)
   dpkg -s busybox-static >/dev/null 2>&1 || missing+=(busybox-static)
   command -v prometheus >/dev/null || missing+=(prometheus)
+  # The testkit's RegistryServer (pull secrets); its htpasswd is made with python3's crypt (bcrypt).
+  command -v docker-registry >/dev/null || missing+=(docker-registry)
+  [ -x /usr/bin/python3 ] || missing+=(python3)
   # The machine image has kubectl 1.32; Debian's 1.20 is the fallback.
   command -v kubectl >/dev/null || missing+=(kubernetes-client)
   install_debs "${missing[@]}"

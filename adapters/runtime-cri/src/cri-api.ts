@@ -60,7 +60,11 @@ export interface CriApi {
   ): Promise<{ stats: CriPodSandboxStats[] }>;
   imageStatus(request: { image: { image: string } }, deadline: Deadline): Promise<{ image: CriImage | null }>;
   listImages(request: Record<string, never>, deadline: Deadline): Promise<{ images: CriImage[] }>;
-  pullImage(request: { image: { image: string } }, deadline: Deadline): Promise<{ imageRef: string }>;
+  /** `auth`: the registry credentials of this one pull (CRI's `AuthConfig`), as the kubelet sends a pull secret's. */
+  pullImage(
+    request: { image: { image: string }; auth?: { username: string; password: string } },
+    deadline: Deadline,
+  ): Promise<{ imageRef: string }>;
   /** Where the runtime keeps its images and what they take (containerd: its snapshotter's root, the snapshots' sizes). */
   imageFsInfo(request: Record<string, never>, deadline: Deadline): Promise<{ imageFilesystems: CriFilesystemUsage[] }>;
   /** Closes the connection; calls after it fail. */

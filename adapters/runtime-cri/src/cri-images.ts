@@ -1,4 +1,13 @@
-import { KubeletError, SharedCalls, type Clock, type ImageRecord, type ImageService, type Logger } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  pullCredentialKey,
+  SharedCalls,
+  type Clock,
+  type ImageRecord,
+  type ImageService,
+  type Logger,
+  type PullCredential,
+} from '@kubelet-ts/core';
 import type { CriApi, CriImage } from './cri-api.js';
 import { imageUserOf } from './cri-security.js';
 import { ADAPTER, classifyPullError } from './errors.js';
@@ -17,15 +26,17 @@ export interface CriImagesOptions {
 
 /**
  * CRI's ImageService (`CriRuntime.images`): ImageStatus and PullImage. One pull of an image at a
- * time: callers of an image already being pulled share its transfer.
+ * time: callers of an image already being pulled with the same credentials share its transfer.
+ * Credentials go in the request's `auth` as the kubelet sends them (user name and password, no
+ * `server_address`: containerd would drop credentials whose address is not the image's host).
  */
 export class CriImages implements ImageService {
   private readonly pulls = new SharedCalls<void>();
 
   constructor(private readonly options: CriImagesOptions) {}
 
-  pull(image: string): Promise<void> {
-    return this.pulls.run(image, () => this.transfer(image));
+  pull(image: string, credentials?: PullCredential): Promise<void> {
+    return this.pulls.run(`${image}\0${pullCredentialKey(credentials)}`, () => this.transfer(image, credentials));
   }
 
   async hasImage(image: string): Promise<boolean> {
@@ -52,16 +63,20 @@ export class CriImages implements ImageService {
     return found === null || found.id === '' ? undefined : found;
   }
 
-  private async transfer(image: string): Promise<void> {
+  private async transfer(image: string, credentials: PullCredential | undefined): Promise<void> {
     // An imported image is not in any registry: PullImage of it would fail where ImageStatus knows it.
     if (await this.hasImage(image)) return;
     const { cri, clock, logger } = this.options;
     const started = clock.now();
     try {
-      await cri.pullImage({ image: { image } }, Date.now() + this.options.pullTimeoutMs);
+      const auth = credentials === undefined ? {} : { auth: { username: credentials.username, password: credentials.password } };
+      await cri.pullImage({ image: { image }, ...auth }, Date.now() + this.options.pullTimeoutMs);
     } catch (error) {
       throw classifyPullError(image, error, this.options.endpoint);
     }
-    logger.info({ image, durationMs: clock.now() - started }, 'image pulled');
+    logger.info(
+      { image, durationMs: clock.now() - started, ...(credentials === undefined ? {} : { credentials: credentials.source }) },
+      'image pulled',
+    );
   }
 }

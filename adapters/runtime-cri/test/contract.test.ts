@@ -1,6 +1,6 @@
 import { afterAll } from '@jest/globals';
 import { runtimeContract } from '@kubelet-ts/conformance';
-import { TEST_IMAGES } from '@kubelet-ts/testkit';
+import { RegistryServer, removePulledImage, TEST_IMAGES } from '@kubelet-ts/testkit';
 import { criFixture, freePort, httpServer, type CriFixture } from './fixture.js';
 
 let fixture: CriFixture | undefined;
@@ -34,5 +34,17 @@ runtimeContract(
     // containerd's streaming server (see CriStreams): a session with stdin over SPDY, where its end
     // can be said (1.6 has no v5.channel.k8s.io); the others over WebSocket.
     streaming: { stdinEndOfFile: 'always' },
+    // containerd 1.6 pulls from a loopback registry over plain HTTP by itself.
+    pullSecrets: {
+      privateImage: async () => {
+        const registry = await RegistryServer.start();
+        const image = await registry.push(TEST_IMAGES.busybox, 'contract/busybox:1');
+        const close = async () => {
+          await removePulledImage('containerd', image);
+          await registry.stop();
+        };
+        return { image, username: registry.username, password: registry.password, close };
+      },
+    },
   },
 );

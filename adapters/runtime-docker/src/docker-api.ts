@@ -10,7 +10,8 @@ export interface DockerApi {
   getContainer(id: string): DockerContainerHandle;
   createContainer(options: DockerCreateOptions): Promise<{ id: string }>;
   getImage(name: string): { inspect(): Promise<unknown> };
-  pull(image: string): Promise<NodeJS.ReadableStream>;
+  /** `POST /images/create`; `authconfig` goes in the `X-Registry-Auth` header (dockerode keeps it out of the URL). */
+  pull(image: string, options?: { authconfig: DockerAuthConfig }): Promise<NodeJS.ReadableStream>;
   modem: {
     /** One request to the engine as dockerode makes it; with `isStream`, the answer's body as a stream (`GET /containers/{id}/logs`). */
     dial(
@@ -225,4 +226,12 @@ export interface DockerCallError {
   reason?: string;
   json?: { message?: string } | null;
   message: string;
+}
+
+/** The registry credentials of one pull (the Engine API's `AuthConfig`). */
+export interface DockerAuthConfig {
+  readonly username: string;
+  readonly password: string;
+  /** The registry's host[:port], as `docker login` names it. */
+  readonly serveraddress: string;
 }

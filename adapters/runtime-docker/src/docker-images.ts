@@ -1,4 +1,15 @@
-import { KubeletError, repeatEvery, SharedCalls, type Clock, type ImageRecord, type ImageService, type Logger } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  pullCredentialKey,
+  repositoryOf,
+  repeatEvery,
+  SharedCalls,
+  type Clock,
+  type ImageRecord,
+  type ImageService,
+  type Logger,
+  type PullCredential,
+} from '@kubelet-ts/core';
 import type { DockerApi, PullProgressEvent } from './docker-api.js';
 import { classifyPullError, dockerDetail, translate } from './errors.js';
 
@@ -16,15 +27,17 @@ export interface DockerImagesOptions {
 
 /**
  * The engine's images (`DockerRuntime.images`): `GET /images/{name}/json` and `POST /images/create`.
- * One pull of an image at a time: callers of an image already being pulled share its transfer.
+ * One pull of an image at a time: callers of an image already being pulled with the same
+ * credentials share its transfer. Credentials go in the pull's `X-Registry-Auth` header only (the
+ * engine's own `docker login` store is neither read nor written); logs name their source.
  */
 export class DockerImages implements ImageService {
   private readonly pulls = new SharedCalls<void>();
 
   constructor(private readonly options: DockerImagesOptions) {}
 
-  pull(image: string): Promise<void> {
-    return this.pulls.run(image, () => this.transfer(image));
+  pull(image: string, credentials?: PullCredential): Promise<void> {
+    return this.pulls.run(`${image}\0${pullCredentialKey(credentials)}`, () => this.transfer(image, credentials));
   }
 
   async hasImage(image: string): Promise<boolean> {
@@ -45,12 +58,17 @@ export class DockerImages implements ImageService {
     }));
   }
 
-  private async transfer(image: string): Promise<void> {
+  private async transfer(image: string, credentials: PullCredential | undefined): Promise<void> {
     const { docker, clock, logger } = this.options;
     const started = clock.now();
     let stream: NodeJS.ReadableStream;
     try {
-      stream = await docker.pull(image);
+      stream =
+        credentials === undefined
+          ? await docker.pull(image)
+          : await docker.pull(image, {
+              authconfig: { username: credentials.username, password: credentials.password, serveraddress: registryOf(image) },
+            });
     } catch (error) {
       const t = translate(error, `pull ${image}`, this.options.endpoint);
       if (t.code === 'Unavailable') throw t; // the engine itself does not answer
@@ -78,6 +96,14 @@ export class DockerImages implements ImageService {
     } finally {
       stopTicker();
     }
-    logger.info({ image, durationMs: clock.now() - started }, 'image pulled');
+    logger.info(
+      { image, durationMs: clock.now() - started, ...(credentials === undefined ? {} : { credentials: credentials.source }) },
+      'image pulled',
+    );
   }
+}
+
+/** The registry host[:port] of an image's name (`docker.io` for Docker Hub's), as `docker login` names it. */
+function registryOf(image: string): string {
+  return repositoryOf(image).split('/')[0]!;
 }

@@ -43,7 +43,11 @@ export function translate(error: unknown, what: string, endpoint: string): Kubel
 
 /** Pull failures arrive as text in the progress stream; sort them into "no such image" and "cannot reach". */
 export function classifyPullError(image: string, message: string, cause: unknown): KubeletError {
-  const notFound = /not found|manifest unknown|does not exist|pull access denied|repository .* not/i.test(message);
+  // A registry that refuses the pull's credentials (none, or wrong ones) cannot give the image either.
+  const notFound =
+    /not found|manifest unknown|does not exist|pull access denied|repository .* not|unauthorized|authentication required|no basic auth credentials/i.test(
+      message,
+    );
   // Podman's registries.conf can block a registry ("registry … is blocked in …"): it is not reachable for this engine.
   const unreachable =
     /no such host|dial tcp|i\/o timeout|connection refused|TLS handshake|network is unreachable|server misbehaving|registry .* is blocked in/i.test(

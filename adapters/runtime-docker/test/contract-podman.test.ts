@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runtimeContract } from '@kubelet-ts/conformance';
-import { assertPodman, busyboxPodNetwork, podmanHost, TEST_IMAGES } from '@kubelet-ts/testkit';
+import { assertPodman, busyboxPodNetwork, podmanHost, RegistryServer, removePulledImage, TEST_IMAGES } from '@kubelet-ts/testkit';
 import { DockerRuntime } from '../src/index.js';
 
 let volumesRoot: string | undefined;
@@ -33,5 +33,17 @@ runtimeContract(
     streaming: {},
     stats: {},
     refusesStdinOnce: true,
+    // Its registries.conf lets it pull from a registry on 127.0.0.1 over plain HTTP (scripts/podman.sh).
+    pullSecrets: {
+      privateImage: async () => {
+        const registry = await RegistryServer.start();
+        const image = await registry.push(TEST_IMAGES.busybox, 'contract/busybox:1');
+        const close = async () => {
+          await removePulledImage('podman', image);
+          await registry.stop();
+        };
+        return { image, username: registry.username, password: registry.password, close };
+      },
+    },
   },
 );

@@ -6,6 +6,7 @@ export { TestCertificates, type CertificateAuthority, type CertificatePair, type
 export { configureTestcontainers, LoopbackContainer, TESTKIT_LABEL } from './containers.js';
 export { localImage, type LocalImageOptions } from './local-images.js';
 export { HttpFileServer } from './http-file-server.js';
+export { RegistryServer, removePulledImage, type RegistryServerOptions } from './registry-server.js';
 export { PrometheusServer, type PrometheusSample, type PrometheusScrapeJob, type PrometheusServerOptions } from './prometheus-server.js';
 export {
   buildControlPlane,
