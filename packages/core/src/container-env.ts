@@ -1,6 +1,6 @@
 import type { Container, ContainerManifest, EnvVar } from './manifest.js';
 import { podNameOf } from './naming.js';
-import { envFromValues, objectKeyValue, type ObjectLookup } from './objects.js';
+import { envFromValues, objectKeyValue, serviceVariables, type ObjectLookup } from './objects.js';
 
 /** The pod's fields a container's env can read (v1 `env[].valueFrom.fieldRef.fieldPath`). */
 export const POD_FIELD_PATHS = [
@@ -94,8 +94,10 @@ export function expandVariables(input: string, lookup: (name: string) => string 
 
 /**
  * The container's env as the kubelet makes it (`makeEnvironmentVariables`): each variable in
- * order, a written value expanded against the variables before it, a `valueFrom` read from the
- * pod, the node or the resources; then `command` and `args` expanded against them all.
+ * order, a written value expanded against the variables before it (then the services'), a
+ * `valueFrom` read from the pod, the node or the resources; the services' variables (see
+ * `serviceVariables`) where the container sets none; then `command` and `args` expanded against
+ * them all.
  */
 export function resolveContainerEnv(manifest: ContainerManifest, container: Container, context: EnvContext): ResolvedEnv {
   const { objects } = context;
@@ -103,6 +105,9 @@ export function resolveContainerEnv(manifest: ContainerManifest, container: Cont
   // `envFrom` first, then `env`, whose variables win (the kubelet's order); a missing required object throws NotFound.
   const env: Record<string, string> =
     container.envFrom === undefined || objects === undefined ? {} : envFromValues(container.envFrom, namespace, objects);
+  // The services' variables: read by `$(VAR)` after the container's own, and given where it sets none.
+  const services = objects === undefined ? {} : serviceVariables(manifest, objects);
+  const known = (n: string): string | undefined => (Object.hasOwn(env, n) ? env[n] : Object.hasOwn(services, n) ? services[n] : undefined);
   for (const e of container.env) {
     const ref = e.valueFrom?.configMapKeyRef ?? e.valueFrom?.secretKeyRef;
     if (ref !== undefined) {
@@ -113,8 +118,9 @@ export function resolveContainerEnv(manifest: ContainerManifest, container: Cont
       if (value !== undefined) env[e.name] = value;
       continue;
     }
-    env[e.name] = e.valueFrom === undefined ? expandVariables(e.value, (n) => env[n]) : sourced(e, manifest, container, context);
+    env[e.name] = e.valueFrom === undefined ? expandVariables(e.value, known) : sourced(e, manifest, container, context);
   }
+  for (const [name, value] of Object.entries(services)) if (!Object.hasOwn(env, name)) env[name] = value;
   const lookup = (name: string): string | undefined => (Object.hasOwn(env, name) ? env[name] : undefined);
   return {
     env,
@@ -158,8 +164,9 @@ export function podFieldValue(path: string, manifest: ContainerManifest, context
     case 'status.podIP':
     case 'status.podIPs':
       return context.podIP ?? '';
+    case 'spec.serviceAccountName':
+      return manifest.serviceAccountName ?? '';
     default:
-      // spec.serviceAccountName: a standalone agent has no service accounts.
       return '';
   }
 }

@@ -1,7 +1,7 @@
 import { readsPodIP, type PodRuntimeFields } from './container-env.js';
 import type { Container, ContainerManifest, Volume } from './manifest.js';
 import { podUid } from './naming.js';
-import { NO_OBJECTS, readsObjects, volumeFilesOf, type ObjectLookup, type VolumeFile } from './objects.js';
+import { NO_OBJECTS, readsObjects, serviceVariables, volumeFilesOf, type ObjectLookup, type VolumeFile } from './objects.js';
 import type { PlanAction } from './plan-types.js';
 import { pullCredentialsFor } from './pull-credentials.js';
 import { buildContainerSpec, withPortNumber, type SpecContext } from './spec.js';
@@ -24,7 +24,8 @@ export function executionParts(
   const fileVolumes = manifest.volumes.filter((v) => v.files !== undefined && mounted.has(v.name));
   const lookup = objects ?? NO_OBJECTS;
   return {
-    ...(podIP || readsObjects(container)
+    // The services' variables come from the objects too (a source backed by an API server gives them).
+    ...(podIP || readsObjects(container) || Object.keys(serviceVariables(manifest, lookup)).length > 0
       ? { respec: (fields: PodRuntimeFields) => buildContainerSpec(manifest, container, { ...context, ...fields, objects: lookup }) }
       : {}),
     ...(podIP ? { readsPodIP: true } : {}),

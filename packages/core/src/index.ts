@@ -38,6 +38,7 @@ export {
   type VolumeFiles,
   type EmptyDir,
   type FileSource,
+  type ServiceAccountTokenFile,
   type ObjectFiles,
   type DownwardFile,
   type ObjectKeyRef,
@@ -53,14 +54,20 @@ export {
 export { parseResolvConf, podDns, type ResolverConfig } from './dns.js';
 // ConfigMaps and Secrets given beside pods, and what pods read of them
 export {
+  MASTER_SERVICE,
   NO_OBJECTS,
+  SERVICE_LINKS,
   objectKey,
   objectLookupOf,
   referencedObjects,
+  serviceAccountTokenName,
+  serviceEnvironmentRefs,
+  serviceVariables,
   volumeFilesOf,
   type ObjectKind,
   type ObjectLookup,
   type ObjectRef,
+  type ServiceAccountTokenRequest,
   type SourceObject,
   type VolumeFile,
 } from './objects.js';

@@ -219,11 +219,27 @@ export interface VolumeFiles {
   readonly defaultMode?: number;
 }
 
-/** One source of a volume of files: exactly one of a ConfigMap, a Secret, or the pod's fields. */
+/**
+ * One source of a volume of files: exactly one of a ConfigMap, a Secret, the pod's fields, or a
+ * token of its service account (which only a source backed by an API server can give).
+ */
 export interface FileSource {
   readonly configMap?: ObjectFiles;
   readonly secret?: ObjectFiles;
   readonly downwardAPI?: { readonly items: readonly DownwardFile[] };
+  readonly serviceAccountToken?: ServiceAccountTokenFile;
+}
+
+/**
+ * v1 `projected.sources[].serviceAccountToken`: a token of the pod's service account, bound to the
+ * pod, issued by the API server for `audience` (absent: the API server's own) and valid for
+ * `expirationSeconds`, written at `path`; the agent asks for a new one at 80 % of its life.
+ */
+export interface ServiceAccountTokenFile {
+  readonly audience?: string;
+  /** At least 600 (the API server's minimum); 3600 when not written. */
+  readonly expirationSeconds: number;
+  readonly path: string;
 }
 
 /** The keys of a ConfigMap or Secret as files: each key a file named after it, or only `items`, where they say. */

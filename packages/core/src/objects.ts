@@ -1,9 +1,23 @@
 import { KubeletError } from './errors.js';
 import type { Container, ContainerManifest, DownwardFile, EnvFromSource, ObjectKeyRef, Volume } from './manifest.js';
 import { formatLabelMap, podFieldValue, resourceFieldValue, type EnvContext } from './container-env.js';
+import { podNameOf } from './naming.js';
 
-/** The kinds of object a source may give beside its pods, as `podman kube play` reads them. */
-export type ObjectKind = 'ConfigMap' | 'Secret';
+/**
+ * The kinds of object a source may give beside its pods: ConfigMaps and Secrets, as `podman kube
+ * play` reads them; and two that only a source backed by an API server gives (see `ApiPodSource`
+ * in `@kubelet-ts/cluster`):
+ * - `ServiceAccountToken`: a token issued for one pod (named by `serviceAccountTokenName`), its
+ *   one key `token`;
+ * - `ServiceEnvironment`: the variables of services, as the kubelet makes them
+ *   (`envvars.FromServices`): `links` in a namespace, those of its services; `master` in
+ *   `default`, those of the API server, which every container gets.
+ */
+export type ObjectKind = 'ConfigMap' | 'Secret' | 'ServiceAccountToken' | 'ServiceEnvironment';
+
+/** The names of the `ServiceEnvironment` objects (see `ObjectKind`). */
+export const SERVICE_LINKS = 'links';
+export const MASTER_SERVICE = 'master';
 
 /**
  * A v1 ConfigMap or Secret a source gives beside its pods (a `kind: ConfigMap` document in the
@@ -50,11 +64,26 @@ export interface VolumeFile {
   readonly mode: number;
 }
 
-/** A ConfigMap or Secret by name. */
+/** An object by kind and name; a token with what its request asks. */
 export interface ObjectRef {
   readonly kind: ObjectKind;
   readonly namespace: string;
   readonly name: string;
+  /** For a `ServiceAccountToken`: what to ask the API server (its TokenRequest). */
+  readonly token?: ServiceAccountTokenRequest;
+}
+
+/** A token to ask for: the service account's, bound to the pod, for the audience, valid that long. */
+export interface ServiceAccountTokenRequest {
+  readonly serviceAccount: string;
+  readonly audience?: string;
+  readonly expirationSeconds: number;
+  readonly pod: { readonly name: string; readonly uid: string };
+}
+
+/** The name of a pod's token among its source's objects: one per pod, audience and lifetime. */
+export function serviceAccountTokenName(podUid: string, token: { readonly audience?: string; readonly expirationSeconds: number }): string {
+  return `${podUid}/${token.expirationSeconds}/${token.audience ?? ''}`;
 }
 
 /**
@@ -66,10 +95,26 @@ export function referencedObjects(manifest: ContainerManifest): ObjectRef[] {
   const namespace = manifest.namespace ?? 'default';
   const found = new Map<string, ObjectRef>();
   const add = (kind: ObjectKind, name: string) => found.set(objectKey(kind, namespace, name), { kind, namespace, name });
+  const uid = podUidOf(manifest);
   for (const volume of manifest.volumes)
     for (const source of volume.files?.sources ?? []) {
       if (source.configMap !== undefined) add('ConfigMap', source.configMap.name);
       if (source.secret !== undefined) add('Secret', source.secret.name);
+      const token = source.serviceAccountToken;
+      if (token !== undefined) {
+        const name = serviceAccountTokenName(uid, token);
+        found.set(objectKey('ServiceAccountToken', namespace, name), {
+          kind: 'ServiceAccountToken',
+          namespace,
+          name,
+          token: {
+            serviceAccount: manifest.serviceAccountName ?? 'default',
+            ...(token.audience === undefined ? {} : { audience: token.audience }),
+            expirationSeconds: token.expirationSeconds,
+            pod: { name: podNameOf(manifest.id, manifest.namespace), uid },
+          },
+        });
+      }
     }
   for (const name of manifest.imagePullSecrets ?? []) add('Secret', name);
   for (const container of [...(manifest.initContainers ?? []), ...manifest.containers]) {
@@ -85,6 +130,40 @@ export function referencedObjects(manifest: ContainerManifest): ObjectRef[] {
   return [...found.values()];
 }
 
+/**
+ * The services whose variables `manifest`'s containers get (see `ObjectKind`): the API server's
+ * always, those of its namespace unless `enableServiceLinks` is false. What a source backed by an
+ * API server gives beside its pods, with `referencedObjects`.
+ */
+export function serviceEnvironmentRefs(manifest: ContainerManifest): ObjectRef[] {
+  const master: ObjectRef = { kind: 'ServiceEnvironment', namespace: 'default', name: MASTER_SERVICE };
+  if (manifest.enableServiceLinks === false) return [master];
+  return [{ kind: 'ServiceEnvironment', namespace: manifest.namespace ?? 'default', name: SERVICE_LINKS }, master];
+}
+
+/**
+ * The service variables a container of `manifest` gets, from its source's `ServiceEnvironment`
+ * objects (none from a source that gives none): its namespace's services unless
+ * `enableServiceLinks` is false, the API server's over them (the kubelet's `getServiceEnvVarMap`).
+ */
+export function serviceVariables(manifest: ContainerManifest, objects: ObjectLookup): Record<string, string> {
+  const env: Record<string, string> = {};
+  const sets =
+    manifest.enableServiceLinks === false
+      ? [objects.get('ServiceEnvironment', 'default', MASTER_SERVICE)]
+      : [
+          objects.get('ServiceEnvironment', manifest.namespace ?? 'default', SERVICE_LINKS),
+          objects.get('ServiceEnvironment', 'default', MASTER_SERVICE),
+        ];
+  for (const set of sets) for (const [name, value] of Object.entries(set?.data ?? {})) env[name] = TEXT.decode(value);
+  return env;
+}
+
+/** The pod's uid as its source gave it (an API pod's `metadata.uid`), else its id: what its tokens are bound to. */
+function podUidOf(manifest: ContainerManifest): string {
+  return manifest.uuid ?? manifest.id;
+}
+
 /** Whether the container reads a ConfigMap or Secret into its variables. */
 export function readsObjects(container: Container): boolean {
   return (
@@ -93,9 +172,9 @@ export function readsObjects(container: Container): boolean {
   );
 }
 
-/** Whether the volume holds a Secret's keys (its files default to 0400 and it is never shown). */
+/** Whether the volume holds a Secret's keys or a token (a Secret's files default to 0400; neither is ever shown). */
 export function holdsSecret(volume: Volume): boolean {
-  return volume.files?.sources.some((s) => s.secret !== undefined) === true;
+  return volume.files?.sources.some((s) => s.secret !== undefined || s.serviceAccountToken !== undefined) === true;
 }
 
 const TEXT = new TextDecoder();
@@ -151,6 +230,18 @@ export function volumeFilesOf(manifest: ContainerManifest, volume: Volume, objec
         const data = ENCODE.encode(downwardValue(manifest, item, context));
         files.set(item.path, { path: item.path, data, mode: item.mode ?? spec.defaultMode ?? 0o644 });
       }
+      continue;
+    }
+    if (source.serviceAccountToken !== undefined) {
+      const token = source.serviceAccountToken;
+      const object = objects.get('ServiceAccountToken', namespace, serviceAccountTokenName(podUidOf(manifest), token));
+      const data = object?.data['token'];
+      if (data === undefined)
+        throw new KubeletError(
+          'NotFound',
+          `volume "${volume.name}": no token of service account "${manifest.serviceAccountName ?? 'default'}" has been issued for the pod yet (audience ${JSON.stringify(token.audience ?? '')}); its source asks the API server for one`,
+        );
+      files.set(token.path, { path: token.path, data, mode: spec.defaultMode ?? 0o644 });
       continue;
     }
     const [kind, ref] = source.configMap !== undefined ? (['ConfigMap', source.configMap] as const) : (['Secret', source.secret!] as const);

@@ -1,11 +1,24 @@
 import { describeValue } from './field-checks.js';
 import { ENV_RESOURCES } from './container-env.js';
-import type { DownwardFile, EmptyDir, EnvFromSource, FileSource, ObjectFiles, ObjectKeyRef, Volume, VolumeFiles } from './manifest.js';
+import type {
+  DownwardFile,
+  EmptyDir,
+  EnvFromSource,
+  FileSource,
+  ObjectFiles,
+  ObjectKeyRef,
+  ServiceAccountTokenFile,
+  Volume,
+  VolumeFiles,
+} from './manifest.js';
 import { SecurityChecks } from './validate-security.js';
 
 const FILES_FIELDS = new Set(['sources', 'defaultMode']);
 const EMPTY_DIR_FIELDS = new Set(['medium', 'sizeLimit', 'mode']);
-const SOURCE_FIELDS = new Set(['configMap', 'secret', 'downwardAPI']);
+const SOURCE_FIELDS = new Set(['configMap', 'secret', 'downwardAPI', 'serviceAccountToken']);
+const TOKEN_FIELDS = new Set(['audience', 'expirationSeconds', 'path']);
+/** A token's lifetime: the API server's bounds (`ValidateProjectedVolumeSource`), and its default. */
+const TOKEN_SECONDS = { min: 600, max: 2 ** 32, default: 3600 } as const;
 const OBJECT_FILES_FIELDS = new Set(['name', 'items', 'optional']);
 const ITEM_FIELDS = new Set(['key', 'path', 'mode']);
 const DOWNWARD_FIELDS = new Set(['items']);
@@ -37,9 +50,14 @@ export class ObjectRefChecks extends SecurityChecks {
       const s = this.record(raw, here, SOURCE_FIELDS);
       if (s === undefined) return;
       const given = [...SOURCE_FIELDS].filter((k) => s[k] != null);
-      if (given.length !== 1) return void this.fail(here, 'must have exactly one of configMap, secret, downwardAPI');
+      if (given.length !== 1) return void this.fail(here, 'must have exactly one of configMap, secret, downwardAPI, serviceAccountToken');
       const kind = given[0] as keyof FileSource;
-      const source = kind === 'downwardAPI' ? this.downward(s[kind], `${here}.${kind}`) : this.objectFiles(s[kind], `${here}.${kind}`);
+      const source =
+        kind === 'downwardAPI'
+          ? this.downward(s[kind], `${here}.${kind}`)
+          : kind === 'serviceAccountToken'
+            ? this.tokenFile(s[kind], `${here}.${kind}`)
+            : this.objectFiles(s[kind], `${here}.${kind}`);
       if (source === undefined) return;
       for (const [file, at] of filePaths(source, `${here}.${kind}`)) {
         // Within one source a path is one file; across sources, the later one wins (as the kubelet projects them).
@@ -51,6 +69,25 @@ export class ObjectRefChecks extends SecurityChecks {
     });
     if (this.errors.length > before) return undefined;
     return { sources, ...(defaultMode === undefined ? {} : { defaultMode }) };
+  }
+
+  /** A service-account token as a file: only from a source that asks an API server for one. */
+  private tokenFile(input: unknown, path: string): ServiceAccountTokenFile | undefined {
+    if (this.checks.serviceAccountTokens !== true)
+      return this.fail(
+        path,
+        'not supported: a service-account token is issued by an API server, which this source has not; give the pod what it needs as a Secret beside it (a secret volume)',
+      );
+    const t = this.record(input, path, TOKEN_FIELDS);
+    if (t === undefined) return undefined;
+    const audience = t['audience'] == null || t['audience'] === '' ? undefined : this.string(t['audience'], `${path}.audience`, true);
+    const seconds =
+      t['expirationSeconds'] == null
+        ? TOKEN_SECONDS.default
+        : this.integer(t['expirationSeconds'], `${path}.expirationSeconds`, TOKEN_SECONDS.min, TOKEN_SECONDS.max);
+    const file = this.filePath(t['path'], `${path}.path`);
+    if (seconds === undefined || file === undefined) return undefined;
+    return { ...(audience === undefined ? {} : { audience }), expirationSeconds: seconds, path: file };
   }
 
   private objectFiles(input: unknown, path: string): ObjectFiles | undefined {
@@ -230,6 +267,10 @@ export class ObjectRefChecks extends SecurityChecks {
 }
 
 /** The file paths a source names where it says them (items); a whole object's keys are known only when it is read. */
-function filePaths(source: ObjectFiles | { items: readonly DownwardFile[] }, path: string): Array<[string, string]> {
+function filePaths(
+  source: ObjectFiles | { items: readonly DownwardFile[] } | ServiceAccountTokenFile,
+  path: string,
+): Array<[string, string]> {
+  if ('expirationSeconds' in source) return [[source.path, `${path}.path`]];
   return (source.items ?? []).map((item, i) => [item.path, `${path}.items[${i}].path`]);
 }

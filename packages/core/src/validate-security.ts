@@ -20,6 +20,11 @@ export interface ContainerCheckOptions {
    * as a source of cluster pods wants. Default false: a standalone source refuses it by field.
    */
   readonly placementAtAdmission?: boolean;
+  /**
+   * The pod's source asks an API server for its tokens, so a `serviceAccountToken` projection is
+   * read. Default false: refused by field, as nothing could issue the token.
+   */
+  readonly serviceAccountTokens?: boolean;
 }
 
 /** The host namespaces a pod joins, which its sysctls must not reach into. */

@@ -34,6 +34,8 @@ export interface ValidateOptions extends HostAccess {
   readonly defaultId?: string | undefined;
   /** A pod's placement is matched at the agent's admission, not here (see `ContainerCheckOptions.placementAtAdmission`). */
   readonly placementAtAdmission?: boolean | undefined;
+  /** Its source asks an API server for service-account tokens (see `ContainerCheckOptions.serviceAccountTokens`). */
+  readonly serviceAccountTokens?: boolean | undefined;
 }
 
 /** An RFC 3339 time, as the API server writes one (`2026-12-06T10:00:00Z`, fractions and offsets allowed). */
@@ -43,6 +45,8 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 export const MAX_CONTAINERS = 250;
 
 const MANIFEST_FIELDS = new Set([
+  'serviceAccountName',
+  'enableServiceLinks',
   'version',
   'id',
   'uuid',
@@ -97,7 +101,11 @@ const UUID = /^[A-Za-z0-9][-A-Za-z0-9_.:]{0,252}$/;
  */
 export function validateManifest(input: unknown, options: ValidateOptions = {}): ValidationResult {
   const access = hostAccessOf(options);
-  const v = new Walker(options.writtenAs, options.placementAtAdmission === true ? { ...access, placementAtAdmission: true } : access);
+  const v = new Walker(options.writtenAs, {
+    ...access,
+    ...(options.placementAtAdmission === true ? { placementAtAdmission: true } : {}),
+    ...(options.serviceAccountTokens === true ? { serviceAccountTokens: true } : {}),
+  });
   const manifest = v.manifest(input, options.defaultId);
   if (v.errors.length > 0 || manifest === undefined) {
     const written = isRecord(input) && typeof input['id'] === 'string' && input['id'] !== '' ? input['id'] : undefined;
@@ -152,6 +160,11 @@ class Walker extends DnsChecks {
     const hostNamespaces = this.hostNamespaces(m, sharePid === true);
     const volumes = this.volumes(m['volumes']);
     const declared = new Set(volumes.map((vol) => vol.name));
+    const serviceAccountName =
+      m['serviceAccountName'] == null || m['serviceAccountName'] === ''
+        ? undefined
+        : this.manifestId(m['serviceAccountName'], 'serviceAccountName', true);
+    const serviceLinks = m['enableServiceLinks'] == null ? undefined : this.flag(m['enableServiceLinks'], 'enableServiceLinks');
 
     const containers: Container[] = [];
     const initContainers: Container[] = [];
@@ -232,6 +245,8 @@ class Walker extends DnsChecks {
       ...placement,
       ...hostNamespaces,
       volumes,
+      ...(serviceAccountName === undefined ? {} : { serviceAccountName }),
+      ...(serviceLinks === false ? { enableServiceLinks: false } : {}),
       ...(initContainers.length === 0 ? {} : { initContainers }),
       containers,
       ...(restartPolicy === undefined ? {} : { restartPolicy }),

@@ -12,7 +12,11 @@ export class V1VolumeDecoder {
   readonly writtenAt = new Map<string, string>();
   readonly renamed: Array<readonly [string, string]> = [];
 
-  constructor(private readonly writtenAs: WrittenAs | undefined) {}
+  constructor(
+    private readonly writtenAs: WrittenAs | undefined,
+    /** The source asks an API server for tokens: a `serviceAccountToken` projection is read, not refused. */
+    private readonly tokens = false,
+  ) {}
 
   protected fail(path: string, message: string): undefined {
     this.errors.push({ path, message });
@@ -114,7 +118,7 @@ export class V1VolumeDecoder {
   /**
    * A `configMap`, `secret`, `downwardAPI` or `projected` volume as the projection it is (`files`):
    * one source, or the projected ones in order. A service account token needs an API server to
-   * sign it, and is refused saying so.
+   * sign it: refused saying so, unless the source asks one (`tokens`).
    */
   protected volumeFiles(input: Record<string, unknown>, path: string): unknown {
     const kind = FILE_VOLUMES.find((k) => input[k] != null);
@@ -129,7 +133,9 @@ export class V1VolumeDecoder {
     if (kind === 'projected') {
       this.known(v, at, ['sources', 'defaultMode']);
       const given = this.each(v['sources'], `${at}.sources`, (s, here) => {
-        const issued = ['serviceAccountToken', 'clusterTrustBundle', 'podCertificate'].filter((key) => s[key] != null);
+        const issued = [...(this.tokens ? [] : ['serviceAccountToken']), 'clusterTrustBundle', 'podCertificate'].filter(
+          (key) => s[key] != null,
+        );
         for (const key of issued) this.fail(`${here}.${key}`, `not supported: ${NO_API_SERVER}`);
         this.known(s, here, ['configMap', 'secret', 'downwardAPI', 'serviceAccountToken', 'clusterTrustBundle', 'podCertificate']);
         // Refused once, by its own field: left out rather than refused again as a source without one.
@@ -140,6 +146,7 @@ export class V1VolumeDecoder {
           configMap: withItems(s['configMap'], 'configMap'),
           secret: withItems(s['secret'], 'secret'),
           downwardAPI: this.downwardFiles(s['downwardAPI'], `${here}.downwardAPI`),
+          serviceAccountToken: s['serviceAccountToken'] ?? undefined,
         });
       });
       sources = Array.isArray(given) ? given.filter((s) => s !== null) : given;

@@ -31,8 +31,8 @@ const PROBES = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
  * what would change what runs and is not supported is refused here by its v1 path. Values are
  * passed on as written, for `validateManifest` to check as it checks every manifest.
  */
-export function decodeV1Pod(input: Record<string, unknown>, writtenAs?: WrittenAs): DecodedV1Pod {
-  const d = new V1PodDecoder(writtenAs);
+export function decodeV1Pod(input: Record<string, unknown>, writtenAs?: WrittenAs, tokens = false): DecodedV1Pod {
+  const d = new V1PodDecoder(writtenAs, tokens);
   return { manifest: d.pod(input), errors: d.errors, writtenAt: d.writtenAt, renamed: d.renamed };
 }
 
@@ -88,6 +88,9 @@ class V1PodDecoder extends V1VolumeDecoder {
       hostIPC: s['hostIPC'],
       nodeSelector: s['nodeSelector'],
       nodeAffinity: this.nodeAffinity(s['affinity']),
+      // (`serviceAccount`, the deprecated spelling, is ignored: the API server copies it here, and the kubelet reads only this one.)
+      serviceAccountName: s['serviceAccountName'],
+      enableServiceLinks: s['enableServiceLinks'],
       volumes: Array.isArray(volumes) ? volumes.map((v, i) => this.volume(v, `spec.volumes[${i}]`)) : volumes,
       initContainers,
       containers,

@@ -28,10 +28,9 @@ export const IGNORED_V1_FIELDS = {
     'tolerations',
     'nodeName',
     'topologySpreadConstraints',
-    'serviceAccountName',
     'serviceAccount',
+    // The API server's ServiceAccount admission acts on it (it adds the token's volume); the kubelet never reads it.
     'automountServiceAccountToken',
-    'enableServiceLinks',
     'readinessGates',
     'overhead',
     // Gates hold a pod back from the scheduler; a pod given to its node is past it (the kubelet never reads them).
@@ -66,6 +65,8 @@ export const MAPPED_V1_FIELDS = {
     'hostIPC',
     'nodeSelector',
     'affinity',
+    'serviceAccountName',
+    'enableServiceLinks',
   ],
   container: [
     'name',

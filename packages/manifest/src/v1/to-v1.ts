@@ -89,6 +89,8 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
       ...(manifest.nodeAffinity === undefined
         ? {}
         : { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: plain(manifest.nodeAffinity) } } }),
+      ...(manifest.serviceAccountName === undefined ? {} : { serviceAccountName: manifest.serviceAccountName }),
+      ...(manifest.enableServiceLinks === false ? { enableServiceLinks: false } : {}),
       ...(manifest.restartPolicy === undefined ? {} : { restartPolicy: manifest.restartPolicy }),
       ...(manifest.terminationGracePeriodSeconds === undefined
         ? {}
@@ -187,7 +189,8 @@ function filesVolume(files: VolumeFiles): Omit<V1Volume, 'name'> {
   const mode = files.defaultMode === undefined ? {} : { defaultMode: files.defaultMode };
   const sources = files.sources.map((s) => plain(downwardDivisors(s)) as Record<string, Record<string, unknown>>);
   const [only] = files.sources;
-  if (files.sources.length !== 1 || only === undefined) return { projected: { sources, ...mode } };
+  if (files.sources.length !== 1 || only === undefined || only.serviceAccountToken !== undefined)
+    return { projected: { sources, ...mode } };
   if (only.configMap !== undefined) return { configMap: { ...sources[0]?.['configMap'], ...mode } };
   if (only.secret !== undefined) {
     const { name, ...rest } = only.secret;

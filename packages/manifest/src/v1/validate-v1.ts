@@ -60,7 +60,7 @@ export function validateV1Pod(input: unknown, options: Omit<ValidateOptions, 'de
       ],
     };
   }
-  const decoded = decodeV1Pod(input, options.writtenAs);
+  const decoded = decodeV1Pod(input, options.writtenAs, options.serviceAccountTokens === true);
   const result = validateManifest(decoded.manifest, options);
   if (result.ok && decoded.errors.length === 0) {
     fromV1Pod.add(result.manifest);
