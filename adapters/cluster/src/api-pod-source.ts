@@ -1,6 +1,7 @@
 import {
   hostAccessOf,
   referencedObjects,
+  serviceEnvironmentRefs,
   type ContainerManifest,
   type FieldError,
   type HostAccess,
@@ -13,6 +14,7 @@ import { type KubeConfig, Watch } from '@kubernetes/client-node';
 import { Retry } from './api-errors.js';
 import { ApiObjects } from './api-objects.js';
 import { getJson } from './api-json.js';
+import type { PodApiServer } from './service-variables.js';
 
 /** The annotation of a mirror pod (a static pod's copy in the API): never run, it is the node's own record. */
 export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
@@ -48,6 +50,8 @@ export interface ApiPodSourceOptions extends HostAccess {
   readonly unrunnable?: (pod: UnrunnablePod) => void;
   /** Told when the mirror pods of this node in the API changed (see `mirrors`). */
   readonly mirrorsChanged?: () => void;
+  /** Where the pods reach the API server (their `KUBERNETES_SERVICE_HOST`/`_PORT`); absent: the `kubernetes` Service's ClusterIP. */
+  readonly podApiServer?: PodApiServer;
 }
 
 /**
@@ -76,7 +80,12 @@ export class ApiPodSource implements ManifestSource {
   private readonly objects: ApiObjects;
 
   constructor(private readonly options: ApiPodSourceOptions) {
-    this.objects = new ApiObjects({ kubeConfig: options.kubeConfig, logger: options.logger, changed: () => this.schedule() });
+    this.objects = new ApiObjects({
+      kubeConfig: options.kubeConfig,
+      logger: options.logger,
+      changed: () => this.schedule(),
+      ...(options.podApiServer === undefined ? {} : { podApiServer: options.podApiServer }),
+    });
   }
 
   /** Whether the agent runs `podId` for the API (its last delivery held it). */
@@ -188,7 +197,7 @@ export class ApiPodSource implements ManifestSource {
       const version = pod.metadata.resourceVersion ?? '';
       let known = this.read.get(uid);
       if (known === undefined || known.version !== version) {
-        const result = validateV1Pod(pod, { ...hostAccessOf(this.options), placementAtAdmission: true });
+        const result = validateV1Pod(pod, { ...hostAccessOf(this.options), placementAtAdmission: true, serviceAccountTokens: true });
         known = { version, manifest: result.ok ? result.manifest : undefined };
         this.read.set(uid, known);
         if (!result.ok) {
@@ -202,10 +211,13 @@ export class ApiPodSource implements ManifestSource {
       if (known.manifest !== undefined) manifests.push(known.manifest);
     }
     for (const uid of [...this.read.keys()]) if (!seen.has(uid)) this.read.delete(uid);
+    // What the pods read of the API's objects (their ConfigMaps, Secrets, tokens and service
+    // variables): fetched for them, delivered with them (a change or a first read delivers again).
+    // Nothing is delivered before the first read: a container made before it would miss the
+    // service variables it is made with.
+    this.objects.use(manifests.flatMap((m) => [...referencedObjects(m), ...serviceEnvironmentRefs(m)]));
+    if (!this.objects.read() && manifests.length > 0) return;
     this.delivered = new Set(manifests.map((m) => m.id));
-    // What the pods read of the API's objects: fetched for them, delivered with them (a change
-    // or a first read delivers again).
-    this.objects.use(manifests.flatMap((m) => referencedObjects(m)));
     this.sink?.update(manifests, this.objects.current());
     const mirrors = this.mirrors()
       .map((m) => `${m.metadata.uid}:${m.metadata.annotations?.[MIRROR_ANNOTATION]}`)

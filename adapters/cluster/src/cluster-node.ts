@@ -8,6 +8,7 @@ import { NodeRegistration } from './node-registration.js';
 import type { NodeSpecFacts } from './node-object.js';
 import { MirrorPods, type StaticPods } from './mirror-pods.js';
 import { PodStatusWriter, type StatusSource } from './pod-status-writer.js';
+import type { PodApiServer } from './service-variables.js';
 
 /**
  * The version the agent reports as `nodeInfo.kubeletVersion`: the Kubernetes release whose node
@@ -39,6 +40,12 @@ export interface ClusterNodeOptions extends HostAccess {
   readonly nodeLeaseDurationSeconds?: number;
   /** `status.declaredFeatures` (see `NodeSpecFacts.declaredFeatures`). */
   readonly declaredFeatures?: readonly string[];
+  /**
+   * `--pod-api-server`: where the pods reach the API server. Absent: the kubeconfig's server,
+   * unless it is loopback (which a pod on a bridge cannot dial); then the `kubernetes` Service's
+   * ClusterIP, as the kubelet gives it, said once at start.
+   */
+  readonly podApiServer?: PodApiServer;
 }
 
 /** What the node needs of the agent: its health, and its pods' statuses and events (see `StatusSource`). */
@@ -80,8 +87,10 @@ export class ClusterNode {
     this.kubeConfig.loadFromFile(options.kubeconfigPath);
     this.core = this.kubeConfig.makeApiClient(CoreV1Api);
     this.coordination = this.kubeConfig.makeApiClient(CoordinationV1Api);
+    const podApiServer = options.podApiServer ?? reachableServer(this.kubeConfig, options.logger);
     this.source = new ApiPodSource({
       ...options,
+      ...(podApiServer === undefined ? {} : { podApiServer }),
       kubeConfig: this.kubeConfig,
       nodeName: options.nodeName,
       logger: options.logger,
@@ -192,4 +201,23 @@ export class ClusterNode {
     await this.writer?.close();
     await this.source.close();
   }
+}
+
+/**
+ * The kubeconfig's server as the pods' way to the API server, unless it is loopback (a pod in a
+ * network namespace of its own would dial itself): then none, said once.
+ */
+function reachableServer(kubeConfig: KubeConfig, logger: Logger): PodApiServer | undefined {
+  const server = kubeConfig.getCurrentCluster()?.server;
+  if (server === undefined) return undefined;
+  const url = new URL(server);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost' || host === '::1' || host.startsWith('127.')) {
+    logger.warn(
+      { server },
+      `the kubeconfig's server ${server} is loopback, which pods cannot reach: they get the kubernetes Service's ClusterIP in KUBERNETES_SERVICE_HOST, which only a service proxy serves; give --pod-api-server host:port to say where they reach the API server`,
+    );
+    return undefined;
+  }
+  return { host, port: Number(url.port === '' ? 443 : url.port) };
 }

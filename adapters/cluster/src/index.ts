@@ -24,4 +24,19 @@ export {
   type ServingNames,
 } from './serving-certificate.js';
 export { ClientCertificate, type ClientCertificateOptions } from './client-certificate.js';
-export { ApiObjects, OBJECT_REFRESH_MS, type ApiObjectsOptions } from './api-objects.js';
+export {
+  ApiObjects,
+  OBJECT_REFRESH_MS,
+  TOKEN_MAX_AGE_MS,
+  tokenRefreshDue,
+  type ApiObjectsOptions,
+  type IssuedToken,
+} from './api-objects.js';
+export {
+  linkVariables,
+  masterVariables,
+  MASTER_SERVICE_NAME,
+  serviceVariablesOf,
+  type ApiService,
+  type PodApiServer,
+} from './service-variables.js';

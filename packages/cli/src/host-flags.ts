@@ -143,3 +143,12 @@ export function taintsFlag(value: string, previous: readonly TaintFlag[] | undef
   }
   return taints;
 }
+
+/** `--pod-api-server`: `host:port` (an IPv6 address in brackets), the port 1–65535. */
+export function hostPortFlag(value: string): { host: string; port: number } {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):(\d{1,5})$/.exec(value);
+  const port = match === null ? Number.NaN : Number(match[2]);
+  if (match === null || !(port >= 1 && port <= 65_535))
+    throw new InvalidArgumentError(`${JSON.stringify(value)}: must be host:port (an IPv6 address as [addr]:port), the port 1-65535`);
+  return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
+}

@@ -12,6 +12,7 @@ import {
   resolvConfOption,
   seccompProfileRootOption,
   taintsFlag,
+  hostPortFlag,
   type Reserved,
   type TaintFlag,
 } from './host-flags.js';
@@ -34,6 +35,8 @@ export interface CliOptions extends LegacyFlags {
   readonly nodeStatusReportFrequency: number;
   /** `--register-with-taints`. */
   readonly registerWithTaints?: readonly TaintFlag[];
+  /** `--pod-api-server`: where the pods reach the API server (`KUBERNETES_SERVICE_HOST`/`_PORT`). */
+  readonly podApiServer?: { readonly host: string; readonly port: number };
   /** `--cert-dir`: where the serving certificate is made (default `<root-dir>/pki`). */
   readonly certDir: string;
   /** `--bootstrap-kubeconfig`: without a usable `--kubeconfig`, a client certificate is asked for with these credentials. */
@@ -293,6 +296,17 @@ export function buildProgram(): Command {
       new Option('--register-with-taints <key=value:Effect,...>', 'with --kubeconfig: the taints the Node is registered with').argParser(
         taintsFlag,
       ),
+    )
+    .addOption(
+      new Option(
+        '--pod-api-server <host:port>',
+        "with --kubeconfig: where the pods reach the API server, given to every container as KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (an address this machine's pods can dial, in the API server's certificate)",
+      )
+        .default(
+          undefined,
+          "the kubeconfig's server, unless it is loopback; then the kubernetes Service's ClusterIP, as the kubelet gives it",
+        )
+        .argParser(hostPortFlag),
     )
     .addOption(
       new Option(

@@ -170,6 +170,7 @@ async function clusterNode(
     ...(options.registerWithTaints === undefined ? {} : { taints: options.registerWithTaints }),
     nodeLeaseDurationSeconds: options.nodeLeaseDurationSeconds,
     declaredFeatures: declaredFeatures(options),
+    ...(options.podApiServer === undefined ? {} : { podApiServer: options.podApiServer }),
     logger,
   });
 }

@@ -52,6 +52,15 @@ describe('--kubeconfig and the node flags (issue 43)', () => {
     expect(() => parse(['--register-with-taints', 'Bad Key:NoSchedule'])).toThrow(/must be a label key/);
   });
 
+  it('reads --pod-api-server as host:port (IPv6 in brackets), and refuses one without a port or out of range', () => {
+    expect(parse(['--pod-api-server', '192.0.2.2:6443']).podApiServer).toEqual({ host: '192.0.2.2', port: 6443 });
+    expect(parse(['--pod-api-server', 'api.example:443']).podApiServer).toEqual({ host: 'api.example', port: 443 });
+    expect(parse(['--pod-api-server', '[fd00::2]:6443']).podApiServer).toEqual({ host: 'fd00::2', port: 6443 });
+    expect(parse([]).podApiServer).toBeUndefined();
+    expect(() => parse(['--pod-api-server', '192.0.2.2'])).toThrow(/must be host:port/);
+    expect(() => parse(['--pod-api-server', '192.0.2.2:70000'])).toThrow(/the port 1-65535/);
+  });
+
   it('has the kubelet’s defaults: a 40 s lease, status every 10 s, reported at least every 5 min', () => {
     expect(parse([])).toMatchObject({
       nodeLeaseDurationSeconds: 40,
