@@ -95,6 +95,7 @@ EOF
       "type": "bridge",
       "bridge": "$CRI_BRIDGE",
       "isGateway": true,
+      "isDefaultGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
       "ipam": { "type": "host-local", "dataDir": "$CRI_DIR/cni-ipam", "ranges": [[{ "subnet": "$CRI_SUBNET" }]] }

@@ -22,16 +22,34 @@ export function configureTestcontainers(): void {
  * every address of the host, and has no option for it), labelled as the testkit's module `module`.
  */
 export class LoopbackContainer extends GenericContainer {
+  private readonly alsoOn: string[] = [];
+
   constructor(image: string, module: string) {
     configureTestcontainers();
     super(image);
     this.withLabels({ [TESTKIT_LABEL]: module });
   }
 
+  /**
+   * Publishes each port on `address` too, at the same host port (so each must be given one:
+   * `withExposedPorts({ container, host })`): for what must be reached from elsewhere than this
+   * host's loopback, such as pods in network namespaces of their own.
+   */
+  withPortsAlsoOn(address: string): this {
+    this.alsoOn.push(address);
+    return this;
+  }
+
   override async start(): Promise<StartedTestContainer> {
     await assertEngine();
     const bindings = this.hostConfig.PortBindings as Record<string, Array<{ HostIp?: string; HostPort?: string }>> | undefined;
-    for (const list of Object.values(bindings ?? {})) for (const binding of list) binding.HostIp = '127.0.0.1';
+    for (const [port, list] of Object.entries(bindings ?? {})) {
+      for (const binding of list) binding.HostIp = '127.0.0.1';
+      const fixed = list.filter((b) => b.HostPort !== undefined && b.HostPort !== '' && b.HostPort !== '0');
+      if (this.alsoOn.length > 0 && fixed.length !== list.length)
+        throw new Error(`port ${port} is published on ${this.alsoOn.join(', ')} too, so it needs a host port of its own`);
+      list.push(...this.alsoOn.flatMap((HostIp) => fixed.map((b) => ({ HostIp, HostPort: b.HostPort! }))));
+    }
     return super.start();
   }
 }

@@ -12,6 +12,7 @@ import { configureTestcontainers, containerLogs, LoopbackContainer, removeContai
 import { localImage } from './local-images.js';
 import { type AdminApi, type AdminCredentials, adminRequest, applyObject } from './admin-api.js';
 import { type MetricsServerOptions, type StartedMetricsServer, startMetricsServer } from './metrics-server.js';
+import { freePort } from './etcd-server.js';
 
 const run = promisify(execFile);
 
@@ -39,12 +40,20 @@ export interface ControlPlaneOptions {
   readonly schedulerFlags?: readonly string[];
   /** Further names (`DNS:…`, `IP:…`) in the API server's serving certificate. */
   readonly apiServerSans?: readonly string[];
+  /**
+   * An address of this machine where the API server is published too (at the same port, and named
+   * in its certificate), for what cannot reach this host's loopback: the pods of a node, which
+   * call the API server with their service-account tokens. See `StartedControlPlane.podReachable`.
+   */
+  readonly apiServerAlsoOn?: string;
 }
 
 /** A started control plane: what a client needs to reach it, and `stop()`. */
 export interface StartedControlPlane {
   /** The API server's URL, `https://127.0.0.1:PORT`. */
   readonly server: string;
+  /** With `apiServerAlsoOn`: the API server there (a node's `--pod-api-server`). */
+  readonly podReachable?: { readonly host: string; readonly port: number };
   /** The admin's kubeconfig (`system:masters`), as YAML text with the certificates embedded. */
   readonly kubeconfig: string;
   /** The same kubeconfig written to a file, for `kubectl --kubeconfig` and `KUBECONFIG`. */
@@ -132,7 +141,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   // removed by testcontainers, and its last words are the error's substance.
   const printed = new Map<ControlPlaneComponent, string[]>();
   try {
-    const pki = await controlPlaneCertificates(dir, options.apiServerSans ?? []);
+    const alsoOn = options.apiServerAlsoOn;
+    const pki = await controlPlaneCertificates(dir, [...(options.apiServerSans ?? []), ...(alsoOn === undefined ? [] : [`IP:${alsoOn}`])]);
+    const apiServerPort = alsoOn === undefined ? undefined : await freePort();
     configureTestcontainers();
     network = await new Network().start();
     const component = (name: ControlPlaneComponent) =>
@@ -169,8 +180,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       .start();
     containers.push(etcd);
 
-    const apiserver = await component('kube-apiserver')
-      .withExposedPorts(6443)
+    const exposed = component('kube-apiserver');
+    if (apiServerPort !== undefined && alsoOn !== undefined)
+      exposed.withExposedPorts({ container: 6443, host: apiServerPort }).withPortsAlsoOn(alsoOn);
+    else exposed.withExposedPorts(6443);
+    const apiserver = await exposed
       .withCommand([
         `${BIN}/kube-apiserver`,
         '--etcd-servers=http://etcd:2379',
@@ -266,6 +280,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     const started = network!;
     return {
       server,
+      ...(alsoOn === undefined ? {} : { podReachable: { host: alsoOn, port: apiserver.getMappedPort(6443) } }),
       kubeconfig,
       kubeconfigPath,
       ca: pki.ca,
