@@ -11,7 +11,8 @@ type CreateAction = Extract<PlanAction, { type: 'create' }>;
 /**
  * What a create step leaves to its execution: the spec again with the sandbox's IP (when `context`
  * has none yet and the container reads it) and its source's objects, the files of the volumes of
- * files it mounts, and its postStart hook. Nothing for a container that needs none of them.
+ * files it mounts, its pod's pull credentials for its image, and its postStart hook. Nothing for a
+ * container that needs none of them.
  */
 export function executionParts(
   manifest: ContainerManifest,
