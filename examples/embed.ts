@@ -1,12 +1,36 @@
 /**
  * Embedding kubelet-ts: an agent built from the packages, fed by a source of our own.
  *
- * Build with `npm run build` (or `tsc -b`), then run `node examples/dist/embed.js`.
+ * Build with `npm run build` (or `tsc -b`), then run `node examples/dist/embed.js`. It imports
+ * core, the runner and the in-memory runtime, and nothing else: installed from their packed
+ * tarballs into an empty project, it runs as it is (integration-tests/test/embed-example.test.ts).
  */
-import { KubeletError, identityOf, validateManifest, type ContainerManifest, type ManifestSource, type SourceSink } from '@kubelet-ts/core';
+import {
+  KubeletError,
+  identityOf,
+  validateManifest,
+  type ContainerManifest,
+  type Logger,
+  type ManifestSource,
+  type SourceSink,
+} from '@kubelet-ts/core';
 import { createKubelet } from '@kubelet-ts/runner';
-import { pino } from 'pino';
 import { MemoryRuntime } from '@kubelet-ts/runtime-memory';
+
+/**
+ * Warnings and errors as JSON lines on stdout. The agent takes any logger of this shape (pino's
+ * is one); it brings none of its own, so an embedder keeps the one it has.
+ */
+function jsonLogger(bindings: Record<string, unknown> = {}): Logger {
+  const line = (level: string) => (fields: object, msg: string) => console.log(JSON.stringify({ level, ...bindings, ...fields, msg }));
+  return {
+    debug: () => {},
+    info: () => {},
+    warn: line('warn'),
+    error: line('error'),
+    child: (more) => jsonLogger({ ...bindings, ...more }),
+  };
+}
 
 /**
  * A source that turns an in-process job list into manifests, the way a CI system or a scheduler
@@ -52,7 +76,7 @@ class JobListSource implements ManifestSource {
 
 const runtime = new MemoryRuntime();
 const jobs = new JobListSource();
-const kubelet = createKubelet({ runtime, sources: [jobs], hostname: 'embedded', logger: pino({ level: 'warn' }) });
+const kubelet = createKubelet({ runtime, sources: [jobs], hostname: 'embedded', logger: jsonLogger() });
 
 await kubelet.start();
 jobs.set('nightly-report', 'busybox:1.36');

@@ -10,6 +10,7 @@ import { wire } from './wiring.js';
 import { sourceCheckpoints, sourceIdentities } from './checkpoints.js';
 import { hostFilesOf } from './host-flags.js';
 import { nodeAllocatable } from './node-allocatable.js';
+import { probeNetwork } from './probe-network.js';
 
 /** Below this, `--auth-token` is said to be guessable (a random 32-character token is 128 bits or more). */
 const MIN_TOKEN_LENGTH = 32;
@@ -81,7 +82,7 @@ export async function agentMain(argv: readonly string[]): Promise<number> {
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
     hostname,
     // Probes dial published ports where they are published; all interfaces includes loopback.
-    probes: { host: options.hostIp === '0.0.0.0' ? '127.0.0.1' : options.hostIp },
+    probes: { host: options.hostIp === '0.0.0.0' ? '127.0.0.1' : options.hostIp, network: probeNetwork },
   });
   // The agent's read API on the server's port, beside the manifest routes (the 2014 URLs).
   wiring.server?.mount(agentApiHandler(kubelet));

@@ -3,6 +3,7 @@ import { resolveKubelet } from '@kubelet-ts/runner';
 import type { CliOptions } from './options.js';
 import { hostFilesOf } from './host-flags.js';
 import { wire } from './wiring.js';
+import { probeNetwork } from './probe-network.js';
 
 /** Events that say a container will not run without a change of its manifest or of the host. */
 const FAILED = new Set<KubeletEvent['type']>(['ContainerFailed', 'ImagePullFailed', 'BackOff', 'ContainerExited']);
@@ -44,6 +45,7 @@ export async function runOnce(options: CliOptions, hostname: string, logger: Log
     // Nothing serves the figures: nothing is sampled.
     housekeeping: { intervalMs: 0 },
     volumeFilesDir: options.volumeFilesDir,
+    probes: { network: probeNetwork },
   });
   const deadline = Date.now() + options.runonceTimeout;
   let lines: Array<{ name: string; running: boolean; detail: string }> = [];

@@ -1,7 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
-import { grpcHealthCheck } from './grpc-check.js';
 
 /** How an httpGet probe asks, beyond where: v1's `scheme` and `httpHeaders`. */
 export interface HttpCheckOptions {
@@ -22,8 +21,11 @@ export interface NetworkCheck {
   tcp(host: string, port: number, timeoutMs: number): Promise<{ ok: boolean; detail: string }>;
   /**
    * `ok` when the gRPC health check of `service` ('' for the server as a whole) answers `SERVING`.
-   * Optional for a network check written before gRPC probes: without it, such a probe is an error
-   * of the prober (logged, not counted), never a verdict.
+   * Optional, and absent from `socketNetworkCheck`: gRPC is a library of its own (`@grpc/grpc-js`
+   * with its dependencies, 33 packages and 9 MB), which an embedded agent should not install for a
+   * probe its pods may never have. Hand one in (`{ ...socketNetworkCheck, grpc: grpcHealthCheck }`, from
+   * `@kubelet-ts/grpc-probe`, as the CLI does). Without it, a gRPC probe is an error of the prober
+   * (logged, not counted), never a verdict.
    */
   grpc?(host: string, port: number, service: string, timeoutMs: number): Promise<{ ok: boolean; detail: string }>;
 }
@@ -67,7 +69,10 @@ function probeOutcome(
   return { finish, closeWith: (close) => (end = close) };
 }
 
-/** The default NetworkCheck: real sockets, each call ended by a real timer after `timeoutMs`. */
+/**
+ * The default NetworkCheck: real sockets, each call ended by a real timer after `timeoutMs`. It
+ * makes no gRPC calls (see `NetworkCheck.grpc`).
+ */
 export const socketNetworkCheck: NetworkCheck = {
   http(host, port, path, timeoutMs, options) {
     return new Promise((resolve) => {
@@ -96,6 +101,4 @@ export const socketNetworkCheck: NetworkCheck = {
       socket.on('error', (error) => finish(false, socketError(error)));
     });
   },
-
-  grpc: grpcHealthCheck,
 };

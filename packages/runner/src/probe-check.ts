@@ -66,7 +66,12 @@ export class ProbeCheck {
     } else if (probe.tcpSocket !== undefined) {
       call = asOutcome(this.network.tcp(host, target.hostPort, timeoutMs));
     } else if (probe.grpc !== undefined) {
-      if (this.network.grpc === undefined) return { kind: 'error', detail: 'this agent’s network check makes no gRPC calls' };
+      if (this.network.grpc === undefined)
+        return {
+          kind: 'error',
+          detail:
+            'this agent’s network check makes no gRPC calls: give the agent one with `grpc` (`probes.network`: `{ ...socketNetworkCheck, grpc: grpcHealthCheck }`, from @kubelet-ts/grpc-probe)',
+        };
       call = asOutcome(this.network.grpc(host, target.hostPort, probe.grpc.service ?? '', timeoutMs));
     } else {
       return { kind: 'error', detail: 'the probe has none of exec, httpGet, tcpSocket, grpc' };

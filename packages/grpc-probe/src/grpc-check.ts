@@ -3,6 +3,10 @@
  * plaintext, a new channel each time, passing when the answer is `SERVING`. The two messages are
  * one field each, written and read here; `@grpc/grpc-js` (loaded on the first gRPC probe) speaks
  * HTTP/2 and gRPC.
+ *
+ * A package of its own, handed to the agent as its network check's `grpc` (the runner's
+ * `NetworkCheck`): the runner installs no gRPC library, so an agent embedded with the in-memory
+ * runtime stays small, and the CLI, which hands this in, keeps the kubelet's gRPC probe.
  */
 
 const CHECK = '/grpc.health.v1.Health/Check';

@@ -1,0 +1,1 @@
+export { grpcHealthCheck, healthCheckRequest, servingStatusOf } from './grpc-check.js';
