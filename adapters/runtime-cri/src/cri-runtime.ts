@@ -25,6 +25,7 @@ import {
   type RuntimeCapabilities,
   type SandboxSpec,
   type SandboxSummary,
+  ignoreNotFound,
   settledEvents,
 } from '@kubelet-ts/core';
 import { mountSourceDir, removePodVolumes } from '@kubelet-ts/host-volumes';
@@ -44,7 +45,7 @@ import { execSyncIn } from './cri-exec.js';
 import { CriStats } from './cri-stats.js';
 import { containerdTasks } from './containerd-tasks.js';
 import { CriStreams, type CriCall } from './cri-streams.js';
-import { ADAPTER, ignoreNotFound, translate } from './errors.js';
+import { ADAPTER, translate } from './errors.js';
 import { buildContainerConfig } from './container-config.js';
 import { detailsOf, summaryOf } from './mapping.js';
 import { buildSandboxConfig, recordOf, sandboxConfigOf } from './sandbox-config.js';

@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import {
   KubeletError,
+  ignoreNotFound,
   type ContainerStreaming,
   type Logger,
   type SessionEnd,
@@ -14,7 +15,7 @@ import { connectPort } from './cri-port-forward.js';
 import { openStream, type OpenStream } from './cri-stream-socket.js';
 import { CriSpdySession } from './cri-spdy-session.js';
 import { CriStreamSession, execEnd, type StreamEnding } from './cri-stream-session.js';
-import { ADAPTER, ignoreNotFound } from './errors.js';
+import { ADAPTER } from './errors.js';
 
 /** Runs a CRI call with a deadline, translating its failure (the runtime's `call`). */
 export type CriCall = <T>(what: string, fn: (deadline: number) => Promise<T>) => Promise<T>;

@@ -57,16 +57,6 @@ export function translate(error: unknown, what: string, endpoint: string): Kubel
   }
 }
 
-/** What `call` gives, or `undefined` when it failed with `NotFound`. */
-export async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
-  try {
-    return await call;
-  } catch (error) {
-    if (error instanceof KubeletError && error.code === 'NotFound') return undefined;
-    throw error;
-  }
-}
-
 /** A pull that failed in the runtime (not on the way to it): sort "no such image" from "cannot reach a registry". */
 export function classifyPullError(image: string, error: unknown, endpoint: string): KubeletError {
   const code = grpcCodeOf(error);

@@ -1,7 +1,7 @@
-import { KubeletError, Labels, type Clock } from '@kubelet-ts/core';
+import { KubeletError, Labels, ignoreNotFound, type Clock } from '@kubelet-ts/core';
 import type { CriApi, PodSandbox, PodSandboxConfig, PortMapping } from './cri-api.js';
 import type { CriCall } from './cri-streams.js';
-import { ADAPTER, ignoreNotFound } from './errors.js';
+import { ADAPTER } from './errors.js';
 import { assertHostPortsFree, publishedPorts } from './host-ports.js';
 
 /** How long a sandbox's own config stands in for its status: the pass that ran it makes its containers within it. */

@@ -2,7 +2,15 @@ import type { IncomingMessage, RequestListener } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { PROMETHEUS_TEXT, renderResourceMetrics, renderSummary } from './resource-figures.js';
-import { eventMatches, isKubeletError, silentLogger, type AgentView, type ContainerStats, type Logger } from '@kubelet-ts/core';
+import {
+  eventMatches,
+  isKubeletError,
+  silentLogger,
+  type AgentView,
+  type ContainerStats,
+  type Logger,
+  type WatchEvent,
+} from '@kubelet-ts/core';
 import { containerLogsAnswer, isContainerLogsPath } from './container-logs-route.js';
 import { hostLogsHandler } from './host-logs.js';
 import { HttpProblem, allow, decodePathSegment, routeListener, upgradeListener } from './http-kit.js';
@@ -10,7 +18,7 @@ import { renderEventList, toV1Event } from './event-list.js';
 import { renderPodListJson, rfc3339 } from './pod-list.js';
 import { PodWatchHub } from './pod-watch.js';
 import { TABLE_MEDIA_TYPE, asksForTable, includeObjectOf, renderPodTableJson } from './pod-table.js';
-import { watchStream, type WatchEvent } from './watch-stream.js';
+import { watchStream } from './watch-stream.js';
 import { type ForwardLimits, streamingRouteHandler, streamingUpgradeHandler } from './stream-routes.js';
 import { allowedHostNames, reachableNames } from './request-guard.js';
 import type { DelegatedAuth } from './request-auth.js';

@@ -1,6 +1,6 @@
 import type { AgentView } from '@kubelet-ts/core';
 import { renderPodList, type V1PodList } from './pod-list.js';
-import type { WatchEvent } from './watch-stream.js';
+import type { WatchEvent } from '@kubelet-ts/core';
 
 type V1Pod = V1PodList['items'][number];
 /** Hears each render's changes, as one array given to every listener (encoded once for all: see `watchStream`). */

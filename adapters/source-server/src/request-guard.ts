@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { isLoopback } from '@kubelet-ts/core';
 import { isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { HttpProblem } from './http-kit.js';
@@ -131,11 +132,6 @@ function canonicalIpv6(address: string): string {
 /** A dual-stack socket reports an IPv4 peer as `::ffff:a.b.c.d`; the address is `a.b.c.d`. */
 function unmapped(address: string): string {
   return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
-}
-
-/** `localhost`, 127.0.0.0/8 or `::1` (a name or address as given to `listen`). */
-export function isLoopback(address: string): boolean {
-  return address === 'localhost' || address.startsWith('127.') || (isIP(address) === 6 && canonicalIpv6(address) === '[::1]');
 }
 
 function interfaceAddresses(): Set<string> {

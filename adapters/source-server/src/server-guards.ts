@@ -1,6 +1,5 @@
-import { podNameOf, type ContainerManifest } from '@kubelet-ts/core';
+import { isLoopback, podNameOf, type ContainerManifest } from '@kubelet-ts/core';
 import type { DelegatedAuth } from './request-auth.js';
-import { isLoopback } from './request-guard.js';
 import type { ServerManifestSourceOptions } from './server-source.js';
 
 /** The secure default: refuse to serve everyone on a reachable address unless told to in so many words. */

@@ -12,6 +12,7 @@ import {
   type Registry,
   type SourceSink,
   hostAccessOf,
+  isLoopback,
   objectKey,
   type HostAccess,
 } from '@kubelet-ts/core';
@@ -20,7 +21,7 @@ import { HttpProblem, allow, checkAuthToken, decodePathSegment, readBody, requir
 import { upgradeListener } from './http-kit.js';
 import type { DelegatedAuth } from './request-auth.js';
 import { AuthThrottle, type AuthThrottleOptions } from './auth-throttle.js';
-import { allowedHostNames, isLoopback, reachableNames, type ReachableNames } from './request-guard.js';
+import { allowedHostNames, reachableNames, type ReachableNames } from './request-guard.js';
 import { ServerTls, type ServerTlsOptions } from './server-tls.js';
 import { answerPlainHttp } from './plain-http-answer.js';
 import { checkAuthenticated, idClash, listenProblem } from './server-guards.js';

@@ -1,8 +1,4 @@
-/** One change as the API server's watch sends it: a JSON object a line. */
-export interface WatchEvent<T> {
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  readonly object: T;
-}
+import type { WatchEvent } from '@kubelet-ts/core';
 
 /** What a watcher may have waiting before it is dropped: a slow reader must not grow the agent. */
 export const MAX_QUEUED_CHANGES = 1_000;

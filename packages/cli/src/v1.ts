@@ -4,7 +4,7 @@
  * client shows what an answer has and `<none>` or nothing for the rest), and the `SourceList`
  * (`GET /sources`), which is this agent's own.
  */
-export type { V1Container, V1ContainerState, V1ContainerStatus, V1EnvVarSource, V1Event, V1Probe } from '@kubelet-ts/core';
+export type { V1Container, V1ContainerState, V1ContainerStatus, V1EnvVarSource, V1Event, V1Probe, WatchEvent } from '@kubelet-ts/core';
 import type { V1ObjectMeta, V1Pod as CoreV1Pod } from '@kubelet-ts/core';
 
 /** A pod as the agent's `/pods` lists it: the shared v1 `Pod`, whose name the agent always writes. */
@@ -17,12 +17,6 @@ export interface SourceItem {
   readonly lastError?: string;
   readonly down?: string;
   readonly rejected?: ReadonlyArray<{ readonly message: string; readonly count?: number; readonly lastSeen?: string }>;
-}
-
-/** One line of a watch (`?watch=1`): what happened to the object. */
-export interface WatchEvent<T> {
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  readonly object: T;
 }
 
 /** The pod's namespace: `default` when its metadata does not say. */

@@ -9,7 +9,7 @@ import {
   selfSignedServingCertificate,
   type ServingFiles,
 } from '@kubelet-ts/cluster';
-import { Tokens, hostAccessOf, nodeLabelsOf, type HostAccess, type Logger } from '@kubelet-ts/core';
+import { Tokens, hostAccessOf, isLoopback, nodeLabelsOf, type HostAccess, type Logger } from '@kubelet-ts/core';
 import { LogEventSink } from '@kubelet-ts/runner';
 import { registerCriRuntime } from '@kubelet-ts/runtime-cri';
 import { registerDockerRuntime } from '@kubelet-ts/runtime-docker';
@@ -205,7 +205,7 @@ function nodeAddress(options: CliOptions): string {
   const address = options.nodeIp ?? firstMachineAddress();
   if (address === undefined) throw new Error('--kubeconfig: this host has no IPv4 address but loopback; give --node-ip');
   if (isIP(address) === 0) throw new Error(`--node-ip ${JSON.stringify(address)} is not an IP address`);
-  if (address.startsWith('127.') || address === '::1')
+  if (isLoopback(address))
     throw new Error(`--node-ip ${address} is a loopback address: the API server could not reach the agent there; give a machine address`);
   return address;
 }

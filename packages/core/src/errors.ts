@@ -47,6 +47,19 @@ export function isKubeletError(error: unknown, code?: ErrorCode): error is Kubel
   return error instanceof KubeletError && (code === undefined || error.code === code);
 }
 
+/**
+ * What `call` gives, or `undefined` when it failed with `NotFound`: for a call whose `NotFound`
+ * means it is done already (a container stopped or removed meanwhile, an image gone).
+ */
+export async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (error) {
+    if (isKubeletError(error, 'NotFound')) return undefined;
+    throw error;
+  }
+}
+
 /** Formats field errors the way every surface prints them: `path: message; path: message`. */
 export function formatFieldErrors(errors: readonly FieldError[]): string {
   return errors.map((e) => (e.path ? `${e.path}: ${e.message}` : e.message)).join('; ');

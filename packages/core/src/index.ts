@@ -8,6 +8,7 @@
 export {
   KubeletError,
   formatFieldErrors,
+  ignoreNotFound,
   isKubeletError,
   toKubeletError,
   type ErrorCode,
@@ -157,6 +158,7 @@ export type { ManifestSource, SourceSink, SourceWarning } from './source.js';
 export { ChangeReporter } from './change-reporter.js';
 export { SharedCalls } from './shared-calls.js';
 export { silentLogger, type Logger } from './logger.js';
+export { isLoopback } from './loopback.js';
 export { Tokens, type Registry, type Token } from './tokens.js';
 
 // Time
@@ -274,4 +276,5 @@ export type {
   V1Probe,
   V1ResourceFieldSelector,
   V1Volume,
+  WatchEvent,
 } from './v1-types.js';

@@ -24,3 +24,13 @@ export type {
   Volume as V1Volume,
 } from 'kubernetes-types/core/v1.js';
 export type { ObjectMeta as V1ObjectMeta } from 'kubernetes-types/meta/v1.js';
+
+/**
+ * One change of a watch (`?watch=1`), as the API server sends it, a JSON object a line: what the
+ * agent's server writes and the CLI reads. (`kubernetes-types`' own `WatchEvent` leaves the object
+ * untyped.)
+ */
+export interface WatchEvent<T> {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  readonly object: T;
+}

@@ -1,4 +1,4 @@
-import { Labels, isKubeletError, type ContainerRuntime, type KubeletEvent, type LifecycleHandler, type PlanAction } from '@kubelet-ts/core';
+import { Labels, ignoreNotFound, type ContainerRuntime, type KubeletEvent, type LifecycleHandler, type PlanAction } from '@kubelet-ts/core';
 import type { HookRunner } from './hooks.js';
 
 type Emit = (action: PlanAction, type: KubeletEvent['type'], message: string, reason?: string) => void;
@@ -80,14 +80,5 @@ function parseHook(json: string | undefined): LifecycleHandler | undefined {
     return typeof hook === 'object' && hook !== null ? hook : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/** A call whose `NotFound` means it is done already (a container stopped or removed meanwhile). */
-export async function ignoreNotFound(call: Promise<void>): Promise<void> {
-  try {
-    await call;
-  } catch (error) {
-    if (!isKubeletError(error, 'NotFound')) throw error;
   }
 }

@@ -2,6 +2,7 @@ import {
   KubeletError,
   Labels,
   CrashBackOff,
+  ignoreNotFound,
   toKubeletError,
   type BackoffPolicy,
   type Clock,
@@ -19,7 +20,7 @@ import { FailureBackoff } from './failure-backoff.js';
 import { prepareHostPaths } from './host-path.js';
 import type { StartSlots } from './slots.js';
 import type { PodFiles } from './pod-files.js';
-import { ContainerHooks, ignoreNotFound } from './container-hooks.js';
+import { ContainerHooks } from './container-hooks.js';
 import type { HookRunner } from './hooks.js';
 
 export interface ExecutorOptions {

@@ -1,5 +1,5 @@
 import { availableParallelism, networkInterfaces, totalmem } from 'node:os';
-import type { NodeCapacity, PlanInput } from '@kubelet-ts/core';
+import { isLoopback, type NodeCapacity, type PlanInput } from '@kubelet-ts/core';
 import type { KubeletOptions } from './kubelet-options.js';
 
 /**
@@ -31,10 +31,6 @@ export function nodeFields(
     ...(host.hostDns === undefined ? {} : { hostDns: host.hostDns }),
     ...(host.seccompProfileRoot === undefined ? {} : { seccompProfileRoot: host.seccompProfileRoot }),
   };
-}
-
-function isLoopback(address: string): boolean {
-  return address.startsWith('127.') || address === '::1' || address === 'localhost';
 }
 
 function firstHostAddress(): string | undefined {
