@@ -238,8 +238,10 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
   }
 
   async create(spec: ContainerSpec, sandboxId: string): Promise<ContainerSummary> {
-    // Both at once (on every start's path). A name the agent makes carries its pod's id, so only that
-    // pod's containers are listed: the whole host's, at each create, cost both sides a decode of each.
+    // Both at once: they are on the path of every container start. The names the agent makes carry
+    // their pod's id (`buildContainerName`), so a taken name is one of that pod's: only those are
+    // listed (the whole host's list, every create, cost containerd and the agent a decode of every
+    // container: bench §9).
     const podId = spec.labels[Labels.manifestId];
     const samePod = podId === undefined ? {} : { filter: { labelSelector: { [Labels.manifestId]: podId } } };
     const [sandboxConfig, { containers }] = await Promise.all([
