@@ -1,8 +1,12 @@
 // The vocabulary every other package speaks, by name, and nothing else: core has no dependency and
 // does no I/O. Each value here is used by another package, or is marked below as API for embedders.
-// Helpers used only inside core (name escaping and its inverse, the pull-policy default, the
-// manifest's sandbox hash, the container limit) stay internal. Reading manifests from text is
-// @kubelet-ts/manifest's; host directories are the runtime side's.
+// Helpers used only inside core stay internal: name escaping and its inverse, the pull-policy
+// default, the manifest's sandbox hash, the container limit, and what the planner, the specs and the
+// pod status compute on the way (a container's env and $(VAR) expansion, the services' variables,
+// a volume's files, a pod's DNS, its pull credentials, requests, placement and QoS class, its
+// identity labels, the safe sysctls): a runtime is handed their result in the spec, and an embedder
+// calls plan(), buildContainerSpec() or derivePodStatus(). docs/api-reports/core.api.md is the list.
+// Reading manifests from text is @kubelet-ts/manifest's; host directories are the runtime side's.
 
 // Errors and events
 export {
@@ -52,7 +56,7 @@ export {
   type PodDnsConfig,
 } from './manifest.js';
 // A pod's resolver: the host's resolv.conf read, and a pod's DNS settings merged with it
-export { parseResolvConf, podDns, type ResolverConfig } from './dns.js';
+export { parseResolvConf, type ResolverConfig } from './dns.js';
 // ConfigMaps and Secrets given beside pods, and what pods read of them
 export {
   MASTER_SERVICE,
@@ -63,8 +67,6 @@ export {
   referencedObjects,
   serviceAccountTokenName,
   serviceEnvironmentRefs,
-  serviceVariables,
-  volumeFilesOf,
   type ObjectKind,
   type ObjectLookup,
   type ObjectRef,
@@ -74,12 +76,11 @@ export {
 } from './objects.js';
 export { OBJECT_KEY } from './validate-files.js';
 export { PROBE_FIELD_NAMES } from './validate-probe.js';
-export { HOSTNAME_LABEL, isLabelKey, isLabelValue, nodeLabelsOf, placementMatches } from './validate-placement.js';
+export { isLabelKey, isLabelValue, nodeLabelsOf } from './validate-placement.js';
 export {
   admissionRefusal,
   admittedUse,
   withPod,
-  podRequests,
   type AdmittedUse,
   type AdmissionNode,
   type AdmissionReason,
@@ -119,7 +120,7 @@ export type {
 } from './runtime.js';
 export { CAPABILITIES } from './runtime.js';
 // Registry credentials of a pod's pull secrets, for the image services' pulls
-export { pullCredentialKey, pullCredentialsFor, repositoryOf, type PodPullCredentials, type PullCredential } from './pull-credentials.js';
+export { pullCredentialKey, repositoryOf, type PodPullCredentials, type PullCredential } from './pull-credentials.js';
 export type {
   ContainerStats,
   ContainerStatsSource,
@@ -151,7 +152,7 @@ export {
   type LogTextOptions,
 } from './container-logs.js';
 export type { ContainerStreaming, SessionEnd, StreamOptions, StreamSession, TerminalSize } from './container-streams.js';
-export { SAFE_SYSCTLS, SYSCTL_NAME, normalSysctlName, sysctlAllowed, sysctlNamespace } from './sysctls.js';
+export { SYSCTL_NAME, normalSysctlName, sysctlNamespace } from './sysctls.js';
 export { wrapRuntime, type AroundCall, type RuntimeOperation, type RuntimeWrapping } from './wrap-runtime.js';
 export { settledEvents, type SettleOptions } from './settle-events.js';
 export type { ManifestSource, SourceSink, SourceWarning } from './source.js';
@@ -168,8 +169,6 @@ export { Backoff, backoffDelay, type BackoffPolicy } from './backoff.js';
 // Naming, labels and the specs the agent builds (runtime adapters' tests build theirs alike)
 export {
   Labels,
-  ofAnotherUid,
-  podIdentityLabels,
   buildContainerName,
   derivedManifestId,
   identityOf,
@@ -194,15 +193,10 @@ export {
 } from './spec.js';
 export {
   ENV_RESOURCES,
-  POD_FIELD_PATHS,
-  expandVariables,
   readsPodIP,
-  resolveContainerEnv,
-  type EnvContext,
   type EnvResource,
   type NodeCapacity,
   type PodRuntimeFields,
-  type ResolvedEnv,
 } from './container-env.js';
 export {
   containerSecurityOf,
@@ -250,7 +244,6 @@ export {
   derivePodStatus,
   rejectedPodStatus,
   podPhase,
-  qosClassOf,
   rfc3339,
   type PodCondition,
   type PodPhase,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { admissionRefusal, admittedUse, podRequests, type ContainerManifest } from '../src/index.js';
+import { podRequests } from '../src/admission.js';
+import { admissionRefusal, admittedUse, type ContainerManifest } from '../src/index.js';
 
 type Sized = Pick<ContainerManifest, 'containers' | 'initContainers' | 'nodeSelector' | 'nodeAffinity'>;
 const c = (figures: { cpu?: number; cpuLimitMillis?: number; memory?: number; memoryRequest?: number }) =>

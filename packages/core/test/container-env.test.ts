@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { expandVariables, resolveContainerEnv, validateManifest, type ContainerManifest } from '../src/index.js';
+import { expandVariables, resolveContainerEnv } from '../src/container-env.js';
+import { validateManifest, type ContainerManifest } from '../src/index.js';
 
 describe('expandVariables: the kubelet’s $(VAR) expansion', () => {
   const vars: Record<string, string> = { A: 'a', B: 'b$(A)', EMPTY: '' };

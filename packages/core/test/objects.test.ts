@@ -1,16 +1,16 @@
 import { describe, expect, it } from '@jest/globals';
+import { resolveContainerEnv } from '../src/container-env.js';
 import {
   KubeletError,
   objectLookupOf,
   plan,
   referencedObjects,
-  resolveContainerEnv,
   specHash,
   validateManifest,
-  volumeFilesOf,
   type ContainerManifest,
   type SourceObject,
 } from '../src/index.js';
+import { volumeFilesOf } from '../src/objects.js';
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array | undefined) => new TextDecoder().decode(b);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { objectLookupOf, pullCredentialKey, pullCredentialsFor, type ContainerManifest, type SourceObject } from '../src/index.js';
+import { objectLookupOf, pullCredentialKey, type ContainerManifest, type SourceObject } from '../src/index.js';
+import { pullCredentialsFor } from '../src/pull-credentials.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const b64 = (text: string) => Buffer.from(text).toString('base64');

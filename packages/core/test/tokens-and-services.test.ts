@@ -1,18 +1,18 @@
 import { describe, expect, it } from '@jest/globals';
+import { resolveContainerEnv } from '../src/container-env.js';
 import {
   KubeletError,
   MASTER_SERVICE,
   objectLookupOf,
   referencedObjects,
-  resolveContainerEnv,
   SERVICE_LINKS,
   serviceAccountTokenName,
   serviceEnvironmentRefs,
   validateManifest,
-  volumeFilesOf,
   type ContainerManifest,
   type SourceObject,
 } from '../src/index.js';
+import { volumeFilesOf } from '../src/objects.js';
 
 /**
  * What a pod of an API server reads beyond ConfigMaps and Secrets: its service-account tokens
