@@ -13,6 +13,7 @@ import { type ApiService, linkVariables, masterVariables, type PodApiServer } fr
 /** How often the objects in use are read again (the kubelet's pod sync period: a change reaches a volume within it). */
 export const OBJECT_REFRESH_MS = 10_000;
 
+/** What `ApiObjects` needs: the cluster, a logger, whom to tell of a change, and how often to read again. */
 export interface ApiObjectsOptions {
   readonly kubeConfig: KubeConfig;
   readonly logger: Logger;

@@ -40,6 +40,7 @@ export interface UnrunnablePod {
   readonly errors: readonly FieldError[];
 }
 
+/** What `ApiPodSource` needs: the cluster, the node's name, when the Node exists, and whom to tell of a pod it cannot run. */
 export interface ApiPodSourceOptions extends HostAccess {
   readonly kubeConfig: KubeConfig;
   readonly nodeName: string;

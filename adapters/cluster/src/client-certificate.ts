@@ -11,6 +11,7 @@ import { requestNodeCertificate, writeWhole } from './certificate-request.js';
 const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
 const CLIENT_USAGES = ['digital signature', 'client auth'];
 
+/** What `ClientCertificate` needs: the bootstrap kubeconfig, where the node's kubeconfig and certificate go, and the node's name. */
 export interface ClientCertificateOptions {
   /** `--bootstrap-kubeconfig`: a kubeconfig whose credentials may ask for a node's client certificate (a bootstrap token). */
   readonly bootstrapKubeconfigPath: string;

@@ -5,9 +5,12 @@ import { AuthenticationV1Api, AuthorizationV1Api, type KubeConfig } from '@kuber
 
 /** The kubelet's defaults (`authentication.webhook.cacheTTL`, `authorization.webhook.cacheAuthorizedTTL`, `…UnauthorizedTTL`). */
 export const TOKEN_REVIEW_CACHE_MS = 120_000;
+/** How long an allowed SubjectAccessReview is kept (the kubelet's `cacheAuthorizedTTL`, 5 minutes). */
 export const AUTHORIZED_CACHE_MS = 300_000;
+/** How long a refused SubjectAccessReview is kept (the kubelet's `cacheUnauthorizedTTL`, 30 seconds). */
 export const UNAUTHORIZED_CACHE_MS = 30_000;
 
+/** What `ClusterAuth` asks the cluster: whether tokens and requests are reviewed, and how long answers are kept. */
 export interface ClusterAuthOptions {
   /** The node's credentials: a node may create TokenReviews and SubjectAccessReviews (the `system:node` role). */
   readonly kubeConfig: KubeConfig;

@@ -19,6 +19,7 @@ import type { PodApiServer } from './service-variables.js';
  */
 export const KUBELET_VERSION = 'v1.37.0+kubelet-ts.0.1.0';
 
+/** What `ClusterNode` needs: the kubeconfig, the node's name, address and port, its labels, taints and allocatable resources, and its status and Lease periods. */
 export interface ClusterNodeOptions extends HostAccess {
   /** `--kubeconfig`: the cluster, and the node's credentials in it. */
   readonly kubeconfigPath: string;

@@ -12,6 +12,7 @@ export interface StaticPods {
   status(): { readonly sources: readonly { readonly seen: boolean }[] };
 }
 
+/** What `MirrorPods` needs: the API, the Node, the agent's static pods and the API source's name. */
 export interface MirrorPodsOptions {
   readonly api: CoreV1Api;
   readonly nodeName: string;

@@ -22,6 +22,7 @@ const REFILL_MS = 5 * 60_000;
 /** An event the same as one of the last 10 minutes (the same object, reason and note) adds to its series. */
 const FOLD_MS = 10 * 60_000;
 
+/** What `NodeEvents` needs: the events API, the node's name, the agent's events and which pods are the API's. */
 export interface NodeEventsOptions {
   readonly api: EventsV1Api;
   readonly nodeName: string;

@@ -2,8 +2,10 @@ import type { Logger } from '@kubelet-ts/core';
 import type { CoordinationV1Api, V1Lease, V1MicroTime } from '@kubernetes/client-node';
 import { apiStatus, Retry } from './api-errors.js';
 
+/** The namespace of the nodes' Leases. */
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 
+/** What `NodeLease` renews: the API, the Node it belongs to, the duration, and whether the agent is healthy. */
 export interface NodeLeaseOptions {
   readonly api: CoordinationV1Api;
   readonly nodeName: string;

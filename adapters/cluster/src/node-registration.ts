@@ -3,6 +3,7 @@ import { PatchStrategy, setHeaderOptions, type CoreV1Api, type V1Node } from '@k
 import { apiStatus, Retry } from './api-errors.js';
 import { nodeLabels, nodeObject, nodeStatus, type NodeHealth, type NodeSpecFacts } from './node-object.js';
 
+/** What `NodeRegistration` writes: the Node's facts, health and images, and how often its status is computed and written. */
 export interface NodeRegistrationOptions {
   readonly api: CoreV1Api;
   readonly facts: NodeSpecFacts;

@@ -18,6 +18,7 @@ export interface StatusSource {
   watchEvents(listener: (event: RecordedEvent) => void): () => void;
 }
 
+/** What `PodStatusWriter` needs: the API, the agent's pod statuses, and which pods (and mirror pods) are the API's. */
 export interface PodStatusWriterOptions {
   readonly api: CoreV1Api;
   readonly agent: StatusSource;

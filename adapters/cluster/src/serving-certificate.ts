@@ -80,6 +80,7 @@ export async function selfSignedServingCertificate(certDir: string, names: Servi
   return files;
 }
 
+/** What `ServingCertificateRequester` needs: the cluster, the names to certify, where the pair goes, and how often to look. */
 export interface ServingCertificateRequestOptions extends ServingNames {
   readonly kubeConfig: KubeConfig;
   /** Where the issued pair is written (`kubelet-server-current.crt`/`.key`). */

@@ -41,9 +41,13 @@ export interface CriRuntimeOptions {
   readonly clock?: Clock;
 }
 
+/** containerd's CRI socket, where `CriRuntime` connects unless told otherwise (the kubelet's default). */
 export const DEFAULT_CRI_ENDPOINT = 'unix:///run/containerd/containerd.sock';
+/** Where pods' volume directories are made unless told otherwise (as the Docker runtime's). */
 export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
+/** Where containers' log files are written unless told otherwise (the kubelet's `/var/log/pods`). */
 export const DEFAULT_LOGS_ROOT = '/var/log/pods';
+/** Where each container's log file is linked by name unless told otherwise (the kubelet's `/var/log/containers`). */
 export const DEFAULT_LOG_LINKS_DIR = '/var/log/containers';
 /** The kubelet's defaults: 10 MiB per file, 5 files, looked at every 10 s. */
 export const DEFAULT_LOG_ROTATION: LogRotationPolicy = { maxSizeBytes: 10 * 1024 * 1024, maxFiles: 5, intervalMs: 10_000 };

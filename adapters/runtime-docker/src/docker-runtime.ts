@@ -42,6 +42,7 @@ import { securityOptionsOf } from './docker-security.js';
 import { ADAPTER, isNotModified, translate } from './errors.js';
 import { collectExecOutput, detailsOf, summaryOf } from './mapping.js';
 
+/** What `DockerRuntime` needs: the engine, where volumes go, the address ports are published on, the sandbox image, and the engine's log limits. */
 export interface DockerRuntimeOptions {
   /** A ready client; by default one is made for `host`. */
   readonly docker?: DockerApi;
@@ -75,7 +76,9 @@ export interface DockerRuntimeOptions {
 /** The kubelet's defaults: 10 MiB a file, 5 files. */
 export const DEFAULT_CONTAINER_LOGS = { maxSizeBytes: 10 * 1024 * 1024, maxFiles: 5 } as const;
 
+/** The image of a pod's sandbox container unless told otherwise (the kubelet's pause image). */
 export const DEFAULT_POD_INFRA_IMAGE = 'registry.k8s.io/pause:3.10';
+/** Where pods' volume directories are made unless told otherwise. */
 export const DEFAULT_VOLUMES_ROOT = '/var/lib/kubelet-ts/volumes';
 
 /**

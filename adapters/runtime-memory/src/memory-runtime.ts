@@ -37,6 +37,7 @@ export type { Fault, Latency, RuntimeCall, RuntimeOperation } from './call-log.j
 /** What a command run in a memory container does: its exit code and output. Default: exit 0. */
 export type ExecHandler = (container: ContainerSummary, command: readonly string[]) => ExecResult;
 
+/** What `MemoryRuntime` simulates: its clock, its images, what it can pull and how slowly, which images need credentials, and how many calls it logs. */
 export interface MemoryRuntimeOptions {
   readonly clock?: Clock;
   /** Images present from the start. */

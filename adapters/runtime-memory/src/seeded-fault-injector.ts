@@ -24,6 +24,7 @@ export const RUNTIME_OPERATIONS: readonly RuntimeOperation[] = [
 /** The codes a runtime call may answer with (an invalid manifest is never the runtime's answer). */
 const RUNTIME_CODES: readonly ErrorCode[] = ['NotFound', 'Conflict', 'Unavailable', 'Timeout', 'Internal'];
 
+/** How `SeededFaultInjector` fails calls: how often, with which codes, on which calls, and how much latency it adds. */
 export interface SeededFaultInjectorOptions {
   /** Share of calls that fail, from 0 to 1. Default 0.2. */
   readonly failureRate?: number;

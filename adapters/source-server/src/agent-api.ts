@@ -234,6 +234,7 @@ async function statsOf(view: AgentView, name: string): Promise<ContainerStats> {
   return stats;
 }
 
+/** How `agentApiListener` guards the agent's read API: a bearer token, client certificates or the cluster's review, the hosts it answers, and `/logs/`. */
 export interface AgentApiListenerOptions {
   /**
    * When set, every route but `/healthz` needs `Authorization: Bearer <token>` (401 otherwise).

@@ -1,6 +1,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { Clock } from '@kubelet-ts/core';
 
+/** How `AuthThrottle` slows an address that keeps failing to authenticate: free failures, then a doubling lockout. */
 export interface AuthThrottleOptions {
   /** Failures an address may make before it is slowed down at all. Default 10 (typos, a stale token in a script). */
   readonly freeFailures?: number;

@@ -7,6 +7,7 @@ import type { RouteAnswer, RouteHandler } from './route-handler.js';
 /** The host's log directory the 2014 kubelet served under `/logs/`. */
 export const DEFAULT_HOST_LOG_DIRECTORY = '/var/log';
 
+/** Which directory `/logs/` serves. */
 export interface HostLogsOptions {
   /** The directory `/logs/` serves. Default `/var/log`. */
   readonly directory?: string | undefined;

@@ -38,9 +38,9 @@ export interface CgroupMount {
 }
 
 /**
- * The cgroup mounts of `/proc/self/mountinfo`: `34 30 0:31 / /sys/fs/cgroup/memory rw,relatime -
- * cgroup cgroup rw,memory` (proc(5): the fields after ` - ` are the type, the source and the
- * super options, where cgroup v1 names its controllers).
+ * The cgroup mounts of `/proc/self/mountinfo`, whose lines read
+ * `34 30 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory` (proc(5): the fields
+ * after ` - ` are the type, the source and the super options, where cgroup v1 names its controllers).
  */
 export function cgroupMountsOf(text: string): CgroupMount[] {
   const mounts: CgroupMount[] = [];

@@ -12,6 +12,7 @@ import {
 import type { InterfaceStats } from '@kubelet-ts/core';
 import { netDevInterfaces } from '@kubelet-ts/core';
 
+/** Where `KernelStats.open` reads the kernel's figures: procfs and the cgroup hierarchies. */
 export interface KernelStatsOptions {
   /** Where procfs is mounted. Default `/proc`. */
   readonly procRoot?: string;

@@ -2,6 +2,7 @@ import type { Logger } from '@kubelet-ts/core';
 import { pino, type DestinationStream } from 'pino';
 import pretty from 'pino-pretty';
 
+/** What `createLogger` takes: the level, the line format and where the lines go. */
 export interface LoggerOptions {
   readonly level?: string;
   /** Human-readable lines instead of JSON. Default: when stdout is a terminal. */

@@ -13,6 +13,7 @@ export type ContainerOperation =
   | 'stats'
   | 'logs';
 
+/** One call `GuardedRuntime` saw that named a container: the operation, and the container's id. */
 export interface ContainerCall {
   readonly op: ContainerOperation;
   readonly id: string;

@@ -1,5 +1,6 @@
 import type { Logger } from '@kubelet-ts/core';
 
+/** One line `RecordingLogger` kept: its level, its fields and its message. */
 export interface LogEntry {
   readonly level: 'debug' | 'info' | 'warn' | 'error';
   readonly fields: Record<string, unknown>;

@@ -16,6 +16,7 @@ export interface ReliabilityCounts {
   readonly long: number;
 }
 
+/** Whether this is the long reliability run (`KUBELET_TS_RELIABILITY=long`, `npm run reliability`) rather than CI's short one. */
 export function isLongRun(): boolean {
   return process.env['KUBELET_TS_RELIABILITY'] === 'long';
 }

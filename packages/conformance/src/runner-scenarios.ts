@@ -17,6 +17,7 @@ export interface ScenarioAgent {
   close(): Promise<void>;
 }
 
+/** What `runnerScenarios` takes: how to make the runtime and the agent under test, and an image and command that run until stopped. */
 export interface RunnerScenarioOptions extends TestApiOption {
   readonly makeRuntime: () => ContainerRuntime | Promise<ContainerRuntime>;
   readonly makeAgent: (parts: { runtime: ContainerRuntime; sources: ManifestSource[]; hostname: string }) => ScenarioAgent;

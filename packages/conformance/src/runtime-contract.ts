@@ -17,6 +17,7 @@ import { streamingContract, type StreamingCapability } from './streaming-contrac
 import { resolveTestApi, type TestApiOption } from './test-api.js';
 import { v1Contract } from './v1-contract.js';
 
+/** What `runtimeContract` takes: the images and commands the suite runs, and what the runtime declares it can do (events, logs, streams, stats, …). */
 export interface RuntimeContractOptions extends TestApiOption {
   /** An image the runtime has (or can pull) whose `command` keeps running until stopped. */
   readonly image: string;
@@ -48,7 +49,9 @@ export interface RuntimeContractOptions extends TestApiOption {
 /**
  * The `ContainerRuntime` contract as one suite. An adapter's contract test is:
  *
- *     runtimeContract('docker', () => new DockerRuntime(...), { image, command });
+ * ```ts
+ * runtimeContract('docker', () => new DockerRuntime(...), { image, command });
+ * ```
  *
  * Under jest as it is; under vitest with `testApi` (or `globals: true`).
  */

@@ -157,6 +157,7 @@ export interface ContainerTarget extends PodTarget {
   readonly container: string;
 }
 
+/** Whether the agent is healthy (`/healthz`): its sync loop passes, and when it last completed one. */
 export interface HealthView {
   readonly healthy: boolean;
   /** When the last sync pass completed (ms since the epoch), if one has. */

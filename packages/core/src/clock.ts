@@ -1,3 +1,4 @@
+/** An opaque timer of a `Clock`, which only that clock's `clearTimeout` takes. */
 export type TimerHandle = { readonly __timer: unique symbol };
 
 /** Time as the agent sees it; a virtual clock makes back-off and periods testable. */

@@ -18,6 +18,7 @@ export const POD_FIELD_PATHS = [
 export const KEYED_FIELD_PATH = /^metadata\.(labels|annotations)\['([^']+)'\]$/;
 /** The resources a container's env can read (v1 `env[].valueFrom.resourceFieldRef.resource`). */
 export const ENV_RESOURCES = ['limits.cpu', 'requests.cpu', 'limits.memory', 'requests.memory'] as const;
+/** A resource a container's env can read (one of `ENV_RESOURCES`). */
 export type EnvResource = (typeof ENV_RESOURCES)[number];
 
 /** What only the running pod knows, for the fields that read it. */

@@ -17,6 +17,7 @@ export interface FieldError {
   readonly message: string;
 }
 
+/** What a `KubeletError` carries beside its code and message: the adapter that raised it, its cause, its field errors. */
 export interface KubeletErrorOptions {
   /** Which adapter or component raised it (`docker`, `file`, `memory`, …). */
   readonly adapter?: string | undefined;

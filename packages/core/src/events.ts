@@ -1,5 +1,6 @@
 import { podNameOf } from './naming.js';
 
+/** What happened, in an event the agent emits: a container's or a pod's step (created, started, failed, rejected, …). */
 export type KubeletEventType =
   | 'ContainerCreated'
   | 'ContainerStarted'
@@ -37,6 +38,7 @@ export type KubeletEventType =
    */
   | 'PodRejected';
 
+/** What the agent reports to its `EventSink`s: what happened, when, to which pod and container, and why. */
 export interface KubeletEvent {
   readonly type: KubeletEventType;
   /** Milliseconds since the epoch, from the agent's clock. */

@@ -110,6 +110,7 @@ export interface NodeSelectorTerm {
   readonly matchFields?: readonly NodeSelectorRequirement[];
 }
 
+/** One requirement of a node selector term (v1 `matchExpressions`, `matchFields`): a node label, an operator and its values. */
 export interface NodeSelectorRequirement {
   readonly key: string;
   readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
@@ -119,7 +120,9 @@ export interface NodeSelectorRequirement {
 /** The two 2014 versions, which share one container shape. */
 export type ManifestVersion = 'v1beta1' | 'v1beta2';
 
+/** When the agent runs a pod's exited container again: always, only after a failure, or never. */
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
+/** When the agent pulls a container's image: every time, when the runtime does not have it, or never. */
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
 /**
@@ -273,8 +276,10 @@ export interface EnvFromSource {
   readonly secretRef?: { readonly name: string; readonly optional?: boolean };
 }
 
+/** The protocol of a container's port. */
 export type Protocol = 'TCP' | 'UDP';
 
+/** A port a container listens on, and where the host publishes it, if it does. */
 export interface Port {
   readonly name?: string;
   readonly containerPort: number;
@@ -289,6 +294,7 @@ export interface Port {
   readonly protocol: Protocol;
 }
 
+/** A variable of a container's environment: a written value, or one read from the pod, the node or an object. */
 export interface EnvVar {
   readonly name: string;
   /** As written; `$(NAME)` of a variable before it is expanded (see `expandVariables`). `''` with `valueFrom`. */
@@ -312,6 +318,7 @@ export interface EnvVarSource {
   };
 }
 
+/** Where one of the pod's volumes appears in a container, and whether it is read-only. */
 export interface VolumeMount {
   readonly name: string;
   /** Where it appears in the container (written `path` in the first 2014 manifests). */
@@ -327,6 +334,7 @@ export interface VolumeMount {
   readonly subPath?: string;
 }
 
+/** One container of a manifest: its image, command, environment, ports, mounts, probes, limits and security. */
 export interface Container {
   readonly name: string;
   readonly image: string;

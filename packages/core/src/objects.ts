@@ -4,9 +4,9 @@ import { formatLabelMap, podFieldValue, resourceFieldValue, type EnvContext } fr
 import { podNameOf } from './naming.js';
 
 /**
- * The kinds of object a source may give beside its pods: ConfigMaps and Secrets, as `podman kube
- * play` reads them; and two that only a source backed by an API server gives (see `ApiPodSource`
- * in `@kubelet-ts/cluster`):
+ * The kinds of object a source may give beside its pods: ConfigMaps and Secrets, as
+ * `podman kube play` reads them; and two that only a source backed by an API server gives (see
+ * `ApiPodSource` in `@kubelet-ts/cluster`):
  * - `ServiceAccountToken`: a token issued for one pod (named by `serviceAccountTokenName`), its
  *   one key `token`;
  * - `ServiceEnvironment`: the variables of services, as the kubelet makes them
@@ -17,6 +17,7 @@ export type ObjectKind = 'ConfigMap' | 'Secret' | 'ServiceAccountToken' | 'Servi
 
 /** The names of the `ServiceEnvironment` objects (see `ObjectKind`). */
 export const SERVICE_LINKS = 'links';
+/** The name of the `ServiceEnvironment` object (in `default`) with the API server's variables, which every container gets. */
 export const MASTER_SERVICE = 'master';
 
 /**

@@ -9,6 +9,7 @@ import type { PodPullCredentials } from './pull-credentials.js';
 import type { ContainerSpec, ContainerSummary } from './runtime.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 
+/** Why the planner plans an action. */
 export type PlanReason =
   | 'new' // desired, no container exists
   | 'spec-changed' // a container exists with another spec hash
@@ -23,6 +24,7 @@ export type PlanReason =
   | 'deleted' // the pod is marked for deletion (deletionTimestamp): its containers stop, nothing starts
   | 'not-desired'; // no source asks for it any more
 
+/** One runtime step of a plan, for one container or sandbox of one pod, with the reason for it. */
 export type PlanAction =
   /** Pull the image as `pullPolicy` says, create the container in the pod's sandbox, start it. */
   | {
@@ -130,6 +132,7 @@ export interface PodPlan {
   readonly actions: readonly PlanAction[];
 }
 
+/** What `plan` returns: each pod's actions, the containers held, the back-offs to wait out, and the pods found finished. */
 export interface Plan {
   readonly pods: readonly PodPlan[];
   /** Containers that are no longer desired but kept because not every source has been seen yet. */
@@ -154,6 +157,7 @@ export const CrashBackOff = {
   resetAfterMs: 600_000,
 } as const;
 
+/** What `plan` compares: the desired pods, the runtime's containers and sandboxes as listed, and the node's state. */
 export interface PlanInput {
   readonly desired: readonly DesiredPod[];
   /**

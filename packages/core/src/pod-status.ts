@@ -23,10 +23,13 @@ export interface PodStatus extends V1PodStatus {
   containerStatuses: V1ContainerStatus[];
 }
 
+/** A pod's phase (v1 `status.phase`). */
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
 
+/** A pod's quality of service class (v1 `status.qosClass`), from its containers' requests and limits. */
 export type QosClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
+/** A condition of a pod's status (`PodScheduled`, `Initialized`, `ContainersReady`, `Ready`, …), true or false. */
 export interface PodCondition extends V1PodCondition {
   status: 'True' | 'False';
   /** RFC 3339: when `status` last changed, as the status model saw it. */

@@ -174,8 +174,9 @@ export interface ResourceUsage {
 
 /**
  * The interfaces of a network namespace from the kernel's `/proc/net/dev` (or `/proc/<pid>/net/dev`),
- * in its order, loopback left out: two header lines, then `  eth0: <8 receive figures> <8 transmit
- * figures>` (bytes, packets, errs, …; a name may touch its first figure once that is wide).
+ * in its order, loopback left out: two header lines, then one line per interface,
+ * `  eth0: <8 receive figures> <8 transmit figures>` (bytes, packets, errs, …; a name may touch its
+ * first figure once that is wide).
  */
 export function netDevInterfaces(text: string): InterfaceStats[] {
   const interfaces: InterfaceStats[] = [];

@@ -6,6 +6,7 @@ import type { EmptyDir, HostPathType, Protocol } from './manifest.js';
 import type { SandboxSpec, SandboxSummary } from './sandbox.js';
 import type { PullCredential } from './pull-credentials.js';
 
+/** A container's state on the runtime. */
 export type ContainerState = 'created' | 'running' | 'exited';
 
 /** What the agent asks a runtime to create: the manifest container, already mapped to runtime terms. */
@@ -53,6 +54,7 @@ export interface ContainerSpec {
   readonly labels: Readonly<Record<string, string>>;
 }
 
+/** A container port the runtime publishes on the host (the sandbox's, for a pod). */
 export interface PortBinding {
   readonly containerPort: number;
   readonly hostPort?: number;
@@ -119,6 +121,7 @@ export interface ContainerDetails extends ContainerSummary {
   readonly raw: unknown;
 }
 
+/** What `ContainerRuntime.list` lists: only the agent's containers by default, or one pod's. */
 export interface ListOptions {
   /** Include containers without the agent's labels. Default false: foreign containers are invisible. */
   readonly includeForeign?: boolean;
@@ -231,6 +234,7 @@ export interface ContainerRuntime {
   exec(id: string, command: readonly string[], timeoutMs: number): Promise<ExecResult>;
 }
 
+/** What a command run in a container (`exec`, a probe) ended with: its exit code and its output. */
 export interface ExecResult {
   readonly exitCode: number;
   /** stdout and stderr, at most 64 KiB. */

@@ -1,5 +1,6 @@
 import type { ContainerEvent, ContainerState } from './runtime.js';
 
+/** What `settledEvents` checks a held event against (the runtime's list), and how long it waits. */
 export interface SettleOptions {
   /**
    * The container's state as the runtime's `list()` has it now; `undefined` when it lists no such

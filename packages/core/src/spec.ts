@@ -159,6 +159,7 @@ export function cpuLimitMillisOf(periodUs: number | undefined, quotaUs: number |
   return Math.round((quotaUs * 1000) / period);
 }
 
+/** What `buildContainerSpec` needs beside the manifest: the node, the source, the node's capacity and what only the running pod knows. */
 export interface SpecContext extends PodRuntimeFields {
   /** The agent's hostname, written into the node label. */
   readonly node: string;

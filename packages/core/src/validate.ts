@@ -7,6 +7,7 @@ import { isLabelKey } from './validate-placement.js';
 
 export type { ValidationWarning } from './field-checks.js';
 
+/** What `validateManifest` returns: the validated manifest with its warnings, or the field errors. */
 export type ValidationResult =
   | {
       readonly ok: true;
@@ -18,6 +19,7 @@ export type ValidationResult =
 
 export { hostAccessOf, type HostAccess } from './host-access.js';
 
+/** What `validateManifest` allows of the host (`HostAccess`), and how the manifest's text wrote its values. */
 export interface ValidateOptions extends HostAccess {
   /**
    * How values that are not strings were written in the text the manifest came from, so that a

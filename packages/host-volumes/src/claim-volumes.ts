@@ -60,8 +60,8 @@ export async function removeClaimVolume(root: string, claim: string): Promise<bo
 }
 
 /**
- * The host directory (or file) a container's mount binds: a host path as it is (2014 `mountType:
- * HOST`, v1 `hostPath`), a claim's named volume, or the pod's own volume directory; with a
+ * The host directory (or file) a container's mount binds: a host path as it is (2014
+ * `mountType: HOST`, v1 `hostPath`), a claim's named volume, or the pod's own volume directory; with a
  * `subPath`, that path inside it (see `subPathSource`).
  */
 export async function mountSourceDir(root: string, podId: string, mount: Mount): Promise<string> {

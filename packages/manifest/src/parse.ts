@@ -37,6 +37,7 @@ export interface ManifestWarnings {
   readonly warnings: readonly ValidationWarning[];
 }
 
+/** What `parseManifests` read from one text: the manifests, the objects beside them, what it refused, and deprecated spellings. */
 export interface ParsedManifests {
   readonly manifests: readonly ContainerManifest[];
   /** The ConfigMaps and Secrets given beside the pods (`kind: ConfigMap`, `kind: Secret`), which the pods read by name. */

@@ -21,7 +21,9 @@ export interface SourceLimits {
   readonly maxManifestBytes?: number;
 }
 
+/** The most manifests one source may hold, unless its options say otherwise. */
 export const DEFAULT_MAX_MANIFESTS = 1000;
+/** The most bytes (compact JSON) one source's manifests may take together, unless its options say otherwise: 16 MiB. */
 export const DEFAULT_MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
 
 /** Manifests are immutable once validated, so each is measured once, however often it is held. */

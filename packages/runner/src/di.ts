@@ -3,6 +3,7 @@ import { Tokens } from '@kubelet-ts/core';
 import { createKubelet, type Kubelet, type KubeletOptions } from './kubelet.js';
 import { FanOutEventSink } from './log-event-sink.js';
 
+/** The agent's options, less the parts `resolveKubelet` takes from the DI container (runtime, sources, events, logger, clock). */
 export type KubeletSettings = Omit<KubeletOptions, 'runtime' | 'sources' | 'events' | 'logger' | 'clock'>;
 
 /**

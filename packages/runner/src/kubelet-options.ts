@@ -106,6 +106,7 @@ export interface KubeletOptions extends HostAccess {
   readonly allocatable?: NodeAllocatable;
 }
 
+/** What `Kubelet.status()` reports: the hostname, each source's state, and the sync passes so far. */
 export interface KubeletStatus {
   readonly hostname: string;
   readonly sources: readonly SourceStatus[];

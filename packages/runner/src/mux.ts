@@ -1,6 +1,7 @@
 import type { PodAdmission, RefusedPod } from './pod-admission.js';
 import { objectLookupOf, type ContainerManifest, type DesiredPod, type ObjectLookup, type SourceObject } from '@kubelet-ts/core';
 
+/** Two sources that give a pod of the same id: whose runs and whose is ignored. */
 export interface Conflict {
   readonly podId: string;
   /** The source whose manifest runs. */
@@ -9,6 +10,7 @@ export interface Conflict {
   readonly loser: string;
 }
 
+/** What the sources ask for, merged: the pods to run, the conflicts between sources, the pods admission refused. */
 export interface DesiredState {
   /** The pods to run: those the sources give, one per id, that the node admitted. */
   readonly pods: readonly DesiredPod[];

@@ -10,6 +10,7 @@ import {
 import { withExitTimes } from './exit-times.js';
 import { SourceMux } from './mux.js';
 
+/** What `previewPlan` takes: a runtime to list, the sources to read once, and the node's name. */
 export interface PreviewOptions {
   readonly runtime: ContainerRuntime;
   readonly sources: readonly ManifestSource[];

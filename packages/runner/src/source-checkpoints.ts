@@ -43,6 +43,7 @@ export interface CheckpointOwner {
   readonly source: string;
 }
 
+/** What `FileSourceCheckpoints` restores: for which node and source identities, and up to what size. */
 export interface FileSourceCheckpointsOptions {
   /** The node name the agent runs as; a checkpoint written for another node is not restored. */
   readonly node?: string;

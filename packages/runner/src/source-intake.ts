@@ -21,6 +21,7 @@ import { SourceMux, type DesiredState } from './mux.js';
 import { SourceSupervisor } from './supervisor.js';
 import type { SourceCheckpoints } from './source-checkpoints.js';
 
+/** One source as the agent sees it: whether it delivered yet, how many manifests, its last error, why it is down. */
 export interface SourceStatus {
   readonly name: string;
   readonly seen: boolean;

@@ -1,5 +1,6 @@
 import type { Clock, KubeletError, TimerHandle } from '@kubelet-ts/core';
 
+/** One sync pass: when it ran, how long it took, the pods desired and the actions taken and failed. */
 export interface PassResult {
   readonly startedAt: number;
   readonly durationMs: number;

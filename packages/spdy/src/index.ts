@@ -39,6 +39,7 @@ export function unboundedStream(stream: SpdyStream): SpdyStream {
   return stream;
 }
 
+/** What `spdyConnection` takes: which side this is, how many streams, and the receive window. */
 export interface SpdyConnectionOptions {
   readonly isServer: boolean;
   /** The most streams open at once (spdy-transport's own bound). */

@@ -4,12 +4,14 @@ import type { Duplex } from 'node:stream';
 // The part of `spdy-transport` (3.x, which publishes no types) that is used here: a SPDY connection
 // over a byte stream, and its streams as Duplexes; its private state where @kubelet-ts/spdy sets it.
 
+/** One side of spdy-transport's flow-control window (its private state, which `spdyConnection` sets). */
 export interface SpdyWindowSide {
   isEmpty(): boolean;
   setMax(max: number): void;
   current: number;
 }
 
+/** A SPDY stream of spdy-transport: a Duplex with its id, its headers and the frames that answer or reset it. */
 export interface SpdyStream extends Duplex {
   readonly id: number;
   /** The SYN_STREAM's headers, names lower-cased. */
@@ -21,6 +23,7 @@ export interface SpdyStream extends Duplex {
   _spdyState: { window: { send: SpdyWindowSide }; needResponse?: boolean };
 }
 
+/** A SPDY connection of spdy-transport over one socket: streams opened and accepted, then GOAWAY. */
 export interface SpdyConnection extends EventEmitter {
   /** GOAWAY, then the socket is let go once the streams are closed. */
   end(callback?: () => void): void;
@@ -45,6 +48,7 @@ export interface SpdyConnection extends EventEmitter {
   };
 }
 
+/** What spdy-transport's `connection.create` takes, as `spdyConnection` fills it. */
 export interface ConnectionOptions {
   protocol: 'spdy';
   isServer: boolean;

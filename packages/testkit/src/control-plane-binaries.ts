@@ -16,6 +16,7 @@ export interface ControlPlaneBinaries {
   readonly stamp: string;
 }
 
+/** What `buildControlPlane` builds: which Kubernetes release, and where its progress goes. */
 export interface BuildControlPlaneOptions {
   /**
    * The Kubernetes release (default: the one pinned in `control-plane/build.sh`, whose go.sum is

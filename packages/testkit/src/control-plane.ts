@@ -24,6 +24,7 @@ const run = promisify(execFile);
  */
 export const SERVICE_CLUSTER_IP_RANGE = '127.96.0.0/16';
 
+/** What `ControlPlane.start` runs: the release, the controller-manager's grace period, the components' extra flags and the API server's names. */
 export interface ControlPlaneOptions {
   /** The Kubernetes release (default: the pinned one; another is built from the Go module proxy on first use). */
   readonly release?: string;
@@ -98,6 +99,7 @@ export interface StartedControlPlane {
   stop(): Promise<void>;
 }
 
+/** A container of the control plane, whose logs `logs()` reads. */
 export type ControlPlaneComponent = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler';
 
 const BIN = '/usr/local/bin';

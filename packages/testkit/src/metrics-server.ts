@@ -7,6 +7,7 @@ import { containerLogs, LoopbackContainer, removeContainer, TESTKIT_LABEL } from
 import { localImage } from './local-images.js';
 import { type AdminApi, adminRequest, applyObject } from './admin-api.js';
 
+/** What `startMetricsServer` takes: further flags, and how long its APIService may take to become Available. */
 export interface MetricsServerOptions {
   /**
    * Further metrics-server flags (`--name=value`), after the testkit's own: a later flag wins. The

@@ -13,6 +13,7 @@ export interface PrometheusScrapeJob {
   readonly metricsPath?: string;
 }
 
+/** What `PrometheusServer.start` scrapes (its jobs), and how often. */
 export interface PrometheusServerOptions {
   readonly jobs: readonly PrometheusScrapeJob[];
   /** Scrape and evaluation interval in seconds (default 1). */

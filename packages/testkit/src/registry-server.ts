@@ -12,6 +12,7 @@ import { localImage } from './local-images.js';
 
 const run = promisify(execFile);
 
+/** The credentials of the one user of a `RegistryServer`. */
 export interface RegistryServerOptions {
   /** The one user who may push and pull. Default `kubelet-ts`. */
   readonly username?: string;

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 /** How a document is written: JSON (compact or indented) or block YAML; lists also as `---` documents. */
 export type DocumentStyle = 'json' | 'json-indented' | 'yaml' | 'yaml-documents';
 
+/** Draws one of the ways a source's text may write a manifest (JSON, indented JSON, YAML, several YAML documents). */
 export const documentStyle: fc.Arbitrary<DocumentStyle> = fc.constantFrom('json', 'json-indented', 'yaml', 'yaml-documents');
 
 /**
@@ -17,6 +18,7 @@ export function renderDocument(value: unknown, style: DocumentStyle): string {
   return `${renderYaml(value)}\n`;
 }
 
+/** Writes `value` as block YAML whose every key and scalar is a JSON string or number, so YAML reads it back unchanged. */
 export function renderYaml(value: unknown): string {
   return node(value, '').replace(/^[\n ]/, '');
 }

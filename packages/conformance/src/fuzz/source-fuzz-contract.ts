@@ -43,8 +43,10 @@ export interface RequestFuzzHarness {
   close(): Promise<void>;
 }
 
+/** How `sourceFuzzContract` feeds a source: documents it reads (a file, a URL, a key) or requests it answers (a server). */
 export type SourceFuzzHarness = DocumentFuzzHarness | RequestFuzzHarness;
 
+/** What `sourceFuzzContract` takes: how many inputs, how long a step and the whole run may take, and how much the heap may grow. */
 export interface SourceFuzzOptions extends TestApiOption {
   /** Inputs per run (short in CI, long under `KUBELET_TS_RELIABILITY=long`). */
   readonly runs: ReliabilityCounts;

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 /** A manifest as an author writes it: plain JSON data, before validation. */
 export type ManifestInput = Record<string, unknown>;
 
+/** What `validManifest` and `fuzzInput` generate: which ids to leave out, and the fewest containers. */
 export interface ValidManifestOptions {
   /** Ids the generator never produces, e.g. a sentinel's, so that a fuzz input cannot replace it. */
   readonly avoidId?: (id: string) => boolean;
