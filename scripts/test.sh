@@ -23,6 +23,9 @@ export TURBO_TELEMETRY_DISABLED=1
 npm run typecheck --silent
 # Formatting and lint (biome): a change that is not formatted, or that the linter refuses, fails here.
 npx biome ci . --colors=off --error-on-warnings
+# The published packages' API (scripts/api-docs.js, about 5 s on the emitted .d.ts): a report in
+# docs/api-reports/ that differs, an export without a doc comment or a broken {@link} fails here.
+node scripts/api-docs.js check
 find . \( -name .jest-results.json -o -name .vitest-results.json \) -not -path "*/node_modules/*" -delete
 npx turbo run test --concurrency=1 --output-logs=full --log-order=grouped
 node scripts/summarise-tests.js
