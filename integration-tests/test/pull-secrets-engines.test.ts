@@ -141,7 +141,9 @@ describe.each(ENGINES)('image pull secrets on $engine.name, through the agent', 
     const backOff = await waitingUntil('none', 'ImagePullBackOff');
     expect(backOff.waiting.message).toMatch(new RegExp(`^Back-off pulling image "${images.none}" until \\S+Z: NotFound: `));
     expect(agent!.events('ContainerStarted', 'none')).toEqual([]);
-  });
+    // ErrImagePull lasts 10 s after each failure (the kubelet's pod-worker back-off), the first
+    // back-off 10 s too: ImagePullBackOff shows in the second failure's 20 s back-off.
+  }, 60_000);
 
   it('shows ErrImagePull with the registry’s refusal for a wrong pull secret, says the missing one, and never shows a password', async () => {
     const { waiting } = await waitingUntil('wrong', 'ErrImagePull');

@@ -23,6 +23,12 @@ import type { PodFiles } from './pod-files.js';
 import { ContainerHooks } from './container-hooks.js';
 import type { HookRunner } from './hooks.js';
 
+/**
+ * How long a failed pull says `ErrImagePull` before `ImagePullBackOff`: the kubelet's
+ * `workerBackOffPeriod`, after which its pod worker syncs a pod whose sync failed again.
+ */
+export const ERR_IMAGE_PULL_MS = 10_000;
+
 export interface ExecutorOptions {
   readonly runtime: ContainerRuntime;
   readonly events: EventSink;
@@ -111,7 +117,11 @@ export class PlanExecutor {
    */
   pullBackOff(image: string, podId?: string): { readonly until: number; readonly message: string; readonly retried: boolean } | undefined {
     const now = this.options.clock.now();
-    const waiting = (podId === undefined ? undefined : this.pulls.peek(podPullKey(podId, image), now)) ?? this.pulls.peek(image, now);
+    // ErrImagePull stays for the kubelet's pod-worker back-off (its next sync after a failed one
+    // comes 10 s later), so a status written in between says it; then ImagePullBackOff.
+    const held = ERR_IMAGE_PULL_MS;
+    const waiting =
+      (podId === undefined ? undefined : this.pulls.peek(podPullKey(podId, image), now, held)) ?? this.pulls.peek(image, now, held);
     return waiting === undefined
       ? undefined
       : { until: waiting.until, message: waiting.detail ?? 'the pull failed', retried: waiting.heldBack };

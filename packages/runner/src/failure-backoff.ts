@@ -2,6 +2,8 @@ import { backoffDelay, type BackoffPolicy } from '@kubelet-ts/core';
 
 interface Entry {
   readonly failures: number;
+  /** When the failure was recorded. */
+  readonly at: number;
   readonly until: number;
   readonly detail?: string;
   reported: boolean;
@@ -31,12 +33,21 @@ export class FailureBackoff {
 
   /**
    * While `key` backs off: until when, what the failure said, and whether a try has since been
-   * held back by it (`waiting` said so); read only (it reports nothing).
+   * held back by it (`waiting` said so) at least `heldAfterMs` after the failure; read only (it
+   * reports nothing).
    */
-  peek(key: string, now: number): { readonly until: number; readonly detail?: string; readonly heldBack: boolean } | undefined {
+  peek(
+    key: string,
+    now: number,
+    heldAfterMs = 0,
+  ): { readonly until: number; readonly detail?: string; readonly heldBack: boolean } | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined || now >= entry.until) return undefined;
-    return { until: entry.until, ...(entry.detail === undefined ? {} : { detail: entry.detail }), heldBack: entry.reported };
+    return {
+      until: entry.until,
+      ...(entry.detail === undefined ? {} : { detail: entry.detail }),
+      heldBack: entry.reported && now >= entry.at + heldAfterMs,
+    };
   }
 
   /** The state a try began from; pass it to `failed` so that concurrent tries count one failure. */
@@ -50,7 +61,7 @@ export class FailureBackoff {
     const failures = ((since as Entry | undefined)?.failures ?? 0) + 1;
     const delay = backoffDelay(failures, this.policy);
     if (current === since)
-      this.entries.set(key, { failures, until: now + delay, ...(detail === undefined ? {} : { detail }), reported: false });
+      this.entries.set(key, { failures, at: now, until: now + delay, ...(detail === undefined ? {} : { detail }), reported: false });
     return delay;
   }
 

@@ -173,7 +173,8 @@ describe("the agent's containerLogs: which container's output, by pod and contai
     // Its image cannot be pulled: no container is ever made.
     expect(await failure(logs(waiting, { pod: 'twin', container: 'a' }))).toMatchObject({
       code: 'Conflict',
-      message: 'container "a" in pod "default/twin" is waiting to start: ImagePullBackOff',
+      // The pull has just failed: ErrImagePull, as the kubelet says it until its next sync.
+      message: 'container "a" in pod "default/twin" is waiting to start: ErrImagePull',
     });
     const memory = wrapRuntime(new MemoryRuntime({ clock: f.clock }), {});
     const { logs: _dropped, ...capabilities } = memory.capabilities;

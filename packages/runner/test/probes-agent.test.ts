@@ -86,7 +86,7 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     expect(f.runtime.callCount('stop')).toBe(1);
   });
 
-  it('shows a container whose image cannot be pulled as waiting in ErrImagePull with the pull’s error, then in ImagePullBackOff once a pass waits on it', async () => {
+  it('shows a container whose image cannot be pulled as waiting in ErrImagePull with the pull’s error, then in ImagePullBackOff once a pass 10 s after a failure waits on it', async () => {
     f.runtime = new MemoryRuntime({ clock: f.clock, pullable: [] });
     const k = await agent([checkedManifest({ id: 'nopull', containers: [{ name: 'app', image: 'missing:1' }] })]);
     expect(f.events.ofType('ImagePullFailed', 'nopull')).toHaveLength(1);
@@ -95,11 +95,24 @@ describe('the agent with startup, readiness and liveness probes (in-memory runti
     expect(failed.container.state).toEqual({
       waiting: { reason: 'ErrImagePull', message: expect.stringMatching(/^NotFound: pull missing:1: /) },
     });
-    // The kubelet's next sync within the back-off says ImagePullBackOff; here, the next pass.
+    // A pass a second later is held back by the pull's back-off (10 s), and still says ErrImagePull:
+    // the kubelet's pod worker syncs a failed pod again only 10 s later (workerBackOffPeriod).
     await f.clock.advance(1_000);
     await k.sync();
     await settle();
     expect(f.events.ofType('BackOff', 'nopull')).toHaveLength(1);
+    expect((await statusOf(k)).container.state).toEqual({
+      waiting: { reason: 'ErrImagePull', message: expect.stringMatching(/^NotFound: pull missing:1: /) },
+    });
+    // At 10 s the back-off is over: the pull is tried again, fails, and backs off 20 s. A pass
+    // 10 s into that finds it still backing off: the kubelet's next sync says ImagePullBackOff.
+    await f.clock.advance(9_000);
+    await k.sync();
+    await settle();
+    expect(f.events.ofType('ImagePullFailed', 'nopull')).toHaveLength(2);
+    await f.clock.advance(10_000);
+    await k.sync();
+    await settle();
     const { container } = await statusOf(k);
     expect(container.state).toEqual({
       waiting: { reason: 'ImagePullBackOff', message: expect.stringMatching(/^Back-off pulling image "missing:1" until \S+Z: NotFound: /) },
