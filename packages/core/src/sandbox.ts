@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { podDns, type ResolverConfig } from './dns.js';
 import type { ContainerManifest } from './manifest.js';
-import { Labels, buildContainerName, escapeNamePart, isManifestId, podIdentityLabels, podKeyOf, podUid } from './naming.js';
+import { Labels, buildContainerName, escapeNamePart, isManifestId, podIdentityLabels, podKeyOf, podNameOf, podUid } from './naming.js';
 import type { PortBinding } from './runtime.js';
 import type { Sysctl } from './security.js';
 import { canonicalJson, initSpecHashes, podPorts } from './spec.js';
@@ -17,7 +17,7 @@ export interface SandboxSpec {
   /** The sandbox's name on the runtime: `POD--<manifest id>--<8 hex>`. */
   readonly name: string;
   readonly podId: string;
-  /** The pod's hostname: its manifest id, cut to the 63 characters a hostname may have (see `podHostname`). */
+  /** The pod's hostname: its name (its manifest id without the namespace), cut to the 63 characters a hostname may have (see `podHostname`). */
   readonly hostname: string;
   /** Every port of the pod, in container order; empty in a `hostNetwork` sandbox, whose ports are the host's. */
   readonly ports: readonly PortBinding[];
@@ -148,7 +148,8 @@ export function buildSandboxSpec(
     name: buildContainerName(manifest.id, 'POD'),
     podId: manifest.id,
     pod: podKeyOf(manifest, uid),
-    hostname: manifest.hostname ?? podHostname(manifest.id),
+    // The pod's name, as the kubelet names the host (a v1 Pod's id also holds its namespace).
+    hostname: manifest.hostname ?? podHostname(podNameOf(manifest.id, manifest.namespace)),
     ports: hostNetwork ? [] : podPorts(manifest),
     ...(hostNetwork ? { hostNetwork: true } : {}),
     ...(hasPrivilegedContainer(manifest) ? { privileged: true } : {}),

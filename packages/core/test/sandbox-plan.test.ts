@@ -258,3 +258,19 @@ describe('planning pod sandboxes', () => {
     expect(p.pods).toEqual([]);
   });
 });
+
+describe('a pod’s hostname', () => {
+  const sandbox = (raw: Record<string, unknown>) => {
+    const r = validateManifest({ containers: [{ name: 'a', image: 'b' }], ...raw });
+    if (!r.ok) throw new Error(formatFieldErrors(r.errors));
+    return buildSandboxSpec(r.manifest, { node: 'n', source: 's' });
+  };
+  it('is its name, as the kubelet names the host: a v1 Pod’s id holds its namespace, the hostname does not', () => {
+    expect(sandbox({ id: 'web.team', namespace: 'team' }).hostname).toBe('web');
+    expect(sandbox({ id: 'web' }).hostname).toBe('web');
+    expect(sandbox({ id: 'web.team', namespace: 'team', hostname: 'named' }).hostname).toBe('named');
+  });
+  it('is cut to 63 characters without a trailing dot or dash', () => {
+    expect(sandbox({ id: `${'a'.repeat(62)}-b.team`, namespace: 'team' }).hostname).toBe('a'.repeat(62));
+  });
+});
