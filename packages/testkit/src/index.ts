@@ -28,6 +28,7 @@ export { reapEngineDebris, stopDockerEngine, type StoppedEngine } from './engine
 export { TcpGate } from './tcp-gate.js';
 export { assertContainerd, criCgroupParent, criEndpoint } from './containerd.js';
 export { busyboxPodNetwork } from './pod-network.js';
+export { startRealKubelet, type RealKubeletOptions, type StartedRealKubelet } from './real-kubelet.js';
 export { assertPodman, independentPodman, podmanHost, removePodmanLabelled } from './podman.js';
 export { enginesEnv } from './engines-env.js';
 export { TempDirs } from './temp-dirs.js';
