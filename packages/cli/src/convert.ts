@@ -7,6 +7,14 @@ import { isFromV1Pod, parseManifests, rejectionError, toV1Pod, toV1beta1 } from 
 
 type Format = 'v1' | 'v1beta1';
 
+/** `kubelet-ts convert`'s arguments and options: what its `--help` prints, and what docs/CLI.md's reference is made from. */
+export function convertProgram(): Command {
+  return new Command('kubelet-ts convert')
+    .description('convert manifests between the 2014 format (v1beta1) and Kubernetes v1 Pods, printing YAML')
+    .argument('<file>', 'the manifest file, or - for standard input')
+    .addOption(new Option('--to <format>', 'the format to write; default: the other one of each manifest').choices(['v1', 'v1beta1']));
+}
+
 /**
  * `kubelet-ts convert [--to v1|v1beta1] <file|->`: reads one text of manifests in either format
  * (YAML or JSON, one or many, `---` documents or lists) and prints each converted to YAML, as
@@ -15,10 +23,7 @@ type Format = 'v1' | 'v1beta1';
  * said in the target format; every reason goes to stderr with its field path.
  */
 export async function convertMain(argv: readonly string[]): Promise<number> {
-  const program = new Command('kubelet-ts convert')
-    .description('convert manifests between the 2014 format (v1beta1) and Kubernetes v1 Pods, printing YAML')
-    .argument('<file>', 'the manifest file, or - for standard input')
-    .addOption(new Option('--to <format>', 'the format to write; default: the other one of each manifest').choices(['v1', 'v1beta1']))
+  const program = convertProgram()
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   try {

@@ -23,6 +23,16 @@ const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
 /** kubectl folds an annotation longer than this onto lines of its own (`maxAnnotationLen`). */
 const MAX_ANNOTATION = 140;
 
+/** `kubelet-ts describe`'s arguments and options: what its `--help` prints, and what docs/CLI.md's reference is made from. */
+export function describeProgram(): Command {
+  return addConnectionOptions(new Command('kubelet-ts describe'))
+    .description(
+      "show a pod of a running agent in detail: its containers' state, probes, conditions, source and events (as kubectl describe)",
+    )
+    .argument('<resource>', 'pod (pods, po)')
+    .argument('[names...]', "the pods' names (default: every pod of the namespace)");
+}
+
 /**
  * `kubelet-ts describe pod [NAME…]`: a pod of a running agent as `kubectl describe pod` lays it
  * out (`describePod` in kubectl's describe.go: the same fields, order and alignment), with where
@@ -30,12 +40,7 @@ const MAX_ANNOTATION = 140;
  * namespace. A pod the agent does not have is one line and exit 1.
  */
 export async function describeMain(argv: readonly string[], io: GetIo = process): Promise<number> {
-  const program = addConnectionOptions(new Command('kubelet-ts describe'))
-    .description(
-      "show a pod of a running agent in detail: its containers' state, probes, conditions, source and events (as kubectl describe)",
-    )
-    .argument('<resource>', 'pod (pods, po)')
-    .argument('[names...]', "the pods' names (default: every pod of the namespace)");
+  const program = describeProgram();
   const ended = parseClientCommand(program, argv, io);
   if (ended !== undefined) return ended;
   const [resource = '', ...names] = program.args;

@@ -34,15 +34,8 @@ export const processIo: ExecIo = {
   },
 };
 
-/**
- * `kubelet-ts exec [-i] [-t] POD [-c CONTAINER] -- COMMAND…` and `kubelet-ts attach [-i] [-t] POD
- * [-c CONTAINER]`, as `kubectl exec` and `attach` are used: a running agent's `/exec` or `/attach`
- * over WebSocket. With `-t` and a terminal, the local terminal is raw while the session lasts and
- * its size follows the window. Exits with the command's exit code (exec), 0 when the session ended
- * well, or with what went wrong on stderr and its exit code (`ExitCodes`: 1, or 2-4 for an agent
- * unreachable, credentials refused, TLS failed).
- */
-export async function execMain(verb: 'exec' | 'attach', argv: readonly string[], io: ExecIo = processIo): Promise<number> {
+/** The arguments and options of `kubelet-ts exec` or `attach`: what `--help` prints, and what docs/CLI.md's reference is made from. */
+export function execProgram(verb: 'exec' | 'attach'): Command {
   const program = addConnectionOptions(new Command(`kubelet-ts ${verb}`))
     .description(
       verb === 'exec'
@@ -54,6 +47,19 @@ export async function execMain(verb: 'exec' | 'attach', argv: readonly string[],
     .addOption(new Option('-i, --stdin', 'pass stdin to the process').default(false))
     .addOption(new Option('-t, --tty', 'give the process a terminal').default(false));
   if (verb === 'exec') program.argument('<command...>', 'the command and its arguments (after --)');
+  return program;
+}
+
+/**
+ * `kubelet-ts exec [-i] [-t] POD [-c CONTAINER] -- COMMAND…` and `kubelet-ts attach [-i] [-t] POD
+ * [-c CONTAINER]`, as `kubectl exec` and `attach` are used: a running agent's `/exec` or `/attach`
+ * over WebSocket. With `-t` and a terminal, the local terminal is raw while the session lasts and
+ * its size follows the window. Exits with the command's exit code (exec), 0 when the session ended
+ * well, or with what went wrong on stderr and its exit code (`ExitCodes`: 1, or 2-4 for an agent
+ * unreachable, credentials refused, TLS failed).
+ */
+export async function execMain(verb: 'exec' | 'attach', argv: readonly string[], io: ExecIo = processIo): Promise<number> {
+  const program = execProgram(verb);
   const ended = parseClientCommand(program, argv, io);
   if (ended !== undefined) return ended;
   const [pod = '', ...command] = program.args;

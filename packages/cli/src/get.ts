@@ -45,15 +45,9 @@ interface GetOptions extends ConnectionOptions {
   readonly for?: string;
 }
 
-/**
- * `kubelet-ts get RESOURCE [NAME…]`: what a running agent has, as kubectl prints it. `pods`
- * (kubectl get pods: READY, STATUS, RESTARTS, AGE; `-o wide|json|yaml|name`, `-l`, `-w`),
- * `containers` (crictl ps, `-a` for the exited ones), `events` (kubectl events, `--for`, `-w`)
- * and `sources` (the agent's manifest sources and what they rejected). Exit codes as every
- * client command's: see `EXIT_CODES_HELP`.
- */
-export async function getMain(argv: readonly string[], io: GetIo = process): Promise<number> {
-  const program = addConnectionOptions(new Command('kubelet-ts get'))
+/** `kubelet-ts get`'s arguments and options: what its `--help` prints, and what docs/CLI.md's reference is made from. */
+export function getProgram(): Command {
+  return addConnectionOptions(new Command('kubelet-ts get'))
     .description('list the pods, containers, events or manifest sources of a running agent (as kubectl get, crictl ps)')
     .argument('<resource>', 'pods (po), containers (ps), events (ev) or sources')
     .argument('[names...]', 'only these, by name')
@@ -65,6 +59,17 @@ export async function getMain(argv: readonly string[], io: GetIo = process): Pro
     .addOption(new Option('--output-watch-events', 'with -w: an EVENT column (ADDED, MODIFIED, DELETED)').default(false))
     .addOption(new Option('-a, --all', 'containers: the exited ones too (as crictl ps -a)').default(false))
     .addOption(new Option('--for <object>', 'events: only those of pod/NAME or node/NAME'));
+}
+
+/**
+ * `kubelet-ts get RESOURCE [NAME…]`: what a running agent has, as kubectl prints it. `pods`
+ * (kubectl get pods: READY, STATUS, RESTARTS, AGE; `-o wide|json|yaml|name`, `-l`, `-w`),
+ * `containers` (crictl ps, `-a` for the exited ones), `events` (kubectl events, `--for`, `-w`)
+ * and `sources` (the agent's manifest sources and what they rejected). Exit codes as every
+ * client command's: see `EXIT_CODES_HELP`.
+ */
+export async function getMain(argv: readonly string[], io: GetIo = process): Promise<number> {
+  const program = getProgram();
   const ended = parseClientCommand(program, argv, io);
   if (ended !== undefined) return ended;
   const [asked = '', ...names] = program.args;

@@ -21,6 +21,20 @@ interface LogsOptions extends ConnectionOptions {
   readonly limitBytes?: number;
 }
 
+/** `kubelet-ts logs`'s arguments and options: what its `--help` prints, and what docs/CLI.md's reference is made from. */
+export function logsProgram(): Command {
+  return addConnectionOptions(new Command('kubelet-ts logs'))
+    .description('print what a container of a pod printed, from a running agent (as kubectl logs)')
+    .argument('<pod>', "the pod's name, as the agent's /pods shows it (a 2014 manifest's id)")
+    .argument('[container]', 'the container; optional when the pod has only one')
+    .addOption(new Option('-f, --follow', 'go on printing what it prints, until it ends').default(false))
+    .addOption(new Option('--tail <lines>', 'only the last lines printed (-1: all)').argParser(tailLines))
+    .addOption(new Option('--since <duration>', 'only lines printed this recently: 10s, 5m, 1h').argParser(sinceSeconds))
+    .addOption(new Option('--timestamps', 'each line after the time it was printed (RFC 3339)').default(false))
+    .addOption(new Option('-p, --previous', "the run before the current one (a restarted container's previous instance)").default(false))
+    .addOption(new Option('--limit-bytes <bytes>', 'at most this many bytes').argParser(positive));
+}
+
 /**
  * `kubelet-ts logs POD [CONTAINER]`: what a container of a pod printed, from a running agent's
  * `GET /containerLogs/{namespace}/{pod}/{container}`, written to stdout as it arrives (with
@@ -31,16 +45,7 @@ interface LogsOptions extends ConnectionOptions {
  * refused, TLS failed).
  */
 export async function logsMain(argv: readonly string[], io: LogsIo = process): Promise<number> {
-  const program = addConnectionOptions(new Command('kubelet-ts logs'))
-    .description('print what a container of a pod printed, from a running agent (as kubectl logs)')
-    .argument('<pod>', "the pod's name, as the agent's /pods shows it (a 2014 manifest's id)")
-    .argument('[container]', 'the container; optional when the pod has only one')
-    .addOption(new Option('-f, --follow', 'go on printing what it prints, until it ends').default(false))
-    .addOption(new Option('--tail <lines>', 'only the last lines printed (-1: all)').argParser(tailLines))
-    .addOption(new Option('--since <duration>', 'only lines printed this recently: 10s, 5m, 1h').argParser(sinceSeconds))
-    .addOption(new Option('--timestamps', 'each line after the time it was printed (RFC 3339)').default(false))
-    .addOption(new Option('-p, --previous', "the run before the current one (a restarted container's previous instance)").default(false))
-    .addOption(new Option('--limit-bytes <bytes>', 'at most this many bytes').argParser(positive));
+  const program = logsProgram();
   const ended = parseClientCommand(program, argv, io);
   if (ended !== undefined) return ended;
   const [pod = '', named] = program.args;

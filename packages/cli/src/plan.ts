@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { CommanderError, Option } from 'commander';
+import { type Command, CommanderError, Option } from 'commander';
 import { pino } from 'pino';
 import { Tokens, isKubeletError, nodeNameProblem, type ContainerRuntime, type FieldError, type ManifestSource } from '@kubelet-ts/core';
 import { formatPlanReport, previewPlan } from '@kubelet-ts/runner';
@@ -16,16 +16,21 @@ interface Rejection {
   readonly fieldErrors: readonly FieldError[];
 }
 
+/** `kubelet-ts plan`'s arguments and options: what its `--help` prints, and what docs/CLI.md's reference is made from. */
+export function planProgram(): Command {
+  return buildProgram()
+    .name('kubelet-ts plan')
+    .addOption(new Option('--output <format>', 'text or json').choices(['text', 'json']).default('text'))
+    .addOption(new Option('--wait <duration>', 'how long to wait for every source to deliver').default('10s'));
+}
+
 /**
  * `kubelet-ts plan`: the agent's flags, but it only prints what a pass would do now, then exits
  * 0 (in sync), 2 (the plan has steps, as `terraform plan -detailed-exitcode`) or 1 (an error, or a
  * manifest a source refused: each is printed with its field errors, and in JSON as `rejected`).
  */
 export async function planMain(argv: readonly string[]): Promise<number> {
-  const program = buildProgram()
-    .name('kubelet-ts plan')
-    .addOption(new Option('--output <format>', 'text or json').choices(['text', 'json']).default('text'))
-    .addOption(new Option('--wait <duration>', 'how long to wait for every source to deliver').default('10s'));
+  const program = planProgram();
   try {
     program.parse(normaliseFlagSpelling(argv), { from: 'user' });
   } catch (error) {

@@ -30,6 +30,15 @@ function mapping(value: string, previous: Array<{ local: number; remote: number 
   return [...previous, { local, remote }];
 }
 
+/** `kubelet-ts port-forward`'s arguments and options: what its `--help` prints, and what docs/CLI.md's reference is made from. */
+export function portForwardProgram(): Command {
+  return addConnectionOptions(new Command('kubelet-ts port-forward'))
+    .description("forward local ports to a pod's ports, through a running agent (as kubectl port-forward)")
+    .argument('<pod>', "the pod's name, as the agent's /pods shows it")
+    .argument('<ports...>', 'LOCAL:REMOTE, REMOTE, or :REMOTE for any free local port')
+    .addOption(new Option('--address <address>', 'the local address to listen on').default('127.0.0.1'));
+}
+
 /**
  * `kubelet-ts port-forward POD [LOCAL:]REMOTE…`, as `kubectl port-forward` is used: listens on
  * `--address` (127.0.0.1) and carries each connection it takes to the pod's port through a
@@ -40,11 +49,7 @@ function mapping(value: string, previous: Array<{ local: number; remote: number 
  * unreachable, credentials refused, TLS failed).
  */
 export async function portForwardMain(argv: readonly string[], io: PortForwardIo): Promise<number> {
-  const program = addConnectionOptions(new Command('kubelet-ts port-forward'))
-    .description("forward local ports to a pod's ports, through a running agent (as kubectl port-forward)")
-    .argument('<pod>', "the pod's name, as the agent's /pods shows it")
-    .argument('<ports...>', 'LOCAL:REMOTE, REMOTE, or :REMOTE for any free local port')
-    .addOption(new Option('--address <address>', 'the local address to listen on').default('127.0.0.1'))
+  const program = portForwardProgram()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
   let ports: Array<{ local: number; remote: number }>;

@@ -32,6 +32,16 @@ interface Summary {
 
 const MI = 1024 * 1024;
 
+/** `kubelet-ts top`'s arguments and options: what its `--help` prints, and what docs/CLI.md's reference is made from. */
+export function topProgram(): Command {
+  return addConnectionOptions(new Command('kubelet-ts top'))
+    .description('show what pods or the node use now, from a running agent (as kubectl top)')
+    .argument('<what>', '"pods" (or "pod", "po") or "node" (or "nodes", "no")')
+    .addOption(new Option('-A, --all-namespaces', 'the pods of every namespace').default(false))
+    .addOption(new Option('--containers', "each pod's containers on lines of their own").default(false))
+    .addOption(new Option('--sort-by <figure>', 'largest first: cpu or memory').choices(['cpu', 'memory']));
+}
+
 /**
  * `kubelet-ts top pods` / `top node`: what the pods and the node use now, as `kubectl top` shows
  * it (CPU in millicores, memory as the working set in MiB), from a running agent's Summary API
@@ -42,12 +52,7 @@ const MI = 1024 * 1024;
  * shows what is used now.
  */
 export async function topMain(argv: readonly string[], io: TopIo = process): Promise<number> {
-  const program = addConnectionOptions(new Command('kubelet-ts top'))
-    .description('show what pods or the node use now, from a running agent (as kubectl top)')
-    .argument('<what>', '"pods" (or "pod", "po") or "node" (or "nodes", "no")')
-    .addOption(new Option('-A, --all-namespaces', 'the pods of every namespace').default(false))
-    .addOption(new Option('--containers', "each pod's containers on lines of their own").default(false))
-    .addOption(new Option('--sort-by <figure>', 'largest first: cpu or memory').choices(['cpu', 'memory']));
+  const program = topProgram();
   const ended = parseClientCommand(program, argv, io);
   if (ended !== undefined) return ended;
   const what = program.args[0] ?? '';

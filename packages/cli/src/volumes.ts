@@ -18,6 +18,19 @@ interface VolumesOptions extends ConnectionOptions {
   readonly force: boolean;
 }
 
+/** `kubelet-ts volumes`'s arguments and options: what its `--help` prints, and what docs/CLI.md's reference is made from. */
+export function volumesProgram(): Command {
+  return addConnectionOptions(new Command('kubelet-ts volumes'))
+    .description("list or remove the named volumes of pods' persistentVolumeClaims, and which pods of the running agent use them")
+    .argument('<command>', 'ls, or rm')
+    .argument('[claims...]', 'for rm: the claims whose volumes to remove')
+    .addOption(new Option('--volumes-root <dir>', "the agent's volumes root").default(DEFAULT_VOLUMES_ROOT))
+    .addOption(new Option('--root-dir <dir>', "the agent's directory: volumes in <dir>/volumes unless --volumes-root is given"))
+    .addOption(
+      new Option('-f, --force', 'rm: remove a claim even when a pod uses it, or when the agent cannot say whether one does').default(false),
+    );
+}
+
 /**
  * `kubelet-ts volumes ls` / `volumes rm <claim>…`: the named volumes that v1
  * `persistentVolumeClaim`s became, on this host's disk (the agent's `--volumes-root`, or
@@ -28,15 +41,7 @@ interface VolumesOptions extends ConnectionOptions {
  * claim was not removed.
  */
 export async function volumesMain(argv: readonly string[], io: Io): Promise<number> {
-  const program = addConnectionOptions(new Command('kubelet-ts volumes'))
-    .description("list or remove the named volumes of pods' persistentVolumeClaims, and which pods of the running agent use them")
-    .argument('<command>', 'ls, or rm')
-    .argument('[claims...]', 'for rm: the claims whose volumes to remove')
-    .addOption(new Option('--volumes-root <dir>', "the agent's volumes root").default(DEFAULT_VOLUMES_ROOT))
-    .addOption(new Option('--root-dir <dir>', "the agent's directory: volumes in <dir>/volumes unless --volumes-root is given"))
-    .addOption(
-      new Option('-f, --force', 'rm: remove a claim even when a pod uses it, or when the agent cannot say whether one does').default(false),
-    );
+  const program = volumesProgram();
   const ended = parseClientCommand(program, argv, io);
   if (ended !== undefined) return ended;
   const [command, claims = []] = program.processedArgs as [string, string[]];
