@@ -13,7 +13,7 @@ source scripts/podman.sh
 trap stop_engines_started_here EXIT
 
 ensure_packages
-# Before any suite's time-out starts: 7-11 minutes cold, nothing once cached (README, "Testing").
+# Before any suite's time-out starts: 7-11 minutes cold, nothing once cached (docs/TESTING.md).
 bash packages/testkit/control-plane/build.sh build >/dev/null
 start_docker
 start_containerd

@@ -47,7 +47,7 @@ export const PodListAnnotations = {
  * `spec` are `toV1Pod`'s (plus `spec.nodeName`, the kubelet's annotations and ours), `status` is
  * derived from the views by the kubelet's rules (`getPhase` and the pod conditions in
  * kubelet_pods.go / status_manager). Pure: the same input gives the same output. The mapping is
- * written out in the README, next to the route.
+ * written out in docs/HTTP-API.md, under `GET /pods`.
  *
  * It is rendered here, where `/pods` is served, rather than by the runner: the spec is `toV1Pod`'s,
  * a conversion of the manifest package, and the runner depends on core alone. The agent gives the

@@ -14,7 +14,7 @@
 # KUBE_RELEASE=v1.N.M in the environment builds another release: its module is pinned afresh in a
 # temp copy (from the Go module proxy, with no committed go.sum to check it against).
 #
-# Cold on 2 cores: 7 to 11 minutes and about 4 GB of Go build cache (the README's "Testing").
+# Cold on 2 cores: 7 to 11 minutes and about 4 GB of Go build cache (docs/TESTING.md).
 
 # The release: the one line to change (then `bash build.sh pin`, and commit go.mod and go.sum).
 PINNED_RELEASE=v1.37.2

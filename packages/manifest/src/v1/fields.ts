@@ -4,8 +4,8 @@ import { PROBE_FIELD_NAMES } from '@kubelet-ts/core';
  * The fields of a v1 Pod that describe it to a cluster and mean nothing on one host: accepted and
  * ignored, so a manifest written for (or read back from) a cluster runs unchanged. Every other field
  * that is not mapped is refused with its path and "not supported": a field that would change what
- * runs (`initContainers`, `lifecycle`, `hostPID`, …) is never silently dropped. The README's v1 Pod
- * section lists these same names.
+ * runs (`initContainers`, `lifecycle`, `hostPID`, …) is never silently dropped. docs/MANIFESTS.md's
+ * "Kubernetes v1 Pods" lists these same names.
  */
 export const IGNORED_V1_FIELDS = {
   /** Top level: `status` is what a cluster reported, not what is asked for. */

@@ -103,7 +103,7 @@ export function toV1Pod(manifest: ContainerManifest): V1Pod {
   };
 }
 
-/** v1's `emptyDir`, and the mode of its directory: this agent's one addition to a v1 Pod (see the README's table). */
+/** v1's `emptyDir`, and the mode of its directory: this agent's one addition to a v1 Pod (see docs/MANIFESTS.md's table). */
 type EmptyDirWithMode = V1EmptyDirVolumeSource & { mode?: number };
 
 function emptyDir(e: EmptyDir): EmptyDirWithMode {
