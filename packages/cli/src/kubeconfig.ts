@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname } from 'node:path';
+import type { KubeConfig, User } from '@kubernetes/client-node';
 import { AgentClientError } from './agent-client.js';
 
 /** A PEM file's path, or its contents (a kubeconfig's `…-data`, base64-decoded). */
@@ -15,14 +16,6 @@ export interface KubeconfigSettings {
   readonly namespace?: string;
   readonly insecureSkipTlsVerify?: boolean;
   readonly tls: { readonly ca?: PemSource; readonly cert?: PemSource; readonly key?: PemSource };
-}
-
-/** The parts of a kubeconfig (clientcmd's `Config`, v1) read here. */
-interface Kubeconfig {
-  readonly 'current-context'?: string;
-  readonly contexts?: ReadonlyArray<{ readonly name?: string; readonly context?: Record<string, unknown> }>;
-  readonly clusters?: ReadonlyArray<{ readonly name?: string; readonly cluster?: Record<string, unknown> }>;
-  readonly users?: ReadonlyArray<{ readonly name?: string; readonly user?: Record<string, unknown> }>;
 }
 
 /**
@@ -56,54 +49,59 @@ export async function readKubeconfig(
     const named = flags.kubeconfig === undefined ? `$KUBECONFIG's ${path}` : `--kubeconfig ${path}`;
     throw new AgentClientError(`cannot read the kubeconfig ${named}: ${(error as Error).message}`, 'Failed', { cause: error });
   }
-  let config: Kubeconfig;
-  // Loaded here: a kubeconfig is the only YAML a client command reads.
+  // Loaded here: a kubeconfig is the only YAML a client command reads. Its shape is checked first
+  // (client-node's reader takes a list or a scalar for an empty config, where a mistake should be said).
   const { parse } = await import('yaml');
+  let shape: unknown;
   try {
-    config = (parse(text) ?? {}) as Kubeconfig;
+    shape = parse(text);
   } catch (error) {
     throw new AgentClientError(`${path} is not a kubeconfig: ${firstLine((error as Error).message)}`, 'Failed', { cause: error });
   }
-  if (typeof config !== 'object' || Array.isArray(config)) throw new AgentClientError(`${path} is not a kubeconfig: not a YAML mapping`);
+  if (shape === null || shape === undefined) return { tls: {} };
+  if (typeof shape !== 'object' || Array.isArray(shape)) throw new AgentClientError(`${path} is not a kubeconfig: not a YAML mapping`);
+  // Read as the cluster parts read theirs: @kubernetes/client-node's KubeConfig (entries it cannot
+  // use left out, paths made relative to the file, as kubectl takes them).
+  const { KubeConfig } = await import('@kubernetes/client-node');
+  const config = new KubeConfig();
+  try {
+    config.loadFromString(text, { onInvalidEntry: 'filter' });
+  } catch (error) {
+    throw new AgentClientError(`${path} is not a kubeconfig: ${firstLine((error as Error).message)}`, 'Failed', { cause: error });
+  }
+  config.makePathsAbsolute(dirname(path));
   return settingsOf(config, path, flags.context);
 }
 
-function settingsOf(config: Kubeconfig, path: string, wanted: string | undefined): KubeconfigSettings {
-  const contextName = wanted ?? config['current-context'];
+function settingsOf(config: KubeConfig, path: string, wanted: string | undefined): KubeconfigSettings {
+  const contextName = wanted ?? config.getCurrentContext();
   // No context chosen: kubectl uses none of the file's clusters either.
-  if (contextName === undefined || contextName === '') return { tls: {} };
-  const named = <T extends { readonly name?: string }>(list: readonly T[] | undefined) => (list ?? []).find((e) => e.name === contextName);
-  const context = named(config.contexts)?.context;
-  if (context === undefined) {
-    const known = (config.contexts ?? []).map((c) => c.name).filter((n) => n !== undefined);
+  if (contextName === undefined || contextName === null || contextName === '') return { tls: {} };
+  const context = config.getContextObject(contextName);
+  if (context === null) {
+    const known = config.getContexts().map((c) => c.name);
     throw new AgentClientError(
       `context "${contextName}" is not in the kubeconfig ${path} (its contexts: ${known.length === 0 ? 'none' : known.join(', ')})`,
     );
   }
-  const clusterName = text(context['cluster']);
-  const userName = text(context['user']);
-  const cluster = clusterName === undefined ? {} : (config.clusters ?? []).find((c) => c.name === clusterName)?.cluster;
-  if (cluster === undefined)
-    throw new AgentClientError(`context "${contextName}" in ${path} names cluster "${clusterName}", which the file does not define`);
-  const user = userName === undefined ? {} : (config.users ?? []).find((u) => u.name === userName)?.user;
-  if (user === undefined)
-    throw new AgentClientError(`context "${contextName}" in ${path} names user "${userName}", which the file does not define`);
-  const relative = (p: string | undefined) => (p === undefined || isAbsolute(p) ? p : resolve(dirname(path), p));
-  const pem = (file: unknown, data: unknown): PemSource | undefined => {
-    const decoded = text(data);
-    if (decoded !== undefined) return { data: Buffer.from(decoded, 'base64') };
-    const p = relative(text(file));
-    return p === undefined ? undefined : { path: p };
+  const cluster = config.getCluster(context.cluster);
+  if (cluster === null)
+    throw new AgentClientError(`context "${contextName}" in ${path} names cluster "${context.cluster}", which the file does not define`);
+  const user = context.user === undefined || context.user === '' ? {} : config.getUser(context.user);
+  if (user === null)
+    throw new AgentClientError(`context "${contextName}" in ${path} names user "${context.user}", which the file does not define`);
+  const pem = (file: string | undefined, data: string | undefined): PemSource | undefined => {
+    if (text(data) !== undefined) return { data: Buffer.from(data!, 'base64') };
+    return text(file) === undefined ? undefined : { path: file! };
   };
-  const insecure = cluster['insecure-skip-tls-verify'];
-  const ca = pem(cluster['certificate-authority'], cluster['certificate-authority-data']);
-  const cert = pem(user['client-certificate'], user['client-certificate-data']);
-  const key = pem(user['client-key'], user['client-key-data']);
+  const ca = pem(cluster.caFile, cluster.caData);
+  const cert = pem((user as Partial<User>).certFile, (user as Partial<User>).certData);
+  const key = pem((user as Partial<User>).keyFile, (user as Partial<User>).keyData);
   return {
-    ...optional('server', text(cluster['server'])),
-    ...optional('token', text(user['token'])),
-    ...optional('namespace', text(context['namespace'])),
-    ...(typeof insecure === 'boolean' ? { insecureSkipTlsVerify: insecure } : {}),
+    ...optional('server', text(cluster.server)),
+    ...optional('token', text((user as Partial<User>).token)),
+    ...optional('namespace', text(context.namespace)),
+    ...(cluster.skipTLSVerify ? { insecureSkipTlsVerify: true } : {}),
     tls: { ...optional('ca', ca), ...optional('cert', cert), ...optional('key', key) },
   };
 }
