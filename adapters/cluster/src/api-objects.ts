@@ -8,6 +8,7 @@ import {
 } from '@kubelet-ts/core';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { getJson, requestJson } from './api-json.js';
+import { ApiServices } from './api-services.js';
 import { type ApiService, linkVariables, masterVariables, type PodApiServer } from './service-variables.js';
 
 /** How often the objects in use are read again (the kubelet's pod sync period: a change reaches a volume within it). */
@@ -69,7 +70,8 @@ export function tokenRefreshDue(token: IssuedToken, now: number): boolean {
  *   the API server is down) keeps its last good value.
  * - Service-account tokens: asked for by TokenRequest, bound to their pod, and asked for again
  *   at 80 % of their life (`tokenRefreshDue`).
- * - Service variables (`ServiceEnvironment`): from one list of the Services per pass.
+ * - Service variables (`ServiceEnvironment`): from the Services, listed once and watched
+ *   (`ApiServices`), a change of one reaching the next container made.
  * Never logs a value.
  */
 export class ApiObjects {
@@ -80,8 +82,12 @@ export class ApiObjects {
   private reading: Promise<void> | undefined;
   private closed = false;
   private passes = 0;
+  /** The Services, watched once a pod needs their variables. */
+  private readonly services: ApiServices;
 
-  constructor(private readonly options: ApiObjectsOptions) {}
+  constructor(private readonly options: ApiObjectsOptions) {
+    this.services = new ApiServices({ kubeConfig: options.kubeConfig, logger: options.logger, changed: () => void this.refresh() });
+  }
 
   /** What the pods now read: objects not read yet are read at once (then `changed`). */
   use(refs: readonly ObjectRef[]): void {
@@ -107,6 +113,7 @@ export class ApiObjects {
   close(): void {
     this.closed = true;
     clearTimeout(this.timer);
+    this.services.close();
   }
 
   private schedule(): void {
@@ -130,7 +137,7 @@ export class ApiObjects {
   private async readAll(): Promise<void> {
     let changed = this.passes === 0;
     const refs = [...this.wanted.entries()];
-    const services = refs.some(([, r]) => r.kind === 'ServiceEnvironment') ? this.listServices() : Promise.resolve(undefined);
+    const services = refs.some(([, r]) => r.kind === 'ServiceEnvironment') ? this.services.current() : Promise.resolve(undefined);
     await Promise.all(
       refs.map(async ([key, ref]) => {
         const read = await this.readOne(key, ref, services);
@@ -213,17 +220,6 @@ export class ApiObjects {
     } catch (error) {
       this.cannot(ref, `of service account ${token.serviceAccount} for pod ${token.pod.name}`, error);
       return 'unknown';
-    }
-  }
-
-  /** The Services of every namespace (a node may list them), or undefined when they cannot be read. */
-  private async listServices(): Promise<readonly ApiService[] | undefined> {
-    try {
-      const list = (await getJson(this.options.kubeConfig, '/api/v1/services')) as { items?: ApiService[] };
-      return list.items ?? [];
-    } catch (error) {
-      this.cannot({ kind: 'ServiceEnvironment', namespace: '', name: '' }, 'Services', error);
-      return undefined;
     }
   }
 

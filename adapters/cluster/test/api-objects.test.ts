@@ -132,7 +132,7 @@ describe('tokens and service variables from the API', () => {
     }
   }, 60_000);
 
-  it('gives the services’ variables of the namespace and the API server’s', async () => {
+  it('gives the services’ variables of the namespace and the API server’s, watched', async () => {
     const { objects, changed } = reader({ ms: Date.now() });
     try {
       const first = changed();
@@ -150,6 +150,12 @@ describe('tokens and service variables from the API', () => {
       // No pod-facing address given: the kubernetes Service's ClusterIP, as the kubelet gives it.
       const kubernetes = await core.readNamespacedService({ namespace: 'default', name: 'kubernetes' });
       expect(text(MASTER_SERVICE)).toMatchObject({ KUBERNETES_SERVICE_HOST: kubernetes.spec!.clusterIP, KUBERNETES_SERVICE_PORT: '443' });
+      // Watched, not listed again: a Service made now reaches the variables without a pass of the timer (60 s here).
+      const added = changed();
+      await core.createNamespacedService({ namespace: ns, body: { metadata: { name: 'later-web' }, spec: { ports: [{ port: 8080 }] } } });
+      await added;
+      const later = await core.readNamespacedService({ namespace: ns, name: 'later-web' });
+      expect(text(SERVICE_LINKS)).toMatchObject({ LATER_WEB_SERVICE_HOST: later.spec!.clusterIP, LATER_WEB_SERVICE_PORT: '8080' });
     } finally {
       objects.close();
     }
