@@ -5,7 +5,7 @@ import { toV1Pod } from '../src/v1/to-v1.js';
 import { IGNORED_V1_FIELDS } from '../src/v1/fields.js';
 import { accepted, app, pod, refused } from './v1-pod-fixture.js';
 
-describe('v1 Pod → domain manifest, row by row of docs/MANIFESTS.md's table', () => {
+describe('v1 Pod → domain manifest, row by row of docs/MANIFESTS.md’s table', () => {
   it('metadata.name is the id; a namespace other than default follows it; uid is the uuid; labels and annotations are kept', () => {
     expect(accepted(pod()).id).toBe('web');
     const m = accepted(pod({}, {}, { namespace: 'kube-system', uid: '7f3c-11', labels: { app: 'web' }, annotations: { note: 'a b c' } }));
