@@ -24,6 +24,8 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
       "13. the operator's command line",
       '14. a node of a cluster (issue 43)',
       '15. streams through the API server (issue 44)',
+      '16. the real kubelet beside it (issue 46)',
+      '17. hollow nodes (issue 46)',
       '2. throughput',
       '2. throughput under a CPU hog',
       '3. steady state',
@@ -56,6 +58,22 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     expect(clusterStreams.map((x) => /\((WebSocket passed through|translated to SPDY\/3\.1)\)/.exec(x.metric)?.[1])).toEqual(
       ['WebSocket passed through', 'translated to SPDY/3.1'].flatMap((how) => [how, how, how, how]),
     );
+    // The real kubelet beside it: every row kubelet-ts's with the kubelet's as its baseline, measured on both.
+    const sideBySide = rows.filter((x) => x.scenario === '16. the real kubelet beside it (issue 46)');
+    expect(sideBySide.map((x) => x.metric.split(':')[0]!.split(' with ')[0])).toEqual([
+      'pod startup',
+      'pod startup',
+      'pod deletion with a 1 s grace',
+      'a crash restarted',
+      'kubectl logs -f',
+      "the idle node's CPU",
+      "the idle node's RSS",
+      "the idle node's API requests a minute",
+    ]);
+    for (const r of sideBySide) expect(r.baseline?.name).toBe('the kubelet, the same way');
+    for (const r of sideBySide.filter((x) => x.unit === 'ms')) expect(r.baseline!.value.min).toBeGreaterThan(0);
+    // Hollow nodes: every node Ready, the rollout done, the process's RSS and CPU per node.
+    expect(rows.filter((x) => x.scenario === '17. hollow nodes (issue 46)').map((x) => x.unit)).toEqual(['s', 's', 'MB', '% of a core']);
     // Reaction: on each engine, the exit and the replacement, each beside its baseline.
     expect(
       rows.filter((x) => x.scenario === '8. reaction on the engine').map((x) => [x.metric.split(':')[0], x.baseline !== undefined]),
@@ -106,7 +124,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     expect(json.machine.cores).toBeGreaterThan(0);
     const md = await readFile(join(out, 'RESULTS.md'), 'utf8');
     expect(md).toContain('| 4. reaction | server POST → pass starts |');
-  }, 360_000);
+  }, 600_000);
 
   it('summarises samples into median and p95', () => {
     expect(summarise([5, 1, 3])).toMatchObject({ runs: 3, median: 3, min: 1, max: 5, p95: 5 });

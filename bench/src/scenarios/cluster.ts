@@ -35,7 +35,7 @@ export async function adminOf(cluster: StartedControlPlane): Promise<Admin> {
  * requests (`system:nodes`) into the flow schemas `system-node-high` (its Lease, its Node's status)
  * and `system-nodes` (the rest), so with one node these count that node's requests alone.
  */
-async function nodeRequests(admin: Admin): Promise<number> {
+export async function nodeRequests(admin: Admin): Promise<number> {
   const text = await apiText(admin, '/metrics');
   let total = 0;
   for (const line of text.split('\n'))
@@ -120,12 +120,12 @@ export function machineAddress(): string {
 }
 
 /** CPU seconds the process has used (user and system), from /proc. */
-async function cpuSeconds(pid: number): Promise<number> {
+export async function cpuSeconds(pid: number): Promise<number> {
   const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
   return (Number(stat[11]) + Number(stat[12])) / 100;
 }
 
-async function rssMb(pid: number): Promise<number> {
+export async function rssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024;
 }
