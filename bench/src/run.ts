@@ -17,6 +17,8 @@ import { containerdVersion, criEngine } from './scenarios/cri-engine.js';
 import { engine } from './scenarios/engine.js';
 import { engineReaction } from './scenarios/engine-reaction.js';
 import { fleet } from './scenarios/fleet.js';
+import { hollow, hollowSteps } from './scenarios/hollow.js';
+import { kubeletSideBySide, sideBySideSizes } from './scenarios/kubelet-side-by-side.js';
 import { logs, logsSizes } from './scenarios/logs.js';
 import { memory } from './scenarios/memory.js';
 import { reaction } from './scenarios/reaction.js';
@@ -100,6 +102,8 @@ export const SCENARIOS = [
   'fleet',
   'cluster',
   'cluster-streams',
+  'kubelet-side-by-side',
+  'hollow',
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -230,6 +234,16 @@ export async function runBench(options: BenchOptions): Promise<Row[]> {
   if (options.engine && wanted('cluster-streams')) {
     await step('exec and port-forward through the API server');
     rows.push(...(await clusterStreams(clusterStreamsSizes(q))));
+  }
+  // The real kubelet beside kubelet-ts (issue 46): both on the private containerd, one control plane.
+  if (cri && wanted('kubelet-side-by-side')) {
+    await step('the real kubelet beside kubelet-ts, on containerd');
+    rows.push(...(await kubeletSideBySide(sideBySideSizes(q))));
+  }
+  // Hollow nodes (issue 46): N nodes in one process on the in-memory runtime; KUBELET_TS_BENCH_HOLLOW changes the steps.
+  if (wanted('hollow')) {
+    await step('hollow nodes on the control plane');
+    rows.push(...(await hollow(hollowSteps(q))));
   }
 
   await save();

@@ -25,6 +25,8 @@ export interface ApiObjectsOptions {
   readonly podApiServer?: PodApiServer;
   /** The time, for tokens' lifetimes (tests). */
   readonly now?: () => number;
+  /** The Services, watched once for many nodes of one process; absent, watched by this one alone. */
+  readonly services?: ApiServices;
 }
 
 interface ApiConfigMap {
@@ -84,9 +86,11 @@ export class ApiObjects {
   private passes = 0;
   /** The Services, watched once a pod needs their variables. */
   private readonly services: ApiServices;
+  private readonly stopHearing: () => void;
 
   constructor(private readonly options: ApiObjectsOptions) {
-    this.services = new ApiServices({ kubeConfig: options.kubeConfig, logger: options.logger, changed: () => void this.refresh() });
+    this.services = options.services ?? new ApiServices({ kubeConfig: options.kubeConfig, logger: options.logger });
+    this.stopHearing = this.services.subscribe(() => void this.refresh());
   }
 
   /** What the pods now read: objects not read yet are read at once (then `changed`). */
@@ -113,7 +117,9 @@ export class ApiObjects {
   close(): void {
     this.closed = true;
     clearTimeout(this.timer);
-    this.services.close();
+    this.stopHearing();
+    // A shared one is closed by who made it.
+    if (this.options.services === undefined) this.services.close();
   }
 
   private schedule(): void {

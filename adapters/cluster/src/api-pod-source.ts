@@ -14,6 +14,8 @@ import { type KubeConfig, Watch } from '@kubernetes/client-node';
 import { Retry } from './api-errors.js';
 import { ApiObjects } from './api-objects.js';
 import { getJson } from './api-json.js';
+import type { ApiServices } from './api-services.js';
+import type { PodFeed } from './pod-feed.js';
 import type { PodApiServer } from './service-variables.js';
 
 /** The annotation of a mirror pod (a static pod's copy in the API): never run, it is the node's own record. */
@@ -53,6 +55,10 @@ export interface ApiPodSourceOptions extends HostAccess {
   readonly mirrorsChanged?: () => void;
   /** Where the pods reach the API server (their `KUBERNETES_SERVICE_HOST`/`_PORT`); absent: the `kubernetes` Service's ClusterIP. */
   readonly podApiServer?: PodApiServer;
+  /** A watch of every bound pod shared with other nodes of this process (`PodFeed`): then this source holds no watch of its own. */
+  readonly podFeed?: PodFeed;
+  /** The Services, watched once for every node of this process (see `ApiObjectsOptions.services`). */
+  readonly services?: ApiServices;
 }
 
 /**
@@ -79,6 +85,8 @@ export class ApiPodSource implements ManifestSource {
   private delivered = new Set<string>();
   /** The ConfigMaps and Secrets the pods read, from the API (delivered beside them). */
   private readonly objects: ApiObjects;
+  /** Stops hearing from a shared `PodFeed`. */
+  private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly options: ApiPodSourceOptions) {
     this.objects = new ApiObjects({
@@ -86,6 +94,7 @@ export class ApiPodSource implements ManifestSource {
       logger: options.logger,
       changed: () => this.schedule(),
       ...(options.podApiServer === undefined ? {} : { podApiServer: options.podApiServer }),
+      ...(options.services === undefined ? {} : { services: options.services }),
     });
   }
 
@@ -102,11 +111,29 @@ export class ApiPodSource implements ManifestSource {
   async start(sink: SourceSink): Promise<void> {
     this.sink = sink;
     this.closed = false;
-    void this.options.nodeRegistered.then(() => this.run());
+    const feed = this.options.podFeed;
+    void this.options.nodeRegistered.then(() => {
+      if (this.closed) return;
+      if (feed === undefined) return void this.run();
+      this.unsubscribe = feed.subscribe(this.options.nodeName, {
+        replace: (pods) => {
+          this.pods.clear();
+          for (const pod of pods) this.pods.set(pod.metadata.uid, pod);
+          this.deliver();
+        },
+        apply: (type, pod) => {
+          if (type === 'DELETED') this.pods.delete(pod.metadata.uid);
+          else this.pods.set(pod.metadata.uid, pod);
+          this.schedule();
+        },
+        failed: (error) => this.sink?.error(error),
+      });
+    });
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.unsubscribe?.();
     this.objects.close();
     this.retry.cancel();
     this.abort?.abort();

@@ -7,8 +7,6 @@ import type { ApiService } from './service-variables.js';
 export interface ApiServicesOptions {
   readonly kubeConfig: KubeConfig;
   readonly logger: Logger;
-  /** Told when a Service was added, changed or removed (after the first list). */
-  readonly changed: () => void;
 }
 
 /**
@@ -28,6 +26,18 @@ export class ApiServices {
   /** Settles once the first list has been tried (whatever came of it). */
   private readonly firstTry: Promise<void>;
   private tried!: () => void;
+
+  private readonly listeners = new Set<() => void>();
+
+  /** Tells `listener` when a Service was added, changed or removed (after the first list); returns the way to stop. */
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
+  }
 
   constructor(private readonly options: ApiServicesOptions) {
     this.firstTry = new Promise((resolve) => (this.tried = resolve));
@@ -79,7 +89,7 @@ export class ApiServices {
     const first = !this.listed;
     this.listed = true;
     this.tried();
-    if (!first) this.options.changed();
+    if (!first) this.changed();
   }
 
   /** One watch, until the server ends it (resolves) or it fails (rejects; `code` 410 when too old). */
@@ -101,7 +111,7 @@ export class ApiServices {
             if (type === 'BOOKMARK') return;
             if (type === 'DELETED') this.services.delete(keyOf(object));
             else this.services.set(keyOf(object), object);
-            this.options.changed();
+            this.changed();
           },
           (error: unknown) => ((failed ?? error) ? reject(failed ?? error) : resolve()),
         )

@@ -8,6 +8,8 @@ import { NodeRegistration } from './node-registration.js';
 import type { NodeSpecFacts } from './node-object.js';
 import { MirrorPods, type StaticPods } from './mirror-pods.js';
 import { PodStatusWriter, type StatusSource } from './pod-status-writer.js';
+import type { ApiServices } from './api-services.js';
+import type { PodFeed } from './pod-feed.js';
 import type { PodApiServer } from './service-variables.js';
 
 /**
@@ -23,6 +25,15 @@ export const KUBELET_VERSION = 'v1.37.0+kubelet-ts.0.1.0';
 export interface ClusterNodeOptions extends HostAccess {
   /** `--kubeconfig`: the cluster, and the node's credentials in it. */
   readonly kubeconfigPath: string;
+  /**
+   * The kubeconfig already read (then `kubeconfigPath` is not read): one for many nodes of one
+   * process (`kubelet-ts hollow`), whose credentials may act for each of them.
+   */
+  readonly kubeConfig?: KubeConfig;
+  /** One watch of every bound pod shared by the nodes of one process (`kubelet-ts hollow`); absent, the node watches its own. */
+  readonly podFeed?: PodFeed;
+  /** The Services, watched once for the nodes of one process; absent, the node watches them itself. */
+  readonly services?: ApiServices;
   readonly nodeName: string;
   /** `--node-ip`. */
   readonly address: string;
@@ -66,7 +77,7 @@ export interface ClusterAgent extends StatusSource, StaticPods {
 export class ClusterNode {
   readonly source: ApiPodSource;
   /** The cluster and the node's credentials, from `kubeconfigPath`: for the node's other parts (`ClusterAuth`, `ServingCertificateRequester`). */
-  readonly kubeConfig = new KubeConfig();
+  readonly kubeConfig: KubeConfig;
   private readonly core: CoreV1Api;
   private readonly coordination: CoordinationV1Api;
   private registration: NodeRegistration | undefined;
@@ -85,7 +96,8 @@ export class ClusterNode {
   }
 
   constructor(private readonly options: ClusterNodeOptions) {
-    this.kubeConfig.loadFromFile(options.kubeconfigPath);
+    this.kubeConfig = options.kubeConfig ?? new KubeConfig();
+    if (options.kubeConfig === undefined) this.kubeConfig.loadFromFile(options.kubeconfigPath);
     this.core = this.kubeConfig.makeApiClient(CoreV1Api);
     this.coordination = this.kubeConfig.makeApiClient(CoordinationV1Api);
     const podApiServer = options.podApiServer ?? reachableServer(this.kubeConfig, options.logger);

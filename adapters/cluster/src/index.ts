@@ -40,3 +40,5 @@ export {
   type ApiService,
   type PodApiServer,
 } from './service-variables.js';
+export { ApiServices, type ApiServicesOptions } from './api-services.js';
+export { PodFeed, type PodFeedListener, type PodFeedOptions } from './pod-feed.js';

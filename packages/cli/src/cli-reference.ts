@@ -3,6 +3,7 @@ import { convertProgram } from './convert.js';
 import { describeProgram } from './describe.js';
 import { execProgram } from './exec.js';
 import { getProgram } from './get.js';
+import { hollowProgram } from './hollow.js';
 import { logsProgram } from './logs.js';
 import { buildProgram } from './options.js';
 import { planProgram } from './plan.js';
@@ -34,6 +35,7 @@ export function cliPrograms(): Command[] {
     portForwardProgram(),
     topProgram(),
     convertProgram(),
+    hollowProgram(),
     volumesProgram(),
   ];
 }

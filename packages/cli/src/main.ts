@@ -19,6 +19,7 @@ const COMMANDS: Readonly<Record<string, (argv: readonly string[]) => Promise<num
   'port-forward': async (argv) => (await import('./port-forward.js')).portForwardMain(argv, { ...clientIo(), stopped: interrupted() }),
   get: async (argv) => (await import('./get.js')).getMain(argv, { ...clientIo(), stopped: interrupted }),
   describe: async (argv) => (await import('./describe.js')).describeMain(argv, clientIo()),
+  hollow: async (argv) => (await import('./hollow.js')).hollowMain(argv),
 };
 
 /**
