@@ -4,6 +4,7 @@ import { Retry } from './api-errors.js';
 import { getJson } from './api-json.js';
 import type { ApiService } from './service-variables.js';
 
+/** What `ApiServices` reads the Services with: the cluster and credentials that may watch them. */
 export interface ApiServicesOptions {
   readonly kubeConfig: KubeConfig;
   readonly logger: Logger;

@@ -18,6 +18,7 @@ interface BoundPod extends ApiPod {
   readonly spec?: { readonly nodeName?: string };
 }
 
+/** What `PodFeed` watches with: the cluster, and credentials that may list every pod. */
 export interface PodFeedOptions {
   readonly kubeConfig: KubeConfig;
   readonly logger: Logger;

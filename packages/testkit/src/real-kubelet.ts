@@ -11,6 +11,7 @@ import { freePort } from './etcd-server.js';
 
 const run = promisify(execFile);
 
+/** Where `startRealKubelet` runs the kubelet: the cluster it joins, its name and address, its runtime. */
 export interface RealKubeletOptions {
   /** The control plane it joins (with a node kubeconfig of `system:node:<nodeName>`). */
   readonly cluster: StartedControlPlane;
@@ -41,9 +42,9 @@ export interface StartedRealKubelet {
  * The real kubelet, built from source at the control plane's release (`control-plane/build.sh`
  * builds it beside the control plane), as a process of this host against the private containerd,
  * registered with `cluster` as `nodeName`: the reference that kubelet-ts is measured beside. Its
- * configuration is a kubeadm node's where this VM allows (see the README's "The real kubelet
- * beside it"): `cgroupDriver: cgroupfs` (no systemd here), `failCgroupV1: false` and `failSwapOn:
- * false` (a cgroup v1 VM with swap), `enforceNodeAllocatable: []`, webhook authentication and
+ * configuration is a kubeadm node's where this VM allows (see docs/TESTING.md, "The real kubelet
+ * beside it"): `cgroupDriver: cgroupfs` (no systemd here), `failCgroupV1: false` and
+ * `failSwapOn: false` (a cgroup v1 VM with swap), `enforceNodeAllocatable: []`, webhook authentication and
  * authorization with the cluster's CA, no read-only port; and so that it changes nothing of this
  * machine's beyond what it is given: its root, certificates, pod logs and volume plugins in a temp
  * folder, no image garbage collection (it would remove the suites' images) and no eviction
