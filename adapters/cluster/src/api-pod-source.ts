@@ -10,10 +10,9 @@ import {
   type SourceSink,
 } from '@kubelet-ts/core';
 import { validateV1Pod } from '@kubelet-ts/manifest';
-import { type KubeConfig, Watch } from '@kubernetes/client-node';
-import { Retry } from './api-errors.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { ApiObjects } from './api-objects.js';
-import { getJson } from './api-json.js';
+import { ListWatch } from './list-watch.js';
 import type { ApiServices } from './api-services.js';
 import type { PodFeed } from './pod-feed.js';
 import type { PodApiServer } from './service-variables.js';
@@ -75,12 +74,11 @@ export class ApiPodSource implements ManifestSource {
   private readonly pods = new Map<string, ApiPod>();
   /** Per pod uid and resourceVersion: what it was read as, so that an unchanged pod is the same manifest object. */
   private readonly read = new Map<string, { readonly version: string; readonly manifest: ContainerManifest | undefined }>();
-  private resourceVersion = '';
   private sink: SourceSink | undefined;
-  private abort: AbortController | undefined;
   private closed = false;
   private scheduled = false;
-  private readonly retry = new Retry(1_000, 30_000);
+  /** The list and watch of this node's pods, when no shared `PodFeed` gives them. */
+  private watching: ListWatch<ApiPod> | undefined;
   private mirrorShape = '';
   private delivered = new Set<string>();
   /** The ConfigMaps and Secrets the pods read, from the API (delivered beside them). */
@@ -114,96 +112,40 @@ export class ApiPodSource implements ManifestSource {
     const feed = this.options.podFeed;
     void this.options.nodeRegistered.then(() => {
       if (this.closed) return;
-      if (feed === undefined) return void this.run();
-      this.unsubscribe = feed.subscribe(this.options.nodeName, {
-        replace: (pods) => {
-          this.pods.clear();
-          for (const pod of pods) this.pods.set(pod.metadata.uid, pod);
-          this.deliver();
-        },
-        apply: (type, pod) => {
-          if (type === 'DELETED') this.pods.delete(pod.metadata.uid);
-          else this.pods.set(pod.metadata.uid, pod);
-          this.schedule();
-        },
-        failed: (error) => this.sink?.error(error),
+      const replace = (pods: readonly ApiPod[]) => {
+        this.pods.clear();
+        // A list's items carry no apiVersion or kind (the list says them once), which a v1 Pod must have:
+        // given back, as client-go's typed lists do, or every pod of a restarted agent is refused.
+        for (const pod of pods) this.pods.set(pod.metadata.uid, { ...pod, apiVersion: 'v1', kind: 'Pod' });
+        this.deliver();
+      };
+      const apply = (type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: ApiPod) => {
+        if (type === 'DELETED') this.pods.delete(pod.metadata.uid);
+        else this.pods.set(pod.metadata.uid, pod);
+        this.schedule();
+      };
+      if (feed !== undefined) {
+        this.unsubscribe = feed.subscribe(this.options.nodeName, { replace, apply, failed: (error) => this.sink?.error(error) });
+        return;
+      }
+      this.watching = new ListWatch<ApiPod>({
+        kubeConfig: this.options.kubeConfig,
+        path: '/api/v1/pods',
+        fieldSelector: `spec.nodeName=${this.options.nodeName}`,
+        listed: replace,
+        changed: apply,
+        failed: (error, delay) => this.sink?.error(new Error(`api: ${error.message}; trying again in ${delay} ms`)),
       });
+      this.watching.start();
     });
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.unsubscribe?.();
+    this.watching?.close();
     this.objects.close();
-    this.retry.cancel();
-    this.abort?.abort();
     this.sink = undefined;
-  }
-
-  /** List, then watch, for as long as the source is open. */
-  private async run(): Promise<void> {
-    while (!this.closed) {
-      try {
-        if (this.resourceVersion === '') await this.list();
-        await this.watch();
-        this.retry.reset();
-      } catch (error) {
-        if (this.closed) return;
-        const delay = this.retry.next();
-        if ((error as { code?: number }).code === 410) this.resourceVersion = '';
-        this.sink?.error(new Error(`api: ${(error as Error).message}; trying again in ${delay} ms`));
-        await this.retry.wait(delay, () => this.closed);
-      }
-    }
-  }
-
-  private async list(): Promise<void> {
-    const list = (await getJson(this.options.kubeConfig, `/api/v1/pods?fieldSelector=${this.selector()}`)) as {
-      metadata?: { resourceVersion?: string };
-      items?: ApiPod[];
-    };
-    this.pods.clear();
-    // A list's items carry no apiVersion or kind (the list says them once), which a v1 Pod must have:
-    // given back, as client-go's typed lists do, or every pod of a restarted agent is refused.
-    for (const pod of list.items ?? []) this.pods.set(pod.metadata.uid, { ...pod, apiVersion: 'v1', kind: 'Pod' });
-    this.resourceVersion = list.metadata?.resourceVersion ?? '';
-    this.deliver();
-  }
-
-  /** One watch, until the server ends it (resolves) or it fails (rejects; `code` 410 when too old). */
-  private watch(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const watch = new Watch(this.options.kubeConfig);
-      let failed: (Error & { code?: number | undefined }) | undefined;
-      void watch
-        .watch(
-          '/api/v1/pods',
-          { fieldSelector: `spec.nodeName=${this.options.nodeName}`, resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
-          (type: string, object: ApiPod & { code?: number; message?: string }) => {
-            if (type === 'ERROR') {
-              failed = Object.assign(new Error(`watch: ${object.message ?? 'error'}`), { code: object.code });
-              controller?.abort();
-              return;
-            }
-            if (object.metadata?.resourceVersion !== undefined) this.resourceVersion = object.metadata.resourceVersion;
-            if (type === 'BOOKMARK') return;
-            if (type === 'DELETED') this.pods.delete(object.metadata.uid);
-            else this.pods.set(object.metadata.uid, object);
-            this.schedule();
-          },
-          (error: unknown) => ((failed ?? error) ? reject(failed ?? error) : resolve()),
-        )
-        .then((c) => {
-          controller = c;
-          this.abort = c;
-          if (this.closed) c.abort();
-        }, reject);
-      let controller: AbortController | undefined;
-    });
-  }
-
-  private selector(): string {
-    return encodeURIComponent(`spec.nodeName=${this.options.nodeName}`);
   }
 
   /** Delivers once for the changes of one turn of the event loop (a watch sends many at once). */

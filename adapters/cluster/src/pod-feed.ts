@@ -1,7 +1,6 @@
 import type { Logger } from '@kubelet-ts/core';
-import { type KubeConfig, Watch } from '@kubernetes/client-node';
-import { Retry } from './api-errors.js';
-import { getJson } from './api-json.js';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { ListWatch } from './list-watch.js';
 import type { ApiPod } from './api-pod-source.js';
 
 /** What a node's pod source hears of its pods from a shared feed. */
@@ -28,18 +27,15 @@ export interface PodFeedOptions {
  * One list and watch of every bound pod (`spec.nodeName!=`), handed to each node's pod source by
  * its node name: many nodes of one process (`kubelet-ts hollow`) hold one watch instead of one each
  * (a thousand watches were a thousand connections through the API server's port, where a userland
- * proxy gave up). Resumed and relisted as `ApiPodSource` does its own; credentials that may list
- * every pod are needed (an admin's, not one node's).
+ * proxy gave up), listed and watched as `ApiPodSource` does its own (`ListWatch`); credentials that
+ * may list every pod are needed (an admin's, not one node's). A pod's `apiVersion` and `kind`, which
+ * a list's items lack, are the receiver's to give back.
  */
 export class PodFeed {
   private readonly listeners = new Map<string, PodFeedListener>();
   private readonly byNode = new Map<string, Map<string, ApiPod>>();
-  private resourceVersion = '';
-  private abort: AbortController | undefined;
-  private closed = false;
-  private started = false;
+  private watching: ListWatch<BoundPod> | undefined;
   private listed = false;
-  private readonly retry = new Retry(1_000, 30_000);
 
   constructor(private readonly options: PodFeedOptions) {}
 
@@ -47,9 +43,30 @@ export class PodFeed {
   subscribe(node: string, listener: PodFeedListener): () => void {
     this.listeners.set(node, listener);
     if (this.listed) listener.replace([...(this.byNode.get(node)?.values() ?? [])]);
-    if (!this.started) {
-      this.started = true;
-      void this.run();
+    if (this.watching === undefined) {
+      this.watching = new ListWatch<BoundPod>({
+        kubeConfig: this.options.kubeConfig,
+        path: '/api/v1/pods',
+        fieldSelector: 'spec.nodeName!=',
+        listed: (items) => {
+          this.byNode.clear();
+          for (const pod of items) this.set(pod);
+          this.listed = true;
+          for (const [name, l] of this.listeners) l.replace([...(this.byNode.get(name)?.values() ?? [])]);
+        },
+        changed: (type, pod) => {
+          const name = pod.spec?.nodeName;
+          if (name === undefined || name === '') return;
+          if (type === 'DELETED') this.byNode.get(name)?.delete(pod.metadata.uid);
+          else this.set(pod);
+          this.listeners.get(name)?.apply(type, pod);
+        },
+        failed: (error, delay) => {
+          const said = new Error(`api: ${error.message}; trying again in ${delay} ms`);
+          for (const l of this.listeners.values()) l.failed(said);
+        },
+      });
+      this.watching.start();
     }
     return () => {
       if (this.listeners.get(node) === listener) this.listeners.delete(node);
@@ -57,79 +74,14 @@ export class PodFeed {
   }
 
   close(): void {
-    this.closed = true;
-    this.retry.cancel();
-    this.abort?.abort();
+    this.watching?.close();
   }
 
-  private async run(): Promise<void> {
-    while (!this.closed) {
-      try {
-        if (this.resourceVersion === '') await this.list();
-        await this.watch();
-        this.retry.reset();
-      } catch (error) {
-        if (this.closed) return;
-        if ((error as { code?: number }).code === 410) this.resourceVersion = '';
-        const delay = this.retry.next();
-        const said = new Error(`api: ${(error as Error).message}; trying again in ${delay} ms`);
-        for (const l of this.listeners.values()) l.failed(said);
-        await this.retry.wait(delay, () => this.closed);
-      }
-    }
-  }
-
-  private async list(): Promise<void> {
-    const list = (await getJson(this.options.kubeConfig, `/api/v1/pods?fieldSelector=${encodeURIComponent('spec.nodeName!=')}`)) as {
-      metadata?: { resourceVersion?: string };
-      items?: BoundPod[];
-    };
-    this.byNode.clear();
-    // A list's items carry no apiVersion or kind (see ApiPodSource.list).
-    for (const pod of list.items ?? []) this.set({ ...pod, apiVersion: 'v1', kind: 'Pod' });
-    this.resourceVersion = list.metadata?.resourceVersion ?? '';
-    this.listed = true;
-    for (const [node, listener] of this.listeners) listener.replace([...(this.byNode.get(node)?.values() ?? [])]);
-  }
-
-  private set(pod: BoundPod): string | undefined {
+  private set(pod: BoundPod): void {
     const node = pod.spec?.nodeName;
-    if (node === undefined || node === '') return undefined;
+    if (node === undefined || node === '') return;
     let pods = this.byNode.get(node);
     if (pods === undefined) this.byNode.set(node, (pods = new Map()));
     pods.set(pod.metadata.uid, pod);
-    return node;
-  }
-
-  private watch(): Promise<void> {
-    return new Promise((resolve, reject) => {
-      let failed: (Error & { code?: number | undefined }) | undefined;
-      let controller: AbortController | undefined;
-      void new Watch(this.options.kubeConfig)
-        .watch(
-          '/api/v1/pods',
-          { fieldSelector: 'spec.nodeName!=', resourceVersion: this.resourceVersion, allowWatchBookmarks: true },
-          (type: string, object: BoundPod & { code?: number; message?: string }) => {
-            if (type === 'ERROR') {
-              failed = Object.assign(new Error(`watch: ${object.message ?? 'error'}`), { code: object.code });
-              controller?.abort();
-              return;
-            }
-            if (object.metadata?.resourceVersion !== undefined) this.resourceVersion = object.metadata.resourceVersion;
-            if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
-            const node = object.spec?.nodeName;
-            if (node === undefined || node === '') return;
-            if (type === 'DELETED') this.byNode.get(node)?.delete(object.metadata.uid);
-            else this.set(object);
-            this.listeners.get(node)?.apply(type, object);
-          },
-          (error: unknown) => ((failed ?? error) ? reject(failed ?? error) : resolve()),
-        )
-        .then((c) => {
-          controller = c;
-          this.abort = c;
-          if (this.closed) c.abort();
-        }, reject);
-    });
   }
 }

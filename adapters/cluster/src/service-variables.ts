@@ -1,6 +1,6 @@
 /** A v1 Service as the API lists it (the fields its variables read). */
 export interface ApiService {
-  readonly metadata: { readonly name: string; readonly namespace: string };
+  readonly metadata: { readonly name: string; readonly namespace: string; readonly resourceVersion?: string };
   readonly spec?: {
     readonly clusterIP?: string;
     readonly ports?: ReadonlyArray<{ readonly name?: string; readonly port: number; readonly protocol?: string }>;
