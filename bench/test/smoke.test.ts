@@ -63,7 +63,7 @@ describe('the benchmark harness (a small run, so it cannot rot)', () => {
     expect(sideBySide.map((x) => x.metric.split(':')[0]!.split(' with ')[0])).toEqual([
       'pod startup',
       'pod startup',
-      'pod deletion with a 1 s grace',
+      'pod deletion',
       'a crash restarted',
       'kubectl logs -f',
       "the idle node's CPU",

@@ -354,12 +354,17 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
   }, 90_000);
 
   it('says in the pod’s status why it cannot run a pod (Failed, the field)', async () => {
-    // Every pod of the API gets a service-account token volume unless it says no: not yet run here (issue 45).
+    // The host's process namespace, which this node (no --allow-privileged) refuses by field; the API server takes it.
     const pod = {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: `${app}-token`, namespace: 'default' },
-      spec: { nodeName: node, containers: [{ name: 'main', image: busybox, command: ['sleep', '3600'] }] },
+      spec: {
+        nodeName: node,
+        hostPID: true,
+        automountServiceAccountToken: false,
+        containers: [{ name: 'main', image: busybox, command: ['sleep', '3600'] }],
+      },
     };
     const file = join(dir, `${app}-token.json`);
     await writeFile(file, JSON.stringify(pod));
@@ -373,7 +378,7 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
       30_000,
     );
     expect(failed.status.reason).toBe('UnsupportedPodSpec');
-    expect(failed.status.message).toMatch(/^Pod was rejected: spec\.volumes\[0\]/);
+    expect(failed.status.message).toMatch(/^Pod was rejected: spec\.hostPID: /);
     await k('delete', 'pod', `${app}-token`, '-n', 'default', '--wait=false');
   }, 60_000);
 
