@@ -38,7 +38,8 @@ export interface SideBySideSizes {
 
 export function sideBySideSizes(quick: boolean): SideBySideSizes {
   return quick
-    ? { runs: 1, batch: 3, crashes: 1, follows: 1, idlePods: 3, idleSeconds: 5 }
+    ? // 12 s: at least one Lease renewal of each (every 10 s), so that no baseline is 0.
+      { runs: 1, batch: 3, crashes: 1, follows: 1, idlePods: 3, idleSeconds: 12 }
     : { runs: 10, batch: 30, crashes: 5, follows: 10, idlePods: 30, idleSeconds: 60 };
 }
 
