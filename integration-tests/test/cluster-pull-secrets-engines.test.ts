@@ -98,7 +98,7 @@ describe.each(AGENT_ENGINES)('image pull secrets of API pods, on $name', (engine
     );
     // The corpus's Pod as written (its one container, its imagePullSecrets: regcred), on this node, its image in the registry.
     const corpus = parseYaml(
-      await readFile(new URL('../../../shared/cases/corpus/049-website-private-reg-pod.yaml', import.meta.url), 'utf8'),
+      await readFile(new URL('./fixtures/corpus/049-website-private-reg-pod.yaml', import.meta.url), 'utf8'),
     ) as { metadata: Record<string, unknown>; spec: { containers: Array<Record<string, unknown>> } & Record<string, unknown> };
     const sleeping = (image: string) => ({ image, command: ['sh', '-c', 'echo pulled-and-running; exec sleep 3600'] });
     await apply('private-reg', {

@@ -48,7 +48,7 @@ afterAll(async () => {
 
 /** A corpus Pod as the API would be given it: on this node, its image the local busybox, sleeping. */
 async function corpusPod(file: string, node: string, namespace: string, busybox: string): Promise<Record<string, unknown>> {
-  const pod = parseYaml(await readFile(new URL(`../../../shared/cases/corpus/${file}`, import.meta.url), 'utf8')) as {
+  const pod = parseYaml(await readFile(new URL(`./fixtures/corpus/${file}`, import.meta.url), 'utf8')) as {
     metadata: Record<string, unknown>;
     spec: { containers: Array<Record<string, unknown>> } & Record<string, unknown>;
   };
