@@ -6,7 +6,7 @@ import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
 import { freePort, nodeFlags, until } from './cluster-helpers.js';
-import { kubectlAs } from './kubectl.js';
+import { kubectlOk as kubectl } from './kubectl.js';
 
 /**
  * ConfigMaps and Secrets from the API server for the pods it binds to the node (issue 45, part): read
@@ -15,13 +15,6 @@ import { kubectlAs } from './kubectl.js';
  * files on a tmpfs, and a missing one holding only the containers that need it until it exists. On
  * Docker and on containerd, through the real kube-apiserver, read with kubectl.
  */
-
-/** kubectl with `kubeconfig`; rejects with its stderr on a non-zero exit. */
-async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
-  const r = await kubectlAs(kubeconfig, ...args);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
 
 let cluster: StartedControlPlane;
 let dir: string;

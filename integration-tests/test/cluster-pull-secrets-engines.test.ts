@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
 import { freePort, nodeFlags, until } from './cluster-helpers.js';
-import { kubectlAs } from './kubectl.js';
+import { kubectlAs, kubectlOk as kubectl } from './kubectl.js';
 
 /**
  * Image pull secrets of API pods (issue 45): a `kubernetes.io/dockerconfigjson` Secret made with
@@ -19,13 +19,6 @@ import { kubectlAs } from './kubectl.js';
  */
 
 const REFUSED = /unauthori[sz]ed|authentication required|no basic auth credentials/i;
-
-/** kubectl with `kubeconfig`; rejects with its stderr on a non-zero exit. */
-async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
-  const r = await kubectlAs(kubeconfig, ...args);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
 
 let cluster: StartedControlPlane;
 let registry: RegistryServer;
@@ -97,9 +90,10 @@ describe.each(AGENT_ENGINES)('image pull secrets of API pods, on $name', (engine
       `--docker-password=${registry.password}`,
     );
     // The corpus's Pod as written (its one container, its imagePullSecrets: regcred), on this node, its image in the registry.
-    const corpus = parseYaml(
-      await readFile(new URL('./fixtures/corpus/049-website-private-reg-pod.yaml', import.meta.url), 'utf8'),
-    ) as { metadata: Record<string, unknown>; spec: { containers: Array<Record<string, unknown>> } & Record<string, unknown> };
+    const corpus = parseYaml(await readFile(new URL('./fixtures/corpus/049-website-private-reg-pod.yaml', import.meta.url), 'utf8')) as {
+      metadata: Record<string, unknown>;
+      spec: { containers: Array<Record<string, unknown>> } & Record<string, unknown>;
+    };
     const sleeping = (image: string) => ({ image, command: ['sh', '-c', 'echo pulled-and-running; exec sleep 3600'] });
     await apply('private-reg', {
       ...corpus,

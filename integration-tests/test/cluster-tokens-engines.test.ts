@@ -8,7 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES, type AgentEngine } from './agent-engines.js';
 import { freePort, machineAddress, nodeFlags, until } from './cluster-helpers.js';
-import { kubectlAs } from './kubectl.js';
+import { kubectlAs, kubectlOk as kubectl } from './kubectl.js';
 
 /**
  * Service-account tokens for the pods an API server binds to the node (issue 45): the projected
@@ -23,13 +23,6 @@ import { kubectlAs } from './kubectl.js';
 const TOKEN_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 /** This machine's kubectl: a static binary, which the caller pod runs from a hostPath. */
 const KUBECTL = execFileSync('sh', ['-c', 'command -v kubectl'], { encoding: 'utf8' }).trim();
-
-/** kubectl with `kubeconfig`; rejects with its stderr on a non-zero exit. */
-async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
-  const r = await kubectlAs(kubeconfig, ...args);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
 
 let cluster: StartedControlPlane;
 let dir: string;

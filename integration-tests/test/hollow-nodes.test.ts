@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit';
 import { until } from './cluster-helpers.js';
-import { kubectlAs } from './kubectl.js';
+import { kubectlOk as kubectl } from './kubectl.js';
 
 /**
  * `kubelet-ts hollow` (issue 46): N nodes of a cluster in one process on the in-memory runtime,
@@ -18,12 +18,6 @@ import { kubectlAs } from './kubectl.js';
 const CLI = fileURLToPath(new URL('../../packages/cli/bin/kubelet-ts.js', import.meta.url));
 const NODES = 5;
 const PREFIX = `hollow-${process.pid}-`;
-
-async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
-  const r = await kubectlAs(kubeconfig, ...args);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
 
 describe('kubelet-ts hollow: nodes at scale in one process', () => {
   let cluster: StartedControlPlane;

@@ -34,3 +34,10 @@ export function kubectlAs(kubeconfig: string, ...args: string[]): Promise<{ code
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** `kubectl --kubeconfig <kubeconfig> …`: its output; rejects with its stderr on a non-zero exit. */
+export async function kubectlOk(kubeconfig: string, ...args: string[]): Promise<string> {
+  const r = await kubectlAs(kubeconfig, ...args);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}

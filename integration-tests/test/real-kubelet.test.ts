@@ -15,7 +15,7 @@ import { AgentProcess } from './agent-process.js';
 import { AGENT_ENGINES } from './agent-engines.js';
 import { freePort, machineAddress, nodeFlags, until } from './cluster-helpers.js';
 import { criDirect } from './cri-direct.js';
-import { kubectlAs } from './kubectl.js';
+import { kubectlOk as kubectl } from './kubectl.js';
 
 /**
  * The real kubelet beside kubelet-ts (issue 46's smoke test; the bench's kubelet-side-by-side
@@ -26,12 +26,6 @@ import { kubectlAs } from './kubectl.js';
  */
 
 const NS = 'side-by-side';
-
-async function kubectl(kubeconfig: string, ...args: string[]): Promise<string> {
-  const r = await kubectlAs(kubeconfig, ...args);
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
 
 describe('the real kubelet and kubelet-ts, nodes of one control plane', () => {
   let cluster: StartedControlPlane;
