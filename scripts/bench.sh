@@ -8,6 +8,9 @@ source scripts/services.sh
 source scripts/containerd.sh
 trap stop_engines_started_here EXIT
 ensure_packages
+# kubectl of the control plane's release first on PATH, as npm test has it (scripts/test.sh).
+control_plane="$(bash packages/testkit/control-plane/build.sh build)"
+export PATH="$control_plane/client:$PATH"
 start_docker
 start_containerd
 npx tsc -b

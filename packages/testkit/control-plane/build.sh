@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Kubernetes control plane the tests run (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler) and the real kubelet, built from the Go module proxy at one pinned release into a
+# kube-scheduler), the real kubelet, and kubectl of the same release (in client/, alone, so that
+# npm test can put it first on PATH without putting etcd or the kubelet there), built from the Go module proxy at one pinned release into a
 # cache outside the checkout, keyed by that release and by the pinned module files, so that a second
 # run builds nothing. Nothing of Kubernetes is packaged for Debian or npm; these machines have Go and
 # reach the Go module proxy.
@@ -27,7 +28,7 @@ METRICS_SERVER_RELEASE=v0.8.0
 KUBE_RELEASE="${KUBE_RELEASE:-$PINNED_RELEASE}"
 CONTROL_PLANE_MODULE="${CONTROL_PLANE_MODULE:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
 KUBELET_TS_CACHE="${KUBELET_TS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubelet-ts}"
-CONTROL_PLANE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+CONTROL_PLANE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 
 control_plane_dir() {
   echo "$KUBELET_TS_CACHE/control-plane/$KUBE_RELEASE"
@@ -99,6 +100,8 @@ build_control_plane() {
     echo "control plane: the build failed (output above)" >&2
     return 1
   fi
+  mkdir "$tmp/client"
+  mv "$tmp/kubectl" "$tmp/client/kubectl"
   echo "$stamp" >"$tmp/.stamp"
   echo "$KUBE_RELEASE" >"$tmp/.release"
   rm -rf "$dir"
