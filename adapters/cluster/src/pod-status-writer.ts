@@ -31,6 +31,29 @@ export interface PodStatusWriterOptions {
 
 const STRATEGIC = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
+/** A status the writer sets in part: an unrunnable pod's phase and why. */
+type PodStatusPatch = Pick<PodStatus, 'phase' | 'reason' | 'message'>;
+
+/**
+ * The strategic merge patch that makes the API's pod status the agent's `status`. A status sent as
+ * it is would only ever add: conditions are merged by type and their fields one by one, so a
+ * condition's `reason` and `message` from when it was False stayed once it turned True ("Ready:
+ * True, containers with unready status: [main]"), and a pod's `reason` stayed past its phase. The
+ * kubelet diffs against the API's status (`CreateTwoWayMergePatch`), which deletes what is gone;
+ * here what the kubelet owns and the agent left out is deleted (`null`), conditions the agent does
+ * not write (a readiness gate's, `DisruptionTarget`) are kept, and `podIPs`, merged by address,
+ * are replaced as a whole (a new sandbox's address must not join the old). Container statuses are
+ * atomic lists in the API: they are replaced as they are.
+ */
+export function statusPatch(status: PodStatus | PodStatusPatch): Record<string, unknown> {
+  const patch: Record<string, unknown> = { ...status, reason: status.reason ?? null, message: status.message ?? null };
+  if ('conditions' in status)
+    patch['conditions'] = status.conditions.map((c) => ({ ...c, reason: c.reason ?? null, message: c.message ?? null }));
+  if ('podIPs' in status && status.podIPs !== undefined) patch['podIPs'] = [...status.podIPs, { $patch: 'replace' }];
+  if ('hostIPs' in status && status.hostIPs !== undefined) patch['hostIPs'] = [...status.hostIPs, { $patch: 'replace' }];
+  return patch;
+}
+
 /**
  * The status manager's half that talks to the API server (`pkg/kubelet/status/status_manager.go`):
  * each API pod whose status changed in the agent's model is patched to `pods/status` (a strategic
@@ -133,9 +156,9 @@ export class PodStatusWriter {
     }
   }
 
-  private async patch(key: PodKey, status: object): Promise<void> {
+  private async patch(key: PodKey, status: PodStatus | PodStatusPatch): Promise<void> {
     await this.options.api.patchNamespacedPodStatus(
-      { name: key.name, namespace: key.namespace, body: { metadata: { uid: key.uid }, status } },
+      { name: key.name, namespace: key.namespace, body: { metadata: { uid: key.uid }, status: statusPatch(status) } },
       STRATEGIC,
     );
     this.patches++;
