@@ -34,6 +34,13 @@ export interface ContainerdEventsOptions {
    * `undefined` when it is no container of the runtime's: a pod sandbox, or one already gone.
    */
   readonly labelsOf: (containerId: string) => Promise<Readonly<Record<string, string>> | undefined>;
+  /**
+   * Resolves once the runtime's own view (CRI) shows the container's exit, or gives up. containerd's
+   * CRI plugin hears the same `/tasks/exit` and records it on its own time: a list made on this
+   * event before it has still says running, and with the event spent nothing would look again
+   * until the next relist (minutes). Called before an exit of ours is passed on.
+   */
+  readonly exitShown?: (containerId: string) => Promise<void>;
   /** Told of the exit of a task that is no container of ours: a pod sandbox's (its pause process), or a foreign container's. */
   readonly onOtherExit?: (id: string) => void;
   /** How to subscribe; by default a gRPC call on `endpoint`. */
@@ -49,7 +56,8 @@ const MAX_KNOWN = 10_000;
  * init process → exited with its status (exec processes' exits are dropped), `/containers/delete`
  * → removed. Task events do not carry labels, so the adapter keeps which pod each container id
  * belongs to (`remember`, from create and list; for an exit of an id it has not seen, one CRI
- * ContainerStatus), and drops pod sandboxes (no CRI container) and foreign containers. A start is
+ * ContainerStatus), and drops pod sandboxes (no CRI container) and foreign containers. An exit
+ * is passed on once CRI shows it (`exitShown`), so that what the agent lists on it is the exit. A start is
  * only ever of a container the adapter made or listed first, so the start of an id it has not
  * seen is dropped without asking.
  */
@@ -133,6 +141,7 @@ export class ContainerdEvents {
           this.options.onOtherExit?.(payload.containerId ?? '');
           return undefined;
         }
+        await this.options.exitShown?.(payload.containerId!);
         return withPod(
           {
             type: 'exited',

@@ -50,6 +50,9 @@ import { buildContainerConfig } from './container-config.js';
 import { detailsOf, summaryOf } from './mapping.js';
 import { buildSandboxConfig, recordOf, sandboxConfigOf } from './sandbox-config.js';
 
+/** The last of `exitShown`'s doubling waits (5, 10, … 1280 ms: about 2.5 s in all). */
+const EXIT_SHOWN_LAST_WAIT_MS = 1_280;
+
 /**
  * `ContainerRuntime` over the Container Runtime Interface (CRI v1, gRPC): containerd (≥ 1.6, its
  * `cri` plugin) or CRI-O. A pod is a CRI pod sandbox (RunPodSandbox: its network namespace and
@@ -108,6 +111,7 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     this.changes = new ContainerdEvents({
       endpoint: this.endpoint,
       labelsOf: async (id) => (await ignoreNotFound(this.containerStatus(id)))?.labels ?? undefined,
+      exitShown: (id) => this.exitShown(id),
       onOtherExit: (id) => this.recent.forget(id),
     });
     this.logFiles = CriLogFiles.of(options, this.logger);
@@ -381,6 +385,19 @@ export class CriRuntime implements ContainerRuntime, ContainerEventSource {
     if (sandbox.state === 'SANDBOX_READY') return sandboxConfigOf(sandbox);
     const what = `create ${name}: sandbox ${sandbox.metadata?.name ?? id} is not ready (its namespace is gone); the agent runs a new one`;
     throw new KubeletError('Conflict', what, { adapter: ADAPTER });
+  }
+
+  /**
+   * Waits until CRI no longer says the container runs (its plugin has handled the exit that
+   * containerd's event service told first), polling from 5 ms, doubling, about 2.5 s at most: a
+   * CRI that never catches up costs the event that long, and the agent's relist is the net.
+   */
+  private async exitShown(id: string): Promise<void> {
+    for (let waitMs = 5; waitMs <= EXIT_SHOWN_LAST_WAIT_MS; waitMs *= 2) {
+      const status = await ignoreNotFound(this.containerStatus(id)).catch(() => undefined);
+      if (status?.state !== 'CONTAINER_RUNNING') return;
+      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, waitMs));
+    }
   }
 
   private async containerStatus(id: string): Promise<ContainerStatus> {

@@ -118,6 +118,32 @@ describe('containerd events', () => {
     abort.abort();
   });
 
+  it('passes an exit of ours on only once CRI shows it, not one of a sandbox, a foreign container or an exec', async () => {
+    const shown: string[] = [];
+    let show: () => void = () => undefined;
+    const { events, envelopes } = fakeContainerd({
+      exitShown: (id) => {
+        shown.push(id);
+        return new Promise<void>((resolve) => (show = resolve));
+      },
+    });
+    events.remember('ours', { [Labels.manifestId]: 'web' });
+    const abort = new AbortController();
+    const it = events.stream(abort.signal);
+    let told: ContainerEvent | undefined;
+    const next = it.next().then((r) => (told = r.value as ContainerEvent));
+    for (const e of [exit('pause', 'pause', 0), exit('foreign', 'foreign', 1), exit('ours', 'exec-1', 0), exit('ours', 'ours', 3)])
+      envelopes.write(e);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // containerd said it; CRI has not caught up: nothing is told yet.
+    expect(shown).toEqual(['ours']);
+    expect(told).toBeUndefined();
+    show();
+    await next;
+    expect(told).toMatchObject({ type: 'exited', containerId: 'ours', podId: 'web', exitCode: 3 });
+    abort.abort();
+  });
+
   it('returns when the signal aborts, cancelling the call', async () => {
     const { events, closed } = fakeContainerd();
     const abort = new AbortController();

@@ -179,6 +179,39 @@ describe('CriRuntime on a real containerd', () => {
     expect((await f.runtime.list()).find((x) => x.id === c.id)?.state).toBe('exited');
   });
 
+  it('tells a container’s exit only once its list shows it exited (containerd tells it before its CRI plugin records it)', async () => {
+    const names = Array.from({ length: 12 }, (_, i) => `c${i}`);
+    const m = checkedManifest({
+      id: 'quick-exits',
+      containers: names.map((name) => ({ name, image: TEST_IMAGES.busybox, command: ['sh', '-c', 'exit 3'] })),
+    });
+    const { sandbox, containers } = pod(m);
+    const s = await run(sandbox);
+    const abort = new AbortController();
+    const listedOnExit = new Map<string, string | undefined>();
+    const made = new Set<string>();
+    const watching = (async () => {
+      for await (const event of f.runtime.events(abort.signal)) {
+        if (event.type !== 'exited' || !made.has(event.containerId)) continue;
+        // What the agent does on an exit: list the pod, now.
+        const listed = await f.runtime.list({ podId: 'quick-exits' });
+        listedOnExit.set(event.containerId, listed.find((c) => c.id === event.containerId)?.state);
+        if (listedOnExit.size === names.length) return;
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 200)); // subscribed
+    for (const spec of containers) {
+      const c = await f.runtime.create(spec, s.id);
+      made.add(c.id);
+      await f.runtime.start(c.id);
+    }
+    const deadline = setTimeout(() => abort.abort(), 30_000);
+    await watching;
+    clearTimeout(deadline);
+    abort.abort();
+    expect([...listedOnExit.values()]).toEqual(names.map(() => 'exited'));
+  });
+
   it('adopts after a restart: a new CriRuntime lists the pod and adds a container to its sandbox', async () => {
     const port = await freePort();
     const m = checkedManifest({
