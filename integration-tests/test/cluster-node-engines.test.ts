@@ -305,15 +305,19 @@ describe.each(AGENT_ENGINES)('a kubelet-ts node of a real control plane, on $nam
     await k('wait', '--for=condition=complete', `job/${app}-job`, '-n', 'default', '--timeout=60s');
     const [done] = await podsOf(`${app}-job`);
     expect(done?.status.phase).toBe('Succeeded');
+    let shown = '';
     const table = await until(
       'CrashLoopBackOff with restarts',
       async () => {
-        const out = await k('get', 'pod', `${app}-crash`, '-n', 'default', '--no-headers');
-        return /CrashLoopBackOff\s+[1-9]/.test(out) ? out : undefined;
+        shown = await k('get', 'pod', `${app}-crash`, '-n', 'default', '--no-headers');
+        return /CrashLoopBackOff\s+[1-9]/.test(shown) ? shown : undefined;
       },
       // A deadline, not a measure: a loaded machine's containerd has taken more than 60 s here.
       120_000,
-    );
+    ).catch(async (error: unknown) => {
+      const status = await k('get', 'pod', `${app}-crash`, '-n', 'default', '-o', 'jsonpath={.status}').catch(String);
+      throw new Error(`${(error as Error).message}; kubectl showed: ${shown.trim()}; its status: ${status}`);
+    });
     expect(table).toMatch(new RegExp(`^${app}-crash\\s+0/1\\s+CrashLoopBackOff\\s+[1-9]`));
     const backOff = await until('BackOff recorded', async () =>
       (await eventsOf('default', `${app}-crash`)).find((e) => e.reason === 'BackOff'),
