@@ -27,7 +27,9 @@ export function kubectlAs(kubeconfig: string, ...args: string[]): Promise<{ code
     child.on('error', (error) =>
       reject(
         (error as NodeJS.ErrnoException).code === 'ENOENT'
-          ? new Error('kubectl is not on PATH: npm test puts the control plane’s own first (packages/testkit/control-plane/build.sh builds it)')
+          ? new Error(
+              'kubectl is not on PATH: npm test puts the control plane’s own first (packages/testkit/control-plane/build.sh builds it)',
+            )
           : error,
       ),
     );
