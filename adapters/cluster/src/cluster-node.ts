@@ -1,3 +1,4 @@
+import { poolConnections, type PooledConnections } from './pooled-connections.js';
 import type { HealthView, HostAccess, ImageRecord, Logger, NodeAllocatable } from '@kubelet-ts/core';
 import { CoordinationV1Api, CoreV1Api, EventsV1Api, KubeConfig, type V1Taint } from '@kubernetes/client-node';
 import { ApiPodSource } from './api-pod-source.js';
@@ -90,6 +91,8 @@ export class ClusterNode {
   private registered!: (uid: string) => void;
   private readonly nodeRegistered = new Promise<string>((resolve) => (this.registered = resolve));
   private closed = false;
+  /** The keep-alive connections of the node's API clients (see `poolConnections`). */
+  readonly connections: PooledConnections;
 
   get nodeName(): string {
     return this.options.nodeName;
@@ -98,6 +101,8 @@ export class ClusterNode {
   constructor(private readonly options: ClusterNodeOptions) {
     this.kubeConfig = options.kubeConfig ?? new KubeConfig();
     if (options.kubeConfig === undefined) this.kubeConfig.loadFromFile(options.kubeconfigPath);
+    // Before any client is made: every request of the node (and of every node holding the same KubeConfig) reuses connections.
+    this.connections = poolConnections(this.kubeConfig);
     this.core = this.kubeConfig.makeApiClient(CoreV1Api);
     this.coordination = this.kubeConfig.makeApiClient(CoordinationV1Api);
     const podApiServer = options.podApiServer ?? reachableServer(this.kubeConfig, options.logger);
@@ -213,6 +218,7 @@ export class ClusterNode {
     await this.registration?.close();
     await this.writer?.close();
     await this.source.close();
+    this.connections.release();
   }
 }
 

@@ -1,0 +1,116 @@
+import { createHash } from 'node:crypto';
+import { Agent as HttpsAgent, type AgentOptions } from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+/** A holder's claim on the pool of a `KubeConfig` (see `poolConnections`). */
+export interface PooledConnections {
+  /** Lets go of the pool; the last holder's release closes its connections. */
+  release(): void;
+  /** How many TLS connections the pool has opened so far (for the node's figures and tests). */
+  readonly opened: number;
+}
+
+interface Pool {
+  holders: number;
+  opened: number;
+  /** One agent per set of TLS credentials (a rotated client certificate is a new set), oldest first. */
+  readonly agents: Map<string, HttpsAgent>;
+  readonly restore: () => void;
+}
+
+const pools = new WeakMap<KubeConfig, Pool>();
+
+/**
+ * At most this many sets of credentials are kept (a client certificate rotated a few times): the
+ * oldest pool's connections are closed past it.
+ */
+const MAX_CREDENTIALS = 3;
+
+/**
+ * Keep-alive connections for every API client made from `kubeConfig` (`makeApiClient`), shared by
+ * everything that holds the same `KubeConfig`: the Node, its Lease, the status writer, events, and
+ * with `kubelet-ts hollow` every node of the process. client-node makes a new agent, and so a new
+ * TCP and TLS connection, for each request; client-go keeps one pool per client. Each request
+ * still gets the credentials client-node gives it (read from the kubeconfig at that moment); the
+ * agent is the pool's for those credentials, so a rotated certificate gets connections of its own.
+ * Behind a proxy (`proxy-url`) client-node's own agent is kept. Idle connections do not keep the
+ * process alive (Node unrefs a free socket); the last `release()` closes them and gives the
+ * `KubeConfig` back as it was.
+ */
+export function poolConnections(kubeConfig: KubeConfig): PooledConnections {
+  let pool = pools.get(kubeConfig);
+  if (pool === undefined) pool = makePool(kubeConfig);
+  const held = pool;
+  held.holders += 1;
+  let released = false;
+  return {
+    release() {
+      if (released) return;
+      released = true;
+      held.holders -= 1;
+      if (held.holders > 0) return;
+      for (const agent of held.agents.values()) agent.destroy();
+      held.agents.clear();
+      held.restore();
+      pools.delete(kubeConfig);
+    },
+    get opened() {
+      return held.opened;
+    },
+  };
+}
+
+function makePool(kubeConfig: KubeConfig): Pool {
+  const own = Object.hasOwn(kubeConfig, 'applySecurityAuthentication');
+  const previous = kubeConfig.applySecurityAuthentication;
+  const original = previous.bind(kubeConfig);
+  const pool: Pool = {
+    holders: 0,
+    opened: 0,
+    agents: new Map(),
+    restore: () => {
+      if (own) kubeConfig.applySecurityAuthentication = previous;
+      else delete (kubeConfig as { applySecurityAuthentication?: unknown }).applySecurityAuthentication;
+    },
+  };
+  kubeConfig.applySecurityAuthentication = async (context) => {
+    await original(context);
+    const made = context.getAgent();
+    if (!(made instanceof HttpsAgent) || kubeConfig.getCurrentCluster()?.proxyUrl !== undefined) return;
+    context.setAgent(agentFor(pool, made.options));
+  };
+  pools.set(kubeConfig, pool);
+  return pool;
+}
+
+function agentFor(pool: Pool, options: AgentOptions): HttpsAgent {
+  const key = credentialsKey(options);
+  const known = pool.agents.get(key);
+  if (known !== undefined) return known;
+  const agent = new HttpsAgent({ ...options, keepAlive: true, maxSockets: 64, maxFreeSockets: 16, scheduling: 'lifo' });
+  const create = agent.createConnection.bind(agent);
+  // Counted as opened, for the figures; one a request before the pool.
+  agent.createConnection = ((...args: Parameters<typeof create>) => {
+    pool.opened += 1;
+    return create(...args);
+  }) as typeof agent.createConnection;
+  pool.agents.set(key, agent);
+  for (const [old, stale] of pool.agents) {
+    if (pool.agents.size <= MAX_CREDENTIALS) break;
+    stale.destroy();
+    pool.agents.delete(old);
+  }
+  return agent;
+}
+
+/** What tells one set of TLS credentials from another (hashed: no key material is kept as a map key). */
+function credentialsKey(o: AgentOptions): string {
+  const hash = createHash('sha256');
+  for (const part of [o.ca, o.cert, o.key, o.pfx, o.passphrase, o.servername, o.rejectUnauthorized]) {
+    const parts = Array.isArray(part) ? part : [part];
+    for (const p of parts)
+      hash.update(p === undefined ? '\0u' : typeof p === 'object' && !Buffer.isBuffer(p) ? JSON.stringify(p) : String(p));
+    hash.update('\0|');
+  }
+  return hash.digest('hex');
+}
