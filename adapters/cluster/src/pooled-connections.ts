@@ -13,7 +13,7 @@ export interface PooledConnections {
 interface Pool {
   holders: number;
   opened: number;
-  /** One agent per set of TLS credentials (a rotated client certificate is a new set), oldest first. */
+  /** One agent per lane and set of TLS credentials (a rotated client certificate is a new set), oldest first. */
   readonly agents: Map<string, HttpsAgent>;
   readonly restore: () => void;
 }
@@ -21,10 +21,10 @@ interface Pool {
 const pools = new WeakMap<KubeConfig, Pool>();
 
 /**
- * At most this many sets of credentials are kept (a client certificate rotated a few times): the
- * oldest pool's connections are closed past it.
+ * At most this many agents are kept (two lanes, for a client certificate rotated a few times): the
+ * oldest one's connections are closed past it.
  */
-const MAX_CREDENTIALS = 3;
+const MAX_AGENTS = 6;
 
 /**
  * Keep-alive connections for every API client made from `kubeConfig` (`makeApiClient`), shared by
@@ -32,7 +32,8 @@ const MAX_CREDENTIALS = 3;
  * with `kubelet-ts hollow` every node of the process. client-node makes a new agent, and so a new
  * TCP and TLS connection, for each request; client-go keeps one pool per client. Each request
  * still gets the credentials client-node gives it (read from the kubeconfig at that moment); the
- * agent is the pool's for those credentials, so a rotated certificate gets connections of its own.
+ * agent is the pool's for those credentials, so a rotated certificate gets connections of its own;
+ * Lease renewals have their own (`LEASES`), so no backlog of other requests delays a heartbeat.
  * Behind a proxy (`proxy-url`) client-node's own agent is kept. Idle connections do not keep the
  * process alive (Node unrefs a free socket); the last `release()` closes them and gives the
  * `KubeConfig` back as it was.
@@ -77,14 +78,22 @@ function makePool(kubeConfig: KubeConfig): Pool {
     await original(context);
     const made = context.getAgent();
     if (!(made instanceof HttpsAgent) || kubeConfig.getCurrentCluster()?.proxyUrl !== undefined) return;
-    context.setAgent(agentFor(pool, made.options));
+    const lane = new URL(context.getUrl()).pathname.startsWith(LEASES) ? 'heartbeat' : 'requests';
+    context.setAgent(agentFor(pool, lane, made.options));
   };
   pools.set(kubeConfig, pool);
   return pool;
 }
 
-function agentFor(pool: Pool, options: AgentOptions): HttpsAgent {
-  const key = credentialsKey(options);
+/**
+ * Lease requests go on connections of their own (the kubelet's `HeartbeatClient`): queued behind
+ * a rollout's status patches on the shared ones, 1,000 hollow nodes stopped renewing for 80 s and
+ * went NotReady. The Lease API's paths start so.
+ */
+const LEASES = '/apis/coordination.k8s.io/';
+
+function agentFor(pool: Pool, lane: 'requests' | 'heartbeat', options: AgentOptions): HttpsAgent {
+  const key = `${lane}:${credentialsKey(options)}`;
   const known = pool.agents.get(key);
   if (known !== undefined) return known;
   const agent = new HttpsAgent({ ...options, keepAlive: true, maxSockets: 64, maxFreeSockets: 16, scheduling: 'lifo' });
@@ -96,7 +105,7 @@ function agentFor(pool: Pool, options: AgentOptions): HttpsAgent {
   }) as typeof agent.createConnection;
   pool.agents.set(key, agent);
   for (const [old, stale] of pool.agents) {
-    if (pool.agents.size <= MAX_CREDENTIALS) break;
+    if (pool.agents.size <= MAX_AGENTS) break;
     stale.destroy();
     pool.agents.delete(old);
   }

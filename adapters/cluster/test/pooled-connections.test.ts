@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { poolConnections } from '../src/pooled-connections.js';
 
 /** The API clients of a node reuse their connections to a real API server (client-node alone opens one a request). */
@@ -31,6 +31,23 @@ describe('pooled connections to the API server', () => {
       await Promise.all(Array.from({ length: 8 }, () => core.readNamespace({ name: 'default' })));
       expect(pool.opened).toBeGreaterThanOrEqual(1);
       expect(pool.opened).toBeLessThanOrEqual(8);
+    } finally {
+      pool.release();
+    }
+  });
+
+  it('gives Lease requests connections of their own (a heartbeat never waits behind a backlog of others)', async () => {
+    const kc = config();
+    const pool = poolConnections(kc);
+    try {
+      const core = kc.makeApiClient(CoreV1Api);
+      const leases = kc.makeApiClient(CoordinationV1Api);
+      await core.readNamespace({ name: 'default' });
+      expect(pool.opened).toBe(1);
+      for (let i = 0; i < 5; i++) await leases.listNamespacedLease({ namespace: 'kube-node-lease' });
+      expect(pool.opened).toBe(2);
+      await core.readNamespace({ name: 'default' });
+      expect(pool.opened).toBe(2);
     } finally {
       pool.release();
     }
