@@ -124,7 +124,21 @@ export class ClusterNode {
   /** Registers the Node (in the background, retried until it can), then holds its Lease and writes its pods' status. */
   async start(agent: ClusterAgent): Promise<void> {
     const { options } = this;
-    const healthy = () => agent.health().healthy;
+    // An unhealthy agent's Lease is not renewed: said once each time its reason changes, since the
+    // cluster then sees the node NotReady and the operator asks why.
+    let unhealthySaid: string | undefined;
+    const healthy = () => {
+      const h = agent.health();
+      if (h.healthy) unhealthySaid = undefined;
+      else if (unhealthySaid !== h.message.replace(/\d+ ms/g, '')) {
+        unhealthySaid = h.message.replace(/\d+ ms/g, '');
+        options.logger.warn(
+          { node: options.nodeName, reason: h.message },
+          `node lease not renewed while the agent is unhealthy: ${h.message}`,
+        );
+      }
+      return h.healthy;
+    };
     const facts: NodeSpecFacts = {
       name: options.nodeName,
       labels: options.labels ?? {},

@@ -96,7 +96,7 @@ function agentFor(pool: Pool, lane: 'requests' | 'heartbeat', options: AgentOpti
   const key = `${lane}:${credentialsKey(options)}`;
   const known = pool.agents.get(key);
   if (known !== undefined) return known;
-  const agent = new HttpsAgent({ ...options, keepAlive: true, maxSockets: 64, maxFreeSockets: 16, scheduling: 'lifo' });
+  const agent = new SettledHttpsAgent({ ...options, keepAlive: true, maxSockets: 64, maxFreeSockets: 16, scheduling: 'lifo' });
   const create = agent.createConnection.bind(agent);
   // Counted as opened, for the figures; one a request before the pool.
   agent.createConnection = ((...args: Parameters<typeof create>) => {
@@ -110,6 +110,22 @@ function agentFor(pool: Pool, lane: 'requests' | 'heartbeat', options: AgentOpti
     pool.agents.delete(old);
   }
   return agent;
+}
+
+/**
+ * An agent that hands a freed connection on one turn of the event loop later. client-node reads
+ * answers with node-fetch 2, which takes a chunked answer's `close` with a `data` listener still on
+ * its socket for a cut-off body ("Premature close"); Node frees a keep-alive socket, and gives it to
+ * a waiting request (which listens for `data`), before that answer's `close` is emitted. 200 lists
+ * of 200 KB at once on 64 connections failed that way here, and so did 1,500 of 1,000 hollow nodes'
+ * registrations. Deferred, the answer has closed before the socket carries the next request.
+ */
+class SettledHttpsAgent extends HttpsAgent {
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    if (event !== 'free') return super.emit(event, ...args);
+    setImmediate(() => super.emit('free', ...args));
+    return true;
+  }
 }
 
 /** What tells one set of TLS credentials from another (hashed: no key material is kept as a map key). */

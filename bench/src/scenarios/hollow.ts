@@ -1,3 +1,4 @@
+import { closeSync, openSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -50,11 +51,26 @@ async function hollowStep({ nodes, pods, sampleSeconds = 30 }: HollowStep): Prom
   });
   const prefix = `hollow-${process.pid}-`;
   const kubeconfig = await direct(cluster.kubeconfigPath);
+  // KUBELET_TS_BENCH_HOLLOW_LOG=<file>: the process's warnings there (why nodes went NotReady); else errors only, not kept.
+  const logFile = process.env['KUBELET_TS_BENCH_HOLLOW_LOG'];
+  const log = logFile === undefined || logFile === '' ? 'ignore' : openSync(logFile, 'w');
   const child = spawn(
     process.execPath,
-    [CLI, 'hollow', '--nodes', String(nodes), '--kubeconfig', kubeconfig, '--name-prefix', prefix, '--log-level', 'error'],
-    { stdio: 'ignore' },
+    [
+      CLI,
+      'hollow',
+      '--nodes',
+      String(nodes),
+      '--kubeconfig',
+      kubeconfig,
+      '--name-prefix',
+      prefix,
+      '--log-level',
+      log === 'ignore' ? 'error' : 'warn',
+    ],
+    { stdio: ['ignore', log, log] },
   );
+  if (typeof log === 'number') closeSync(log);
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   try {
     const admin = await adminOf(cluster);
