@@ -36,13 +36,26 @@ export class NodeLease {
 
   start(): void {
     const interval = ((this.options.durationSeconds ?? 40) * 1000) / 4;
+    let due = Date.now();
+    let lateSaid = 0;
     const tick = async () => {
       if (this.closed) return;
       let next = interval * (1 + Math.random() * 0.04);
       if (this.options.healthy()) {
         try {
+          const began = Date.now();
           await this.renew();
           this.retry.reset();
+          // A renewal that comes late lets the node go NotReady: said (once a minute) with where the
+          // time went, the event loop (the timer fired late) or the API server (the answer did).
+          const answered = Date.now();
+          if ((began - due > interval / 2 || answered - began > interval / 2) && answered - lateSaid > 60_000) {
+            lateSaid = answered;
+            this.options.logger.warn(
+              { node: this.options.nodeName, timerLateMs: began - due, answerMs: answered - began },
+              `node lease renewed late: its timer fired ${began - due} ms late, the API server answered in ${answered - began} ms`,
+            );
+          }
         } catch (error) {
           next = this.retry.next();
           this.lease = undefined;
@@ -52,6 +65,7 @@ export class NodeLease {
           );
         }
       }
+      due = Date.now() + next;
       if (!this.closed) this.timer = setTimeout(tick, next);
     };
     void tick();

@@ -25,7 +25,12 @@ export interface HollowStep {
 export function hollowSteps(quick: boolean): HollowStep[] {
   const given = process.env['KUBELET_TS_BENCH_HOLLOW'];
   if (given !== undefined && given !== '') return JSON.parse(given) as HollowStep[];
-  return quick ? [{ nodes: 5, pods: 20, sampleSeconds: 3 }] : [{ nodes: 100, pods: 1_000 }];
+  return quick
+    ? [{ nodes: 5, pods: 20, sampleSeconds: 3 }]
+    : [
+        { nodes: 100, pods: 1_000 },
+        { nodes: 1_000, pods: 10_000, sampleSeconds: 20 },
+      ];
 }
 
 /**
