@@ -42,3 +42,4 @@ export {
 } from './service-variables.js';
 export { ApiServices, type ApiServicesOptions } from './api-services.js';
 export { PodFeed, type PodFeedListener, type PodFeedOptions } from './pod-feed.js';
+export { poolConnections, type PooledConnections } from './pooled-connections.js';

@@ -14,6 +14,7 @@ import {
   type V1CertificateSigningRequest,
 } from '@kubernetes/client-node';
 import { ClusterAuth, ServingCertificateRequester } from '../src/index.js';
+import { until } from './until.js';
 
 /**
  * What a node's port asks of a real API server with the node's own credentials (issue 44): who a
@@ -151,29 +152,18 @@ describe('ServingCertificateRequester: a kubelet-serving certificate the cluster
         name: csr.metadata!.name!,
         body: { ...csr, status: { conditions: [{ type, status: 'True', reason: 'Test', message, lastUpdateTime: new Date() }] } },
       });
-    const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>): Promise<T> => {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const value = await probe();
-        if (value !== undefined) return value;
-        if (Date.now() > deadline) throw new Error(`${what}: not within 30 s`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    };
     try {
       const files = await requester.start();
       const first = new X509Certificate(await readFile(files.certFile));
       expect(first.issuer).toBe(first.subject);
       // The first request: denied, which is said; the requester asks again.
-      const denied = await waitFor('a request', async () => (await pending())[0]);
+      const denied = await until('a request', async () => (await pending())[0]);
       expect(denied.spec).toMatchObject({ signerName: 'kubernetes.io/kubelet-serving', usages: ['digital signature', 'server auth'] });
       await decide(denied, 'Denied', 'not this one');
-      const again = await waitFor('a second request', async () =>
-        (await pending()).find((c) => c.metadata!.name !== denied.metadata!.name),
-      );
+      const again = await until('a second request', async () => (await pending()).find((c) => c.metadata!.name !== denied.metadata!.name));
       expect(logger.at('warn').some((e) => /was denied: Test not this one/.test(e.message))).toBe(true);
       await decide(again, 'Approved', 'approved');
-      const issued = await waitFor('the issued certificate', async () => {
+      const issued = await until('the issued certificate', async () => {
         const cert = new X509Certificate(await readFile(files.certFile));
         return cert.issuer !== cert.subject ? cert : undefined;
       });

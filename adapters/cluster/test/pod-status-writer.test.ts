@@ -3,6 +3,7 @@ import { silentLogger, type PodKey, type PodStatus } from '@kubelet-ts/core';
 import { startControlPlane, type StartedControlPlane } from '@kubelet-ts/testkit';
 import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { PodStatusWriter, type StatusSource } from '../src/pod-status-writer.js';
+import { until } from './until.js';
 
 /**
  * The status `PodStatusWriter` leaves in a real API server is the agent's, not a merge of every
@@ -46,15 +47,6 @@ describe('the pod status the writer leaves in the API', () => {
         for (const l of listeners) l([key.uid!]);
       },
     };
-  };
-  const until = async <T>(what: string, read: () => Promise<T | undefined>): Promise<T> => {
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const value = await read();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`${what}: not within 20 s`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
   };
   const statusOf = (base: { ready: boolean; ip: string }): PodStatus => ({
     phase: 'Running',
