@@ -129,14 +129,14 @@ export class ClusterNode {
     let unhealthySaid: string | undefined;
     const healthy = () => {
       const h = agent.health();
-      if (h.healthy) unhealthySaid = undefined;
-      else if (unhealthySaid !== h.message.replace(/\d+ ms/g, '')) {
-        unhealthySaid = h.message.replace(/\d+ ms/g, '');
+      // The reason without its running figures ("no sync pass has completed for N ms").
+      const reason = h.healthy ? undefined : h.message.replace(/\d+ ms/g, '');
+      if (reason !== undefined && reason !== unhealthySaid)
         options.logger.warn(
           { node: options.nodeName, reason: h.message },
           `node lease not renewed while the agent is unhealthy: ${h.message}`,
         );
-      }
+      unhealthySaid = reason;
       return h.healthy;
     };
     const facts: NodeSpecFacts = {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Kubernetes control plane the tests run (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler), the real kubelet, and kubectl of the same release (in client/, alone, so that
-# npm test can put it first on PATH without putting etcd or the kubelet there), built from the Go module proxy at one pinned release into a
+# npm test can put it first on PATH without putting etcd or the kubelet there), built from the Go
+# module proxy at one pinned release into a
 # cache outside the checkout, keyed by that release and by the pinned module files, so that a second
 # run builds nothing. Nothing of Kubernetes is packaged for Debian or npm; these machines have Go and
 # reach the Go module proxy.
